@@ -1,0 +1,69 @@
+package kongstate
+
+import (
+	"github.com/google/uuid"
+)
+
+// namespaceRoot is KIC's root namespace for deterministic IDs (kic-compat.md §6). Every
+// entity type derives its own namespace from it, so the same key in two types never collides.
+var namespaceRoot = uuid.MustParse("fd02801f-0957-4a15-a55a-c8d9606f30b5")
+
+// Entity type names, as KIC passes them to the type namespace derivation.
+const (
+	typeServices       = "services"
+	typeRoutes         = "routes"
+	typeConsumers      = "consumers"
+	typeConsumerGroups = "consumergroups"
+	typeVaults         = "vaults"
+	typePlugins        = "plugins"
+)
+
+var typeNamespaces = func() map[string]uuid.UUID {
+	m := map[string]uuid.UUID{}
+	for _, t := range []string{typeServices, typeRoutes, typeConsumers, typeConsumerGroups, typeVaults, typePlugins} {
+		m[t] = uuid.NewSHA1(namespaceRoot, []byte(t))
+	}
+	return m
+}()
+
+func id(typ, workspace, key string) string {
+	if workspace != "" {
+		key = workspace + "/" + key
+	}
+	return uuid.NewSHA1(typeNamespaces[typ], []byte(key)).String()
+}
+
+// ServiceID is the ID KIC gives the Kong service of that name in workspace ("" for none).
+func ServiceID(workspace, name string) string { return id(typeServices, workspace, name) }
+
+// RouteID is the ID KIC gives the route of that name.
+func RouteID(workspace, name string) string { return id(typeRoutes, workspace, name) }
+
+// ConsumerID is the ID KIC gives a consumer with that username.
+func ConsumerID(workspace, username string) string { return id(typeConsumers, workspace, username) }
+
+// ConsumerGroupID is the ID KIC gives the consumer group of that name.
+func ConsumerGroupID(workspace, name string) string { return id(typeConsumerGroups, workspace, name) }
+
+// VaultID is the ID KIC gives the vault with that prefix.
+func VaultID(workspace, prefix string) string { return id(typeVaults, workspace, prefix) }
+
+// PluginID is the ID KIC gives a plugin: the key is the plugin name followed by each relation
+// that exists, in the order service, route, consumer, consumer group (kic-compat.md §6).
+// Relations are given by name; empty means "no such relation".
+func PluginID(workspace, plugin, service, route, consumer, consumerGroup string) string {
+	key := plugin
+	if service != "" {
+		key += ":service/" + service
+	}
+	if route != "" {
+		key += ":route/" + route
+	}
+	if consumer != "" {
+		key += ":consumer/" + consumer
+	}
+	if consumerGroup != "" {
+		key += ":consumer_group/" + consumerGroup
+	}
+	return id(typePlugins, workspace, key)
+}

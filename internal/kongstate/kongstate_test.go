@@ -1,0 +1,134 @@
+package kongstate
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The expected values are the [G] examples of kic-compat.md §6, taken from KIC's golden files.
+func TestIDsMatchKIC(t *testing.T) {
+	assert.Equal(t, "90050c4f-539a-5bd9-bfb5-2ff1c430ca18", typeNamespaces["services"].String())
+	assert.Equal(t, "78aafefa-16c7-5598-8955-58dc6264b27a", typeNamespaces["routes"].String())
+	assert.Equal(t, "7e5adc17-c056-5c54-98c0-7f88774fccf6", typeNamespaces["consumers"].String())
+	assert.Equal(t, "4b01092a-c5c8-53f2-bed8-175b4436913f", typeNamespaces["consumergroups"].String())
+	assert.Equal(t, "66ef8da9-18d3-5bbc-9241-62b0e3ead8f1", typeNamespaces["vaults"].String())
+	assert.Equal(t, "e9b79996-068a-576f-804e-98a685f0a58e", typeNamespaces["plugins"].String())
+
+	assert.Equal(t, "fe1e2edc-5479-52fe-b0f4-b90d8d5f83ba", ServiceID("", "foo-namespace.foo-svc.80"))
+	assert.Equal(t, "3eee2c18-8fcc-5661-8f84-5c89adfa404f", RouteID("", "foo-namespace.foo.foo-svc.example.com.80"))
+	assert.Equal(t, "7deb6e70-60be-5dd2-b374-06551479ea5e", ConsumerID("", "consumer"))
+	assert.Equal(t, "876a1c78-f75a-570e-a918-26506344add0", ConsumerGroupID("", "consumer-group-2"))
+	assert.Equal(t, "61a22b86-f859-5c8a-a23c-97b92b14b635", PluginID("", "correlation-id", "", "default.httpbin.httpbin..80", "", ""))
+	assert.Equal(t, "a340e1ec", PluginID("", "basic-auth", "default.svc-facade-beta.svc.facade", "", "", "")[:8])
+	assert.NotEqual(t, ServiceID("", "a"), ServiceID("ws", "a"))
+}
+
+func TestTagsFor(t *testing.T) {
+	ing := &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{
+		Name: "foo", Namespace: "default", UID: "u1",
+		Annotations: map[string]string{UserTagsAnnotation: " a, b,,a ,c "},
+	}}
+	gvk := netv1.SchemeGroupVersion.WithKind("Ingress")
+	assert.Equal(t, []string{
+		"k8s-name:foo", "k8s-namespace:default", "k8s-kind:Ingress", "k8s-uid:u1",
+		"k8s-group:networking.k8s.io", "k8s-version:v1", "a", "b", "c",
+	}, TagsFor(ing, gvk))
+
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "foo-svc", Namespace: "bar-namespace"}}
+	assert.Equal(t, []string{"k8s-name:foo-svc", "k8s-namespace:bar-namespace", "k8s-kind:Service", "k8s-version:v1"},
+		TagsFor(svc, corev1.SchemeGroupVersion.WithKind("Service")))
+
+	ref, ok := ObjectRefFromTags(TagsFor(ing, gvk))
+	require.True(t, ok)
+	assert.Equal(t, ObjectRef{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Namespace: "default", Name: "foo", UID: "u1"}, ref)
+	assert.Equal(t, "Ingress default/foo", ref.String())
+
+	_, ok = ObjectRefFromTags(PlaceholderServiceTags())
+	assert.False(t, ok, "placeholder tags name no object")
+	_, ok = ObjectRefFromTags([]string{"k8s-name:x", "k8s-kind:Service", "k8s-uid:u"})
+	assert.False(t, ok, "namespaced kind without namespace")
+	ref, ok = ObjectRefFromTags([]string{"k8s-name:p", "k8s-kind:KongClusterPlugin", "k8s-uid:u", "k8s-group:configuration.konghq.com", "k8s-version:v1"})
+	require.True(t, ok)
+	assert.Equal(t, "KongClusterPlugin p", ref.String())
+	ref, ok = ObjectRefFromTags([]string{"k8s-name:s", "k8s-namespace:n", "k8s-kind:Service", "k8s-uid:u", "k8s-group:core", "k8s-version:v1"})
+	require.True(t, ok)
+	assert.Equal(t, "", ref.Group)
+	_ = schema.GroupVersionKind{}
+}
+
+func TestRenderSortsAndFillsDefaults(t *testing.T) {
+	s := &State{
+		Services: []*file.FService{
+			{Service: kong.Service{Name: kong.String("foo-namespace.foo-svc.80")}, Routes: []*file.FRoute{
+				{Route: kong.Route{Name: kong.String("default.httpbin-other.httpbin..80")}},
+				{Route: kong.Route{Name: kong.String("default.httpbin.httpbin..80"), PathHandling: kong.String("v1")}},
+			}},
+			{Service: kong.Service{Name: kong.String("foo-namespace.foo-svc.8000")}},
+		},
+		Upstreams: []*file.FUpstream{
+			{Upstream: kong.Upstream{Name: kong.String("a")}, Targets: []*file.FTarget{
+				{Target: kong.Target{Target: kong.String("10.0.0.1:80")}},
+				{Target: kong.Target{Target: kong.String("10.0.0.2:80")}},
+			}},
+			{Upstream: kong.Upstream{Name: kong.String("b"), Algorithm: kong.String("latency")}},
+		},
+		Certificates: []*file.FCertificate{
+			{Cert: kong.String("A"), SNIs: []kong.SNI{{Name: kong.String("z")}, {Name: kong.String("a")}}},
+			{Cert: kong.String("B")},
+		},
+	}
+	c := s.Content()
+	assert.Equal(t, "3.0", c.FormatVersion)
+	assert.Equal(t, "foo-namespace.foo-svc.8000", *c.Services[0].Name)
+	r := c.Services[1].Routes
+	assert.Equal(t, "default.httpbin.httpbin..80", *r[0].Name)
+	assert.Equal(t, "v1", *r[0].PathHandling)
+	assert.Equal(t, "v0", *r[1].PathHandling)
+	assert.Equal(t, 426, *r[1].HTTPSRedirectStatusCode)
+	assert.Equal(t, "b", *c.Upstreams[0].Name)
+	assert.Equal(t, "latency", *c.Upstreams[0].Algorithm)
+	assert.Equal(t, "round-robin", *c.Upstreams[1].Algorithm)
+	assert.Equal(t, "10.0.0.2:80", *c.Upstreams[1].Targets[0].Target.Target)
+	assert.Equal(t, "B", *c.Certificates[0].Cert)
+	assert.Equal(t, "a", *c.Certificates[1].SNIs[0].Name)
+	// The state is not modified by rendering.
+	assert.Nil(t, s.Services[0].Routes[0].PathHandling)
+	assert.Nil(t, s.Upstreams[0].Algorithm)
+}
+
+func TestDeclarativeConfigStub(t *testing.T) {
+	b, err := (&State{}).DeclarativeConfig()
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"_format_version":"3.0","upstreams":[{"name":"kong"}]}`, string(b))
+	b, err = (*State)(nil).DeclarativeConfig()
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"_format_version":"3.0","upstreams":[{"name":"kong"}]}`, string(b))
+
+	s := &State{Upstreams: []*file.FUpstream{{Upstream: kong.Upstream{Name: kong.String("x")}}}}
+	b, err = s.DeclarativeConfig()
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.Len(t, m["upstreams"], 1)
+	assert.NotContains(t, m, "_info")
+}
+
+func TestPluginOrder(t *testing.T) {
+	s := &State{Plugins: []*file.FPlugin{
+		{Plugin: kong.Plugin{Name: kong.String("a"), Route: &kong.Route{ID: kong.String("r1")}}},
+		{Plugin: kong.Plugin{Name: kong.String("a"), Route: &kong.Route{ID: kong.String("r2")}}},
+		{Plugin: kong.Plugin{Name: kong.String("b")}},
+	}}
+	c := s.Content()
+	assert.Equal(t, "b", *c.Plugins[0].Name)
+	assert.Equal(t, "r2", *c.Plugins[1].Route.ID)
+}

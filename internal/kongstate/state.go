@@ -1,0 +1,145 @@
+package kongstate
+
+import (
+	"encoding/json"
+	"sort"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+)
+
+// FormatVersion is the declarative config format KIC renders for Kong 3.x.
+const FormatVersion = "3.0"
+
+// State is a Kong configuration as the translator builds it: decK file entities, in the
+// order the translator produced them. Routes are nested in their service, targets in their
+// upstream, SNIs in their certificate. Plugins holds top-level plugins; foreign keys of a
+// plugin are given by name in the ID field of kong.Service / kong.Route / kong.Consumer /
+// kong.ConsumerGroup, as decK files refer to them.
+//
+// A State is built by one goroutine and then only read; Content and DeclarativeConfig copy
+// before they fill defaults or sort.
+type State struct {
+	Services     []*file.FService
+	Upstreams    []*file.FUpstream
+	Certificates []*file.FCertificate
+	Plugins      []*file.FPlugin
+}
+
+// Content renders the decK file content (kic-compat.md §11): _format_version "3.0", the
+// render-time defaults of §11.2, the sort order of §11.4, no _info. Deterministic: the same
+// State gives an equal Content. The State itself is not modified.
+func (s *State) Content() *file.Content {
+	c := &file.Content{FormatVersion: FormatVersion}
+	if s == nil {
+		return c
+	}
+	for _, svc := range s.Services {
+		if svc == nil {
+			continue
+		}
+		cp := svc.DeepCopy()
+		for _, r := range cp.Routes {
+			fillRouteDefaults(r)
+			sortPluginsDesc(r.Plugins)
+		}
+		sort.SliceStable(cp.Routes, func(i, j int) bool { return str(cp.Routes[i].Name) > str(cp.Routes[j].Name) })
+		sortPluginsDesc(cp.Plugins)
+		c.Services = append(c.Services, *cp)
+	}
+	sort.SliceStable(c.Services, func(i, j int) bool { return str(c.Services[i].Name) > str(c.Services[j].Name) })
+
+	for _, u := range s.Upstreams {
+		if u == nil {
+			continue
+		}
+		cp := u.DeepCopy()
+		if cp.Algorithm == nil {
+			cp.Algorithm = kong.String("round-robin")
+		}
+		sort.SliceStable(cp.Targets, func(i, j int) bool {
+			return str(cp.Targets[i].Target.Target) > str(cp.Targets[j].Target.Target)
+		})
+		c.Upstreams = append(c.Upstreams, *cp)
+	}
+	sort.SliceStable(c.Upstreams, func(i, j int) bool { return str(c.Upstreams[i].Name) > str(c.Upstreams[j].Name) })
+
+	for _, cert := range s.Certificates {
+		if cert == nil {
+			continue
+		}
+		cp := cert.DeepCopy()
+		sort.SliceStable(cp.SNIs, func(i, j int) bool { return str(cp.SNIs[i].Name) < str(cp.SNIs[j].Name) })
+		c.Certificates = append(c.Certificates, *cp)
+	}
+	sort.SliceStable(c.Certificates, func(i, j int) bool { return str(c.Certificates[i].Cert) > str(c.Certificates[j].Cert) })
+
+	for _, p := range s.Plugins {
+		if p == nil {
+			continue
+		}
+		c.Plugins = append(c.Plugins, *p.DeepCopy())
+	}
+	sort.SliceStable(c.Plugins, func(i, j int) bool { return pluginKey(&c.Plugins[i]) > pluginKey(&c.Plugins[j]) })
+	return c
+}
+
+// DeclarativeConfig renders the JSON body of DB-less POST /config: Content, plus the stub
+// upstream {name: kong} when the document would otherwise be empty, as KIC sends it (§11.2).
+// encoding/json writes struct fields in declaration order and map keys sorted, so the bytes
+// depend only on the State.
+func (s *State) DeclarativeConfig() ([]byte, error) {
+	c := s.Content()
+	if isEmpty(c) {
+		c.Upstreams = []file.FUpstream{{Upstream: kong.Upstream{Name: kong.String("kong")}}}
+	}
+	return json.Marshal(c)
+}
+
+func isEmpty(c *file.Content) bool {
+	return len(c.Services) == 0 && len(c.Routes) == 0 && len(c.Consumers) == 0 &&
+		len(c.ConsumerGroups) == 0 && len(c.Plugins) == 0 && len(c.FilterChains) == 0 &&
+		len(c.Upstreams) == 0 && len(c.Certificates) == 0 && len(c.CACertificates) == 0 &&
+		len(c.Vaults) == 0 && len(c.Licenses) == 0 && len(c.CustomEntities) == 0 &&
+		len(c.Partials) == 0 && len(c.Keys) == 0 && len(c.KeySets) == 0
+}
+
+// fillRouteDefaults fills what KIC fills at render time for the traditional router.
+func fillRouteDefaults(r *file.FRoute) {
+	if r.HTTPSRedirectStatusCode == nil {
+		r.HTTPSRedirectStatusCode = kong.Int(426)
+	}
+	if r.PathHandling == nil {
+		r.PathHandling = kong.String("v0")
+	}
+}
+
+func sortPluginsDesc(ps []*file.FPlugin) {
+	sort.SliceStable(ps, func(i, j int) bool { return str(ps[i].Name) > str(ps[j].Name) })
+}
+
+// pluginKey is KIC's sort key of top-level plugins: the name and the foreign keys
+// concatenated in the order consumer, consumer group, route, service.
+func pluginKey(p *file.FPlugin) string {
+	k := str(p.Name)
+	if p.Consumer != nil {
+		k += str(p.Consumer.ID)
+	}
+	if p.ConsumerGroup != nil {
+		k += str(p.ConsumerGroup.ID)
+	}
+	if p.Route != nil {
+		k += str(p.Route.ID)
+	}
+	if p.Service != nil {
+		k += str(p.Service.ID)
+	}
+	return k
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
