@@ -1,0 +1,238 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// EnvPrefix is the prefix of the environment variable that sets each flag: --kong-admin-url is
+// also read from CONTROLLER_KONG_ADMIN_URL. A flag given on the command line wins.
+const EnvPrefix = "CONTROLLER_"
+
+// Config is everything the controller is told at start.
+type Config struct {
+	// Kong Admin API.
+	KongAdminURLs          []string
+	KongAdminToken         string
+	KongAdminTokenFile     string
+	KongAdminTLSSkipVerify bool
+	KongAdminCACertFile    string
+	KongAdminClientCert    string
+	KongAdminClientKey     string
+	KongAdminFilterTag     string
+	KongAdminConcurrency   int
+
+	// What is watched.
+	IngressClass    string
+	WatchNamespaces []string
+	Kubeconfig      string
+
+	// Leader election.
+	LeaderElect           bool
+	ElectionID            string
+	ElectionNamespace     string
+	ElectionLeaseDuration time.Duration
+	ElectionRenewDeadline time.Duration
+	ElectionRetryPeriod   time.Duration
+
+	// Sync.
+	ProxySyncPeriod time.Duration
+
+	// Endpoints.
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+
+	LogLevel string
+}
+
+// Defaults, KIC's where KIC has the flag.
+const (
+	DefaultKongAdminURL       = "http://localhost:8001"
+	DefaultFilterTag          = "managed-by-ingress-controller"
+	DefaultElectionID         = "5b374a9e.konghq.com"
+	DefaultProxySyncSeconds   = 3.0
+	DefaultMetricsAddress     = ":10255"
+	DefaultHealthProbeAddress = ":10254"
+)
+
+// Parse reads args (without the program name) and the environment through getenv (os.Getenv
+// in the binary). It returns an error that names the offending flag; pflag.ErrHelp when
+// --help was asked for.
+func Parse(args []string, getenv func(string) string) (*Config, error) {
+	c := &Config{}
+	fs := pflag.NewFlagSet("konductor", pflag.ContinueOnError)
+	fs.SortFlags = false
+	var (
+		adminURLs  string
+		namespaces string
+		syncSecs   float64
+	)
+	fs.StringVar(&adminURLs, "kong-admin-url", DefaultKongAdminURL, "Kong Admin API URLs, comma-separated; every gateway gets the same configuration")
+	fs.StringVar(&c.KongAdminToken, "kong-admin-token", "", "Kong-Admin-Token header value sent to the Admin API")
+	fs.StringVar(&c.KongAdminTokenFile, "kong-admin-token-file", "", "file holding the Admin API token (conflicts with --kong-admin-token)")
+	fs.BoolVar(&c.KongAdminTLSSkipVerify, "kong-admin-tls-skip-verify", false, "do not verify the Admin API's TLS certificate")
+	fs.StringVar(&c.KongAdminCACertFile, "kong-admin-ca-cert-file", "", "PEM CA bundle that signs the Admin API's certificate")
+	fs.StringVar(&c.KongAdminClientCert, "kong-admin-tls-client-cert-file", "", "client certificate (PEM) for mTLS to the Admin API")
+	fs.StringVar(&c.KongAdminClientKey, "kong-admin-tls-client-key-file", "", "client key (PEM) for mTLS to the Admin API")
+	fs.StringVar(&c.KongAdminFilterTag, "kong-admin-filter-tag", DefaultFilterTag, "tag that marks the entities this controller owns in database-backed Kong")
+	fs.IntVar(&c.KongAdminConcurrency, "kong-admin-concurrency", 10, "maximum concurrent Admin API requests per gateway in database mode")
+	fs.StringVar(&c.IngressClass, "ingress-class", "kong", "ingress class served by this controller")
+	fs.StringVar(&namespaces, "watch-namespace", "", "namespaces to watch, comma-separated; empty watches all")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses in-cluster config or $KUBECONFIG")
+	fs.BoolVar(&c.LeaderElect, "leader-elect", true, "elect a leader among replicas; only the leader writes to Kong (required with a database)")
+	fs.StringVar(&c.ElectionID, "election-id", DefaultElectionID, "name of the Lease used for leader election")
+	fs.StringVar(&c.ElectionNamespace, "election-namespace", "", "namespace of the Lease; empty uses the Pod's namespace")
+	fs.DurationVar(&c.ElectionLeaseDuration, "election-lease-duration", 15*time.Second, "how long a standby waits before taking a lease its holder stopped renewing")
+	fs.DurationVar(&c.ElectionRenewDeadline, "election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leadership")
+	fs.DurationVar(&c.ElectionRetryPeriod, "election-retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
+	fs.Float64Var(&syncSecs, "proxy-sync-seconds", DefaultProxySyncSeconds, "period of the full resync to Kong, in seconds; changes are synced as they happen")
+	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", DefaultMetricsAddress, "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", DefaultHealthProbeAddress, "address of /healthz and /readyz; 0 disables it")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, error")
+
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		return nil, err
+	}
+
+	c.KongAdminURLs = splitList(adminURLs)
+	c.WatchNamespaces = splitList(namespaces)
+	c.ProxySyncPeriod = time.Duration(syncSecs * float64(time.Second))
+	if err := c.validate(syncSecs); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// applyEnv sets every flag not given on the command line from CONTROLLER_<NAME>.
+func applyEnv(fs *pflag.FlagSet, getenv func(string) string) error {
+	var errs []error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed {
+			return
+		}
+		name := EnvVarName(f.Name)
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			errs = append(errs, fmt.Errorf("invalid value %q for %s (flag --%s): %w", v, name, f.Name, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// EnvVarName is the environment variable that sets flag name.
+func EnvVarName(flag string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *Config) validate(syncSecs float64) error {
+	var errs []error
+	bad := func(flag, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, a...)))
+	}
+	if len(c.KongAdminURLs) == 0 {
+		bad("kong-admin-url", "at least one URL is required")
+	}
+	for _, u := range c.KongAdminURLs {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			bad("kong-admin-url", "%q is not an http(s) URL", u)
+		}
+	}
+	if c.KongAdminToken != "" && c.KongAdminTokenFile != "" {
+		bad("kong-admin-token-file", "conflicts with --kong-admin-token; set one")
+	}
+	for flag, path := range map[string]string{
+		"kong-admin-token-file":           c.KongAdminTokenFile,
+		"kong-admin-ca-cert-file":         c.KongAdminCACertFile,
+		"kong-admin-tls-client-cert-file": c.KongAdminClientCert,
+		"kong-admin-tls-client-key-file":  c.KongAdminClientKey,
+	} {
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			bad(flag, "cannot read %q: %v", path, err)
+		}
+	}
+	if (c.KongAdminClientCert == "") != (c.KongAdminClientKey == "") {
+		bad("kong-admin-tls-client-cert-file", "--kong-admin-tls-client-cert-file and --kong-admin-tls-client-key-file go together")
+	}
+	if c.KongAdminFilterTag == "" {
+		bad("kong-admin-filter-tag", "must not be empty: it is how konductor tells its entities from hand-made ones")
+	}
+	if c.KongAdminConcurrency < 1 {
+		bad("kong-admin-concurrency", "must be at least 1, got %d", c.KongAdminConcurrency)
+	}
+	if c.IngressClass == "" {
+		bad("ingress-class", "must not be empty")
+	}
+	if syncSecs <= 0 {
+		bad("proxy-sync-seconds", "must be positive, got %v", syncSecs)
+	}
+	if c.LeaderElect {
+		if c.ElectionID == "" {
+			bad("election-id", "must not be empty with leader election")
+		}
+		if c.ElectionLeaseDuration <= c.ElectionRenewDeadline {
+			bad("election-lease-duration", "must be longer than --election-renew-deadline")
+		}
+		if c.ElectionRenewDeadline <= c.ElectionRetryPeriod {
+			bad("election-renew-deadline", "must be longer than --election-retry-period")
+		}
+	}
+	for _, a := range []struct{ flag, addr string }{
+		{"metrics-bind-address", c.MetricsBindAddress},
+		{"health-probe-bind-address", c.HealthProbeBindAddress},
+	} {
+		if a.addr == "0" || a.addr == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			bad(a.flag, "%q is not host:port: %v", a.addr, err)
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "error":
+	default:
+		bad("log-level", "must be debug, info or error, got %q", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+// AdminToken returns the Admin API token, read from --kong-admin-token-file when set.
+func (c *Config) AdminToken() (string, error) {
+	if c.KongAdminTokenFile == "" {
+		return c.KongAdminToken, nil
+	}
+	b, err := os.ReadFile(c.KongAdminTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("--kong-admin-token-file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}

@@ -1,0 +1,104 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/require"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestParseDefaults(t *testing.T) {
+	c, err := Parse(nil, env(nil))
+	require.NoError(t, err)
+	require.Equal(t, []string{DefaultKongAdminURL}, c.KongAdminURLs)
+	require.Equal(t, "kong", c.IngressClass)
+	require.Equal(t, DefaultFilterTag, c.KongAdminFilterTag)
+	require.Equal(t, DefaultElectionID, c.ElectionID)
+	require.True(t, c.LeaderElect)
+	require.Equal(t, 3*time.Second, c.ProxySyncPeriod)
+	require.Nil(t, c.WatchNamespaces)
+}
+
+func TestParseFlagsAndEnvironment(t *testing.T) {
+	c, err := Parse(
+		[]string{"--kong-admin-url", "http://a:8001, https://b:8444", "--watch-namespace=ns1,ns2", "--proxy-sync-seconds=0.5"},
+		env(map[string]string{
+			"CONTROLLER_INGRESS_CLASS":    "internal",
+			"CONTROLLER_KONG_ADMIN_URL":   "http://ignored:8001", // the flag wins
+			"CONTROLLER_LEADER_ELECT":     "false",
+			"CONTROLLER_ELECTION_ID":      "my-lease",
+			"CONTROLLER_KONG_ADMIN_TOKEN": "secret",
+		}),
+	)
+	require.NoError(t, err)
+	require.Equal(t, []string{"http://a:8001", "https://b:8444"}, c.KongAdminURLs)
+	require.Equal(t, []string{"ns1", "ns2"}, c.WatchNamespaces)
+	require.Equal(t, 500*time.Millisecond, c.ProxySyncPeriod)
+	require.Equal(t, "internal", c.IngressClass)
+	require.False(t, c.LeaderElect)
+	require.Equal(t, "my-lease", c.ElectionID)
+	tok, err := c.AdminToken()
+	require.NoError(t, err)
+	require.Equal(t, "secret", tok)
+}
+
+func TestParseTokenFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(path, []byte("from-file\n"), 0o600))
+	c, err := Parse([]string{"--kong-admin-token-file", path}, env(nil))
+	require.NoError(t, err)
+	tok, err := c.AdminToken()
+	require.NoError(t, err)
+	require.Equal(t, "from-file", tok)
+}
+
+// Every bad value fails at start and the message names the flag (or its variable).
+func TestParseRejectsBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"url scheme", []string{"--kong-admin-url", "ftp://x"}, nil, "--kong-admin-url"},
+		{"empty url list", []string{"--kong-admin-url", " , "}, nil, "--kong-admin-url"},
+		{"sync seconds", []string{"--proxy-sync-seconds", "0"}, nil, "--proxy-sync-seconds"},
+		{"sync seconds not a number", []string{"--proxy-sync-seconds", "soon"}, nil, "proxy-sync-seconds"},
+		{"env not a bool", nil, map[string]string{"CONTROLLER_LEADER_ELECT": "maybe"}, "CONTROLLER_LEADER_ELECT (flag --leader-elect)"},
+		{"token and file", []string{"--kong-admin-token", "a", "--kong-admin-token-file", "/nonexistent"}, nil, "--kong-admin-token-file"},
+		{"missing ca file", []string{"--kong-admin-ca-cert-file", "/nonexistent/ca.pem"}, nil, "--kong-admin-ca-cert-file"},
+		{"cert without key", []string{"--kong-admin-tls-client-cert-file", "/etc/hostname"}, nil, "--kong-admin-tls-client-cert-file"},
+		{"concurrency", []string{"--kong-admin-concurrency", "0"}, nil, "--kong-admin-concurrency"},
+		{"empty class", []string{"--ingress-class", ""}, nil, "--ingress-class"},
+		{"lease shorter than renew", []string{"--election-lease-duration", "5s"}, nil, "--election-lease-duration"},
+		{"metrics address", []string{"--metrics-bind-address", "10255"}, nil, "--metrics-bind-address"},
+		{"log level", []string{"--log-level", "loud"}, nil, "--log-level"},
+		{"unknown flag", []string{"--kong-url", "x"}, nil, "kong-url"},
+		{"stray argument", []string{"extra"}, nil, `"extra"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(tc.args, env(tc.env))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	_, err := Parse([]string{"--help"}, env(nil))
+	require.True(t, errors.Is(err, pflag.ErrHelp))
+}
+
+func TestEnvVarName(t *testing.T) {
+	require.Equal(t, "CONTROLLER_KONG_ADMIN_TLS_SKIP_VERIFY", EnvVarName("kong-admin-tls-skip-verify"))
+	require.True(t, strings.HasPrefix(EnvVarName("x"), EnvPrefix))
+}

@@ -1,0 +1,207 @@
+package dbless
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/kong/go-kong/kong"
+)
+
+// EmptyConfigurationHash is what GET /status reports while a DB-less Kong holds no
+// configuration: after a start or a restart, before anything was loaded.
+const EmptyConfigurationHash = "00000000000000000000000000000000"
+
+// Outcome says what a Push did.
+type Outcome int
+
+const (
+	// Pushed means the configuration was sent and accepted.
+	Pushed Outcome = iota
+	// Unchanged means the gateway already holds this configuration; nothing was sent.
+	Unchanged
+	// Restored means the gateway had lost its configuration and was sent the last good one,
+	// because the current one is known to be rejected.
+	Restored
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Pushed:
+		return "pushed"
+	case Unchanged:
+		return "unchanged"
+	case Restored:
+		return "restored"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Gateway is one DB-less Kong. Push is safe to call from one goroutine at a time; the
+// mutex only guards against misuse.
+type Gateway struct {
+	client *kong.Client
+
+	mu         sync.Mutex
+	lastDigest [sha256.Size]byte // of the configuration the gateway last accepted
+	lastGood   []byte
+	rejected   *RejectedError // the last rejection, for the configuration with rejectedDigest
+	rejDigest  [sha256.Size]byte
+}
+
+// New returns a Gateway that talks through client.
+func New(client *kong.Client) *Gateway {
+	return &Gateway{client: client}
+}
+
+// Push makes the gateway hold config. It sends config only when the gateway does not hold it
+// already. A rejection is returned as *RejectedError, and the same configuration is not sent
+// again; any other error (network, 5xx, 429) is returned as is, for the caller to retry with
+// backoff.
+func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+
+	digest := sha256.Sum256(config)
+	known := g.lastGood != nil && digest == g.lastDigest
+	rejectedBefore := g.rejected != nil && digest == g.rejDigest
+	if known || rejectedBefore {
+		lost, err := g.lostConfiguration(ctx)
+		if err != nil {
+			return Unchanged, err
+		}
+		switch {
+		case !lost && known:
+			return Unchanged, nil
+		case !lost:
+			return Unchanged, g.rejected
+		case known:
+			// The gateway restarted: send what it held.
+		case g.lastGood != nil:
+			if err := g.post(ctx, g.lastGood); err != nil {
+				return Restored, err
+			}
+			return Restored, g.rejected
+		default:
+			return Unchanged, g.rejected
+		}
+	}
+
+	if err := g.post(ctx, config); err != nil {
+		var rej *RejectedError
+		if errors.As(err, &rej) {
+			g.rejected, g.rejDigest = rej, digest
+		}
+		return Pushed, err
+	}
+	g.lastDigest, g.lastGood = digest, config
+	g.rejected = nil
+	return Pushed, nil
+}
+
+// Forget drops what the gateway is known to hold, so the next Push sends its configuration.
+func (g *Gateway) Forget() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.lastGood, g.lastDigest, g.rejected = nil, [sha256.Size]byte{}, nil
+}
+
+func (g *Gateway) lostConfiguration(ctx context.Context) (bool, error) {
+	st, err := g.client.Status(ctx)
+	if err != nil {
+		return false, fmt.Errorf("reading /status: %w", err)
+	}
+	return st.ConfigurationHash == EmptyConfigurationHash, nil
+}
+
+func (g *Gateway) post(ctx context.Context, config []byte) error {
+	err := g.client.ReloadDeclarativeRawConfig(ctx, bytes.NewReader(config), true, true)
+	if err == nil {
+		return nil
+	}
+	var apiErr *kong.APIError
+	if errors.As(err, &apiErr) && apiErr.Code() == http.StatusBadRequest {
+		return parseRejection(apiErr.Raw())
+	}
+	return err
+}
+
+// RejectedError is Kong's 400 answer to POST /config: the configuration is invalid. Kong keeps
+// the configuration it had.
+type RejectedError struct {
+	Message  string
+	Entities []EntityError
+}
+
+// EntityError is one flattened_errors entry: an entity Kong refused and why.
+type EntityError struct {
+	EntityType string
+	EntityName string
+	EntityID   string
+	Tags       []string
+	Errors     []FieldError
+}
+
+// FieldError is one message about an entity; Field is empty for entity-level messages.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *RejectedError) Error() string {
+	var b strings.Builder
+	b.WriteString("gateway rejected the configuration")
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	for _, ent := range e.Entities {
+		for _, fe := range ent.Errors {
+			fmt.Fprintf(&b, "; %s %q", ent.EntityType, ent.EntityName)
+			if fe.Field != "" {
+				fmt.Fprintf(&b, " %s", fe.Field)
+			}
+			fmt.Fprintf(&b, ": %s", fe.Message)
+		}
+	}
+	return b.String()
+}
+
+type flatBody struct {
+	Message         string `json:"message"`
+	FlattenedErrors []struct {
+		EntityType string          `json:"entity_type"`
+		EntityName string          `json:"entity_name"`
+		EntityID   string          `json:"entity_id"`
+		EntityTags json.RawMessage `json:"entity_tags"`
+		Errors     []struct {
+			Type    string `json:"type"`
+			Field   string `json:"field"`
+			Message string `json:"message"`
+		} `json:"errors"`
+	} `json:"flattened_errors"`
+}
+
+func parseRejection(raw []byte) *RejectedError {
+	var body flatBody
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return &RejectedError{Message: strings.TrimSpace(string(raw))}
+	}
+	rej := &RejectedError{Message: body.Message}
+	for _, fe := range body.FlattenedErrors {
+		ent := EntityError{EntityType: fe.EntityType, EntityName: fe.EntityName, EntityID: fe.EntityID}
+		// entity_tags is only present when every tag is a string; anything else maps to no object.
+		_ = json.Unmarshal(fe.EntityTags, &ent.Tags)
+		for _, e := range fe.Errors {
+			ent.Errors = append(ent.Errors, FieldError{Field: e.Field, Message: e.Message})
+		}
+		rej.Entities = append(rej.Entities, ent)
+	}
+	return rej
+}

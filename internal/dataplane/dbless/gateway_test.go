@@ -1,0 +1,184 @@
+package dbless
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/kong/go-kong/kong"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeKong is a minimal DB-less Admin API: POST /config and GET /status, nothing else.
+type fakeKong struct {
+	mu       sync.Mutex
+	hash     string
+	posts    [][]byte
+	statuses int
+	reject   func(body []byte) bool // answer 400 for these bodies
+	fail     int                    // answer 503 to the next fail requests
+}
+
+func (f *fakeKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail > 0 {
+		f.fail--
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"message":"unavailable"}`)
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/status":
+		f.statuses++
+		_, _ = io.WriteString(w, `{"server":{},"memory":{},"configuration_hash":"`+f.hash+`"}`)
+	case r.Method == http.MethodPost && r.URL.Path == "/config":
+		if r.URL.Query().Get("check_hash") != "1" || r.URL.Query().Get("flatten_errors") != "1" {
+			http.Error(w, "missing query", http.StatusTeapot)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		f.posts = append(f.posts, body)
+		if f.reject != nil && f.reject(body) {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"code":14,"name":"invalid declarative configuration","message":"declarative config is invalid: {}",
+			  "flattened_errors":[{"entity_type":"route","entity_name":"default.bad.svc..80",
+			  "entity_tags":["k8s-name:bad","k8s-namespace:default","k8s-kind:Ingress","k8s-uid:u-1","k8s-group:networking.k8s.io","k8s-version:v1"],
+			  "errors":[{"type":"field","field":"paths.1","message":"invalid regex: '~/('"}]}]}`)
+			return
+		}
+		sum := md5.Sum(body)
+		f.hash = hex.EncodeToString(sum[:])
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{}`)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (f *fakeKong) restart() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hash = EmptyConfigurationHash
+}
+
+func (f *fakeKong) counts() (posts, statuses int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.posts), f.statuses
+}
+
+func newGateway(t *testing.T, f *fakeKong) *Gateway {
+	t.Helper()
+	f.hash = EmptyConfigurationHash
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	c, err := kong.NewClient(kong.String(srv.URL), srv.Client())
+	require.NoError(t, err)
+	return New(c)
+}
+
+func TestPushSkipsUnchangedConfiguration(t *testing.T) {
+	f := &fakeKong{}
+	g := newGateway(t, f)
+	ctx := context.Background()
+
+	out, err := g.Push(ctx, []byte(`{"_format_version":"3.0"}`))
+	require.NoError(t, err)
+	require.Equal(t, Pushed, out)
+
+	out, err = g.Push(ctx, []byte(`{"_format_version":"3.0"}`))
+	require.NoError(t, err)
+	require.Equal(t, Unchanged, out)
+	posts, statuses := f.counts()
+	require.Equal(t, 1, posts, "an unchanged configuration is not sent again")
+	require.Equal(t, 1, statuses, "an unchanged configuration costs one GET /status")
+
+	out, err = g.Push(ctx, []byte(`{"_format_version":"3.0","services":[]}`))
+	require.NoError(t, err)
+	require.Equal(t, Pushed, out)
+	posts, _ = f.counts()
+	require.Equal(t, 2, posts)
+}
+
+func TestPushAgainAfterGatewayRestart(t *testing.T) {
+	f := &fakeKong{}
+	g := newGateway(t, f)
+	ctx := context.Background()
+	cfg := []byte(`{"_format_version":"3.0","upstreams":[{"name":"kong"}]}`)
+
+	_, err := g.Push(ctx, cfg)
+	require.NoError(t, err)
+	f.restart()
+	out, err := g.Push(ctx, cfg)
+	require.NoError(t, err)
+	require.Equal(t, Pushed, out, "a gateway reporting the all-zero hash gets its configuration again")
+	posts, _ := f.counts()
+	require.Equal(t, 2, posts)
+	require.Equal(t, cfg, f.posts[1])
+}
+
+func TestRejectedConfigurationKeepsLastGoodAndIsNotResent(t *testing.T) {
+	f := &fakeKong{reject: func(b []byte) bool { return string(b) == "bad" }}
+	g := newGateway(t, f)
+	ctx := context.Background()
+
+	_, err := g.Push(ctx, []byte("good"))
+	require.NoError(t, err)
+
+	_, err = g.Push(ctx, []byte("bad"))
+	var rej *RejectedError
+	require.True(t, errors.As(err, &rej), "a 400 is a *RejectedError, got %v", err)
+	require.Len(t, rej.Entities, 1)
+	ent := rej.Entities[0]
+	require.Equal(t, "route", ent.EntityType)
+	require.Equal(t, "default.bad.svc..80", ent.EntityName)
+	require.Contains(t, ent.Tags, "k8s-uid:u-1")
+	require.Equal(t, []FieldError{{Field: "paths.1", Message: "invalid regex: '~/('"}}, ent.Errors)
+	require.Contains(t, err.Error(), `route "default.bad.svc..80" paths.1: invalid regex`)
+
+	// The same bad configuration is not sent again; the rejection is still reported.
+	out, err := g.Push(ctx, []byte("bad"))
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, Unchanged, out)
+	posts, _ := f.counts()
+	require.Equal(t, 2, posts)
+
+	// A restarted gateway gets the last good configuration back, not the rejected one.
+	f.restart()
+	out, err = g.Push(ctx, []byte("bad"))
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, Restored, out)
+	require.Equal(t, "good", string(f.posts[len(f.posts)-1]))
+
+	// A fixed configuration goes through.
+	out, err = g.Push(ctx, []byte("fixed"))
+	require.NoError(t, err)
+	require.Equal(t, Pushed, out)
+}
+
+func TestServerErrorsAreNotRejections(t *testing.T) {
+	f := &fakeKong{fail: 1}
+	g := newGateway(t, f)
+	_, err := g.Push(context.Background(), []byte("cfg"))
+	require.Error(t, err)
+	var rej *RejectedError
+	require.False(t, errors.As(err, &rej), "a 503 is retried, not a rejection")
+
+	// Nothing was recorded: the next push sends the configuration.
+	out, err := g.Push(context.Background(), []byte("cfg"))
+	require.NoError(t, err)
+	require.Equal(t, Pushed, out)
+}
+
+func TestUnparsableRejectionKeepsBody(t *testing.T) {
+	rej := parseRejection([]byte("not json"))
+	require.Equal(t, "not json", rej.Message)
+	require.Empty(t, rej.Entities)
+}

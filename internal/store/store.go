@@ -1,0 +1,164 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	netv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Options selects what the store shows the translator.
+type Options struct {
+	// IngressClass is the class this controller serves (--ingress-class). Default "kong".
+	IngressClass string
+	// Namespaces limits namespaced kinds to these namespaces (--watch-namespace). Empty means all.
+	Namespaces []string
+	// Kinds is the set of optional (CRD-backed) kinds whose CRD is installed. Kinds not listed
+	// here are never read. Required kinds are always read.
+	Kinds KindSet
+}
+
+// DefaultIngressClass is KIC's default --ingress-class.
+const DefaultIngressClass = "kong"
+
+// Store is the read-only view. It is safe for concurrent use; it keeps no state beyond its
+// options, so every Snapshot reads the cache as it is at that moment.
+type Store struct {
+	reader client.Reader
+	opts   Options
+}
+
+// New returns a store over reader, which in the controller is the manager's cache-backed
+// client (mgr.GetClient() or mgr.GetCache()), never a client that reads the API server.
+func New(reader client.Reader, opts Options) *Store {
+	if opts.IngressClass == "" {
+		opts.IngressClass = DefaultIngressClass
+	}
+	return &Store{reader: reader, opts: opts}
+}
+
+// Options returns the options the store was built with.
+func (s *Store) Options() Options { return s.opts }
+
+// ListError reports that one kind could not be read. A sync must not go ahead without that
+// kind (ARCHITECTURE.md, invariant 6), so Snapshot returns no partial result.
+type ListError struct {
+	Kind string
+	Err  error
+}
+
+func (e *ListError) Error() string {
+	if apierrors.IsForbidden(e.Err) {
+		return fmt.Sprintf("cannot list %s (RBAC forbids list/watch on %s): %v", e.Kind, e.Kind, e.Err)
+	}
+	return fmt.Sprintf("cannot list %s: %v", e.Kind, e.Err)
+}
+
+func (e *ListError) Unwrap() error { return e.Err }
+
+// Snapshot reads every kind the translator needs. It fails, returning a *ListError, when any
+// kind cannot be listed: a configuration that pretends a kind is empty must never reach Kong.
+func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
+	snap := &Snapshot{IngressClass: s.opts.IngressClass}
+
+	var class netv1.IngressClass
+	switch err := s.reader.Get(ctx, types.NamespacedName{Name: s.opts.IngressClass}, &class); {
+	case err == nil:
+		snap.IngressClassIsDefault = IsDefaultClass(&class)
+	case apierrors.IsNotFound(err):
+	default:
+		return nil, &ListError{Kind: KindIngressClass.String(), Err: err}
+	}
+
+	var ingresses netv1.IngressList
+	if err := s.list(ctx, KindIngress, &ingresses); err != nil {
+		return nil, err
+	}
+	for i := range ingresses.Items {
+		ing := &ingresses.Items[i]
+		if s.inNamespace(ing.Namespace) && IngressMatchesClass(ing, s.opts.IngressClass, snap.IngressClassIsDefault) {
+			snap.Ingresses = append(snap.Ingresses, ing)
+		}
+	}
+
+	var services corev1.ServiceList
+	if err := s.list(ctx, KindService, &services); err != nil {
+		return nil, err
+	}
+	snap.Services = filterNamespaced(s, services.Items)
+
+	var slices discoveryv1.EndpointSliceList
+	if err := s.list(ctx, KindEndpointSlice, &slices); err != nil {
+		return nil, err
+	}
+	snap.EndpointSlices = filterNamespaced(s, slices.Items)
+
+	var secrets corev1.SecretList
+	if err := s.list(ctx, KindSecret, &secrets); err != nil {
+		return nil, err
+	}
+	snap.Secrets = filterNamespaced(s, secrets.Items)
+
+	if s.opts.Kinds.Has(KindKongPlugin) {
+		var plugins kongv1.KongPluginList
+		if err := s.list(ctx, KindKongPlugin, &plugins); err != nil {
+			return nil, err
+		}
+		snap.KongPlugins = filterNamespaced(s, plugins.Items)
+	}
+	if s.opts.Kinds.Has(KindKongClusterPlugin) {
+		var plugins kongv1.KongClusterPluginList
+		if err := s.list(ctx, KindKongClusterPlugin, &plugins); err != nil {
+			return nil, err
+		}
+		for i := range plugins.Items {
+			p := &plugins.Items[i]
+			if AnnotationMatchesClass(p.Annotations, s.opts.IngressClass, snap.IngressClassIsDefault) {
+				snap.KongClusterPlugins = append(snap.KongClusterPlugins, p)
+			}
+		}
+	}
+	return snap, nil
+}
+
+func (s *Store) list(ctx context.Context, kind Kind, list client.ObjectList) error {
+	if err := s.reader.List(ctx, list); err != nil {
+		return &ListError{Kind: kind.String(), Err: err}
+	}
+	return nil
+}
+
+func (s *Store) inNamespace(ns string) bool {
+	if len(s.opts.Namespaces) == 0 {
+		return true
+	}
+	for _, n := range s.opts.Namespaces {
+		if n == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// filterNamespaced returns pointers into items for the objects in watched namespaces. The
+// cache may hold more namespaces than the store shows (for example in tests that share one
+// cache), so the filter is applied here too, not only in the cache's configuration.
+func filterNamespaced[T any, PT interface {
+	*T
+	client.Object
+}](s *Store, items []T) []PT {
+	out := make([]PT, 0, len(items))
+	for i := range items {
+		obj := PT(&items[i])
+		if s.inNamespace(obj.GetNamespace()) {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
