@@ -1,0 +1,530 @@
+package kongemu
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// childRoutes lists nested collections: parent schema -> path segment -> (child schema, foreign field).
+var childRoutes = map[string]map[string][2]string{
+	"services":     {"routes": {"routes", "service"}, "plugins": {"plugins", "service"}},
+	"routes":       {"plugins": {"plugins", "route"}},
+	"certificates": {"snis": {"snis", "certificate"}},
+	"upstreams":    {"targets": {"targets", "upstream"}},
+	"consumers": {
+		"plugins":    {"plugins", "consumer"},
+		"key-auth":   {"keyauth_credentials", "consumer"},
+		"basic-auth": {"basicauth_credentials", "consumer"},
+		"hmac-auth":  {"hmacauth_credentials", "consumer"},
+		"jwt":        {"jwt_secrets", "consumer"},
+		"oauth2":     {"oauth2_credentials", "consumer"},
+		"acls":       {"acls", "consumer"},
+	},
+}
+
+// crudTarget is what a CRUD path designates.
+type crudTarget struct {
+	s        *schema
+	parent   map[string]any // nested: the parent entity
+	parentS  *schema
+	fkey     string // nested: the child's foreign field to the parent
+	key      string // item key, "" for a collection
+	item     bool
+	basePath string
+}
+
+func verb(method string) string {
+	switch method {
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "create or update"
+	case http.MethodPatch:
+		return "update"
+	case http.MethodDelete:
+		return "remove"
+	}
+	return "access"
+}
+
+// handleCRUD serves entity collections and items. Caller does not hold mu.
+func (e *Emulator) handleCRUD(w http.ResponseWriter, r *http.Request, segs []string) {
+	if segs[0] == "plugins" && len(segs) == 2 && segs[1] == "enabled" {
+		if r.Method != http.MethodGet {
+			writeErr(w, methodNotAllowed)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"enabled_plugins": strs(sortedKeys(pluginSchemas)...)})
+		return
+	}
+	var body map[string]any
+	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+		var ok bool
+		if body, ok = readBody(w, r); !ok {
+			return
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+
+	t, aerr := e.resolve(segs)
+	if aerr != nil {
+		writeErr(w, aerr)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && e.dbless() {
+		if (t.item && (r.Method == http.MethodPost)) || (!t.item && r.Method != http.MethodPost) {
+			writeErr(w, methodNotAllowed)
+			return
+		}
+		writeErr(w, errBody(http.StatusMethodNotAllowed, 12, "operation unsupported",
+			fmt.Sprintf("cannot %s '%s' entities when not using a database", verb(r.Method), t.s.Name), nil))
+		return
+	}
+	if !t.item {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			e.list(w, r, t)
+		case http.MethodPost:
+			e.create(w, r, t, body)
+		default:
+			writeErr(w, methodNotAllowed)
+		}
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		ent, aerr := e.find(t)
+		if aerr != nil {
+			writeErr(w, aerr)
+			return
+		}
+		if ent == nil {
+			writeErr(w, errNotFound)
+			return
+		}
+		writeJSON(w, http.StatusOK, e.db.render(t.s, ent))
+	case http.MethodPut:
+		e.upsert(w, r, t, body)
+	case http.MethodPatch:
+		e.patch(w, r, t, body)
+	case http.MethodDelete:
+		e.remove(w, r, t)
+	default:
+		writeErr(w, methodNotAllowed)
+	}
+}
+
+// resolve maps path segments to a crudTarget. Caller holds mu.
+func (e *Emulator) resolve(segs []string) (*crudTarget, *apiError) {
+	if len(segs) > 4 {
+		return nil, errNotFound
+	}
+	s := schemaByPath[segs[0]]
+	if s == nil {
+		return nil, errNotFound
+	}
+	if len(segs) <= 2 {
+		if s.Name == "targets" {
+			return nil, errNotFound
+		}
+		t := &crudTarget{s: s, basePath: "/" + segs[0]}
+		if len(segs) == 2 {
+			t.key, t.item = segs[1], true
+		}
+		return t, nil
+	}
+	c, ok := childRoutes[s.Name][segs[2]]
+	if !ok {
+		return nil, errNotFound
+	}
+	if aerr := checkKey(s, segs[1]); aerr != nil {
+		return nil, aerr
+	}
+	parent := e.db.lookup(s, segs[1])
+	if parent == nil {
+		return nil, errNotFound
+	}
+	t := &crudTarget{s: schemas[c[0]], parent: parent, parentS: s, fkey: c[1],
+		basePath: "/" + segs[0] + "/" + segs[1] + "/" + segs[2]}
+	if len(segs) == 4 {
+		t.key, t.item = segs[3], true
+	}
+	return t, nil
+}
+
+// checkKey rejects a non-UUID key for entities without an endpoint key.
+func checkKey(s *schema, key string) *apiError {
+	if isUUID(key) || (s.EndpointKey != "" && s.EndpointKey != "id") || s.Name == "certificates" {
+		return nil
+	}
+	return errBody(http.StatusBadRequest, 1, "invalid primary key",
+		fmt.Sprintf("invalid primary key: '{id=%q}'", key), map[string]any{"id": "expected a valid UUID"})
+}
+
+// find looks up the item a target designates; nil when absent or under another parent.
+func (e *Emulator) find(t *crudTarget) (map[string]any, *apiError) {
+	if aerr := checkKey(t.s, t.key); aerr != nil {
+		return nil, aerr
+	}
+	var ent map[string]any
+	if t.s.Name == "targets" && t.parent != nil && !isUUID(t.key) {
+		want := normalizeTarget(t.key)
+		for _, x := range e.db.ents["targets"] {
+			if refID(x["upstream"]) == t.parent["id"] && (x["target"] == t.key || x["target"] == want) {
+				ent = x
+			}
+		}
+	} else {
+		ent = e.db.lookup(t.s, t.key)
+	}
+	if ent != nil && t.parent != nil && refID(ent[t.fkey]) != t.parent["id"] {
+		return nil, nil
+	}
+	return ent, nil
+}
+
+func parseTags(q url.Values) ([]string, bool, *apiError) {
+	raw := q.Get("tags")
+	if raw == "" {
+		return nil, false, nil
+	}
+	bad := func(msg string) *apiError {
+		return errBody(http.StatusBadRequest, 11, "invalid options", "invalid option (tags: "+msg+")",
+			nil).with("options", map[string]any{"tags": msg})
+	}
+	hasAnd, hasOr := strings.Contains(raw, ","), strings.Contains(raw, "/")
+	if hasAnd && hasOr {
+		return nil, false, bad("invalid filter syntax")
+	}
+	sep := ","
+	if hasOr {
+		sep = "/"
+	}
+	tags := strings.Split(raw, sep)
+	if len(tags) > 5 {
+		return nil, false, bad("cannot query more than 5 tags")
+	}
+	for _, t := range tags {
+		if t == "" {
+			return nil, false, bad("invalid filter syntax")
+		}
+	}
+	return tags, hasOr, nil
+}
+
+func (a *apiError) with(k string, v any) *apiError {
+	a.Body[k] = v
+	return a
+}
+
+func matchTags(ent map[string]any, tags []string, or bool) bool {
+	have := map[string]bool{}
+	for _, t := range entityTags(ent) {
+		have[t] = true
+	}
+	for _, t := range tags {
+		if have[t] && or {
+			return true
+		}
+		if !have[t] && !or {
+			return false
+		}
+	}
+	return !or
+}
+
+// list serves a collection. Caller holds mu.
+func (e *Emulator) list(w http.ResponseWriter, r *http.Request, t *crudTarget) {
+	var tags []string
+	var or bool
+	if t.parent == nil {
+		var aerr *apiError
+		if tags, or, aerr = parseTags(r.URL.Query()); aerr != nil {
+			writeErr(w, aerr)
+			return
+		}
+	}
+	var rows []map[string]any
+	for _, ent := range e.db.list(t.s.Name) {
+		if t.parent != nil && refID(ent[t.fkey]) != t.parent["id"] {
+			continue
+		}
+		if tags != nil && !matchTags(ent, tags, or) {
+			continue
+		}
+		rows = append(rows, e.db.render(t.s, ent))
+	}
+	e.paginate(w, r, t.basePath, rows)
+}
+
+// paginate writes {data, offset, next} for rows.
+func (e *Emulator) paginate(w http.ResponseWriter, r *http.Request, basePath string, rows []map[string]any) {
+	q := r.URL.Query()
+	size := 100
+	if s := q.Get("size"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			writeErr(w, errBody(http.StatusBadRequest, 9, "invalid size", "size must be an integer between 1 and 1000", nil))
+			return
+		}
+		size = n
+	}
+	start := 0
+	if off := q.Get("offset"); off != "" {
+		b, err := base64.RawURLEncoding.DecodeString(off)
+		n, err2 := strconv.Atoi(string(b))
+		if err != nil || err2 != nil || n < 0 {
+			writeErr(w, errBody(http.StatusBadRequest, 7, "invalid offset",
+				fmt.Sprintf("'%s' is not a valid offset: bad base64 encoding", off), nil))
+			return
+		}
+		start = n
+	}
+	if start > len(rows) {
+		start = len(rows)
+	}
+	end := start + size
+	if end > len(rows) {
+		end = len(rows)
+	}
+	data := make([]any, 0, end-start)
+	for _, row := range rows[start:end] {
+		data = append(data, row)
+	}
+	out := map[string]any{"data": data, "next": nil}
+	if end < len(rows) {
+		off := base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
+		out["offset"] = off
+		next := basePath + "?offset=" + url.QueryEscape(off) + "&size=" + strconv.Itoa(size)
+		if tg := q.Get("tags"); tg != "" {
+			next += "&tags=" + url.QueryEscape(tg)
+		}
+		out["next"] = next
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// prepare validates body as a new version of an entity (old is nil on insert)
+// and returns the stored form and the certificate's SNI names (nil: none given).
+func (e *Emulator) prepare(t *crudTarget, body map[string]any, old map[string]any) (map[string]any, []any, *apiError) {
+	if t.parent != nil {
+		body[t.fkey] = map[string]any{"id": t.parent["id"]}
+	}
+	ent, errs := normalize(t.s, body, true)
+	if errs != nil {
+		return nil, nil, schemaViolation(errs)
+	}
+	if aerr := e.db.resolveForeign(t.s, ent); aerr != nil {
+		return nil, nil, aerr
+	}
+	var snis []any
+	if t.s.Name == "certificates" {
+		snis, _ = ent["snis"].([]any)
+		delete(ent, "snis")
+	}
+	fillAuto(t.s, ent, e.opts.Now().Unix(), old)
+	id := ent["id"].(string)
+	if old == nil && e.db.get(t.s.Name, id) != nil {
+		return nil, nil, uniqueErr([]string{"id"}, ent)
+	}
+	if aerr := e.db.checkUnique(t.s, ent, id); aerr != nil {
+		return nil, nil, aerr
+	}
+	for _, n := range snis {
+		for _, sni := range e.db.ents["snis"] {
+			if sni["name"] == n && refID(sni["certificate"]) != id {
+				msg := fmt.Sprintf("%s already associated with existing certificate '%s'", n, refID(sni["certificate"]))
+				return nil, nil, errBody(http.StatusBadRequest, 2, "schema violation",
+					"schema violation (snis: "+msg+")", map[string]any{"snis": msg})
+			}
+		}
+	}
+	return ent, snis, nil
+}
+
+// store saves ent and, for certificates, replaces its SNIs by names.
+func (e *Emulator) store(s *schema, ent map[string]any, snis []any) {
+	id := ent["id"].(string)
+	e.db.ents[s.Name][id] = ent
+	if s.Name != "certificates" {
+		return
+	}
+	keep := map[any]bool{}
+	for _, n := range snis {
+		keep[n] = true
+	}
+	have := map[any]bool{}
+	for sid, sni := range e.db.ents["snis"] {
+		if refID(sni["certificate"]) != id {
+			continue
+		}
+		if !keep[sni["name"]] {
+			delete(e.db.ents["snis"], sid)
+			continue
+		}
+		have[sni["name"]] = true
+	}
+	now := e.opts.Now().Unix()
+	for _, n := range snis {
+		if have[n] {
+			continue
+		}
+		sni := map[string]any{"name": n, "certificate": map[string]any{"id": id}, "tags": nil}
+		fillAuto(schemas["snis"], sni, now, nil)
+		e.db.ents["snis"][sni["id"].(string)] = sni
+	}
+}
+
+func (e *Emulator) audited(r *http.Request, s *schema, ent map[string]any) {
+	id, _ := ent["id"].(string)
+	e.record(r.Method, r.URL.Path, s.Name, id, entityName(s, ent), entityTags(ent))
+}
+
+func (e *Emulator) create(w http.ResponseWriter, r *http.Request, t *crudTarget, body map[string]any) {
+	ent, snis, aerr := e.prepare(t, body, nil)
+	if aerr != nil {
+		writeErr(w, aerr)
+		return
+	}
+	e.store(t.s, ent, snis)
+	e.audited(r, t.s, ent)
+	writeJSON(w, http.StatusCreated, e.db.render(t.s, ent))
+}
+
+func (e *Emulator) upsert(w http.ResponseWriter, r *http.Request, t *crudTarget, body map[string]any) {
+	old, aerr := e.find(t)
+	if aerr != nil {
+		writeErr(w, aerr)
+		return
+	}
+	if old == nil && t.parent != nil && e.db.lookup(t.s, t.key) != nil {
+		// exists under another parent
+		writeErr(w, errNotFound)
+		return
+	}
+	if t.s.Name == "targets" && old == nil {
+		writeErr(w, errNotFound)
+		return
+	}
+	switch {
+	case old != nil:
+		body["id"] = old["id"]
+	case isUUID(t.key):
+		body["id"] = t.key
+	default:
+		if t.s.EndpointKey != "" && t.s.EndpointKey != "id" {
+			body[t.s.EndpointKey] = t.key
+		}
+	}
+	if old != nil && !isUUID(t.key) && t.s.EndpointKey != "" && t.s.EndpointKey != "id" && t.s.Name != "targets" {
+		body[t.s.EndpointKey] = t.key
+	}
+	ent, snis, aerr := e.prepare(t, body, old)
+	if aerr != nil {
+		writeErr(w, aerr)
+		return
+	}
+	e.store(t.s, ent, snis)
+	e.audited(r, t.s, ent)
+	writeJSON(w, http.StatusOK, e.db.render(t.s, ent))
+}
+
+// mergePatch merges patch into base: records recursively, everything else replaced.
+func mergePatch(fs []*field, base, patch map[string]any) map[string]any {
+	out := deepCopy(base).(map[string]any)
+	for k, v := range patch {
+		var f *field
+		for _, x := range fs {
+			if x.Name == k {
+				f = x
+			}
+		}
+		bm, bok := out[k].(map[string]any)
+		pm, pok := v.(map[string]any)
+		if f != nil && f.Type == tRecord && bok && pok {
+			out[k] = mergePatch(f.Fields, bm, pm)
+			continue
+		}
+		out[k] = deepCopy(v)
+	}
+	return out
+}
+
+func (e *Emulator) patch(w http.ResponseWriter, r *http.Request, t *crudTarget, body map[string]any) {
+	old, aerr := e.find(t)
+	if aerr != nil {
+		writeErr(w, aerr)
+		return
+	}
+	if old == nil {
+		if isUUID(t.key) {
+			writeErr(w, errBody(http.StatusNotFound, 6, "not found",
+				fmt.Sprintf("could not find the entity with primary key '{id=%q}'", t.key), nil))
+			return
+		}
+		writeErr(w, errNotFound)
+		return
+	}
+	fs := t.s.Fields
+	if t.s.Name == "plugins" {
+		name, _ := old["name"].(string)
+		fs = pluginFields(name)
+	}
+	base := deepCopy(old).(map[string]any)
+	delete(base, "updated_at")
+	merged := mergePatch(fs, base, body)
+	if t.s.Name == "certificates" {
+		if _, ok := body["snis"]; !ok {
+			delete(merged, "snis")
+		}
+	}
+	merged["id"] = old["id"]
+	ent, snis, aerr := e.prepare(t, merged, old)
+	if aerr != nil {
+		writeErr(w, aerr)
+		return
+	}
+	e.store(t.s, ent, snis)
+	e.audited(r, t.s, ent)
+	writeJSON(w, http.StatusOK, e.db.render(t.s, ent))
+}
+
+func (e *Emulator) remove(w http.ResponseWriter, r *http.Request, t *crudTarget) {
+	ent, aerr := e.find(t)
+	if aerr != nil {
+		writeErr(w, aerr)
+		return
+	}
+	if ent == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	before := e.db.clone()
+	id := ent["id"].(string)
+	if aerr := e.db.delete(t.s.Name, id); aerr != nil {
+		writeErr(w, aerr)
+		return
+	}
+	e.audited(r, t.s, ent)
+	// Cascaded deletions are logged after the request's own entry.
+	for _, name := range entityOrder {
+		ids := make([]string, 0)
+		for cid := range before.ents[name] {
+			if e.db.ents[name][cid] == nil && !(name == t.s.Name && cid == id) {
+				ids = append(ids, cid)
+			}
+		}
+		sort.Strings(ids)
+		for _, cid := range ids {
+			c := before.ents[name][cid]
+			e.record(r.Method, r.URL.Path, name, cid, entityName(schemas[name], c), entityTags(c))
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

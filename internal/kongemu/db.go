@@ -1,0 +1,453 @@
+package kongemu
+
+import (
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// db holds entities by schema name and id. It is not safe for concurrent
+// use; the Emulator's mutex guards it.
+type db struct {
+	ents map[string]map[string]map[string]any
+}
+
+func newDB() *db {
+	d := &db{ents: map[string]map[string]map[string]any{}}
+	for name := range schemas {
+		d.ents[name] = map[string]map[string]any{}
+	}
+	return d
+}
+
+func (d *db) empty() bool {
+	for _, m := range d.ents {
+		if len(m) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *db) get(kind, id string) map[string]any { return d.ents[kind][id] }
+
+// list returns the entities of kind ordered by id (Kong's primary key order).
+func (d *db) list(kind string) []map[string]any {
+	m := d.ents[kind]
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]map[string]any, len(ids))
+	for i, id := range ids {
+		out[i] = m[id]
+	}
+	return out
+}
+
+func isUUID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil && len(s) == 36
+}
+
+// lookup finds an entity by id or endpoint key.
+func (d *db) lookup(s *schema, key string) map[string]any {
+	if isUUID(key) {
+		return d.ents[s.Name][key]
+	}
+	if s.Name == "certificates" {
+		for _, sni := range d.ents["snis"] {
+			if sni["name"] == key {
+				return d.ents["certificates"][refID(sni["certificate"])]
+			}
+		}
+		return nil
+	}
+	if s.EndpointKey == "" || s.EndpointKey == "id" {
+		return nil
+	}
+	for _, e := range d.ents[s.Name] {
+		if e[s.EndpointKey] == key {
+			return e
+		}
+	}
+	return nil
+}
+
+func refID(v any) string {
+	m, _ := v.(map[string]any)
+	id, _ := m["id"].(string)
+	return id
+}
+
+// luaTable renders a key/value set the way Kong prints primary keys in messages.
+func luaTable(keys []string, vals map[string]any) string {
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+luaValue(vals[k]))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+func luaValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("%q", x)
+	case map[string]any:
+		return luaTable(sortedKeys(x), x)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = luaValue(e)
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+// apiError is an Admin API error response.
+type apiError struct {
+	Status int
+	Body   map[string]any
+}
+
+func errBody(status, code int, name, message string, fields any) *apiError {
+	b := map[string]any{"code": code, "name": name, "message": message}
+	if fields != nil {
+		b["fields"] = fields
+	} else if code == 2 || code == 4 || code == 5 {
+		b["fields"] = map[string]any{}
+	}
+	return &apiError{Status: status, Body: b}
+}
+
+func msgErr(status int, message string) *apiError {
+	return &apiError{Status: status, Body: map[string]any{"message": message}}
+}
+
+var errNotFound = msgErr(http.StatusNotFound, "Not found")
+
+// violationMessages flattens an error tree into Kong's "a.b: msg" list.
+func violationMessages(t any, prefix string, out *[]string) {
+	switch x := t.(type) {
+	case string:
+		*out = append(*out, strings.TrimSuffix(prefix, ".")+": "+x)
+	case errTree:
+		for _, k := range sortedErrKeys(x) {
+			if k == "@entity" {
+				for _, m := range x[k].([]any) {
+					*out = append(*out, fmt.Sprint(m))
+				}
+				continue
+			}
+			violationMessages(x[k], prefix+k+".", out)
+		}
+	case sparse:
+		idx := make([]int, 0, len(x))
+		for i := range x {
+			idx = append(idx, i)
+		}
+		sort.Ints(idx)
+		for _, i := range idx {
+			violationMessages(x[i], fmt.Sprintf("%s%d.", prefix, i+1), out)
+		}
+	}
+}
+
+func schemaViolation(t errTree) *apiError {
+	var msgs []string
+	violationMessages(t, "", &msgs)
+	msg := "schema violation (" + strings.Join(msgs, "; ") + ")"
+	if len(msgs) > 1 {
+		msg = fmt.Sprintf("%d schema violations (%s)", len(msgs), strings.Join(msgs, "; "))
+	}
+	return errBody(http.StatusBadRequest, 2, "schema violation", msg, t)
+}
+
+// normalize validates an entity of schema s. With defaults, absent fields
+// take their defaults (insert, upsert, declarative load).
+func normalize(s *schema, in map[string]any, defaults bool) (map[string]any, errTree) {
+	fs := s.Fields
+	var checks []entityCheck
+	checks = append(checks, s.Checks...)
+	var pluginErr string
+	if s.Name == "plugins" {
+		name, _ := in["name"].(string)
+		if p, ok := pluginSchemas[name]; ok {
+			fs = pluginFields(name)
+			checks = append(checks, p.Checks...)
+		} else if name != "" {
+			pluginErr = "plugin '" + name + "' not enabled; add it to the 'plugins' configuration property"
+		}
+	}
+	out, errs := validator{defaults: defaults}.validateRecord(fs, in)
+	if pluginErr != "" {
+		if errs == nil {
+			errs = errTree{}
+		}
+		errs = errTree{"name": pluginErr}
+	}
+	if errs == nil {
+		errs = errTree{}
+		for _, c := range checks {
+			ent, fe := c(out)
+			for _, m := range ent {
+				addEntityErr(errs, m)
+			}
+			mergeErr(errs, fe)
+		}
+	}
+	if len(errs) == 0 {
+		errs = nil
+	}
+	if errs == nil && s.Name == "targets" {
+		if t, ok := out["target"].(string); ok {
+			out["target"] = normalizeTarget(t)
+		}
+	}
+	return out, errs
+}
+
+func randomHex() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// fillAuto sets the generated fields of a new or replaced entity.
+func fillAuto(s *schema, e map[string]any, now int64, old map[string]any) {
+	if e["id"] == nil {
+		e["id"] = uuid.NewString()
+	}
+	if old != nil {
+		e["created_at"] = old["created_at"]
+	} else if e["created_at"] == nil {
+		e["created_at"] = now
+	}
+	if s.Updated {
+		e["updated_at"] = now
+	}
+	switch s.Name {
+	case "keyauth_credentials", "jwt_secrets":
+		if e["key"] == nil {
+			e["key"] = randomHex()
+		}
+		if s.Name == "jwt_secrets" && e["secret"] == nil {
+			e["secret"] = randomHex()
+		}
+	case "hmacauth_credentials":
+		if e["secret"] == nil {
+			e["secret"] = randomHex()
+		}
+	case "oauth2_credentials":
+		if e["client_id"] == nil {
+			e["client_id"] = randomHex()
+		}
+		if e["client_secret"] == nil {
+			e["client_secret"] = randomHex()
+		}
+	case "basicauth_credentials":
+		// Kong stores sha1(password .. consumer_id); a value that already is
+		// the stored hash (PUT of an entity read back) is kept.
+		pw, _ := e["password"].(string)
+		if old == nil || old["password"] != pw {
+			sum := sha1.Sum([]byte(pw + refID(e["consumer"])))
+			e["password"] = hex.EncodeToString(sum[:])
+		}
+	case "ca_certificates":
+		if c, ok := e["cert"].(string); ok {
+			e["cert_digest"] = certDigest(c)
+		}
+	}
+}
+
+// resolveForeign turns {endpoint_key: v} references into {id} and checks
+// that each referenced entity exists.
+func (d *db) resolveForeign(s *schema, e map[string]any) *apiError {
+	for _, f := range s.foreignFields() {
+		m, ok := e[f.Name].(map[string]any)
+		if !ok {
+			continue
+		}
+		ref := schemas[f.Ref]
+		if id, ok := m["id"].(string); ok {
+			if d.get(f.Ref, id) == nil {
+				return errBody(http.StatusBadRequest, 4, "foreign key violation",
+					fmt.Sprintf("the foreign key '%s' does not reference an existing '%s' entity.",
+						luaTable([]string{"id"}, m), f.Ref),
+					map[string]any{f.Name: fmt.Sprintf("the foreign key '%s' does not reference an existing '%s' entity.",
+						luaTable([]string{"id"}, m), f.Ref)})
+			}
+			e[f.Name] = map[string]any{"id": id}
+			continue
+		}
+		key, _ := m[ref.EndpointKey].(string)
+		target := d.lookup(ref, key)
+		if target == nil || isUUID(key) {
+			msg := fmt.Sprintf("the foreign key '%s' does not reference an existing '%s' entity.",
+				luaTable([]string{ref.EndpointKey}, m), f.Ref)
+			return errBody(http.StatusBadRequest, 4, "foreign key violation", msg, map[string]any{f.Name: msg})
+		}
+		e[f.Name] = map[string]any{"id": target["id"]}
+	}
+	return nil
+}
+
+// checkUnique reports a UNIQUE violation against stored entities other than selfID.
+func (d *db) checkUnique(s *schema, e map[string]any, selfID string) *apiError {
+	for _, f := range s.Fields {
+		if !f.Unique || e[f.Name] == nil {
+			continue
+		}
+		for id, o := range d.ents[s.Name] {
+			if id != selfID && o[f.Name] == e[f.Name] {
+				return uniqueErr([]string{f.Name}, e)
+			}
+		}
+	}
+	if s.CacheKey != nil {
+		for id, o := range d.ents[s.Name] {
+			if id == selfID {
+				continue
+			}
+			same := true
+			for _, k := range s.CacheKey {
+				if luaValue(o[k]) != luaValue(e[k]) {
+					same = false
+					break
+				}
+			}
+			if same {
+				keys := append([]string(nil), s.CacheKey...)
+				sort.Strings(keys)
+				return uniqueErr(keys, e)
+			}
+		}
+	}
+	return nil
+}
+
+func uniqueErr(keys []string, e map[string]any) *apiError {
+	msg := fmt.Sprintf("UNIQUE violation detected on '%s'", luaTable(keys, e))
+	return errBody(http.StatusConflict, 5, "unique constraint violation", msg, map[string]any{})
+}
+
+// referrers lists entities that reference (kind, id) through a foreign key,
+// split into those that cascade and those that restrict the delete.
+func (d *db) referrers(kind, id string) (cascade, restrict [][2]string) {
+	for _, s := range schemas {
+		for _, f := range s.foreignFields() {
+			if f.Ref != kind {
+				continue
+			}
+			for _, e := range d.list(s.Name) {
+				if refID(e[f.Name]) == id {
+					if f.OnDelete == "cascade" {
+						cascade = append(cascade, [2]string{s.Name, e["id"].(string)})
+					} else {
+						restrict = append(restrict, [2]string{s.Name, e["id"].(string)})
+					}
+				}
+			}
+		}
+	}
+	return cascade, restrict
+}
+
+// delete removes an entity and cascades. It fails when something restricts it.
+func (d *db) delete(kind, id string) *apiError {
+	cascade, restrict := d.referrers(kind, id)
+	if len(restrict) > 0 {
+		msg := fmt.Sprintf("an existing '%s' entity references this '%s' entity", restrict[0][0], kind)
+		return errBody(http.StatusBadRequest, 4, "foreign key violation", msg,
+			map[string]any{"@referenced_by": restrict[0][0]})
+	}
+	for _, c := range cascade {
+		if err := d.delete(c[0], c[1]); err != nil {
+			return err
+		}
+	}
+	delete(d.ents[kind], id)
+	return nil
+}
+
+// render returns the response form of an entity (certificates gain their snis).
+func (d *db) render(s *schema, e map[string]any) map[string]any {
+	out := deepCopy(e).(map[string]any)
+	if s.Name == "certificates" {
+		names := []any{}
+		for _, sni := range d.list("snis") {
+			if refID(sni["certificate"]) == e["id"] {
+				names = append(names, sni["name"])
+			}
+		}
+		sort.Slice(names, func(i, j int) bool { return names[i].(string) < names[j].(string) })
+		out["snis"] = names
+	}
+	return out
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = deepCopy(e)
+		}
+		return a
+	default:
+		return v
+	}
+}
+
+func (d *db) clone() *db {
+	n := newDB()
+	for k, m := range d.ents {
+		for id, e := range m {
+			n.ents[k][id] = deepCopy(e).(map[string]any)
+		}
+	}
+	return n
+}
+
+// entityName is the human name of an entity, for the audit log.
+func entityName(s *schema, e map[string]any) string {
+	for _, k := range []string{"name", "username", "target", "instance_name", "key", "group", "client_id"} {
+		if v, ok := e[k].(string); ok && v != "" {
+			if k == "key" && s.Name != "keyauth_credentials" && s.Name != "jwt_secrets" {
+				continue
+			}
+			return v
+		}
+	}
+	return ""
+}
+
+func entityTags(e map[string]any) []string {
+	arr, _ := e["tags"].([]any)
+	out := make([]string, 0, len(arr))
+	for _, t := range arr {
+		if s, ok := t.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,58 @@
+// Package kongemu is an in-process emulator of Kong Gateway 3.x's Admin API,
+// written to the project's spec (shared/design/kong-admin-api.md, read out of
+// Kong's source). Every test that crosses the Admin API talks to it, since
+// Kong itself cannot run on the project's machines, and `konductor kongemu`
+// serves it as a standalone process.
+//
+// An Emulator is an http.Handler. New builds one in DB-less mode
+// (configuration.database "off": POST /config only, every entity mutation
+// answers 405) or database mode ("postgres": entity CRUD with pagination,
+// tag filters, endpoint keys, uniqueness, foreign keys and cascades).
+// Start, StartTLS and StartWith serve it on a loopback port; with
+// Options.AdminToken every request must carry the Kong-Admin-Token header.
+//
+// Files by concern:
+//
+//	server.go   Options, Emulator, routing, Start/StartTLS, body parsing
+//	node.go     GET /, GET /status, /schemas, /tags, state inspection helpers
+//	config.go   DB-less declarative configuration: POST/GET /config, flattened errors
+//	crud.go     database mode collections and items, nested endpoints, pagination, tags
+//	db.go       the in-memory store, foreign keys, uniqueness, cascades, error bodies
+//	schema.go   the per-entity schema table that drives defaults, validation, responses and /schemas
+//	plugins.go  per-plugin config schemas of the enabled plugins
+//	validate.go generic schema validation and Kong's field and entity checks
+//	certs.go    certificate and key checks
+//	audit.go    audit log of state changes and request counters
+//	faults.go   injected faults (status, latency, dropped connections, config rejection) and Restart
+//
+// One code path validates entities for declarative loading and for CRUD:
+// normalize applies defaults, checks types, Kong's constraints and entity
+// checks, and renders every field (null where unset, foreign keys as {id}).
+//
+// # Known differences from Kong
+//
+//   - Route regex paths ("~/...") are checked with Go's regexp package after
+//     rewriting PCRE-only constructs (lookaround, atomic groups, back
+//     references, possessive quantifiers, \K \G \Z \h \R, named groups in
+//     the (?<n>) and (?'n') forms, repeat counts up to 65535) into RE2
+//     equivalents of the same shape. A pattern is rejected only when that
+//     rewritten form does not compile, so patterns PCRE accepts are not
+//     rejected for using PCRE features; the error text after "PCRE
+//     returned:" is Go's, not PCRE's. Exotic constructs (conditionals
+//     "(?(...)", recursion "(?R)", callouts, verbs "(*...)") are rejected
+//     although PCRE accepts some of them.
+//   - Request bodies must be JSON (application/json or no content type);
+//     Kong also accepts form-encoded and multipart bodies. POST /config also
+//     takes application/yaml and text/yaml.
+//   - The configuration hash of a JSON object body is the md5 of Go's
+//     canonical re-encoding (sorted keys); Kong hashes its own re-encoding.
+//     Both are stable for equal content. As in Kong, check_hash=1 answers
+//     304 for every body form whose hash equals the current one.
+//   - Plugin schemas cover the enabled plugins listed in the spec with the
+//     fields that matter to a controller; unknown config fields are rejected
+//     as Kong does, so a field Kong knows but the emulator lacks is an error.
+//   - Declarative keys vaults, keys, key_sets, filter_chains and parameters
+//     are accepted and ignored.
+//   - Listing order is by id (Kong's primary key order in postgres); offsets
+//     are opaque but positional.
+package kongemu

@@ -1,0 +1,318 @@
+package kongemu
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"io"
+	"math/big"
+	rnd "math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Mode is the storage mode the emulated Kong runs in.
+type Mode string
+
+const (
+	// DBLess is Kong with database=off: configuration through POST /config only.
+	DBLess Mode = "off"
+	// Postgres is Kong with a database: configuration through entity CRUD.
+	Postgres Mode = "postgres"
+)
+
+// Options configure an Emulator. The zero value is a DB-less Kong 3.10.0.
+type Options struct {
+	// Mode is DBLess (default) or Postgres.
+	Mode Mode
+	// Version reported by GET / (default "3.10.0").
+	Version string
+	// AdminToken, when set, must be sent in the Kong-Admin-Token header.
+	AdminToken string
+	// Seed makes fractional faults deterministic (default 1).
+	Seed uint64
+	// Now is the clock for timestamps and the audit log (default time.Now).
+	Now func() time.Time
+	// Hostname reported by GET / (default "kongemu").
+	Hostname string
+}
+
+// Emulator is an in-memory emulation of Kong's Admin API. It is an http.Handler.
+type Emulator struct {
+	opts   Options
+	nodeID string
+
+	mu         sync.Mutex
+	db         *db
+	configHash string // DB-less: md5 hex of the loaded config, or 32 zeros
+	rawConfig  map[string]any
+	audit      []AuditEntry
+	requests   map[string]int
+	total      int
+	faults     []*faultRule
+	rejectNext []ConfigRejection
+	rng        *rnd.Rand
+}
+
+const emptyHash = "00000000000000000000000000000000"
+
+// New returns an Emulator with the given options.
+func New(opts Options) *Emulator {
+	if opts.Mode == "" {
+		opts.Mode = DBLess
+	}
+	if opts.Version == "" {
+		opts.Version = "3.10.0"
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Hostname == "" {
+		opts.Hostname = "kongemu"
+	}
+	return &Emulator{
+		opts:       opts,
+		nodeID:     uuid.NewString(),
+		db:         newDB(),
+		configHash: emptyHash,
+		requests:   map[string]int{},
+		rng:        rnd.New(rnd.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
+	}
+}
+
+// Mode reports the emulator's storage mode.
+func (e *Emulator) Mode() Mode { return e.opts.Mode }
+
+func (e *Emulator) dbless() bool { return e.opts.Mode == DBLess }
+
+// ServeHTTP implements http.Handler.
+func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	e.total++
+	e.requests[r.Method+" "+r.URL.Path]++
+	f := e.pickFault(r)
+	e.mu.Unlock()
+
+	w.Header().Set("Server", "kong/"+e.opts.Version)
+	if e.opts.AdminToken != "" && r.Header.Get("Kong-Admin-Token") != e.opts.AdminToken {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{
+			"message": "Invalid credentials. Token or User credentials required"})
+		return
+	}
+	if f != nil {
+		if done := e.applyFault(w, r, f); done {
+			return
+		}
+	}
+	e.route(w, r)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	if body == nil {
+		return
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		b = []byte(`{"message":"An unexpected error occurred"}`)
+	}
+	_, _ = w.Write(b)
+}
+
+func writeErr(w http.ResponseWriter, err *apiError) { writeJSON(w, err.Status, err.Body) }
+
+var methodNotAllowed = msgErr(http.StatusMethodNotAllowed, "Method not allowed")
+
+// route dispatches a request to the node, config, schema, tag or CRUD handlers.
+func (e *Emulator) route(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	segs := []string{}
+	if path != "" {
+		segs = strings.Split(strings.TrimPrefix(path, "/"), "/")
+	}
+	if len(segs) == 0 {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			writeErr(w, methodNotAllowed)
+			return
+		}
+		writeJSON(w, http.StatusOK, e.info())
+		return
+	}
+	switch segs[0] {
+	case "status":
+		if len(segs) != 1 {
+			writeErr(w, errNotFound)
+			return
+		}
+		if r.Method != http.MethodGet {
+			writeErr(w, methodNotAllowed)
+			return
+		}
+		writeJSON(w, http.StatusOK, e.status())
+		return
+	case "config":
+		if len(segs) != 1 {
+			writeErr(w, errNotFound)
+			return
+		}
+		e.handleConfig(w, r)
+		return
+	case "schemas":
+		e.handleSchemas(w, r, segs[1:])
+		return
+	case "tags":
+		e.handleTags(w, r, segs[1:])
+		return
+	case "endpoints":
+		e.handleEndpoints(w, r)
+		return
+	}
+	e.handleCRUD(w, r, segs)
+}
+
+// readBody reads a JSON object body. ok=false means a response was written.
+func readBody(w http.ResponseWriter, r *http.Request) (map[string]any, bool) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		writeErr(w, msgErr(http.StatusBadRequest, "Cannot read body"))
+		return nil, false
+	}
+	ct := strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("Content-Type"), ";")[0]))
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return map[string]any{}, true
+	}
+	if ct != "" && ct != "application/json" {
+		writeErr(w, msgErr(http.StatusUnsupportedMediaType, "Unsupported Media Type"))
+		return nil, false
+	}
+	v, err := decodeJSON(raw)
+	if err != nil {
+		writeErr(w, msgErr(http.StatusBadRequest, "Cannot parse JSON body"))
+		return nil, false
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		writeErr(w, msgErr(http.StatusBadRequest, "Cannot parse JSON body"))
+		return nil, false
+	}
+	return m, true
+}
+
+func decodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return v, nil
+}
+
+// Server is an Emulator served on a loopback port.
+type Server struct {
+	*Emulator
+	// URL is the base URL, e.g. "http://127.0.0.1:34567".
+	URL string
+	// CertPEM is the server certificate (TLS only), for clients to trust.
+	CertPEM []byte
+	srv     *http.Server
+	ln      net.Listener
+}
+
+// StartOptions configure Start.
+type StartOptions struct {
+	// Addr to listen on (default "127.0.0.1:0").
+	Addr string
+	// TLS serves HTTPS with a self-signed certificate generated in memory
+	// unless Certificate is set.
+	TLS         bool
+	Certificate *tls.Certificate
+}
+
+// Start serves e on a loopback port (plain HTTP). Close the returned server when done.
+func (e *Emulator) Start() (*Server, error) { return e.StartWith(StartOptions{}) }
+
+// StartTLS serves e over HTTPS with a self-signed certificate.
+func (e *Emulator) StartTLS() (*Server, error) { return e.StartWith(StartOptions{TLS: true}) }
+
+// StartWith serves e as configured by so.
+func (e *Emulator) StartWith(so StartOptions) (*Server, error) {
+	addr := so.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Emulator: e, ln: ln, srv: &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}}
+	scheme := "http"
+	if so.TLS {
+		cert := so.Certificate
+		if cert == nil {
+			c, pemBytes, err := selfSigned()
+			if err != nil {
+				ln.Close()
+				return nil, err
+			}
+			cert = &c
+			s.CertPEM = pemBytes
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12})
+		s.ln = ln
+		scheme = "https"
+	}
+	s.URL = scheme + "://" + ln.Addr().String()
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Close stops the server at once.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// Shutdown stops the server gracefully.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+// selfSigned makes an in-memory certificate for 127.0.0.1, ::1 and localhost.
+func selfSigned() (tls.Certificate, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "kongemu"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * 365 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	pemBytes := pemEncode("CERTIFICATE", der)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pemBytes, nil
+}
