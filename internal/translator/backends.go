@@ -1,0 +1,275 @@
+package translator
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+// Service annotations of kic-compat.md §10.2.
+const (
+	annProtocol        = "konghq.com/protocol"
+	annPath            = "konghq.com/path"
+	annConnectTimeout  = "konghq.com/connect-timeout"
+	annReadTimeout     = "konghq.com/read-timeout"
+	annWriteTimeout    = "konghq.com/write-timeout"
+	annRetries         = "konghq.com/retries"
+	annTLSVerify       = "konghq.com/tls-verify"
+	annTLSVerifyDepth  = "konghq.com/tls-verify-depth"
+	annHostHeader      = "konghq.com/host-header"
+	annServiceUpstream = "ingress.kubernetes.io/service-upstream"
+)
+
+var validServiceProtocols = map[string]bool{
+	"http": true, "https": true, "grpc": true, "grpcs": true, "tcp": true, "tls": true,
+	"tls_passthrough": true, "udp": true,
+}
+
+// populateServices resolves the Kubernetes Service behind every Kong service: tags, port,
+// upstream and targets, then the Service's annotations (kic-compat.md §3.2, §4, §10.2). A
+// missing Service or port keeps the Kong service and its routes, with port 80 and an
+// upstream without targets, so Kong answers 503 instead of letting the traffic fall through
+// to another route.
+func (b *builder) populateServices() {
+	names := make([]string, 0, len(b.kongServices))
+	for n, ks := range b.kongServices {
+		if len(ks.routes) > 0 {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		ks := b.kongServices[n]
+		ks.upstream = &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(*ks.svc.Host)}}
+		svc := b.services[ks.namespace+"/"+ks.svcName]
+		if svc == nil {
+			for _, r := range ks.referrers {
+				b.problem(r.ing, gvkIngress, r.field, "failed to resolve Kubernetes Service for backend: failed to fetch Service %s/%s: Service %s/%s not found",
+					ks.namespace, ks.svcName, ks.namespace, ks.svcName)
+				b.problem(r.ing, gvkIngress, r.field, "can't add target for backend %s: no kubernetes service found", ks.svcName)
+			}
+			tags := kongstate.PlaceholderServiceTags()
+			ks.svc.Tags = kong.StringSlice(tags...)
+			ks.upstream.Tags = kong.StringSlice(tags...)
+			continue
+		}
+		tags := b.tags(svc, gvkService)
+		ks.svc.Tags = kong.StringSlice(tags...)
+		ks.upstream.Tags = kong.StringSlice(tags...)
+
+		sp, err := findPort(svc, ks.port)
+		if err != nil {
+			b.problem(svc, gvkService, "spec.ports", "%s", err)
+			for _, r := range ks.referrers {
+				b.problem(r.ing, gvkIngress, r.field+".port", "%s", err)
+			}
+		} else {
+			ks.svc.Port = kong.Int(int(sp.Port))
+			ks.upstream.Targets = b.targets(svc, sp)
+		}
+		b.serviceAnnotations(ks, svc)
+	}
+}
+
+var errNoPort = fmt.Errorf("can't find port for backend kubernetes service: no suitable port found")
+
+// findPort is KIC's findPort (kic-compat.md §4.1).
+func findPort(svc *corev1.Service, want netv1.ServiceBackendPort) (*corev1.ServicePort, error) {
+	external := svc.Spec.Type == corev1.ServiceTypeExternalName
+	switch {
+	case want.Number != 0:
+		if external {
+			return &corev1.ServicePort{Port: want.Number, TargetPort: intstr.FromInt32(want.Number)}, nil
+		}
+		for i := range svc.Spec.Ports {
+			if svc.Spec.Ports[i].Port == want.Number {
+				return &svc.Spec.Ports[i], nil
+			}
+		}
+	case want.Name != "":
+		if external {
+			return nil, fmt.Errorf("rules with an ExternalName service must specify numeric ports")
+		}
+		for i := range svc.Spec.Ports {
+			p := &svc.Spec.Ports[i]
+			if p.Name == want.Name || (p.TargetPort.StrVal != "" && p.TargetPort.StrVal == want.Name) {
+				return p, nil
+			}
+		}
+	default:
+		if external {
+			return nil, fmt.Errorf("rules with an ExternalName service must specify numeric ports")
+		}
+		if len(svc.Spec.Ports) != 1 {
+			return nil, fmt.Errorf("in implicit mode, service must have exactly 1 port, has %d", len(svc.Spec.Ports))
+		}
+		return &svc.Spec.Ports[0], nil
+	}
+	return nil, errNoPort
+}
+
+// targets lists the upstream targets of one Service port (kic-compat.md §4.2, §4.3).
+func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.FTarget {
+	if svc.Annotations[annServiceUpstream] == "true" {
+		host := svc.Name + "." + svc.Namespace + ".svc"
+		if b.opts.ClusterDomain != "" {
+			host += "." + b.opts.ClusterDomain
+		}
+		return []*file.FTarget{target(host+":"+strconv.Itoa(int(sp.Port)), nil)}
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		if svc.Spec.ExternalName == "" {
+			return nil
+		}
+		return []*file.FTarget{target(joinHostPort(svc.Spec.ExternalName, sp.TargetPort.String()), nil)}
+	}
+
+	protocols := []corev1.Protocol{corev1.ProtocolTCP}
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol != "" && !containsProtocol(protocols, p.Protocol) {
+			protocols = append(protocols, p.Protocol)
+		}
+	}
+	var out []*file.FTarget
+	seen := map[string]bool{}
+	for _, proto := range protocols {
+		for _, es := range b.slices[svc.Namespace+"/"+svc.Name] {
+			for _, p := range es.Ports {
+				if p.Port == nil || *p.Port < 0 || strOrEmpty(p.Name) != sp.Name {
+					continue
+				}
+				pp := corev1.ProtocolTCP
+				if p.Protocol != nil {
+					pp = *p.Protocol
+				}
+				if pp != proto {
+					continue
+				}
+				for _, ep := range es.Endpoints {
+					if len(ep.Addresses) == 0 {
+						continue
+					}
+					var weight *int
+					if !endpointReady(ep) {
+						if !b.opts.EnableDrainSupport || !endpointTerminating(ep) {
+							continue
+						}
+						weight = kong.Int(0)
+					}
+					t := joinHostPort(ep.Addresses[0], strconv.Itoa(int(*p.Port)))
+					if seen[t] {
+						continue
+					}
+					seen[t] = true
+					out = append(out, target(t, weight))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func target(t string, weight *int) *file.FTarget {
+	return &file.FTarget{Target: kong.Target{Target: kong.String(t), Weight: weight}}
+}
+
+func containsProtocol(ps []corev1.Protocol, p corev1.Protocol) bool {
+	for _, x := range ps {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
+
+func endpointReady(ep discoveryv1.Endpoint) bool {
+	return ep.Conditions.Ready == nil || *ep.Conditions.Ready
+}
+
+func endpointTerminating(ep discoveryv1.Endpoint) bool {
+	return ep.Conditions.Terminating != nil && *ep.Conditions.Terminating
+}
+
+// joinHostPort brackets IPv6 addresses, as KIC's targets do.
+func joinHostPort(host, port string) string {
+	if ip := net.ParseIP(host); ip != nil && strings.Contains(host, ":") {
+		return "[" + host + "]:" + port
+	}
+	return host + ":" + port
+}
+
+// serviceAnnotations applies the Service's annotations to the Kong service and upstream
+// (kic-compat.md §10.2). Values KIC ignores are ignored; values KIC passes on but Kong would
+// refuse are reported and ignored, since Kong would reject the whole configuration for them.
+func (b *builder) serviceAnnotations(ks *kongService, svc *corev1.Service) {
+	a := svc.Annotations
+	if v, ok := a[annProtocol]; ok {
+		if validServiceProtocols[v] {
+			ks.svc.Protocol = kong.String(v)
+		} else {
+			b.problem(svc, gvkService, annField(annProtocol), "konghq.com/protocol annotation has invalid value: %s", v)
+		}
+	}
+	if v, ok := a[annPath]; ok && strings.HasPrefix(v, "/") {
+		if e := checkServicePath(v); e != "" {
+			b.problem(svc, gvkService, annField(annPath), "%s; the annotation is ignored", e)
+		} else {
+			ks.svc.Path = kong.String(v)
+		}
+	}
+	for _, t := range []struct {
+		key string
+		dst **int
+		min int
+		max int
+	}{
+		{annConnectTimeout, &ks.svc.ConnectTimeout, 1, 1<<31 - 2},
+		{annReadTimeout, &ks.svc.ReadTimeout, 1, 1<<31 - 2},
+		{annWriteTimeout, &ks.svc.WriteTimeout, 1, 1<<31 - 2},
+		{annRetries, &ks.svc.Retries, 0, 32767},
+		{annTLSVerifyDepth, &ks.svc.TLSVerifyDepth, 0, 64},
+	} {
+		v, ok := a[t.key]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			continue
+		}
+		if n < t.min || n > t.max {
+			b.problem(svc, gvkService, annField(t.key), "value %d is out of range [%d, %d]; the annotation is ignored", n, t.min, t.max)
+			continue
+		}
+		*t.dst = kong.Int(n)
+	}
+	if v, err := strconv.ParseBool(a[annTLSVerify]); err == nil {
+		ks.svc.TLSVerify = kong.Bool(v)
+	}
+	if v, ok := a[annHostHeader]; ok && v != "" {
+		if k, _, valid := hostKind(v); !valid || k == "" {
+			b.problem(svc, gvkService, annField(annHostHeader), "invalid host %q; the annotation is ignored", v)
+		} else {
+			ks.upstream.HostHeader = kong.String(v)
+		}
+	}
+	// KIC removes the path for grpc and grpcs. Kong also refuses a path on tcp, tls,
+	// tls_passthrough and udp services, so konductor removes it there too rather than have
+	// the whole configuration rejected.
+	switch *ks.svc.Protocol {
+	case "grpc", "grpcs", "tcp", "tls", "tls_passthrough", "udp":
+		ks.svc.Path = nil
+	}
+}
+

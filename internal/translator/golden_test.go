@@ -1,0 +1,91 @@
+package translator
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/store"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// goldenOptions are per-case settings, read from testdata/<case>/options.yaml when present.
+type goldenOptions struct {
+	IngressClass string  `json:"ingressClass"`
+	Translator   Options `json:"translator"`
+}
+
+// renderCase runs a case the way `konductor translate` does: manifest.Load ->
+// store.NewForObjects -> Snapshot -> Translate -> DeclarativeConfig, and returns the config
+// as YAML with sorted keys and the problems, one a line.
+func renderCase(t *testing.T, dir string) (string, string) {
+	t.Helper()
+	var opts goldenOptions
+	if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
+		require.NoError(t, sigsyaml.UnmarshalStrict(b, &opts))
+	}
+	objs, err := manifest.Load(filepath.Join(dir, "in.yaml"))
+	require.NoError(t, err)
+	st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
+	require.NoError(t, err)
+	snap, err := st.Snapshot(context.Background())
+	require.NoError(t, err)
+	state, problems := Translate(snap, opts.Translator)
+	b, err := state.DeclarativeConfig()
+	require.NoError(t, err)
+	y, err := sigsyaml.JSONToYAML(b)
+	require.NoError(t, err)
+	var sb strings.Builder
+	for _, p := range problems {
+		sb.WriteString(p.String())
+		sb.WriteString("\n")
+	}
+	return string(y), sb.String()
+}
+
+func TestGolden(t *testing.T) {
+	dirs, err := filepath.Glob("testdata/*/in.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	for _, in := range dirs {
+		dir := filepath.Dir(in)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			out, problems := renderCase(t, dir)
+			outPath := filepath.Join(dir, "out_golden.yaml")
+			probPath := filepath.Join(dir, "problems_golden.txt")
+			if *update {
+				require.NoError(t, os.WriteFile(outPath, []byte(out), 0o644))
+				require.NoError(t, os.WriteFile(probPath, []byte(problems), 0o644))
+				return
+			}
+			want, err := os.ReadFile(outPath)
+			require.NoError(t, err, "run go test ./internal/translator -update")
+			assert.Equal(t, string(want), out)
+			wantP, err := os.ReadFile(probPath)
+			require.NoError(t, err)
+			assert.Equal(t, string(wantP), problems)
+		})
+	}
+}
+
+// goldenConfig loads a case's golden output as generic JSON, for assertions on KIC's [G]
+// values that must hold whatever else changes.
+func goldenConfig(t *testing.T, name string) map[string]any {
+	t.Helper()
+	out, _ := renderCase(t, filepath.Join("testdata", name))
+	j, err := sigsyaml.YAMLToJSON([]byte(out))
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(j, &m))
+	return m
+}

@@ -1,0 +1,342 @@
+package translator
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+const (
+	annRegexPrefix = "konghq.com/regex-prefix"
+	// defaultRegexPrefix marks an ImplementationSpecific path as a regex (kic-compat.md §3.5).
+	defaultRegexPrefix = "/~"
+	implicitPort       = "implicitPort"
+)
+
+// kongService is one Kong service being built (ns.svc.port), with what is needed to resolve
+// its backend later.
+type kongService struct {
+	svc       file.FService
+	namespace string
+	svcName   string
+	port      netv1.ServiceBackendPort
+	portKey   string
+
+	routes     []*routeEntry
+	routeByKey map[string]*routeEntry
+	// referrers are the Ingresses whose paths use this service, with the field of the first
+	// path, so that backend failures are reported where the user wrote the reference.
+	referrers []referrer
+	upstream  *file.FUpstream
+}
+
+type referrer struct {
+	ing   *netv1.Ingress
+	field string
+}
+
+func (ks *kongService) addReferrer(ing *netv1.Ingress, field string) {
+	for _, r := range ks.referrers {
+		if r.ing == ing {
+			return
+		}
+	}
+	ks.referrers = append(ks.referrers, referrer{ing, field})
+}
+
+// portKey is KIC's canonical port string: the number, else the name, else implicitPort.
+func portKey(p netv1.ServiceBackendPort) string {
+	switch {
+	case p.Number != 0:
+		return strconv.Itoa(int(p.Number))
+	case p.Name != "":
+		return p.Name
+	default:
+		return implicitPort
+	}
+}
+
+// kongServiceFor returns the Kong service of (ns, svc, port), creating it when needed. A new
+// service from Ingress rules has path "/", one created for the default backend has none
+// (kic-compat.md §3.7). It reports and returns nil when the name or host that the user's
+// backend reference produces would be refused by Kong.
+func (b *builder) kongServiceFor(ing *netv1.Ingress, field, svcName string, port netv1.ServiceBackendPort, withPath bool) *kongService {
+	pk := portKey(port)
+	name := ing.Namespace + "." + svcName + "." + pk
+	if ks, ok := b.kongServices[name]; ok {
+		return ks
+	}
+	host := svcName + "." + ing.Namespace + "." + pk + ".svc"
+	if e := checkName(name); e != "" {
+		b.problem(ing, gvkIngress, field, "Kong service %s", e)
+		return nil
+	}
+	if e := checkServiceHost(host); e != "" {
+		b.problem(ing, gvkIngress, field, "Kong service %s", e)
+		return nil
+	}
+	ks := &kongService{
+		namespace:  ing.Namespace,
+		svcName:    svcName,
+		port:       port,
+		portKey:    pk,
+		routeByKey: map[string]*routeEntry{},
+		svc: file.FService{Service: kong.Service{
+			ID:             kong.String(kongstate.ServiceID(b.opts.Workspace, name)),
+			Name:           kong.String(name),
+			Host:           kong.String(host),
+			Port:           kong.Int(80),
+			Protocol:       kong.String("http"),
+			ConnectTimeout: kong.Int(60000),
+			ReadTimeout:    kong.Int(60000),
+			WriteTimeout:   kong.Int(60000),
+			Retries:        kong.Int(5),
+		}},
+	}
+	if withPath {
+		ks.svc.Path = kong.String("/")
+	}
+	b.kongServices[name] = ks
+	return ks
+}
+
+// ingressRules builds a route per (Ingress, rule host, backend) with the paths of every rule
+// and path that share it (kic-compat.md §3.1-3.6).
+func (b *builder) ingressRules() {
+	for _, ing := range b.ingresses {
+		ro, ok := b.routeAnnotations(ing)
+		if !ok {
+			continue
+		}
+		prefix := defaultRegexPrefix
+		if v := ing.Annotations[annRegexPrefix]; v != "" {
+			prefix = v
+		}
+		// Routes that some path asked for but that got no valid path, by key, with the
+		// field of their first rule.
+		lost := map[string]string{}
+		var lostOrder []string
+		for i, rule := range ing.Spec.Rules {
+			if rule.HTTP == nil || len(rule.HTTP.Paths) == 0 {
+				continue
+			}
+			if rule.Host != "" {
+				if e := checkWildcardHost(rule.Host, true); e != "" {
+					b.problem(ing, gvkIngress, fmt.Sprintf("spec.rules[%d].host", i), "%s; the rule is left out", e)
+					continue
+				}
+			}
+			for j, path := range rule.HTTP.Paths {
+				field := fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j)
+				p := normalizePath(path.Path)
+				be := path.Backend.Service
+				if be == nil {
+					b.unsupportedBackend(ing, field+".backend", p, path.Backend.Resource)
+					continue
+				}
+				ks := b.kongServiceFor(ing, field+".backend.service", be.Name, be.Port, true)
+				if ks == nil {
+					continue
+				}
+				pt := netv1.PathTypeImplementationSpecific
+				if path.PathType != nil {
+					pt = *path.PathType
+				}
+				var paths []*string
+				for _, kp := range kongPaths(p, pt) {
+					kp = applyRegexPrefix(kp, prefix, b.opts.EnableLegacyRegexDetection)
+					if e := checkRoutePath(kp); e != "" {
+						b.problem(ing, gvkIngress, field+".path", "%s; the path is left out", e)
+						continue
+					}
+					paths = append(paths, kong.String(kp))
+				}
+				key := strings.Join([]string{ing.Namespace, ing.Name, rule.Host, be.Name, ks.portKey}, "\x00")
+				ks.addReferrer(ing, field+".backend.service")
+				if len(paths) == 0 {
+					if _, seen := lost[key]; !seen {
+						lost[key] = fmt.Sprintf("spec.rules[%d]", i)
+						lostOrder = append(lostOrder, key)
+					}
+					continue
+				}
+				re := ks.routeByKey[key]
+				if re == nil {
+					name := ing.Namespace + "." + ing.Name + "." + be.Name + "." + strings.ReplaceAll(rule.Host, "*", "_") + "." + ks.portKey
+					re = b.newRoute(ing, ro, field, key, name, rule.Host)
+					if re == nil {
+						continue
+					}
+					ks.routeByKey[key] = re
+					ks.routes = append(ks.routes, re)
+				}
+				re.Paths = append(re.Paths, paths...)
+			}
+		}
+		for _, key := range lostOrder {
+			if b.routeExists(key) {
+				continue
+			}
+			parts := strings.Split(key, "\x00")
+			b.problem(ing, gvkIngress, lost[key], "no valid path left for host %q and backend %s; no route is made for them", parts[2], parts[3])
+		}
+	}
+}
+
+func (b *builder) routeExists(key string) bool { return b.routeKeys[key] }
+
+// newRoute makes a route with KIC's defaults and the Ingress's annotations. It refuses a
+// name that another route already has: Kong would reject the whole configuration for it.
+func (b *builder) newRoute(ing *netv1.Ingress, ro *routeOverrides, field, key, name, host string) *routeEntry {
+	if e := checkName(name); e != "" {
+		b.problem(ing, gvkIngress, field, "route %s; the route is left out", e)
+		return nil
+	}
+	if other, taken := b.routeNames[name]; taken && other != key {
+		b.problem(ing, gvkIngress, field, "route name %q is already used by another route; the route is left out", name)
+		return nil
+	}
+	b.routeNames[name] = key
+	b.routeKeys[key] = true
+	r := &file.FRoute{Route: kong.Route{
+		ID:   kong.String(kongstate.RouteID(b.opts.Workspace, name)),
+		Name: kong.String(name),
+		// Protocols are left unset, as KIC leaves them, so that Kong's default (http, https)
+		// applies; konghq.com/protocols and force-ssl-redirect set them (routeOverrides).
+		StripPath:         kong.Bool(false),
+		PreserveHost:      kong.Bool(true),
+		RegexPriority:     kong.Int(0),
+		RequestBuffering:  kong.Bool(true),
+		ResponseBuffering: kong.Bool(true),
+		Tags:              kong.StringSlice(b.tags(ing, gvkIngress)...),
+	}}
+	if host != "" {
+		r.Hosts = []*string{kong.String(host)}
+	}
+	ro.apply(r)
+	return &routeEntry{FRoute: r, ing: ing}
+}
+
+// unsupportedBackend reports a path whose backend is not a Service. KongServiceFacade
+// backends need a feature gate that is off by default in KIC and not implemented here.
+func (b *builder) unsupportedBackend(ing *netv1.Ingress, field, p string, res *corev1.TypedLocalObjectReference) {
+	switch {
+	case res == nil:
+		b.problem(ing, gvkIngress, field, "failed to get backend for ingress path %q: backend has neither service nor resource", p)
+	case res.Kind == "KongServiceFacade" && strOrEmpty(res.APIGroup) == "incubator.ingress-controller.konghq.com":
+		b.problem(ing, gvkIngress, field+".resource", "failed to get backend for ingress path %q: KongServiceFacade is not enabled, please set the \"KongServiceFacade\" feature gate to 'true' to enable it", p)
+	default:
+		b.problem(ing, gvkIngress, field+".resource", "failed to get backend for ingress path %q: unsupported resource type %s/%s", p, strOrEmpty(res.APIGroup), res.Kind)
+	}
+}
+
+// normalizePath collapses runs of "/" and makes an empty path "/" (kic-compat.md §3.1).
+func normalizePath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if strings.Contains(p, "//") {
+		p = multiSlash.ReplaceAllString(p, "/")
+	}
+	return p
+}
+
+var multiSlash = regexp.MustCompile(`/{2,}`)
+
+// kongPaths maps an Ingress path to Kong paths by pathType (kic-compat.md §3.4). Regex
+// metacharacters in Exact and Prefix paths are not escaped, as in KIC.
+func kongPaths(p string, pt netv1.PathType) []string {
+	switch pt {
+	case netv1.PathTypeExact:
+		return []string{"~/" + strings.TrimLeft(p, "/") + "$"}
+	case netv1.PathTypePrefix:
+		base := strings.Trim(p, "/")
+		if base == "" {
+			return []string{"/"}
+		}
+		return []string{"/" + base + "/", "~/" + base + "$"}
+	default:
+		// ImplementationSpecific, and any unknown type, as KIC treats them.
+		return []string{p}
+	}
+}
+
+var legacyPlainPath = regexp.MustCompile(`^[a-zA-Z0-9\.\-_~/%]*$`)
+
+// applyRegexPrefix turns the regex-prefix convention into Kong's "~" (kic-compat.md §3.5).
+func applyRegexPrefix(x, prefix string, legacy bool) string {
+	if strings.HasPrefix(x, prefix) {
+		return strings.Replace(x, prefix, "~", 1)
+	}
+	if legacy && !legacyPlainPath.MatchString(x) && !strings.HasPrefix(x, "~") {
+		return "~" + x
+	}
+	return x
+}
+
+// defaultBackend adds the one default backend of the cluster: that of the oldest Ingress
+// that has one (kic-compat.md §3.7).
+func (b *builder) defaultBackend() {
+	for _, ing := range b.ingresses {
+		db := ing.Spec.DefaultBackend
+		if db == nil {
+			continue
+		}
+		if db.Service == nil {
+			if db.Resource != nil {
+				b.problem(ing, gvkIngress, "spec.defaultBackend.resource", "default backend: unsupported resource type %s/%s", strOrEmpty(db.Resource.APIGroup), db.Resource.Kind)
+			} else {
+				b.problem(ing, gvkIngress, "spec.defaultBackend", "default backend: no service")
+			}
+			return
+		}
+		ro, ok := b.routeAnnotations(ing)
+		if !ok {
+			return
+		}
+		field := "spec.defaultBackend.service"
+		ks := b.kongServiceFor(ing, field, db.Service.Name, db.Service.Port, false)
+		if ks == nil {
+			return
+		}
+		ks.addReferrer(ing, field)
+		key := "\x01default\x00" + ing.Namespace + "\x00" + ing.Name
+		re := b.newRoute(ing, ro, "spec.defaultBackend", key, ing.Namespace+"."+ing.Name, "")
+		if re == nil {
+			return
+		}
+		re.Paths = []*string{kong.String("/")}
+		ks.routes = append(ks.routes, re)
+		return
+	}
+}
+
+func strOrEmpty(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// tags are TagsFor(obj), with user tags Kong would refuse left out and reported.
+func (b *builder) tags(obj client.Object, gvk schema.GroupVersionKind) []string {
+	tags := kongstate.RefFor(obj, gvk).Tags()
+	for _, t := range kongstate.UserTags(obj.GetAnnotations()) {
+		if e := checkTag(t); e != "" {
+			b.problem(obj, gvk, "metadata.annotations["+kongstate.UserTagsAnnotation+"]", "%s; the tag is left out", e)
+			continue
+		}
+		tags = append(tags, t)
+	}
+	return tags
+}

@@ -1,0 +1,253 @@
+package translator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// Options is what translation needs beyond the snapshot. The zero value means KIC's defaults.
+type Options struct {
+	// ClusterDomain is appended to service-upstream targets when set (--cluster-domain,
+	// default "").
+	ClusterDomain string
+	// EnableDrainSupport keeps terminating endpoints as targets of weight 0
+	// (--enable-drain-support, default false).
+	EnableDrainSupport bool
+	// EnableLegacyRegexDetection is IngressClassParameters' enableLegacyRegexDetection
+	// (kic-compat.md §3.5): paths that look like regexes get a "~" prefix.
+	EnableLegacyRegexDetection bool
+	// Workspace keys the deterministic IDs (kic-compat.md §6). "" for none.
+	Workspace string
+}
+
+// Problem is one thing that could not be translated. It becomes a Warning Event on Object
+// (reason KongConfigurationTranslationFailed, kic-compat.md §12.1).
+type Problem struct {
+	Object kongstate.ObjectRef
+	// Field is the path of the offending field, e.g. spec.rules[0].http.paths[1].path, or "".
+	Field   string
+	Message string
+}
+
+// String is "Kind ns/name: field: message".
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.Object.String() + ": " + p.Message
+	}
+	return p.Object.String() + ": " + p.Field + ": " + p.Message
+}
+
+// GroupVersionKinds of the objects the translator reads. Typed objects read through a client
+// usually have no TypeMeta, so tags and problems take their kind from here.
+var (
+	gvkIngress           = netv1.SchemeGroupVersion.WithKind("Ingress")
+	gvkService           = corev1.SchemeGroupVersion.WithKind("Service")
+	gvkSecret            = corev1.SchemeGroupVersion.WithKind("Secret")
+	gvkKongPlugin        = kongv1.SchemeGroupVersion.WithKind("KongPlugin")
+	gvkKongClusterPlugin = kongv1.SchemeGroupVersion.WithKind("KongClusterPlugin")
+)
+
+// Translate builds the Kong state for snap. It never fails: what cannot be translated is
+// left out and reported. The snapshot is not modified.
+func Translate(snap *store.Snapshot, opts Options) (*kongstate.State, []Problem) {
+	if snap == nil {
+		snap = &store.Snapshot{}
+	}
+	b := newBuilder(snap, opts)
+	b.ingressRules()
+	b.defaultBackend()
+	b.populateServices()
+	b.tls()
+	b.plugins()
+	return b.finish()
+}
+
+// builder holds the indexes and the growing output of one translation.
+type builder struct {
+	opts Options
+	snap *store.Snapshot
+
+	ingresses []*netv1.Ingress // KIC order: ns/name, then stable by age
+	services  map[string]*corev1.Service
+	slices    map[string][]*discoveryv1.EndpointSlice // by ns/service-name, sorted by name
+	secrets   map[string]*corev1.Secret
+
+	kongServices map[string]*kongService
+	routeNames   map[string]string // route name -> route key, to catch name collisions
+	routeKeys    map[string]bool
+	problems     []Problem
+
+	state *kongstate.State
+}
+
+func newBuilder(snap *store.Snapshot, opts Options) *builder {
+	b := &builder{
+		opts:         opts,
+		snap:         snap,
+		services:     map[string]*corev1.Service{},
+		slices:       map[string][]*discoveryv1.EndpointSlice{},
+		secrets:      map[string]*corev1.Secret{},
+		kongServices: map[string]*kongService{},
+		routeNames:   map[string]string{},
+		routeKeys:    map[string]bool{},
+		state:        &kongstate.State{},
+	}
+	for _, ing := range snap.Ingresses {
+		if ing != nil {
+			b.ingresses = append(b.ingresses, ing)
+		}
+	}
+	sortByAge(b.ingresses)
+	for _, s := range snap.Services {
+		if s != nil {
+			b.services[s.Namespace+"/"+s.Name] = s
+		}
+	}
+	for _, es := range snap.EndpointSlices {
+		if es == nil {
+			continue
+		}
+		svc := es.Labels[discoveryv1.LabelServiceName]
+		if svc == "" {
+			continue
+		}
+		k := es.Namespace + "/" + svc
+		b.slices[k] = append(b.slices[k], es)
+	}
+	for _, l := range b.slices {
+		sort.Slice(l, func(i, j int) bool { return l[i].Name < l[j].Name })
+	}
+	for _, s := range snap.Secrets {
+		if s != nil {
+			b.secrets[s.Namespace+"/"+s.Name] = s
+		}
+	}
+	return b
+}
+
+// sortByAge puts objects in KIC's order (kic-compat.md §1.1): by ns/name, then stable by
+// creationTimestamp, oldest first.
+func sortByAge[T client.Object](objs []T) {
+	sort.Slice(objs, func(i, j int) bool {
+		if objs[i].GetNamespace() != objs[j].GetNamespace() {
+			return objs[i].GetNamespace() < objs[j].GetNamespace()
+		}
+		return objs[i].GetName() < objs[j].GetName()
+	})
+	sort.SliceStable(objs, func(i, j int) bool {
+		ti, tj := objs[i].GetCreationTimestamp(), objs[j].GetCreationTimestamp()
+		return ti.Before(&tj)
+	})
+}
+
+func (b *builder) problem(obj client.Object, gvk schema.GroupVersionKind, field, format string, args ...any) {
+	msg := format
+	if len(args) > 0 {
+		msg = fmt.Sprintf(format, args...)
+	}
+	b.problems = append(b.problems, Problem{Object: kongstate.RefFor(obj, gvk), Field: field, Message: msg})
+}
+
+// finish assembles the state: Kong services in name order (render sorts again; this order
+// only makes the State itself deterministic), with their upstreams, and sorted problems.
+func (b *builder) finish() (*kongstate.State, []Problem) {
+	names := make([]string, 0, len(b.kongServices))
+	for n := range b.kongServices {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		ks := b.kongServices[n]
+		if len(ks.routes) == 0 {
+			continue
+		}
+		svc := ks.svc
+		for _, r := range ks.routes {
+			svc.Routes = append(svc.Routes, r.FRoute)
+		}
+		b.state.Services = append(b.state.Services, &svc)
+		if ks.upstream != nil {
+			b.state.Upstreams = append(b.state.Upstreams, ks.upstream)
+		}
+	}
+	return b.state, sortProblems(b.problems)
+}
+
+// sortProblems orders problems by object, field and message and drops exact duplicates (the
+// same failure found through several paths of one Ingress is one Event).
+func sortProblems(ps []Problem) []Problem {
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, c := ps[i], ps[j]
+		if a.Object.Kind != c.Object.Kind {
+			return a.Object.Kind < c.Object.Kind
+		}
+		if a.Object.Namespace != c.Object.Namespace {
+			return a.Object.Namespace < c.Object.Namespace
+		}
+		if a.Object.Name != c.Object.Name {
+			return a.Object.Name < c.Object.Name
+		}
+		if a.Field != c.Field {
+			return fieldLess(a.Field, c.Field)
+		}
+		return a.Message < c.Message
+	})
+	out := ps[:0]
+	for i, p := range ps {
+		if i > 0 && p == ps[i-1] {
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// fieldLess compares field paths so that paths[2] sorts before paths[10].
+func fieldLess(a, b string) bool {
+	for a != "" && b != "" {
+		ia, ib := strings.IndexAny(a, "0123456789"), strings.IndexAny(b, "0123456789")
+		if ia != ib || ia < 0 || a[:ia] != b[:ib] {
+			return a < b
+		}
+		na, ra := splitNum(a[ia:])
+		nb, rb := splitNum(b[ib:])
+		if len(na) != len(nb) {
+			return len(na) < len(nb)
+		}
+		if na != nb {
+			return na < nb
+		}
+		a, b = ra, rb
+	}
+	return a < b
+}
+
+func splitNum(s string) (string, string) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+// routeEntry is a route being built, with the Ingress it came from.
+type routeEntry struct {
+	*file.FRoute
+	ing *netv1.Ingress
+}
