@@ -272,4 +272,3 @@ func (b *builder) serviceAnnotations(ks *kongService, svc *corev1.Service) {
 		ks.svc.Path = nil
 	}
 }
-
