@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -505,26 +504,15 @@ func (e *Emulator) remove(w http.ResponseWriter, r *http.Request, t *crudTarget)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	before := e.db.clone()
-	id := ent["id"].(string)
-	if aerr := e.db.delete(t.s.Name, id); aerr != nil {
+	gone, aerr := e.db.delete(t.s.Name, ent["id"].(string))
+	if aerr != nil {
 		writeErr(w, aerr)
 		return
 	}
+	// The request's own entity first, then what cascaded with it.
 	e.audited(r, t.s, ent)
-	// Cascaded deletions are logged after the request's own entry.
-	for _, name := range entityOrder {
-		ids := make([]string, 0)
-		for cid := range before.ents[name] {
-			if e.db.ents[name][cid] == nil && !(name == t.s.Name && cid == id) {
-				ids = append(ids, cid)
-			}
-		}
-		sort.Strings(ids)
-		for _, cid := range ids {
-			c := before.ents[name][cid]
-			e.record(r.Method, r.URL.Path, name, cid, entityName(schemas[name], c), entityTags(c))
-		}
+	for _, g := range gone[:len(gone)-1] {
+		e.audited(r, schemas[g.kind], g.ent)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

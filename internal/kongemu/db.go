@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -179,6 +181,10 @@ func schemaViolation(t errTree) *apiError {
 // normalize validates an entity of schema s. With defaults, absent fields
 // take their defaults (insert, upsert, declarative load).
 func normalize(s *schema, in map[string]any, defaults bool) (map[string]any, errTree) {
+	in, shortErr := expandShorthands(s, in)
+	if shortErr != nil {
+		return in, shortErr
+	}
 	fs := s.Fields
 	var checks []entityCheck
 	checks = append(checks, s.Checks...)
@@ -347,7 +353,8 @@ func uniqueErr(keys []string, e map[string]any) *apiError {
 // referrers lists entities that reference (kind, id) through a foreign key,
 // split into those that cascade and those that restrict the delete.
 func (d *db) referrers(kind, id string) (cascade, restrict [][2]string) {
-	for _, s := range schemas {
+	for _, name := range entityOrder {
+		s := schemas[name]
 		for _, f := range s.foreignFields() {
 			if f.Ref != kind {
 				continue
@@ -366,8 +373,25 @@ func (d *db) referrers(kind, id string) (cascade, restrict [][2]string) {
 	return cascade, restrict
 }
 
-// delete removes an entity and cascades. It fails when something restricts it.
-func (d *db) delete(kind, id string) *apiError {
+// deleted is an entity removed by a delete, directly or by cascade.
+type deleted struct {
+	kind string
+	ent  map[string]any
+}
+
+// delete removes an entity and cascades, returning what it removed (the
+// entity last, after its dependents). It fails, changing nothing, when
+// something restricts it.
+func (d *db) delete(kind, id string) ([]deleted, *apiError) {
+	if aerr := d.checkRestrict(kind, id); aerr != nil {
+		return nil, aerr
+	}
+	var out []deleted
+	d.deleteCascade(kind, id, &out)
+	return out, nil
+}
+
+func (d *db) checkRestrict(kind, id string) *apiError {
 	cascade, restrict := d.referrers(kind, id)
 	if len(restrict) > 0 {
 		msg := fmt.Sprintf("an existing '%s' entity references this '%s' entity", restrict[0][0], kind)
@@ -375,12 +399,22 @@ func (d *db) delete(kind, id string) *apiError {
 			map[string]any{"@referenced_by": restrict[0][0]})
 	}
 	for _, c := range cascade {
-		if err := d.delete(c[0], c[1]); err != nil {
-			return err
+		if aerr := d.checkRestrict(c[0], c[1]); aerr != nil {
+			return aerr
 		}
 	}
-	delete(d.ents[kind], id)
 	return nil
+}
+
+func (d *db) deleteCascade(kind, id string, out *[]deleted) {
+	cascade, _ := d.referrers(kind, id)
+	for _, c := range cascade {
+		d.deleteCascade(c[0], c[1], out)
+	}
+	if ent := d.ents[kind][id]; ent != nil {
+		*out = append(*out, deleted{kind, ent})
+		delete(d.ents[kind], id)
+	}
 }
 
 // render returns the response form of an entity (certificates gain their snis).
@@ -418,16 +452,6 @@ func deepCopy(v any) any {
 	}
 }
 
-func (d *db) clone() *db {
-	n := newDB()
-	for k, m := range d.ents {
-		for id, e := range m {
-			n.ents[k][id] = deepCopy(e).(map[string]any)
-		}
-	}
-	return n
-}
-
 // entityName is the human name of an entity, for the audit log.
 func entityName(s *schema, e map[string]any) string {
 	for _, k := range []string{"name", "username", "target", "instance_name", "key", "group", "client_id"} {
@@ -448,6 +472,87 @@ func entityTags(e map[string]any) []string {
 		if s, ok := t.(string); ok {
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// expandShorthands applies Kong's shorthand fields: services.url and the
+// deprecated redis_* fields of rate-limiting. It works on a copy.
+func expandShorthands(s *schema, in map[string]any) (map[string]any, errTree) {
+	switch s.Name {
+	case "services":
+		raw, ok := in["url"]
+		if !ok {
+			return in, nil
+		}
+		out := shallowCopy(in)
+		delete(out, "url")
+		if raw == nil {
+			return out, nil
+		}
+		str, isStr := raw.(string)
+		if !isStr {
+			return out, errTree{"url": "expected a string"}
+		}
+		u, err := url.Parse(str)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return out, errTree{"url": "missing host in url"}
+		}
+		out["protocol"] = u.Scheme
+		out["host"] = u.Hostname()
+		if p := u.Port(); p != "" {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				return out, errTree{"url": "invalid port number"}
+			}
+			out["port"] = int64(n)
+		} else if u.Scheme == "https" || u.Scheme == "grpcs" || u.Scheme == "wss" || u.Scheme == "tls" {
+			out["port"] = int64(443)
+		} else {
+			out["port"] = int64(80)
+		}
+		if u.EscapedPath() != "" {
+			out["path"] = u.EscapedPath()
+		} else {
+			out["path"] = nil
+		}
+		return out, nil
+	case "plugins":
+		name, _ := in["name"].(string)
+		p := pluginSchemas[name]
+		cfg, ok := in["config"].(map[string]any)
+		if p == nil || len(p.Shorthands) == 0 || !ok {
+			return in, nil
+		}
+		out := shallowCopy(in)
+		newCfg := shallowCopy(cfg)
+		for short, target := range p.Shorthands {
+			v, ok := newCfg[short]
+			if !ok {
+				continue
+			}
+			delete(newCfg, short)
+			if v == nil {
+				continue
+			}
+			rec, field, _ := strings.Cut(target, ".")
+			sub, _ := newCfg[rec].(map[string]any)
+			sub = shallowCopy(sub)
+			if _, set := sub[field]; !set {
+				sub[field] = v
+			}
+			newCfg[rec] = sub
+		}
+		out["config"] = newCfg
+		return out, nil
+	}
+	return in, nil
+}
+
+func shallowCopy(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
 	}
 	return out
 }

@@ -11,6 +11,8 @@ type pluginSchema struct {
 	EntityChecks []any
 	// Protocols is the default of the plugin's protocols field.
 	Protocols []any
+	// Shorthands maps deprecated config fields to "record.field".
+	Shorthands map[string]string
 }
 
 func gt0() *float64 { z := 0.0; return &z }
@@ -126,9 +128,15 @@ func init() {
 		{Name: "error_message", Type: tString, Default: "API rate limit exceeded"},
 		{Name: "sync_rate", Type: tNum, Default: -1},
 	},
+		Shorthands: map[string]string{
+			"redis_host": "redis.host", "redis_port": "redis.port", "redis_password": "redis.password",
+			"redis_username": "redis.username", "redis_ssl": "redis.ssl", "redis_ssl_verify": "redis.ssl_verify",
+			"redis_server_name": "redis.server_name", "redis_timeout": "redis.timeout", "redis_database": "redis.database",
+		},
 		Checks: []entityCheck{
 			atLeastOneOf("config.second", "config.minute", "config.hour", "config.day", "config.month", "config.year"),
 			checkRateLimitOrder,
+			checkRateLimitPolicy,
 		},
 		EntityChecks: []any{map[string]any{"at_least_one_of": strs("config.second", "config.minute", "config.hour", "config.day", "config.month", "config.year")}},
 	})
@@ -250,4 +258,28 @@ func pluginSchemaJSON(name string) map[string]any {
 		out["entity_checks"] = []any{}
 	}
 	return out
+}
+
+func checkRateLimitPolicy(e map[string]any) ([]string, map[string]any) {
+	cfg, _ := e["config"].(map[string]any)
+	errs := errTree{}
+	if cfg["policy"] == "redis" {
+		redis, _ := cfg["redis"].(map[string]any)
+		if redis["host"] == nil {
+			errs["redis"] = errTree{"host": "required field missing"}
+		}
+		if redis["port"] == nil {
+			errs["redis"] = errTree{"port": "required field missing"}
+		}
+	}
+	if cfg["limit_by"] == "header" && cfg["header_name"] == nil {
+		errs["header_name"] = "required field missing"
+	}
+	if cfg["limit_by"] == "path" && cfg["path"] == nil {
+		errs["path"] = "required field missing"
+	}
+	if len(errs) == 0 {
+		return nil, nil
+	}
+	return nil, errTree{"config": errs}
 }

@@ -888,22 +888,29 @@ func checkPCRE(pattern string) string {
 		p = r.re.ReplaceAllString(p, r.repl)
 	}
 	// PCRE allows repeat counts up to 65535, RE2 up to 1000.
-	var tooBig bool
+	var tooBig, order bool
 	p = bigRepeat.ReplaceAllStringFunc(p, func(m string) string {
 		sub := bigRepeat.FindStringSubmatch(m)
-		for _, x := range []string{sub[1], sub[3]} {
-			if x == "" {
-				continue
-			}
-			n, err := strconv.Atoi(x)
-			if err != nil || n > 65535 {
-				tooBig = true
-			}
+		lo, err1 := strconv.Atoi(sub[1])
+		hi, err2 := strconv.Atoi(sub[3])
+		if err1 != nil || lo > 65535 || (sub[3] != "" && (err2 != nil || hi > 65535)) {
+			tooBig = true
+			return m
 		}
-		return "{1}"
+		if sub[3] != "" && hi < lo {
+			order = true
+			return m
+		}
+		if lo > 1000 || hi > 1000 {
+			return "{1}"
+		}
+		return m
 	})
 	if tooBig {
 		return "number too big in {} quantifier"
+	}
+	if order {
+		return "numbers out of order in {} quantifier"
 	}
 	if _, err := regexp.Compile(p); err != nil {
 		var se *syntax.Error
