@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+// translateStderr is where runTranslate reports problems; a variable so tests can capture it.
+var translateStderr io.Writer = os.Stderr
+
+// fileList is a repeatable -f flag.
+type fileList []string
+
+func (f *fileList) String() string     { return strings.Join(*f, ",") }
+func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
+
+// runTranslate prints the Kong declarative configuration that the given manifests produce,
+// without a cluster:
+//
+//	konductor translate -f FILE|DIR [-f ...] [--ingress-class kong] [--output yaml|json]
+//
+// The objects go through the same store and translator as in the controller, so the output
+// is what DB-less Kong would receive. Translation problems are printed to stderr, one a
+// line; they do not make the command fail, as they do not stop the controller. Only input
+// that cannot be read or decoded does.
+func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("translate", flag.ContinueOnError)
+	fs.SetOutput(translateStderr)
+	var files fileList
+	fs.Var(&files, "f", "manifest file or directory (*.yaml, *.yml, *.json, recursively); repeatable")
+	fs.Var(&files, "filename", "same as -f")
+	class := fs.String("ingress-class", store.DefaultIngressClass, "ingress class to serve")
+	output := fs.String("output", "yaml", "output format: yaml or json")
+	fs.StringVar(output, "o", "yaml", "same as --output")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("translate: unexpected arguments: %v", fs.Args())
+	}
+	if len(files) == 0 {
+		return errors.New("translate: at least one -f FILE|DIR is required")
+	}
+	if *output != "yaml" && *output != "json" {
+		return fmt.Errorf("translate: --output must be yaml or json, not %q", *output)
+	}
+
+	objs, err := manifest.Load(files...)
+	if err != nil {
+		return fmt.Errorf("translate: %w", err)
+	}
+	st, err := store.NewForObjects(objs, store.Options{IngressClass: *class})
+	if err != nil {
+		return fmt.Errorf("translate: %w", err)
+	}
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("translate: %w", err)
+	}
+	state, problems := translator.Translate(snap, translator.Options{})
+	for _, p := range problems {
+		fmt.Fprintln(translateStderr, p.String())
+	}
+	out, err := state.DeclarativeConfig()
+	if err != nil {
+		return fmt.Errorf("translate: rendering: %w", err)
+	}
+	if *output == "yaml" {
+		if out, err = sigsyaml.JSONToYAML(out); err != nil {
+			return fmt.Errorf("translate: rendering: %w", err)
+		}
+	} else {
+		out = append(out, '\n')
+	}
+	_, err = stdout.Write(out)
+	return err
+}
