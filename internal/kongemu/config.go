@@ -1,12 +1,16 @@
 package kongemu
 
 import (
+	"bytes"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -552,6 +556,15 @@ func (e *Emulator) postConfig(w http.ResponseWriter, r *http.Request) {
 	case len(strings.TrimSpace(string(raw))) == 0:
 		writeErr(w, msgErr(http.StatusBadRequest, "expected a declarative configuration"))
 		return
+	case ct == "application/x-www-form-urlencoded" || ct == "multipart/form-data":
+		cfgStr, ok := formConfig(r.Header.Get("Content-Type"), raw)
+		if !ok {
+			writeErr(w, msgErr(http.StatusBadRequest, "expected a declarative configuration"))
+			return
+		}
+		if !parseString(cfgStr) {
+			return
+		}
 	case ct == "application/yaml" || ct == "text/yaml":
 		if !parseString(string(raw)) {
 			return
@@ -698,4 +711,31 @@ func (e *Emulator) exportConfig() map[string]any {
 		out[name] = arr
 	}
 	return out
+}
+
+// formConfig reads the "config" field of a form-encoded or multipart body
+// (curl -d config=... or -F config=@kong.yml).
+func formConfig(contentType string, raw []byte) (string, bool) {
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return "", false
+	}
+	if mt == "application/x-www-form-urlencoded" {
+		vals, err := url.ParseQuery(string(raw))
+		if err != nil || vals.Get("config") == "" {
+			return "", false
+		}
+		return vals.Get("config"), true
+	}
+	mr := multipart.NewReader(bytes.NewReader(raw), params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			return "", false
+		}
+		if part.FormName() == "config" {
+			b, err := io.ReadAll(part)
+			return string(b), err == nil && len(b) > 0
+		}
+	}
 }

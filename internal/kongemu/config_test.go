@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -66,6 +67,9 @@ func TestPostConfigForms(t *testing.T) {
 		{"bad json", "/config", "application/json", `{"_format_version":`, 400, `{"message":"Cannot parse JSON body"}`, emptyHash},
 		{"json array", "/config", "application/json", `[]`, 400, `{"message":"Cannot parse JSON body"}`, emptyHash},
 		{"text plain", "/config", "text/plain", yamlCfg, 415, "", emptyHash},
+		{"form config", "/config", "application/x-www-form-urlencoded", "config=" + url.QueryEscape(yamlCfg), 201, "", md5hexStr(yamlCfg)},
+		{"multipart config", "/config", "multipart/form-data; boundary=XX",
+			"--XX\r\nContent-Disposition: form-data; name=\"config\"; filename=\"kong.yml\"\r\n\r\n" + yamlCfg + "\r\n--XX--\r\n", 201, "", ""},
 		{"bad yaml", "/config", "application/yaml", "a: [", 400, "", emptyHash},
 	}
 	for _, c := range cases {

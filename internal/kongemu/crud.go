@@ -76,6 +76,20 @@ func (e *Emulator) handleCRUD(w http.ResponseWriter, r *http.Request, segs []str
 		writeErr(w, aerr)
 		return
 	}
+	if _, isForm := body[formMarker]; isForm {
+		delete(body, formMarker)
+		fs := t.s.Fields
+		if t.s.Name == "plugins" {
+			name, _ := body["name"].(string)
+			if name == "" && t.item {
+				if old := e.db.lookup(t.s, t.key); old != nil {
+					name, _ = old["name"].(string)
+				}
+			}
+			fs = pluginFields(name)
+		}
+		coerceForm(fs, body)
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && e.dbless() {
 		if (t.item && (r.Method == http.MethodPost)) || (!t.item && r.Method != http.MethodPost) {
 			writeErr(w, methodNotAllowed)

@@ -2,6 +2,7 @@ package kongemu
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -287,4 +288,28 @@ func TestSchemasEndpoints(t *testing.T) {
 			require.Contains(t, b["message"], "cannot be lower than the limit for second")
 		}},
 	})
+}
+
+func TestCRUDFormBodies(t *testing.T) {
+	e := New(Options{Mode: Postgres})
+	form := func(method, path, body string) (int, map[string]any) {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, req)
+		return rec.Code, obj(jsonOf(t, rec.Body.String()))
+	}
+	st, b := form("POST", "/services", "name=s&host=example.com&port=8080&tags[]=a&tags[]=b")
+	require.Equal(t, 201, st, b)
+	require.Equal(t, float64(8080), b["port"])
+	require.Equal(t, []any{"a", "b"}, b["tags"])
+	st, b = form("POST", "/routes", "name=r&paths=/a&service.name=s&strip_path=false")
+	require.Equal(t, 201, st, b)
+	require.Equal(t, false, b["strip_path"])
+	require.Equal(t, []any{"/a"}, b["paths"])
+	st, b = form("POST", "/services/s/plugins", "name=rate-limiting&config.minute=5")
+	require.Equal(t, 201, st, b)
+	require.Equal(t, float64(5), obj(b["config"])["minute"])
+	st, _ = form("POST", "/services", "name=t&host=h&port=x")
+	require.Equal(t, 400, st)
 }

@@ -23,6 +23,7 @@
 //	validate.go generic schema validation and Kong's field and entity checks
 //	certs.go    certificate and key checks
 //	audit.go    audit log of state changes and request counters
+//	form.go     form-encoded bodies
 //	faults.go   injected faults (status, latency, dropped connections, config rejection) and Restart
 //
 // One code path validates entities for declarative loading and for CRUD:
@@ -41,9 +42,10 @@
 //     returned:" is Go's, not PCRE's. Exotic constructs (conditionals
 //     "(?(...)", recursion "(?R)", callouts, verbs "(*...)") are rejected
 //     although PCRE accepts some of them.
-//   - Request bodies must be JSON (application/json or no content type);
-//     Kong also accepts form-encoded and multipart bodies. POST /config also
-//     takes application/yaml and text/yaml.
+//   - Entity bodies may be JSON or form-encoded ("service.id=x",
+//     "hosts[]=a", values coerced to the schema's types); Kong also accepts
+//     multipart entity bodies, the emulator only for POST /config (its
+//     "config" field), which also takes application/yaml and text/yaml.
 //   - The configuration hash of a JSON object body is the md5 of Go's
 //     canonical re-encoding (sorted keys); Kong hashes its own re-encoding.
 //     Both are stable for equal content. As in Kong, check_hash=1 answers

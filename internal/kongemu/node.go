@@ -123,6 +123,15 @@ func (e *Emulator) validateOnly(w http.ResponseWriter, r *http.Request, s *schem
 	if !ok {
 		return
 	}
+	if _, isForm := body[formMarker]; isForm {
+		delete(body, formMarker)
+		fs := s.Fields
+		if s.Name == "plugins" {
+			name, _ := body["name"].(string)
+			fs = pluginFields(name)
+		}
+		coerceForm(fs, body)
+	}
 	if _, errs := normalize(s, body, true); errs != nil {
 		writeErr(w, schemaViolation(errs))
 		return

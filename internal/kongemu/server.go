@@ -196,6 +196,15 @@ func readBody(w http.ResponseWriter, r *http.Request) (map[string]any, bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return map[string]any{}, true
 	}
+	if ct == "application/x-www-form-urlencoded" {
+		m, err := formBody(string(raw))
+		if err != nil {
+			writeErr(w, msgErr(http.StatusBadRequest, "Cannot parse form body"))
+			return nil, false
+		}
+		m[formMarker] = true
+		return m, true
+	}
 	if ct != "" && ct != "application/json" {
 		writeErr(w, msgErr(http.StatusUnsupportedMediaType, "Unsupported Media Type"))
 		return nil, false
@@ -225,6 +234,9 @@ func decodeJSON(raw []byte) (any, error) {
 	}
 	return v, nil
 }
+
+// formMarker flags a body that came form-encoded (values are strings).
+const formMarker = "\x00form"
 
 // Server is an Emulator served on a loopback port.
 type Server struct {
