@@ -584,8 +584,8 @@ func (e *Emulator) postConfig(w http.ResponseWriter, r *http.Request) {
 			if !parseString(s) {
 				return
 			}
-		} else {
-			writeErr(w, msgErr(http.StatusBadRequest, "expected a declarative configuration"))
+		} else if !parseString(string(raw)) {
+			// Kong falls back to the raw body as the configuration string.
 			return
 		}
 	default:
