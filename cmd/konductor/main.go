@@ -1,0 +1,93 @@
+// Command konductor is a Kubernetes ingress controller for Kong Gateway.
+//
+//	konductor [run] [flags]        run the controller (the default)
+//	konductor translate -f PATH    print the Kong configuration that manifests produce
+//	konductor diff [flags]         print what a sync would change on a database-backed Kong
+//	konductor kongemu [flags]      run the Kong Admin API emulator (local environment, tests)
+//	konductor version              print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/konductor/konductor/internal/config"
+	"github.com/konductor/konductor/internal/manager"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "konductor:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cmd := "run"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "run":
+		return runController(ctx, args, stderr)
+	case "translate":
+		return runTranslate(ctx, args, stdout)
+	case "diff":
+		return runDiff(ctx, args, stdout)
+	case "kongemu":
+		return runKongemu(ctx, args)
+	case "version":
+		_, err := fmt.Fprintln(stdout, "konductor", version)
+		return err
+	default:
+		return fmt.Errorf("unknown command %q (commands: run, translate, diff, kongemu, version)", cmd)
+	}
+}
+
+func runController(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg, err := config.Parse(args, os.Getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.LogLevel)
+	log.Info("starting konductor", "version", version)
+	c, err := manager.New(ctx, cfg, manager.Options{Logger: log, DBMode: dbModeFactory(cfg, log)})
+	if err != nil {
+		return err
+	}
+	return c.Start(ctx)
+}
+
+// newLogger returns a logr.Logger writing JSON lines, and makes controller-runtime and
+// client-go log through it too.
+func newLogger(w io.Writer, level string) logr.Logger {
+	lvl := slog.LevelInfo
+	switch level {
+	case "debug":
+		lvl = slog.LevelDebug - 3 // logr V(1..3)
+	case "error":
+		lvl = slog.LevelError
+	}
+	log := logr.FromSlogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+	return log
+}

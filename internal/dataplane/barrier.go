@@ -1,0 +1,75 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Barrier is the fact that the cache has synced. WaitForCacheSync returns nil once every
+// informer the store reads has synced, or ctx's error if ctx ends first.
+type Barrier interface {
+	WaitForCacheSync(ctx context.Context) error
+}
+
+// InformerBarrier waits for the informers of a set of kinds in a controller-runtime cache.
+type InformerBarrier struct {
+	checkers []toolscache.DoneChecker
+}
+
+// NewInformerBarrier registers (without waiting) an informer for each object's kind in c and
+// returns a barrier over them. Call it before the manager starts, so the informers start with
+// the cache on every replica, leader or not (warm standby, invariant 3).
+func NewInformerBarrier(ctx context.Context, c cache.Informers, objs ...client.Object) (*InformerBarrier, error) {
+	b := &InformerBarrier{}
+	for _, obj := range objs {
+		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return nil, fmt.Errorf("registering informer for %T: %w", obj, err)
+		}
+		b.checkers = append(b.checkers, namedChecker{inf.HasSyncedChecker(), fmt.Sprintf("%T", obj)})
+	}
+	return b, nil
+}
+
+type namedChecker struct {
+	toolscache.DoneChecker
+	name string
+}
+
+func (n namedChecker) Name() string { return n.name }
+
+// WaitForCacheSync implements Barrier.
+func (b *InformerBarrier) WaitForCacheSync(ctx context.Context) error {
+	if toolscache.WaitFor(ctx, "", b.checkers...) {
+		return nil
+	}
+	return fmt.Errorf("cache not synced (waiting for %s): %w", strings.Join(b.Pending(), ", "), ctx.Err())
+}
+
+// Synced reports, without blocking, whether every informer has synced.
+func (b *InformerBarrier) Synced() bool {
+	for _, c := range b.checkers {
+		if !toolscache.IsDone(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// Pending names the informers that have not synced yet.
+func (b *InformerBarrier) Pending() []string {
+	var out []string
+	for _, c := range b.checkers {
+		if !toolscache.IsDone(c) {
+			out = append(out, c.Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}

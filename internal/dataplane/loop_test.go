@@ -1,0 +1,355 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"github.com/kong/go-kong/kong"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
+
+	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+func translate(s *store.Snapshot) (*kongstate.State, []translator.Problem) {
+	return translator.Translate(s, translator.Options{})
+}
+
+// cluster is one Ingress with its Service and a ready EndpointSlice.
+func cluster() []client.Object {
+	class := "kong"
+	prefix := netv1.PathTypePrefix
+	ready := true
+	port := int32(8080)
+	return []client.Object{
+		&netv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo", UID: "uid-ing"},
+			Spec: netv1.IngressSpec{IngressClassName: &class, Rules: []netv1.IngressRule{{
+				Host: "echo.example.com",
+				IngressRuleValue: netv1.IngressRuleValue{HTTP: &netv1.HTTPIngressRuleValue{Paths: []netv1.HTTPIngressPath{{
+					Path: "/", PathType: &prefix,
+					Backend: netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: "echo", Port: netv1.ServiceBackendPort{Number: 80}}},
+				}}}},
+			}}},
+		},
+		&corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo", UID: "uid-svc"},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+		},
+		&discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "echo-1", Labels: map[string]string{discoveryv1.LabelServiceName: "echo"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Port: &port}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		},
+	}
+}
+
+func newStore(t *testing.T, objs []client.Object) *store.Store {
+	t.Helper()
+	s, err := store.NewForObjects(objs, store.Options{})
+	require.NoError(t, err)
+	return s
+}
+
+func startEmulator(t *testing.T) (*kongemu.Server, *kong.Client) {
+	t.Helper()
+	srv, err := kongemu.New(kongemu.Options{}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	c, err := kong.NewClient(kong.String(srv.URL), &http.Client{})
+	require.NoError(t, err)
+	return srv, c
+}
+
+// run starts l and returns a function that stops it and waits for it to return.
+func run(t *testing.T, l *Loop) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Start(ctx) }()
+	stop := func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
+	t.Cleanup(func() {
+		if ctx.Err() == nil {
+			stop()
+		}
+	})
+	return stop
+}
+
+// unsyncedInformers registers an informer per kind the store reads, none of them synced.
+func unsyncedInformers(t *testing.T) (*informertest.FakeInformers, *InformerBarrier, []*controllertest.FakeInformer) {
+	t.Helper()
+	fi := &informertest.FakeInformers{Scheme: store.NewScheme()}
+	var informers []*controllertest.FakeInformer
+	var objs []client.Object
+	for _, k := range store.ReadKinds(store.NewKindSet(store.AllKinds()...)).Sorted() {
+		inf := controllertest.NewFakeInformer()
+		if fi.InformersByGVK == nil {
+			fi.InformersByGVK = map[schema.GroupVersionKind]toolscache.SharedIndexInformer{}
+		}
+		fi.InformersByGVK[k.GroupVersionKind()] = inf
+		informers = append(informers, inf)
+		objs = append(objs, k.NewObject())
+	}
+	b, err := NewInformerBarrier(context.Background(), fi, objs...)
+	require.NoError(t, err)
+	return fi, b, informers
+}
+
+// The barrier invariant: nothing reaches Kong until every informer has synced. The same test
+// with the barrier switched off sees a request at once, so this test can fail.
+func TestNothingReachesKongBeforeTheCacheSynced(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		name := "barrier"
+		if skip {
+			name = "barrier removed (control)"
+		}
+		t.Run(name, func(t *testing.T) {
+			srv, c := startEmulator(t)
+			_, barrier, informers := unsyncedInformers(t)
+			l := NewLoop(Options{
+				Source: newStore(t, cluster()), Barrier: barrier, Translate: translate,
+				Gateways: []Gateway{NewDetectingGateway(srv.URL, c, nil, logr.Discard())},
+				Period:   time.Hour, Logger: testr.New(t),
+				SkipCacheBarrierForTesting: skip,
+			})
+			run(t, l)
+
+			for _, inf := range informers[:len(informers)-1] {
+				inf.Synced()
+			}
+			if skip {
+				require.Eventually(t, func() bool { return srv.RequestCount("", "/") > 0 }, 5*time.Second, time.Millisecond,
+					"without the barrier the loop syncs from an unsynced cache")
+				return
+			}
+			require.Never(t, func() bool { return srv.RequestCount("", "/") > 0 }, 300*time.Millisecond, 5*time.Millisecond,
+				"a request reached Kong while an informer had not synced")
+			require.Equal(t, []string{"*v1.KongClusterPlugin"}, barrier.Pending(), "the barrier names what it waits for")
+
+			informers[len(informers)-1].Synced()
+			select {
+			case <-l.FirstSyncDone():
+			case <-time.After(10 * time.Second):
+				t.Fatal("no first sync after the cache synced")
+			}
+			require.NotNil(t, srv.Entity("services", "default.echo.80"), "the first sync holds the cluster's objects")
+		})
+	}
+}
+
+type syncedBarrier struct{}
+
+func (syncedBarrier) WaitForCacheSync(context.Context) error { return nil }
+
+// countingGateway records its syncs and fails while fail says so.
+type countingGateway struct {
+	mu    sync.Mutex
+	syncs int
+	fail  func(n int) error
+}
+
+func (g *countingGateway) URL() string { return "counting" }
+func (g *countingGateway) Sync(_ context.Context, t *Target) error {
+	if _, err := t.DeclarativeConfig(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.syncs++
+	if g.fail != nil {
+		return g.fail(g.syncs)
+	}
+	return nil
+}
+func (g *countingGateway) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.syncs
+}
+
+func TestBurstOfChangesIsOneSync(t *testing.T) {
+	gw := &countingGateway{}
+	trigger := NewTrigger()
+	l := NewLoop(Options{
+		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
+		Gateways: []Gateway{gw}, Trigger: trigger, Period: time.Hour, Quiet: 100 * time.Millisecond, Logger: testr.New(t),
+	})
+	run(t, l)
+	<-l.FirstSyncDone()
+	require.Equal(t, 1, gw.count())
+
+	for range 1000 {
+		trigger.Request()
+	}
+	require.Eventually(t, func() bool { return gw.count() == 2 }, 5*time.Second, time.Millisecond)
+	require.Never(t, func() bool { return gw.count() > 2 }, 300*time.Millisecond, 10*time.Millisecond,
+		"1,000 change events must give one sync")
+}
+
+// reports collects what the loop reports.
+type reports struct {
+	mu     sync.Mutex
+	rounds []Round
+}
+
+func (r *reports) Report(_ context.Context, round Round) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rounds = append(r.rounds, round)
+}
+
+func (r *reports) all() []Round {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Round(nil), r.rounds...)
+}
+
+func TestDigestSkipAndRestartRepush(t *testing.T) {
+	srv, c := startEmulator(t)
+	trigger := NewTrigger()
+	l := NewLoop(Options{
+		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
+		Gateways: []Gateway{NewDetectingGateway(srv.URL, c, nil, logr.Discard())},
+		Trigger:  trigger, Period: time.Hour, Quiet: time.Millisecond, Logger: testr.New(t),
+	})
+	run(t, l)
+	<-l.FirstSyncDone()
+	require.Equal(t, 1, srv.RequestCount(http.MethodPost, "/config"))
+
+	// Nothing changed: the loop asks /status and sends nothing.
+	statuses := srv.RequestCount(http.MethodGet, "/status")
+	trigger.Request()
+	require.Eventually(t, func() bool { return srv.RequestCount(http.MethodGet, "/status") > statuses }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, srv.RequestCount(http.MethodPost, "/config"), "an unchanged configuration is not sent again")
+
+	// The gateway restarts and loses its configuration: the next sync sends it again.
+	srv.Restart()
+	require.Equal(t, "00000000000000000000000000000000", srv.ConfigHash())
+	trigger.Request()
+	require.Eventually(t, func() bool { return srv.ConfigHash() != "00000000000000000000000000000000" }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 2, srv.RequestCount(http.MethodPost, "/config"))
+	require.NotNil(t, srv.Entity("services", "default.echo.80"))
+}
+
+func TestRejectionIsMappedToObjectsAndKeepsLastGood(t *testing.T) {
+	srv, c := startEmulator(t)
+	rep := &reports{}
+	trigger := NewTrigger()
+	objs := cluster()
+	s := newStore(t, objs)
+	l := NewLoop(Options{
+		Source: s, Barrier: syncedBarrier{}, Translate: translate,
+		Gateways: []Gateway{NewDetectingGateway(srv.URL, c, nil, logr.Discard())},
+		Reporter: rep, Trigger: trigger, Period: time.Hour, Quiet: time.Millisecond, Logger: testr.New(t),
+	})
+	run(t, l)
+	<-l.FirstSyncDone()
+	goodHash := srv.ConfigHash()
+
+	// A changed configuration, which the gateway rejects.
+	ing := objs[0].(*netv1.Ingress).DeepCopy()
+	ing.Spec.Rules[0].Host = "other.example.com"
+	s2 := newStore(t, append([]client.Object{ing}, objs[1:]...))
+	l.opts.Source = s2 // the loop reads its source only inside round(); no sync is running now
+	srv.RejectNextConfig(kongemu.ConfigRejection{
+		EntityType: "route", EntityName: "default.echo.echo.other.example.com.80",
+		EntityTags: []string{"k8s-name:echo", "k8s-namespace:default", "k8s-kind:Ingress", "k8s-uid:uid-ing", "k8s-group:networking.k8s.io", "k8s-version:v1"},
+		Field:      "hosts.0", Message: "invalid value",
+	})
+	trigger.Request()
+	var rej *RejectedError
+	require.Eventually(t, func() bool {
+		for _, r := range rep.all() {
+			for _, g := range r.Gateways {
+				if errors.As(g.Err, &rej) {
+					return true
+				}
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond)
+	require.Len(t, rej.Entities, 1)
+	require.Equal(t, "Ingress default/echo", rej.Entities[0].Object.String())
+	require.Equal(t, "uid-ing", rej.Entities[0].Object.UID)
+	require.Equal(t, "hosts.0", rej.Entities[0].Field)
+	require.Equal(t, goodHash, srv.ConfigHash(), "the gateway keeps its last good configuration")
+}
+
+func TestFailedSyncIsRetriedWithBackoff(t *testing.T) {
+	var calls atomic.Int32
+	gw := &countingGateway{fail: func(n int) error {
+		calls.Store(int32(n))
+		if n <= 3 {
+			return errors.New("connection refused")
+		}
+		return nil
+	}}
+	rep := &reports{}
+	l := NewLoop(Options{
+		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
+		Gateways: []Gateway{gw}, Reporter: rep, Period: time.Hour, Logger: testr.New(t),
+		Backoff: wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 100, Cap: 50 * time.Millisecond},
+	})
+	run(t, l)
+	select {
+	case <-l.FirstSyncDone():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not retry a failing gateway on its own")
+	}
+	require.Equal(t, int32(4), calls.Load(), "three failures, then the fourth attempt succeeds")
+	var failures int
+	for _, r := range rep.all() {
+		if len(r.Gateways) == 1 && r.Gateways[0].Err != nil && !r.Gateways[0].Skipped {
+			failures++
+		}
+	}
+	require.Equal(t, 3, failures)
+}
+
+func TestUnreadableCacheSyncsNothing(t *testing.T) {
+	srv, c := startEmulator(t)
+	rep := &reports{}
+	l := NewLoop(Options{
+		Source: failingSource{}, Barrier: syncedBarrier{}, Translate: translate,
+		Gateways: []Gateway{NewDetectingGateway(srv.URL, c, nil, logr.Discard())},
+		Reporter: rep, Period: 10 * time.Millisecond, Logger: testr.New(t),
+	})
+	run(t, l)
+	require.Eventually(t, func() bool { return len(rep.all()) >= 3 }, 5*time.Second, time.Millisecond)
+	for _, r := range rep.all() {
+		var le *store.ListError
+		require.ErrorAs(t, r.SnapshotErr, &le)
+	}
+	require.Zero(t, srv.RequestCount("", "/"), "a cache that cannot be read must not produce a configuration")
+}
+
+type failingSource struct{}
+
+func (failingSource) Snapshot(context.Context) (*store.Snapshot, error) {
+	return nil, &store.ListError{Kind: "Secret", Err: errors.New("forbidden")}
+}

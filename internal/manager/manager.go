@@ -1,0 +1,383 @@
+package manager
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kong/go-kong/kong"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/konductor/konductor/internal/config"
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/status"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+// Options are what the binary (or a test running the controller in-process) adds to Config.
+type Options struct {
+	// RestConfig overrides the kubeconfig / in-cluster configuration.
+	RestConfig *rest.Config
+	Logger     logr.Logger
+	// DBMode builds the gateway of a database-backed Kong. Nil: database mode unsupported.
+	DBMode dataplane.DBModeFactory
+
+	// ReleaseLeaseOnCancel is true by default (a clean shutdown hands over at once); tests
+	// set it false through KeepLeaseOnCancel to act out a killed leader.
+	KeepLeaseOnCancel bool
+	// Clock and loop tuning for tests; zero values take the loop's defaults.
+	Quiet time.Duration
+
+	// SnapshotSourceForTesting replaces the store the sync loop reads. It exists for the
+	// control test that reproduces the pre-konductor design; never set it elsewhere.
+	SnapshotSourceForTesting func(c cache.Cache) dataplane.SnapshotSource
+	// SkipCacheBarrierForTesting: see dataplane.Options.
+	SkipCacheBarrierForTesting bool
+}
+
+// Controller is an assembled, not yet started, controller.
+type Controller struct {
+	mgr   ctrlmanager.Manager
+	loop  *dataplane.Loop
+	store *store.Store
+	cfg   *config.Config
+	log   logr.Logger
+}
+
+// New builds the controller. It talks to the Kubernetes API (discovery) but not to Kong.
+func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, error) {
+	log := opts.Logger
+	restCfg := opts.RestConfig
+	if restCfg == nil {
+		var err error
+		if restCfg, err = restConfig(cfg.Kubeconfig); err != nil {
+			return nil, err
+		}
+	}
+
+	optional, err := installedOptionalKinds(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range store.AllKinds() {
+		if k.Optional() && !optional.Has(k) {
+			log.Info("CRD not installed; kind skipped", "kind", k.String(), "group", k.GroupVersionKind().Group, "resource", k.Resource())
+		}
+	}
+	readKinds := store.ReadKinds(optional)
+
+	electionNS := cfg.ElectionNamespace
+	if cfg.LeaderElect && electionNS == "" {
+		if electionNS = podNamespace(); electionNS == "" {
+			return nil, errors.New("--election-namespace: required when not running in a Pod (no POD_NAMESPACE and no service account namespace)")
+		}
+	}
+
+	cacheOpts := cache.Options{
+		Scheme:                      store.NewScheme(),
+		DefaultTransform:            store.StripForCache,
+		DefaultWatchErrorHandler:    watchErrorLogger(log),
+		ReaderFailOnMissingInformer: true, // every kind read must have been registered up front
+	}
+	if len(cfg.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range cfg.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	leaseDuration, renewDeadline, retryPeriod := cfg.ElectionLeaseDuration, cfg.ElectionRenewDeadline, cfg.ElectionRetryPeriod
+	mgr, err := ctrl.NewManager(restCfg, ctrlmanager.Options{
+		Scheme:                        cacheOpts.Scheme,
+		Logger:                        log,
+		Cache:                         cacheOpts,
+		LeaderElection:                cfg.LeaderElect,
+		LeaderElectionID:              cfg.ElectionID,
+		LeaderElectionNamespace:       electionNS,
+		LeaderElectionResourceLock:    "leases",
+		LeaderElectionReleaseOnCancel: !opts.KeepLeaseOnCancel,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
+		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
+		HealthProbeBindAddress:        cfg.HealthProbeBindAddress,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+
+	// Register every informer now, before the manager starts: the cache then starts them on
+	// every replica, so a standby's cache is warm when it gains the lease (invariant 3).
+	trigger := dataplane.NewTrigger()
+	var objs []client.Object
+	for _, k := range readKinds.Sorted() {
+		objs = append(objs, k.NewObject())
+	}
+	barrier, err := dataplane.NewInformerBarrier(ctx, mgr.GetCache(), objs...)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range objs {
+		inf, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(trigger.EventHandler()); err != nil {
+			return nil, err
+		}
+	}
+
+	st := store.New(mgr.GetCache(), store.Options{
+		IngressClass: cfg.IngressClass, Namespaces: cfg.WatchNamespaces, Kinds: optional,
+	})
+	var source dataplane.SnapshotSource = st
+	if opts.SnapshotSourceForTesting != nil {
+		source = opts.SnapshotSourceForTesting(mgr.GetCache())
+	}
+
+	gateways, err := buildGateways(cfg, opts.DBMode, log)
+	if err != nil {
+		return nil, err
+	}
+	reporter := status.NewReporter(mgr.GetEventRecorder("konductor"), status.NewMetrics(metrics.Registry), podReference(), log)
+	loop := dataplane.NewLoop(dataplane.Options{
+		Source:  source,
+		Barrier: barrier,
+		Translate: func(s *store.Snapshot) (*kongstate.State, []translator.Problem) {
+			return translator.Translate(s, translator.Options{})
+		},
+		Gateways: gateways,
+		Trigger:  trigger,
+		Reporter: reporter,
+		Logger:   log.WithName("sync"),
+		Period:   cfg.ProxySyncPeriod,
+		Quiet:    opts.Quiet,
+
+		SkipCacheBarrierForTesting: opts.SkipCacheBarrierForTesting,
+	})
+	if err := mgr.Add(loop); err != nil {
+		return nil, err
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("sync", readiness(barrier, mgr.Elected(), loop.FirstSyncDone())); err != nil {
+		return nil, err
+	}
+	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", cfg.KongAdminURLs,
+		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
+	return &Controller{mgr: mgr, loop: loop, store: st, cfg: cfg, log: log}, nil
+}
+
+// Start runs the controller until ctx ends.
+func (c *Controller) Start(ctx context.Context) error { return c.mgr.Start(ctx) }
+
+// Elected is closed when this replica leads (at once without leader election).
+func (c *Controller) Elected() <-chan struct{} { return c.mgr.Elected() }
+
+// FirstSyncDone is closed after the first round that succeeded on every gateway.
+func (c *Controller) FirstSyncDone() <-chan struct{} { return c.loop.FirstSyncDone() }
+
+// Store is the controller's store (a view over the manager's cache).
+func (c *Controller) Store() *store.Store { return c.store }
+
+// readiness: ready once the cache synced and, on the leader, once the first sync succeeded. A
+// standby is ready with a warm cache: it can take over at once.
+func readiness(b *dataplane.InformerBarrier, elected, firstSync <-chan struct{}) healthz.Checker {
+	return func(*http.Request) error {
+		if !b.Synced() {
+			return fmt.Errorf("cache not synced: waiting for %s", strings.Join(b.Pending(), ", "))
+		}
+		select {
+		case <-elected:
+		default:
+			return nil
+		}
+		select {
+		case <-firstSync:
+			return nil
+		default:
+			return errors.New("leader: first sync to Kong not completed")
+		}
+	}
+}
+
+// watchErrorLogger names the kind whose list or watch fails, once per kind and error, so
+// that a missing RBAC permission is plain in the log while the first sync waits for it.
+func watchErrorLogger(log logr.Logger) toolscache.WatchErrorHandlerWithContext {
+	var mu sync.Mutex
+	last := map[string]string{}
+	return func(ctx context.Context, r *toolscache.Reflector, err error) {
+		kind := r.TypeDescription()
+		mu.Lock()
+		repeated := last[kind] == err.Error()
+		last[kind] = err.Error()
+		mu.Unlock()
+		if repeated {
+			return
+		}
+		msg := "cannot list/watch; the first sync waits until it can"
+		if strings.Contains(err.Error(), "forbidden") {
+			msg = "RBAC forbids list/watch; grant the controller's ServiceAccount list and watch on this kind. The first sync waits until it can"
+		}
+		log.Error(err, msg, "kind", kind)
+	}
+}
+
+func installedOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	out := store.KindSet{}
+	byGV := map[string][]store.Kind{}
+	for _, k := range store.AllKinds() {
+		if k.Optional() {
+			gv := k.GroupVersionKind().GroupVersion().String()
+			byGV[gv] = append(byGV[gv], k)
+		}
+	}
+	gvs := make([]string, 0, len(byGV))
+	for gv := range byGV {
+		gvs = append(gvs, gv)
+	}
+	sort.Strings(gvs)
+	for _, gv := range gvs {
+		list, err := dc.ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("discovering %s: %w", gv, err)
+		}
+		have := map[string]bool{}
+		for _, r := range list.APIResources {
+			have[r.Name] = true
+		}
+		for _, k := range byGV[gv] {
+			if have[k.Resource()] {
+				out[k] = struct{}{}
+			}
+		}
+	}
+	return out, nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		os.Setenv("KUBECONFIG", kubeconfig) //nolint:errcheck // read by ctrl.GetConfig below
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: no Kubernetes configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(serviceAccountNamespaceFile); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return ""
+}
+
+// podReference is the controller's own Pod, from the downward API (POD_NAME, POD_NAMESPACE),
+// for the per-gateway events; nil outside a Pod.
+func podReference() *corev1.ObjectReference {
+	name, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
+	if name == "" || ns == "" {
+		return nil
+	}
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: name, Namespace: ns, UID: types.UID(os.Getenv("POD_UID"))}
+}
+
+// buildGateways makes one Gateway per --kong-admin-url.
+func buildGateways(cfg *config.Config, dbMode dataplane.DBModeFactory, log logr.Logger) ([]dataplane.Gateway, error) {
+	httpClient, err := AdminHTTPClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []dataplane.Gateway
+	for _, u := range cfg.KongAdminURLs {
+		c, err := kong.NewClient(kong.String(u), httpClient)
+		if err != nil {
+			return nil, fmt.Errorf("--kong-admin-url %q: %w", u, err)
+		}
+		out = append(out, dataplane.NewDetectingGateway(u, c, dbMode, log))
+	}
+	return out, nil
+}
+
+// AdminHTTPClient is the HTTP client for the Admin API: TLS settings and the token header.
+func AdminHTTPClient(cfg *config.Config) (*http.Client, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.KongAdminTLSSkipVerify} //nolint:gosec // the user asked for it
+	if cfg.KongAdminCACertFile != "" {
+		pem, err := os.ReadFile(cfg.KongAdminCACertFile)
+		if err != nil {
+			return nil, fmt.Errorf("--kong-admin-ca-cert-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--kong-admin-ca-cert-file: no PEM certificate in %s", cfg.KongAdminCACertFile)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	if cfg.KongAdminClientCert != "" {
+		pair, err := tls.LoadX509KeyPair(cfg.KongAdminClientCert, cfg.KongAdminClientKey)
+		if err != nil {
+			return nil, fmt.Errorf("--kong-admin-tls-client-cert-file: %w", err)
+		}
+		tlsCfg.Certificates = []tls.Certificate{pair}
+	}
+	token, err := cfg.AdminToken()
+	if err != nil {
+		return nil, err
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = tlsCfg
+	transport.MaxIdleConnsPerHost = max(cfg.KongAdminConcurrency, 2)
+	var rt http.RoundTripper = transport
+	if token != "" {
+		rt = tokenTransport{token: token, next: transport}
+	}
+	return &http.Client{Transport: rt, Timeout: 30 * time.Second}, nil
+}
+
+type tokenTransport struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Kong-Admin-Token", t.token)
+	return t.next.RoundTrip(r)
+}
