@@ -40,8 +40,25 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Entities the gateway refused in its last answer (0 after a success).",
 		}, []string{"gateway"}),
 	}
-	reg.MustRegister(m.rounds, m.problems, m.rejected)
+	m.rounds = register(reg, m.rounds)
+	m.problems = register(reg, m.problems)
+	m.rejected = register(reg, m.rejected)
 	return m
+}
+
+// register registers c, or returns the collector already registered under the same name:
+// several controllers in one process (tests run replicas in-process) share the metrics.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
 }
 
 func (m *Metrics) observe(r dataplane.Round) {

@@ -1,0 +1,82 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+var ing = kongstate.ObjectRef{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Namespace: "default", Name: "echo", UID: "u1"}
+
+func drain(rec *events.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func TestProblemsAreReportedOnceWhileTheyPersist(t *testing.T) {
+	rec := events.NewFakeRecorder(100)
+	r := NewReporter(rec, nil, nil, logr.Discard())
+	round := dataplane.Round{
+		Problems: []translator.Problem{{Object: ing, Field: "spec.rules[0].http.paths[0].path", Message: `invalid regex "~/("`}},
+		Gateways: []dataplane.GatewayResult{{URL: "http://kong:8001"}},
+	}
+	r.Report(context.Background(), round)
+	require.Equal(t, []string{`Warning KongConfigurationTranslationFailed spec.rules[0].http.paths[0].path: invalid regex "~/("`}, drain(rec))
+
+	r.Report(context.Background(), round)
+	require.Empty(t, drain(rec), "a persisting problem is not reported again on every resync")
+
+	r.Report(context.Background(), dataplane.Round{Gateways: round.Gateways})
+	r.Report(context.Background(), round)
+	require.Len(t, drain(rec), 1, "a problem that comes back is reported again")
+}
+
+func TestRejectedEntitiesBecomeEventsOnTheirObjects(t *testing.T) {
+	rec := events.NewFakeRecorder(100)
+	r := NewReporter(rec, nil, nil, logr.Discard())
+	rej := &dataplane.RejectedError{Gateway: "g", Entities: []dataplane.EntityError{
+		{Object: ing, EntityType: "route", Field: "hosts.0", Message: "invalid value"},
+		{EntityType: "upstream", Message: "no object"}, // tags named no object: no event
+	}}
+	r.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "g", Err: rej}}})
+	require.Equal(t, []string{"Warning KongConfigurationApplyFailed invalid hosts.0: invalid value"}, drain(rec))
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	require.Same(t, m.rounds, NewMetrics(reg).rounds, "a second controller in the process shares the metrics")
+	r := NewReporter(nil, m, nil, logr.Discard())
+	r.Report(context.Background(), dataplane.Round{
+		Problems: make([]translator.Problem, 2),
+		Gateways: []dataplane.GatewayResult{
+			{URL: "a"},
+			{URL: "b", Err: errors.New("refused")},
+			{URL: "c", Err: &dataplane.RejectedError{Entities: make([]dataplane.EntityError, 3)}},
+			{URL: "d", Skipped: true, Err: errors.New("refused")},
+		},
+	})
+	require.Equal(t, 2.0, testutil.ToFloat64(m.problems))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("a", ResultSuccess)))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("b", ResultError)))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("c", ResultRejected)))
+	require.Equal(t, 3.0, testutil.ToFloat64(m.rejected.WithLabelValues("c")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("d", ResultBackoff)))
+}
