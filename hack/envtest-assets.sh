@@ -13,6 +13,10 @@ if [ -x "$DEST/kube-apiserver" ] && [ -x "$DEST/etcd" ]; then
   echo "$DEST"
   exit 0
 fi
+if [ "${1:-}" = "--cached-only" ]; then
+  echo "envtest-assets: not built yet in $DEST; run hack/envtest-assets.sh" >&2
+  exit 1
+fi
 
 mkdir -p "$DEST"
 work="$(mktemp -d)"

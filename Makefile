@@ -1,0 +1,36 @@
+# konductor. `make run` is the local environment; `make test` is every test.
+SHELL := /usr/bin/env bash
+GO ?= go
+BIN := bin/konductor
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: build run test test-unit test-integration envtest-assets bench lint manifests
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/konductor
+
+# The local environment: kube-apiserver + etcd, the Kong emulator and konductor, with examples/.
+run: build
+	hack/run-local.sh
+
+# Builds kube-apiserver and etcd from the Go module proxy once (about 7 minutes cold), then reuses them.
+envtest-assets:
+	@hack/envtest-assets.sh
+
+# Unit tests: no API server needed.
+test-unit:
+	$(GO) test -race ./cmd/... ./internal/...
+
+# Unit and integration tests, with the race detector.
+test:
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -race -timeout 40m ./...
+
+test-integration:
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -race -timeout 40m -v ./test/integration/...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
