@@ -1,0 +1,26 @@
+// Package dbmode syncs a database-backed Kong by difference, the way decK and the Kong Ingress
+// Controller do, through github.com/kong/go-database-reconciler:
+//
+//  1. dump: list the entities that carry the ownership tag (--kong-admin-filter-tag, KIC's
+//     managed-by-ingress-controller by default), and nothing else. Entities a person made
+//     by hand are never listed, so never compared, updated or deleted (invariant 8).
+//  2. build the target: the translator's decK content with the ownership tag as its select
+//     tag, so every entity written carries it, and with the IDs of current entities reused
+//     for entities of the same name. The translator fills KIC's deterministic IDs, so a Kong
+//     that KIC managed is adopted without a single create or delete.
+//  3. diff and apply: go-database-reconciler's syncer deletes same-name duplicates, creates
+//     and updates parents before children, then deletes children before parents, with at
+//     most --kong-admin-concurrency requests in flight.
+//
+// Every sync starts from a fresh dump: nothing learned from Kong is kept across syncs except
+// what cannot go stale while the Kong version stays the same (the version itself and the
+// entity schemas, which the schema cache drops when GET / reports another version). A sync
+// that finds nothing to change costs only the list calls, and a periodic resync repairs any
+// drift (an entity deleted by hand, a restored database).
+//
+// Failures: the syncer stops at the first failed request, so a sync can be half-applied.
+// Sync then returns an error and the loop retries it with backoff; the next sync dumps the
+// half-applied state and completes it. When Kong refuses entities as invalid (4xx), Sync
+// returns a *dataplane.RejectedError naming the Kubernetes objects, found through the
+// entities' k8s-* tags.
+package dbmode

@@ -1,0 +1,277 @@
+package dbmode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+var ctx = context.Background()
+
+func TestFirstSyncCreatesThenNothingChanges(t *testing.T) {
+	e, g := newKong(t, Options{})
+	s := translate(t, objects(apps(3)...))
+
+	require.NoError(t, g.Sync(ctx, target(s)))
+	require.Len(t, e.Entities("services"), 3)
+	require.Len(t, e.Entities("routes"), 3)
+	require.Len(t, e.Entities("upstreams"), 3)
+	require.Len(t, e.Entities("targets"), 3)
+	for _, kind := range []string{"services", "routes", "upstreams", "targets"} {
+		for _, ent := range e.Entities(kind) {
+			require.Contains(t, ent["tags"], DefaultFilterTag, "%s %v carries the filter tag", kind, ent["name"])
+		}
+	}
+	// Services and routes keep the translator's (KIC's) deterministic IDs.
+	for _, svc := range s.Services {
+		require.NotNil(t, e.Entity("services", *svc.ID), "service %s under its ID", *svc.Name)
+		for _, r := range svc.Routes {
+			require.NotNil(t, e.Entity("routes", *r.ID), "route %s under its ID", *r.Name)
+		}
+	}
+
+	// Nothing changed: no write, and no read but the list calls (GET / aside, which the
+	// dump makes to learn the version).
+	mark, before := e.AuditMark(), e.Requests()
+	require.NoError(t, g.Sync(ctx, target(s)))
+	require.Empty(t, e.AuditSince(mark))
+	require.Equal(t, map[string]int{"GET /": 1}, nonListRequests(before, e.Requests()))
+}
+
+// TestAdoptsKICManagedKong writes the entities as KIC (through decK) would have written
+// them, with the same names, IDs and tags, then syncs: not one create or delete.
+func TestAdoptsKICManagedKong(t *testing.T) {
+	e, g := newKong(t, Options{})
+	s := translate(t, objects(apps(5)...))
+	writeAsKIC(t, e, s)
+	require.Len(t, e.Entities("services"), 5)
+
+	mark := e.AuditMark()
+	res, err := g.Apply(ctx, s)
+	require.NoError(t, err)
+	w := writes(e.AuditSince(mark))
+	require.Zero(t, res.Creates)
+	require.Zero(t, res.Deletes)
+	require.Zero(t, w["POST"], "no entity created")
+	require.Zero(t, w["DELETE"], "no entity deleted")
+	// Nothing differs either, so nothing at all is written.
+	require.Empty(t, e.AuditSince(mark), "changes: %+v", res.Changes)
+}
+
+func writeAsKIC(t *testing.T, e *kongemu.Emulator, s *kongstate.State) {
+	t.Helper()
+	srv, err := e.Start()
+	require.NoError(t, err)
+	defer func() { _ = srv.Close() }()
+	put := func(method, path string, v any, extra map[string]any) {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(b, &m))
+		for k, x := range extra {
+			m[k] = x
+		}
+		tags, _ := m["tags"].([]any)
+		m["tags"] = append(tags, DefaultFilterTag)
+		delete(m, "id")
+		body, _ := json.Marshal(m)
+		req, _ := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Less(t, resp.StatusCode, 300, "%s %s", method, path)
+	}
+	c := s.Content()
+	for _, svc := range c.Services {
+		put("PUT", "/services/"+*svc.ID, svc.Service, nil)
+		for _, r := range svc.Routes {
+			put("PUT", "/routes/"+*r.ID, r.Route, map[string]any{"service": map[string]any{"id": *svc.ID}})
+		}
+	}
+	for _, u := range c.Upstreams {
+		id := uuid.NewString() // decK gives upstreams random IDs
+		put("PUT", "/upstreams/"+id, u.Upstream, nil)
+		for _, tg := range u.Targets {
+			put("POST", "/upstreams/"+id+"/targets", tg.Target, nil)
+		}
+	}
+}
+
+func TestHandMadeEntitiesAreNeverTouched(t *testing.T) {
+	e, g := newKong(t, Options{})
+	srv, err := e.Start()
+	require.NoError(t, err)
+	defer func() { _ = srv.Close() }()
+	for _, r := range []struct{ path, body string }{
+		{"/services/handmade", `{"host":"hand.example.com"}`},
+		{"/routes/handmade-route", `{"paths":["/hand"],"service":{"name":"handmade"}}`},
+		// Same name as one of ours, but without our tag: a create of ours must not
+		// replace it, and no sync may delete it.
+		{"/upstreams/hand-upstream", `{"tags":["other"]}`},
+	} {
+		req, _ := http.NewRequest("PUT", srv.URL+r.path, bytes.NewBufferString(r.body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+	}
+	mark := e.AuditMark()
+
+	for _, n := range []int{3, 1, 4, 0} {
+		require.NoError(t, g.Sync(ctx, target(translate(t, objects(apps(n)...)))), "n=%d", n)
+		require.Len(t, e.Entities("services"), n+1)
+	}
+	require.NotNil(t, e.Entity("services", "handmade"))
+	require.NotNil(t, e.Entity("routes", "handmade-route"))
+	require.NotNil(t, e.Entity("upstreams", "hand-upstream"))
+	for _, a := range e.AuditSince(mark) {
+		require.NotContains(t, []string{"handmade", "handmade-route", "hand-upstream"}, a.Name, "%s %s", a.Method, a.Path)
+		require.Contains(t, a.Tags, DefaultFilterTag, "%s %s writes only tagged entities", a.Method, a.Path)
+	}
+}
+
+func TestFilterTagIsConfigurable(t *testing.T) {
+	e, g := newKong(t, Options{FilterTag: "owned-by-b"})
+	require.NoError(t, g.Sync(ctx, target(translate(t, objects(apps(2)...)))))
+	for _, ent := range e.Entities("routes") {
+		require.Contains(t, ent["tags"], "owned-by-b")
+		require.NotContains(t, ent["tags"], DefaultFilterTag)
+	}
+	// A second controller with the default tag sees none of them and leaves them alone.
+	_, other := newKong(t, Options{})
+	other.client = g.client
+	require.NoError(t, other.Sync(ctx, target(translate(t, nil))))
+	require.Len(t, e.Entities("routes"), 2)
+}
+
+func TestOneIngressChangedCostsOneWrite(t *testing.T) {
+	e, g := newKong(t, Options{})
+	as := apps(20)
+	require.NoError(t, g.Sync(ctx, target(translate(t, objects(as...)))))
+
+	as[7].path = "/changed"
+	mark := e.AuditMark()
+	res, err := g.Apply(ctx, translate(t, objects(as...)))
+	require.NoError(t, err)
+	audit := e.AuditSince(mark)
+	require.Len(t, audit, 1, "one route updated: %+v", audit)
+	require.Equal(t, "PUT", audit[0].Method)
+	require.Equal(t, "routes", audit[0].Entity)
+	require.Equal(t, 1, res.Updates)
+	require.Len(t, res.Changes, 1)
+	require.Len(t, res.Changes[0].Fields, 1, "only the paths differ: %+v", res.Changes[0].Fields)
+	require.Equal(t, "paths", res.Changes[0].Fields[0].Field)
+	require.Equal(t, `["/"]`, res.Changes[0].Fields[0].Old)
+	require.Contains(t, res.Changes[0].Fields[0].New, "/changed")
+	ref, ok := kongstate.ObjectRefFromTags(res.Changes[0].Tags)
+	require.True(t, ok)
+	require.Equal(t, "Ingress", ref.Kind)
+	require.Equal(t, "app-00007", ref.Name)
+}
+
+func TestPartialFailureIsRetriedAndConverges(t *testing.T) {
+	e, g := newKong(t, Options{Concurrency: 2})
+	s := translate(t, objects(apps(10)...))
+	// Some route creations fail with a 503 (not retried by the syncer itself).
+	e.InjectFault(kongemu.Fault{Method: "PUT", PathPrefix: "/routes/", Count: 3, Status: 503})
+
+	res, err := g.Apply(ctx, s)
+	require.Error(t, err)
+	var rej *dataplane.RejectedError
+	require.False(t, errors.As(err, &rej), "a 5xx is retried, not a rejection: %v", err)
+	require.Positive(t, res.Failed())
+	require.Less(t, len(e.Entities("routes")), 10, "the sync stopped half-way")
+	require.Error(t, g.Sync(ctx, target(s)), "the fault still has hits left")
+
+	// Faults exhausted: the next sync completes the half-applied state.
+	e.ClearFaults()
+	require.NoError(t, g.Sync(ctx, target(s)))
+	require.Len(t, e.Entities("routes"), 10)
+	require.Len(t, e.Entities("services"), 10)
+	require.Len(t, e.Entities("targets"), 10)
+	plan, err := g.Diff(ctx, s)
+	require.NoError(t, err)
+	require.Zero(t, plan.Total(), "converged: %+v", plan.Changes)
+}
+
+func TestNetworkFailureIsNotARejection(t *testing.T) {
+	e, g := newKong(t, Options{})
+	e.InjectFault(kongemu.Fault{Method: "PUT", Drop: true})
+	err := g.Sync(ctx, target(translate(t, objects(apps(2)...))))
+	require.Error(t, err)
+	var rej *dataplane.RejectedError
+	require.False(t, errors.As(err, &rej))
+	e.ClearFaults()
+	require.NoError(t, g.Sync(ctx, target(translate(t, objects(apps(2)...)))))
+}
+
+func TestRejectedEntityIsMappedToItsObject(t *testing.T) {
+	e, g := newKong(t, Options{})
+	s := translate(t, objects(apps(3)...))
+	// The translator checks regexes; Kong's own checks are what this test is about.
+	bad := s.Services[1].Routes[0]
+	bad.Paths = []*string{ptr.To("~/bad(regex")}
+	err := g.Sync(ctx, target(s))
+	var rej *dataplane.RejectedError
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, g.URL(), rej.Gateway)
+	require.NotEmpty(t, rej.Entities)
+	ent := rej.Entities[0]
+	require.Equal(t, "route", ent.EntityType)
+	require.Equal(t, "Ingress", ent.Object.Kind)
+	require.Equal(t, "app-00001", ent.Object.Name)
+	require.Equal(t, "default", ent.Object.Namespace)
+	require.NotEmpty(t, ent.Object.UID)
+	require.Contains(t, ent.Field, "paths")
+	require.NotEmpty(t, ent.Message)
+	require.Nil(t, e.Entity("routes", *bad.ID))
+}
+
+func TestDiffChangesNothing(t *testing.T) {
+	e, g := newKong(t, Options{})
+	s := translate(t, objects(apps(2)...))
+	mark := e.AuditMark()
+	plan, err := g.Diff(ctx, s)
+	require.NoError(t, err)
+	require.Empty(t, e.AuditSince(mark), "a dry run writes nothing")
+	require.Equal(t, 8, plan.Creates) // 2 x (service, route, upstream, target)
+	var kinds []string
+	for _, c := range plan.Changes {
+		require.Equal(t, Create, c.Op)
+		kinds = append(kinds, c.Kind)
+	}
+	require.True(t, slices.Contains(kinds, "route"))
+
+	require.NoError(t, g.Sync(ctx, target(s)))
+	plan, err = g.Diff(ctx, translate(t, objects(apps(1)...)))
+	require.NoError(t, err)
+	require.Equal(t, 4, plan.Deletes)
+	require.Len(t, e.Entities("services"), 2, "still there after the dry run")
+}
+
+func TestSchemaCacheDropsOnNewNode(t *testing.T) {
+	e, g := newKong(t, Options{})
+	s := translate(t, objects(apps(1)...))
+	require.NoError(t, g.Sync(ctx, target(s)))
+	before := e.RequestCount("GET", "/schemas/")
+	require.NoError(t, g.Sync(ctx, target(s)))
+	require.Equal(t, before, e.RequestCount("GET", "/schemas/"), "schemas cached")
+	e.Restart() // new node id
+	require.NoError(t, g.Sync(ctx, target(s)))
+	require.NoError(t, g.Sync(ctx, target(s)))
+	require.Positive(t, e.RequestCount("GET", "/schemas/")-before, "re-read after a restart")
+}

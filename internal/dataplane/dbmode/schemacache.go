@@ -1,0 +1,94 @@
+package dbmode
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// schemaCache is an http.RoundTripper that remembers GET /schemas/... answers (200 and 404).
+// go-database-reconciler's file builder reads the service, route, upstream and target
+// schemas on every sync (and the syncer plugin schemas on every plugin change); they change
+// only when the Kong version does. The cache watches every GET / answer that passes through
+// it (dump reads GET / on each sync) and empties itself when the version or the node changes,
+// so it never outlives the Kong it describes.
+type schemaCache struct {
+	next http.RoundTripper
+	root string // path of GET / (the admin URL's path, without a trailing slash)
+
+	mu      sync.Mutex
+	node    string // version and node id of the last GET /
+	entries map[string]cachedResponse
+}
+
+type cachedResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func newSchemaCache(next http.RoundTripper, basePath string) *schemaCache {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &schemaCache{next: next, root: strings.TrimSuffix(basePath, "/"), entries: map[string]cachedResponse{}}
+}
+
+func (c *schemaCache) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet {
+		return c.next.RoundTrip(r)
+	}
+	isSchema := strings.HasPrefix(r.URL.Path, c.root+"/schemas/")
+	isRoot := strings.TrimSuffix(r.URL.Path, "/") == c.root
+	key := r.URL.String()
+	if isSchema {
+		c.mu.Lock()
+		e, ok := c.entries[key]
+		c.mu.Unlock()
+		if ok {
+			return &http.Response{
+				Status: fmt.Sprintf("%d %s", e.status, http.StatusText(e.status)), StatusCode: e.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header: e.header.Clone(), Body: io.NopCloser(bytes.NewReader(e.body)),
+				ContentLength: int64(len(e.body)), Request: r,
+			}, nil
+		}
+	}
+	resp, err := c.next.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	// A 404 is an answer too: the schema of an entity this Kong version does not have.
+	if resp.StatusCode != http.StatusOK && !(isSchema && resp.StatusCode == http.StatusNotFound) {
+		return resp, nil
+	}
+	if !isSchema && !isRoot {
+		return resp, nil
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if isSchema {
+		c.entries[key] = cachedResponse{status: resp.StatusCode, header: resp.Header.Clone(), body: body}
+		return resp, nil
+	}
+	var root struct {
+		Version string `json:"version"`
+		NodeID  string `json:"node_id"`
+	}
+	if json.Unmarshal(body, &root) == nil {
+		if node := root.Version + "/" + root.NodeID; node != c.node {
+			c.node = node
+			clear(c.entries)
+		}
+	}
+	return resp, nil
+}
