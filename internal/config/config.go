@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -66,8 +67,14 @@ const (
 // in the binary). It returns an error that names the offending flag; pflag.ErrHelp when
 // --help was asked for.
 func Parse(args []string, getenv func(string) string) (*Config, error) {
+	return ParseWithOutput(args, getenv, os.Stderr)
+}
+
+// ParseWithOutput is Parse, writing usage and flag errors to out.
+func ParseWithOutput(args []string, getenv func(string) string, out io.Writer) (*Config, error) {
 	c := &Config{}
 	fs := pflag.NewFlagSet("konductor", pflag.ContinueOnError)
+	fs.SetOutput(out)
 	fs.SortFlags = false
 	var (
 		adminURLs  string

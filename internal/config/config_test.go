@@ -102,3 +102,19 @@ func TestEnvVarName(t *testing.T) {
 	require.Equal(t, "CONTROLLER_KONG_ADMIN_TLS_SKIP_VERIFY", EnvVarName("kong-admin-tls-skip-verify"))
 	require.True(t, strings.HasPrefix(EnvVarName("x"), EnvPrefix))
 }
+
+// The README's flags table is the user's reference: every flag must be in it.
+func TestReadmeListsEveryFlag(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	var usage strings.Builder
+	_, err = ParseWithOutput([]string{"--help"}, env(nil), &usage)
+	require.ErrorIs(t, err, pflag.ErrHelp)
+	for _, line := range strings.Split(usage.String(), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || !strings.HasPrefix(fields[0], "--") {
+			continue
+		}
+		require.Contains(t, string(readme), "| `"+fields[0]+"` |", "README flags table lacks %s", fields[0])
+	}
+}
