@@ -192,8 +192,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	return &Controller{mgr: mgr, loop: loop, store: st, cfg: cfg, log: log}, nil
 }
 
-// Start runs the controller until ctx ends.
-func (c *Controller) Start(ctx context.Context) error { return c.mgr.Start(ctx) }
+// Start runs the controller until ctx ends. Without leader election it first checks that no
+// gateway has a database (RequireLeaderElection).
+func (c *Controller) Start(ctx context.Context) error {
+	if err := RequireLeaderElection(ctx, c.cfg, c.log); err != nil {
+		return err
+	}
+	return c.mgr.Start(ctx)
+}
 
 // Elected is closed when this replica leads (at once without leader election).
 func (c *Controller) Elected() <-chan struct{} { return c.mgr.Elected() }

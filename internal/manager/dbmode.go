@@ -1,0 +1,58 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kong/go-kong/kong"
+	"k8s.io/client-go/rest"
+
+	"github.com/konductor/konductor/internal/config"
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// startCheckTimeout bounds the GET / of each gateway at start.
+const startCheckTimeout = 10 * time.Second
+
+// RequireLeaderElection refuses to run without leader election when a gateway has a
+// database: two replicas would then both diff and write the same entities, each deleting what
+// the other just created. It asks every gateway GET / once. A gateway that does not answer is
+// logged and let through; the database-mode gateway refuses to sync without leader election
+// too, when it first reaches that Kong.
+func RequireLeaderElection(ctx context.Context, cfg *config.Config, log logr.Logger) error {
+	if cfg.LeaderElect {
+		return nil
+	}
+	httpClient, err := AdminHTTPClient(cfg)
+	if err != nil {
+		return err
+	}
+	for _, u := range cfg.KongAdminURLs {
+		c, err := kong.NewClient(kong.String(u), httpClient)
+		if err != nil {
+			return fmt.Errorf("--kong-admin-url %q: %w", u, err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, startCheckTimeout)
+		db, err := dataplane.HasDatabase(cctx, c)
+		cancel()
+		if err != nil {
+			log.Error(err, "cannot tell whether the gateway has a database; its first sync will", "gateway", u)
+			continue
+		}
+		if db {
+			return fmt.Errorf("gateway %s is database-backed: leader election is required with a database, remove --leader-elect=false (CONTROLLER_LEADER_ELECT=false)", u)
+		}
+	}
+	return nil
+}
+
+// InstalledOptionalKinds discovers which optional (CRD-backed) kinds the cluster serves, as
+// the controller does at start; `konductor diff` reads a cluster with the same set.
+func InstalledOptionalKinds(cfg *rest.Config) (store.KindSet, error) { return installedOptionalKinds(cfg) }
+
+// RestConfig is the Kubernetes client configuration of --kubeconfig (empty: in-cluster or
+// $KUBECONFIG), as the controller loads it.
+func RestConfig(kubeconfig string) (*rest.Config, error) { return restConfig(kubeconfig) }

@@ -1,0 +1,41 @@
+package manager
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/konductor/konductor/internal/config"
+	"github.com/konductor/konductor/internal/kongemu"
+)
+
+func kongURL(t *testing.T, mode kongemu.Mode) string {
+	t.Helper()
+	srv, err := kongemu.New(kongemu.Options{Mode: mode}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv.URL
+}
+
+func parse(t *testing.T, args ...string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse(args, func(string) string { return "" })
+	require.NoError(t, err)
+	return cfg
+}
+
+func TestRequireLeaderElectionWithDatabase(t *testing.T) {
+	ctx := context.Background()
+	dbless, db := kongURL(t, kongemu.DBLess), kongURL(t, kongemu.Postgres)
+
+	err := RequireLeaderElection(ctx, parse(t, "--kong-admin-url", dbless+","+db, "--leader-elect=false"), logr.Discard())
+	require.ErrorContains(t, err, "--leader-elect")
+	require.ErrorContains(t, err, db)
+
+	require.NoError(t, RequireLeaderElection(ctx, parse(t, "--kong-admin-url", dbless, "--leader-elect=false"), logr.Discard()))
+	require.NoError(t, RequireLeaderElection(ctx, parse(t, "--kong-admin-url", db), logr.Discard()), "with leader election")
+	// A gateway that does not answer does not stop the start; its first sync decides.
+	require.NoError(t, RequireLeaderElection(ctx, parse(t, "--kong-admin-url", "http://127.0.0.1:1", "--leader-elect=false"), logr.Discard()))
+}
