@@ -51,7 +51,9 @@ func RequireLeaderElection(ctx context.Context, cfg *config.Config, log logr.Log
 
 // InstalledOptionalKinds discovers which optional (CRD-backed) kinds the cluster serves, as
 // the controller does at start; `konductor diff` reads a cluster with the same set.
-func InstalledOptionalKinds(cfg *rest.Config) (store.KindSet, error) { return installedOptionalKinds(cfg) }
+func InstalledOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
+	return installedOptionalKinds(cfg)
+}
 
 // RestConfig is the Kubernetes client configuration of --kubeconfig (empty: in-cluster or
 // $KUBECONFIG), as the controller loads it.
