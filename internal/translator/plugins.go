@@ -1,4 +1,379 @@
 package translator
 
-// plugins attaches KongPlugins and KongClusterPlugins (kic-compat.md §8). Not implemented yet.
-func (b *builder) plugins() {}
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+const (
+	annPlugins = "konghq.com/plugins"
+	// labelGlobal makes a KongClusterPlugin apply to every request (kic-compat.md §8.4).
+	labelGlobal = "global"
+)
+
+// pluginSource is a KongPlugin or KongClusterPlugin reduced to what rendering needs.
+type pluginSource struct {
+	obj          client.Object
+	gvk          schema.GroupVersionKind
+	name         string // spec.plugin
+	instanceName string
+	disabled     bool
+	runOn        string
+	protocols    []string
+	ordering     *kong.PluginOrdering
+	config       kong.Configuration
+	// usedInstanceNames are the instance names given so far, to detect hash prefix clashes.
+	usedInstanceNames map[string]bool
+}
+
+// pluginRelation is one attachment: a Kong service or a route, by name.
+type pluginRelation struct {
+	service, route string
+}
+
+// plugins attaches KongPlugins and KongClusterPlugins named by the konghq.com/plugins
+// annotation of Ingresses (to their routes) and Services (to their Kong services), and adds
+// the global KongClusterPlugins (kic-compat.md §8). Consumers are not translated yet, so the
+// combination rule of §8.2 reduces to one entity per service and one per route.
+func (b *builder) plugins() {
+	resolved := map[string]*pluginSource{} // "ns:name" or ":name" -> plugin, nil when broken
+	relations := map[*pluginSource][]pluginRelation{}
+	var order []*pluginSource
+
+	attach := func(referrer client.Object, gvk schema.GroupVersionKind, rel pluginRelation) {
+		for _, entry := range splitList(referrer.GetAnnotations()[annPlugins], ",") {
+			if strings.HasPrefix(entry, ":") || strings.HasSuffix(entry, ":") {
+				continue
+			}
+			field := annField(annPlugins)
+			if ns, name, remote := strings.Cut(entry, ":"); remote {
+				// ReferenceGrants are not read by konductor yet, so no remote reference is granted.
+				b.problem(referrer, gvk, field, "no grant found to referenced %q plugin in the requested remote KongPlugin bind", ns+"/"+name)
+				continue
+			}
+			p := b.lookupPlugin(referrer.GetNamespace(), entry, resolved)
+			if p == nil {
+				if _, known := resolved[referrer.GetNamespace()+":"+entry]; !known {
+					b.problem(referrer, gvk, field, "referenced KongPlugin or KongClusterPlugin %q does not exist", entry)
+				}
+				continue
+			}
+			if _, seen := relations[p]; !seen {
+				order = append(order, p)
+			}
+			relations[p] = append(relations[p], rel)
+		}
+	}
+
+	names := make([]string, 0, len(b.kongServices))
+	for n, ks := range b.kongServices {
+		if len(ks.routes) > 0 {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	// Routes, by Ingress in KIC's order, then service attachments by Kong service name.
+	for _, ing := range b.ingresses {
+		if _, ok := ing.Annotations[annPlugins]; !ok {
+			continue
+		}
+		var routes []string
+		for _, n := range names {
+			for _, r := range b.kongServices[n].routes {
+				if r.ing == ing {
+					routes = append(routes, *r.Name)
+				}
+			}
+		}
+		sort.Strings(routes)
+		for _, r := range routes {
+			attach(ing, gvkIngress, pluginRelation{route: r})
+		}
+	}
+	for _, n := range names {
+		ks := b.kongServices[n]
+		if svc := b.services[ks.namespace+"/"+ks.svcName]; svc != nil {
+			if _, ok := svc.Annotations[annPlugins]; ok {
+				attach(svc, gvkService, pluginRelation{service: n})
+			}
+		}
+	}
+
+	taken := map[string]client.Object{} // plugin name + relation -> first plugin object
+	for _, p := range order {
+		for _, rel := range relations[p] {
+			key := p.name + "\x00" + rel.service + "\x00" + rel.route
+			if first, dup := taken[key]; dup {
+				if first != p.obj {
+					target := "route " + rel.route
+					if rel.service != "" {
+						target = "service " + rel.service
+					}
+					b.problem(p.obj, p.gvk, "", "plugin %q is already attached to %s by %s; Kong allows one plugin of a name there, this one is left out",
+						p.name, target, kongstate.RefFor(first, gvkOf(first)).String())
+				}
+				continue
+			}
+			taken[key] = p.obj
+			b.state.Plugins = append(b.state.Plugins, b.pluginEntity(p, rel))
+		}
+	}
+	b.globalPlugins()
+}
+
+func gvkOf(o client.Object) schema.GroupVersionKind {
+	if _, ok := o.(*kongv1.KongClusterPlugin); ok {
+		return gvkKongClusterPlugin
+	}
+	return gvkKongPlugin
+}
+
+// lookupPlugin finds KongPlugin ns/name, else KongClusterPlugin name (kic-compat.md §8.1).
+// A plugin whose configuration cannot be built is reported once and resolves to nil.
+func (b *builder) lookupPlugin(ns, name string, cache map[string]*pluginSource) *pluginSource {
+	key := ns + ":" + name
+	if p, ok := cache[key]; ok {
+		return p
+	}
+	if b.kongPlugins == nil {
+		b.kongPlugins = map[string]*kongv1.KongPlugin{}
+		b.clusterPlugins = map[string]*kongv1.KongClusterPlugin{}
+		for _, kp := range b.snap.KongPlugins {
+			if kp != nil {
+				b.kongPlugins[kp.Namespace+"/"+kp.Name] = kp
+			}
+		}
+		for _, kcp := range b.snap.KongClusterPlugins {
+			if kcp != nil {
+				b.clusterPlugins[kcp.Name] = kcp
+			}
+		}
+	}
+	if kp := b.kongPlugins[ns+"/"+name]; kp != nil {
+		p := b.pluginFromKongPlugin(kp)
+		cache[key] = p
+		return p
+	}
+	if kcp := b.clusterPlugins[name]; kcp != nil {
+		p := b.pluginFromClusterPlugin(kcp)
+		cache[key] = p
+		return p
+	}
+	return nil
+}
+
+func (b *builder) pluginFromKongPlugin(kp *kongv1.KongPlugin) *pluginSource {
+	var from *secretRef
+	if kp.ConfigFrom != nil {
+		from = &secretRef{kp.Namespace, kp.ConfigFrom.SecretValue.Secret, kp.ConfigFrom.SecretValue.Key}
+	}
+	var patches []configPatch
+	for _, cp := range kp.ConfigPatches {
+		patches = append(patches, configPatch{cp.Path, secretRef{kp.Namespace, cp.ValueFrom.SecretValue.Secret, cp.ValueFrom.SecretValue.Key}})
+	}
+	return b.pluginSource(kp, gvkKongPlugin, kp.PluginName, kp.InstanceName, kp.Disabled, kp.RunOn, kp.Protocols, kp.Ordering, kp.Config.Raw, from, patches)
+}
+
+func (b *builder) pluginFromClusterPlugin(kcp *kongv1.KongClusterPlugin) *pluginSource {
+	var from *secretRef
+	if kcp.ConfigFrom != nil {
+		s := kcp.ConfigFrom.SecretValue
+		from = &secretRef{s.Namespace, s.Secret, s.Key}
+	}
+	var patches []configPatch
+	for _, cp := range kcp.ConfigPatches {
+		s := cp.ValueFrom.SecretValue
+		patches = append(patches, configPatch{cp.Path, secretRef{s.Namespace, s.Secret, s.Key}})
+	}
+	return b.pluginSource(kcp, gvkKongClusterPlugin, kcp.PluginName, kcp.InstanceName, kcp.Disabled, kcp.RunOn, kcp.Protocols, kcp.Ordering, kcp.Config.Raw, from, patches)
+}
+
+type secretRef struct{ namespace, name, key string }
+
+type configPatch struct {
+	path  string
+	value secretRef
+}
+
+// pluginSource builds the plugin's configuration (kic-compat.md §8.3). Any failure is
+// reported on the plugin object and drops the plugin with all its instances.
+func (b *builder) pluginSource(obj client.Object, gvk schema.GroupVersionKind, name, instanceName string, disabled bool, runOn string,
+	protocols []kongv1.KongProtocol, ordering *kong.PluginOrdering, raw []byte, from *secretRef, patches []configPatch) *pluginSource {
+	ref := kongstate.RefFor(obj, gvk)
+	label := fmt.Sprintf("%s '%s'", gvk.Kind, strings.TrimPrefix(ref.Namespace+"/"+ref.Name, "/"))
+	raw = []byte(strings.TrimSpace(string(raw)))
+	if len(raw) > 0 && string(raw) != "null" && from != nil {
+		b.problem(obj, gvk, "configFrom", "%s has both Config and ConfigFrom set", label)
+		return nil
+	}
+	conf := []byte("{}")
+	if len(raw) > 0 && string(raw) != "null" {
+		conf = raw
+	}
+	if from != nil {
+		v, err := b.secretValue(*from)
+		if err != nil {
+			b.problem(obj, gvk, "configFrom", "%s: %v", label, err)
+			return nil
+		}
+		j, err := sigsyaml.YAMLToJSON(v)
+		if err != nil {
+			b.problem(obj, gvk, "configFrom", "%s: could not parse configuration from secret %s/%s key %q: %v", label, from.namespace, from.name, from.key, err)
+			return nil
+		}
+		conf = j
+	}
+	for i, cp := range patches {
+		field := fmt.Sprintf("configPatches[%d]", i)
+		v, err := b.secretValue(cp.value)
+		if err != nil {
+			b.problem(obj, gvk, field, "%s: %v", label, err)
+			return nil
+		}
+		if !json.Valid(v) {
+			b.problem(obj, gvk, field, "%s: value of secret %s/%s key %q is not valid JSON", label, cp.value.namespace, cp.value.name, cp.value.key)
+			return nil
+		}
+		if cp.path == "" {
+			conf = v
+			continue
+		}
+		op, _ := json.Marshal([]map[string]any{{"op": "add", "path": cp.path, "value": json.RawMessage(v)}})
+		patch, err := jsonpatch.DecodePatch(op)
+		if err == nil {
+			conf, err = patch.Apply(conf)
+		}
+		if err != nil {
+			b.problem(obj, gvk, field, "%s: failed to apply patch at %q: %v", label, cp.path, err)
+			return nil
+		}
+	}
+	var config kong.Configuration
+	if err := json.Unmarshal(conf, &config); err != nil {
+		b.problem(obj, gvk, "config", "%s: could not parse plugin configuration: %v", label, err)
+		return nil
+	}
+	p := &pluginSource{obj: obj, gvk: gvk, name: name, instanceName: instanceName, disabled: disabled,
+		runOn: runOn, ordering: ordering, config: config, usedInstanceNames: map[string]bool{}}
+	for _, pr := range protocols {
+		p.protocols = append(p.protocols, string(pr))
+	}
+	return p
+}
+
+func (b *builder) secretValue(ref secretRef) ([]byte, error) {
+	s := b.secrets[ref.namespace+"/"+ref.name]
+	if s == nil {
+		return nil, fmt.Errorf("secret %s/%s not found", ref.namespace, ref.name)
+	}
+	v, ok := s.Data[ref.key]
+	if !ok {
+		if sv, ok := s.StringData[ref.key]; ok {
+			return []byte(sv), nil
+		}
+		return nil, fmt.Errorf("secret %s/%s has no key %q", ref.namespace, ref.name, ref.key)
+	}
+	return v, nil
+}
+
+// pluginEntity renders one attachment of p (kic-compat.md §8.3).
+func (b *builder) pluginEntity(p *pluginSource, rel pluginRelation) *file.FPlugin {
+	fp := &file.FPlugin{Plugin: kong.Plugin{
+		ID:   kong.String(kongstate.PluginID(b.opts.Workspace, p.name, rel.service, rel.route, "", "")),
+		Name: kong.String(p.name),
+		Tags: kong.StringSlice(b.tags(p.obj, p.gvk)...),
+	}}
+	if rel.service != "" {
+		fp.Service = &kong.Service{ID: kong.String(rel.service)}
+	}
+	if rel.route != "" {
+		fp.Route = &kong.Route{ID: kong.String(rel.route)}
+	}
+	b.fillPlugin(fp, p)
+	if p.instanceName != "" {
+		relation := ""
+		if rel.service != "" {
+			relation += "_service-" + rel.service
+		}
+		if rel.route != "" {
+			relation += "_route-" + rel.route
+		}
+		sum := sha256.Sum256([]byte(relation))
+		h := hex.EncodeToString(sum[:])
+		name := p.instanceName + "-" + h[:9]
+		if p.usedInstanceNames[name] {
+			name = p.instanceName + "-" + h
+		}
+		p.usedInstanceNames[name] = true
+		fp.InstanceName = kong.String(name)
+	}
+	return fp
+}
+
+func (b *builder) fillPlugin(fp *file.FPlugin, p *pluginSource) {
+	if len(p.config) > 0 {
+		fp.Config = p.config.DeepCopy()
+	}
+	if len(p.protocols) > 0 {
+		fp.Protocols = kong.StringSlice(p.protocols...)
+	}
+	if p.runOn != "" {
+		fp.RunOn = kong.String(p.runOn)
+	}
+	if p.ordering != nil {
+		fp.Ordering = p.ordering.DeepCopy()
+	}
+	if p.disabled {
+		fp.Enabled = kong.Bool(false)
+	}
+}
+
+// globalPlugins adds KongClusterPlugins labelled global: "true" (kic-compat.md §8.4). When
+// two share a plugin name, none of them is applied, as in KIC.
+func (b *builder) globalPlugins() {
+	byName := map[string][]*kongv1.KongClusterPlugin{}
+	var names []string
+	for _, kcp := range b.snap.KongClusterPlugins {
+		if kcp == nil || kcp.Labels[labelGlobal] != "true" {
+			continue
+		}
+		if _, ok := byName[kcp.PluginName]; !ok {
+			names = append(names, kcp.PluginName)
+		}
+		byName[kcp.PluginName] = append(byName[kcp.PluginName], kcp)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if len(byName[n]) != 1 {
+			continue
+		}
+		p := b.pluginFromClusterPlugin(byName[n][0])
+		if p == nil {
+			continue
+		}
+		fp := &file.FPlugin{Plugin: kong.Plugin{
+			ID:   kong.String(kongstate.PluginID(b.opts.Workspace, p.name, "", "", "", "")),
+			Name: kong.String(p.name),
+			Tags: kong.StringSlice(b.tags(p.obj, p.gvk)...),
+		}}
+		b.fillPlugin(fp, p)
+		if p.instanceName != "" {
+			fp.InstanceName = kong.String(p.instanceName)
+		}
+		b.state.Plugins = append(b.state.Plugins, fp)
+	}
+}

@@ -85,6 +85,10 @@ type builder struct {
 	slices    map[string][]*discoveryv1.EndpointSlice // by ns/service-name, sorted by name
 	secrets   map[string]*corev1.Secret
 
+	// Plugin indexes, built on first use.
+	kongPlugins    map[string]*kongv1.KongPlugin
+	clusterPlugins map[string]*kongv1.KongClusterPlugin
+
 	kongServices map[string]*kongService
 	routeNames   map[string]string // route name -> route key, to catch name collisions
 	routeKeys    map[string]bool

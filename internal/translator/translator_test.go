@@ -70,6 +70,20 @@ func TestKICGoldenValues(t *testing.T) {
 	paths := s["routes"].([]any)[0].(map[string]any)["paths"].([]any)
 	assert.Equal(t, `~/foo/\d{3}`, paths[0])
 
+	m = goldenConfig(t, "plugins")
+	byID := map[string]map[string]any{}
+	for _, p := range m["plugins"].([]any) {
+		p := p.(map[string]any)
+		byID[p["id"].(string)] = p
+	}
+	require.Contains(t, byID, "61a22b86-f859-5c8a-a23c-97b92b14b635", "correlation-id:route/default.httpbin.httpbin..80")
+	assert.Equal(t, "default.httpbin.httpbin..80", byID["61a22b86-f859-5c8a-a23c-97b92b14b635"]["route"])
+	var instanceNames []any
+	for _, p := range byID {
+		instanceNames = append(instanceNames, p["instance_name"])
+	}
+	assert.Contains(t, instanceNames, "example-21a1f5b5f")
+
 	m = goldenConfig(t, "empty")
 	assert.Equal(t, []any{map[string]any{"name": "kong"}}, m["upstreams"])
 }

@@ -34,9 +34,16 @@ func checkRoutePath(p string) string {
 	return checkPlainPath(p)
 }
 
+var rfc3986Table = func() (t [256]bool) {
+	for i := 0; i < len(rfc3986Chars); i++ {
+		t[rfc3986Chars[i]] = true
+	}
+	return t
+}()
+
 func checkPlainPath(p string) string {
 	for _, r := range p {
-		if !strings.ContainsRune(rfc3986Chars, r) {
+		if r >= 256 || !rfc3986Table[r] {
 			return fmt.Sprintf("invalid path %q: characters outside of the reserved list of RFC 3986 found", p)
 		}
 	}
@@ -97,6 +104,11 @@ var pcreMessages = map[syntax.ErrorCode]string{
 
 // checkPCRE reports why PCRE would refuse pattern, or "".
 func checkPCRE(pattern string) string {
+	// Most paths (every Exact and Prefix path) use no construct that can be malformed: skip
+	// the rewriting and compiling, which dominate translation time otherwise.
+	if !strings.ContainsAny(pattern, `\()[]{}*+?|`) {
+		return ""
+	}
 	p := pattern
 	for _, r := range pcreOnly {
 		p = r.re.ReplaceAllString(p, r.repl)
