@@ -1,0 +1,86 @@
+package dbmode
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+// requestsPerSync runs b.N syncs of s against an emulator already holding it and reports the
+// Admin API requests and writes per sync, from the emulator's counters.
+func reportRequests(b *testing.B, e *kongemu.Emulator, run func(i int)) {
+	b.Helper()
+	e.ResetAudit()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run(i)
+	}
+	b.StopTimer()
+	total := e.RequestCount("", "")
+	writes := len(e.Audit())
+	b.ReportMetric(float64(total)/float64(b.N), "requests/op")
+	b.ReportMetric(float64(writes)/float64(b.N), "writes/op")
+	b.ReportMetric(float64(total-e.RequestCount("GET", ""))/float64(b.N)+0, "nonGET/op")
+}
+
+// BenchmarkSyncUnchanged: 200 Ingresses, nothing changed. Target: only the list calls.
+func BenchmarkSyncUnchanged(b *testing.B) {
+	e, g := newKong(b, Options{})
+	s := translate(b, objects(apps(200)...))
+	if err := g.Sync(ctx, target(s)); err != nil {
+		b.Fatal(err)
+	}
+	reportRequests(b, e, func(int) {
+		if err := g.Sync(ctx, target(s)); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkSyncOneIngressChanged: 200 Ingresses, one path changes at each sync. Target:
+// one or two writes.
+func BenchmarkSyncOneIngressChanged(b *testing.B) {
+	e, g := newKong(b, Options{})
+	as := apps(200)
+	if err := g.Sync(ctx, target(translate(b, objects(as...)))); err != nil {
+		b.Fatal(err)
+	}
+	// Translations prepared outside the timer: the benchmark measures the sync.
+	states := make([]*kongstate.State, 2)
+	for i := range states {
+		as[7].path = fmt.Sprintf("/v%d", i)
+		states[i] = translate(b, objects(as...))
+	}
+	reportRequests(b, e, func(i int) {
+		if err := g.Sync(ctx, target(states[i%2])); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkFirstSync: an empty Kong, n Ingresses with a Service and an EndpointSlice each
+// (service, route, upstream, target: 4 entities per Ingress).
+func BenchmarkFirstSync(b *testing.B) {
+	for _, n := range []int{2000, 10000} {
+		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
+			s := translate(b, objects(apps(n)...))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				e, g := newKong(b, Options{})
+				b.StartTimer()
+				if err := g.Sync(ctx, target(s)); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if got := len(e.Entities("routes")); got != n {
+					b.Fatalf("%d routes, want %d", got, n)
+				}
+				b.ReportMetric(float64(e.RequestCount("", "")), "requests/op")
+				b.StartTimer()
+			}
+		})
+	}
+}
