@@ -60,11 +60,12 @@ type Options struct {
 
 // Controller is an assembled, not yet started, controller.
 type Controller struct {
-	mgr   ctrlmanager.Manager
-	loop  *dataplane.Loop
-	store *store.Store
-	cfg   *config.Config
-	log   logr.Logger
+	mgr     ctrlmanager.Manager
+	barrier *dataplane.InformerBarrier
+	loop    *dataplane.Loop
+	store   *store.Store
+	cfg     *config.Config
+	log     logr.Logger
 }
 
 // New builds the controller. It talks to the Kubernetes API (discovery) but not to Kong.
@@ -189,7 +190,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", cfg.KongAdminURLs,
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
-	return &Controller{mgr: mgr, loop: loop, store: st, cfg: cfg, log: log}, nil
+	return &Controller{mgr: mgr, barrier: barrier, loop: loop, store: st, cfg: cfg, log: log}, nil
 }
 
 // Start runs the controller until ctx ends. Without leader election it first checks that no
@@ -206,6 +207,10 @@ func (c *Controller) Elected() <-chan struct{} { return c.mgr.Elected() }
 
 // FirstSyncDone is closed after the first round that succeeded on every gateway.
 func (c *Controller) FirstSyncDone() <-chan struct{} { return c.loop.FirstSyncDone() }
+
+// CacheSynced reports whether every informer the store reads has synced: on a standby, that
+// its cache is warm.
+func (c *Controller) CacheSynced() bool { return c.barrier.Synced() }
 
 // Store is the controller's store (a view over the manager's cache).
 func (c *Controller) Store() *store.Store { return c.store }
