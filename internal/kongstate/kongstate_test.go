@@ -62,6 +62,9 @@ func TestTagsFor(t *testing.T) {
 	ref, ok = ObjectRefFromTags([]string{"k8s-name:s", "k8s-namespace:n", "k8s-kind:Service", "k8s-uid:u", "k8s-group:core", "k8s-version:v1"})
 	require.True(t, ok)
 	assert.Equal(t, "", ref.Group)
+	ref, ok = ObjectRefFromTags([]string{"k8s-name:s", "k8s-namespace:n", "k8s-kind:Service", "k8s-uid:u", "k8s-version:v1", "k8s-name:spoofed"})
+	require.True(t, ok)
+	assert.Equal(t, "s", ref.Name, "user tags cannot override the object's own tags")
 	_ = schema.GroupVersionKind{}
 }
 

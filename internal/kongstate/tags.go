@@ -113,21 +113,20 @@ var clusterScoped = map[string]bool{
 // placeholder tags of a missing Service resolve to nothing. The group "core" is reported as "".
 func ObjectRefFromTags(tags []string) (ObjectRef, bool) {
 	var r ObjectRef
-	for _, t := range tags {
-		switch {
-		case strings.HasPrefix(t, TagName):
-			r.Name = t[len(TagName):]
-		case strings.HasPrefix(t, TagNamespace):
-			r.Namespace = t[len(TagNamespace):]
-		case strings.HasPrefix(t, TagKind):
-			r.Kind = t[len(TagKind):]
-		case strings.HasPrefix(t, TagUID):
-			r.UID = t[len(TagUID):]
-		case strings.HasPrefix(t, TagGroup):
-			r.Group = t[len(TagGroup):]
-		case strings.HasPrefix(t, TagVersion):
-			r.Version = t[len(TagVersion):]
+	// The first tag of each prefix counts: TagsFor puts the object's own tags before user
+	// tags, so a user tag such as "k8s-name:x" cannot redirect an error to another object.
+	set := func(dst *string, t, prefix string) bool {
+		if !strings.HasPrefix(t, prefix) {
+			return false
 		}
+		if *dst == "" {
+			*dst = t[len(prefix):]
+		}
+		return true
+	}
+	for _, t := range tags {
+		_ = set(&r.Name, t, TagName) || set(&r.Namespace, t, TagNamespace) || set(&r.Kind, t, TagKind) ||
+			set(&r.UID, t, TagUID) || set(&r.Group, t, TagGroup) || set(&r.Version, t, TagVersion)
 	}
 	if r.Group == "core" {
 		r.Group = ""

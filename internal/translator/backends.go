@@ -167,6 +167,12 @@ func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.F
 						}
 						weight = kong.Int(0)
 					}
+					if k, hasPort, ok := hostKind(ep.Addresses[0]); !ok || hasPort || k == "" {
+						// The API server validates addresses; a manifest given to
+						// `konductor translate` may not be, and Kong would refuse the target.
+						b.problem(es, gvkEndpointSlice, "endpoints", "invalid address %q; the endpoint is left out", ep.Addresses[0])
+						continue
+					}
 					t := joinHostPort(ep.Addresses[0], strconv.Itoa(int(*p.Port)))
 					if seen[t] {
 						continue

@@ -56,6 +56,7 @@ var (
 	gvkIngress           = netv1.SchemeGroupVersion.WithKind("Ingress")
 	gvkService           = corev1.SchemeGroupVersion.WithKind("Service")
 	gvkSecret            = corev1.SchemeGroupVersion.WithKind("Secret")
+	gvkEndpointSlice     = discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")
 	gvkKongPlugin        = kongv1.SchemeGroupVersion.WithKind("KongPlugin")
 	gvkKongClusterPlugin = kongv1.SchemeGroupVersion.WithKind("KongClusterPlugin")
 )
