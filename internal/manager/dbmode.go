@@ -11,6 +11,7 @@ import (
 
 	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/dataplane/dbmode"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -58,3 +59,17 @@ func InstalledOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
 // RestConfig is the Kubernetes client configuration of --kubeconfig (empty: in-cluster or
 // $KUBECONFIG), as the controller loads it.
 func RestConfig(kubeconfig string) (*rest.Config, error) { return restConfig(kubeconfig) }
+
+// DBModeFactory syncs database-backed gateways by diff (internal/dataplane/dbmode), with the
+// filter tag, concurrency and Admin API client of cfg.
+func DBModeFactory(cfg *config.Config, log logr.Logger) dataplane.DBModeFactory {
+	return func(url string, _ *kong.Client) (dataplane.Gateway, error) {
+		httpClient, err := AdminHTTPClient(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return dbmode.New(url, httpClient, dbmode.Options{
+			FilterTag: cfg.KongAdminFilterTag, Concurrency: cfg.KongAdminConcurrency, Logger: log.WithName("dbmode"),
+		})
+	}
+}

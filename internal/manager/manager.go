@@ -42,7 +42,7 @@ type Options struct {
 	// RestConfig overrides the kubeconfig / in-cluster configuration.
 	RestConfig *rest.Config
 	Logger     logr.Logger
-	// DBMode builds the gateway of a database-backed Kong. Nil: database mode unsupported.
+	// DBMode builds the gateway of a database-backed Kong. Nil: DBModeFactory(cfg).
 	DBMode dataplane.DBModeFactory
 
 	// ReleaseLeaseOnCancel is true by default (a clean shutdown hands over at once); tests
@@ -158,7 +158,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		source = opts.SnapshotSourceForTesting(mgr.GetCache())
 	}
 
-	gateways, err := buildGateways(cfg, opts.DBMode, log)
+	dbMode := opts.DBMode
+	if dbMode == nil {
+		dbMode = DBModeFactory(cfg, log)
+	}
+	gateways, err := buildGateways(cfg, dbMode, log)
 	if err != nil {
 		return nil, err
 	}

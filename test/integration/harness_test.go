@@ -83,10 +83,15 @@ type replica struct {
 	name     string
 	ctrl     *manager.Controller
 	logs     *logBuffer
+	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan error
 	started  time.Time
 	stopOnce sync.Once
+
+	firstMu   sync.Mutex
+	firstAt   time.Time
+	firstSeen chan struct{} // closed once firstAt is set
 }
 
 type replicaSpec struct {
@@ -121,8 +126,18 @@ func startReplica(t *testing.T, spec replicaSpec) *replica {
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := manager.New(ctx, cfg, opts)
 	require.NoError(t, err)
-	r := &replica{name: spec.name, ctrl: c, logs: logs, cancel: cancel, done: make(chan error, 1), started: time.Now()}
+	r := &replica{name: spec.name, ctrl: c, logs: logs, ctx: ctx, cancel: cancel, firstSeen: make(chan struct{}), done: make(chan error, 1), started: time.Now()}
 	go func() { r.done <- c.Start(ctx) }()
+	go func() {
+		select {
+		case <-c.FirstSyncDone():
+			r.firstMu.Lock()
+			r.firstAt = time.Now()
+			r.firstMu.Unlock()
+			close(r.firstSeen)
+		case <-ctx.Done():
+		}
+	}()
 	t.Cleanup(func() {
 		r.stop(t)
 		if t.Failed() && !testing.Verbose() {
@@ -146,11 +161,18 @@ func (r *replica) stop(t *testing.T) {
 	})
 }
 
+// firstSyncAt is when the first sync completed, as seen by the test (zero before).
+func (r *replica) firstSyncAt() time.Time {
+	r.firstMu.Lock()
+	defer r.firstMu.Unlock()
+	return r.firstAt
+}
+
 func (r *replica) waitFirstSync(t *testing.T, within time.Duration) time.Duration {
 	t.Helper()
 	select {
-	case <-r.ctrl.FirstSyncDone():
-		return time.Since(r.started)
+	case <-r.firstSeen:
+		return r.firstSyncAt().Sub(r.started)
 	case <-time.After(within):
 		t.Fatalf("%s: no first sync within %s", r.name, within)
 	}

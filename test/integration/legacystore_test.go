@@ -33,14 +33,20 @@ func newLegacyStore(c cache.Cache, opts store.Options) dataplane.SnapshotSource 
 	return &legacyStore{cache: c, opts: opts, objs: map[string]client.Object{}}
 }
 
-// Snapshot starts the feeding "reconcilers" the first time it is called (that is when the
-// loop starts, on leadership) and returns whatever has been copied so far.
+// Snapshot returns whatever has been copied so far. The first call also starts the feeding
+// "reconcilers", as KIC 2.x started its reconcilers and its sync loop together on leadership:
+// that first read comes before they have copied anything, exactly the race of the report.
 func (l *legacyStore) Snapshot(ctx context.Context) (*store.Snapshot, error) {
+	snap := l.read()
 	var startErr error
 	l.start.Do(func() { startErr = l.feed(ctx) })
 	if startErr != nil {
 		return nil, startErr
 	}
+	return snap, nil
+}
+
+func (l *legacyStore) read() *store.Snapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	snap := &store.Snapshot{IngressClass: l.opts.IngressClass}
@@ -71,7 +77,7 @@ func (l *legacyStore) Snapshot(ctx context.Context) (*store.Snapshot, error) {
 			snap.KongPlugins = append(snap.KongPlugins, o)
 		}
 	}
-	return snap, nil
+	return snap
 }
 
 func (l *legacyStore) feed(ctx context.Context) error {

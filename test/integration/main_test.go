@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -59,6 +58,8 @@ func run(m *testing.M) int {
 		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd")},
 		ErrorIfCRDPathMissing: true,
 	}
+	// Room for the large handover variant (2,000 Services) and every other test's Services.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
 	adminConfig, err = env.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration: starting kube-apiserver and etcd:", err)
@@ -74,6 +75,5 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "integration:", err)
 		return 1
 	}
-	_ = context.Background()
 	return m.Run()
 }
