@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/go-logr/logr"
 	"github.com/kong/go-kong/kong"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,26 +20,6 @@ import (
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
-
-// dbModeFactory returns how database-backed gateways are synced: by diff (package dbmode),
-// with the filter tag and concurrency of cfg. Without leader election the factory refuses:
-// the controller already refuses to start then (manager.RequireLeaderElection), and this
-// covers a gateway that could not be asked at start.
-func dbModeFactory(cfg *config.Config, log logr.Logger) dataplane.DBModeFactory {
-	return func(url string, _ *kong.Client) (dataplane.Gateway, error) {
-		if !cfg.LeaderElect {
-			return nil, fmt.Errorf("gateway %s is database-backed: leader election is required with a database, remove --leader-elect=false", url)
-		}
-		// dbmode builds its own client over the same HTTP settings, to add its schema cache.
-		httpClient, err := manager.AdminHTTPClient(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return dbmode.New(url, httpClient, dbmode.Options{
-			FilterTag: cfg.KongAdminFilterTag, Concurrency: cfg.KongAdminConcurrency, Logger: log.WithName("dbmode"),
-		})
-	}
-}
 
 // diffStderr is where runDiff reports translation problems; a variable so tests can capture it.
 var diffStderr io.Writer = os.Stderr

@@ -9,10 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 
-	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane/dbmode"
 	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/manifest"
@@ -120,17 +118,4 @@ func TestDiffRefusesDBLessKong(t *testing.T) {
 	err = runDiff(context.Background(), []string{"--kong-admin-url", srv.URL, "-f", dir}, &bytes.Buffer{})
 	require.ErrorContains(t, err, "DB-less")
 	require.ErrorContains(t, runDiff(context.Background(), []string{"-f"}, &bytes.Buffer{}), "needs a FILE|DIR")
-}
-
-func TestDBModeFactoryRequiresLeaderElection(t *testing.T) {
-	cfg, err := config.Parse([]string{"--leader-elect=false"}, func(string) string { return "" })
-	require.NoError(t, err)
-	_, err = dbModeFactory(cfg, logr.Discard())("http://kong:8001", nil)
-	require.ErrorContains(t, err, "--leader-elect")
-
-	cfg, err = config.Parse(nil, func(string) string { return "" })
-	require.NoError(t, err)
-	g, err := dbModeFactory(cfg, logr.Discard())("http://kong:8001", nil)
-	require.NoError(t, err)
-	require.IsType(t, &dbmode.Gateway{}, g)
 }

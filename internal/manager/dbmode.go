@@ -61,9 +61,15 @@ func InstalledOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
 func RestConfig(kubeconfig string) (*rest.Config, error) { return restConfig(kubeconfig) }
 
 // DBModeFactory syncs database-backed gateways by diff (internal/dataplane/dbmode), with the
-// filter tag, concurrency and Admin API client of cfg.
+// filter tag, concurrency and Admin API client of cfg. Without leader election it refuses:
+// the controller already refuses to start then (RequireLeaderElection), and this covers a
+// gateway that could not be asked at start.
 func DBModeFactory(cfg *config.Config, log logr.Logger) dataplane.DBModeFactory {
 	return func(url string, _ *kong.Client) (dataplane.Gateway, error) {
+		if !cfg.LeaderElect {
+			return nil, fmt.Errorf("gateway %s is database-backed: leader election is required with a database, remove --leader-elect=false", url)
+		}
+		// dbmode builds its own client over the same HTTP settings, to add its schema cache.
 		httpClient, err := AdminHTTPClient(cfg)
 		if err != nil {
 			return nil, err

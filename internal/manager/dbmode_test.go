@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/konductor/konductor/internal/config"
+	"github.com/konductor/konductor/internal/dataplane/dbmode"
 	"github.com/konductor/konductor/internal/kongemu"
 )
 
@@ -38,4 +39,17 @@ func TestRequireLeaderElectionWithDatabase(t *testing.T) {
 	require.NoError(t, RequireLeaderElection(ctx, parse(t, "--kong-admin-url", db), logr.Discard()), "with leader election")
 	// A gateway that does not answer does not stop the start; its first sync decides.
 	require.NoError(t, RequireLeaderElection(ctx, parse(t, "--kong-admin-url", "http://127.0.0.1:1", "--leader-elect=false"), logr.Discard()))
+}
+
+func TestDBModeFactoryRequiresLeaderElection(t *testing.T) {
+	cfg, err := config.Parse([]string{"--leader-elect=false"}, func(string) string { return "" })
+	require.NoError(t, err)
+	_, err = DBModeFactory(cfg, logr.Discard())("http://kong:8001", nil)
+	require.ErrorContains(t, err, "--leader-elect")
+
+	cfg, err = config.Parse(nil, func(string) string { return "" })
+	require.NoError(t, err)
+	g, err := DBModeFactory(cfg, logr.Discard())("http://kong:8001", nil)
+	require.NoError(t, err)
+	require.IsType(t, &dbmode.Gateway{}, g)
 }
