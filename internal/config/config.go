@@ -35,6 +35,10 @@ type Config struct {
 	WatchNamespaces []string
 	Kubeconfig      string
 
+	// Ingress status.
+	PublishService   string
+	PublishAddresses []string
+
 	// Leader election.
 	LeaderElect           bool
 	ElectionID            string
@@ -80,6 +84,7 @@ func ParseWithOutput(args []string, getenv func(string) string, out io.Writer) (
 		adminURLs  string
 		namespaces string
 		syncSecs   float64
+		publish    string
 	)
 	fs.StringVar(&adminURLs, "kong-admin-url", DefaultKongAdminURL, "Kong Admin API URLs, comma-separated; every gateway gets the same configuration")
 	fs.StringVar(&c.KongAdminToken, "kong-admin-token", "", "Kong-Admin-Token header value sent to the Admin API")
@@ -93,6 +98,8 @@ func ParseWithOutput(args []string, getenv func(string) string, out io.Writer) (
 	fs.StringVar(&c.IngressClass, "ingress-class", "kong", "ingress class served by this controller")
 	fs.StringVar(&namespaces, "watch-namespace", "", "namespaces to watch, comma-separated; empty watches all")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses in-cluster config or $KUBECONFIG")
+	fs.StringVar(&c.PublishService, "publish-service", "", "namespace/name of the Kong proxy Service whose addresses go into Ingress status")
+	fs.StringVar(&publish, "publish-status-address", "", "addresses (IPs or host names, comma-separated) for Ingress status; override --publish-service")
 	fs.BoolVar(&c.LeaderElect, "leader-elect", true, "elect a leader among replicas; only the leader writes to Kong (required with a database)")
 	fs.StringVar(&c.ElectionID, "election-id", DefaultElectionID, "name of the Lease used for leader election")
 	fs.StringVar(&c.ElectionNamespace, "election-namespace", "", "namespace of the Lease; empty uses the Pod's namespace")
@@ -116,6 +123,7 @@ func ParseWithOutput(args []string, getenv func(string) string, out io.Writer) (
 
 	c.KongAdminURLs = splitList(adminURLs)
 	c.WatchNamespaces = splitList(namespaces)
+	c.PublishAddresses = splitList(publish)
 	c.ProxySyncPeriod = time.Duration(syncSecs * float64(time.Second))
 	if err := c.validate(syncSecs); err != nil {
 		return nil, err
@@ -195,6 +203,11 @@ func (c *Config) validate(syncSecs float64) error {
 	}
 	if c.KongAdminConcurrency < 1 {
 		bad("kong-admin-concurrency", "must be at least 1, got %d", c.KongAdminConcurrency)
+	}
+	if c.PublishService != "" {
+		if ns, name, ok := strings.Cut(c.PublishService, "/"); !ok || ns == "" || name == "" {
+			bad("publish-service", "%q is not namespace/name", c.PublishService)
+		}
 	}
 	if c.IngressClass == "" {
 		bad("ingress-class", "must not be empty")

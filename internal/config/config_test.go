@@ -81,6 +81,7 @@ func TestParseRejectsBadValues(t *testing.T) {
 		{"empty class", []string{"--ingress-class", ""}, nil, "--ingress-class"},
 		{"lease shorter than renew", []string{"--election-lease-duration", "5s"}, nil, "--election-lease-duration"},
 		{"metrics address", []string{"--metrics-bind-address", "10255"}, nil, "--metrics-bind-address"},
+		{"publish service", []string{"--publish-service", "kong-proxy"}, nil, "--publish-service"},
 		{"log level", []string{"--log-level", "loud"}, nil, "--log-level"},
 		{"unknown flag", []string{"--kong-url", "x"}, nil, "kong-url"},
 		{"stray argument", []string{"extra"}, nil, `"extra"`},

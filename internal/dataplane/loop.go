@@ -315,3 +315,13 @@ func (l *Loop) report(ctx context.Context, r Round) {
 		l.opts.Reporter.Report(ctx, r)
 	}
 }
+
+// Reporters tells several reporters, in order.
+type Reporters []Reporter
+
+// Report implements Reporter.
+func (rs Reporters) Report(ctx context.Context, r Round) {
+	for _, rep := range rs {
+		rep.Report(ctx, r)
+	}
+}

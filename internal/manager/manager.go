@@ -166,7 +166,16 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err != nil {
 		return nil, err
 	}
-	reporter := status.NewReporter(mgr.GetEventRecorder("konductor"), status.NewMetrics(metrics.Registry), podReference(), log)
+	var reporter dataplane.Reporters
+	reporter = append(reporter, status.NewReporter(mgr.GetEventRecorder("konductor"), status.NewMetrics(metrics.Registry), podReference(), log))
+	ingressStatus := status.NewIngressUpdater(status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService},
+		st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("ingress-status"))
+	if ingressStatus.Enabled() {
+		reporter = append(reporter, ingressStatus)
+		if err := mgr.Add(ingressStatus); err != nil {
+			return nil, err
+		}
+	}
 	loop := dataplane.NewLoop(dataplane.Options{
 		Source:  source,
 		Barrier: barrier,

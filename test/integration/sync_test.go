@@ -73,3 +73,23 @@ func TestDeletedIngressIsRemovedFromKong(t *testing.T) {
 	// Ingress gone, the Service has no Kong service either.
 	require.Len(t, kong.Entities("services"), 2)
 }
+
+// The leader writes the published address into the status of the Ingresses it serves.
+func TestIngressStatusIsPublished(t *testing.T) {
+	ns := newNamespace(t)
+	apps(t, ns, 2)
+	kong := startEmulator(t, kongemu.DBLess)
+	r := startReplica(t, replicaSpec{name: "r1", namespace: ns, gateways: []string{kong.URL},
+		args: []string{"--leader-elect=false", "--publish-status-address", "192.0.2.10,kong.example.net"}})
+	r.waitFirstSync(t, time.Minute)
+	for _, name := range []string{"app-0000", "app-0001"} {
+		require.Eventually(t, func() bool {
+			var ing netv1.Ingress
+			if admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &ing) != nil {
+				return false
+			}
+			lb := ing.Status.LoadBalancer.Ingress
+			return len(lb) == 2 && lb[0].IP == "192.0.2.10" && lb[1].Hostname == "kong.example.net"
+		}, 30*time.Second, 10*time.Millisecond, "Ingress %s has no published address", name)
+	}
+}

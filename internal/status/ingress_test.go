@@ -1,0 +1,102 @@
+package status
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/store"
+)
+
+func servedIngress(name, class string) *netv1.Ingress {
+	return &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: netv1.IngressSpec{IngressClassName: &class}}
+}
+
+func TestIngressStatusFollowsPublishedAddresses(t *testing.T) {
+	proxy := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kong", Name: "proxy"},
+		Spec:       corev1.ServiceSpec{ClusterIP: "10.0.0.7"},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{
+			{Hostname: "lb.example.com"}, {IP: "203.0.113.5"},
+		}}},
+	}
+	objs := []client.Object{servedIngress("mine", "kong"), servedIngress("other", "nginx"), proxy}
+	var patches atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(objs...).
+		WithStatusSubresource(&netv1.Ingress{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches.Add(1)
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	s := store.New(c, store.Options{})
+
+	for _, tc := range []struct {
+		name string
+		opts IngressOptions
+		want []netv1.IngressLoadBalancerIngress
+	}{
+		{"load balancer of the publish service", IngressOptions{PublishService: "kong/proxy"},
+			[]netv1.IngressLoadBalancerIngress{{IP: "203.0.113.5"}, {Hostname: "lb.example.com"}}},
+		{"explicit addresses win", IngressOptions{PublishService: "kong/proxy", PublishAddresses: []string{"kong.example.com", "192.0.2.1"}},
+			[]netv1.IngressLoadBalancerIngress{{IP: "192.0.2.1"}, {Hostname: "kong.example.com"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := NewIngressUpdater(tc.opts, s, c, c, logr.Discard())
+			require.True(t, u.Enabled())
+			before := patches.Load()
+			require.NoError(t, u.Update(context.Background()))
+			require.Equal(t, before+1, patches.Load(), "one served Ingress, one write")
+
+			var got netv1.Ingress
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "mine"}, &got))
+			require.Equal(t, tc.want, got.Status.LoadBalancer.Ingress)
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "other"}, &got))
+			require.Empty(t, got.Status.LoadBalancer.Ingress, "an Ingress of another class is not ours to write")
+
+			require.NoError(t, u.Update(context.Background()))
+			require.Equal(t, before+1, patches.Load(), "an Ingress whose status is right is not written again")
+		})
+	}
+}
+
+func TestIngressStatusClusterIPFallbackAndErrors(t *testing.T) {
+	proxy := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kong", Name: "proxy"}, Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.7"}}
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(servedIngress("mine", "kong"), proxy).
+		WithStatusSubresource(&netv1.Ingress{}).Build()
+	u := NewIngressUpdater(IngressOptions{PublishService: "kong/proxy"}, store.New(c, store.Options{}), c, c, logr.Discard())
+	require.NoError(t, u.Update(context.Background()))
+	var got netv1.Ingress
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "mine"}, &got))
+	require.Equal(t, []netv1.IngressLoadBalancerIngress{{IP: "10.0.0.7"}}, got.Status.LoadBalancer.Ingress)
+
+	missing := NewIngressUpdater(IngressOptions{PublishService: "kong/absent"}, store.New(c, store.Options{}), c, c, logr.Discard())
+	require.ErrorContains(t, missing.Update(context.Background()), "--publish-service kong/absent")
+	require.False(t, NewIngressUpdater(IngressOptions{}, nil, nil, nil, logr.Discard()).Enabled())
+}
+
+func TestIngressUpdaterRunsOnlyAfterAGatewaySynced(t *testing.T) {
+	u := NewIngressUpdater(IngressOptions{PublishAddresses: []string{"192.0.2.1"}}, nil, nil, nil, logr.Discard())
+	u.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a", Skipped: true}}})
+	select {
+	case <-u.trigger.C():
+		t.Fatal("a round that reached no gateway must not publish addresses")
+	default:
+	}
+	u.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a"}}})
+	select {
+	case <-u.trigger.C():
+	default:
+		t.Fatal("a successful round asks for a status update")
+	}
+}
