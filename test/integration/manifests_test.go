@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	netv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -187,6 +188,7 @@ func checkOverlay(t *testing.T, overlay string, objs []*unstructured.Unstructure
 		require.EqualValues(t, 1, replicas)
 		require.Contains(t, args, "--kong-admin-url=http://localhost:8001")
 		require.Contains(t, args, "--leader-elect=false")
+		require.Contains(t, args, "--publish-service=kong/kong-proxy")
 		proxy := byName["proxy"]
 		require.NotNil(t, proxy, "the Kong proxy runs in the controller's Pod")
 		require.Equal(t, "kong:3.9", proxy["image"])
@@ -241,8 +243,9 @@ func TestManifestsRBACIsLeastPrivilege(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"/events":              {"create", "patch"},
-		"events.k8s.io/events": {"create", "patch"},
+		"/events":                            {"create", "patch"},
+		"events.k8s.io/events":               {"create", "patch"},
+		"networking.k8s.io/ingresses/status": {"patch"}, // internal/status/ingress.go
 	}
 	for _, k := range store.AllKinds() {
 		want[k.GroupVersionKind().Group+"/"+k.Resource()] = []string{"get", "list", "watch"}
@@ -259,8 +262,8 @@ func TestManifestsRBACIsLeastPrivilege(t *testing.T) {
 }
 
 // A controller whose only permissions are the rendered ClusterRole and Role, with leader
-// election on, becomes leader, completes its first sync and can write events: the least
-// privilege is enough.
+// election on, becomes leader, completes its first sync, writes events and publishes Ingress
+// status: the least privilege is enough.
 func TestManifestsRBACIsEnough(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -292,7 +295,7 @@ func TestManifestsRBACIsEnough(t *testing.T) {
 	})
 
 	r := startReplica(t, replicaSpec{name: "least-privilege", namespace: ns, gateways: []string{kong.URL},
-		restConfig: user.Config(), args: []string{"--leader-elect=true",
+		restConfig: user.Config(), args: []string{"--leader-elect=true", "--publish-status-address=192.0.2.10",
 			"--election-lease-duration=4s", "--election-renew-deadline=3s", "--election-retry-period=500ms"}})
 	select {
 	case <-r.ctrl.Elected():
@@ -312,6 +315,15 @@ func TestManifestsRBACIsEnough(t *testing.T) {
 		routes[fmt.Sprint(rt["name"])] = true
 	}
 	require.True(t, routes[routeName(ns, "echo")], "routes: %v", routes)
+
+	require.Eventually(t, func() bool {
+		var ing netv1.Ingress
+		if admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "echo"}, &ing) != nil {
+			return false
+		}
+		lb := ing.Status.LoadBalancer.Ingress
+		return len(lb) == 1 && lb[0].IP == "192.0.2.10"
+	}, 30*time.Second, 50*time.Millisecond, "the controller could publish the Ingress status")
 
 	require.Eventually(t, func() bool {
 		var evs eventsv1.EventList
