@@ -212,8 +212,28 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := RequireLeaderElection(ctx, c.cfg, c.log); err != nil {
 		return err
 	}
-	return c.mgr.Start(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.mgr.Start(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	// controller-runtime v0.25's manager cannot stop while it waits for a cache that never
+	// syncs (a kind RBAC forbids): its start loop keeps selecting a closed ctx.Done() without
+	// returning. A shutdown then must not wait for it forever.
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(ShutdownGrace):
+		pending := strings.Join(c.barrier.Pending(), ", ")
+		c.log.Error(nil, "manager did not stop in time; giving up on it", "grace", ShutdownGrace.String(), "cacheNotSynced", pending)
+		return fmt.Errorf("shutdown: manager still waiting for caches (%s) after %s", pending, ShutdownGrace)
+	}
 }
+
+// ShutdownGrace bounds how long Start waits for the manager after ctx ends.
+var ShutdownGrace = 20 * time.Second
 
 // Elected is closed when this replica leads (at once without leader election).
 func (c *Controller) Elected() <-chan struct{} { return c.mgr.Elected() }

@@ -29,6 +29,7 @@ func TestRBACForbiddenKindBlocksTheFirstSync(t *testing.T) {
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"configuration.konghq.com"}, Resources: []string{"kongplugins", "kongclusterplugins"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
 		// No secrets.
 	}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "konductor-" + ns}, Rules: rules}
@@ -40,7 +41,7 @@ func TestRBACForbiddenKindBlocksTheFirstSync(t *testing.T) {
 	}))
 
 	r := startReplica(t, replicaSpec{name: "restricted", namespace: ns, gateways: []string{kong.URL},
-		restConfig: user.Config(), args: []string{"--leader-elect=false"}})
+		restConfig: user.Config(), args: []string{"--election-id", "restricted-" + ns}})
 
 	require.Eventually(t, func() bool { return r.logs.contains("RBAC forbids list/watch", "Secret") }, 30*time.Second, 10*time.Millisecond,
 		"the log names the kind that cannot be listed")
