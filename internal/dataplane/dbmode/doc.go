@@ -20,7 +20,12 @@
 //
 // Failures: the syncer stops at the first failed request, so a sync can be half-applied.
 // Sync then returns an error and the loop retries it with backoff; the next sync dumps the
-// half-applied state and completes it. When Kong refuses entities as invalid (4xx), Sync
-// returns a *dataplane.RejectedError naming the Kubernetes objects, found through the
-// entities' k8s-* tags.
+// half-applied state and completes it. When Kong refuses entities as invalid (4xx), the
+// objects they came from (their k8s-* tags) are left out and the same Sync runs again, at
+// most maxPasses times, so that one bad object does not hold back every other change
+// (invariant 5). A refused object's entities are left out of both the target and the
+// current state, so Kong keeps their last good version; dependents follow the rules of
+// isolate.go. Sync then returns a *dataplane.RejectedError naming every refused object. A
+// refused entity whose tags name no object cannot be left out: its rejection is returned
+// after the pass that met it.
 package dbmode

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	neturl "net/url"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/blang/semver/v4"
@@ -97,9 +99,10 @@ func (g *Gateway) Sync(ctx context.Context, t *dataplane.Target) error {
 	return err
 }
 
-// Apply makes the gateway hold s and returns what it did. On failure the Result lists the
-// changes that were made and those that failed (Change.Err), and the error is a
-// *dataplane.RejectedError when every failure was Kong refusing an entity as invalid.
+// Apply makes the gateway hold s and returns what it did. When Kong refuses entities as
+// invalid, the objects they came from are left out and the rest is synced again (isolate.go);
+// the error is then a *dataplane.RejectedError naming every refused object. The Result
+// merges every pass: the changes made and those that failed (Change.Err).
 func (g *Gateway) Apply(ctx context.Context, s *kongstate.State) (*Result, error) {
 	return g.run(ctx, s, false)
 }
@@ -113,9 +116,71 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, dry bool) (*Resul
 	g.mu.Lock()
 	defer g.mu.Unlock()
 
+	// A dry run makes no request Kong could refuse, so it never needs a second pass.
+	if dry {
+		res, errs, _, err := g.pass(ctx, s, nil, true)
+		if err != nil || len(errs) == 0 {
+			return res, err
+		}
+		return res, g.syncError(res, errs)
+	}
+
+	// Passes of isolation (isolate.go): each pass leaves out the objects every earlier
+	// pass found refused, and a pass that ends with refusals of new objects only starts
+	// another. total merges what every pass did.
+	total := &Result{}
+	refused := map[kongstate.ObjectRef]bool{}
+	var rejections []*dataplane.RejectedError
+	var dependents []dataplane.EntityError
+	for n := 1; ; n++ {
+		res, errs, deps, err := g.pass(ctx, s, refused, false)
+		if res != nil {
+			total.add(res)
+		}
+		if err != nil {
+			return total, err
+		}
+		dependents = mergeEntityErrors(dependents, deps)
+		if len(errs) == 0 {
+			if len(rejections) == 0 && len(dependents) == 0 {
+				return total, nil
+			}
+			return total, g.mergedRejection(rejections, dependents)
+		}
+		serr := g.syncError(res, errs)
+		var rej *dataplane.RejectedError
+		if !errors.As(serr, &rej) {
+			// Not a refusal (5xx, network): the loop retries with backoff, and the next
+			// sync isolates the refused objects again from scratch.
+			return total, serr
+		}
+		rejections = append(rejections, rej)
+		isolable, found := true, false
+		for _, ent := range rej.Entities {
+			if ent.Object == (kongstate.ObjectRef{}) {
+				isolable = false // no object to leave out: the next pass would fail the same way
+				continue
+			}
+			if !refused[ent.Object] {
+				refused[ent.Object], found = true, true
+			}
+		}
+		if !isolable || !found || n == maxPasses {
+			return total, g.mergedRejection(rejections, dependents)
+		}
+		g.opts.Logger.Info("Kong refused entities; syncing again without their objects",
+			"gateway", g.url, "pass", n, "refusedObjects", len(refused))
+	}
+}
+
+// pass is one dump, diff and apply, with the entities of the refused objects left out of
+// both sides. errs are the syncer's failures; err is a failure to get as far as the diff.
+func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kongstate.ObjectRef]bool, dry bool) (
+	res *Result, errs []error, dependents []dataplane.EntityError, err error,
+) {
 	version, err := g.kongVersion(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	dumpConfig := dump.Config{
 		SelectorTags:                         []string{g.opts.FilterTag},
@@ -123,11 +188,11 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, dry bool) (*Resul
 	}
 	raw, err := dump.Get(ctx, g.client, dumpConfig)
 	if err != nil {
-		return nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
+		return nil, nil, nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
 	}
 	current, err := state.Get(raw)
 	if err != nil {
-		return nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
+		return nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
 	}
 
 	content := s.Content()
@@ -135,11 +200,14 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, dry bool) (*Resul
 	content.Info = &file.Info{SelectorTags: []string{g.opts.FilterTag}}
 	targetRaw, err := file.Get(ctx, content, file.RenderConfig{CurrentState: current, KongVersion: version}, dumpConfig, g.client)
 	if err != nil {
-		return nil, fmt.Errorf("building the target state for %s: %w", g.url, err)
+		return nil, nil, nil, fmt.Errorf("building the target state for %s: %w", g.url, err)
 	}
 	target, err := state.Get(targetRaw)
 	if err != nil {
-		return nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)
+		return nil, nil, nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)
+	}
+	if dependents, err = isolate(current, target, refused); err != nil {
+		return nil, nil, nil, fmt.Errorf("leaving refused objects out of the sync to %s: %w", g.url, err)
 	}
 
 	syncer, err := diff.NewSyncer(diff.SyncerOpts{
@@ -153,10 +221,10 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, dry bool) (*Resul
 		CreatePrintln: g.printer(), UpdatePrintln: g.printer(), DeletePrintln: g.printer(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("diffing %s: %w", g.url, err)
+		return nil, nil, nil, fmt.Errorf("diffing %s: %w", g.url, err)
 	}
 
-	res := &Result{}
+	res = &Result{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -169,10 +237,35 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, dry bool) (*Resul
 	<-done
 	res.Creates, res.Updates, res.Deletes = int(stats.CreateOps.Count()), int(stats.UpdateOps.Count()), int(stats.DeleteOps.Count())
 	res.sort()
-	if len(errs) == 0 {
-		return res, nil
+	return res, errs, dependents, nil
+}
+
+// mergedRejection is the rejection of a sync that took several passes: every entity Kong
+// refused in any pass, then the entities left out because they depend on one of those.
+func (g *Gateway) mergedRejection(rejections []*dataplane.RejectedError, dependents []dataplane.EntityError) *dataplane.RejectedError {
+	out := &dataplane.RejectedError{Gateway: g.url}
+	var msgs []string
+	for _, r := range rejections {
+		out.Entities = append(out.Entities, r.Entities...)
+		msgs = append(msgs, r.Message)
 	}
-	return res, g.syncError(res, errs)
+	out.Entities = append(out.Entities, dependents...)
+	for _, d := range dependents {
+		msgs = append(msgs, fmt.Sprintf("%s %s (%s): %s", d.EntityType, d.EntityName, d.Object, d.Message))
+	}
+	out.Message = strings.Join(msgs, "\n")
+	return out
+}
+
+// mergeEntityErrors appends the entity errors of add that all does not already hold: a
+// dependent is found again on every pass after the one that refused its parent.
+func mergeEntityErrors(all, add []dataplane.EntityError) []dataplane.EntityError {
+	for _, e := range add {
+		if !slices.Contains(all, e) {
+			all = append(all, e)
+		}
+	}
+	return all
 }
 
 func (g *Gateway) printer() func(a ...any) {
@@ -256,6 +349,15 @@ type Result struct {
 	Changes []Change
 	// Creates, Updates and Deletes count the changes applied (in a dry run: to apply).
 	Creates, Updates, Deletes int
+}
+
+// add merges the changes of another pass into r.
+func (r *Result) add(o *Result) {
+	r.Changes = append(r.Changes, o.Changes...)
+	r.Creates += o.Creates
+	r.Updates += o.Updates
+	r.Deletes += o.Deletes
+	r.sort()
 }
 
 // Total is the number of changes applied (or to apply).

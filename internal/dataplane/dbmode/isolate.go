@@ -1,0 +1,262 @@
+package dbmode
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/kong/go-database-reconciler/pkg/state"
+	"github.com/kong/go-kong/kong"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+// Isolating refused objects (invariant 5: bad input is contained).
+//
+// go-database-reconciler stops at the first failed request, so one entity Kong refuses would
+// hold back every change after it. When a sync ends with refusals only, Apply finds the
+// Kubernetes objects of the refused entities (their k8s-* tags), leaves every entity of
+// those objects out, and syncs again, up to maxPasses times in one call. Each further pass
+// isolates at least one more object, or the call ends, so it always terminates.
+//
+// "Left out" means left out of both sides of the diff: the entities of a refused object are
+// removed from the target AND from the current state, so the syncer neither writes nor
+// deletes them. Kong keeps whatever it held for that object, its last good version (or
+// nothing, for an object Kong never accepted). The alternative, putting Kong's current
+// version back into the target, would do the same with more code, and could not express
+// "keep" for entities whose IDs the target renders differently.
+//
+// Dependents follow foreign keys (route→service, target→upstream, SNI→certificate,
+// plugin→service/route/consumer/consumer group, service/upstream→client certificate):
+//
+//   - A target entity whose parent was left out keeps its place when Kong holds that parent
+//     (the parent's last good version stays, so the child can still be created or updated
+//     against it): the routes of other Ingresses keep pointing at the Kong service of a
+//     refused Service object, and go on being synced. Only when Kong does not hold the
+//     parent (it was refused on its first create) is the child left out too, as Kong would
+//     refuse it for a missing foreign key. Such a child is reported on its own object
+//     with a message naming the refused parent, so that object's owner learns why.
+//   - A current entity that is kept keeps its current parents: a parent the target no
+//     longer has is not deleted (Kong would refuse deleting a service its routes use, and
+//     the kept child needs it).
+const maxPasses = 5
+
+// entity is one entity of a state.KongState, reduced to what isolation needs.
+type entity struct {
+	key     string // kind/id: IDs are unique per kind, not necessarily across kinds
+	kind    string
+	name    string
+	tags    []*string
+	parents []string // keys of the entities its foreign keys name
+	remove  func(*state.KongState) error
+}
+
+// entities lists the entities of the kinds the translator generates. Other kinds (a
+// consumer someone tagged by hand) have no k8s-* tags of ours and are never isolated.
+func entities(ks *state.KongState) (map[string]*entity, error) {
+	out := map[string]*entity{}
+	add := func(e *entity) { out[e.key] = e }
+	ref := func(kind string, id *string) []string {
+		if id == nil || *id == "" {
+			return nil
+		}
+		return []string{kind + "/" + *id}
+	}
+	svcs, err := ks.Services.GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range svcs {
+		id := *s.ID
+		var parents []string
+		if s.ClientCertificate != nil {
+			parents = ref("certificate", s.ClientCertificate.ID)
+		}
+		add(&entity{key: "service/" + id, kind: "service", name: kong.StringValue(s.Name), tags: s.Tags, parents: parents,
+			remove: func(k *state.KongState) error { return k.Services.Delete(id) }})
+	}
+	routes, err := ks.Routes.GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range routes {
+		id := *r.ID
+		var parents []string
+		if r.Service != nil {
+			parents = ref("service", r.Service.ID)
+		}
+		add(&entity{key: "route/" + id, kind: "route", name: kong.StringValue(r.Name), tags: r.Tags, parents: parents,
+			remove: func(k *state.KongState) error { return k.Routes.Delete(id) }})
+	}
+	ups, err := ks.Upstreams.GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range ups {
+		id := *u.ID
+		var parents []string
+		if u.ClientCertificate != nil {
+			parents = ref("certificate", u.ClientCertificate.ID)
+		}
+		add(&entity{key: "upstream/" + id, kind: "upstream", name: kong.StringValue(u.Name), tags: u.Tags, parents: parents,
+			remove: func(k *state.KongState) error { return k.Upstreams.Delete(id) }})
+	}
+	targets, err := ks.Targets.GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range targets {
+		id, upstreamID := *t.ID, ""
+		if t.Upstream != nil {
+			upstreamID = kong.StringValue(t.Upstream.ID)
+		}
+		add(&entity{key: "target/" + id, kind: "target", name: kong.StringValue(t.Target.Target), tags: t.Tags,
+			parents: ref("upstream", &upstreamID),
+			remove:  func(k *state.KongState) error { return k.Targets.Delete(upstreamID, id) }})
+	}
+	certs, err := ks.Certificates.GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range certs {
+		id := *c.ID
+		add(&entity{key: "certificate/" + id, kind: "certificate", name: id, tags: c.Tags,
+			remove: func(k *state.KongState) error { return k.Certificates.Delete(id) }})
+	}
+	snis, err := ks.SNIs.GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range snis {
+		id := *s.ID
+		var parents []string
+		if s.Certificate != nil {
+			parents = ref("certificate", s.Certificate.ID)
+		}
+		add(&entity{key: "sni/" + id, kind: "sni", name: kong.StringValue(s.Name), tags: s.Tags, parents: parents,
+			remove: func(k *state.KongState) error { return k.SNIs.Delete(id) }})
+	}
+	plugins, err := ks.Plugins.GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range plugins {
+		id := *p.ID
+		var parents []string
+		if p.Service != nil {
+			parents = append(parents, ref("service", p.Service.ID)...)
+		}
+		if p.Route != nil {
+			parents = append(parents, ref("route", p.Route.ID)...)
+		}
+		if p.Consumer != nil {
+			parents = append(parents, ref("consumer", p.Consumer.ID)...)
+		}
+		if p.ConsumerGroup != nil {
+			parents = append(parents, ref("consumer-group", p.ConsumerGroup.ID)...)
+		}
+		add(&entity{key: "plugin/" + id, kind: "plugin", name: kong.StringValue(p.Name), tags: p.Tags, parents: parents,
+			remove: func(k *state.KongState) error { return k.Plugins.Delete(id) }})
+	}
+	return out, nil
+}
+
+// objectOf is the object whose k8s-* tags e carries.
+func objectOf(e *entity) (kongstate.ObjectRef, bool) {
+	tags := make([]string, 0, len(e.tags))
+	for _, t := range e.tags {
+		tags = append(tags, kong.StringValue(t))
+	}
+	return kongstate.ObjectRefFromTags(tags)
+}
+
+// isolate leaves the entities of the refused objects, and the dependents that cannot exist
+// without them, out of target and current (see maxPasses for the rules). It returns the
+// dependents it left out of the target, reported on their own objects.
+func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]bool) ([]dataplane.EntityError, error) {
+	if len(refused) == 0 {
+		return nil, nil
+	}
+	cur, err := entities(current)
+	if err != nil {
+		return nil, fmt.Errorf("indexing the current entities: %w", err)
+	}
+	tgt, err := entities(target)
+	if err != nil {
+		return nil, fmt.Errorf("indexing the target entities: %w", err)
+	}
+	isRefused := func(e *entity) bool {
+		ref, ok := objectOf(e)
+		return ok && refused[ref]
+	}
+	drop := map[string]bool{} // left out of the target
+	keep := map[string]bool{} // left out of the current state: Kong keeps it as it is
+	for k, e := range tgt {
+		if isRefused(e) {
+			drop[k] = true
+		}
+	}
+	for k, e := range cur {
+		if isRefused(e) {
+			keep[k] = true
+		}
+	}
+
+	var dependents []dataplane.EntityError
+	for changed := true; changed; {
+		changed = false
+		for k, e := range tgt {
+			if drop[k] {
+				continue
+			}
+			for _, p := range e.parents {
+				// The parent is gone from the target and Kong does not hold it either.
+				if !drop[p] || keep[p] {
+					continue
+				}
+				drop[k], changed = true, true
+				if cur[k] != nil {
+					keep[k] = true
+				}
+				if ref, ok := objectOf(e); ok && !refused[ref] {
+					parent := tgt[p]
+					dependents = append(dependents, dataplane.EntityError{
+						Object: ref, EntityType: e.kind, EntityName: e.name,
+						Message: fmt.Sprintf("left out: its %s %s was refused", parent.kind, parent.name),
+					})
+				}
+				break
+			}
+		}
+		for k, e := range cur {
+			if !keep[k] {
+				continue
+			}
+			for _, p := range e.parents {
+				// A kept entity's parent that the sync would delete stays too.
+				if cur[p] != nil && !keep[p] && (tgt[p] == nil || drop[p]) {
+					keep[p], changed = true, true
+				}
+			}
+		}
+	}
+
+	for k := range drop {
+		if err := tgt[k].remove(target); err != nil {
+			return nil, fmt.Errorf("leaving %s out of the target: %w", k, err)
+		}
+	}
+	for k := range keep {
+		if err := cur[k].remove(current); err != nil {
+			return nil, fmt.Errorf("leaving %s out of the current state: %w", k, err)
+		}
+	}
+	sort.Slice(dependents, func(i, j int) bool {
+		a, b := dependents[i], dependents[j]
+		if a.EntityType != b.EntityType {
+			return a.EntityType < b.EntityType
+		}
+		return a.EntityName < b.EntityName
+	})
+	return dependents, nil
+}
