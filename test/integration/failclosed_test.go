@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/manager"
 )
 
 // A controller that may not list Secrets must not sync a configuration without them: the first
@@ -47,6 +48,22 @@ func TestRBACForbiddenKindBlocksTheFirstSync(t *testing.T) {
 		"the log names the kind that cannot be listed")
 	require.Never(t, func() bool { return kong.RequestCount("", "/") > 0 }, 2*time.Second, 20*time.Millisecond,
 		"nothing may reach Kong while a kind cannot be listed")
+
+	// A replica stopped while it waits for that kind still stops (controller-runtime alone
+	// would not return until the cache synced).
+	defer func(g time.Duration) { manager.ShutdownGrace = g }(manager.ShutdownGrace)
+	manager.ShutdownGrace = time.Second
+	stuck := startReplica(t, replicaSpec{name: "stuck", namespace: ns, gateways: []string{kong.URL},
+		restConfig: user.Config(), args: []string{"--election-id", "stuck-" + ns}})
+	require.Eventually(t, func() bool { return stuck.logs.contains("RBAC forbids list/watch", "Secret") }, 30*time.Second, 10*time.Millisecond)
+	stuck.cancel()
+	select {
+	case err := <-stuck.done:
+		require.ErrorContains(t, err, "manager still waiting for caches")
+		stuck.stopOnce.Do(func() {}) // stopped: the cleanup has nothing left to do
+	case <-time.After(30 * time.Second):
+		t.Fatal("a replica waiting for a forbidden kind did not stop")
+	}
 
 	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}})
 	require.NoError(t, admin.Update(ctx, role))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ type logBuffer struct {
 	lines []string
 	t     *testing.T
 	name  string
+	ended atomic.Bool // the test is over: t.Log would panic
 }
 
 func (b *logBuffer) logger() logr.Logger {
@@ -39,7 +41,7 @@ func (b *logBuffer) logger() logr.Logger {
 		b.mu.Lock()
 		b.lines = append(b.lines, line)
 		b.mu.Unlock()
-		if testing.Verbose() {
+		if testing.Verbose() && !b.ended.Load() {
 			b.t.Log(b.name, line)
 		}
 	}, funcr.Options{Verbosity: 1})
@@ -117,6 +119,7 @@ func startReplica(t *testing.T, spec replicaSpec) *replica {
 	cfg, err := config.Parse(append(args, spec.args...), func(string) string { return "" })
 	require.NoError(t, err)
 	logs := &logBuffer{t: t, name: spec.name}
+	t.Cleanup(func() { logs.ended.Store(true) }) // registered first, so it runs last
 	opts := spec.opts
 	opts.Logger = logs.logger()
 	opts.RestConfig = spec.restConfig
