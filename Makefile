@@ -31,6 +31,10 @@ test-integration:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 
+# Renders both overlays (the integration tests also apply them to a real API server, dry run).
+manifests:
+	kubectl kustomize config/overlays/dbless >/dev/null && kubectl kustomize config/overlays/database >/dev/null
+
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
