@@ -55,6 +55,43 @@ type Config struct {
 	HealthProbeBindAddress string
 
 	LogLevel string
+
+	// UpdateStatus (--update-status, KIC's) turns Ingress status writes off when false.
+	UpdateStatus bool
+	// APIServerQPS and APIServerBurst bound the controller's requests to the Kubernetes API.
+	APIServerQPS   float32
+	APIServerBurst int
+
+	// Ignored lists the KIC flags given that konductor accepts but that have no effect here,
+	// so that a KIC Deployment's arguments carry over; the controller logs each at start.
+	Ignored []string
+}
+
+// kicFlagsWithoutEffect are KIC flags konductor accepts and ignores: they tune things it does
+// not have (telemetry, profiling, the admission webhook, config dumps, UDP status, gateway
+// discovery). A flag whose absence would change what Kong receives (for example
+// --kong-workspace) is deliberately not in this list: it fails as unknown.
+var kicFlagsWithoutEffect = []string{
+	"anonymous-reports",
+	"log-format",
+	"profiling",
+	"dump-config",
+	"dump-sensitive-config",
+	"publish-service-udp",
+	"publish-status-address-udp",
+	"admission-webhook-listen",
+	"admission-webhook-cert-file",
+	"admission-webhook-key-file",
+	"admission-webhook-cert",
+	"admission-webhook-key",
+	"kong-admin-init-retries",
+	"kong-admin-init-retry-delay",
+	"kong-admin-svc",
+	"kong-admin-svc-port-names",
+	"gateway-discovery-dns-strategy",
+	"enable-reverse-sync",
+	"skip-ca-certificates",
+	"sync-period",
 }
 
 // Defaults, KIC's where KIC has the flag.
@@ -110,6 +147,14 @@ func ParseWithOutput(args []string, getenv func(string) string, out io.Writer) (
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", DefaultMetricsAddress, "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", DefaultHealthProbeAddress, "address of /healthz and /readyz; 0 disables it")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, error")
+	fs.BoolVar(&c.UpdateStatus, "update-status", true, "write the published addresses into Ingress status (with --publish-service or --publish-status-address)")
+	fs.Float32Var(&c.APIServerQPS, "apiserver-qps", 100, "requests per second to the Kubernetes API")
+	fs.IntVar(&c.APIServerBurst, "apiserver-burst", 300, "request burst to the Kubernetes API")
+	for _, name := range kicFlagsWithoutEffect {
+		f := fs.VarPF(&ignoredValue{}, name, "", "accepted for KIC compatibility; no effect")
+		f.NoOptDefVal = "true" // a bare boolean form (--anonymous-reports) must not eat the next argument
+		f.Hidden = true
+	}
 
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -121,6 +166,11 @@ func ParseWithOutput(args []string, getenv func(string) string, out io.Writer) (
 		return nil, err
 	}
 
+	fs.Visit(func(f *pflag.Flag) {
+		if _, ok := f.Value.(*ignoredValue); ok {
+			c.Ignored = append(c.Ignored, f.Name)
+		}
+	})
 	c.KongAdminURLs = splitList(adminURLs)
 	c.WatchNamespaces = splitList(namespaces)
 	c.PublishAddresses = splitList(publish)
@@ -237,6 +287,12 @@ func (c *Config) validate(syncSecs float64) error {
 			bad(a.flag, "%q is not host:port: %v", a.addr, err)
 		}
 	}
+	if c.APIServerQPS <= 0 {
+		bad("apiserver-qps", "must be positive, got %v", c.APIServerQPS)
+	}
+	if c.APIServerBurst < 1 {
+		bad("apiserver-burst", "must be at least 1, got %d", c.APIServerBurst)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "error":
 	default:
@@ -256,3 +312,10 @@ func (c *Config) AdminToken() (string, error) {
 	}
 	return strings.TrimSpace(string(b)), nil
 }
+
+// ignoredValue takes any value: the flag is accepted and has no effect.
+type ignoredValue struct{ v string }
+
+func (i *ignoredValue) String() string     { return i.v }
+func (i *ignoredValue) Set(v string) error { i.v = v; return nil }
+func (i *ignoredValue) Type() string       { return "string" }

@@ -116,6 +116,29 @@ func TestReadmeListsEveryFlag(t *testing.T) {
 		if len(fields) == 0 || !strings.HasPrefix(fields[0], "--") {
 			continue
 		}
-		require.Contains(t, string(readme), "| `"+fields[0]+"` |", "README flags table lacks %s", fields[0])
+		require.True(t, strings.Contains(string(readme), "| `"+fields[0]+"` |"), "README flags table lacks %s", fields[0])
 	}
+}
+
+// A KIC Deployment's arguments carry over: flags that have no effect here are accepted, listed
+// (the controller logs them), and a bare boolean form does not swallow the next argument.
+func TestKICFlagsWithoutEffectAreAccepted(t *testing.T) {
+	c, err := Parse([]string{"--anonymous-reports", "--ingress-class", "internal", "--log-format=json", "--kong-admin-svc=kong/kong-admin"},
+		env(map[string]string{"CONTROLLER_PROFILING": "true"}))
+	require.NoError(t, err)
+	require.Equal(t, "internal", c.IngressClass)
+	require.ElementsMatch(t, []string{"anonymous-reports", "log-format", "kong-admin-svc", "profiling"}, c.Ignored)
+
+	_, err = Parse([]string{"--kong-workspace", "team-a"}, env(nil))
+	require.ErrorContains(t, err, "kong-workspace", "a flag that would change what Kong receives is not silently ignored")
+}
+
+func TestUpdateStatusAndAPIServerLimits(t *testing.T) {
+	c, err := Parse([]string{"--update-status=false", "--apiserver-qps", "5", "--apiserver-burst", "10"}, env(nil))
+	require.NoError(t, err)
+	require.False(t, c.UpdateStatus)
+	require.Equal(t, float32(5), c.APIServerQPS)
+	require.Equal(t, 10, c.APIServerBurst)
+	_, err = Parse([]string{"--apiserver-qps", "0"}, env(nil))
+	require.ErrorContains(t, err, "--apiserver-qps")
 }

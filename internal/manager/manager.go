@@ -79,6 +79,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}
 
+	restCfg = rest.CopyConfig(restCfg)
+	restCfg.QPS, restCfg.Burst = cfg.APIServerQPS, cfg.APIServerBurst
+	for _, name := range cfg.Ignored {
+		log.Info("flag accepted for KIC compatibility has no effect in konductor", "flag", "--"+name)
+	}
+
 	optional, err := installedOptionalKinds(restCfg)
 	if err != nil {
 		return nil, err
@@ -170,7 +176,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	reporter = append(reporter, status.NewReporter(mgr.GetEventRecorder("konductor"), status.NewMetrics(metrics.Registry), podReference(), log))
 	ingressStatus := status.NewIngressUpdater(status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService},
 		st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("ingress-status"))
-	if ingressStatus.Enabled() {
+	if cfg.UpdateStatus && ingressStatus.Enabled() {
 		reporter = append(reporter, ingressStatus)
 		if err := mgr.Add(ingressStatus); err != nil {
 			return nil, err
