@@ -1,0 +1,37 @@
+package manager
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// /readyz: not ready until the cache synced; then a standby is ready (warm, able to take
+// over), while the leader is ready only once its first sync succeeded.
+func TestReadiness(t *testing.T) {
+	inf := controllertest.NewFakeInformer()
+	fi := &informertest.FakeInformers{Scheme: store.NewScheme(), InformersByGVK: map[schema.GroupVersionKind]toolscache.SharedIndexInformer{
+		corev1.SchemeGroupVersion.WithKind("Service"): inf,
+	}}
+	barrier, err := dataplane.NewInformerBarrier(context.Background(), fi, &corev1.Service{})
+	require.NoError(t, err)
+	elected, firstSync := make(chan struct{}), make(chan struct{})
+	check := readiness(barrier, elected, firstSync)
+
+	require.ErrorContains(t, check(nil), "cache not synced: waiting for *v1.Service")
+	inf.Synced()
+	require.NoError(t, check(nil), "a standby with a synced cache is ready")
+	close(elected)
+	require.ErrorContains(t, check(nil), "first sync")
+	close(firstSync)
+	require.NoError(t, check(nil))
+}
