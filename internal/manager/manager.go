@@ -209,7 +209,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", cfg.KongAdminURLs,
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
-	return &Controller{mgr: mgr, barrier: barrier, loop: loop, store: st, cfg: cfg, log: log}, nil
+	return &Controller{mgr: mgr, barrier: barrier, loop: loop, cfg: cfg, log: log}, nil
 }
 
 // Start runs the controller until ctx ends. Without leader election it first checks that no
@@ -250,9 +250,6 @@ func (c *Controller) FirstSyncDone() <-chan struct{} { return c.loop.FirstSyncDo
 // CacheSynced reports whether every informer the store reads has synced: on a standby, that
 // its cache is warm.
 func (c *Controller) CacheSynced() bool { return c.barrier.Synced() }
-
-// Store is the controller's store (a view over the manager's cache).
-func (c *Controller) Store() *store.Store { return c.store }
 
 // readiness: ready once the cache synced and, on the leader, once the first sync succeeded. A
 // standby is ready with a warm cache: it can take over at once.

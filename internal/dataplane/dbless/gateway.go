@@ -105,13 +105,6 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 	return Pushed, nil
 }
 
-// Forget drops what the gateway is known to hold, so the next Push sends its configuration.
-func (g *Gateway) Forget() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.lastGood, g.lastDigest, g.rejected = nil, [sha256.Size]byte{}, nil
-}
-
 func (g *Gateway) lostConfiguration(ctx context.Context) (bool, error) {
 	st, err := g.client.Status(ctx)
 	if err != nil {
