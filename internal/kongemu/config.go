@@ -364,13 +364,13 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 			if names, ok := ent["snis"].([]any); ok {
 				for _, n := range names {
 					sid := uuid.NewSHA1(dblessNamespace, []byte("snis:"+it.id+":"+fmt.Sprint(n))).String()
-					d.ents["snis"][sid] = map[string]any{"id": sid, "name": n, "certificate": map[string]any{"id": it.id},
-						"tags": nil, "created_at": now, "updated_at": now}
+					d.put("snis", map[string]any{"id": sid, "name": n, "certificate": map[string]any{"id": it.id},
+						"tags": nil, "created_at": now, "updated_at": now})
 				}
 			}
 			delete(ent, "snis")
 		}
-		d.ents[it.s.Name][it.id] = ent
+		d.put(it.s.Name, ent)
 	}
 	return d, nil, nil
 }

@@ -188,8 +188,9 @@ func (e *Emulator) find(t *crudTarget) (map[string]any, *apiError) {
 	var ent map[string]any
 	if t.s.Name == "targets" && t.parent != nil && !isUUID(t.key) {
 		want := normalizeTarget(t.key)
-		for _, x := range e.db.ents["targets"] {
-			if refID(x["upstream"]) == t.parent["id"] && (x["target"] == t.key || x["target"] == want) {
+		pid, _ := t.parent["id"].(string)
+		for _, id := range e.db.referencing("targets", "upstream", pid).list() {
+			if x := e.db.ents["targets"][id]; x["target"] == t.key || x["target"] == want {
 				ent = x
 			}
 		}
@@ -263,21 +264,29 @@ func (e *Emulator) list(w http.ResponseWriter, r *http.Request, t *crudTarget) {
 			return
 		}
 	}
-	var rows []map[string]any
-	for _, ent := range e.db.list(t.s.Name) {
-		if t.parent != nil && refID(ent[t.fkey]) != t.parent["id"] {
-			continue
-		}
-		if tags != nil && !matchTags(ent, tags, or) {
-			continue
-		}
-		rows = append(rows, e.db.render(t.s, ent))
+	// The ids in order; only the page's entities are rendered.
+	var ids []string
+	switch {
+	case t.parent != nil:
+		pid, _ := t.parent["id"].(string)
+		ids = e.db.referencing(t.s.Name, t.fkey, pid).list()
+	case tags != nil:
+		ids = e.db.taggedIDs(t.s.Name, tags, or)
+	default:
+		ids = e.db.sortedIDs(t.s.Name)
 	}
-	e.paginate(w, r, t.basePath, rows)
+	e.paginateFunc(w, r, t.basePath, len(ids), func(i int) any {
+		return e.db.render(t.s, e.db.ents[t.s.Name][ids[i]])
+	})
 }
 
 // paginate writes {data, offset, next} for rows.
 func (e *Emulator) paginate(w http.ResponseWriter, r *http.Request, basePath string, rows []map[string]any) {
+	e.paginateFunc(w, r, basePath, len(rows), func(i int) any { return rows[i] })
+}
+
+// paginateFunc writes {data, offset, next} for n rows, calling row only for the page's rows.
+func (e *Emulator) paginateFunc(w http.ResponseWriter, r *http.Request, basePath string, n int, row func(i int) any) {
 	q := r.URL.Query()
 	size := 100
 	if s := q.Get("size"); s != "" {
@@ -299,19 +308,19 @@ func (e *Emulator) paginate(w http.ResponseWriter, r *http.Request, basePath str
 		}
 		start = n
 	}
-	if start > len(rows) {
-		start = len(rows)
+	if start > n {
+		start = n
 	}
 	end := start + size
-	if end > len(rows) {
-		end = len(rows)
+	if end > n {
+		end = n
 	}
 	data := make([]any, 0, end-start)
-	for _, row := range rows[start:end] {
-		data = append(data, row)
+	for i := start; i < end; i++ {
+		data = append(data, row(i))
 	}
 	out := map[string]any{"data": data, "next": nil}
-	if end < len(rows) {
+	if end < n {
 		off := base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
 		out["offset"] = off
 		next := basePath + "?offset=" + url.QueryEscape(off) + "&size=" + strconv.Itoa(size)
@@ -350,8 +359,13 @@ func (e *Emulator) prepare(t *crudTarget, body map[string]any, old map[string]an
 		return nil, nil, aerr
 	}
 	for _, n := range snis {
-		for _, sni := range e.db.ents["snis"] {
-			if sni["name"] == n && refID(sni["certificate"]) != id {
+		name, ok := n.(string)
+		if !ok {
+			continue // only strings pass validation; no stored name equals anything else
+		}
+		for _, sid := range e.db.byValue("snis", "name", name).list() {
+			sni := e.db.ents["snis"][sid]
+			if refID(sni["certificate"]) != id {
 				msg := fmt.Sprintf("%s already associated with existing certificate '%s'", n, refID(sni["certificate"]))
 				return nil, nil, errBody(http.StatusBadRequest, 2, "schema violation",
 					"schema violation (snis: "+msg+")", map[string]any{"snis": msg})
@@ -364,7 +378,7 @@ func (e *Emulator) prepare(t *crudTarget, body map[string]any, old map[string]an
 // store saves ent and, for certificates, replaces its SNIs by names.
 func (e *Emulator) store(s *schema, ent map[string]any, snis []any) {
 	id := ent["id"].(string)
-	e.db.ents[s.Name][id] = ent
+	e.db.put(s.Name, ent)
 	if s.Name != "certificates" {
 		return
 	}
@@ -373,12 +387,10 @@ func (e *Emulator) store(s *schema, ent map[string]any, snis []any) {
 		keep[n] = true
 	}
 	have := map[any]bool{}
-	for sid, sni := range e.db.ents["snis"] {
-		if refID(sni["certificate"]) != id {
-			continue
-		}
+	for _, sid := range e.db.referencing("snis", "certificate", id).list() {
+		sni := e.db.ents["snis"][sid]
 		if !keep[sni["name"]] {
-			delete(e.db.ents["snis"], sid)
+			e.db.del("snis", sid)
 			continue
 		}
 		have[sni["name"]] = true
@@ -390,7 +402,7 @@ func (e *Emulator) store(s *schema, ent map[string]any, snis []any) {
 		}
 		sni := map[string]any{"name": n, "certificate": map[string]any{"id": id}, "tags": nil}
 		fillAuto(schemas["snis"], sni, now, nil)
-		e.db.ents["snis"][sni["id"].(string)] = sni
+		e.db.put("snis", sni)
 	}
 }
 

@@ -17,14 +17,17 @@ import (
 
 // db holds entities by schema name and id. It is not safe for concurrent
 // use; the Emulator's mutex guards it.
+// Writes go through put and del, which keep the indexes (index.go) in step.
 type db struct {
 	ents map[string]map[string]map[string]any
+	idx  map[string]*kindIndex
 }
 
 func newDB() *db {
-	d := &db{ents: map[string]map[string]map[string]any{}}
-	for name := range schemas {
+	d := &db{ents: map[string]map[string]map[string]any{}, idx: map[string]*kindIndex{}}
+	for name, s := range schemas {
 		d.ents[name] = map[string]map[string]any{}
+		d.idx[name] = newKindIndex(s)
 	}
 	return d
 }
@@ -43,11 +46,7 @@ func (d *db) get(kind, id string) map[string]any { return d.ents[kind][id] }
 // list returns the entities of kind ordered by id (Kong's primary key order).
 func (d *db) list(kind string) []map[string]any {
 	m := d.ents[kind]
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := d.sortedIDs(kind)
 	out := make([]map[string]any, len(ids))
 	for i, id := range ids {
 		out[i] = m[id]
@@ -66,20 +65,16 @@ func (d *db) lookup(s *schema, key string) map[string]any {
 		return d.ents[s.Name][key]
 	}
 	if s.Name == "certificates" {
-		for _, sni := range d.ents["snis"] {
-			if sni["name"] == key {
-				return d.ents["certificates"][refID(sni["certificate"])]
-			}
+		if sid := d.byValue("snis", "name", key).other(""); sid != "" {
+			return d.ents["certificates"][refID(d.ents["snis"][sid]["certificate"])]
 		}
 		return nil
 	}
 	if s.EndpointKey == "" || s.EndpointKey == "id" {
 		return nil
 	}
-	for _, e := range d.ents[s.Name] {
-		if e[s.EndpointKey] == key {
-			return e
-		}
+	if id := d.byValue(s.Name, s.EndpointKey, key).other(""); id != "" {
+		return d.ents[s.Name][id]
 	}
 	return nil
 }
@@ -313,10 +308,18 @@ func (d *db) resolveForeign(s *schema, e map[string]any) *apiError {
 
 // checkUnique reports a UNIQUE violation against stored entities other than selfID.
 func (d *db) checkUnique(s *schema, e map[string]any, selfID string) *apiError {
+	x := d.idx[s.Name]
 	for _, f := range s.Fields {
 		if !f.Unique || e[f.Name] == nil {
 			continue
 		}
+		if v, ok := e[f.Name].(string); ok {
+			if x.values[f.Name][v].other(selfID) != "" {
+				return uniqueErr([]string{f.Name}, e)
+			}
+			continue
+		}
+		// Not a string (not indexed): compare with every entity.
 		for id, o := range d.ents[s.Name] {
 			if id != selfID && o[f.Name] == e[f.Name] {
 				return uniqueErr([]string{f.Name}, e)
@@ -324,22 +327,10 @@ func (d *db) checkUnique(s *schema, e map[string]any, selfID string) *apiError {
 		}
 	}
 	if s.CacheKey != nil {
-		for id, o := range d.ents[s.Name] {
-			if id == selfID {
-				continue
-			}
-			same := true
-			for _, k := range s.CacheKey {
-				if luaValue(o[k]) != luaValue(e[k]) {
-					same = false
-					break
-				}
-			}
-			if same {
-				keys := append([]string(nil), s.CacheKey...)
-				sort.Strings(keys)
-				return uniqueErr(keys, e)
-			}
+		if x.cache[cacheKeyOf(s, e)].other(selfID) != "" {
+			keys := append([]string(nil), s.CacheKey...)
+			sort.Strings(keys)
+			return uniqueErr(keys, e)
 		}
 	}
 	return nil
@@ -359,13 +350,11 @@ func (d *db) referrers(kind, id string) (cascade, restrict [][2]string) {
 			if f.Ref != kind {
 				continue
 			}
-			for _, e := range d.list(s.Name) {
-				if refID(e[f.Name]) == id {
-					if f.OnDelete == "cascade" {
-						cascade = append(cascade, [2]string{s.Name, e["id"].(string)})
-					} else {
-						restrict = append(restrict, [2]string{s.Name, e["id"].(string)})
-					}
+			for _, rid := range d.referencing(s.Name, f.Name, id).list() {
+				if f.OnDelete == "cascade" {
+					cascade = append(cascade, [2]string{s.Name, rid})
+				} else {
+					restrict = append(restrict, [2]string{s.Name, rid})
 				}
 			}
 		}
@@ -413,7 +402,7 @@ func (d *db) deleteCascade(kind, id string, out *[]deleted) {
 	}
 	if ent := d.ents[kind][id]; ent != nil {
 		*out = append(*out, deleted{kind, ent})
-		delete(d.ents[kind], id)
+		d.del(kind, id)
 	}
 }
 
@@ -422,10 +411,9 @@ func (d *db) render(s *schema, e map[string]any) map[string]any {
 	out := deepCopy(e).(map[string]any)
 	if s.Name == "certificates" {
 		names := []any{}
-		for _, sni := range d.list("snis") {
-			if refID(sni["certificate"]) == e["id"] {
-				names = append(names, sni["name"])
-			}
+		id, _ := e["id"].(string)
+		for _, sid := range d.referencing("snis", "certificate", id).list() {
+			names = append(names, d.ents["snis"][sid]["name"])
 		}
 		sort.Slice(names, func(i, j int) bool { return names[i].(string) < names[j].(string) })
 		out["snis"] = names
