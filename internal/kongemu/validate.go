@@ -2,19 +2,19 @@ package kongemu
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/url"
 	"regexp"
-	"regexp/syntax"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/konductor/konductor/internal/kongrules"
 )
 
 // sparse is an error tree for an array: index (0-based) -> error. It is
@@ -551,106 +551,14 @@ func checkJWTSecret(e map[string]any) ([]string, map[string]any) {
 
 // ---- field checks ----
 
-var utf8NameRe = regexp.MustCompile(`^[A-Za-z0-9._~\-\x{80}-\x{10FFFF}]+$`)
+func checkName(v any) any { return kongrules.Name(v.(string)) }
 
-func checkName(v any) any {
-	s := v.(string)
-	if !utf8.ValidString(s) {
-		return "invalid utf-8 character sequence detected"
-	}
-	if !utf8NameRe.MatchString(s) {
-		return "invalid value '" + s + "': the only accepted ascii characters are alphanumerics or ., -, _, and ~"
-	}
-	return ""
-}
-
-func checkTag(v any) any {
-	s := v.(string)
-	if !utf8.ValidString(s) {
-		return "invalid tag '" + s + "': expected printable ascii (except `,` and `/`) or valid utf-8 sequences"
-	}
-	for _, r := range s {
-		if r < 0x80 && (r < 0x21 || r > 0x7e || r == ',' || r == '/') {
-			return "invalid tag '" + s + "': expected printable ascii (except `,` and `/`) or valid utf-8 sequences"
-		}
-	}
-	return ""
-}
-
-var hostnameRe = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_\-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_\-]*[A-Za-z0-9_])?)*\.?$`)
-
-// splitHostPort parses "host", "host:port", "[v6]", "[v6]:port", "v6".
-// It returns the host, the port (-1 when absent) and ok=false when the
-// string is not a hostname or an IP address, or the port is invalid.
-func splitHostPort(s string) (host string, port int, kind string, ok bool) {
-	port = -1
-	if ip := net.ParseIP(s); ip != nil {
-		if ip.To4() != nil && strings.Count(s, ".") == 3 {
-			return s, -1, "ipv4", true
-		}
-		if strings.Contains(s, ":") {
-			return s, -1, "ipv6", true
-		}
-	}
-	if strings.HasPrefix(s, "[") {
-		end := strings.Index(s, "]")
-		if end < 0 {
-			return s, -1, "", false
-		}
-		h := s[1:end]
-		if ip := net.ParseIP(h); ip == nil || !strings.Contains(h, ":") {
-			return s, -1, "", false
-		}
-		rest := s[end+1:]
-		if rest == "" {
-			return h, -1, "ipv6", true
-		}
-		if !strings.HasPrefix(rest, ":") {
-			return s, -1, "", false
-		}
-		p, err := strconv.Atoi(rest[1:])
-		if err != nil || p < 0 || p > 65535 {
-			return h, -2, "ipv6", false
-		}
-		return h, p, "ipv6", true
-	}
-	h := s
-	if i := strings.LastIndex(s, ":"); i >= 0 {
-		h = s[:i]
-		p, err := strconv.Atoi(s[i+1:])
-		if err != nil || p < 0 || p > 65535 || s[i+1:] == "" {
-			return h, -2, "", false
-		}
-		port = p
-	}
-	if net.ParseIP(h) != nil && strings.Count(h, ".") == 3 {
-		return h, port, "ipv4", true
-	}
-	if isDottedNumeric(h) {
-		return h, port, "", false
-	}
-	if !hostnameRe.MatchString(h) || len(h) > 253 {
-		return h, port, "", false
-	}
-	return h, port, "name", true
-}
-
-func isDottedNumeric(h string) bool {
-	if h == "" {
-		return false
-	}
-	for _, r := range h {
-		if (r < '0' || r > '9') && r != '.' {
-			return false
-		}
-	}
-	return true
-}
+func checkTag(v any) any { return kongrules.Tag(v.(string)) }
 
 func checkHost(v any) any {
 	s := v.(string)
-	_, port, _, ok := splitHostPort(s)
-	if port == -2 {
+	_, port, _, ok := kongrules.SplitHostPort(s)
+	if port == kongrules.BadPort {
 		return "must not have a port"
 	}
 	if !ok {
@@ -664,14 +572,14 @@ func checkHost(v any) any {
 
 func checkUpstreamName(v any) any {
 	s := v.(string)
-	_, port, kind, ok := splitHostPort(s)
-	if !ok && port != -2 {
+	_, port, kind, ok := kongrules.SplitHostPort(s)
+	if !ok && port != kongrules.BadPort {
 		return "Invalid name ('" + s + "'); must be a valid hostname"
 	}
 	if kind == "ipv4" || kind == "ipv6" {
 		return "Invalid name ('" + s + "'); no ip addresses allowed"
 	}
-	if port != -1 {
+	if port != kongrules.NoPort {
 		return "Invalid name ('" + s + "'); no port allowed"
 	}
 	return ""
@@ -679,7 +587,7 @@ func checkUpstreamName(v any) any {
 
 func checkTarget(v any) any {
 	s := v.(string)
-	if _, _, _, ok := splitHostPort(s); !ok {
+	if _, _, _, ok := kongrules.SplitHostPort(s); !ok {
 		return "Invalid target ('" + s + "'); not a valid hostname or ip address"
 	}
 	return ""
@@ -687,7 +595,7 @@ func checkTarget(v any) any {
 
 // normalizeTarget appends the default port 8000 as Kong does.
 func normalizeTarget(s string) string {
-	h, port, kind, ok := splitHostPort(s)
+	h, port, kind, ok := kongrules.SplitHostPort(s)
 	if !ok {
 		return s
 	}
@@ -701,45 +609,9 @@ func normalizeTarget(s string) string {
 	return fmt.Sprintf("%s:%d", h, port)
 }
 
-func checkWildcardHost(s string, allowPort bool) any {
-	if n := strings.Count(s, "*"); n > 0 {
-		if n > 1 {
-			return "invalid wildcard: must have at most one wildcard"
-		}
-		switch {
-		case strings.HasPrefix(s, "*."):
-			s = "x" + s[1:]
-		case strings.HasSuffix(s, ".*"):
-			s = s[:len(s)-1] + "x"
-		default:
-			return "invalid wildcard: must be placed at leftmost or rightmost label"
-		}
-	}
-	_, port, _, ok := splitHostPort(s)
-	if port == -2 {
-		return "invalid port number"
-	}
-	if !ok {
-		return "invalid hostname: " + s
-	}
-	if port >= 0 && !allowPort {
-		return "must not have a port"
-	}
-	return ""
-}
+func checkRouteHost(v any) any { return kongrules.WildcardHost(v.(string), true).Msg }
 
-func checkRouteHost(v any) any { return checkWildcardHost(v.(string), true) }
-
-func checkSNIName(v any) any {
-	s := v.(string)
-	if r := checkWildcardHost(s, false); r != "" {
-		return r
-	}
-	if _, _, kind, _ := splitHostPort(s); kind == "ipv4" || kind == "ipv6" {
-		return "must not be an IP"
-	}
-	return ""
-}
+func checkSNIName(v any) any { return kongrules.SNI(v.(string)).Msg }
 
 var methodRe = regexp.MustCompile(`^[A-Z]+$`)
 
@@ -750,23 +622,15 @@ func checkMethod(v any) any {
 	return ""
 }
 
-var headerNameRe = regexp.MustCompile(`^[A-Za-z0-9_\-]+$`)
-
-func checkHeaderName(v any) any {
-	s := v.(string)
-	if !headerNameRe.MatchString(s) {
-		return "bad header name '" + s + "', allowed characters are A-Z, a-z, 0-9, '_', and '-'"
-	}
-	return ""
-}
+func checkHeaderName(v any) any { return kongrules.HeaderName(v.(string)) }
 
 func checkRouteHeaders(v any) any {
 	m := v.(map[string]any)
 	for _, k := range sortedKeys(m) {
-		if strings.EqualFold(k, "host") {
+		if kongrules.IsHostHeader(k) {
 			return "cannot contain 'host' header"
 		}
-		if e := checkHeaderName(k); e != "" {
+		if e := kongrules.HeaderName(k); e != "" {
 			return e
 		}
 	}
@@ -793,152 +657,9 @@ func checkURL(v any) any {
 	return ""
 }
 
-const rfc3986Chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~:/?#[]@!$&'()*+,;=%"
+func checkServicePath(v any) any { return kongrules.ServicePath(v.(string)).Msg }
 
-func checkPercent(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' {
-			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
-				end := i + 3
-				if end > len(s) {
-					end = len(s)
-				}
-				return "invalid url-encoded value: '" + s[i:end] + "'"
-			}
-		}
-	}
-	return ""
-}
-
-func isHex(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
-}
-
-func checkServicePath(v any) any {
-	s := v.(string)
-	if !strings.HasPrefix(s, "/") {
-		return "should start with: /"
-	}
-	if strings.Contains(s, "//") {
-		return "must not have empty segments"
-	}
-	for _, r := range s {
-		if !strings.ContainsRune(rfc3986Chars, r) {
-			return "invalid path: '" + s + "' (characters outside of the reserved list of RFC 3986 found)"
-		}
-	}
-	if e := checkPercent(s); e != "" {
-		return e
-	}
-	return ""
-}
-
-func checkRoutePath(v any) any {
-	s := v.(string)
-	if !strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "~/") {
-		return "should start with: / (fixed path) or ~/ (regex path)"
-	}
-	if strings.Contains(s, "//") {
-		return "must not have empty segments"
-	}
-	if strings.HasPrefix(s, "~") {
-		re := s[1:]
-		if e := checkPCRE(re); e != "" {
-			return fmt.Sprintf("invalid regex: '%s' (PCRE returned: %s)", re, e)
-		}
-		return ""
-	}
-	for _, r := range s {
-		if !strings.ContainsRune(rfc3986Chars, r) {
-			return "invalid path: '" + s + "' (characters outside of the reserved list of RFC 3986 found)"
-		}
-	}
-	if e := checkPercent(s); e != "" {
-		return e
-	}
-	return ""
-}
-
-// pcreOnly rewrites PCRE constructs that Go's RE2 syntax lacks into
-// equivalents of the same shape, so that a pattern Go rejects only for
-// using them is not rejected by the emulator (Kong accepts them).
-var pcreOnly = []struct {
-	re   *regexp.Regexp
-	repl string
-}{
-	{regexp.MustCompile(`\(\?(<=|<!|=|!|>|\|)`), "(?:"}, // lookaround, atomic, branch reset
-	{regexp.MustCompile(`\\[1-9][0-9]*`), "x"},          // back-references
-	{regexp.MustCompile(`\\[gk](\{[^}]*\}|<[^>]*>|'[^']*'|-?[0-9]+)`), "x"},
-	{regexp.MustCompile(`\(\?P=[A-Za-z_][A-Za-z0-9_]*\)`), "x"},
-	{regexp.MustCompile(`\\[GKZ]`), ""},
-	{regexp.MustCompile(`\\[hR]`), `\s`},
-	{regexp.MustCompile(`\\[HV]`), `\S`},
-	{regexp.MustCompile(`\\v`), `\s`},
-	{regexp.MustCompile(`([*+?}])\+`), "$1"}, // possessive quantifiers
-	{regexp.MustCompile(`\(\?<([A-Za-z_][A-Za-z0-9_]*)>`), "(?P<$1>"},
-	{regexp.MustCompile(`\(\?'([A-Za-z_][A-Za-z0-9_]*)'`), "(?P<$1>"},
-}
-
-var bigRepeat = regexp.MustCompile(`\{([0-9]+)(,([0-9]*))?\}`)
-
-// checkPCRE reports why PCRE would reject pattern, or "".
-func checkPCRE(pattern string) string {
-	p := pattern
-	for _, r := range pcreOnly {
-		p = r.re.ReplaceAllString(p, r.repl)
-	}
-	// PCRE allows repeat counts up to 65535, RE2 up to 1000.
-	var tooBig, order bool
-	p = bigRepeat.ReplaceAllStringFunc(p, func(m string) string {
-		sub := bigRepeat.FindStringSubmatch(m)
-		lo, err1 := strconv.Atoi(sub[1])
-		hi, err2 := strconv.Atoi(sub[3])
-		if err1 != nil || lo > 65535 || (sub[3] != "" && (err2 != nil || hi > 65535)) {
-			tooBig = true
-			return m
-		}
-		if sub[3] != "" && hi < lo {
-			order = true
-			return m
-		}
-		if lo > 1000 || hi > 1000 {
-			return "{1}"
-		}
-		return m
-	})
-	if tooBig {
-		return "number too big in {} quantifier"
-	}
-	if order {
-		return "numbers out of order in {} quantifier"
-	}
-	if _, err := regexp.Compile(p); err != nil {
-		var se *syntax.Error
-		if errors.As(err, &se) {
-			if m, ok := pcreMessages[se.Code]; ok {
-				return m
-			}
-			return se.Code.String()
-		}
-		return strings.TrimPrefix(err.Error(), "error parsing regexp: ")
-	}
-	return ""
-}
-
-// pcreMessages translates RE2 parse errors into PCRE2's wording.
-var pcreMessages = map[syntax.ErrorCode]string{
-	syntax.ErrMissingParen:          "missing closing parenthesis",
-	syntax.ErrUnexpectedParen:       "unmatched closing parenthesis",
-	syntax.ErrMissingBracket:        "missing terminating ] for character class",
-	syntax.ErrMissingRepeatArgument: "quantifier does not follow a repeatable item",
-	syntax.ErrInvalidRepeatOp:       "quantifier does not follow a repeatable item",
-	syntax.ErrInvalidRepeatSize:     "numbers out of order in {} quantifier",
-	syntax.ErrInvalidCharRange:      "range out of order in character class",
-	syntax.ErrInvalidEscape:         "unrecognized character follows \\",
-	syntax.ErrTrailingBackslash:     "\\ at end of pattern",
-	syntax.ErrInvalidNamedCapture:   "syntax error in subpattern name (missing terminator?)",
-	syntax.ErrInvalidPerlOp:         "unrecognized character after (? or (?-",
-}
+func checkRoutePath(v any) any { return kongrules.RoutePath(v.(string)).Msg }
 
 // sortedErrKeys orders error tree keys as Kong's messages do.
 func sortedErrKeys(t errTree) []string {

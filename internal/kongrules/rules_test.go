@@ -1,0 +1,206 @@
+package kongrules
+
+import "testing"
+
+func TestRoutePath(t *testing.T) {
+	cases := []struct {
+		in   string
+		rule Rule
+		msg  string
+	}{
+		{"/", Valid, ""},
+		{"/a/b", Valid, ""},
+		{"/a%20b", Valid, ""},
+		{"/a:b@c", Valid, ""},
+		{"~/a$", Valid, ""},
+		{`~/(?=x)\1`, Valid, ""},
+		{"~/a++", Valid, ""},
+		{"~/a{1000}", Valid, ""},
+		{"~/x{2000}", Valid, ""},
+		{`~/(?<id>\d+)$`, Valid, ""},
+		{"~/(?!x)y", Valid, ""},
+		{"a", PathStart, "should start with: / (fixed path) or ~/ (regex path)"},
+		{"~a", PathStart, "should start with: / (fixed path) or ~/ (regex path)"},
+		{"/a//b", PathEmptySegment, "must not have empty segments"},
+		{"~/a(", PathRegex, "invalid regex: '/a(' (PCRE returned: missing closing parenthesis)"},
+		{"~/[a", PathRegex, "invalid regex: '/[a' (PCRE returned: missing terminating ] for character class)"},
+		{"~/a|*b", PathRegex, "invalid regex: '/a|*b' (PCRE returned: quantifier does not follow a repeatable item)"},
+		{"~/x{3,2}", PathRegex, "invalid regex: '/x{3,2}' (PCRE returned: numbers out of order in {} quantifier)"},
+		{"~/a{70000}", PathRegex, "invalid regex: '/a{70000}' (PCRE returned: number too big in {} quantifier)"},
+		{`~/a\`, PathRegex, `invalid regex: '/a\' (PCRE returned: \ at end of pattern)`},
+		{"/a b", PathChars, "invalid path: '/a b' (characters outside of the reserved list of RFC 3986 found)"},
+		{"/é", PathChars, "invalid path: '/é' (characters outside of the reserved list of RFC 3986 found)"},
+		{"/%zz", PathEscape, "invalid url-encoded value: '%zz'"},
+		{"/a%2", PathEscape, "invalid url-encoded value: '%2'"},
+	}
+	for _, c := range cases {
+		f := RoutePath(c.in)
+		if f.Rule != c.rule || f.Msg != c.msg {
+			t.Errorf("RoutePath(%q) = %v %q, want %v %q", c.in, f.Rule, f.Msg, c.rule, c.msg)
+		}
+	}
+	if f := RoutePath("~/(("); f.Detail != "missing closing parenthesis" {
+		t.Errorf("Detail = %q", f.Detail)
+	}
+}
+
+func TestServicePath(t *testing.T) {
+	cases := []struct {
+		in   string
+		rule Rule
+		msg  string
+	}{
+		{"/", Valid, ""},
+		{"/a/b%2F", Valid, ""},
+		{"~/a", PathStart, "should start with: /"},
+		{"a", PathStart, "should start with: /"},
+		{"/a//b", PathEmptySegment, "must not have empty segments"},
+		{"/a b", PathChars, "invalid path: '/a b' (characters outside of the reserved list of RFC 3986 found)"},
+		{"/a%zz", PathEscape, "invalid url-encoded value: '%zz'"},
+	}
+	for _, c := range cases {
+		f := ServicePath(c.in)
+		if f.Rule != c.rule || f.Msg != c.msg {
+			t.Errorf("ServicePath(%q) = %v %q, want %v %q", c.in, f.Rule, f.Msg, c.rule, c.msg)
+		}
+	}
+}
+
+func TestPCRE(t *testing.T) {
+	cases := map[string]string{
+		"/plain":       "",
+		`(a)\1`:        "",
+		`a\Kb`:         "",
+		`(?'n'a)\k<n>`: "",
+		"a{65535}":     "",
+		"a{65536}":     "number too big in {} quantifier",
+		"a{2,1}":       "numbers out of order in {} quantifier",
+		"(":            "missing closing parenthesis",
+		")":            "unmatched closing parenthesis",
+		"[z-a]":        "range out of order in character class",
+		`\q`:           `unrecognized character follows \`,
+		"(?z)":         "unrecognized character after (? or (?-",
+	}
+	for in, want := range cases {
+		if got := PCRE(in); got != want {
+			t.Errorf("PCRE(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSplitHostPort(t *testing.T) {
+	cases := []struct {
+		in   string
+		host string
+		port int
+		kind string
+		ok   bool
+	}{
+		{"example.com", "example.com", NoPort, "name", true},
+		{"example.com:8080", "example.com", 8080, "name", true},
+		{"example.com:99999", "example.com", BadPort, "", false},
+		{"example.com:", "example.com", BadPort, "", false},
+		{"10.0.0.1", "10.0.0.1", NoPort, "ipv4", true},
+		{"10.0.0.1:80", "10.0.0.1", 80, "ipv4", true},
+		{"::1", "::1", NoPort, "ipv6", true},
+		{"[::1]", "::1", NoPort, "ipv6", true},
+		{"[::1]:80", "::1", 80, "ipv6", true},
+		{"[::1]:x", "::1", BadPort, "ipv6", false},
+		{"[1.2.3.4]", "[1.2.3.4]", NoPort, "", false},
+		{"1.2.3", "1.2.3", NoPort, "", false},
+		{"-a.com", "-a.com", NoPort, "", false},
+		{"a b", "a b", NoPort, "", false},
+		{"", "", NoPort, "", false},
+	}
+	for _, c := range cases {
+		h, p, k, ok := SplitHostPort(c.in)
+		if h != c.host || p != c.port || k != c.kind || ok != c.ok {
+			t.Errorf("SplitHostPort(%q) = %q %d %q %v, want %q %d %q %v", c.in, h, p, k, ok, c.host, c.port, c.kind, c.ok)
+		}
+	}
+}
+
+func TestWildcardHostAndSNI(t *testing.T) {
+	cases := []struct {
+		in        string
+		allowPort bool
+		rule      Rule
+		msg       string
+	}{
+		{"example.com", true, Valid, ""},
+		{"*.example.com", true, Valid, ""},
+		{"example.*", true, Valid, ""},
+		{"a_b.example.com", true, Valid, ""},
+		{"example.com:8080", true, Valid, ""},
+		{"10.0.0.1", true, Valid, ""},
+		{"[::1]:80", true, Valid, ""},
+		{"*.*.com", true, WildcardCount, "invalid wildcard: must have at most one wildcard"},
+		{"a.*.com", true, WildcardPlace, "invalid wildcard: must be placed at leftmost or rightmost label"},
+		{"ex*ample.com", true, WildcardPlace, "invalid wildcard: must be placed at leftmost or rightmost label"},
+		{"example.com:99999", true, HostBadPort, "invalid port number"},
+		{"bad host", true, HostInvalid, "invalid hostname: bad host"},
+		{"*.-a.com", true, HostInvalid, "invalid hostname: x.-a.com"},
+		{"", true, HostInvalid, "invalid hostname: "},
+		{"example.com:80", false, HostHasPort, "must not have a port"},
+	}
+	for _, c := range cases {
+		f := WildcardHost(c.in, c.allowPort)
+		if f.Rule != c.rule || f.Msg != c.msg {
+			t.Errorf("WildcardHost(%q, %v) = %v %q, want %v %q", c.in, c.allowPort, f.Rule, f.Msg, c.rule, c.msg)
+		}
+	}
+	sni := map[string]Fault{
+		"*.a.com":  {},
+		"a.com":    {},
+		"10.0.0.1": {Rule: HostIsIP, Msg: "must not be an IP"},
+		"::1":      {Rule: HostIsIP, Msg: "must not be an IP"},
+		"a.com:80": {Rule: HostHasPort, Msg: "must not have a port"},
+	}
+	for in, want := range sni {
+		if got := SNI(in); got != want {
+			t.Errorf("SNI(%q) = %+v, want %+v", in, got, want)
+		}
+	}
+}
+
+func TestNameTagHeader(t *testing.T) {
+	names := map[string]string{
+		"svc.ns_80~x": "",
+		"ünïcode":     "",
+		"a b":         "invalid value 'a b': the only accepted ascii characters are alphanumerics or ., -, _, and ~",
+		"a/b":         "invalid value 'a/b': the only accepted ascii characters are alphanumerics or ., -, _, and ~",
+		"a\xff":       "invalid utf-8 character sequence detected",
+	}
+	for in, want := range names {
+		if got := Name(in); got != want {
+			t.Errorf("Name(%q) = %q, want %q", in, got, want)
+		}
+	}
+	tags := map[string]string{
+		"k8s-name:x": "",
+		"é":          "",
+		"a,b":        "invalid tag 'a,b': expected printable ascii (except `,` and `/`) or valid utf-8 sequences",
+		"a/b":        "invalid tag 'a/b': expected printable ascii (except `,` and `/`) or valid utf-8 sequences",
+		"a b":        "invalid tag 'a b': expected printable ascii (except `,` and `/`) or valid utf-8 sequences",
+		"a\xff":      "invalid tag 'a\xff': expected printable ascii (except `,` and `/`) or valid utf-8 sequences",
+	}
+	for in, want := range tags {
+		if got := Tag(in); got != want {
+			t.Errorf("Tag(%q) = %q, want %q", in, got, want)
+		}
+	}
+	headers := map[string]string{
+		"X-Foo_1": "",
+		"host":    "",
+		"x foo":   "bad header name 'x foo', allowed characters are A-Z, a-z, 0-9, '_', and '-'",
+		"":        "bad header name '', allowed characters are A-Z, a-z, 0-9, '_', and '-'",
+	}
+	for in, want := range headers {
+		if got := HeaderName(in); got != want {
+			t.Errorf("HeaderName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if !IsHostHeader("Host") || IsHostHeader("x-host") {
+		t.Error("IsHostHeader")
+	}
+}
