@@ -9,9 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/konductor/konductor/internal/store"
 )
@@ -48,6 +50,8 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// envtest logs through controller-runtime's root logger; each replica has its own logger.
+	ctrllog.SetLogger(logr.Discard())
 	dir, err := assets()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration:", err)
