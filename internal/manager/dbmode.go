@@ -60,6 +60,11 @@ func InstalledOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
 // $KUBECONFIG), as the controller loads it.
 func RestConfig(kubeconfig string) (*rest.Config, error) { return restConfig(kubeconfig) }
 
+// DBModeFullSyncEvery: in database mode an unchanged configuration is not re-diffed on every
+// resync; every 20th one is (a minute at the default --proxy-sync-seconds), which repairs
+// entities changed in Kong by hand. Any change in the cluster's translation syncs at once.
+const DBModeFullSyncEvery = 20
+
 // DBModeFactory syncs database-backed gateways by diff (internal/dataplane/dbmode), with the
 // filter tag, concurrency and Admin API client of cfg. Without leader election it refuses:
 // the controller already refuses to start then (RequireLeaderElection), and this covers a
@@ -76,6 +81,7 @@ func DBModeFactory(cfg *config.Config, log logr.Logger) dataplane.DBModeFactory 
 		}
 		return dbmode.New(url, httpClient, dbmode.Options{
 			FilterTag: cfg.KongAdminFilterTag, Concurrency: cfg.KongAdminConcurrency, Logger: log.WithName("dbmode"),
+			FullSyncEvery: DBModeFullSyncEvery,
 		})
 	}
 }

@@ -2,6 +2,7 @@ package dbmode
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -40,6 +41,12 @@ type Options struct {
 	Concurrency int
 	// Logger receives one line per sync that changed something.
 	Logger logr.Logger
+	// FullSyncEvery lets Sync skip the dump when the target is the one Kong last took: only
+	// every FullSyncEvery-th unchanged sync lists Kong and repairs what was changed there by
+	// hand. A changed target always syncs at once. 0 or 1: every sync dumps. The dump costs
+	// about one request per upstream, so with thousands of Ingresses and a resync every few
+	// seconds skipping matters to Kong's database.
+	FullSyncEvery int
 }
 
 // Gateway syncs one database-backed Kong by difference. It implements dataplane.Gateway.
@@ -53,6 +60,15 @@ type Gateway struct {
 	// the other's changes again.
 	mu      sync.Mutex
 	version *semver.Version // from GET /, learned once: it cannot change under a live Kong
+
+	// What Kong last took, for FullSyncEvery: the digest of that target, the rejection it
+	// came with (returned again while it is skipped, so the refused objects stay reported),
+	// and how many syncs were skipped since.
+	skipMu   sync.Mutex
+	synced   bool
+	digest   [sha256.Size]byte
+	rejected error
+	skipped  int
 }
 
 var _ dataplane.Gateway = (*Gateway)(nil)
@@ -91,12 +107,44 @@ func (g *Gateway) URL() string { return g.url }
 // Sync implements dataplane.Gateway: it makes the entities carrying the filter tag equal to
 // the target, and touches no other entity.
 func (g *Gateway) Sync(ctx context.Context, t *dataplane.Target) error {
+	// The rendered configuration is computed once per round for every gateway; its digest
+	// tells whether the target changed.
+	cfg, err := t.DeclarativeConfig()
+	if err != nil {
+		return fmt.Errorf("rendering the target: %w", err)
+	}
+	digest := sha256.Sum256(cfg)
+	if skipped, rejected := g.skip(digest); skipped {
+		return rejected
+	}
 	res, err := g.Apply(ctx, t.State)
 	if res != nil && res.Total() > 0 {
 		g.opts.Logger.Info("database synced", "gateway", g.url,
 			"created", res.Creates, "updated", res.Updates, "deleted", res.Deletes, "failed", res.Failed())
 	}
+	var rej *dataplane.RejectedError
+	g.skipMu.Lock()
+	defer g.skipMu.Unlock()
+	switch {
+	case err == nil || errors.As(err, &rej):
+		// Applied (a rejection left only the refused objects out): remember it.
+		g.synced, g.digest, g.rejected, g.skipped = true, digest, err, 0
+	default:
+		g.synced = false
+	}
 	return err
+}
+
+// skip reports whether a sync of the target with this digest can be left out, and the
+// rejection Kong gave that target.
+func (g *Gateway) skip(digest [sha256.Size]byte) (bool, error) {
+	g.skipMu.Lock()
+	defer g.skipMu.Unlock()
+	if !g.synced || digest != g.digest || g.skipped+1 >= g.opts.FullSyncEvery {
+		return false, nil
+	}
+	g.skipped++
+	return true, g.rejected
 }
 
 // Apply makes the gateway hold s and returns what it did. When Kong refuses entities as

@@ -275,3 +275,34 @@ func TestSchemaCacheDropsOnNewNode(t *testing.T) {
 	require.NoError(t, g.Sync(ctx, target(s)))
 	require.Positive(t, e.RequestCount("GET", "/schemas/")-before, "re-read after a restart")
 }
+
+// With FullSyncEvery, a sync of the target Kong already took costs nothing, except every
+// FullSyncEvery-th one, which dumps Kong and repairs a change made there by hand; a changed
+// target syncs at once.
+func TestUnchangedTargetSkipsTheDump(t *testing.T) {
+	e, g := newKong(t, Options{FullSyncEvery: 3})
+	s := translate(t, objects(apps(3)...))
+	require.NoError(t, g.Sync(ctx, target(s)))
+
+	before := e.RequestCount("", "/")
+	require.NoError(t, g.Sync(ctx, target(s)))
+	require.Equal(t, before, e.RequestCount("", "/"), "an unchanged target sends nothing")
+
+	// Someone deletes a route by hand; the third unchanged sync dumps and repairs it.
+	route := e.Entities("routes")[0]
+	req, err := http.NewRequest(http.MethodDelete, g.url+"/routes/"+route["id"].(string), nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Len(t, e.Entities("routes"), 2)
+	require.NoError(t, g.Sync(ctx, target(s)))
+	require.Len(t, e.Entities("routes"), 2, "the second unchanged sync is skipped too")
+	require.NoError(t, g.Sync(ctx, target(s)))
+	require.Len(t, e.Entities("routes"), 3, "the third unchanged sync dumps Kong and repairs the drift")
+
+	// A changed target is synced at once, whatever the count.
+	s2 := translate(t, objects(apps(4)...))
+	require.NoError(t, g.Sync(ctx, target(s2)))
+	require.Len(t, e.Entities("routes"), 4)
+}
