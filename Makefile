@@ -19,14 +19,14 @@ envtest-assets:
 
 # Unit tests: no API server needed.
 test-unit:
-	$(GO) test -race ./cmd/... ./internal/...
+	$(GO) test -race $$($(GO) list ./... | grep -v /test/integration)
+
+# Integration tests on a real kube-apiserver + etcd, one line per test.
+test-integration:
+	hack/test-integration.sh
 
 # Unit and integration tests, with the race detector.
-test:
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -race -timeout 40m ./...
-
-test-integration:
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test -race -timeout 40m -v ./test/integration/...
+test: test-unit test-integration
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
