@@ -56,6 +56,10 @@ type RejectedError struct {
 	Gateway  string
 	Message  string
 	Entities []EntityError
+	// RestApplied is true when the gateway took everything but the named entities (database
+	// mode leaves the refused objects out and syncs the rest): the sync counts as done for
+	// readiness. A DB-less gateway refuses a configuration whole, so it never sets it.
+	RestApplied bool
 }
 
 // EntityError is one entity a gateway refused: the Kubernetes object it came from (found
@@ -288,7 +292,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 			g.retryAt, g.lastErr, g.backoff = time.Time{}, nil, l.opts.Backoff
 		case errors.As(res.Err, &rej):
 			// The gateway keeps its last good configuration; the same one is not retried.
-			allOK = false
+			allOK = allOK && rej.RestApplied
 			g.retryAt, g.lastErr, g.backoff = time.Time{}, nil, l.opts.Backoff
 			log.Error(res.Err, "gateway rejected the configuration", "gateway", g.URL(), "entities", len(rej.Entities))
 		default:

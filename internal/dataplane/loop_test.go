@@ -353,3 +353,23 @@ type failingSource struct{}
 func (failingSource) Snapshot(context.Context) (*store.Snapshot, error) {
 	return nil, &store.ListError{Kind: "Secret", Err: errors.New("forbidden")}
 }
+
+// A refusal counts as a completed sync only when the gateway took everything else.
+func TestRejectionAndFirstSync(t *testing.T) {
+	for _, restApplied := range []bool{true, false} {
+		gw := &countingGateway{fail: func(int) error { return &RejectedError{Gateway: "g", RestApplied: restApplied} }}
+		l := NewLoop(Options{
+			Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
+			Gateways: []Gateway{gw}, Period: 10 * time.Millisecond, Logger: testr.New(t),
+		})
+		stop := run(t, l)
+		require.Eventually(t, func() bool { return gw.count() >= 3 }, 5*time.Second, time.Millisecond)
+		select {
+		case <-l.FirstSyncDone():
+			require.True(t, restApplied, "a configuration refused whole is not a completed sync")
+		default:
+			require.False(t, restApplied, "a partial refusal with the rest applied is a completed sync")
+		}
+		stop()
+	}
+}

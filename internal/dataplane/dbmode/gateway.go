@@ -193,7 +193,9 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, dry bool) (*Resul
 			if len(rejections) == 0 && len(dependents) == 0 {
 				return total, nil
 			}
-			return total, g.mergedRejection(rejections, dependents)
+			rej := g.mergedRejection(rejections, dependents)
+			rej.RestApplied = true // this pass left only the refused objects out
+			return total, rej
 		}
 		serr := g.syncError(res, errs)
 		var rej *dataplane.RejectedError

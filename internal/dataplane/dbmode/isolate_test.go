@@ -79,6 +79,7 @@ func TestOneRefusedIngressDoesNotBlockTheOthers(t *testing.T) {
 	var rej *dataplane.RejectedError
 	require.ErrorAs(t, err, &rej, "%v", err)
 	require.Equal(t, map[string]bool{"app-00000": true}, refusedNames(rej))
+	require.True(t, rej.RestApplied, "everything else was applied: the sync counts as done")
 	require.Equal(t, "route", rej.Entities[0].EntityType)
 	require.Equal(t, "Ingress", rej.Entities[0].Object.Kind)
 	require.Contains(t, rej.Entities[0].Field, "paths")
@@ -155,6 +156,7 @@ func TestRefusedEntityWithoutObjectIsRejectedOnce(t *testing.T) {
 	require.ErrorAs(t, err, &rej, "%v", err)
 	require.NotEmpty(t, rej.Entities)
 	require.Equal(t, kongstate.ObjectRef{}, rej.Entities[0].Object)
+	require.False(t, rej.RestApplied, "nothing could be isolated: the rest is not known applied")
 	require.Contains(t, rej.Entities[0].Field, "paths")
 	require.Equal(t, 1, dumps(e)-before, "no second pass: %v", err)
 	require.Nil(t, e.Entity("routes", *bad.ID))
@@ -188,6 +190,7 @@ func TestSeveralRefusedObjectsTerminate(t *testing.T) {
 		var rej *dataplane.RejectedError
 		require.ErrorAs(t, err, &rej, "%v", err)
 		require.Len(t, refusedNames(rej), maxPasses, "one more object per pass")
+		require.False(t, rej.RestApplied, "the bound stopped it before a clean pass")
 		require.Equal(t, maxPasses, dumps(e)-before, "passes")
 		require.Empty(t, e.Entities("routes"))
 	})
