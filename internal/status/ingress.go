@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -53,14 +54,16 @@ func (u *IngressUpdater) Enabled() bool {
 // NeedLeaderElection: only the leader writes object status.
 func (u *IngressUpdater) NeedLeaderElection() bool { return true }
 
-// Report implements dataplane.Reporter: a round that reached at least one gateway asks for
-// an update. It never blocks the loop.
+// Report implements dataplane.Reporter: a round that reached at least one gateway (which
+// took the configuration, or all of it but refused objects) asks for an update. It never
+// blocks the loop.
 func (u *IngressUpdater) Report(_ context.Context, r dataplane.Round) {
 	if r.SnapshotErr != nil {
 		return
 	}
 	for _, g := range r.Gateways {
-		if g.Err == nil && !g.Skipped {
+		var rej *dataplane.RejectedError
+		if !g.Skipped && (g.Err == nil || errors.As(g.Err, &rej) && rej.RestApplied) {
 			u.trigger.Request()
 			return
 		}

@@ -93,10 +93,18 @@ func TestIngressUpdaterRunsOnlyAfterAGatewaySynced(t *testing.T) {
 		t.Fatal("a round that reached no gateway must not publish addresses")
 	default:
 	}
-	u.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a"}}})
+	u.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a", Err: &dataplane.RejectedError{}}}})
 	select {
 	case <-u.trigger.C():
+		t.Fatal("a configuration refused whole must not publish addresses")
 	default:
-		t.Fatal("a successful round asks for a status update")
+	}
+	for _, err := range []error{nil, &dataplane.RejectedError{RestApplied: true}} {
+		u.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a", Err: err}}})
+		select {
+		case <-u.trigger.C():
+		default:
+			t.Fatalf("a round that applied the configuration (err %v) asks for a status update", err)
+		}
 	}
 }
