@@ -411,29 +411,13 @@ func flattenItem(it *dItem) map[string]any {
 }
 
 func flattenErrs(t any, prefix string, out *[]any) {
-	switch x := t.(type) {
-	case string:
-		*out = append(*out, map[string]any{"type": "field", "field": strings.TrimSuffix(prefix, "."), "message": x})
-	case errTree:
-		for _, k := range sortedErrKeys(x) {
-			if k == "@entity" {
-				for _, m := range x[k].([]any) {
-					*out = append(*out, map[string]any{"type": "entity", "message": m})
-				}
-				continue
-			}
-			flattenErrs(x[k], prefix+k+".", out)
+	walkErrors(t, prefix, func(field string, entity bool, msg any) {
+		if entity {
+			*out = append(*out, map[string]any{"type": "entity", "message": msg})
+			return
 		}
-	case sparse:
-		idx := make([]int, 0, len(x))
-		for i := range x {
-			idx = append(idx, i)
-		}
-		sort.Ints(idx)
-		for _, i := range idx {
-			flattenErrs(x[i], fmt.Sprintf("%s%d.", prefix, i+1), out)
-		}
-	}
+		*out = append(*out, map[string]any{"type": "field", "field": field, "message": msg})
+	})
 }
 
 // luaPretty renders an error tree the way Kong prints it in messages.

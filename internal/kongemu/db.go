@@ -136,20 +136,21 @@ func msgErr(status int, message string) *apiError {
 
 var errNotFound = msgErr(http.StatusNotFound, "Not found")
 
-// violationMessages flattens an error tree into Kong's "a.b: msg" list.
-func violationMessages(t any, prefix string, out *[]string) {
+// walkErrors visits every message of an error tree in Kong's order: field messages with their
+// dotted path (array positions 1-based), entity-level messages ("@entity") with entity set.
+func walkErrors(t any, prefix string, visit func(field string, entity bool, msg any)) {
 	switch x := t.(type) {
 	case string:
-		*out = append(*out, strings.TrimSuffix(prefix, ".")+": "+x)
+		visit(strings.TrimSuffix(prefix, "."), false, x)
 	case errTree:
 		for _, k := range sortedErrKeys(x) {
 			if k == "@entity" {
 				for _, m := range x[k].([]any) {
-					*out = append(*out, fmt.Sprint(m))
+					visit("", true, m)
 				}
 				continue
 			}
-			violationMessages(x[k], prefix+k+".", out)
+			walkErrors(x[k], prefix+k+".", visit)
 		}
 	case sparse:
 		idx := make([]int, 0, len(x))
@@ -158,9 +159,20 @@ func violationMessages(t any, prefix string, out *[]string) {
 		}
 		sort.Ints(idx)
 		for _, i := range idx {
-			violationMessages(x[i], fmt.Sprintf("%s%d.", prefix, i+1), out)
+			walkErrors(x[i], fmt.Sprintf("%s%d.", prefix, i+1), visit)
 		}
 	}
+}
+
+// violationMessages flattens an error tree into Kong's "a.b: msg" list.
+func violationMessages(t any, prefix string, out *[]string) {
+	walkErrors(t, prefix, func(field string, entity bool, msg any) {
+		if entity {
+			*out = append(*out, fmt.Sprint(msg))
+			return
+		}
+		*out = append(*out, field+": "+fmt.Sprint(msg))
+	})
 }
 
 func schemaViolation(t errTree) *apiError {
