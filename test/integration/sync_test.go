@@ -32,13 +32,22 @@ func TestObjectsCreatedBeforeStartAreAllInTheFirstSync(t *testing.T) {
 	require.NotNil(t, kong.Entity("routes", routeName(ns, "app-0000")))
 }
 
-func TestIngressChangeReachesKong(t *testing.T) {
+// dblessSynced creates n apps in a namespace of their own and one replica (no leader
+// election) syncing them to a DB-less emulator, and waits for its first sync.
+func dblessSynced(t *testing.T, n int, args ...string) (string, *kongemu.Server) {
+	t.Helper()
 	ns := newNamespace(t)
-	apps(t, ns, 3)
+	apps(t, ns, n)
 	kong := startEmulator(t, kongemu.DBLess)
 	r := startReplica(t, replicaSpec{name: "r1", namespace: ns, gateways: []string{kong.URL},
-		args: []string{"--leader-elect=false", "--proxy-sync-seconds", "3600"}})
+		args: append([]string{"--leader-elect=false"}, args...)})
 	r.waitFirstSync(t, time.Minute)
+	return ns, kong
+}
+
+func TestIngressChangeReachesKong(t *testing.T) {
+	// The resync period is an hour: only the change event can bring a change to Kong.
+	ns, kong := dblessSynced(t, 3, "--proxy-sync-seconds", "3600")
 
 	ctx := context.Background()
 	var ing netv1.Ingress
@@ -47,7 +56,6 @@ func TestIngressChangeReachesKong(t *testing.T) {
 	changed := time.Now()
 	require.NoError(t, admin.Update(ctx, &ing))
 
-	// The resync period is an hour: only the change event can bring this about.
 	newRoute := ns + ".app-0001.app-0001.renamed.example.com.80"
 	require.Eventually(t, func() bool { return kong.Entity("routes", newRoute) != nil }, 30*time.Second, 5*time.Millisecond)
 	t.Logf("change to Kong: %s", time.Since(changed))
@@ -56,12 +64,7 @@ func TestIngressChangeReachesKong(t *testing.T) {
 }
 
 func TestDeletedIngressIsRemovedFromKong(t *testing.T) {
-	ns := newNamespace(t)
-	apps(t, ns, 3)
-	kong := startEmulator(t, kongemu.DBLess)
-	r := startReplica(t, replicaSpec{name: "r1", namespace: ns, gateways: []string{kong.URL},
-		args: []string{"--leader-elect=false", "--proxy-sync-seconds", "3600"}})
-	r.waitFirstSync(t, time.Minute)
+	ns, kong := dblessSynced(t, 3, "--proxy-sync-seconds", "3600")
 	require.NotNil(t, kong.Entity("routes", routeName(ns, "app-0002")))
 
 	ing := &netv1.Ingress{}
@@ -76,12 +79,7 @@ func TestDeletedIngressIsRemovedFromKong(t *testing.T) {
 
 // The leader writes the published address into the status of the Ingresses it serves.
 func TestIngressStatusIsPublished(t *testing.T) {
-	ns := newNamespace(t)
-	apps(t, ns, 2)
-	kong := startEmulator(t, kongemu.DBLess)
-	r := startReplica(t, replicaSpec{name: "r1", namespace: ns, gateways: []string{kong.URL},
-		args: []string{"--leader-elect=false", "--publish-status-address", "192.0.2.10,kong.example.net"}})
-	r.waitFirstSync(t, time.Minute)
+	ns, _ := dblessSynced(t, 2, "--publish-status-address", "192.0.2.10,kong.example.net")
 	for _, name := range []string{"app-0000", "app-0001"} {
 		require.Eventually(t, func() bool {
 			var ing netv1.Ingress
