@@ -39,7 +39,7 @@ func runDiff(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Parse(rest, os.Getenv)
+	cfg, err := config.ParseEnviron(rest, os.Environ())
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)
 	}

@@ -63,7 +63,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func runController(ctx context.Context, args []string, stderr io.Writer) error {
-	cfg, err := config.Parse(args, os.Getenv)
+	cfg, err := config.ParseEnviron(args, os.Environ())
 	if err != nil {
 		return err
 	}

@@ -86,12 +86,16 @@ var kicFlagsWithoutEffect = []string{
 	"admission-webhook-key",
 	"kong-admin-init-retries",
 	"kong-admin-init-retry-delay",
-	"kong-admin-svc",
-	"kong-admin-svc-port-names",
-	"gateway-discovery-dns-strategy",
 	"enable-reverse-sync",
 	"skip-ca-certificates",
 	"sync-period",
+}
+
+// kicBoolFlagsWithoutEffect are the boolean ones among them: only these may stand bare
+// (--profiling); the others take a value, also as a separate argument (--log-format json).
+var kicBoolFlagsWithoutEffect = map[string]bool{
+	"anonymous-reports": true, "profiling": true, "dump-config": true, "dump-sensitive-config": true,
+	"enable-reverse-sync": true, "skip-ca-certificates": true,
 }
 
 // Defaults, KIC's where KIC has the flag.
@@ -111,8 +115,23 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	return ParseWithOutput(args, getenv, os.Stderr)
 }
 
+// ParseEnviron is Parse over a whole environment (os.Environ() in the binary): a CONTROLLER_
+// variable that names no flag is an error too.
+func ParseEnviron(args []string, environ []string) (*Config, error) {
+	vars := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	return parse(args, func(k string) string { return vars[k] }, environ, os.Stderr)
+}
+
 // ParseWithOutput is Parse, writing usage and flag errors to out.
 func ParseWithOutput(args []string, getenv func(string) string, out io.Writer) (*Config, error) {
+	return parse(args, getenv, nil, out)
+}
+
+func parse(args []string, getenv func(string) string, environ []string, out io.Writer) (*Config, error) {
 	c := &Config{}
 	fs := pflag.NewFlagSet("konductor", pflag.ContinueOnError)
 	fs.SetOutput(out)
@@ -152,7 +171,9 @@ func ParseWithOutput(args []string, getenv func(string) string, out io.Writer) (
 	fs.IntVar(&c.APIServerBurst, "apiserver-burst", 300, "request burst to the Kubernetes API")
 	for _, name := range kicFlagsWithoutEffect {
 		f := fs.VarPF(&ignoredValue{}, name, "", "accepted for KIC compatibility; no effect")
-		f.NoOptDefVal = "true" // a bare boolean form (--anonymous-reports) must not eat the next argument
+		if kicBoolFlagsWithoutEffect[name] {
+			f.NoOptDefVal = "true" // a bare --profiling must not eat the next argument
+		}
 		f.Hidden = true
 	}
 
@@ -162,7 +183,7 @@ func ParseWithOutput(args []string, getenv func(string) string, out io.Writer) (
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if err := applyEnv(fs, getenv); err != nil {
+	if err := applyEnv(fs, getenv, environ); err != nil {
 		return nil, err
 	}
 
@@ -182,8 +203,20 @@ func ParseWithOutput(args []string, getenv func(string) string, out io.Writer) (
 }
 
 // applyEnv sets every flag not given on the command line from CONTROLLER_<NAME>.
-func applyEnv(fs *pflag.FlagSet, getenv func(string) string) error {
+func applyEnv(fs *pflag.FlagSet, getenv func(string) string, environ []string) error {
 	var errs []error
+	// A CONTROLLER_ variable that names no flag is an error, as an unknown flag is: KIC's
+	// charts pass most settings this way, and one that would change what Kong receives
+	// (CONTROLLER_KONG_WORKSPACE) must not be dropped in silence.
+	known := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { known[EnvVarName(f.Name)] = true })
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, EnvPrefix) && !known[name] {
+			errs = append(errs, fmt.Errorf("%s names no konductor flag (--%s); remove it", name,
+				strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, EnvPrefix)), "_", "-")))
+		}
+	}
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Changed {
 			return

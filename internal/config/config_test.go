@@ -123,11 +123,11 @@ func TestReadmeListsEveryFlag(t *testing.T) {
 // A KIC Deployment's arguments carry over: flags that have no effect here are accepted, listed
 // (the controller logs them), and a bare boolean form does not swallow the next argument.
 func TestKICFlagsWithoutEffectAreAccepted(t *testing.T) {
-	c, err := Parse([]string{"--anonymous-reports", "--ingress-class", "internal", "--log-format=json", "--kong-admin-svc=kong/kong-admin"},
+	c, err := Parse([]string{"--anonymous-reports", "--ingress-class", "internal", "--log-format=json", "--sync-period=10m"},
 		env(map[string]string{"CONTROLLER_PROFILING": "true"}))
 	require.NoError(t, err)
 	require.Equal(t, "internal", c.IngressClass)
-	require.ElementsMatch(t, []string{"anonymous-reports", "log-format", "kong-admin-svc", "profiling"}, c.Ignored)
+	require.ElementsMatch(t, []string{"anonymous-reports", "log-format", "sync-period", "profiling"}, c.Ignored)
 
 	_, err = Parse([]string{"--kong-workspace", "team-a"}, env(nil))
 	require.ErrorContains(t, err, "kong-workspace", "a flag that would change what Kong receives is not silently ignored")
@@ -141,4 +141,22 @@ func TestUpdateStatusAndAPIServerLimits(t *testing.T) {
 	require.Equal(t, 10, c.APIServerBurst)
 	_, err = Parse([]string{"--apiserver-qps", "0"}, env(nil))
 	require.ErrorContains(t, err, "--apiserver-qps")
+}
+
+// A CONTROLLER_ variable that names no flag fails at start, like an unknown flag.
+func TestUnknownControllerVariableFails(t *testing.T) {
+	_, err := ParseEnviron(nil, []string{"CONTROLLER_KONG_WORKSPACE=team-a", "HOME=/root"})
+	require.ErrorContains(t, err, "CONTROLLER_KONG_WORKSPACE names no konductor flag (--kong-workspace)")
+	c, err := ParseEnviron(nil, []string{"CONTROLLER_INGRESS_CLASS=internal", "CONTROLLER_ANONYMOUS_REPORTS=false", "PATH=/bin"})
+	require.NoError(t, err)
+	require.Equal(t, "internal", c.IngressClass)
+}
+
+// Value-taking ignored flags also take their value as the next argument.
+func TestIgnoredFlagsTakeSeparateValues(t *testing.T) {
+	c, err := Parse([]string{"--log-format", "json", "--admission-webhook-listen", ":8080", "--profiling", "--ingress-class", "x"}, env(nil))
+	require.NoError(t, err)
+	require.Equal(t, "x", c.IngressClass)
+	_, err = Parse([]string{"--kong-admin-svc", "kong/admin"}, env(nil))
+	require.ErrorContains(t, err, "kong-admin-svc", "gateway discovery decides which Kongs get configuration: not ignored")
 }
