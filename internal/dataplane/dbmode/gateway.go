@@ -58,8 +58,7 @@ type Gateway struct {
 
 	// mu serializes syncs: two concurrent diffs against the same Kong would each apply
 	// the other's changes again.
-	mu      sync.Mutex
-	version *semver.Version // from GET /, learned once: it cannot change under a live Kong
+	mu sync.Mutex
 
 	// What Kong last took, for FullSyncEvery: the digest of that target, the rejection it
 	// came with (returned again while it is skipped, so the refused objects stay reported),
@@ -235,6 +234,11 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kong
 	dumpConfig := dump.Config{
 		SelectorTags:                         []string{g.opts.FilterTag},
 		IsConsumerGroupScopedPluginSupported: utils.Kong340Version.LTE(version),
+		// konductor does not translate consumers, credentials, consumer groups, their
+		// plugins or CA certificates yet. Left in the dump, what KIC wrote for them would
+		// look like leftovers and be deleted; out of it, they are never compared and stay.
+		SkipConsumers: true,
+		SkipCACerts:   true,
 	}
 	raw, err := dump.Get(ctx, g.client, dumpConfig)
 	if err != nil {
@@ -326,9 +330,8 @@ func (g *Gateway) printer() func(a ...any) {
 // Kong, which the schema cache notices, and the version only selects go-database-reconciler's
 // compatibility paths (3.x throughout).
 func (g *Gateway) kongVersion(ctx context.Context) (semver.Version, error) {
-	if g.version != nil {
-		return *g.version, nil
-	}
+	// Asked on every pass, not remembered: a Kong upgraded in place answers with a new
+	// version, and this GET / is also what shows the schema cache a new node.
 	root, err := g.client.Root(ctx)
 	if err != nil {
 		return semver.Version{}, fmt.Errorf("reading the version of %s (GET /): %w", g.url, err)
@@ -338,7 +341,6 @@ func (g *Gateway) kongVersion(ctx context.Context) (semver.Version, error) {
 	if err != nil {
 		return semver.Version{}, fmt.Errorf("parsing the version %q of %s: %w", s, g.url, err)
 	}
-	g.version = &v
 	return v, nil
 }
 

@@ -306,3 +306,34 @@ func TestUnchangedTargetSkipsTheDump(t *testing.T) {
 	require.NoError(t, g.Sync(ctx, target(s2)))
 	require.Len(t, e.Entities("routes"), 4)
 }
+
+// What KIC wrote for kinds konductor does not translate yet (consumers, their credentials and
+// plugins, CA certificates) carries our tag too; it must survive konductor's syncs.
+func TestEntitiesOfUntranslatedKindsAreKept(t *testing.T) {
+	e, g := newKong(t, Options{})
+	srv, err := e.Start()
+	require.NoError(t, err)
+	defer func() { _ = srv.Close() }()
+	tag := `"tags":["k8s-name:alice","k8s-kind:KongConsumer","` + DefaultFilterTag + `"]`
+	for _, r := range []struct{ path, body string }{
+		{"/consumers/alice", `{` + tag + `}`},
+		{"/consumers/alice/key-auth", `{"key":"alice-key",` + tag + `}`},
+		{"/consumers/alice/plugins", `{"name":"rate-limiting","config":{"minute":5},` + tag + `}`},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+r.path, bytes.NewBufferString(r.body))
+		req.Header.Set("Content-Type", "application/json")
+		if r.path == "/consumers/alice" {
+			req.Method = http.MethodPut
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Less(t, resp.StatusCode, 300, "%s", r.path)
+	}
+	for _, n := range []int{2, 0} {
+		require.NoError(t, g.Sync(ctx, target(translate(t, objects(apps(n)...)))), "n=%d", n)
+	}
+	require.NotNil(t, e.Entity("consumers", "alice"))
+	require.Len(t, e.Entities("key-auths"), 1)
+	require.Len(t, e.Entities("plugins"), 1, "the consumer's plugin is kept")
+}
