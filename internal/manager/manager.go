@@ -130,6 +130,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		RetryPeriod:                   &retryPeriod,
 		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
 		HealthProbeBindAddress:        cfg.HealthProbeBindAddress,
+		GracefulShutdownTimeout:       &gracefulShutdown,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -238,8 +239,13 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 }
 
+// gracefulShutdown is how long the manager gives its runnables to stop (the sync loop, then
+// the lease release). ShutdownGrace, how long Start waits for the manager after ctx ends, is
+// longer, so that a clean stop always releases the lease before the process exits.
+var gracefulShutdown = 10 * time.Second
+
 // ShutdownGrace bounds how long Start waits for the manager after ctx ends.
-var ShutdownGrace = 20 * time.Second
+var ShutdownGrace = 15 * time.Second
 
 // Elected is closed when this replica leads (at once without leader election).
 func (c *Controller) Elected() <-chan struct{} { return c.mgr.Elected() }
@@ -250,6 +256,9 @@ func (c *Controller) FirstSyncDone() <-chan struct{} { return c.loop.FirstSyncDo
 // CacheSynced reports whether every informer the store reads has synced: on a standby, that
 // its cache is warm.
 func (c *Controller) CacheSynced() bool { return c.barrier.Synced() }
+
+// watchErrorRepeat is how long the same watch error of a kind stays unlogged after it was logged.
+const watchErrorRepeat = 5 * time.Minute
 
 // readiness: ready once the cache synced and, on the leader, once the first sync succeeded. A
 // standby is ready with a warm cache: it can take over at once.
@@ -272,16 +281,26 @@ func readiness(b *dataplane.InformerBarrier, elected, firstSync <-chan struct{})
 	}
 }
 
-// watchErrorLogger names the kind whose list or watch fails, once per kind and error, so
-// that a missing RBAC permission is plain in the log while the first sync waits for it.
+// watchErrorLogger names the kind whose list or watch fails, so that a missing RBAC
+// permission is plain in the log while the first sync waits for it. The reflector retries
+// with backoff; the same error for the same kind is logged again only after watchErrorRepeat,
+// so a permission revoked again later is seen again.
 func watchErrorLogger(log logr.Logger) toolscache.WatchErrorHandlerWithContext {
+	type seen struct {
+		msg string
+		at  time.Time
+	}
 	var mu sync.Mutex
-	last := map[string]string{}
+	last := map[string]seen{}
 	return func(ctx context.Context, r *toolscache.Reflector, err error) {
 		kind := r.TypeDescription()
+		now := time.Now()
 		mu.Lock()
-		repeated := last[kind] == err.Error()
-		last[kind] = err.Error()
+		prev := last[kind]
+		repeated := prev.msg == err.Error() && now.Sub(prev.at) < watchErrorRepeat
+		if !repeated {
+			last[kind] = seen{err.Error(), now}
+		}
 		mu.Unlock()
 		if repeated {
 			return
