@@ -128,7 +128,9 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 }
 
 func (s *Store) list(ctx context.Context, kind Kind, list client.ObjectList) error {
-	if err := s.reader.List(ctx, list); err != nil {
+	// No deep copy: a snapshot is read-only (Snapshot's contract), and copying every Secret,
+	// Service and EndpointSlice of the cluster on each sync would cost more than translating.
+	if err := s.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return &ListError{Kind: kind.String(), Err: err}
 	}
 	return nil
