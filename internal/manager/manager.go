@@ -174,7 +174,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		return nil, err
 	}
 	var reporter dataplane.Reporters
-	reporter = append(reporter, status.NewReporter(mgr.GetEventRecorder("konductor"), status.NewMetrics(metrics.Registry), podReference(), log))
+	reporter = append(reporter, status.NewReporter(mgr.GetEventRecorderFor("konductor"), //nolint:staticcheck // core/v1 events keep every message (see status.Reporter)
+		status.NewMetrics(metrics.Registry), podReference(), log))
 	ingressStatus := status.NewIngressUpdater(status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService},
 		st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("ingress-status"))
 	if cfg.UpdateStatus && ingressStatus.Enabled() {

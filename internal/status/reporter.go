@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
@@ -25,7 +25,7 @@ const (
 
 // Reporter implements dataplane.Reporter.
 type Reporter struct {
-	recorder events.EventRecorder
+	recorder record.EventRecorder
 	log      logr.Logger
 	metrics  *Metrics
 	// pod, when set, is the controller's own Pod: it gets the per-gateway success and failure
@@ -38,7 +38,7 @@ type Reporter struct {
 }
 
 // NewReporter returns a reporter. recorder may be nil (no events); metrics may be nil.
-func NewReporter(recorder events.EventRecorder, metrics *Metrics, pod *corev1.ObjectReference, log logr.Logger) *Reporter {
+func NewReporter(recorder record.EventRecorder, metrics *Metrics, pod *corev1.ObjectReference, log logr.Logger) *Reporter {
 	return &Reporter{recorder: recorder, metrics: metrics, pod: pod, log: log, seen: map[string]bool{}, ok: map[string]bool{}}
 }
 
@@ -111,10 +111,10 @@ func (r *Reporter) gatewayEvent(g dataplane.GatewayResult) {
 	}
 	switch {
 	case g.Err != nil:
-		r.recorder.Eventf(r.pod, nil, corev1.EventTypeWarning, ReasonApplyFailed, "Sync",
+		r.recorder.Eventf(r.pod, corev1.EventTypeWarning, ReasonApplyFailed,
 			"failed to apply Kong configuration to %s: %v", g.URL, g.Err)
 	case !known || !wasOK:
-		r.recorder.Eventf(r.pod, nil, corev1.EventTypeNormal, ReasonSucceeded, "Sync",
+		r.recorder.Eventf(r.pod, corev1.EventTypeNormal, ReasonSucceeded,
 			"successfully applied Kong configuration to %s", g.URL)
 	}
 }
@@ -123,7 +123,10 @@ func (r *Reporter) emit(obj kongstate.ObjectRef, eventType, reason, message stri
 	if r.recorder == nil || obj.Name == "" {
 		return
 	}
-	r.recorder.Eventf(objectReference(obj), nil, eventType, reason, "Translate", "%s", message)
+	// The core/v1 recorder, as KIC's: the events.k8s.io one groups events by reason and action
+	// and keeps only the first message of a series, so a second problem of the same object
+	// would never be shown.
+	r.recorder.Event(objectReference(obj), eventType, reason, message)
 }
 
 func objectReference(o kongstate.ObjectRef) runtime.Object {

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
@@ -18,7 +18,7 @@ import (
 
 var ing = kongstate.ObjectRef{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Namespace: "default", Name: "echo", UID: "u1"}
 
-func drain(rec *events.FakeRecorder) []string {
+func drain(rec *record.FakeRecorder) []string {
 	var out []string
 	for {
 		select {
@@ -31,7 +31,7 @@ func drain(rec *events.FakeRecorder) []string {
 }
 
 func TestProblemsAreReportedOnceWhileTheyPersist(t *testing.T) {
-	rec := events.NewFakeRecorder(100)
+	rec := record.NewFakeRecorder(100)
 	r := NewReporter(rec, nil, nil, logr.Discard())
 	round := dataplane.Round{
 		Problems: []translator.Problem{{Object: ing, Field: "spec.rules[0].http.paths[0].path", Message: `invalid regex "~/("`}},
@@ -49,7 +49,7 @@ func TestProblemsAreReportedOnceWhileTheyPersist(t *testing.T) {
 }
 
 func TestRejectedEntitiesBecomeEventsOnTheirObjects(t *testing.T) {
-	rec := events.NewFakeRecorder(100)
+	rec := record.NewFakeRecorder(100)
 	r := NewReporter(rec, nil, nil, logr.Discard())
 	rej := &dataplane.RejectedError{Gateway: "g", Entities: []dataplane.EntityError{
 		{Object: ing, EntityType: "route", Field: "hosts.0", Message: "invalid value"},
