@@ -51,6 +51,7 @@ type Gateway struct {
 	mu         sync.Mutex
 	lastDigest [sha256.Size]byte // of the configuration the gateway last accepted
 	lastGood   []byte
+	lastHash   string // the configuration_hash Kong reported right after taking lastGood
 	rejected   *RejectedError // the last rejection, for the configuration with rejectedDigest
 	rejDigest  [sha256.Size]byte
 }
@@ -72,7 +73,7 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 	known := g.lastGood != nil && digest == g.lastDigest
 	rejectedBefore := g.rejected != nil && digest == g.rejDigest
 	if known || rejectedBefore {
-		lost, err := g.lostConfiguration(ctx)
+		lost, err := g.drifted(ctx)
 		if err != nil {
 			return Unchanged, err
 		}
@@ -87,6 +88,7 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 			if err := g.post(ctx, g.lastGood); err != nil {
 				return Restored, err
 			}
+			g.lastHash = g.currentHash(ctx)
 			return Restored, g.rejected
 		default:
 			return Unchanged, g.rejected
@@ -101,16 +103,33 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 		return Pushed, err
 	}
 	g.lastDigest, g.lastGood = digest, config
+	g.lastHash = g.currentHash(ctx)
 	g.rejected = nil
 	return Pushed, nil
 }
 
-func (g *Gateway) lostConfiguration(ctx context.Context) (bool, error) {
+// drifted reports whether the gateway no longer holds what it last took from us: it lost its
+// configuration (the all-zero hash: it restarted), or its hash changed since (another writer,
+// for example a previous leader's late POST, replaced it).
+func (g *Gateway) drifted(ctx context.Context) (bool, error) {
 	st, err := g.client.Status(ctx)
 	if err != nil {
 		return false, fmt.Errorf("reading /status: %w", err)
 	}
-	return st.ConfigurationHash == EmptyConfigurationHash, nil
+	if st.ConfigurationHash == EmptyConfigurationHash {
+		return true, nil
+	}
+	return g.lastHash != "" && st.ConfigurationHash != g.lastHash, nil
+}
+
+// currentHash is the gateway's configuration_hash, or "" when it cannot be read (then only a
+// lost configuration is noticed until the next push).
+func (g *Gateway) currentHash(ctx context.Context) string {
+	st, err := g.client.Status(ctx)
+	if err != nil {
+		return ""
+	}
+	return st.ConfigurationHash
 }
 
 func (g *Gateway) post(ctx context.Context, config []byte) error {

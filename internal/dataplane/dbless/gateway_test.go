@@ -98,7 +98,7 @@ func TestPushSkipsUnchangedConfiguration(t *testing.T) {
 	require.Equal(t, Unchanged, out)
 	posts, statuses := f.counts()
 	require.Equal(t, 1, posts, "an unchanged configuration is not sent again")
-	require.Equal(t, 1, statuses, "an unchanged configuration costs one GET /status")
+	require.Equal(t, 2, statuses, "one GET /status after the push (to learn Kong's hash), one for the unchanged push")
 
 	out, err = g.Push(ctx, []byte(`{"_format_version":"3.0","services":[]}`))
 	require.NoError(t, err)
@@ -122,6 +122,32 @@ func TestPushAgainAfterGatewayRestart(t *testing.T) {
 	posts, _ := f.counts()
 	require.Equal(t, 2, posts)
 	require.Equal(t, cfg, f.posts[1])
+}
+
+// Another writer (a previous leader's late POST, a person) replaced the configuration: Kong's
+// hash is no longer the one it reported after our push, so the unchanged configuration is sent
+// again.
+func TestPushAgainAfterAnotherWriter(t *testing.T) {
+	f := &fakeKong{}
+	g := newGateway(t, f)
+	ctx := context.Background()
+	cfg := []byte(`{"_format_version":"3.0","upstreams":[{"name":"mine"}]}`)
+	_, err := g.Push(ctx, cfg)
+	require.NoError(t, err)
+
+	other := md5.Sum([]byte("someone else's configuration"))
+	f.mu.Lock()
+	f.hash = hex.EncodeToString(other[:])
+	f.mu.Unlock()
+
+	out, err := g.Push(ctx, cfg)
+	require.NoError(t, err)
+	require.Equal(t, Pushed, out)
+	require.Equal(t, cfg, f.posts[len(f.posts)-1])
+
+	out, err = g.Push(ctx, cfg)
+	require.NoError(t, err)
+	require.Equal(t, Unchanged, out, "back in step: nothing more to send")
 }
 
 func TestRejectedConfigurationKeepsLastGoodAndIsNotResent(t *testing.T) {
