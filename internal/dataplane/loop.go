@@ -230,8 +230,8 @@ func (l *Loop) coalesce(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-l.opts.Trigger.C():
-			quiet.Stop()
-			quiet = l.opts.Clock.NewTimer(l.opts.Quiet)
+			// Go 1.23+ timers: Reset discards a pending expiry, so no stale tick follows.
+			quiet.Reset(l.opts.Quiet)
 		case <-quiet.C():
 			return
 		case <-limit.C():
