@@ -119,6 +119,10 @@ type Options struct {
 	// Backoff is the retry schedule of a failing gateway. Default 500ms doubling to 1m, with
 	// jitter.
 	Backoff wait.Backoff
+	// SlowGateway is how long a round waits for a gateway's sync. A sync that takes longer
+	// goes on by itself and is collected by a later round, so that one slow or unreachable
+	// gateway does not hold back changes to the others. Default 5s.
+	SlowGateway time.Duration
 
 	// SkipCacheBarrierForTesting removes the barrier. It exists only so that a test can show
 	// that the barrier is what prevents syncing an empty cache; never set it elsewhere.
@@ -139,6 +143,11 @@ type gatewayState struct {
 	backoff wait.Backoff
 	retryAt time.Time // zero when not backing off
 	lastErr error
+	ok      bool // its last completed sync left it holding the configuration
+
+	// done is set while a sync runs past its round (a slow gateway); it delivers that
+	// sync's error, which a later round collects.
+	done chan error
 }
 
 // NewLoop returns a loop; Start runs it.
@@ -160,6 +169,9 @@ func NewLoop(opts Options) *Loop {
 	}
 	if opts.Trigger == nil {
 		opts.Trigger = NewTrigger()
+	}
+	if opts.SlowGateway <= 0 {
+		opts.SlowGateway = 5 * time.Second
 	}
 	l := &Loop{opts: opts, firstSync: make(chan struct{})}
 	for _, g := range opts.Gateways {
@@ -263,47 +275,63 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	state, problems := l.opts.Translate(snap)
 	target := &Target{State: state, Problems: problems}
 
-	now := l.opts.Clock.Now()
-	results := make([]GatewayResult, len(l.gateways))
-	var wg sync.WaitGroup
-	for i, g := range l.gateways {
-		results[i].URL = g.URL()
-		if !g.retryAt.IsZero() && now.Before(g.retryAt) {
-			results[i].Skipped, results[i].Err = true, g.lastErr
+	// Syncs that outlived an earlier round and have finished since are collected first.
+	var results []GatewayResult
+	for _, g := range l.gateways {
+		if g.done == nil {
 			continue
 		}
-		wg.Go(func() { results[i].Err = g.Sync(ctx, target) })
+		select {
+		case err := <-g.done:
+			g.done = nil
+			results = append(results, l.settle(ctx, g, err))
+		default:
+		}
 	}
-	wg.Wait()
+
+	now := l.opts.Clock.Now()
+	type running struct {
+		g    *gatewayState
+		done chan error
+	}
+	var syncing []running
+	for _, g := range l.gateways {
+		switch {
+		case g.done != nil:
+			// Still busy with an earlier target; a later round gives it the latest one.
+		case !g.retryAt.IsZero() && now.Before(g.retryAt):
+			results = append(results, GatewayResult{URL: g.URL(), Skipped: true, Err: g.lastErr})
+		default:
+			done := make(chan error, 1)
+			go func() { done <- g.Sync(ctx, target) }()
+			syncing = append(syncing, running{g, done})
+		}
+	}
+	wait := l.opts.Clock.NewTimer(l.opts.SlowGateway)
+	defer wait.Stop()
+	expired := false
+	for _, r := range syncing {
+		if !expired {
+			select {
+			case err := <-r.done:
+				results = append(results, l.settle(ctx, r.g, err))
+				continue
+			case <-wait.C():
+				expired = true
+			}
+		}
+		select {
+		case err := <-r.done:
+			results = append(results, l.settle(ctx, r.g, err))
+		default:
+			r.g.done = r.done
+			log.Info("gateway slow to sync; the others go on without it", "gateway", r.g.URL(), "waited", l.opts.SlowGateway.String())
+		}
+	}
 
 	allOK := true
-	for i, g := range l.gateways {
-		res := results[i]
-		if res.Skipped {
-			allOK = false
-			continue
-		}
-		var rej *RejectedError
-		switch {
-		case res.Err == nil:
-			if !g.retryAt.IsZero() {
-				log.Info("gateway recovered", "gateway", g.URL())
-			}
-			g.retryAt, g.lastErr, g.backoff = time.Time{}, nil, l.opts.Backoff
-		case errors.As(res.Err, &rej):
-			// The gateway keeps its last good configuration; the same one is not retried.
-			allOK = allOK && rej.RestApplied
-			g.retryAt, g.lastErr, g.backoff = time.Time{}, nil, l.opts.Backoff
-			log.Error(res.Err, "gateway rejected the configuration", "gateway", g.URL(), "entities", len(rej.Entities))
-		default:
-			allOK = false
-			if ctx.Err() != nil {
-				continue
-			}
-			delay := g.backoff.Step()
-			g.retryAt, g.lastErr = l.opts.Clock.Now().Add(delay), res.Err
-			log.Error(res.Err, "sync failed; retrying with backoff", "gateway", g.URL(), "retryIn", delay.String())
-		}
+	for _, g := range l.gateways {
+		allOK = allOK && g.ok
 	}
 	l.report(ctx, Round{Problems: problems, Gateways: results})
 	if allOK {
@@ -312,6 +340,32 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 			close(l.firstSync)
 		})
 	}
+}
+
+// settle records what a finished sync of g means for it: back in step, refused (the same
+// configuration is not retried), or failed (retry with backoff).
+func (l *Loop) settle(ctx context.Context, g *gatewayState, err error) GatewayResult {
+	log := l.opts.Logger
+	var rej *RejectedError
+	switch {
+	case err == nil:
+		if !g.retryAt.IsZero() {
+			log.Info("gateway recovered", "gateway", g.URL())
+		}
+		g.retryAt, g.lastErr, g.backoff, g.ok = time.Time{}, nil, l.opts.Backoff, true
+	case errors.As(err, &rej):
+		// The gateway keeps its last good configuration; the same one is not retried.
+		g.retryAt, g.lastErr, g.backoff, g.ok = time.Time{}, nil, l.opts.Backoff, rej.RestApplied
+		log.Error(err, "gateway rejected the configuration", "gateway", g.URL(), "entities", len(rej.Entities))
+	default:
+		g.ok = false
+		if ctx.Err() == nil {
+			delay := g.backoff.Step()
+			g.retryAt, g.lastErr = l.opts.Clock.Now().Add(delay), err
+			log.Error(err, "sync failed; retrying with backoff", "gateway", g.URL(), "retryIn", delay.String())
+		}
+	}
+	return GatewayResult{URL: g.URL(), Err: err}
 }
 
 func (l *Loop) report(ctx context.Context, r Round) {

@@ -373,3 +373,54 @@ func TestRejectionAndFirstSync(t *testing.T) {
 		stop()
 	}
 }
+
+// blockingGateway's syncs wait until release is closed.
+type blockingGateway struct {
+	release chan struct{}
+	syncs   atomic.Int32
+}
+
+func (g *blockingGateway) URL() string { return "slow" }
+func (g *blockingGateway) Sync(ctx context.Context, _ *Target) error {
+	g.syncs.Add(1)
+	select {
+	case <-g.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// One slow or unreachable gateway does not hold back changes to the others; its sync is
+// collected when it ends, and only then is the first sync complete on every gateway.
+func TestSlowGatewayDoesNotHoldBackTheOthers(t *testing.T) {
+	slow := &blockingGateway{release: make(chan struct{})}
+	fast := &countingGateway{}
+	trigger := NewTrigger()
+	l := NewLoop(Options{
+		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
+		Gateways: []Gateway{slow, fast}, Trigger: trigger, Period: time.Hour,
+		Quiet: time.Millisecond, SlowGateway: 20 * time.Millisecond, Logger: testr.New(t),
+	})
+	run(t, l)
+	require.Eventually(t, func() bool { return fast.count() == 1 }, 5*time.Second, time.Millisecond)
+	for want := 2; want <= 4; want++ {
+		trigger.Request()
+		require.Eventually(t, func() bool { return fast.count() == want }, 5*time.Second, time.Millisecond,
+			"change %d did not reach the fast gateway while the slow one was busy", want)
+	}
+	require.Equal(t, int32(1), slow.syncs.Load(), "a busy gateway is not given a second sync at once")
+	select {
+	case <-l.FirstSyncDone():
+		t.Fatal("the first sync is not complete while a gateway has not synced")
+	default:
+	}
+
+	close(slow.release)
+	trigger.Request()
+	select {
+	case <-l.FirstSyncDone():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slow gateway's sync was never collected")
+	}
+}

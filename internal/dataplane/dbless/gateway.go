@@ -51,7 +51,7 @@ type Gateway struct {
 	mu         sync.Mutex
 	lastDigest [sha256.Size]byte // of the configuration the gateway last accepted
 	lastGood   []byte
-	lastHash   string // the configuration_hash Kong reported right after taking lastGood
+	lastHash   string         // the configuration_hash Kong reported right after taking lastGood
 	rejected   *RejectedError // the last rejection, for the configuration with rejectedDigest
 	rejDigest  [sha256.Size]byte
 }
