@@ -411,15 +411,21 @@ func (e *Emulator) audited(r *http.Request, s *schema, ent map[string]any) {
 	e.record(r.Method, r.URL.Path, s.Name, id, entityName(s, ent), entityTags(ent))
 }
 
-func (e *Emulator) create(w http.ResponseWriter, r *http.Request, t *crudTarget, body map[string]any) {
-	ent, snis, aerr := e.prepare(t, body, nil)
+// save validates body as the new state of the entity (old: its current state, nil for a new
+// one), stores and audits it, and answers with status and the stored entity.
+func (e *Emulator) save(w http.ResponseWriter, r *http.Request, t *crudTarget, body, old map[string]any, status int) {
+	ent, snis, aerr := e.prepare(t, body, old)
 	if aerr != nil {
 		writeErr(w, aerr)
 		return
 	}
 	e.store(t.s, ent, snis)
 	e.audited(r, t.s, ent)
-	writeJSON(w, http.StatusCreated, e.db.render(t.s, ent))
+	writeJSON(w, status, e.db.render(t.s, ent))
+}
+
+func (e *Emulator) create(w http.ResponseWriter, r *http.Request, t *crudTarget, body map[string]any) {
+	e.save(w, r, t, body, nil, http.StatusCreated)
 }
 
 func (e *Emulator) upsert(w http.ResponseWriter, r *http.Request, t *crudTarget, body map[string]any) {
@@ -450,14 +456,7 @@ func (e *Emulator) upsert(w http.ResponseWriter, r *http.Request, t *crudTarget,
 	if old != nil && !isUUID(t.key) && t.s.EndpointKey != "" && t.s.EndpointKey != "id" && t.s.Name != "targets" {
 		body[t.s.EndpointKey] = t.key
 	}
-	ent, snis, aerr := e.prepare(t, body, old)
-	if aerr != nil {
-		writeErr(w, aerr)
-		return
-	}
-	e.store(t.s, ent, snis)
-	e.audited(r, t.s, ent)
-	writeJSON(w, http.StatusOK, e.db.render(t.s, ent))
+	e.save(w, r, t, body, old, http.StatusOK)
 }
 
 // mergePatch merges patch into base: records recursively, everything else replaced.
@@ -510,14 +509,7 @@ func (e *Emulator) patch(w http.ResponseWriter, r *http.Request, t *crudTarget, 
 		}
 	}
 	merged["id"] = old["id"]
-	ent, snis, aerr := e.prepare(t, merged, old)
-	if aerr != nil {
-		writeErr(w, aerr)
-		return
-	}
-	e.store(t.s, ent, snis)
-	e.audited(r, t.s, ent)
-	writeJSON(w, http.StatusOK, e.db.render(t.s, ent))
+	e.save(w, r, t, merged, old, http.StatusOK)
 }
 
 func (e *Emulator) remove(w http.ResponseWriter, r *http.Request, t *crudTarget) {

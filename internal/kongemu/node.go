@@ -189,14 +189,19 @@ func (e *Emulator) handleEndpoints(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"data": data})
 }
 
+// schemaFor finds a schema by name ("services") or Admin API path ("key-auths").
+func schemaFor(kind string) *schema {
+	if s := schemas[kind]; s != nil {
+		return s
+	}
+	return schemaByPath[kind]
+}
+
 // Entities returns copies of the stored entities of a kind (schema name
 // such as "services", "keyauth_credentials", or Admin API path such as
 // "key-auths"), ordered by id, in their response form.
 func (e *Emulator) Entities(kind string) []map[string]any {
-	s := schemas[kind]
-	if s == nil {
-		s = schemaByPath[kind]
-	}
+	s := schemaFor(kind)
 	if s == nil {
 		return nil
 	}
@@ -211,10 +216,7 @@ func (e *Emulator) Entities(kind string) []map[string]any {
 
 // Entity returns one entity by id or endpoint key, or nil.
 func (e *Emulator) Entity(kind, key string) map[string]any {
-	s := schemas[kind]
-	if s == nil {
-		s = schemaByPath[kind]
-	}
+	s := schemaFor(kind)
 	if s == nil {
 		return nil
 	}
