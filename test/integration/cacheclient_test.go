@@ -63,16 +63,17 @@ func TestCacheBackedClientBlocksUntilTheInformerSynced(t *testing.T) {
 
 func TestCacheBackedClientFailsForAForbiddenKind(t *testing.T) {
 	ctx := context.Background()
-	user, err := env.AddUser(envtest.User{Name: "no-secrets"}, adminConfig)
+	name := "no-secrets-" + newNamespace(t) // unique, so the test can run again on the same server
+	user, err := env.AddUser(envtest.User{Name: name}, adminConfig)
 	require.NoError(t, err)
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "no-secrets"}, Rules: []rbacv1.PolicyRule{
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "watch"}},
 	}}
 	require.NoError(t, admin.Create(ctx, role))
 	require.NoError(t, admin.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "no-secrets"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "no-secrets"},
-		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "no-secrets"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: name}},
 	}))
 	c, err := cache.New(user.Config(), cache.Options{Scheme: store.NewScheme()})
 	require.NoError(t, err)
