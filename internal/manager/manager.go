@@ -95,6 +95,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}
 	readKinds := store.ReadKinds(optional)
+	if kinds := untranslatedKongKinds(restCfg, readKinds); len(kinds) > 0 {
+		log.Info("Kong CRDs installed whose objects konductor does not translate yet; in DB-less mode what KIC made of such objects does not survive the switch (docs/migration-from-kic.md)",
+			"kinds", strings.Join(kinds, ","))
+	}
 
 	electionNS := cfg.ElectionNamespace
 	if cfg.LeaderElect && electionNS == "" {
@@ -351,6 +355,46 @@ func installedOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
 		}
 	}
 	return out, nil
+}
+
+// untranslatedKongKinds lists the kinds of Kong's API groups the cluster serves and konductor
+// does not read. Discovery only: it needs no permission on those kinds. Errors are not fatal
+// (the list only feeds a log line), so they give an empty list.
+func untranslatedKongKinds(cfg *rest.Config, read store.KindSet) []string {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil
+	}
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		return nil
+	}
+	readNames := map[string]bool{}
+	for k := range read {
+		readNames[k.String()] = true
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, g := range groups.Groups {
+		if !strings.HasSuffix(g.Name, "konghq.com") {
+			continue
+		}
+		for _, v := range g.Versions {
+			list, err := dc.ServerResourcesForGroupVersion(v.GroupVersion)
+			if err != nil {
+				continue
+			}
+			for _, r := range list.APIResources {
+				if strings.Contains(r.Name, "/") || readNames[r.Kind] || seen[r.Kind] {
+					continue
+				}
+				seen[r.Kind] = true
+				out = append(out, r.Kind)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -85,4 +85,5 @@ func TestMissingCRDIsSkipped(t *testing.T) {
 	require.True(t, r.logs.contains("CRD not installed; kind skipped", "KongPlugin"), r.logs.String())
 	require.True(t, r.logs.contains("CRD not installed; kind skipped", "KongClusterPlugin"))
 	require.Equal(t, 1, r.logs.count("CRD not installed; kind skipped", `"KongPlugin"`), "one line per kind, at start")
+	require.False(t, r.logs.contains("does not translate yet"), "no Kong CRDs, nothing untranslated")
 }
