@@ -135,3 +135,27 @@ func TestPluginOrder(t *testing.T) {
 	assert.Equal(t, "b", *c.Plugins[0].Name)
 	assert.Equal(t, "r2", *c.Plugins[1].Route.ID)
 }
+
+// Plugins get KIC's render defaults as against a real Kong (kic-compat.md §11.3): enabled and
+// protocols when unset, and never run_on, which Kong 3 refuses.
+func TestPluginRenderDefaults(t *testing.T) {
+	s := &State{Plugins: []*file.FPlugin{
+		{Plugin: kong.Plugin{Name: kong.String("key-auth"), RunOn: kong.String("first")}},
+		{Plugin: kong.Plugin{Name: kong.String("cors"), Enabled: kong.Bool(false), Protocols: kong.StringSlice("grpc")}},
+	}}
+	got := map[string]file.FPlugin{}
+	for _, p := range s.Content().Plugins {
+		got[*p.Name] = p
+	}
+	ka := got["key-auth"]
+	if ka.RunOn != nil || ka.Enabled == nil || !*ka.Enabled || len(ka.Protocols) != 2 || *ka.Protocols[0] != "http" || *ka.Protocols[1] != "https" {
+		t.Fatalf("key-auth: run_on %v, enabled %v, protocols %v", ka.RunOn, ka.Enabled, ka.Protocols)
+	}
+	cors := got["cors"]
+	if *cors.Enabled || len(cors.Protocols) != 1 || *cors.Protocols[0] != "grpc" {
+		t.Fatalf("cors: set values must be kept: enabled %v, protocols %v", *cors.Enabled, cors.Protocols)
+	}
+	if s.Plugins[0].RunOn == nil {
+		t.Fatal("rendering must not modify the State")
+	}
+}

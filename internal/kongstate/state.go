@@ -41,8 +41,10 @@ func (s *State) Content() *file.Content {
 		cp := svc.DeepCopy()
 		for _, r := range cp.Routes {
 			fillRouteDefaults(r)
+			fillPluginDefaults(r.Plugins...)
 			sortPluginsDesc(r.Plugins)
 		}
+		fillPluginDefaults(cp.Plugins...)
 		sort.SliceStable(cp.Routes, func(i, j int) bool { return str(cp.Routes[i].Name) > str(cp.Routes[j].Name) })
 		sortPluginsDesc(cp.Plugins)
 		c.Services = append(c.Services, *cp)
@@ -78,7 +80,9 @@ func (s *State) Content() *file.Content {
 		if p == nil {
 			continue
 		}
-		c.Plugins = append(c.Plugins, *p.DeepCopy())
+		cp := p.DeepCopy()
+		fillPluginDefaults(cp)
+		c.Plugins = append(c.Plugins, *cp)
 	}
 	sort.SliceStable(c.Plugins, func(i, j int) bool { return pluginKey(&c.Plugins[i]) > pluginKey(&c.Plugins[j]) })
 	return c
@@ -105,6 +109,22 @@ func isEmpty(c *file.Content) bool {
 }
 
 // fillRouteDefaults fills what KIC fills at render time for the traditional router.
+// fillPluginDefaults is KIC's render step for plugins (kic-compat.md §11.3) as it runs against a
+// real Kong, whose plugin schemas it can read: enabled true when unset, protocols [http, https]
+// when empty, and no run_on (Kong 3 has no such field and refuses the whole configuration
+// over it). Filling the schema's config defaults is left to Kong, which stores the same values.
+func fillPluginDefaults(ps ...*file.FPlugin) {
+	for _, p := range ps {
+		if p.Enabled == nil {
+			p.Enabled = kong.Bool(true)
+		}
+		if len(p.Protocols) == 0 {
+			p.Protocols = kong.StringSlice("http", "https")
+		}
+		p.RunOn = nil
+	}
+}
+
 func fillRouteDefaults(r *file.FRoute) {
 	if r.HTTPSRedirectStatusCode == nil {
 		r.HTTPSRedirectStatusCode = kong.Int(426)
