@@ -68,34 +68,28 @@ type Config struct {
 }
 
 // kicFlagsWithoutEffect are KIC flags konductor accepts and ignores: they tune things it does
-// not have (telemetry, profiling, the admission webhook, config dumps, UDP status, gateway
-// discovery). A flag whose absence would change what Kong receives (for example
+// not have (telemetry, profiling, the admission webhook, config dumps, UDP status, init
+// retries). The value says whether the flag is boolean (may stand bare: --profiling); the others
+// also take their value as the next argument (--log-format json). A flag whose absence would change what Kong receives (for example
 // --kong-workspace) is deliberately not in this list: it fails as unknown.
-var kicFlagsWithoutEffect = []string{
-	"anonymous-reports",
-	"log-format",
-	"profiling",
-	"dump-config",
-	"dump-sensitive-config",
-	"publish-service-udp",
-	"publish-status-address-udp",
-	"admission-webhook-listen",
-	"admission-webhook-cert-file",
-	"admission-webhook-key-file",
-	"admission-webhook-cert",
-	"admission-webhook-key",
-	"kong-admin-init-retries",
-	"kong-admin-init-retry-delay",
-	"enable-reverse-sync",
-	"skip-ca-certificates",
-	"sync-period",
-}
-
-// kicBoolFlagsWithoutEffect are the boolean ones among them: only these may stand bare
-// (--profiling); the others take a value, also as a separate argument (--log-format json).
-var kicBoolFlagsWithoutEffect = map[string]bool{
-	"anonymous-reports": true, "profiling": true, "dump-config": true, "dump-sensitive-config": true,
-	"enable-reverse-sync": true, "skip-ca-certificates": true,
+var kicFlagsWithoutEffect = map[string]bool{
+	"anonymous-reports":           true,
+	"log-format":                  false,
+	"profiling":                   true,
+	"dump-config":                 true,
+	"dump-sensitive-config":       true,
+	"publish-service-udp":         false,
+	"publish-status-address-udp":  false,
+	"admission-webhook-listen":    false,
+	"admission-webhook-cert-file": false,
+	"admission-webhook-key-file":  false,
+	"admission-webhook-cert":      false,
+	"admission-webhook-key":       false,
+	"kong-admin-init-retries":     false,
+	"kong-admin-init-retry-delay": false,
+	"enable-reverse-sync":         true,
+	"skip-ca-certificates":        true,
+	"sync-period":                 false,
 }
 
 // Defaults, KIC's where KIC has the flag.
@@ -169,9 +163,9 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	fs.BoolVar(&c.UpdateStatus, "update-status", true, "write the published addresses into Ingress status (with --publish-service or --publish-status-address)")
 	fs.Float32Var(&c.APIServerQPS, "apiserver-qps", 100, "requests per second to the Kubernetes API")
 	fs.IntVar(&c.APIServerBurst, "apiserver-burst", 300, "request burst to the Kubernetes API")
-	for _, name := range kicFlagsWithoutEffect {
+	for name, boolean := range kicFlagsWithoutEffect {
 		f := fs.VarPF(&ignoredValue{}, name, "", "accepted for KIC compatibility; no effect")
-		if kicBoolFlagsWithoutEffect[name] {
+		if boolean {
 			f.NoOptDefVal = "true" // a bare --profiling must not eat the next argument
 		}
 		f.Hidden = true

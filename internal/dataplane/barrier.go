@@ -19,7 +19,8 @@ type Barrier interface {
 
 // InformerBarrier waits for the informers of a set of kinds in a controller-runtime cache.
 type InformerBarrier struct {
-	checkers []toolscache.DoneChecker
+	informers []cache.Informer
+	checkers  []toolscache.DoneChecker
 }
 
 // NewInformerBarrier registers (without waiting) an informer for each object's kind in c and
@@ -32,9 +33,21 @@ func NewInformerBarrier(ctx context.Context, c cache.Informers, objs ...client.O
 		if err != nil {
 			return nil, fmt.Errorf("registering informer for %T: %w", obj, err)
 		}
+		b.informers = append(b.informers, inf)
 		b.checkers = append(b.checkers, namedChecker{inf.HasSyncedChecker(), fmt.Sprintf("%T", obj)})
 	}
 	return b, nil
+}
+
+// AddEventHandler adds h to every informer the barrier waits for: the same set of kinds is
+// both what a sync waits for and what triggers one.
+func (b *InformerBarrier) AddEventHandler(h toolscache.ResourceEventHandler) error {
+	for _, inf := range b.informers {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type namedChecker struct {

@@ -151,14 +151,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err != nil {
 		return nil, err
 	}
-	for _, obj := range objs {
-		inf, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := inf.AddEventHandler(trigger.EventHandler()); err != nil {
-			return nil, err
-		}
+	if err := barrier.AddEventHandler(trigger.EventHandler()); err != nil {
+		return nil, err
 	}
 
 	st := store.New(mgr.GetCache(), store.Options{
