@@ -39,8 +39,12 @@ type Config struct {
 	PublishService   string
 	PublishAddresses []string
 
-	// Leader election.
+	// Leader election. LeaderElect is the user's choice when LeaderElectAuto is false (an
+	// explicit --leader-elect or KIC's --force-leader-election); with LeaderElectAuto the
+	// manager decides at start as KIC does (manager.DecideLeaderElection) and LeaderElect
+	// only holds the flag's default.
 	LeaderElect           bool
+	LeaderElectAuto       bool
 	ElectionID            string
 	ElectionNamespace     string
 	ElectionLeaseDuration time.Duration
@@ -49,6 +53,12 @@ type Config struct {
 
 	// Sync.
 	ProxySyncPeriod time.Duration
+
+	// KongAdminInitRetries and KongAdminInitRetryDelay bound how long the controller waits at
+	// start for a gateway to answer GET / (KIC's flags, defaults 60 and 1s), when it must
+	// know whether the gateway has a database to decide leader election.
+	KongAdminInitRetries    int
+	KongAdminInitRetryDelay time.Duration
 
 	// Endpoints.
 	MetricsBindAddress     string
@@ -85,8 +95,6 @@ var kicFlagsWithoutEffect = map[string]bool{
 	"admission-webhook-key-file":  false,
 	"admission-webhook-cert":      false,
 	"admission-webhook-key":       false,
-	"kong-admin-init-retries":     false,
-	"kong-admin-init-retry-delay": false,
 	"enable-reverse-sync":         true,
 	"skip-ca-certificates":        true,
 	"sync-period":                 false,
@@ -135,6 +143,7 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 		namespaces string
 		syncSecs   float64
 		publish    string
+		force      string
 	)
 	fs.StringVar(&adminURLs, "kong-admin-url", DefaultKongAdminURL, "Kong Admin API URLs, comma-separated; every gateway gets the same configuration")
 	fs.StringVar(&c.KongAdminToken, "kong-admin-token", "", "Kong-Admin-Token header value sent to the Admin API")
@@ -150,12 +159,16 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses in-cluster config or $KUBECONFIG")
 	fs.StringVar(&c.PublishService, "publish-service", "", "namespace/name of the Kong proxy Service whose addresses go into Ingress status")
 	fs.StringVar(&publish, "publish-status-address", "", "addresses (IPs or host names, comma-separated) for Ingress status; override --publish-service")
-	fs.BoolVar(&c.LeaderElect, "leader-elect", true, "elect a leader among replicas; only the leader writes to Kong (required with a database)")
+	fs.BoolVar(&c.LeaderElect, "leader-elect", true, "elect a leader among replicas; only the leader writes to Kong (required with a database). Unset: decided at start as KIC does, on with a database, off for DB-less gateways")
+	fs.StringVar(&force, "force-leader-election", "", "KIC's override of the leader-election decision: enabled or disabled")
+	fs.Lookup("force-leader-election").Hidden = true // hidden in KIC too
 	fs.StringVar(&c.ElectionID, "election-id", DefaultElectionID, "name of the Lease used for leader election")
 	fs.StringVar(&c.ElectionNamespace, "election-namespace", "", "namespace of the Lease; empty uses the Pod's namespace")
 	fs.DurationVar(&c.ElectionLeaseDuration, "election-lease-duration", 15*time.Second, "how long a standby waits before taking a lease its holder stopped renewing")
 	fs.DurationVar(&c.ElectionRenewDeadline, "election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leadership")
 	fs.DurationVar(&c.ElectionRetryPeriod, "election-retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
+	fs.IntVar(&c.KongAdminInitRetries, "kong-admin-init-retries", 60, "how many times to ask a gateway GET / at start before giving up, when leader election is decided from its database mode")
+	fs.DurationVar(&c.KongAdminInitRetryDelay, "kong-admin-init-retry-delay", time.Second, "delay between those attempts")
 	fs.Float64Var(&syncSecs, "proxy-sync-seconds", DefaultProxySyncSeconds, "period of the full resync to Kong, in seconds; changes are synced as they happen")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", DefaultMetricsAddress, "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", DefaultHealthProbeAddress, "address of /healthz and /readyz; 0 disables it")
@@ -186,6 +199,17 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 			c.Ignored = append(c.Ignored, f.Name)
 		}
 	})
+	c.LeaderElectAuto = !fs.Changed("leader-elect")
+	switch force {
+	case "":
+	case "enabled", "disabled":
+		if !c.LeaderElectAuto && c.LeaderElect != (force == "enabled") {
+			return nil, fmt.Errorf("--force-leader-election=%s contradicts --leader-elect=%t; give one", force, c.LeaderElect)
+		}
+		c.LeaderElect, c.LeaderElectAuto = force == "enabled", false
+	default:
+		return nil, fmt.Errorf("--force-leader-election: must be enabled or disabled, got %q", force)
+	}
 	c.KongAdminURLs = splitList(adminURLs)
 	c.WatchNamespaces = splitList(namespaces)
 	c.PublishAddresses = splitList(publish)
@@ -292,7 +316,7 @@ func (c *Config) validate(syncSecs float64) error {
 	if syncSecs <= 0 {
 		bad("proxy-sync-seconds", "must be positive, got %v", syncSecs)
 	}
-	if c.LeaderElect {
+	if c.LeaderElect { // also when auto: it may be decided on
 		if c.ElectionID == "" {
 			bad("election-id", "must not be empty with leader election")
 		}
@@ -313,6 +337,12 @@ func (c *Config) validate(syncSecs float64) error {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
 			bad(a.flag, "%q is not host:port: %v", a.addr, err)
 		}
+	}
+	if c.KongAdminInitRetries < 0 {
+		bad("kong-admin-init-retries", "must not be negative, got %d", c.KongAdminInitRetries)
+	}
+	if c.KongAdminInitRetryDelay < 0 {
+		bad("kong-admin-init-retry-delay", "must not be negative, got %s", c.KongAdminInitRetryDelay)
 	}
 	if c.APIServerQPS <= 0 {
 		bad("apiserver-qps", "must be positive, got %v", c.APIServerQPS)

@@ -23,8 +23,10 @@ func TestParseDefaults(t *testing.T) {
 	require.Equal(t, "kong", c.IngressClass)
 	require.Equal(t, DefaultFilterTag, c.KongAdminFilterTag)
 	require.Equal(t, DefaultElectionID, c.ElectionID)
-	require.True(t, c.LeaderElect)
+	require.True(t, c.LeaderElectAuto, "leader election is decided at start unless the user chose")
 	require.Equal(t, 3*time.Second, c.ProxySyncPeriod)
+	require.Equal(t, 60, c.KongAdminInitRetries)
+	require.Equal(t, time.Second, c.KongAdminInitRetryDelay)
 	require.Nil(t, c.WatchNamespaces)
 }
 
@@ -45,10 +47,42 @@ func TestParseFlagsAndEnvironment(t *testing.T) {
 	require.Equal(t, 500*time.Millisecond, c.ProxySyncPeriod)
 	require.Equal(t, "internal", c.IngressClass)
 	require.False(t, c.LeaderElect)
+	require.False(t, c.LeaderElectAuto, "CONTROLLER_LEADER_ELECT is an explicit choice")
 	require.Equal(t, "my-lease", c.ElectionID)
 	tok, err := c.AdminToken()
 	require.NoError(t, err)
 	require.Equal(t, "secret", tok)
+}
+
+// --leader-elect and KIC's hidden --force-leader-election are explicit choices; without
+// either the manager decides.
+func TestParseLeaderElectionChoice(t *testing.T) {
+	for _, tc := range []struct {
+		args          []string
+		env           map[string]string
+		enabled, auto bool
+		err           string
+	}{
+		{args: nil, enabled: true, auto: true},
+		{args: []string{"--leader-elect"}, enabled: true},
+		{args: []string{"--leader-elect=false"}, enabled: false},
+		{args: []string{"--force-leader-election=enabled"}, enabled: true},
+		{args: []string{"--force-leader-election=disabled"}, enabled: false},
+		{env: map[string]string{"CONTROLLER_FORCE_LEADER_ELECTION": "disabled"}, enabled: false},
+		{args: []string{"--force-leader-election=enabled", "--leader-elect=true"}, enabled: true},
+		{args: []string{"--force-leader-election=enabled", "--leader-elect=false"}, err: "contradicts --leader-elect=false"},
+		{args: []string{"--force-leader-election=maybe"}, err: `--force-leader-election: must be enabled or disabled, got "maybe"`},
+		{args: []string{"--kong-admin-init-retries=-1"}, err: "--kong-admin-init-retries: must not be negative"},
+	} {
+		c, err := Parse(tc.args, env(tc.env))
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, "%v", tc.args)
+			continue
+		}
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, tc.enabled, c.LeaderElect, "%v %v", tc.args, tc.env)
+		require.Equal(t, tc.auto, c.LeaderElectAuto, "%v %v", tc.args, tc.env)
+	}
 }
 
 func TestParseTokenFile(t *testing.T) {

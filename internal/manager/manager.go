@@ -60,15 +60,18 @@ type Options struct {
 
 // Controller is an assembled, not yet started, controller.
 type Controller struct {
-	mgr     ctrlmanager.Manager
-	barrier *dataplane.InformerBarrier
-	loop    *dataplane.Loop
-	store   *store.Store
-	cfg     *config.Config
-	log     logr.Logger
+	mgr      ctrlmanager.Manager
+	barrier  *dataplane.InformerBarrier
+	loop     *dataplane.Loop
+	store    *store.Store
+	cfg      *config.Config // leader election decided
+	election LeaderElection
+	log      logr.Logger
 }
 
-// New builds the controller. It talks to the Kubernetes API (discovery) but not to Kong.
+// New builds the controller. It talks to the Kubernetes API (discovery) and, when leader
+// election is left to it, asks each gateway GET / (DecideLeaderElection); it sends Kong no
+// configuration.
 func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, error) {
 	log := opts.Logger
 	restCfg := opts.RestConfig
@@ -99,6 +102,15 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		log.Info("Kong CRDs installed whose objects konductor does not translate yet; in DB-less mode what KIC made of such objects does not survive the switch (docs/migration-from-kic.md)",
 			"kinds", strings.Join(kinds, ","))
 	}
+
+	election, err := DecideLeaderElection(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("leader election decided", "enabled", election.Enabled, "reason", election.Reason)
+	decided := *cfg
+	decided.LeaderElect, decided.LeaderElectAuto = election.Enabled, false
+	cfg = &decided
 
 	electionNS := cfg.ElectionNamespace
 	if cfg.LeaderElect && electionNS == "" {
@@ -209,14 +221,16 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", cfg.KongAdminURLs,
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
-	return &Controller{mgr: mgr, barrier: barrier, loop: loop, cfg: cfg, log: log}, nil
+	return &Controller{mgr: mgr, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log}, nil
 }
 
 // Start runs the controller until ctx ends. Without leader election it first checks that no
 // gateway has a database (RequireLeaderElection).
 func (c *Controller) Start(ctx context.Context) error {
-	if err := RequireLeaderElection(ctx, c.cfg, c.log); err != nil {
-		return err
+	if !c.election.GatewaysProbed {
+		if err := RequireLeaderElection(ctx, c.cfg, c.log); err != nil {
+			return err
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.mgr.Start(ctx) }()

@@ -42,7 +42,7 @@ func TestRBACForbiddenKindBlocksTheFirstSync(t *testing.T) {
 	}))
 
 	r := startReplica(t, replicaSpec{name: "restricted", namespace: ns, gateways: []string{kong.URL},
-		restConfig: user.Config(), args: []string{"--election-id", "restricted-" + ns}})
+		restConfig: user.Config(), args: []string{"--leader-elect", "--election-id", "restricted-" + ns}})
 
 	require.Eventually(t, func() bool { return r.logs.contains("RBAC forbids list/watch", "Secret") }, 30*time.Second, 10*time.Millisecond,
 		"the log names the kind that cannot be listed")
@@ -54,7 +54,7 @@ func TestRBACForbiddenKindBlocksTheFirstSync(t *testing.T) {
 	defer func(g time.Duration) { manager.ShutdownGrace = g }(manager.ShutdownGrace)
 	manager.ShutdownGrace = time.Second
 	stuck := startReplica(t, replicaSpec{name: "stuck", namespace: ns, gateways: []string{kong.URL},
-		restConfig: user.Config(), args: []string{"--election-id", "stuck-" + ns}})
+		restConfig: user.Config(), args: []string{"--leader-elect", "--election-id", "stuck-" + ns}})
 	require.Eventually(t, func() bool { return stuck.logs.contains("RBAC forbids list/watch", "Secret") }, 30*time.Second, 10*time.Millisecond)
 	stuck.cancel()
 	select {
