@@ -1,6 +1,8 @@
 package kongemu
 
 import (
+	"github.com/konductor/konductor/internal/kongrules"
+
 	"bytes"
 	"crypto/md5"
 	"encoding/hex"
@@ -69,7 +71,7 @@ func (it *dItem) fail(field, msg string) {
 		it.errs = errTree{}
 	}
 	if field == "" {
-		addEntityErr(it.errs, msg)
+		kongrules.AddEntityErr(it.errs, msg)
 		return
 	}
 	if _, ok := it.errs[field]; !ok {
@@ -136,7 +138,7 @@ func setAt(tree errTree, path []pathElem, v any) {
 		if i == len(path)-1 {
 			if existing, ok := sp[p.idx].(errTree); ok {
 				if vt, isTree := v.(errTree); isTree {
-					mergeErr(existing, vt)
+					kongrules.MergeErr(existing, vt)
 					return
 				}
 			}
@@ -248,7 +250,7 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 
 	// Foreign keys, validation.
 	for _, it := range l.items {
-		in := deepCopy(it.input).(map[string]any)
+		in := kongrules.DeepCopy(it.input).(map[string]any)
 		in["id"] = it.id
 		if it.parent != nil {
 			in[it.fkey] = map[string]any{"id": it.parent.id}
@@ -286,13 +288,13 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 			in[f.Name] = map[string]any{"id": target.id}
 			it.input[f.Name] = map[string]any{"id": target.id}
 		}
-		out, errs := normalize(it.s, in, true)
+		out, errs := normalize(e.prof, it.s, in, true)
 		it.out = out
 		if errs != nil {
 			if it.errs == nil {
 				it.errs = errTree{}
 			}
-			mergeErr(it.errs, errs)
+			kongrules.MergeErr(it.errs, errs)
 		}
 	}
 
@@ -377,7 +379,7 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 
 // flattenItem renders one flattened_errors entry.
 func flattenItem(it *dItem) map[string]any {
-	entity := deepCopy(it.input).(map[string]any)
+	entity := kongrules.DeepCopy(it.input).(map[string]any)
 	out := map[string]any{
 		"entity_type": it.s.Singular,
 		"entity":      entity,
@@ -411,7 +413,7 @@ func flattenItem(it *dItem) map[string]any {
 }
 
 func flattenErrs(t any, prefix string, out *[]any) {
-	walkErrors(t, prefix, func(field string, entity bool, msg any) {
+	kongrules.WalkErrors(t, prefix, func(field string, entity bool, msg any) {
 		if entity {
 			*out = append(*out, map[string]any{"type": "entity", "message": msg})
 			return
@@ -427,7 +429,7 @@ func luaPretty(v any) string {
 		return strconv.Quote(x)
 	case errTree:
 		parts := []string{}
-		for _, k := range sortedErrKeys(x) {
+		for _, k := range sortedKeys(x) {
 			name := k
 			if strings.ContainsAny(k, "@-.") {
 				name = "[" + strconv.Quote(k) + "]"
@@ -636,7 +638,7 @@ func rejectionBody(rj ConfigRejection, flatten bool) map[string]any {
 	fields := errTree{}
 	if rj.Field == "" {
 		errs = append(errs, map[string]any{"type": "entity", "message": rj.Message})
-		addEntityErr(fields, rj.Message)
+		kongrules.AddEntityErr(fields, rj.Message)
 	} else {
 		errs = append(errs, map[string]any{"type": "field", "field": rj.Field, "message": rj.Message})
 		fields[rj.Field] = rj.Message
@@ -652,7 +654,7 @@ func rejectionBody(rj ConfigRejection, flatten bool) map[string]any {
 		item["entity_name"] = rj.EntityName
 	}
 	if rj.EntityTags != nil {
-		tags := strs(rj.EntityTags...)
+		tags := kongrules.Strs(rj.EntityTags...)
 		entity["tags"] = tags
 		item["entity_tags"] = tags
 	}
@@ -684,7 +686,7 @@ func (e *Emulator) exportConfig() map[string]any {
 				if v == nil {
 					continue
 				}
-				if ref, ok := v.(map[string]any); ok && schemas[name].field(k) != nil && schemas[name].field(k).Type == tForeign {
+				if ref, ok := v.(map[string]any); ok && schemas[name].field(k) != nil && schemas[name].field(k).Type == kongrules.Foreign {
 					m[k] = ref["id"]
 					continue
 				}

@@ -1,6 +1,8 @@
 package kongemu
 
 import (
+	"github.com/konductor/konductor/internal/kongrules"
+
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -58,7 +60,7 @@ func (e *Emulator) handleCRUD(w http.ResponseWriter, r *http.Request, segs []str
 			writeErr(w, methodNotAllowed)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"enabled_plugins": strs(sortedKeys(pluginSchemas)...)})
+		writeJSON(w, http.StatusOK, map[string]any{"enabled_plugins": kongrules.Strs(kongrules.PluginNames(e.prof.enterprise)...)})
 		return
 	}
 	var body map[string]any
@@ -86,7 +88,7 @@ func (e *Emulator) handleCRUD(w http.ResponseWriter, r *http.Request, segs []str
 					name, _ = old["name"].(string)
 				}
 			}
-			fs = pluginFields(name)
+			fs = pluginFields(e.prof, name)
 		}
 		coerceForm(fs, body)
 	}
@@ -338,7 +340,7 @@ func (e *Emulator) prepare(t *crudTarget, body map[string]any, old map[string]an
 	if t.parent != nil {
 		body[t.fkey] = map[string]any{"id": t.parent["id"]}
 	}
-	ent, errs := normalize(t.s, body, true)
+	ent, errs := normalize(e.prof, t.s, body, true)
 	if errs != nil {
 		return nil, nil, schemaViolation(errs)
 	}
@@ -461,7 +463,7 @@ func (e *Emulator) upsert(w http.ResponseWriter, r *http.Request, t *crudTarget,
 
 // mergePatch merges patch into base: records recursively, everything else replaced.
 func mergePatch(fs []*field, base, patch map[string]any) map[string]any {
-	out := deepCopy(base).(map[string]any)
+	out := kongrules.DeepCopy(base).(map[string]any)
 	for k, v := range patch {
 		var f *field
 		for _, x := range fs {
@@ -471,11 +473,11 @@ func mergePatch(fs []*field, base, patch map[string]any) map[string]any {
 		}
 		bm, bok := out[k].(map[string]any)
 		pm, pok := v.(map[string]any)
-		if f != nil && f.Type == tRecord && bok && pok {
+		if f != nil && f.Type == kongrules.Record && bok && pok {
 			out[k] = mergePatch(f.Fields, bm, pm)
 			continue
 		}
-		out[k] = deepCopy(v)
+		out[k] = kongrules.DeepCopy(v)
 	}
 	return out
 }
@@ -498,9 +500,9 @@ func (e *Emulator) patch(w http.ResponseWriter, r *http.Request, t *crudTarget, 
 	fs := t.s.Fields
 	if t.s.Name == "plugins" {
 		name, _ := old["name"].(string)
-		fs = pluginFields(name)
+		fs = pluginFields(e.prof, name)
 	}
-	base := deepCopy(old).(map[string]any)
+	base := kongrules.DeepCopy(old).(map[string]any)
 	delete(base, "updated_at")
 	merged := mergePatch(fs, base, body)
 	if t.s.Name == "certificates" {

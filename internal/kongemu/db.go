@@ -1,6 +1,8 @@
 package kongemu
 
 import (
+	"github.com/konductor/konductor/internal/kongrules"
+
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
@@ -136,37 +138,9 @@ func msgErr(status int, message string) *apiError {
 
 var errNotFound = msgErr(http.StatusNotFound, "Not found")
 
-// walkErrors visits every message of an error tree in Kong's order: field messages with their
-// dotted path (array positions 1-based), entity-level messages ("@entity") with entity set.
-func walkErrors(t any, prefix string, visit func(field string, entity bool, msg any)) {
-	switch x := t.(type) {
-	case string:
-		visit(strings.TrimSuffix(prefix, "."), false, x)
-	case errTree:
-		for _, k := range sortedErrKeys(x) {
-			if k == "@entity" {
-				for _, m := range x[k].([]any) {
-					visit("", true, m)
-				}
-				continue
-			}
-			walkErrors(x[k], prefix+k+".", visit)
-		}
-	case sparse:
-		idx := make([]int, 0, len(x))
-		for i := range x {
-			idx = append(idx, i)
-		}
-		sort.Ints(idx)
-		for _, i := range idx {
-			walkErrors(x[i], fmt.Sprintf("%s%d.", prefix, i+1), visit)
-		}
-	}
-}
-
 // violationMessages flattens an error tree into Kong's "a.b: msg" list.
 func violationMessages(t any, prefix string, out *[]string) {
-	walkErrors(t, prefix, func(field string, entity bool, msg any) {
+	kongrules.WalkErrors(t, prefix, func(field string, entity bool, msg any) {
 		if entity {
 			*out = append(*out, fmt.Sprint(msg))
 			return
@@ -185,45 +159,34 @@ func schemaViolation(t errTree) *apiError {
 	return errBody(http.StatusBadRequest, 2, "schema violation", msg, t)
 }
 
-// normalize validates an entity of schema s. With defaults, absent fields
-// take their defaults (insert, upsert, declarative load).
-func normalize(s *schema, in map[string]any, defaults bool) (map[string]any, errTree) {
+// normalize validates an entity of schema s as Kong configured as p would. With defaults,
+// absent fields take their defaults (insert, upsert, declarative load).
+func normalize(p profile, s *schema, in map[string]any, defaults bool) (map[string]any, errTree) {
 	in, shortErr := expandShorthands(s, in)
 	if shortErr != nil {
 		return in, shortErr
 	}
-	fs := s.Fields
-	var checks []entityCheck
-	checks = append(checks, s.Checks...)
+	fs := s.fieldsFor(p)
+	checks := append([]entityCheck(nil), s.Checks...)
 	var pluginErr string
 	if s.Name == "plugins" {
 		name, _ := in["name"].(string)
-		if p, ok := pluginSchemas[name]; ok {
-			fs = pluginFields(name)
-			checks = append(checks, p.Checks...)
+		if kp := p.plugin(name); kp != nil {
+			fs = pluginFields(p, name)
+			checks = append(checks, kp.Checks...)
+			if kp.NoConsumer {
+				checks = append(checks, noConsumer)
+			}
 		} else if name != "" {
-			pluginErr = "plugin '" + name + "' not enabled; add it to the 'plugins' configuration property"
+			pluginErr = kongrules.NotEnabled(name)
 		}
 	}
-	out, errs := validator{defaults: defaults}.validateRecord(fs, in)
+	out, errs := validator(defaults).Record(fs, in)
 	if pluginErr != "" {
-		if errs == nil {
-			errs = errTree{}
-		}
 		errs = errTree{"name": pluginErr}
 	}
 	if errs == nil {
-		errs = errTree{}
-		for _, c := range checks {
-			ent, fe := c(out)
-			for _, m := range ent {
-				addEntityErr(errs, m)
-			}
-			mergeErr(errs, fe)
-		}
-	}
-	if len(errs) == 0 {
-		errs = nil
+		errs = kongrules.RunChecks(checks, out)
 	}
 	if errs == nil && s.Name == "targets" {
 		if t, ok := out["target"].(string); ok {
@@ -231,6 +194,14 @@ func normalize(s *schema, in map[string]any, defaults bool) (map[string]any, err
 		}
 	}
 	return out, errs
+}
+
+// noConsumer is typedefs.no_consumer: the authentication plugins cannot be scoped to a consumer.
+func noConsumer(e map[string]any) ([]string, map[string]any) {
+	if e["consumer"] != nil {
+		return nil, errTree{"consumer": "value must be null"}
+	}
+	return nil, nil
 }
 
 func randomHex() string {
@@ -278,6 +249,11 @@ func fillAuto(s *schema, e map[string]any, now int64, old map[string]any) {
 		if old == nil || old["password"] != pw {
 			sum := sha1.Sum([]byte(pw + refID(e["consumer"])))
 			e["password"] = hex.EncodeToString(sum[:])
+		}
+	case "plugins":
+		// oauth2's provision_key is an auto field of its config.
+		if cfg, ok := e["config"].(map[string]any); ok && e["name"] == "oauth2" && cfg["provision_key"] == nil {
+			cfg["provision_key"] = randomHex()
 		}
 	case "ca_certificates":
 		if c, ok := e["cert"].(string); ok {
@@ -420,7 +396,7 @@ func (d *db) deleteCascade(kind, id string, out *[]deleted) {
 
 // render returns the response form of an entity (certificates gain their snis).
 func (d *db) render(s *schema, e map[string]any) map[string]any {
-	out := deepCopy(e).(map[string]any)
+	out := kongrules.DeepCopy(e).(map[string]any)
 	if s.Name == "certificates" {
 		names := []any{}
 		id, _ := e["id"].(string)
@@ -431,25 +407,6 @@ func (d *db) render(s *schema, e map[string]any) map[string]any {
 		out["snis"] = names
 	}
 	return out
-}
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		a := make([]any, len(x))
-		for i, e := range x {
-			a[i] = deepCopy(e)
-		}
-		return a
-	default:
-		return v
-	}
 }
 
 // entityName is the human name of an entity, for the audit log.
@@ -519,31 +476,13 @@ func expandShorthands(s *schema, in map[string]any) (map[string]any, errTree) {
 		return out, nil
 	case "plugins":
 		name, _ := in["name"].(string)
-		p := pluginSchemas[name]
+		p := kongrules.Plugin(name)
 		cfg, ok := in["config"].(map[string]any)
-		if p == nil || len(p.Shorthands) == 0 || !ok {
+		if p == nil || !ok {
 			return in, nil
 		}
 		out := shallowCopy(in)
-		newCfg := shallowCopy(cfg)
-		for short, target := range p.Shorthands {
-			v, ok := newCfg[short]
-			if !ok {
-				continue
-			}
-			delete(newCfg, short)
-			if v == nil {
-				continue
-			}
-			rec, field, _ := strings.Cut(target, ".")
-			sub, _ := newCfg[rec].(map[string]any)
-			sub = shallowCopy(sub)
-			if _, set := sub[field]; !set {
-				sub[field] = v
-			}
-			newCfg[rec] = sub
-		}
-		out["config"] = newCfg
+		out["config"] = p.ExpandShorthands(cfg)
 		return out, nil
 	}
 	return in, nil

@@ -19,8 +19,10 @@
 //	crud.go     database mode collections and items, nested endpoints, pagination, tags
 //	db.go       the in-memory store, foreign keys, uniqueness, cascades, error bodies
 //	schema.go   the per-entity schema table that drives defaults, validation, responses and /schemas
-//	plugins.go  per-plugin config schemas of the enabled plugins
-//	validate.go generic schema validation and Kong's field and entity checks
+//	profile.go  what the version, router flavor and edition change in the schemas
+//	plugins.go  the plugins entity per plugin (the plugin schemas are kongrules')
+//	rules.go    the schema model and validator, which are kongrules'
+//	validate.go Kong's field and entity checks of the entities
 //	certs.go    certificate and key checks
 //	audit.go    audit log of state changes and request counters
 //	form.go     form-encoded bodies
@@ -50,9 +52,10 @@
 //     canonical re-encoding (sorted keys); Kong hashes its own re-encoding.
 //     Both are stable for equal content. As in Kong, check_hash=1 answers
 //     304 for every body form whose hash equals the current one.
-//   - Plugin schemas cover the enabled plugins listed in the spec with the
-//     fields that matter to a controller; unknown config fields are rejected
-//     as Kong does, so a field Kong knows but the emulator lacks is an error.
+//   - Plugin schemas (kongrules) cover the bundled plugins KIC users use most;
+//     unknown config fields are rejected as Kong does, so a field Kong knows but
+//     the emulator lacks is an error, and a plugin without a schema is refused
+//     as not enabled.
 //   - Declarative keys vaults, keys, key_sets, filter_chains and parameters
 //     are accepted and ignored.
 //   - Listing order is by id (Kong's primary key order in postgres); offsets
