@@ -30,21 +30,27 @@ var nested = map[string]map[string][2]string{
 	"services": {"routes": {"routes", "service"}, "plugins": {"plugins", "service"}},
 	"routes":   {"plugins": {"plugins", "route"}},
 	"consumers": {
-		"plugins":               {"plugins", "consumer"},
-		"keyauth_credentials":   {"keyauth_credentials", "consumer"},
-		"basicauth_credentials": {"basicauth_credentials", "consumer"},
-		"hmacauth_credentials":  {"hmacauth_credentials", "consumer"},
-		"jwt_secrets":           {"jwt_secrets", "consumer"},
-		"acls":                  {"acls", "consumer"},
-		"oauth2_credentials":    {"oauth2_credentials", "consumer"},
+		"plugins":                  {"plugins", "consumer"},
+		"consumer_group_consumers": {"consumer_group_consumers", "consumer"},
+		"mtls_auth_credentials":    {"mtls_auth_credentials", "consumer"},
+		"keyauth_credentials":      {"keyauth_credentials", "consumer"},
+		"basicauth_credentials":    {"basicauth_credentials", "consumer"},
+		"hmacauth_credentials":     {"hmacauth_credentials", "consumer"},
+		"jwt_secrets":              {"jwt_secrets", "consumer"},
+		"acls":                     {"acls", "consumer"},
+		"oauth2_credentials":       {"oauth2_credentials", "consumer"},
 	},
 	"upstreams":    {"targets": {"targets", "upstream"}},
 	"certificates": {"snis": {"snis", "certificate"}},
+	"consumer_groups": {
+		"plugins":                  {"plugins", "consumer_group"},
+		"consumer_group_consumers": {"consumer_group_consumers", "consumer_group"},
+	},
 }
 
 // Top-level declarative keys Kong knows that the emulator accepts without
 // modelling them.
-var ignoredTopLevel = map[string]bool{"vaults": true, "keys": true, "key_sets": true, "filter_chains": true, "parameters": true}
+var ignoredTopLevel = map[string]bool{"keys": true, "key_sets": true, "filter_chains": true, "parameters": true}
 
 var metaKeys = map[string]bool{"_format_version": true, "_transform": true, "_comment": true, "_workspace": true}
 
@@ -81,6 +87,7 @@ func (it *dItem) fail(field, msg string) {
 
 // loader validates a declarative configuration into a fresh db.
 type loader struct {
+	p     profile
 	items []*dItem
 	top   errTree // errors not tied to an entity (unknown keys, bad shapes)
 }
@@ -109,7 +116,7 @@ func (l *loader) walk(v any, s *schema, key string, prefix []pathElem, parent *d
 		it := &dItem{s: s, input: map[string]any{}, path: path, parent: parent, fkey: fkey}
 		children := map[string]any{}
 		for k, x := range m {
-			if _, isChild := nested[s.Name][k]; isChild && !(s.Name == "certificates" && k == "snis" && false) {
+			if c, isChild := nested[s.Name][k]; isChild && schemas[c[0]].has(l.p) {
 				children[k] = x
 				continue
 			}
@@ -172,7 +179,7 @@ func keyString(v any) string {
 
 // load validates cfg and returns the new db, or an error tree and flattened errors.
 func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
-	l := &loader{top: errTree{}}
+	l := &loader{top: errTree{}, p: e.prof}
 	tree := errTree{}
 	fv, has := cfg["_format_version"]
 	switch {
@@ -196,7 +203,7 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 			continue
 		}
 		s := schemas[k]
-		if s == nil {
+		if s == nil || !s.has(e.prof) {
 			tree[k] = "unknown field"
 			continue
 		}
@@ -256,7 +263,7 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 			in[it.fkey] = map[string]any{"id": it.parent.id}
 			it.input[it.fkey] = map[string]any{"id": it.parent.id}
 		}
-		for _, f := range it.s.foreignFields() {
+		for _, f := range it.s.foreignFields(&e.prof) {
 			if it.parent != nil && f.Name == it.fkey {
 				continue
 			}
@@ -287,6 +294,11 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 			}
 			in[f.Name] = map[string]any{"id": target.id}
 			it.input[f.Name] = map[string]any{"id": target.id}
+		}
+		if it.s.Name == "consumer_group_consumers" && it.input["id"] == nil {
+			// The id the Admin API knows a membership by (consumergroups.go).
+			it.id = membershipID(refID(in["consumer_group"]), refID(in["consumer"]))
+			in["id"] = it.id
 		}
 		out, errs := normalize(e.prof, it.s, in, true)
 		it.out = out
@@ -362,6 +374,9 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 		ent := it.out
 		ent["id"] = it.id
 		fillAuto(it.s, ent, now, nil)
+		if it.s.Name == "basicauth_credentials" {
+			hashPassword(ent)
+		}
 		if it.s.Name == "certificates" {
 			if names, ok := ent["snis"].([]any); ok {
 				for _, n := range names {

@@ -25,7 +25,9 @@ var childRoutes = map[string]map[string][2]string{
 		"jwt":        {"jwt_secrets", "consumer"},
 		"oauth2":     {"oauth2_credentials", "consumer"},
 		"acls":       {"acls", "consumer"},
+		"mtls-auth":  {"mtls_auth_credentials", "consumer"},
 	},
+	"consumer_groups": {"plugins": {"plugins", "consumer_group"}},
 }
 
 // crudTarget is what a CRUD path designates.
@@ -37,6 +39,8 @@ type crudTarget struct {
 	key      string // item key, "" for a collection
 	item     bool
 	basePath string
+	// keepPassword: a PATCH without a password keeps the stored hash.
+	keepPassword bool
 }
 
 func verb(method string) string {
@@ -73,6 +77,10 @@ func (e *Emulator) handleCRUD(w http.ResponseWriter, r *http.Request, segs []str
 	e.mu.Lock()
 	defer e.mu.Unlock()
 
+	if e.isConsumerGroupSpecial(r, segs) {
+		e.consumerGroupSpecial(w, r, segs, body)
+		return
+	}
 	t, aerr := e.resolve(segs)
 	if aerr != nil {
 		writeErr(w, aerr)
@@ -141,7 +149,7 @@ func (e *Emulator) resolve(segs []string) (*crudTarget, *apiError) {
 		return nil, errNotFound
 	}
 	s := schemaByPath[segs[0]]
-	if s == nil {
+	if s == nil || !s.has(e.prof) || s.NoAPI {
 		return nil, errNotFound
 	}
 	if len(segs) <= 2 {
@@ -155,7 +163,7 @@ func (e *Emulator) resolve(segs []string) (*crudTarget, *apiError) {
 		return t, nil
 	}
 	c, ok := childRoutes[s.Name][segs[2]]
-	if !ok {
+	if !ok || !schemas[c[0]].has(e.prof) {
 		return nil, errNotFound
 	}
 	if aerr := checkKey(s, segs[1]); aerr != nil {
@@ -353,6 +361,9 @@ func (e *Emulator) prepare(t *crudTarget, body map[string]any, old map[string]an
 		delete(ent, "snis")
 	}
 	fillAuto(t.s, ent, e.opts.Now().Unix(), old)
+	if t.s.Name == "basicauth_credentials" && !t.keepPassword {
+		hashPassword(ent)
+	}
 	id := ent["id"].(string)
 	if old == nil && e.db.get(t.s.Name, id) != nil {
 		return nil, nil, uniqueErr([]string{"id"}, ent)
@@ -511,6 +522,8 @@ func (e *Emulator) patch(w http.ResponseWriter, r *http.Request, t *crudTarget, 
 		}
 	}
 	merged["id"] = old["id"]
+	_, newPassword := body["password"]
+	t.keepPassword = !newPassword
 	e.save(w, r, t, merged, old, http.StatusOK)
 }
 

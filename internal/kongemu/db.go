@@ -168,9 +168,10 @@ func normalize(p profile, s *schema, in map[string]any, defaults bool) (map[stri
 	}
 	fs := s.fieldsFor(p)
 	checks := append([]entityCheck(nil), s.Checks...)
-	var pluginErr string
-	if s.Name == "plugins" {
-		name, _ := in["name"].(string)
+	var nameErr string // the subschema named by "name" does not exist
+	name, _ := in["name"].(string)
+	switch s.Name {
+	case "plugins":
 		if kp := p.plugin(name); kp != nil {
 			fs = pluginFields(p, name)
 			checks = append(checks, kp.Checks...)
@@ -178,12 +179,18 @@ func normalize(p profile, s *schema, in map[string]any, defaults bool) (map[stri
 				checks = append(checks, noConsumer)
 			}
 		} else if name != "" {
-			pluginErr = kongrules.NotEnabled(name)
+			nameErr = kongrules.NotEnabled(name)
+		}
+	case "vaults":
+		if name != "" {
+			var more []entityCheck
+			fs, more, nameErr = vaultSubschema(p, s, name)
+			checks = append(checks, more...)
 		}
 	}
 	out, errs := validator(defaults).Record(fs, in)
-	if pluginErr != "" {
-		errs = errTree{"name": pluginErr}
+	if nameErr != "" {
+		errs = errTree{"name": nameErr}
 	}
 	if errs == nil {
 		errs = kongrules.RunChecks(checks, out)
@@ -208,6 +215,14 @@ func randomHex() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// hashPassword stores a basic-auth password as Kong does: sha1(password .. consumer id), on
+// every write that carries a password (a hash read back and written again is hashed again).
+func hashPassword(e map[string]any) {
+	pw, _ := e["password"].(string)
+	sum := sha1.Sum([]byte(pw + refID(e["consumer"])))
+	e["password"] = hex.EncodeToString(sum[:])
 }
 
 // fillAuto sets the generated fields of a new or replaced entity.
@@ -242,14 +257,6 @@ func fillAuto(s *schema, e map[string]any, now int64, old map[string]any) {
 		if e["client_secret"] == nil {
 			e["client_secret"] = randomHex()
 		}
-	case "basicauth_credentials":
-		// Kong stores sha1(password .. consumer_id); a value that already is
-		// the stored hash (PUT of an entity read back) is kept.
-		pw, _ := e["password"].(string)
-		if old == nil || old["password"] != pw {
-			sum := sha1.Sum([]byte(pw + refID(e["consumer"])))
-			e["password"] = hex.EncodeToString(sum[:])
-		}
 	case "plugins":
 		// oauth2's provision_key is an auto field of its config.
 		if cfg, ok := e["config"].(map[string]any); ok && e["name"] == "oauth2" && cfg["provision_key"] == nil {
@@ -265,7 +272,7 @@ func fillAuto(s *schema, e map[string]any, now int64, old map[string]any) {
 // resolveForeign turns {endpoint_key: v} references into {id} and checks
 // that each referenced entity exists.
 func (d *db) resolveForeign(s *schema, e map[string]any) *apiError {
-	for _, f := range s.foreignFields() {
+	for _, f := range s.foreignFields(nil) {
 		m, ok := e[f.Name].(map[string]any)
 		if !ok {
 			continue
@@ -325,6 +332,13 @@ func (d *db) checkUnique(s *schema, e map[string]any, selfID string) *apiError {
 }
 
 func uniqueErr(keys []string, e map[string]any) *apiError {
+	present := keys[:0:0]
+	for _, k := range keys {
+		if _, ok := e[k]; ok { // a field this Kong has
+			present = append(present, k)
+		}
+	}
+	keys = present
 	msg := fmt.Sprintf("UNIQUE violation detected on '%s'", luaTable(keys, e))
 	return errBody(http.StatusConflict, 5, "unique constraint violation", msg, map[string]any{})
 }
@@ -334,7 +348,7 @@ func uniqueErr(keys []string, e map[string]any) *apiError {
 func (d *db) referrers(kind, id string) (cascade, restrict [][2]string) {
 	for _, name := range entityOrder {
 		s := schemas[name]
-		for _, f := range s.foreignFields() {
+		for _, f := range s.foreignFields(nil) {
 			if f.Ref != kind {
 				continue
 			}

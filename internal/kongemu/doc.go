@@ -17,6 +17,8 @@
 //	node.go     GET /, GET /status, /schemas, /tags, state inspection helpers
 //	config.go   DB-less declarative configuration: POST/GET /config, flattened errors
 //	crud.go     database mode collections and items, nested endpoints, pagination, tags
+//	consumergroups.go  Enterprise consumer group endpoints (group with consumers, memberships)
+//	vaults.go   vault entities and the bundled vaults' config schemas
 //	db.go       the in-memory store, foreign keys, uniqueness, cascades, error bodies
 //	schema.go   the per-entity schema table that drives defaults, validation, responses and /schemas
 //	profile.go  what the version, router flavor and edition change in the schemas
@@ -56,8 +58,13 @@
 //     unknown config fields are rejected as Kong does, so a field Kong knows but
 //     the emulator lacks is an error, and a plugin without a schema is refused
 //     as not enabled.
-//   - Declarative keys vaults, keys, key_sets, filter_chains and parameters
-//     are accepted and ignored.
+//   - Declarative keys keys, key_sets, filter_chains and parameters are
+//     accepted and ignored.
+//   - Enterprise edition (Options.Edition): consumer groups, memberships,
+//     consumer-group-scoped plugins, mtls-auth and its credentials, and the
+//     Enterprise vault names (their configs are not checked). Membership
+//     answers follow Kong 3.5+ ({data, next}); rate-limiting-advanced
+//     overrides (/consumer_groups/{g}/overrides) are not emulated.
 //   - Listing order is by id (Kong's primary key order in postgres); offsets
 //     are opaque but positional.
 package kongemu

@@ -83,7 +83,7 @@ func (e *Emulator) handleSchemas(w http.ResponseWriter, r *http.Request, segs []
 	switch {
 	case len(segs) == 1 && r.Method == http.MethodGet:
 		s := schemas[segs[0]]
-		if s == nil {
+		if s == nil || !s.has(e.prof) {
 			writeErr(w, msgErr(http.StatusNotFound, "No entity named '"+segs[0]+"'"))
 			return
 		}
@@ -106,7 +106,7 @@ func (e *Emulator) handleSchemas(w http.ResponseWriter, r *http.Request, segs []
 			return
 		}
 		s := schemas[segs[0]]
-		if s == nil {
+		if s == nil || !s.has(e.prof) {
 			writeErr(w, msgErr(http.StatusNotFound, "No entity named '"+segs[0]+"'"))
 			return
 		}
@@ -186,6 +186,9 @@ func (e *Emulator) handleEndpoints(w http.ResponseWriter, r *http.Request) {
 	}
 	var data []any
 	for _, s := range sortedKeys(schemaByPath) {
+		if sc := schemaByPath[s]; !sc.has(e.prof) || sc.NoAPI {
+			continue
+		}
 		data = append(data, "/"+s, "/"+s+"/{"+strings.TrimSuffix(schemaByPath[s].Name, "s")+"s}")
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": data})

@@ -21,6 +21,8 @@ type schema struct {
 	Updated bool
 	// Gate, when set, tells which Kongs have the entity (consumer groups: Enterprise).
 	Gate func(profile) bool
+	// NoAPI: no Admin API collection of its own (consumer group memberships).
+	NoAPI bool
 }
 
 func (s *schema) field(name string) *field {
@@ -32,9 +34,14 @@ func (s *schema) field(name string) *field {
 	return nil
 }
 
-func (s *schema) foreignFields() []*field {
+// foreignFields lists the foreign keys of s (of every profile when p is nil).
+func (s *schema) foreignFields(p *profile) []*field {
+	fs := s.Fields
+	if p != nil {
+		fs = s.fieldsFor(*p)
+	}
 	var out []*field
-	for _, f := range s.Fields {
+	for _, f := range fs {
 		if f.Type == kongrules.Foreign {
 			out = append(out, f)
 		}
@@ -66,10 +73,10 @@ var schemaByPath = map[string]*schema{}
 
 // order in which entities are loaded and listed in declarative config.
 var entityOrder = []string{
-	"certificates", "ca_certificates", "snis", "consumers", "services", "upstreams",
-	"routes", "targets", "plugins",
+	"vaults", "certificates", "ca_certificates", "snis", "consumers", "consumer_groups",
+	"consumer_group_consumers", "services", "upstreams", "routes", "targets", "plugins",
 	"keyauth_credentials", "basicauth_credentials", "hmacauth_credentials",
-	"jwt_secrets", "acls", "oauth2_credentials",
+	"jwt_secrets", "acls", "oauth2_credentials", "mtls_auth_credentials",
 }
 
 func register(s *schema) {
@@ -177,7 +184,7 @@ func init() {
 	})
 	register(&schema{
 		Name: "plugins", Singular: "plugin", EndpointKey: "instance_name", Updated: true,
-		CacheKey: []string{"name", "route", "service", "consumer"},
+		CacheKey: []string{"name", "route", "service", "consumer", "consumer_group"},
 		Fields: []*field{
 			idField(),
 			{Name: "name", Type: kongrules.String, Required: true},
@@ -186,6 +193,7 @@ func init() {
 			foreign("route", "routes", false, "cascade"),
 			foreign("service", "services", false, "cascade"),
 			foreign("consumer", "consumers", false, "cascade"),
+			gated(foreign("consumer_group", "consumer_groups", false, "cascade"), enterpriseOnly),
 			{Name: "config", Type: kongrules.Record},
 			{Name: "protocols", Type: kongrules.Set, Required: true, Default: kongrules.Strs("grpc", "grpcs", "http", "https"),
 				Elem: &field{Type: kongrules.String, OneOf: protocolsAll}},
@@ -193,6 +201,7 @@ func init() {
 			tagsField(),
 			{Name: "ordering", Type: kongrules.JSON},
 		},
+		Checks: []entityCheck{kongrules.MutuallyExclusive("consumer", "consumer_group")},
 	})
 	register(&schema{
 		Name: "consumers", Singular: "consumer", EndpointKey: "username", Updated: true,
@@ -308,6 +317,49 @@ func init() {
 			{Name: "redirect_uris", Type: kongrules.Array, Elem: &field{Type: kongrules.String, Check: kongrules.CheckURL}},
 			{Name: "client_type", Type: kongrules.String, Default: "confidential", Required: true,
 				OneOf: kongrules.Strs("confidential", "public")},
+			tagsField(),
+		},
+	})
+	register(&schema{
+		Name: "consumer_groups", Singular: "consumer_group", EndpointKey: "name", Updated: true,
+		Gate: enterpriseOnly,
+		Fields: []*field{
+			idField(), createdAt(), updatedAt(),
+			{Name: "name", Type: kongrules.String, Required: true, Unique: true},
+			tagsField(),
+		},
+	})
+	register(&schema{
+		// Kong's primary key is (consumer_group, consumer); the emulator keys it by a
+		// derived id of its own.
+		Name: "consumer_group_consumers", Singular: "consumer_group_consumer", Updated: true,
+		Gate: enterpriseOnly, NoAPI: true, CacheKey: []string{"consumer_group", "consumer"},
+		Fields: []*field{
+			idField(), createdAt(), updatedAt(),
+			foreign("consumer_group", "consumer_groups", true, "cascade"),
+			foreign("consumer", "consumers", true, "cascade"),
+		},
+	})
+	register(&schema{
+		Name: "mtls_auth_credentials", Path: "mtls-auths", ConsumerPath: "mtls-auth", Singular: "mtls_auth_credential",
+		Gate: enterpriseOnly, CacheKey: []string{"subject_name", "ca_certificate"},
+		Fields: []*field{
+			idField(), createdAt(),
+			foreign("consumer", "consumers", true, "cascade"),
+			{Name: "subject_name", Type: kongrules.String, Required: true},
+			foreign("ca_certificate", "ca_certificates", false, ""),
+			tagsField(),
+		},
+	})
+	register(&schema{
+		Name: "vaults", Singular: "vault", EndpointKey: "prefix", Updated: true,
+		Fields: []*field{
+			idField(),
+			{Name: "prefix", Type: kongrules.String, Required: true, Unique: true, Check: checkVaultPrefix},
+			{Name: "name", Type: kongrules.String, Required: true},
+			{Name: "description", Type: kongrules.String},
+			{Name: "config", Type: kongrules.Record},
+			createdAt(), updatedAt(),
 			tagsField(),
 		},
 	})
