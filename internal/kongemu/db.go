@@ -166,6 +166,9 @@ func normalize(p profile, s *schema, in map[string]any, defaults bool) (map[stri
 	if shortErr != nil {
 		return in, shortErr
 	}
+	if s.Name == "routes" && defaults && !p.expressions() {
+		in = grpcRouteDefaults(in)
+	}
 	fs := s.fieldsFor(p)
 	checks := append([]entityCheck(nil), s.Checks...)
 	var nameErr string // the subschema named by "name" does not exist
@@ -201,6 +204,17 @@ func normalize(p profile, s *schema, in map[string]any, defaults bool) (map[stri
 		}
 	}
 	return out, errs
+}
+
+// grpcRouteDefaults: the grpc subschema of routes defaults strip_path to false.
+func grpcRouteDefaults(in map[string]any) map[string]any {
+	protos, _ := in["protocols"].([]any)
+	if _, set := in["strip_path"]; set || len(protos) == 0 || (protos[0] != "grpc" && protos[0] != "grpcs") {
+		return in
+	}
+	out := shallowCopy(in)
+	out["strip_path"] = false
+	return out
 }
 
 // noConsumer is typedefs.no_consumer: the authentication plugins cannot be scoped to a consumer.

@@ -65,6 +65,10 @@
 //     Enterprise vault names (their configs are not checked). Membership
 //     answers follow Kong 3.5+ ({data, next}); rate-limiting-advanced
 //     overrides (/consumer_groups/{g}/overrides) are not emulated.
+//   - Under the expressions router (Options.RouterFlavor) an expression is
+//     parsed and type-checked by kongrules.Expression, a parser of the ATC
+//     grammar; a "~" pattern is not compiled. The traditional fields of a
+//     route are not turned into an expression and checked as Kong does.
 //   - Listing order is by id (Kong's primary key order in postgres); offsets
 //     are opaque but positional.
 package kongemu

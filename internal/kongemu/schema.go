@@ -142,6 +142,9 @@ func init() {
 			}}},
 			tagsField(),
 			foreign("service", "services", false, ""),
+			gated(&field{Name: "expression", Type: kongrules.String}, expressionsOnly),
+			gated(&field{Name: "priority", Type: kongrules.Integer, Required: true, Default: 0,
+				Between: kongrules.Between(0, 1<<46-1)}, expressionsOnly),
 		},
 		Checks: []entityCheck{checkRoute},
 	})

@@ -65,8 +65,35 @@ func checkProtocolMix(v any) any {
 	return ""
 }
 
+// routeMatchers are the traditional matching fields of a route.
+var routeMatchers = []string{"methods", "hosts", "paths", "headers", "snis", "sources", "destinations"}
+
+// checkRoute is Kong's route entity checks: the snis conditional, the per-protocol
+// subschemas (routes_subschemas.lua, not under the expressions router) and, under the
+// expressions router, the expression checks. A route validated as an expressions-router
+// route carries the "priority" field.
 func checkRoute(e map[string]any) ([]string, map[string]any) {
+	errs := errTree{}
+	var ent []string
 	p := e["protocols"]
+	if !kongrules.IsNull(e["snis"]) && !hasAny(p, "https", "grpcs", "tls", "tls_passthrough", "wss") {
+		errs["snis"] = "'snis' can only be set when 'protocols' is 'grpcs', 'https', 'tls' or 'tls_passthrough'"
+	}
+	if _, expressions := e["priority"]; expressions {
+		if msg := checkExpressionRoute(e); msg != "" {
+			ent = append(ent, "Router Expression failed validation: "+msg)
+		}
+	} else {
+		ent = append(ent, routeSubschema(e, errs)...)
+	}
+	if len(errs) == 0 {
+		errs = nil
+	}
+	return ent, errs
+}
+
+// routeSubschema applies the subschema of the route's first protocol.
+func routeSubschema(e map[string]any, errs errTree) []string {
 	set := func(names ...string) bool {
 		for _, n := range names {
 			if !kongrules.IsNull(e[n]) {
@@ -75,58 +102,83 @@ func checkRoute(e map[string]any) ([]string, map[string]any) {
 		}
 		return false
 	}
-	errs := errTree{}
-	var ent []string
+	refuse := func(which string, fields ...string) {
+		for _, f := range fields {
+			if set(f) {
+				errs[f] = fmt.Sprintf("cannot set '%s' when 'protocols' is %s", f, which)
+			}
+		}
+	}
+	protos, _ := e["protocols"].([]any)
+	first := ""
+	if len(protos) > 0 {
+		first, _ = protos[0].(string)
+	}
+	p := e["protocols"]
+	switch first {
+	case "http", "https":
+		refuse("'http' or 'https'", "sources", "destinations")
+		switch {
+		case hasAny(p, "https") && !set("methods", "hosts", "headers", "paths", "snis"):
+			return []string{"must set one of 'methods', 'hosts', 'headers', 'paths', 'snis' when 'protocols' is 'https'"}
+		case !hasAny(p, "https") && !set("methods", "hosts", "headers", "paths"):
+			return []string{"must set one of 'methods', 'hosts', 'headers', 'paths' when 'protocols' is 'http'"}
+		}
+	case "tcp", "tls", "udp", "tls_passthrough":
+		refuse("'tcp', 'tls', 'tls_passthrough' or 'udp'", "methods", "hosts", "paths", "headers")
+		if hasAny(p, "tcp", "tls", "udp") && !set("sources", "destinations", "snis") {
+			return []string{"must set one of 'sources', 'destinations', 'snis' when 'protocols' is 'tcp', 'tls' or 'udp'"}
+		}
+		if hasAny(p, "tls_passthrough") && !set("snis") {
+			return []string{"must set snis when 'protocols' is 'tls_passthrough'"}
+		}
+	case "grpc", "grpcs":
+		refuse("'grpc' or 'grpcs'", "methods", "sources", "destinations")
+		if e["strip_path"] == true {
+			errs["strip_path"] = "cannot set 'strip_path' when 'protocols' is 'grpc' or 'grpcs'"
+		}
+		switch {
+		case hasAny(p, "grpcs") && !set("hosts", "headers", "paths", "snis"):
+			return []string{"must set one of 'hosts', 'headers', 'paths', 'snis' when 'protocols' is 'grpcs'"}
+		case !hasAny(p, "grpcs") && !set("hosts", "headers", "paths"):
+			return []string{"must set one of 'hosts', 'headers', 'paths' when 'protocols' is 'grpc'"}
+		}
+	case "ws", "wss":
+		if !set("hosts", "headers", "paths") {
+			return []string{"must set one of 'hosts', 'headers', 'paths' when 'protocols' is 'ws' or 'wss'"}
+		}
+	}
+	return nil
+}
+
+// checkExpressionRoute is the expressions router's route check (validate_route in Kong's
+// routes.lua): an expression route or a traditional one, not both, and an expression the
+// router accepts. It returns the message after "Router Expression failed validation: ".
+func checkExpressionRoute(e map[string]any) string {
+	expr, _ := e["expression"].(string)
+	others := false
+	for _, f := range routeMatchers {
+		others = others || !kongrules.IsNull(e[f])
+	}
+	const fields = "'methods', 'hosts', 'paths', 'headers', 'snis', 'sources' or 'destinations'"
 	switch {
-	case hasAny(p, "https"):
-		if !set("methods", "hosts", "headers", "paths", "snis") {
-			ent = append(ent, "must set one of 'methods', 'hosts', 'headers', 'paths', 'snis' when 'protocols' is 'https'")
-		}
-	case hasAny(p, "http"):
-		if !set("methods", "hosts", "headers", "paths") {
-			ent = append(ent, "must set one of 'methods', 'hosts', 'headers', 'paths' when 'protocols' is 'http'")
-		}
-	case hasAny(p, "grpcs"):
-		if !set("hosts", "headers", "paths", "snis") {
-			ent = append(ent, "must set one of 'hosts', 'headers', 'paths', 'snis' when 'protocols' is 'grpcs'")
-		}
-	case hasAny(p, "grpc"):
-		if !set("hosts", "headers", "paths") {
-			ent = append(ent, "must set one of 'hosts', 'headers', 'paths' when 'protocols' is 'grpc'")
-		}
-	case hasAny(p, "tcp", "tls", "udp"):
-		if !set("sources", "destinations", "snis") {
-			ent = append(ent, "must set one of 'sources', 'destinations', 'snis' when 'protocols' is 'tcp', 'tls' or 'udp'")
-		}
-	case hasAny(p, "tls_passthrough"):
-		if !set("snis") {
-			errs["snis"] = "required field missing"
-		}
-	case hasAny(p, "ws", "wss"):
-		if !set("hosts", "headers", "paths") {
-			ent = append(ent, "must set one of 'hosts', 'headers', 'paths' when 'protocols' is 'ws' or 'wss'")
-		}
+	case expr == "" && !others:
+		return ""
+	case expr != "" && others:
+		return "cannot set 'expression' with " + fields + " simultaneously"
+	case expr != "" && !isZero(e["regex_priority"]):
+		return "cannot set 'regex_priority' with 'expression' simultaneously"
+	case others && !isZero(e["priority"]):
+		return "cannot set 'priority' with " + fields + " simultaneously"
+	case expr == "":
+		return "" // a traditional route: Kong checks the expression it generates from the fields
 	}
-	if !kongrules.IsNull(e["snis"]) && !hasAny(p, "https", "grpcs", "tls", "tls_passthrough", "wss") {
-		errs["snis"] = "'snis' can only be set when 'protocols' is 'grpcs', 'https', 'tls', 'tls_passthrough' or 'wss'"
-	}
-	if hasAny(p, "tcp", "tls", "udp", "tls_passthrough") {
-		for _, f := range []string{"methods", "hosts", "paths", "headers"} {
-			if !kongrules.IsNull(e[f]) {
-				errs[f] = fmt.Sprintf("cannot set '%s' when 'protocols' is 'tcp', 'tls', 'tls_passthrough' or 'udp'", f)
-			}
-		}
-	} else {
-		for _, f := range []string{"sources", "destinations"} {
-			if !kongrules.IsNull(e[f]) {
-				errs[f] = fmt.Sprintf("cannot set '%s' when 'protocols' is 'http', 'https', 'grpc', 'grpcs', 'ws' or 'wss'", f)
-			}
-		}
-	}
-	if len(errs) == 0 {
-		errs = nil
-	}
-	return ent, errs
+	return kongrules.Expression(expr, !hasAny(e["protocols"], "http", "https", "grpc", "grpcs", "ws", "wss"))
+}
+
+func isZero(v any) bool {
+	n, ok := kongrules.ToFloat(v)
+	return v == nil || (ok && n == 0)
 }
 
 func checkUpstream(e map[string]any) ([]string, map[string]any) {
