@@ -3,6 +3,7 @@ package kongemu
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/konductor/konductor/internal/kongrules"
@@ -181,6 +182,9 @@ func isZero(v any) bool {
 	return v == nil || (ok && n == 0)
 }
 
+// checkUpstream is Kong's upstream entity checks (upstreams.lua): the inputs each hash_on
+// and hash_fallback need, the fallbacks each hash_on allows, distinct inputs, and the
+// sticky-sessions cookie (Kong 3.11+).
 func checkUpstream(e map[string]any) ([]string, map[string]any) {
 	errs := errTree{}
 	need := map[string]string{"header": "hash_on_header", "cookie": "hash_on_cookie",
@@ -188,22 +192,50 @@ func checkUpstream(e map[string]any) ([]string, map[string]any) {
 	if f, ok := need[fmt.Sprint(e["hash_on"])]; ok && e[f] == nil {
 		errs[f] = "required field missing"
 	}
-	needFb := map[string]string{"header": "hash_fallback_header", "query_arg": "hash_fallback_query_arg",
-		"uri_capture": "hash_fallback_uri_capture"}
+	needFb := map[string]string{"header": "hash_fallback_header", "cookie": "hash_on_cookie",
+		"query_arg": "hash_fallback_query_arg", "uri_capture": "hash_fallback_uri_capture"}
 	if f, ok := needFb[fmt.Sprint(e["hash_fallback"])]; ok && e[f] == nil {
 		errs[f] = "required field missing"
 	}
-	var ent []string
-	if e["hash_on"] == "none" && e["hash_fallback"] != "none" {
-		errs["hash_fallback"] = "expected one of: none"
+	// The fallbacks each hash_on allows: not itself (headers, query args and captures may
+	// differ by name), none after none or cookie.
+	allowed := map[string][]string{
+		"none":     {"none"},
+		"cookie":   {"none"},
+		"consumer": {"none", "ip", "header", "cookie", "path", "query_arg", "uri_capture"},
+		"ip":       {"none", "consumer", "header", "cookie", "path", "query_arg", "uri_capture"},
+		"path":     {"none", "consumer", "ip", "header", "cookie", "query_arg", "uri_capture"},
 	}
-	if e["hash_on"] == "cookie" && e["hash_fallback"] != "none" {
-		errs["hash_fallback"] = "expected one of: none"
+	if ok, has := allowed[fmt.Sprint(e["hash_on"])]; has && !slices.Contains(ok, fmt.Sprint(e["hash_fallback"])) {
+		errs["hash_fallback"] = "expected one of: " + strings.Join(ok, ", ")
+	}
+	var ent []string
+	for _, pair := range [][2]string{{"hash_on_header", "hash_fallback_header"},
+		{"hash_on_query_arg", "hash_fallback_query_arg"}, {"hash_on_uri_capture", "hash_fallback_uri_capture"}} {
+		if e[pair[0]] != nil && e[pair[0]] == e[pair[1]] {
+			ent = append(ent, "values of these fields must be distinct: '"+pair[0]+"', '"+pair[1]+"'")
+		}
+	}
+	if e["algorithm"] == "sticky-sessions" && e["sticky_sessions_cookie"] == nil {
+		errs["sticky_sessions_cookie"] = "required field missing"
 	}
 	if len(errs) == 0 {
 		errs = nil
 	}
 	return ent, errs
+}
+
+// checkCookieName is utils.validate_cookie_name: an RFC 6265 token.
+func checkCookieName(v any) any {
+	s := v.(string)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= 32 || c >= 127 || strings.IndexByte(`()<>@,;:\"/?={}[]`, c) >= 0 {
+			return "contains one or more invalid characters. ASCII control characters (0-31;127), space, " +
+				`tab and the characters ()<>@,;:\"/?={}[] are not allowed.`
+		}
+	}
+	return ""
 }
 
 func checkJWTSecret(e map[string]any) ([]string, map[string]any) {
