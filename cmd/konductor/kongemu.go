@@ -16,6 +16,8 @@ import (
 //
 //	konductor kongemu --listen 127.0.0.1:8001 --mode dbless|postgres
 //	    [--tls] [--tls-cert FILE --tls-key FILE] [--admin-token TOKEN] [--seed N]
+//	    [--kong-version 3.10.0] [--router-flavor traditional_compatible|expressions]
+//	    [--edition community|enterprise]
 //
 // It prints one line with the URL once it listens.
 func runKongemu(ctx context.Context, args []string) error {
@@ -28,13 +30,24 @@ func runKongemu(ctx context.Context, args []string) error {
 	token := fs.String("admin-token", "", "require this value in the Kong-Admin-Token header")
 	version := fs.String("kong-version", "3.10.0", "Kong version reported by GET /")
 	seed := fs.Uint64("seed", 1, "seed for fractional faults")
+	flavor := fs.String("router-flavor", kongemu.RouterTraditionalCompatible,
+		"router flavor reported by GET /: traditional_compatible or expressions (routes take an expression and a priority)")
+	edition := fs.String("edition", string(kongemu.Community),
+		"Kong edition: community or enterprise (consumer groups, mtls-auth)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("kongemu: unexpected arguments: %v", fs.Args())
 	}
-	opts := kongemu.Options{AdminToken: *token, Version: *version, Seed: *seed}
+	opts := kongemu.Options{AdminToken: *token, Version: *version, Seed: *seed,
+		RouterFlavor: *flavor, Edition: kongemu.Edition(*edition)}
+	if *flavor != kongemu.RouterTraditionalCompatible && *flavor != kongemu.RouterExpressions {
+		return fmt.Errorf("kongemu: --router-flavor must be traditional_compatible or expressions, not %q", *flavor)
+	}
+	if opts.Edition != kongemu.Community && opts.Edition != kongemu.Enterprise {
+		return fmt.Errorf("kongemu: --edition must be community or enterprise, not %q", *edition)
+	}
 	switch *mode {
 	case "dbless", "off":
 		opts.Mode = kongemu.DBLess

@@ -1,6 +1,8 @@
 package kongemu
 
 import (
+	"github.com/konductor/konductor/internal/kongrules"
+
 	"bytes"
 	"crypto/md5"
 	"encoding/hex"
@@ -28,21 +30,27 @@ var nested = map[string]map[string][2]string{
 	"services": {"routes": {"routes", "service"}, "plugins": {"plugins", "service"}},
 	"routes":   {"plugins": {"plugins", "route"}},
 	"consumers": {
-		"plugins":               {"plugins", "consumer"},
-		"keyauth_credentials":   {"keyauth_credentials", "consumer"},
-		"basicauth_credentials": {"basicauth_credentials", "consumer"},
-		"hmacauth_credentials":  {"hmacauth_credentials", "consumer"},
-		"jwt_secrets":           {"jwt_secrets", "consumer"},
-		"acls":                  {"acls", "consumer"},
-		"oauth2_credentials":    {"oauth2_credentials", "consumer"},
+		"plugins":                  {"plugins", "consumer"},
+		"consumer_group_consumers": {"consumer_group_consumers", "consumer"},
+		"mtls_auth_credentials":    {"mtls_auth_credentials", "consumer"},
+		"keyauth_credentials":      {"keyauth_credentials", "consumer"},
+		"basicauth_credentials":    {"basicauth_credentials", "consumer"},
+		"hmacauth_credentials":     {"hmacauth_credentials", "consumer"},
+		"jwt_secrets":              {"jwt_secrets", "consumer"},
+		"acls":                     {"acls", "consumer"},
+		"oauth2_credentials":       {"oauth2_credentials", "consumer"},
 	},
 	"upstreams":    {"targets": {"targets", "upstream"}},
 	"certificates": {"snis": {"snis", "certificate"}},
+	"consumer_groups": {
+		"plugins":                  {"plugins", "consumer_group"},
+		"consumer_group_consumers": {"consumer_group_consumers", "consumer_group"},
+	},
 }
 
 // Top-level declarative keys Kong knows that the emulator accepts without
 // modelling them.
-var ignoredTopLevel = map[string]bool{"vaults": true, "keys": true, "key_sets": true, "filter_chains": true, "parameters": true}
+var ignoredTopLevel = map[string]bool{"keys": true, "key_sets": true, "filter_chains": true, "parameters": true}
 
 var metaKeys = map[string]bool{"_format_version": true, "_transform": true, "_comment": true, "_workspace": true}
 
@@ -69,7 +77,7 @@ func (it *dItem) fail(field, msg string) {
 		it.errs = errTree{}
 	}
 	if field == "" {
-		addEntityErr(it.errs, msg)
+		kongrules.AddEntityErr(it.errs, msg)
 		return
 	}
 	if _, ok := it.errs[field]; !ok {
@@ -79,6 +87,7 @@ func (it *dItem) fail(field, msg string) {
 
 // loader validates a declarative configuration into a fresh db.
 type loader struct {
+	p     profile
 	items []*dItem
 	top   errTree // errors not tied to an entity (unknown keys, bad shapes)
 }
@@ -107,7 +116,7 @@ func (l *loader) walk(v any, s *schema, key string, prefix []pathElem, parent *d
 		it := &dItem{s: s, input: map[string]any{}, path: path, parent: parent, fkey: fkey}
 		children := map[string]any{}
 		for k, x := range m {
-			if _, isChild := nested[s.Name][k]; isChild && !(s.Name == "certificates" && k == "snis" && false) {
+			if c, isChild := nested[s.Name][k]; isChild && schemas[c[0]].has(l.p) {
 				children[k] = x
 				continue
 			}
@@ -136,7 +145,7 @@ func setAt(tree errTree, path []pathElem, v any) {
 		if i == len(path)-1 {
 			if existing, ok := sp[p.idx].(errTree); ok {
 				if vt, isTree := v.(errTree); isTree {
-					mergeErr(existing, vt)
+					kongrules.MergeErr(existing, vt)
 					return
 				}
 			}
@@ -170,7 +179,7 @@ func keyString(v any) string {
 
 // load validates cfg and returns the new db, or an error tree and flattened errors.
 func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
-	l := &loader{top: errTree{}}
+	l := &loader{top: errTree{}, p: e.prof}
 	tree := errTree{}
 	fv, has := cfg["_format_version"]
 	switch {
@@ -194,7 +203,7 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 			continue
 		}
 		s := schemas[k]
-		if s == nil {
+		if s == nil || !s.has(e.prof) {
 			tree[k] = "unknown field"
 			continue
 		}
@@ -248,13 +257,13 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 
 	// Foreign keys, validation.
 	for _, it := range l.items {
-		in := deepCopy(it.input).(map[string]any)
+		in := kongrules.DeepCopy(it.input).(map[string]any)
 		in["id"] = it.id
 		if it.parent != nil {
 			in[it.fkey] = map[string]any{"id": it.parent.id}
 			it.input[it.fkey] = map[string]any{"id": it.parent.id}
 		}
-		for _, f := range it.s.foreignFields() {
+		for _, f := range it.s.foreignFields(&e.prof) {
 			if it.parent != nil && f.Name == it.fkey {
 				continue
 			}
@@ -286,13 +295,18 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 			in[f.Name] = map[string]any{"id": target.id}
 			it.input[f.Name] = map[string]any{"id": target.id}
 		}
-		out, errs := normalize(it.s, in, true)
+		if it.s.Name == "consumer_group_consumers" && it.input["id"] == nil {
+			// The id the Admin API knows a membership by (consumergroups.go).
+			it.id = membershipID(refID(in["consumer_group"]), refID(in["consumer"]))
+			in["id"] = it.id
+		}
+		out, errs := normalize(e.prof, it.s, in, true)
 		it.out = out
 		if errs != nil {
 			if it.errs == nil {
 				it.errs = errTree{}
 			}
-			mergeErr(it.errs, errs)
+			kongrules.MergeErr(it.errs, errs)
 		}
 	}
 
@@ -360,6 +374,9 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 		ent := it.out
 		ent["id"] = it.id
 		fillAuto(it.s, ent, now, nil)
+		if it.s.Name == "basicauth_credentials" {
+			hashPassword(ent)
+		}
 		if it.s.Name == "certificates" {
 			if names, ok := ent["snis"].([]any); ok {
 				for _, n := range names {
@@ -377,7 +394,7 @@ func (e *Emulator) load(cfg map[string]any) (*db, errTree, []any) {
 
 // flattenItem renders one flattened_errors entry.
 func flattenItem(it *dItem) map[string]any {
-	entity := deepCopy(it.input).(map[string]any)
+	entity := kongrules.DeepCopy(it.input).(map[string]any)
 	out := map[string]any{
 		"entity_type": it.s.Singular,
 		"entity":      entity,
@@ -411,7 +428,7 @@ func flattenItem(it *dItem) map[string]any {
 }
 
 func flattenErrs(t any, prefix string, out *[]any) {
-	walkErrors(t, prefix, func(field string, entity bool, msg any) {
+	kongrules.WalkErrors(t, prefix, func(field string, entity bool, msg any) {
 		if entity {
 			*out = append(*out, map[string]any{"type": "entity", "message": msg})
 			return
@@ -427,7 +444,7 @@ func luaPretty(v any) string {
 		return strconv.Quote(x)
 	case errTree:
 		parts := []string{}
-		for _, k := range sortedErrKeys(x) {
+		for _, k := range sortedKeys(x) {
 			name := k
 			if strings.ContainsAny(k, "@-.") {
 				name = "[" + strconv.Quote(k) + "]"
@@ -636,7 +653,7 @@ func rejectionBody(rj ConfigRejection, flatten bool) map[string]any {
 	fields := errTree{}
 	if rj.Field == "" {
 		errs = append(errs, map[string]any{"type": "entity", "message": rj.Message})
-		addEntityErr(fields, rj.Message)
+		kongrules.AddEntityErr(fields, rj.Message)
 	} else {
 		errs = append(errs, map[string]any{"type": "field", "field": rj.Field, "message": rj.Message})
 		fields[rj.Field] = rj.Message
@@ -652,7 +669,7 @@ func rejectionBody(rj ConfigRejection, flatten bool) map[string]any {
 		item["entity_name"] = rj.EntityName
 	}
 	if rj.EntityTags != nil {
-		tags := strs(rj.EntityTags...)
+		tags := kongrules.Strs(rj.EntityTags...)
 		entity["tags"] = tags
 		item["entity_tags"] = tags
 	}
@@ -684,7 +701,7 @@ func (e *Emulator) exportConfig() map[string]any {
 				if v == nil {
 					continue
 				}
-				if ref, ok := v.(map[string]any); ok && schemas[name].field(k) != nil && schemas[name].field(k).Type == tForeign {
+				if ref, ok := v.(map[string]any); ok && schemas[name].field(k) != nil && schemas[name].field(k).Type == kongrules.Foreign {
 					m[k] = ref["id"]
 					continue
 				}

@@ -1,6 +1,8 @@
 package kongemu
 
 import (
+	"github.com/konductor/konductor/internal/kongrules"
+
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -23,7 +25,9 @@ var childRoutes = map[string]map[string][2]string{
 		"jwt":        {"jwt_secrets", "consumer"},
 		"oauth2":     {"oauth2_credentials", "consumer"},
 		"acls":       {"acls", "consumer"},
+		"mtls-auth":  {"mtls_auth_credentials", "consumer"},
 	},
+	"consumer_groups": {"plugins": {"plugins", "consumer_group"}},
 }
 
 // crudTarget is what a CRUD path designates.
@@ -35,6 +39,8 @@ type crudTarget struct {
 	key      string // item key, "" for a collection
 	item     bool
 	basePath string
+	// keepPassword: a PATCH without a password keeps the stored hash.
+	keepPassword bool
 }
 
 func verb(method string) string {
@@ -58,7 +64,7 @@ func (e *Emulator) handleCRUD(w http.ResponseWriter, r *http.Request, segs []str
 			writeErr(w, methodNotAllowed)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"enabled_plugins": strs(sortedKeys(pluginSchemas)...)})
+		writeJSON(w, http.StatusOK, map[string]any{"enabled_plugins": kongrules.Strs(kongrules.PluginNames(e.prof.enterprise)...)})
 		return
 	}
 	var body map[string]any
@@ -71,6 +77,10 @@ func (e *Emulator) handleCRUD(w http.ResponseWriter, r *http.Request, segs []str
 	e.mu.Lock()
 	defer e.mu.Unlock()
 
+	if e.isConsumerGroupSpecial(r, segs) {
+		e.consumerGroupSpecial(w, r, segs, body)
+		return
+	}
 	t, aerr := e.resolve(segs)
 	if aerr != nil {
 		writeErr(w, aerr)
@@ -86,7 +96,7 @@ func (e *Emulator) handleCRUD(w http.ResponseWriter, r *http.Request, segs []str
 					name, _ = old["name"].(string)
 				}
 			}
-			fs = pluginFields(name)
+			fs = pluginFields(e.prof, name)
 		}
 		coerceForm(fs, body)
 	}
@@ -139,7 +149,7 @@ func (e *Emulator) resolve(segs []string) (*crudTarget, *apiError) {
 		return nil, errNotFound
 	}
 	s := schemaByPath[segs[0]]
-	if s == nil {
+	if s == nil || !s.has(e.prof) || s.NoAPI {
 		return nil, errNotFound
 	}
 	if len(segs) <= 2 {
@@ -153,7 +163,7 @@ func (e *Emulator) resolve(segs []string) (*crudTarget, *apiError) {
 		return t, nil
 	}
 	c, ok := childRoutes[s.Name][segs[2]]
-	if !ok {
+	if !ok || !schemas[c[0]].has(e.prof) {
 		return nil, errNotFound
 	}
 	if aerr := checkKey(s, segs[1]); aerr != nil {
@@ -338,7 +348,7 @@ func (e *Emulator) prepare(t *crudTarget, body map[string]any, old map[string]an
 	if t.parent != nil {
 		body[t.fkey] = map[string]any{"id": t.parent["id"]}
 	}
-	ent, errs := normalize(t.s, body, true)
+	ent, errs := normalize(e.prof, t.s, body, true)
 	if errs != nil {
 		return nil, nil, schemaViolation(errs)
 	}
@@ -351,6 +361,9 @@ func (e *Emulator) prepare(t *crudTarget, body map[string]any, old map[string]an
 		delete(ent, "snis")
 	}
 	fillAuto(t.s, ent, e.opts.Now().Unix(), old)
+	if t.s.Name == "basicauth_credentials" && !t.keepPassword {
+		hashPassword(ent)
+	}
 	id := ent["id"].(string)
 	if old == nil && e.db.get(t.s.Name, id) != nil {
 		return nil, nil, uniqueErr([]string{"id"}, ent)
@@ -461,7 +474,7 @@ func (e *Emulator) upsert(w http.ResponseWriter, r *http.Request, t *crudTarget,
 
 // mergePatch merges patch into base: records recursively, everything else replaced.
 func mergePatch(fs []*field, base, patch map[string]any) map[string]any {
-	out := deepCopy(base).(map[string]any)
+	out := kongrules.DeepCopy(base).(map[string]any)
 	for k, v := range patch {
 		var f *field
 		for _, x := range fs {
@@ -471,11 +484,11 @@ func mergePatch(fs []*field, base, patch map[string]any) map[string]any {
 		}
 		bm, bok := out[k].(map[string]any)
 		pm, pok := v.(map[string]any)
-		if f != nil && f.Type == tRecord && bok && pok {
+		if f != nil && f.Type == kongrules.Record && bok && pok {
 			out[k] = mergePatch(f.Fields, bm, pm)
 			continue
 		}
-		out[k] = deepCopy(v)
+		out[k] = kongrules.DeepCopy(v)
 	}
 	return out
 }
@@ -498,9 +511,9 @@ func (e *Emulator) patch(w http.ResponseWriter, r *http.Request, t *crudTarget, 
 	fs := t.s.Fields
 	if t.s.Name == "plugins" {
 		name, _ := old["name"].(string)
-		fs = pluginFields(name)
+		fs = pluginFields(e.prof, name)
 	}
-	base := deepCopy(old).(map[string]any)
+	base := kongrules.DeepCopy(old).(map[string]any)
 	delete(base, "updated_at")
 	merged := mergePatch(fs, base, body)
 	if t.s.Name == "certificates" {
@@ -509,6 +522,8 @@ func (e *Emulator) patch(w http.ResponseWriter, r *http.Request, t *crudTarget, 
 		}
 	}
 	merged["id"] = old["id"]
+	_, newPassword := body["password"]
+	t.keepPassword = !newPassword
 	e.save(w, r, t, merged, old, http.StatusOK)
 }
 

@@ -1,6 +1,8 @@
 package kongemu
 
 import (
+	"github.com/konductor/konductor/internal/kongrules"
+
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
@@ -136,37 +138,9 @@ func msgErr(status int, message string) *apiError {
 
 var errNotFound = msgErr(http.StatusNotFound, "Not found")
 
-// walkErrors visits every message of an error tree in Kong's order: field messages with their
-// dotted path (array positions 1-based), entity-level messages ("@entity") with entity set.
-func walkErrors(t any, prefix string, visit func(field string, entity bool, msg any)) {
-	switch x := t.(type) {
-	case string:
-		visit(strings.TrimSuffix(prefix, "."), false, x)
-	case errTree:
-		for _, k := range sortedErrKeys(x) {
-			if k == "@entity" {
-				for _, m := range x[k].([]any) {
-					visit("", true, m)
-				}
-				continue
-			}
-			walkErrors(x[k], prefix+k+".", visit)
-		}
-	case sparse:
-		idx := make([]int, 0, len(x))
-		for i := range x {
-			idx = append(idx, i)
-		}
-		sort.Ints(idx)
-		for _, i := range idx {
-			walkErrors(x[i], fmt.Sprintf("%s%d.", prefix, i+1), visit)
-		}
-	}
-}
-
 // violationMessages flattens an error tree into Kong's "a.b: msg" list.
 func violationMessages(t any, prefix string, out *[]string) {
-	walkErrors(t, prefix, func(field string, entity bool, msg any) {
+	kongrules.WalkErrors(t, prefix, func(field string, entity bool, msg any) {
 		if entity {
 			*out = append(*out, fmt.Sprint(msg))
 			return
@@ -185,45 +159,44 @@ func schemaViolation(t errTree) *apiError {
 	return errBody(http.StatusBadRequest, 2, "schema violation", msg, t)
 }
 
-// normalize validates an entity of schema s. With defaults, absent fields
-// take their defaults (insert, upsert, declarative load).
-func normalize(s *schema, in map[string]any, defaults bool) (map[string]any, errTree) {
+// normalize validates an entity of schema s as Kong configured as p would. With defaults,
+// absent fields take their defaults (insert, upsert, declarative load).
+func normalize(p profile, s *schema, in map[string]any, defaults bool) (map[string]any, errTree) {
 	in, shortErr := expandShorthands(s, in)
 	if shortErr != nil {
 		return in, shortErr
 	}
-	fs := s.Fields
-	var checks []entityCheck
-	checks = append(checks, s.Checks...)
-	var pluginErr string
-	if s.Name == "plugins" {
-		name, _ := in["name"].(string)
-		if p, ok := pluginSchemas[name]; ok {
-			fs = pluginFields(name)
-			checks = append(checks, p.Checks...)
+	if s.Name == "routes" && defaults && !p.expressions() {
+		in = grpcRouteDefaults(in)
+	}
+	fs := s.fieldsFor(p)
+	checks := append([]entityCheck(nil), s.Checks...)
+	var nameErr string // the subschema named by "name" does not exist
+	name, _ := in["name"].(string)
+	switch s.Name {
+	case "plugins":
+		if kp := p.plugin(name); kp != nil {
+			fs = pluginFields(p, name)
+			checks = append(checks, kp.Checks...)
+			if kp.NoConsumer {
+				checks = append(checks, noConsumer)
+			}
 		} else if name != "" {
-			pluginErr = "plugin '" + name + "' not enabled; add it to the 'plugins' configuration property"
+			nameErr = kongrules.NotEnabled(name)
+		}
+	case "vaults":
+		if name != "" {
+			var more []entityCheck
+			fs, more, nameErr = vaultSubschema(p, s, name)
+			checks = append(checks, more...)
 		}
 	}
-	out, errs := validator{defaults: defaults}.validateRecord(fs, in)
-	if pluginErr != "" {
-		if errs == nil {
-			errs = errTree{}
-		}
-		errs = errTree{"name": pluginErr}
+	out, errs := validator(defaults).Record(fs, in)
+	if nameErr != "" {
+		errs = errTree{"name": nameErr}
 	}
 	if errs == nil {
-		errs = errTree{}
-		for _, c := range checks {
-			ent, fe := c(out)
-			for _, m := range ent {
-				addEntityErr(errs, m)
-			}
-			mergeErr(errs, fe)
-		}
-	}
-	if len(errs) == 0 {
-		errs = nil
+		errs = kongrules.RunChecks(checks, out)
 	}
 	if errs == nil && s.Name == "targets" {
 		if t, ok := out["target"].(string); ok {
@@ -233,10 +206,37 @@ func normalize(s *schema, in map[string]any, defaults bool) (map[string]any, err
 	return out, errs
 }
 
+// grpcRouteDefaults: the grpc subschema of routes defaults strip_path to false.
+func grpcRouteDefaults(in map[string]any) map[string]any {
+	protos, _ := in["protocols"].([]any)
+	if _, set := in["strip_path"]; set || len(protos) == 0 || (protos[0] != "grpc" && protos[0] != "grpcs") {
+		return in
+	}
+	out := shallowCopy(in)
+	out["strip_path"] = false
+	return out
+}
+
+// noConsumer is typedefs.no_consumer: the authentication plugins cannot be scoped to a consumer.
+func noConsumer(e map[string]any) ([]string, map[string]any) {
+	if e["consumer"] != nil {
+		return nil, errTree{"consumer": "value must be null"}
+	}
+	return nil, nil
+}
+
 func randomHex() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// hashPassword stores a basic-auth password as Kong does: sha1(password .. consumer id), on
+// every write that carries a password (a hash read back and written again is hashed again).
+func hashPassword(e map[string]any) {
+	pw, _ := e["password"].(string)
+	sum := sha1.Sum([]byte(pw + refID(e["consumer"])))
+	e["password"] = hex.EncodeToString(sum[:])
 }
 
 // fillAuto sets the generated fields of a new or replaced entity.
@@ -271,13 +271,10 @@ func fillAuto(s *schema, e map[string]any, now int64, old map[string]any) {
 		if e["client_secret"] == nil {
 			e["client_secret"] = randomHex()
 		}
-	case "basicauth_credentials":
-		// Kong stores sha1(password .. consumer_id); a value that already is
-		// the stored hash (PUT of an entity read back) is kept.
-		pw, _ := e["password"].(string)
-		if old == nil || old["password"] != pw {
-			sum := sha1.Sum([]byte(pw + refID(e["consumer"])))
-			e["password"] = hex.EncodeToString(sum[:])
+	case "plugins":
+		// oauth2's provision_key is an auto field of its config.
+		if cfg, ok := e["config"].(map[string]any); ok && e["name"] == "oauth2" && cfg["provision_key"] == nil {
+			cfg["provision_key"] = randomHex()
 		}
 	case "ca_certificates":
 		if c, ok := e["cert"].(string); ok {
@@ -289,7 +286,7 @@ func fillAuto(s *schema, e map[string]any, now int64, old map[string]any) {
 // resolveForeign turns {endpoint_key: v} references into {id} and checks
 // that each referenced entity exists.
 func (d *db) resolveForeign(s *schema, e map[string]any) *apiError {
-	for _, f := range s.foreignFields() {
+	for _, f := range s.foreignFields(nil) {
 		m, ok := e[f.Name].(map[string]any)
 		if !ok {
 			continue
@@ -349,6 +346,13 @@ func (d *db) checkUnique(s *schema, e map[string]any, selfID string) *apiError {
 }
 
 func uniqueErr(keys []string, e map[string]any) *apiError {
+	present := keys[:0:0]
+	for _, k := range keys {
+		if _, ok := e[k]; ok { // a field this Kong has
+			present = append(present, k)
+		}
+	}
+	keys = present
 	msg := fmt.Sprintf("UNIQUE violation detected on '%s'", luaTable(keys, e))
 	return errBody(http.StatusConflict, 5, "unique constraint violation", msg, map[string]any{})
 }
@@ -358,7 +362,7 @@ func uniqueErr(keys []string, e map[string]any) *apiError {
 func (d *db) referrers(kind, id string) (cascade, restrict [][2]string) {
 	for _, name := range entityOrder {
 		s := schemas[name]
-		for _, f := range s.foreignFields() {
+		for _, f := range s.foreignFields(nil) {
 			if f.Ref != kind {
 				continue
 			}
@@ -420,7 +424,7 @@ func (d *db) deleteCascade(kind, id string, out *[]deleted) {
 
 // render returns the response form of an entity (certificates gain their snis).
 func (d *db) render(s *schema, e map[string]any) map[string]any {
-	out := deepCopy(e).(map[string]any)
+	out := kongrules.DeepCopy(e).(map[string]any)
 	if s.Name == "certificates" {
 		names := []any{}
 		id, _ := e["id"].(string)
@@ -431,25 +435,6 @@ func (d *db) render(s *schema, e map[string]any) map[string]any {
 		out["snis"] = names
 	}
 	return out
-}
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		a := make([]any, len(x))
-		for i, e := range x {
-			a[i] = deepCopy(e)
-		}
-		return a
-	default:
-		return v
-	}
 }
 
 // entityName is the human name of an entity, for the audit log.
@@ -519,31 +504,13 @@ func expandShorthands(s *schema, in map[string]any) (map[string]any, errTree) {
 		return out, nil
 	case "plugins":
 		name, _ := in["name"].(string)
-		p := pluginSchemas[name]
+		p := kongrules.Plugin(name)
 		cfg, ok := in["config"].(map[string]any)
-		if p == nil || len(p.Shorthands) == 0 || !ok {
+		if p == nil || !ok {
 			return in, nil
 		}
 		out := shallowCopy(in)
-		newCfg := shallowCopy(cfg)
-		for short, target := range p.Shorthands {
-			v, ok := newCfg[short]
-			if !ok {
-				continue
-			}
-			delete(newCfg, short)
-			if v == nil {
-				continue
-			}
-			rec, field, _ := strings.Cut(target, ".")
-			sub, _ := newCfg[rec].(map[string]any)
-			sub = shallowCopy(sub)
-			if _, set := sub[field]; !set {
-				sub[field] = v
-			}
-			newCfg[rec] = sub
-		}
-		out["config"] = newCfg
+		out["config"] = p.ExpandShorthands(cfg)
 		return out, nil
 	}
 	return in, nil

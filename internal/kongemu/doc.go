@@ -17,10 +17,14 @@
 //	node.go     GET /, GET /status, /schemas, /tags, state inspection helpers
 //	config.go   DB-less declarative configuration: POST/GET /config, flattened errors
 //	crud.go     database mode collections and items, nested endpoints, pagination, tags
+//	consumergroups.go  Enterprise consumer group endpoints (group with consumers, memberships)
+//	vaults.go   vault entities and the bundled vaults' config schemas
 //	db.go       the in-memory store, foreign keys, uniqueness, cascades, error bodies
 //	schema.go   the per-entity schema table that drives defaults, validation, responses and /schemas
-//	plugins.go  per-plugin config schemas of the enabled plugins
-//	validate.go generic schema validation and Kong's field and entity checks
+//	profile.go  what the version, router flavor and edition change in the schemas
+//	plugins.go  the plugins entity per plugin (the plugin schemas are kongrules')
+//	rules.go    the schema model and validator, which are kongrules'
+//	validate.go Kong's field and entity checks of the entities
 //	certs.go    certificate and key checks
 //	audit.go    audit log of state changes and request counters
 //	form.go     form-encoded bodies
@@ -50,11 +54,21 @@
 //     canonical re-encoding (sorted keys); Kong hashes its own re-encoding.
 //     Both are stable for equal content. As in Kong, check_hash=1 answers
 //     304 for every body form whose hash equals the current one.
-//   - Plugin schemas cover the enabled plugins listed in the spec with the
-//     fields that matter to a controller; unknown config fields are rejected
-//     as Kong does, so a field Kong knows but the emulator lacks is an error.
-//   - Declarative keys vaults, keys, key_sets, filter_chains and parameters
-//     are accepted and ignored.
+//   - Plugin schemas (kongrules) cover the bundled plugins KIC users use most;
+//     unknown config fields are rejected as Kong does, so a field Kong knows but
+//     the emulator lacks is an error, and a plugin without a schema is refused
+//     as not enabled.
+//   - Declarative keys keys, key_sets, filter_chains and parameters are
+//     accepted and ignored.
+//   - Enterprise edition (Options.Edition): consumer groups, memberships,
+//     consumer-group-scoped plugins, mtls-auth and its credentials, and the
+//     Enterprise vault names (their configs are not checked). Membership
+//     answers follow Kong 3.5+ ({data, next}); rate-limiting-advanced
+//     overrides (/consumer_groups/{g}/overrides) are not emulated.
+//   - Under the expressions router (Options.RouterFlavor) an expression is
+//     parsed and type-checked by kongrules.Expression, a parser of the ATC
+//     grammar; a "~" pattern is not compiled. The traditional fields of a
+//     route are not turned into an expression and checked as Kong does.
 //   - Listing order is by id (Kong's primary key order in postgres); offsets
 //     are opaque but positional.
 package kongemu

@@ -1,6 +1,8 @@
 package kongemu
 
 import (
+	"github.com/konductor/konductor/internal/kongrules"
+
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -56,14 +58,14 @@ func coerceForm(fs []*field, m map[string]any) {
 
 func coerceValue(f *field, v any) any {
 	switch f.Type {
-	case tInt, tNum:
+	case kongrules.Integer, kongrules.Number:
 		if s, ok := v.(string); ok {
 			n := json.Number(s)
 			if _, err := n.Float64(); err == nil {
 				return n
 			}
 		}
-	case tBool:
+	case kongrules.Boolean:
 		if s, ok := v.(string); ok {
 			switch s {
 			case "true":
@@ -72,7 +74,7 @@ func coerceValue(f *field, v any) any {
 				return false
 			}
 		}
-	case tArray, tSet:
+	case kongrules.Array, kongrules.Set:
 		if s, ok := v.(string); ok {
 			v = []any{s}
 		}
@@ -82,7 +84,7 @@ func coerceValue(f *field, v any) any {
 			}
 		}
 		return v
-	case tRecord:
+	case kongrules.Record:
 		if rec, ok := v.(map[string]any); ok {
 			coerceForm(f.Fields, rec)
 		}

@@ -164,8 +164,10 @@ func TestGoKongEveryEntity(t *testing.T) {
 			list, err := c.Plugins.ListAllForService(ctx, kong.String("svc"))
 			require.NoError(t, err)
 			require.Len(t, list, 1)
-			_, err = c.Plugins.Create(ctx, &kong.Plugin{Name: kong.String("key-auth"),
-				Consumer: &kong.Consumer{ID: kong.String(e.Entity("consumers", "alice")["id"].(string))}})
+			alice := &kong.Consumer{ID: kong.String(e.Entity("consumers", "alice")["id"].(string))}
+			_, err = c.Plugins.Create(ctx, &kong.Plugin{Name: kong.String("key-auth"), Consumer: alice})
+			require.Equal(t, 400, apiCode(err), "Kong refuses an authentication plugin on a consumer")
+			_, err = c.Plugins.Create(ctx, &kong.Plugin{Name: kong.String("correlation-id"), Consumer: alice})
 			require.NoError(t, err)
 			require.NoError(t, c.Services.Delete(ctx, kong.String("svc")))
 			require.Len(t, e.Entities("plugins"), 1, "plugins cascade with their service")

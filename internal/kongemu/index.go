@@ -1,6 +1,8 @@
 package kongemu
 
 import (
+	"github.com/konductor/konductor/internal/kongrules"
+
 	"sort"
 	"strings"
 )
@@ -103,7 +105,7 @@ func newKindIndex(s *schema) *kindIndex {
 		switch {
 		case f.Unique || (f.Name == s.EndpointKey && f.Name != "id"):
 			x.values[f.Name] = multiIndex{}
-		case f.Type == tForeign:
+		case f.Type == kongrules.Foreign:
 			x.refs[f.Name] = multiIndex{}
 		}
 	}

@@ -301,7 +301,7 @@ func TestCascadeAuditOrder(t *testing.T) {
 		{"PUT", "/plugins/" + uid(7), map[string]any{"name": "correlation-id", "route": map[string]any{"id": uid(2)}}, 200, "", nil},
 		{"PUT", "/plugins/" + uid(8), map[string]any{"name": "cors", "service": map[string]any{"id": uid(1)}}, 200, "", nil},
 		{"PUT", "/consumers/" + uid(3), map[string]any{"username": "c"}, 200, "", nil},
-		{"PUT", "/plugins/" + uid(6), map[string]any{"name": "cors", "consumer": map[string]any{"id": uid(3)}}, 200, "", nil},
+		{"PUT", "/plugins/" + uid(6), map[string]any{"name": "correlation-id", "consumer": map[string]any{"id": uid(3)}}, 200, "", nil},
 		{"POST", "/consumers/c/key-auth", map[string]any{"id": uid(5), "key": "k"}, 201, "", nil},
 		{"POST", "/consumers/c/acls", map[string]any{"id": uid(4), "group": "g"}, 201, "", nil},
 	})

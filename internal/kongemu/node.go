@@ -1,6 +1,8 @@
 package kongemu
 
 import (
+	"github.com/konductor/konductor/internal/kongrules"
+
 	"net/http"
 	"sort"
 	"strings"
@@ -16,16 +18,16 @@ func (e *Emulator) info() map[string]any {
 	nodeID := e.nodeID
 	e.mu.Unlock()
 	available := map[string]any{}
-	names := make([]any, 0, len(pluginSchemas))
-	for _, n := range sortedKeys(pluginSchemas) {
-		p := pluginSchemas[n]
+	var names []any
+	for _, n := range kongrules.PluginNames(e.prof.enterprise) {
+		p := kongrules.Plugin(n)
 		available[n] = map[string]any{"version": p.Version, "priority": p.Priority}
 		names = append(names, n)
 	}
 	return map[string]any{
 		"tagline":     "Welcome to kong",
 		"version":     e.opts.Version,
-		"edition":     "community",
+		"edition":     string(e.opts.Edition),
 		"hostname":    e.opts.Hostname,
 		"node_id":     nodeID,
 		"lua_version": "LuaJIT 2.1.0-20231117",
@@ -35,7 +37,7 @@ func (e *Emulator) info() map[string]any {
 		},
 		"configuration": map[string]any{
 			"database":               string(e.opts.Mode),
-			"router_flavor":          "traditional_compatible",
+			"router_flavor":          e.opts.RouterFlavor,
 			"role":                   "traditional",
 			"plugins":                []any{"bundled"},
 			"admin_listen":           []any{"127.0.0.1:8001"},
@@ -81,11 +83,11 @@ func (e *Emulator) handleSchemas(w http.ResponseWriter, r *http.Request, segs []
 	switch {
 	case len(segs) == 1 && r.Method == http.MethodGet:
 		s := schemas[segs[0]]
-		if s == nil {
+		if s == nil || !s.has(e.prof) {
 			writeErr(w, msgErr(http.StatusNotFound, "No entity named '"+segs[0]+"'"))
 			return
 		}
-		writeJSON(w, http.StatusOK, s.JSON())
+		writeJSON(w, http.StatusOK, s.JSON(e.prof))
 	case len(segs) == 2 && segs[0] == "plugins" && segs[1] == "validate":
 		if r.Method != http.MethodPost {
 			writeErr(w, methodNotAllowed)
@@ -93,18 +95,18 @@ func (e *Emulator) handleSchemas(w http.ResponseWriter, r *http.Request, segs []
 		}
 		e.validateOnly(w, r, schemas["plugins"])
 	case len(segs) == 2 && segs[0] == "plugins" && r.Method == http.MethodGet:
-		if pluginSchemas[segs[1]] == nil {
+		if e.prof.plugin(segs[1]) == nil {
 			writeErr(w, msgErr(http.StatusNotFound, "No plugin named '"+segs[1]+"'"))
 			return
 		}
-		writeJSON(w, http.StatusOK, pluginSchemaJSON(segs[1]))
+		writeJSON(w, http.StatusOK, pluginSchemaJSON(e.prof, segs[1]))
 	case len(segs) == 2 && segs[1] == "validate":
 		if r.Method != http.MethodPost {
 			writeErr(w, methodNotAllowed)
 			return
 		}
 		s := schemas[segs[0]]
-		if s == nil {
+		if s == nil || !s.has(e.prof) {
 			writeErr(w, msgErr(http.StatusNotFound, "No entity named '"+segs[0]+"'"))
 			return
 		}
@@ -128,11 +130,11 @@ func (e *Emulator) validateOnly(w http.ResponseWriter, r *http.Request, s *schem
 		fs := s.Fields
 		if s.Name == "plugins" {
 			name, _ := body["name"].(string)
-			fs = pluginFields(name)
+			fs = pluginFields(e.prof, name)
 		}
 		coerceForm(fs, body)
 	}
-	if _, errs := normalize(s, body, true); errs != nil {
+	if _, errs := normalize(e.prof, s, body, true); errs != nil {
 		writeErr(w, schemaViolation(errs))
 		return
 	}
@@ -184,6 +186,9 @@ func (e *Emulator) handleEndpoints(w http.ResponseWriter, r *http.Request) {
 	}
 	var data []any
 	for _, s := range sortedKeys(schemaByPath) {
+		if sc := schemaByPath[s]; !sc.has(e.prof) || sc.NoAPI {
+			continue
+		}
 		data = append(data, "/"+s, "/"+s+"/{"+strings.TrimSuffix(schemaByPath[s].Name, "s")+"s}")
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": data})
@@ -257,5 +262,5 @@ func (e *Emulator) LoadedConfig() map[string]any {
 	if e.rawConfig == nil {
 		return nil
 	}
-	return deepCopy(e.rawConfig).(map[string]any)
+	return kongrules.DeepCopy(e.rawConfig).(map[string]any)
 }

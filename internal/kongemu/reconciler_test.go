@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/kong/go-database-reconciler/pkg/diff"
@@ -156,4 +157,69 @@ func TestReconcilerRoundTrip(t *testing.T) {
 	require.Empty(t, e.Entities("consumers"))
 	require.Empty(t, e.Entities("certificates"))
 	require.Empty(t, e.Entities("snis"))
+}
+
+// TestReconcilerConsumerEntities syncs consumers with every credential, consumer groups with
+// memberships and scoped plugins, and vaults through go-database-reconciler against an
+// Enterprise emulator: a second pass finds nothing to do, and a change is applied.
+func TestReconcilerConsumerEntities(t *testing.T) {
+	e := New(Options{Mode: Postgres, Edition: Enterprise})
+	srv, err := e.Start()
+	require.NoError(t, err)
+	defer srv.Close()
+	client, err := kong.NewClient(kong.String(srv.URL), &http.Client{})
+	require.NoError(t, err)
+
+	cfg := func(group, password string) string {
+		return `{"_format_version":"3.0","_info":{"select_tags":["` + managedTag + `"]},
+		 "vaults":[{"name":"env","prefix":"k8s-env","config":{"prefix":"KONG_","base64_decode":false,
+		    "ttl":null,"neg_ttl":null,"resurrect_ttl":null}}],
+		 "consumer_groups":[{"name":"` + group + `","plugins":[{"name":"rate-limiting","config":{"minute":5}}]}],
+		 "consumers":[{"username":"alice","groups":[{"name":"` + group + `"}],
+		    "keyauth_credentials":[{"key":"alice-key"}],
+		    "basicauth_credentials":[{"username":"alice-basic","password":"` + password + `"}],
+		    "hmacauth_credentials":[{"username":"alice-hmac","secret":"s"}],
+		    "jwt_secrets":[{"key":"alice-iss","secret":"s","algorithm":"HS256"}],
+		    "acls":[{"group":"admins"}],
+		    "oauth2_credentials":[{"name":"app","client_id":"cid","client_secret":"cs","redirect_uris":["https://app.example.com/cb"],
+		       "client_type":"confidential","hash_secret":false}],
+		    "plugins":[{"name":"correlation-id"}]}]
+		}`
+	}
+	first := cfg("gold", "pw")
+	stats := syncTo(t, client, content(t, first), false)
+	require.Positive(t, stats.CreateOps.Count())
+	for kind, n := range map[string]int{"consumers": 1, "consumer_groups": 1, "consumer_group_consumers": 1, "vaults": 1,
+		"keyauth_credentials": 1, "basicauth_credentials": 1, "hmacauth_credentials": 1, "jwt_secrets": 1, "acls": 1,
+		"oauth2_credentials": 1, "plugins": 2} {
+		require.Len(t, e.Entities(kind), n, kind)
+	}
+	require.NotEqual(t, "pw", e.Entities("basicauth_credentials")[0]["password"], "Kong stores a hash of the password")
+
+	mark := e.AuditMark()
+	require.Equal(t, [3]int32{0, 0, 0}, ops(syncTo(t, client, content(t, first), true)))
+	// decK compares vault configs and oauth2 credentials as Kong returns them, defaults
+	// included, and fills no defaults into the target: without them every pass updates.
+	noDefaults := strings.NewReplacer(`,"base64_decode":false,
+		    "ttl":null,"neg_ttl":null,"resurrect_ttl":null`, "", `,
+		       "client_type":"confidential","hash_secret":false`, "").Replace(first)
+	require.Equal(t, [3]int32{0, 2, 0}, ops(syncTo(t, client, content(t, noDefaults), true)))
+	require.Equal(t, [3]int32{0, 0, 0}, ops(syncTo(t, client, content(t, cfg("gold", "other")), true)),
+		"decK does not compare basic-auth passwords (Kong hashes them)")
+	require.Equal(t, [3]int32{0, 0, 0}, ops(syncTo(t, client, content(t, first), false)))
+	require.Empty(t, e.AuditSince(mark), "an in-sync state causes no writes")
+
+	// Move alice to another group: the old group, its plugin and the membership go.
+	syncTo(t, client, content(t, cfg("silver", "pw")), false)
+	groups := e.Entities("consumer_groups")
+	require.Len(t, groups, 1)
+	require.Equal(t, "silver", groups[0]["name"])
+	require.Len(t, e.Entities("consumer_group_consumers"), 1)
+	require.Equal(t, [3]int32{0, 0, 0}, ops(syncTo(t, client, content(t, cfg("silver", "pw")), true)))
+
+	empty := `{"_format_version":"3.0","_info":{"select_tags":["` + managedTag + `"]}}`
+	syncTo(t, client, content(t, empty), false)
+	for _, kind := range []string{"consumers", "consumer_groups", "consumer_group_consumers", "vaults", "plugins", "acls"} {
+		require.Empty(t, e.Entities(kind), kind)
+	}
 }

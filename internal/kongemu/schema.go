@@ -1,53 +1,8 @@
 package kongemu
 
 import (
-	"sort"
+	"github.com/konductor/konductor/internal/kongrules"
 )
-
-// ftype is the type of a schema field, named as Kong names it in /schemas.
-type ftype string
-
-const (
-	tString  ftype = "string"
-	tInt     ftype = "integer"
-	tNum     ftype = "number"
-	tBool    ftype = "boolean"
-	tArray   ftype = "array"
-	tSet     ftype = "set"
-	tMap     ftype = "map"
-	tRecord  ftype = "record"
-	tForeign ftype = "foreign"
-	tJSON    ftype = "json"
-)
-
-// field describes one field of an entity or of a plugin's config record.
-type field struct {
-	Name     string
-	Type     ftype
-	Default  any // nil: no default
-	Required bool
-	Auto     bool // id (uuid) and timestamps, filled by the emulator
-	UUID     bool
-	Unique   bool
-	Elem     *field   // array, set: element; map: value
-	Key      *field   // map key
-	Fields   []*field // record
-	Ref      string   // foreign: referenced entity (collection name)
-	OnDelete string   // foreign: "cascade" or "" (restrict)
-	OneOf    []any
-	Between  *[2]float64
-	GT       *float64
-	LenMin   int
-	// Check validates a non-null value that passed the type checks; it
-	// returns "" or an error message, or an error tree (map) for records.
-	Check func(v any) any
-	// Transient fields (certificate snis) are accepted on input and not stored.
-	Transient bool
-}
-
-// entityCheck validates the entity as a whole. It returns a list of
-// entity-level messages and a tree of field errors (nil when valid).
-type entityCheck func(e map[string]any) (entity []string, fields map[string]any)
 
 // schema describes an entity type.
 type schema struct {
@@ -64,6 +19,10 @@ type schema struct {
 	ConsumerPath string
 	// Updated: has updated_at.
 	Updated bool
+	// Gate, when set, tells which Kongs have the entity (consumer groups: Enterprise).
+	Gate func(profile) bool
+	// NoAPI: no Admin API collection of its own (consumer group memberships).
+	NoAPI bool
 }
 
 func (s *schema) field(name string) *field {
@@ -75,60 +34,36 @@ func (s *schema) field(name string) *field {
 	return nil
 }
 
-func (s *schema) foreignFields() []*field {
+// foreignFields lists the foreign keys of s (of every profile when p is nil).
+func (s *schema) foreignFields(p *profile) []*field {
+	fs := s.Fields
+	if p != nil {
+		fs = s.fieldsFor(*p)
+	}
 	var out []*field
-	for _, f := range s.Fields {
-		if f.Type == tForeign {
+	for _, f := range fs {
+		if f.Type == kongrules.Foreign {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-func between(a, b float64) *[2]float64 { return &[2]float64{a, b} }
-
-func strs(v ...string) []any {
-	out := make([]any, len(v))
-	for i, s := range v {
-		out[i] = s
-	}
-	return out
-}
-
-func ints(v ...int) []any {
-	out := make([]any, len(v))
-	for i, s := range v {
-		out[i] = s
-	}
-	return out
-}
-
-func idField() *field { return &field{Name: "id", Type: tString, UUID: true, Auto: true} }
+func idField() *field { return &field{Name: "id", Type: kongrules.String, UUID: true, Auto: true} }
 func createdAt() *field {
-	return &field{Name: "created_at", Type: tInt, Auto: true}
+	return &field{Name: "created_at", Type: kongrules.Integer, Auto: true}
 }
 func updatedAt() *field {
-	return &field{Name: "updated_at", Type: tInt, Auto: true}
+	return &field{Name: "updated_at", Type: kongrules.Integer, Auto: true}
 }
 func tagsField() *field {
-	return &field{Name: "tags", Type: tSet, Elem: &field{Type: tString, Check: checkTag}}
-}
-func strField(name string) *field { return &field{Name: name, Type: tString} }
-func strArray(name string, def []any) *field {
-	f := &field{Name: name, Type: tArray, Elem: &field{Type: tString}}
-	if def != nil {
-		f.Default = def
-	}
-	return f
-}
-func boolField(name string, def bool) *field {
-	return &field{Name: name, Type: tBool, Default: def, Required: true}
+	return &field{Name: "tags", Type: kongrules.Set, Elem: &field{Type: kongrules.String, Check: checkTag}}
 }
 func foreign(name, ref string, required bool, onDelete string) *field {
-	return &field{Name: name, Type: tForeign, Ref: ref, Required: required, OnDelete: onDelete}
+	return &field{Name: name, Type: kongrules.Foreign, Ref: ref, Required: required, OnDelete: onDelete}
 }
 
-var protocolsAll = strs("grpc", "grpcs", "http", "https", "tcp", "tls", "tls_passthrough", "udp", "ws", "wss")
+var protocolsAll = kongrules.Strs("grpc", "grpcs", "http", "https", "tcp", "tls", "tls_passthrough", "udp", "ws", "wss")
 
 // schemas is the table of every entity the emulator knows, by collection name.
 var schemas = map[string]*schema{}
@@ -138,10 +73,10 @@ var schemaByPath = map[string]*schema{}
 
 // order in which entities are loaded and listed in declarative config.
 var entityOrder = []string{
-	"certificates", "ca_certificates", "snis", "consumers", "services", "upstreams",
-	"routes", "targets", "plugins",
+	"vaults", "certificates", "ca_certificates", "snis", "consumers", "consumer_groups",
+	"consumer_group_consumers", "services", "upstreams", "routes", "targets", "plugins",
 	"keyauth_credentials", "basicauth_credentials", "hmacauth_credentials",
-	"jwt_secrets", "acls", "oauth2_credentials",
+	"jwt_secrets", "acls", "oauth2_credentials", "mtls_auth_credentials",
 }
 
 func register(s *schema) {
@@ -157,22 +92,22 @@ func init() {
 		Name: "services", Singular: "service", EndpointKey: "name", Updated: true,
 		Fields: []*field{
 			idField(), createdAt(), updatedAt(),
-			{Name: "name", Type: tString, Unique: true, Check: checkName},
-			{Name: "retries", Type: tInt, Default: 5, Between: between(0, 32767)},
-			{Name: "protocol", Type: tString, Default: "http", Required: true,
-				OneOf: strs("grpc", "grpcs", "http", "https", "tcp", "tls", "tls_passthrough", "udp", "ws", "wss")},
-			{Name: "host", Type: tString, Required: true, Check: checkHost},
-			{Name: "port", Type: tInt, Default: 80, Required: true, Between: between(0, 65535)},
-			{Name: "path", Type: tString, Check: checkServicePath},
-			{Name: "connect_timeout", Type: tInt, Default: 60000, Between: between(1, 2147483646)},
-			{Name: "write_timeout", Type: tInt, Default: 60000, Between: between(1, 2147483646)},
-			{Name: "read_timeout", Type: tInt, Default: 60000, Between: between(1, 2147483646)},
+			{Name: "name", Type: kongrules.String, Unique: true, Check: checkName},
+			{Name: "retries", Type: kongrules.Integer, Default: 5, Between: kongrules.Between(0, 32767)},
+			{Name: "protocol", Type: kongrules.String, Default: "http", Required: true,
+				OneOf: kongrules.Strs("grpc", "grpcs", "http", "https", "tcp", "tls", "tls_passthrough", "udp", "ws", "wss")},
+			{Name: "host", Type: kongrules.String, Required: true, Check: checkHost},
+			{Name: "port", Type: kongrules.Integer, Default: 80, Required: true, Between: kongrules.Between(0, 65535)},
+			{Name: "path", Type: kongrules.String, Check: kongrules.CheckServicePath},
+			{Name: "connect_timeout", Type: kongrules.Integer, Default: 60000, Between: kongrules.Between(1, 2147483646)},
+			{Name: "write_timeout", Type: kongrules.Integer, Default: 60000, Between: kongrules.Between(1, 2147483646)},
+			{Name: "read_timeout", Type: kongrules.Integer, Default: 60000, Between: kongrules.Between(1, 2147483646)},
 			tagsField(),
 			foreign("client_certificate", "certificates", false, ""),
-			{Name: "tls_verify", Type: tBool},
-			{Name: "tls_verify_depth", Type: tInt, Between: between(0, 64)},
-			{Name: "ca_certificates", Type: tArray, Elem: &field{Type: tString, UUID: true}},
-			{Name: "enabled", Type: tBool, Default: true, Required: true},
+			{Name: "tls_verify", Type: kongrules.Boolean},
+			{Name: "tls_verify_depth", Type: kongrules.Integer, Between: kongrules.Between(0, 64)},
+			{Name: "ca_certificates", Type: kongrules.Array, Elem: &field{Type: kongrules.String, UUID: true}},
+			{Name: "enabled", Type: kongrules.Boolean, Default: true, Required: true},
 		},
 		Checks: []entityCheck{checkService},
 	})
@@ -180,33 +115,36 @@ func init() {
 		Name: "routes", Singular: "route", EndpointKey: "name", Updated: true,
 		Fields: []*field{
 			idField(), createdAt(), updatedAt(),
-			{Name: "name", Type: tString, Unique: true, Check: checkName},
-			{Name: "protocols", Type: tSet, Required: true, Default: strs("http", "https"),
-				Elem: &field{Type: tString, OneOf: protocolsAll}, Check: checkProtocolMix},
-			{Name: "methods", Type: tSet, Elem: &field{Type: tString, Check: checkMethod}},
-			{Name: "hosts", Type: tArray, Elem: &field{Type: tString, Check: checkRouteHost}},
-			{Name: "paths", Type: tArray, Elem: &field{Type: tString, Check: checkRoutePath}},
-			{Name: "headers", Type: tMap, Key: &field{Type: tString},
-				Elem: &field{Type: tArray, Elem: &field{Type: tString}}, Check: checkRouteHeaders},
-			{Name: "https_redirect_status_code", Type: tInt, Default: 426, Required: true,
-				OneOf: ints(426, 301, 302, 307, 308)},
-			{Name: "regex_priority", Type: tInt, Default: 0},
-			{Name: "strip_path", Type: tBool, Default: true, Required: true},
-			{Name: "path_handling", Type: tString, Default: "v0", OneOf: strs("v0", "v1")},
-			{Name: "preserve_host", Type: tBool, Default: false, Required: true},
-			{Name: "request_buffering", Type: tBool, Default: true, Required: true},
-			{Name: "response_buffering", Type: tBool, Default: true, Required: true},
-			{Name: "snis", Type: tSet, Elem: &field{Type: tString, Check: checkSNIName}},
-			{Name: "sources", Type: tSet, Elem: &field{Type: tRecord, Fields: []*field{
-				{Name: "ip", Type: tString, Check: checkIPOrCIDR},
-				{Name: "port", Type: tInt, Between: between(0, 65535)},
+			{Name: "name", Type: kongrules.String, Unique: true, Check: checkName},
+			{Name: "protocols", Type: kongrules.Set, Required: true, Default: kongrules.Strs("http", "https"),
+				Elem: &field{Type: kongrules.String, OneOf: protocolsAll}, Check: checkProtocolMix},
+			{Name: "methods", Type: kongrules.Set, Elem: &field{Type: kongrules.String, Check: kongrules.CheckMethod}},
+			{Name: "hosts", Type: kongrules.Array, Elem: &field{Type: kongrules.String, Check: checkRouteHost}},
+			{Name: "paths", Type: kongrules.Array, Elem: &field{Type: kongrules.String, Check: checkRoutePath}},
+			{Name: "headers", Type: kongrules.Map, Key: &field{Type: kongrules.String},
+				Elem: &field{Type: kongrules.Array, Elem: &field{Type: kongrules.String}}, Check: checkRouteHeaders},
+			{Name: "https_redirect_status_code", Type: kongrules.Integer, Default: 426, Required: true,
+				OneOf: kongrules.Ints(426, 301, 302, 307, 308)},
+			{Name: "regex_priority", Type: kongrules.Integer, Default: 0},
+			{Name: "strip_path", Type: kongrules.Boolean, Default: true, Required: true},
+			{Name: "path_handling", Type: kongrules.String, Default: "v0", OneOf: kongrules.Strs("v0", "v1")},
+			{Name: "preserve_host", Type: kongrules.Boolean, Default: false, Required: true},
+			{Name: "request_buffering", Type: kongrules.Boolean, Default: true, Required: true},
+			{Name: "response_buffering", Type: kongrules.Boolean, Default: true, Required: true},
+			{Name: "snis", Type: kongrules.Set, Elem: &field{Type: kongrules.String, Check: checkSNIName}},
+			{Name: "sources", Type: kongrules.Set, Elem: &field{Type: kongrules.Record, Fields: []*field{
+				{Name: "ip", Type: kongrules.String, Check: kongrules.CheckIPOrCIDR},
+				{Name: "port", Type: kongrules.Integer, Between: kongrules.Between(0, 65535)},
 			}}},
-			{Name: "destinations", Type: tSet, Elem: &field{Type: tRecord, Fields: []*field{
-				{Name: "ip", Type: tString, Check: checkIPOrCIDR},
-				{Name: "port", Type: tInt, Between: between(0, 65535)},
+			{Name: "destinations", Type: kongrules.Set, Elem: &field{Type: kongrules.Record, Fields: []*field{
+				{Name: "ip", Type: kongrules.String, Check: kongrules.CheckIPOrCIDR},
+				{Name: "port", Type: kongrules.Integer, Between: kongrules.Between(0, 65535)},
 			}}},
 			tagsField(),
 			foreign("service", "services", false, ""),
+			gated(&field{Name: "expression", Type: kongrules.String}, expressionsOnly),
+			gated(&field{Name: "priority", Type: kongrules.Integer, Required: true, Default: 0,
+				Between: kongrules.Between(0, 1<<46-1)}, expressionsOnly),
 		},
 		Checks: []entityCheck{checkRoute},
 	})
@@ -214,25 +152,31 @@ func init() {
 		Name: "upstreams", Singular: "upstream", EndpointKey: "name", Updated: true,
 		Fields: []*field{
 			idField(), createdAt(), updatedAt(),
-			{Name: "name", Type: tString, Required: true, Unique: true, Check: checkUpstreamName},
-			{Name: "algorithm", Type: tString, Default: "round-robin",
-				OneOf: strs("consistent-hashing", "least-connections", "round-robin", "latency")},
-			{Name: "hash_on", Type: tString, Default: "none", OneOf: hashOn},
-			{Name: "hash_fallback", Type: tString, Default: "none", OneOf: hashOn},
-			{Name: "hash_on_header", Type: tString, Check: checkHeaderName},
-			{Name: "hash_fallback_header", Type: tString, Check: checkHeaderName},
-			{Name: "hash_on_cookie", Type: tString},
-			{Name: "hash_on_cookie_path", Type: tString, Default: "/", Check: checkServicePath},
-			{Name: "hash_on_query_arg", Type: tString, LenMin: 1},
-			{Name: "hash_fallback_query_arg", Type: tString, LenMin: 1},
-			{Name: "hash_on_uri_capture", Type: tString, LenMin: 1},
-			{Name: "hash_fallback_uri_capture", Type: tString, LenMin: 1},
-			{Name: "slots", Type: tInt, Default: 10000, Between: between(10, 65536)},
+			{Name: "name", Type: kongrules.String, Required: true, Unique: true, Check: checkUpstreamName},
+			gated(&field{Name: "algorithm", Type: kongrules.String, Default: "round-robin",
+				OneOf: kongrules.Strs("consistent-hashing", "least-connections", "round-robin", "latency")}, before(3, 11)),
+			gated(&field{Name: "algorithm", Type: kongrules.String, Default: "round-robin",
+				OneOf: kongrules.Strs("consistent-hashing", "least-connections", "round-robin", "latency", "sticky-sessions")},
+				since(3, 11)),
+			{Name: "hash_on", Type: kongrules.String, Default: "none", OneOf: hashOn},
+			{Name: "hash_fallback", Type: kongrules.String, Default: "none", OneOf: hashOn},
+			{Name: "hash_on_header", Type: kongrules.String, Check: kongrules.CheckHeaderName},
+			{Name: "hash_fallback_header", Type: kongrules.String, Check: kongrules.CheckHeaderName},
+			{Name: "hash_on_cookie", Type: kongrules.String, Check: checkCookieName},
+			{Name: "hash_on_cookie_path", Type: kongrules.String, Default: "/", Check: kongrules.CheckServicePath},
+			{Name: "hash_on_query_arg", Type: kongrules.String, LenMin: 1},
+			{Name: "hash_fallback_query_arg", Type: kongrules.String, LenMin: 1},
+			{Name: "hash_on_uri_capture", Type: kongrules.String, LenMin: 1},
+			{Name: "hash_fallback_uri_capture", Type: kongrules.String, LenMin: 1},
+			{Name: "slots", Type: kongrules.Integer, Default: 10000, Between: kongrules.Between(10, 65536)},
 			healthchecksField(),
 			tagsField(),
-			{Name: "host_header", Type: tString, Check: checkHost},
+			{Name: "host_header", Type: kongrules.String, Check: checkHost},
 			foreign("client_certificate", "certificates", false, ""),
-			{Name: "use_srv_name", Type: tBool, Default: false},
+			{Name: "use_srv_name", Type: kongrules.Boolean, Default: false},
+			gated(&field{Name: "sticky_sessions_cookie", Type: kongrules.String, Check: checkCookieName}, since(3, 11)),
+			gated(&field{Name: "sticky_sessions_cookie_path", Type: kongrules.String, Default: "/",
+				Check: kongrules.CheckServicePath}, since(3, 11)),
 		},
 		Checks: []entityCheck{checkUpstream},
 	})
@@ -242,51 +186,53 @@ func init() {
 		Fields: []*field{
 			idField(), createdAt(), updatedAt(),
 			foreign("upstream", "upstreams", true, "cascade"),
-			{Name: "target", Type: tString, Required: true, Check: checkTarget},
-			{Name: "weight", Type: tInt, Default: 100, Between: between(0, 65535)},
+			{Name: "target", Type: kongrules.String, Required: true, Check: checkTarget},
+			{Name: "weight", Type: kongrules.Integer, Default: 100, Between: kongrules.Between(0, 65535)},
 			tagsField(),
 		},
 	})
 	register(&schema{
 		Name: "plugins", Singular: "plugin", EndpointKey: "instance_name", Updated: true,
-		CacheKey: []string{"name", "route", "service", "consumer"},
+		CacheKey: []string{"name", "route", "service", "consumer", "consumer_group"},
 		Fields: []*field{
 			idField(),
-			{Name: "name", Type: tString, Required: true},
-			{Name: "instance_name", Type: tString, Unique: true, Check: checkName},
+			{Name: "name", Type: kongrules.String, Required: true},
+			{Name: "instance_name", Type: kongrules.String, Unique: true, Check: checkName},
 			createdAt(), updatedAt(),
 			foreign("route", "routes", false, "cascade"),
 			foreign("service", "services", false, "cascade"),
 			foreign("consumer", "consumers", false, "cascade"),
-			{Name: "config", Type: tRecord},
-			{Name: "protocols", Type: tSet, Required: true, Default: strs("grpc", "grpcs", "http", "https"),
-				Elem: &field{Type: tString, OneOf: protocolsAll}},
-			{Name: "enabled", Type: tBool, Default: true, Required: true},
+			gated(foreign("consumer_group", "consumer_groups", false, "cascade"), enterpriseOnly),
+			{Name: "config", Type: kongrules.Record},
+			{Name: "protocols", Type: kongrules.Set, Required: true, Default: kongrules.Strs("grpc", "grpcs", "http", "https"),
+				Elem: &field{Type: kongrules.String, OneOf: protocolsAll}},
+			{Name: "enabled", Type: kongrules.Boolean, Default: true, Required: true},
 			tagsField(),
-			{Name: "ordering", Type: tJSON},
+			{Name: "ordering", Type: kongrules.JSON},
 		},
+		Checks: []entityCheck{kongrules.MutuallyExclusive("consumer", "consumer_group")},
 	})
 	register(&schema{
 		Name: "consumers", Singular: "consumer", EndpointKey: "username", Updated: true,
 		Fields: []*field{
 			idField(), createdAt(), updatedAt(),
-			{Name: "username", Type: tString, Unique: true},
-			{Name: "custom_id", Type: tString, Unique: true},
+			{Name: "username", Type: kongrules.String, Unique: true},
+			{Name: "custom_id", Type: kongrules.String, Unique: true},
 			tagsField(),
 		},
-		Checks:       []entityCheck{atLeastOneOf("custom_id", "username")},
-		EntityChecks: []any{map[string]any{"at_least_one_of": strs("custom_id", "username")}},
+		Checks:       []entityCheck{kongrules.AtLeastOneOf("custom_id", "username")},
+		EntityChecks: []any{map[string]any{"at_least_one_of": kongrules.Strs("custom_id", "username")}},
 	})
 	register(&schema{
 		Name: "certificates", Singular: "certificate", EndpointKey: "id", Updated: true,
 		Fields: []*field{
 			idField(), createdAt(), updatedAt(),
-			{Name: "cert", Type: tString, Required: true, Check: checkCertPEM},
-			{Name: "key", Type: tString, Required: true, Check: checkKeyPEM},
-			{Name: "cert_alt", Type: tString, Check: checkCertPEM},
-			{Name: "key_alt", Type: tString, Check: checkKeyPEM},
+			{Name: "cert", Type: kongrules.String, Required: true, Check: checkCertPEM},
+			{Name: "key", Type: kongrules.String, Required: true, Check: checkKeyPEM},
+			{Name: "cert_alt", Type: kongrules.String, Check: checkCertPEM},
+			{Name: "key_alt", Type: kongrules.String, Check: checkKeyPEM},
 			tagsField(),
-			{Name: "snis", Type: tArray, Transient: true, Elem: &field{Type: tString, Check: checkSNIName}},
+			{Name: "snis", Type: kongrules.Array, Transient: true, Elem: &field{Type: kongrules.String, Check: checkSNIName}},
 		},
 		Checks: []entityCheck{checkCertificate},
 	})
@@ -294,7 +240,7 @@ func init() {
 		Name: "snis", Singular: "sni", EndpointKey: "name", Updated: true,
 		Fields: []*field{
 			idField(),
-			{Name: "name", Type: tString, Required: true, Unique: true, Check: checkSNIName},
+			{Name: "name", Type: kongrules.String, Required: true, Unique: true, Check: checkSNIName},
 			createdAt(), updatedAt(),
 			tagsField(),
 			foreign("certificate", "certificates", true, "cascade"),
@@ -304,8 +250,8 @@ func init() {
 		Name: "ca_certificates", Singular: "ca_certificate", Updated: true,
 		Fields: []*field{
 			idField(), createdAt(), updatedAt(),
-			{Name: "cert", Type: tString, Required: true, Check: checkCACertPEM},
-			{Name: "cert_digest", Type: tString, Unique: true},
+			{Name: "cert", Type: kongrules.String, Required: true, Check: checkCACertPEM},
+			{Name: "cert_digest", Type: kongrules.String, Unique: true},
 			tagsField(),
 		},
 	})
@@ -315,8 +261,8 @@ func init() {
 		Fields: []*field{
 			idField(), createdAt(),
 			foreign("consumer", "consumers", true, "cascade"),
-			{Name: "key", Type: tString, Unique: true, Auto: true},
-			{Name: "ttl", Type: tInt},
+			{Name: "key", Type: kongrules.String, Unique: true, Auto: true},
+			{Name: "ttl", Type: kongrules.Integer},
 			tagsField(),
 		},
 	})
@@ -326,8 +272,8 @@ func init() {
 		Fields: []*field{
 			idField(), createdAt(),
 			foreign("consumer", "consumers", true, "cascade"),
-			{Name: "username", Type: tString, Required: true, Unique: true},
-			{Name: "password", Type: tString, Required: true},
+			{Name: "username", Type: kongrules.String, Required: true, Unique: true},
+			{Name: "password", Type: kongrules.String, Required: true},
 			tagsField(),
 		},
 	})
@@ -337,8 +283,8 @@ func init() {
 		Fields: []*field{
 			idField(), createdAt(),
 			foreign("consumer", "consumers", true, "cascade"),
-			{Name: "username", Type: tString, Required: true, Unique: true},
-			{Name: "secret", Type: tString, Auto: true},
+			{Name: "username", Type: kongrules.String, Required: true, Unique: true},
+			{Name: "secret", Type: kongrules.String, Auto: true},
 			tagsField(),
 		},
 	})
@@ -348,11 +294,11 @@ func init() {
 		Fields: []*field{
 			idField(), createdAt(),
 			foreign("consumer", "consumers", true, "cascade"),
-			{Name: "key", Type: tString, Unique: true, Auto: true},
-			{Name: "secret", Type: tString, Auto: true},
-			{Name: "rsa_public_key", Type: tString},
-			{Name: "algorithm", Type: tString, Default: "HS256",
-				OneOf: strs("HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "EdDSA")},
+			{Name: "key", Type: kongrules.String, Unique: true, Auto: true},
+			{Name: "secret", Type: kongrules.String, Auto: true},
+			{Name: "rsa_public_key", Type: kongrules.String},
+			{Name: "algorithm", Type: kongrules.String, Default: "HS256",
+				OneOf: kongrules.Strs("HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "EdDSA")},
 			tagsField(),
 		},
 		Checks: []entityCheck{checkJWTSecret},
@@ -363,7 +309,7 @@ func init() {
 		Fields: []*field{
 			idField(), createdAt(),
 			foreign("consumer", "consumers", true, "cascade"),
-			{Name: "group", Type: tString, Required: true},
+			{Name: "group", Type: kongrules.String, Required: true},
 			tagsField(),
 		},
 	})
@@ -373,136 +319,112 @@ func init() {
 		Fields: []*field{
 			idField(), createdAt(),
 			foreign("consumer", "consumers", true, "cascade"),
-			{Name: "name", Type: tString, Required: true},
-			{Name: "client_id", Type: tString, Unique: true, Auto: true},
-			{Name: "client_secret", Type: tString, Auto: true},
-			{Name: "hash_secret", Type: tBool, Default: false, Required: true},
-			{Name: "redirect_uris", Type: tArray, Elem: &field{Type: tString, Check: checkURL}},
-			{Name: "client_type", Type: tString, Default: "confidential", Required: true,
-				OneOf: strs("confidential", "public")},
+			{Name: "name", Type: kongrules.String, Required: true},
+			{Name: "client_id", Type: kongrules.String, Unique: true, Auto: true},
+			{Name: "client_secret", Type: kongrules.String, Auto: true},
+			{Name: "hash_secret", Type: kongrules.Boolean, Default: false, Required: true},
+			{Name: "redirect_uris", Type: kongrules.Array, Elem: &field{Type: kongrules.String, Check: kongrules.CheckURL}},
+			{Name: "client_type", Type: kongrules.String, Default: "confidential", Required: true,
+				OneOf: kongrules.Strs("confidential", "public")},
+			tagsField(),
+		},
+	})
+	register(&schema{
+		Name: "consumer_groups", Singular: "consumer_group", EndpointKey: "name", Updated: true,
+		Gate: enterpriseOnly,
+		Fields: []*field{
+			idField(), createdAt(), updatedAt(),
+			{Name: "name", Type: kongrules.String, Required: true, Unique: true},
+			tagsField(),
+		},
+	})
+	register(&schema{
+		// Kong's primary key is (consumer_group, consumer); the emulator keys it by a
+		// derived id of its own.
+		Name: "consumer_group_consumers", Singular: "consumer_group_consumer", Updated: true,
+		Gate: enterpriseOnly, NoAPI: true, CacheKey: []string{"consumer_group", "consumer"},
+		Fields: []*field{
+			idField(), createdAt(), updatedAt(),
+			foreign("consumer_group", "consumer_groups", true, "cascade"),
+			foreign("consumer", "consumers", true, "cascade"),
+		},
+	})
+	register(&schema{
+		Name: "mtls_auth_credentials", Path: "mtls-auths", ConsumerPath: "mtls-auth", Singular: "mtls_auth_credential",
+		Gate: enterpriseOnly, CacheKey: []string{"subject_name", "ca_certificate"},
+		Fields: []*field{
+			idField(), createdAt(),
+			foreign("consumer", "consumers", true, "cascade"),
+			{Name: "subject_name", Type: kongrules.String, Required: true},
+			foreign("ca_certificate", "ca_certificates", false, ""),
+			tagsField(),
+		},
+	})
+	register(&schema{
+		Name: "vaults", Singular: "vault", EndpointKey: "prefix", Updated: true,
+		Fields: []*field{
+			idField(),
+			{Name: "prefix", Type: kongrules.String, Required: true, Unique: true, Check: checkVaultPrefix},
+			{Name: "name", Type: kongrules.String, Required: true},
+			{Name: "description", Type: kongrules.String},
+			{Name: "config", Type: kongrules.Record},
+			createdAt(), updatedAt(),
 			tagsField(),
 		},
 	})
 }
 
-var hashOn = strs("none", "consumer", "ip", "header", "cookie", "path", "query_arg", "uri_capture")
+var hashOn = kongrules.Strs("none", "consumer", "ip", "header", "cookie", "path", "query_arg", "uri_capture")
 
 func healthchecksField() *field {
 	httpStatuses := func(def []any) *field {
-		return &field{Name: "http_statuses", Type: tArray, Default: def,
-			Elem: &field{Type: tInt, Between: between(100, 999)}}
+		return &field{Name: "http_statuses", Type: kongrules.Array, Default: def,
+			Elem: &field{Type: kongrules.Integer, Between: kongrules.Between(100, 999)}}
 	}
 	counter := func(name string, max float64) *field {
-		return &field{Name: name, Type: tInt, Default: 0, Between: between(0, max)}
+		return &field{Name: name, Type: kongrules.Integer, Default: 0, Between: kongrules.Between(0, max)}
 	}
-	return &field{Name: "healthchecks", Type: tRecord, Default: map[string]any{}, Fields: []*field{
-		{Name: "active", Type: tRecord, Default: map[string]any{}, Fields: []*field{
-			{Name: "type", Type: tString, Default: "http", OneOf: strs("tcp", "http", "https", "grpc", "grpcs")},
-			{Name: "timeout", Type: tNum, Default: 1, Between: between(0, 65535)},
-			{Name: "concurrency", Type: tInt, Default: 10, Between: between(1, 2147483648)},
-			{Name: "http_path", Type: tString, Default: "/", Check: checkServicePath},
-			{Name: "https_verify_certificate", Type: tBool, Default: true},
-			{Name: "https_sni", Type: tString},
-			{Name: "headers", Type: tMap, Key: &field{Type: tString}, Elem: &field{Type: tArray, Elem: &field{Type: tString}}},
-			{Name: "healthy", Type: tRecord, Default: map[string]any{}, Fields: []*field{
-				{Name: "interval", Type: tNum, Default: 0, Between: between(0, 65535)},
-				httpStatuses(ints(200, 302)),
+	return &field{Name: "healthchecks", Type: kongrules.Record, Default: map[string]any{}, Fields: []*field{
+		{Name: "active", Type: kongrules.Record, Default: map[string]any{}, Fields: []*field{
+			{Name: "type", Type: kongrules.String, Default: "http", OneOf: kongrules.Strs("tcp", "http", "https", "grpc", "grpcs")},
+			{Name: "timeout", Type: kongrules.Number, Default: 1, Between: kongrules.Between(0, 65535)},
+			{Name: "concurrency", Type: kongrules.Integer, Default: 10, Between: kongrules.Between(1, 2147483648)},
+			{Name: "http_path", Type: kongrules.String, Default: "/", Check: kongrules.CheckServicePath},
+			{Name: "https_verify_certificate", Type: kongrules.Boolean, Default: true},
+			{Name: "https_sni", Type: kongrules.String},
+			{Name: "headers", Type: kongrules.Map, Key: &field{Type: kongrules.String}, Elem: &field{Type: kongrules.Array, Elem: &field{Type: kongrules.String}}},
+			{Name: "healthy", Type: kongrules.Record, Default: map[string]any{}, Fields: []*field{
+				{Name: "interval", Type: kongrules.Number, Default: 0, Between: kongrules.Between(0, 65535)},
+				httpStatuses(kongrules.Ints(200, 302)),
 				counter("successes", 255),
 			}},
-			{Name: "unhealthy", Type: tRecord, Default: map[string]any{}, Fields: []*field{
-				{Name: "interval", Type: tNum, Default: 0, Between: between(0, 65535)},
-				httpStatuses(ints(429, 404, 500, 501, 502, 503, 504, 505)),
+			{Name: "unhealthy", Type: kongrules.Record, Default: map[string]any{}, Fields: []*field{
+				{Name: "interval", Type: kongrules.Number, Default: 0, Between: kongrules.Between(0, 65535)},
+				httpStatuses(kongrules.Ints(429, 404, 500, 501, 502, 503, 504, 505)),
 				counter("tcp_failures", 255),
 				counter("timeouts", 255),
 				counter("http_failures", 255),
 			}},
 		}},
-		{Name: "passive", Type: tRecord, Default: map[string]any{}, Fields: []*field{
-			{Name: "type", Type: tString, Default: "http", OneOf: strs("tcp", "http", "https", "grpc", "grpcs")},
-			{Name: "healthy", Type: tRecord, Default: map[string]any{}, Fields: []*field{
-				httpStatuses(ints(200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304, 305, 306, 307, 308)),
+		{Name: "passive", Type: kongrules.Record, Default: map[string]any{}, Fields: []*field{
+			{Name: "type", Type: kongrules.String, Default: "http", OneOf: kongrules.Strs("tcp", "http", "https", "grpc", "grpcs")},
+			{Name: "healthy", Type: kongrules.Record, Default: map[string]any{}, Fields: []*field{
+				httpStatuses(kongrules.Ints(200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304, 305, 306, 307, 308)),
 				counter("successes", 255),
 			}},
-			{Name: "unhealthy", Type: tRecord, Default: map[string]any{}, Fields: []*field{
-				httpStatuses(ints(429, 500, 503)),
+			{Name: "unhealthy", Type: kongrules.Record, Default: map[string]any{}, Fields: []*field{
+				httpStatuses(kongrules.Ints(429, 500, 503)),
 				counter("tcp_failures", 255),
 				counter("timeouts", 255),
 				counter("http_failures", 255),
 			}},
 		}},
-		{Name: "threshold", Type: tNum, Default: 0, Between: between(0, 100)},
+		{Name: "threshold", Type: kongrules.Number, Default: 0, Between: kongrules.Between(0, 100)},
 	}}
 }
 
-// schemaJSON renders a schema as Kong's /schemas endpoint does.
-func fieldsJSON(fs []*field) []any {
-	out := make([]any, 0, len(fs))
-	for _, f := range fs {
-		if f.Transient {
-			out = append(out, map[string]any{f.Name: map[string]any{"type": string(f.Type), "transient": true,
-				"elements": fieldJSON(f.Elem)}})
-			continue
-		}
-		out = append(out, map[string]any{f.Name: fieldJSON(f)})
-	}
-	return out
-}
-
-func fieldJSON(f *field) map[string]any {
-	m := map[string]any{"type": string(f.Type)}
-	if f.Type == tForeign {
-		m["reference"] = f.Ref
-		if f.OnDelete != "" {
-			m["on_delete"] = f.OnDelete
-		}
-	}
-	if f.Default != nil {
-		m["default"] = deepCopy(f.Default)
-	}
-	if f.Required {
-		m["required"] = true
-	}
-	if f.Auto {
-		m["auto"] = true
-	}
-	if f.UUID {
-		m["uuid"] = true
-	}
-	if f.Unique {
-		m["unique"] = true
-	}
-	if f.OneOf != nil {
-		m["one_of"] = f.OneOf
-	}
-	if f.Between != nil {
-		m["between"] = []any{f.Between[0], f.Between[1]}
-	}
-	if f.GT != nil {
-		m["gt"] = *f.GT
-	}
-	if f.LenMin > 0 {
-		m["len_min"] = f.LenMin
-	}
-	switch f.Type {
-	case tArray, tSet:
-		if f.Elem != nil {
-			m["elements"] = fieldJSON(f.Elem)
-		}
-	case tMap:
-		if f.Key != nil {
-			m["keys"] = fieldJSON(f.Key)
-		}
-		if f.Elem != nil {
-			m["values"] = fieldJSON(f.Elem)
-		}
-	case tRecord:
-		m["fields"] = fieldsJSON(f.Fields)
-	}
-	return m
-}
-
-func (s *schema) JSON() map[string]any {
-	out := map[string]any{"fields": fieldsJSON(s.Fields)}
+func (s *schema) JSON(p profile) map[string]any {
+	out := map[string]any{"fields": kongrules.FieldsJSON(s.fieldsFor(p))}
 	if s.EntityChecks != nil {
 		out["entity_checks"] = s.EntityChecks
 	} else {
@@ -512,16 +434,7 @@ func (s *schema) JSON() map[string]any {
 		out["endpoint_key"] = s.EndpointKey
 	}
 	if s.CacheKey != nil {
-		out["cache_key"] = strs(s.CacheKey...)
+		out["cache_key"] = kongrules.Strs(s.CacheKey...)
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -32,7 +32,8 @@ const (
 	Postgres Mode = "postgres"
 )
 
-// Options configure an Emulator. The zero value is a DB-less Kong 3.10.0.
+// Options configure an Emulator. The zero value is a DB-less Kong 3.10.0 (community
+// edition, traditional_compatible router).
 type Options struct {
 	// Mode is DBLess (default) or Postgres.
 	Mode Mode
@@ -46,11 +47,33 @@ type Options struct {
 	Now func() time.Time
 	// Hostname reported by GET / (default "kongemu").
 	Hostname string
+	// RouterFlavor reported by GET / (default RouterTraditionalCompatible). Under
+	// RouterExpressions routes also take an ATC expression and a priority.
+	RouterFlavor string
+	// Edition is Community (default) or Enterprise. Only Kong Gateway Enterprise has
+	// consumer groups (and consumer-group-scoped plugins) and the mtls-auth plugin.
+	Edition Edition
 }
+
+// Router flavors (Kong's router_flavor setting).
+const (
+	RouterTraditionalCompatible = "traditional_compatible"
+	RouterExpressions           = "expressions"
+)
+
+// Edition is the Kong Gateway edition the emulator reports and behaves as.
+type Edition string
+
+// The editions.
+const (
+	Community  Edition = "community"
+	Enterprise Edition = "enterprise"
+)
 
 // Emulator is an in-memory emulation of Kong's Admin API. It is an http.Handler.
 type Emulator struct {
 	opts   Options
+	prof   profile
 	nodeID string
 
 	mu         sync.Mutex
@@ -84,8 +107,15 @@ func New(opts Options) *Emulator {
 	if opts.Hostname == "" {
 		opts.Hostname = "kongemu"
 	}
+	if opts.RouterFlavor == "" {
+		opts.RouterFlavor = RouterTraditionalCompatible
+	}
+	if opts.Edition == "" {
+		opts.Edition = Community
+	}
 	return &Emulator{
 		opts:       opts,
+		prof:       newProfile(opts),
 		nodeID:     uuid.NewString(),
 		db:         newDB(),
 		configHash: emptyHash,

@@ -51,7 +51,7 @@ func TestValidation(t *testing.T) {
 			`{"@entity":["must set one of 'methods', 'hosts', 'headers', 'paths', 'snis' when 'protocols' is 'https'"]}`},
 		{"route https snis only", "routes", `{"protocols":["https"],"snis":["a.example.com"]}`, ""},
 		{"route http with snis", "routes", `{"protocols":["http"],"paths":["/"],"snis":["a.example.com"]}`,
-			`{"snis":"'snis' can only be set when 'protocols' is 'grpcs', 'https', 'tls', 'tls_passthrough' or 'wss'"}`},
+			`{"snis":"'snis' can only be set when 'protocols' is 'grpcs', 'https', 'tls' or 'tls_passthrough'"}`},
 		{"route tcp needs sources", "routes", `{"protocols":["tcp"]}`,
 			`{"@entity":["must set one of 'sources', 'destinations', 'snis' when 'protocols' is 'tcp', 'tls' or 'udp'"]}`},
 		{"route tcp destinations", "routes", `{"protocols":["tcp"],"destinations":[{"ip":"10.0.0.0/8","port":80}]}`, ""},
