@@ -56,11 +56,14 @@ func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("translate: --output must be yaml or json, not %q", *output)
 	}
 
-	objs, err := manifest.Load(files...)
+	loaded, err := manifest.LoadAll(files...)
 	if err != nil {
 		return fmt.Errorf("translate: %w", err)
 	}
-	st, err := store.NewForObjects(objs, store.Options{IngressClass: *class})
+	for _, s := range loaded.Skipped {
+		fmt.Fprintln(translateStderr, s)
+	}
+	st, err := store.NewForObjects(loaded.Objects, store.Options{IngressClass: *class})
 	if err != nil {
 		return fmt.Errorf("translate: %w", err)
 	}

@@ -24,6 +24,11 @@ type State struct {
 	Upstreams    []*file.FUpstream
 	Certificates []*file.FCertificate
 	Plugins      []*file.FPlugin
+	// Consumers carry their credentials, and their consumer groups by name in Groups.
+	Consumers      []*file.FConsumer
+	ConsumerGroups []*file.FConsumerGroupObject
+	CACertificates []*file.FCACertificate
+	Vaults         []*file.FVault
 }
 
 // Content renders the decK file content (kic-compat.md §11): _format_version "3.0", the
@@ -85,7 +90,57 @@ func (s *State) Content() *file.Content {
 		c.Plugins = append(c.Plugins, *cp)
 	}
 	sort.SliceStable(c.Plugins, func(i, j int) bool { return pluginKey(&c.Plugins[i]) > pluginKey(&c.Plugins[j]) })
+
+	for _, cons := range s.Consumers {
+		if cons != nil {
+			c.Consumers = append(c.Consumers, *cons.DeepCopy())
+		}
+	}
+	sort.SliceStable(c.Consumers, func(i, j int) bool { return consumerLess(&c.Consumers[i].Consumer, &c.Consumers[j].Consumer) })
+	for _, g := range s.ConsumerGroups {
+		if g != nil {
+			c.ConsumerGroups = append(c.ConsumerGroups, *g.DeepCopy())
+		}
+	}
+	sort.SliceStable(c.ConsumerGroups, func(i, j int) bool { return str(c.ConsumerGroups[i].Name) > str(c.ConsumerGroups[j].Name) })
+	for _, ca := range s.CACertificates {
+		if ca != nil {
+			c.CACertificates = append(c.CACertificates, file.FCACertificate{CACertificate: *ca.CACertificate.DeepCopy()})
+		}
+	}
+	sort.SliceStable(c.CACertificates, func(i, j int) bool { return str(c.CACertificates[i].Cert) > str(c.CACertificates[j].Cert) })
+	for _, v := range s.Vaults {
+		if v != nil {
+			c.Vaults = append(c.Vaults, file.FVault{Vault: *v.Vault.DeepCopy()})
+		}
+	}
+	sort.SliceStable(c.Vaults, func(i, j int) bool { return str(c.Vaults[i].Prefix) > str(c.Vaults[j].Prefix) })
 	return c
+}
+
+// consumerLess is KIC's consumer order (kic-compat.md §11.4), ascending: consumers without a
+// username first, then by username, then by custom_id.
+func consumerLess(a, b *kong.Consumer) bool {
+	if (a.Username == nil) != (b.Username == nil) {
+		return a.Username == nil
+	}
+	if str(a.Username) != str(b.Username) {
+		return str(a.Username) < str(b.Username)
+	}
+	return str(a.CustomID) < str(b.CustomID)
+}
+
+// dblessContent is the body of DB-less POST /config: the decK content, with consumer group
+// membership as Kong's declarative format takes it, a top-level consumer_group_consumers
+// list, instead of groups nested in consumers (kic-compat.md §9.3).
+type dblessContent struct {
+	*file.Content
+	ConsumerGroupConsumers []consumerGroupConsumer `json:"consumer_group_consumers,omitempty"`
+}
+
+type consumerGroupConsumer struct {
+	Consumer      string `json:"consumer"`
+	ConsumerGroup string `json:"consumer_group"`
 }
 
 // DeclarativeConfig renders the JSON body of DB-less POST /config: Content, plus the stub
@@ -97,7 +152,19 @@ func (s *State) DeclarativeConfig() ([]byte, error) {
 	if isEmpty(c) {
 		c.Upstreams = []file.FUpstream{{Upstream: kong.Upstream{Name: kong.String("kong")}}}
 	}
-	return json.Marshal(c)
+	out := dblessContent{Content: c}
+	for i := range c.Consumers {
+		cons := &c.Consumers[i]
+		ref := str(cons.Username)
+		if ref == "" {
+			ref = str(cons.ID)
+		}
+		for _, g := range cons.Groups {
+			out.ConsumerGroupConsumers = append(out.ConsumerGroupConsumers, consumerGroupConsumer{Consumer: ref, ConsumerGroup: str(g.Name)})
+		}
+		cons.Groups = nil
+	}
+	return json.Marshal(out)
 }
 
 func isEmpty(c *file.Content) bool {

@@ -125,6 +125,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		DefaultWatchErrorHandler:    watchErrorLogger(log),
 		ReaderFailOnMissingInformer: true, // every kind read must have been registered up front
 	}
+	for _, k := range readKinds.Sorted() {
+		if sel := k.CacheSelector(); sel != nil {
+			if cacheOpts.ByObject == nil {
+				cacheOpts.ByObject = map[client.Object]cache.ByObject{}
+			}
+			cacheOpts.ByObject[k.NewObject()] = cache.ByObject{Label: sel}
+		}
+	}
 	if len(cfg.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range cfg.WatchNamespaces {

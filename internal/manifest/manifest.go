@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,13 +32,34 @@ var clusterScoped = map[string]bool{
 	"CustomResourceDefinition": true, "PersistentVolume": true, "StorageClass": true,
 }
 
-// Load reads the objects in paths: files, or directories walked recursively for *.yaml,
+// Load reads the objects in paths (see LoadAll) and returns those of the kinds konductor
+// reads; the others are left out.
+func Load(paths ...string) ([]client.Object, error) {
+	l, err := LoadAll(paths...)
+	if err != nil {
+		return nil, err
+	}
+	return l.Objects, nil
+}
+
+// Loaded is what LoadAll read: the objects of kinds konductor reads, and one line for each
+// object of another kind (a Deployment, a kind no scheme here knows), which is skipped.
+type Loaded struct {
+	Objects []client.Object
+	Skipped []string
+}
+
+// LoadAll reads the objects in paths: files, or directories walked recursively for *.yaml,
 // *.yml and *.json in sorted order. A file may hold many documents ("---"), and a document
 // may be a List. Objects of the same kind, namespace and name may appear only once.
-func Load(paths ...string) ([]client.Object, error) {
+func LoadAll(paths ...string) (*Loaded, error) {
 	scheme := store.NewScheme()
 	dec := json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme, scheme, json.SerializerOptions{Strict: true})
-	var out []client.Object
+	read := map[schema.GroupVersionKind]bool{}
+	for _, k := range store.AllKinds() {
+		read[k.GroupVersionKind()] = true
+	}
+	out := &Loaded{}
 	seen := map[string]string{}
 	for _, p := range paths {
 		files, err := expand(p)
@@ -45,17 +67,22 @@ func Load(paths ...string) ([]client.Object, error) {
 			return nil, err
 		}
 		for _, f := range files {
-			objs, err := loadFile(f, dec)
+			objs, err := loadFile(f, dec, out)
 			if err != nil {
 				return nil, err
 			}
 			for _, o := range objs {
-				key := o.GetObjectKind().GroupVersionKind().GroupKind().String() + " " + o.GetNamespace() + "/" + o.GetName()
+				gvk := o.GetObjectKind().GroupVersionKind()
+				key := gvk.GroupKind().String() + " " + o.GetNamespace() + "/" + o.GetName()
 				if prev, dup := seen[key]; dup {
 					return nil, fmt.Errorf("%s: %s is also defined in %s", f, key, prev)
 				}
 				seen[key] = f
-				out = append(out, o)
+				if !read[gvk] {
+					out.Skipped = append(out.Skipped, fmt.Sprintf("%s: %s %s: konductor does not read this kind; skipped", f, gvk.Kind, strings.TrimPrefix(o.GetNamespace()+"/"+o.GetName(), "/")))
+					continue
+				}
+				out.Objects = append(out.Objects, o)
 			}
 		}
 	}
@@ -91,7 +118,7 @@ func expand(p string) ([]string, error) {
 	return files, nil
 }
 
-func loadFile(path string, dec runtime.Decoder) ([]client.Object, error) {
+func loadFile(path string, dec runtime.Decoder, l *Loaded) ([]client.Object, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -107,6 +134,11 @@ func loadFile(path string, dec runtime.Decoder) ([]client.Object, error) {
 			return nil, fmt.Errorf("%s: document %d: %w", path, i, err)
 		}
 		objs, err := decodeDoc(doc, dec)
+		var unknown *unknownKindError
+		if errors.As(err, &unknown) {
+			l.Skipped = append(l.Skipped, fmt.Sprintf("%s: document %d: %v; skipped", path, i, err))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", path, i, err)
 		}
@@ -151,7 +183,7 @@ func decodeDoc(doc []byte, dec runtime.Decoder) ([]client.Object, error) {
 	obj, gvk, err := dec.Decode(j, nil, nil)
 	if err != nil {
 		if runtime.IsNotRegisteredError(err) {
-			return nil, fmt.Errorf("unknown kind %q (apiVersion %q)", tm.Kind, tm.APIVersion)
+			return nil, &unknownKindError{tm}
 		}
 		return nil, err
 	}
@@ -165,7 +197,25 @@ func decodeDoc(doc []byte, dec runtime.Decoder) ([]client.Object, error) {
 	if co.GetNamespace() == "" && !clusterScoped[gvk.Kind] {
 		co.SetNamespace("default")
 	}
+	if s, ok := co.(*corev1.Secret); ok && len(s.StringData) > 0 {
+		// The API server merges stringData into data on write; a manifest read here stands
+		// for what the cluster would hold.
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		for k, v := range s.StringData {
+			s.Data[k] = []byte(v)
+		}
+		s.StringData = nil
+	}
 	return []client.Object{co}, nil
+}
+
+// unknownKindError is a document of a kind no scheme here knows.
+type unknownKindError struct{ tm metav1.TypeMeta }
+
+func (e *unknownKindError) Error() string {
+	return fmt.Sprintf("unknown kind %q (apiVersion %q)", e.tm.Kind, e.tm.APIVersion)
 }
 
 // runtimeRaw keeps a List item as raw JSON until it is decoded on its own.

@@ -48,10 +48,24 @@ metadata: {name: i, namespace: ns}
 	assert.Equal(t, "Service", objs[2].GetObjectKind().GroupVersionKind().Kind)
 }
 
+// Kinds konductor does not read are skipped with one line each, never a failure: a
+// Deployment (a kind the scheme knows) and a Widget (one it does not).
+func TestLoadSkipsOtherKinds(t *testing.T) {
+	p := write(t, t.TempDir(), "mixed.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: a}\n---\n"+
+		"apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\n"+
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ns}\n")
+	l, err := LoadAll(p)
+	require.NoError(t, err)
+	require.Len(t, l.Objects, 1)
+	assert.IsType(t, &corev1.Service{}, l.Objects[0])
+	require.Len(t, l.Skipped, 2)
+	assert.Contains(t, l.Skipped[0], `document 1: unknown kind "Widget"`)
+	assert.Contains(t, l.Skipped[1], "Deployment ns/d: konductor does not read this kind; skipped")
+}
+
 func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string]struct{ body, want string }{
-		"unknown-kind.yaml":  {"apiVersion: v1\nkind: Service\nmetadata: {name: a}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n", `unknown-kind.yaml: document 1: unknown kind "Widget"`},
 		"unknown-field.yaml": {"apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {portz: []}\n", `unknown-field.yaml: document 0: `},
 		"not-object.yaml":    {"just: data\n", `not-object.yaml: document 0: not a Kubernetes object`},
 		"bad-yaml.yaml":      {"apiVersion: v1\nkind: [\n", `bad-yaml.yaml: document 0:`},

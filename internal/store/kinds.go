@@ -5,18 +5,22 @@ import (
 	"strings"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
 // Kind is one kind of object the store reads.
 type Kind int
 
-// The kinds the store reads. The first five are built into Kubernetes and always read; the
-// rest are Kong custom resources, read only when their CRD is installed.
+// The kinds the store reads. Kinds built into Kubernetes are always read; custom resources
+// (Kong's, and Gateway API's ReferenceGrant) only when their CRD is installed.
 const (
 	KindIngressClass Kind = iota
 	KindIngress
@@ -25,6 +29,16 @@ const (
 	KindSecret
 	KindKongPlugin
 	KindKongClusterPlugin
+	KindConfigMap
+	KindKongConsumer
+	KindKongConsumerGroup
+	KindKongUpstreamPolicy
+	KindKongIngress
+	KindTCPIngress
+	KindUDPIngress
+	KindKongVault
+	KindIngressClassParameters
+	KindReferenceGrant
 	kindCount
 )
 
@@ -34,23 +48,50 @@ type kindInfo struct {
 	newObj   func() client.Object
 	newList  func() client.ObjectList
 	optional bool // CRD-backed
+	// cacheLabel, when set, limits the informer to objects carrying that label with the
+	// value "true": the translator reads no other object of the kind, and a cluster's
+	// ConfigMaps can be many and large.
+	cacheLabel string
 }
+
+// CACertLabel marks the Secrets and ConfigMaps that hold a CA certificate (kic-compat.md §7.4).
+const CACertLabel = "konghq.com/ca-cert"
 
 var kinds = [kindCount]kindInfo{
 	KindIngressClass: {netv1.SchemeGroupVersion.WithKind("IngressClass"), "ingressclasses",
-		func() client.Object { return &netv1.IngressClass{} }, func() client.ObjectList { return &netv1.IngressClassList{} }, false},
+		func() client.Object { return &netv1.IngressClass{} }, func() client.ObjectList { return &netv1.IngressClassList{} }, false, ""},
 	KindIngress: {netv1.SchemeGroupVersion.WithKind("Ingress"), "ingresses",
-		func() client.Object { return &netv1.Ingress{} }, func() client.ObjectList { return &netv1.IngressList{} }, false},
+		func() client.Object { return &netv1.Ingress{} }, func() client.ObjectList { return &netv1.IngressList{} }, false, ""},
 	KindService: {corev1.SchemeGroupVersion.WithKind("Service"), "services",
-		func() client.Object { return &corev1.Service{} }, func() client.ObjectList { return &corev1.ServiceList{} }, false},
+		func() client.Object { return &corev1.Service{} }, func() client.ObjectList { return &corev1.ServiceList{} }, false, ""},
 	KindEndpointSlice: {discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), "endpointslices",
-		func() client.Object { return &discoveryv1.EndpointSlice{} }, func() client.ObjectList { return &discoveryv1.EndpointSliceList{} }, false},
+		func() client.Object { return &discoveryv1.EndpointSlice{} }, func() client.ObjectList { return &discoveryv1.EndpointSliceList{} }, false, ""},
 	KindSecret: {corev1.SchemeGroupVersion.WithKind("Secret"), "secrets",
-		func() client.Object { return &corev1.Secret{} }, func() client.ObjectList { return &corev1.SecretList{} }, false},
+		func() client.Object { return &corev1.Secret{} }, func() client.ObjectList { return &corev1.SecretList{} }, false, ""},
 	KindKongPlugin: {kongv1.SchemeGroupVersion.WithKind("KongPlugin"), "kongplugins",
-		func() client.Object { return &kongv1.KongPlugin{} }, func() client.ObjectList { return &kongv1.KongPluginList{} }, true},
+		func() client.Object { return &kongv1.KongPlugin{} }, func() client.ObjectList { return &kongv1.KongPluginList{} }, true, ""},
 	KindKongClusterPlugin: {kongv1.SchemeGroupVersion.WithKind("KongClusterPlugin"), "kongclusterplugins",
-		func() client.Object { return &kongv1.KongClusterPlugin{} }, func() client.ObjectList { return &kongv1.KongClusterPluginList{} }, true},
+		func() client.Object { return &kongv1.KongClusterPlugin{} }, func() client.ObjectList { return &kongv1.KongClusterPluginList{} }, true, ""},
+	KindConfigMap: {corev1.SchemeGroupVersion.WithKind("ConfigMap"), "configmaps",
+		func() client.Object { return &corev1.ConfigMap{} }, func() client.ObjectList { return &corev1.ConfigMapList{} }, false, CACertLabel},
+	KindKongConsumer: {kongv1.SchemeGroupVersion.WithKind("KongConsumer"), "kongconsumers",
+		func() client.Object { return &kongv1.KongConsumer{} }, func() client.ObjectList { return &kongv1.KongConsumerList{} }, true, ""},
+	KindKongConsumerGroup: {kongv1beta1.SchemeGroupVersion.WithKind("KongConsumerGroup"), "kongconsumergroups",
+		func() client.Object { return &kongv1beta1.KongConsumerGroup{} }, func() client.ObjectList { return &kongv1beta1.KongConsumerGroupList{} }, true, ""},
+	KindKongUpstreamPolicy: {kongv1beta1.SchemeGroupVersion.WithKind("KongUpstreamPolicy"), "kongupstreampolicies",
+		func() client.Object { return &kongv1beta1.KongUpstreamPolicy{} }, func() client.ObjectList { return &kongv1beta1.KongUpstreamPolicyList{} }, true, ""},
+	KindKongIngress: {kongv1.SchemeGroupVersion.WithKind("KongIngress"), "kongingresses",
+		func() client.Object { return &kongv1.KongIngress{} }, func() client.ObjectList { return &kongv1.KongIngressList{} }, true, ""},
+	KindTCPIngress: {kongv1beta1.SchemeGroupVersion.WithKind("TCPIngress"), "tcpingresses",
+		func() client.Object { return &kongv1beta1.TCPIngress{} }, func() client.ObjectList { return &kongv1beta1.TCPIngressList{} }, true, ""},
+	KindUDPIngress: {kongv1beta1.SchemeGroupVersion.WithKind("UDPIngress"), "udpingresses",
+		func() client.Object { return &kongv1beta1.UDPIngress{} }, func() client.ObjectList { return &kongv1beta1.UDPIngressList{} }, true, ""},
+	KindKongVault: {kongv1alpha1.SchemeGroupVersion.WithKind("KongVault"), "kongvaults",
+		func() client.Object { return &kongv1alpha1.KongVault{} }, func() client.ObjectList { return &kongv1alpha1.KongVaultList{} }, true, ""},
+	KindIngressClassParameters: {kongv1alpha1.SchemeGroupVersion.WithKind("IngressClassParameters"), "ingressclassparameterses",
+		func() client.Object { return &kongv1alpha1.IngressClassParameters{} }, func() client.ObjectList { return &kongv1alpha1.IngressClassParametersList{} }, true, ""},
+	KindReferenceGrant: {gatewayv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"), "referencegrants",
+		func() client.Object { return &gatewayv1beta1.ReferenceGrant{} }, func() client.ObjectList { return &gatewayv1beta1.ReferenceGrantList{} }, true, ""},
 }
 
 // AllKinds lists every kind the store knows, required ones first.
@@ -73,6 +114,14 @@ func (k Kind) Resource() string { return kinds[k].resource }
 
 // Optional reports whether the kind is a custom resource that may not be installed.
 func (k Kind) Optional() bool { return kinds[k].optional }
+
+// CacheSelector is the label selector the kind's informer is limited to; nil for all objects.
+func (k Kind) CacheSelector() labels.Selector {
+	if kinds[k].cacheLabel == "" {
+		return nil
+	}
+	return labels.SelectorFromSet(labels.Set{kinds[k].cacheLabel: "true"})
+}
 
 // NewObject returns an empty object of the kind, for informer registration.
 func (k Kind) NewObject() client.Object { return kinds[k].newObj() }

@@ -2,16 +2,22 @@ package store
 
 import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
 // NewScheme returns a scheme with every type konductor reads or writes: the built-in
-// Kubernetes types and Kong's configuration.konghq.com/v1 types.
+// Kubernetes types, Kong's configuration.konghq.com types and Gateway API's ReferenceGrant.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(kongv1.AddToScheme(s))
+	utilruntime.Must(kongv1beta1.AddToScheme(s))
+	utilruntime.Must(kongv1alpha1.AddToScheme(s))
+	utilruntime.Must(gatewayv1beta1.Install(s))
 	return s
 }

@@ -2,14 +2,18 @@ package store
 
 import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
 // Snapshot is every object the translator reads, as the cache held them at one moment.
 //
-// Ingresses, KongClusterPlugins are already filtered by ingress class; every namespaced object
+// Ingresses, KongClusterPlugins, KongConsumers, KongConsumerGroups, TCPIngresses, UDPIngresses
+// and KongVaults are already filtered by ingress class (kic-compat.md §1.2); every namespaced object
 // is already filtered by the watched namespaces. Objects are shared with the cache: readers
 // must treat them as immutable. Slices are in no particular order; the translator sorts.
 type Snapshot struct {
@@ -17,13 +21,26 @@ type Snapshot struct {
 	// reports whether the IngressClass of that name is the cluster's default class.
 	IngressClass          string
 	IngressClassIsDefault bool
+	// IngressClassParameters are the parameters the IngressClass refers to (kic-compat.md
+	// §1.4); nil when it refers to none, or to one that does not exist.
+	IngressClassParameters *kongv1alpha1.IngressClassParameters
 
 	Ingresses      []*netv1.Ingress
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Secrets        []*corev1.Secret
+	// ConfigMaps holds only those labelled konghq.com/ca-cert: "true" (the cache keeps no others).
+	ConfigMaps []*corev1.ConfigMap
 
 	// Kong custom resources. Empty when their CRD is not installed.
-	KongPlugins        []*kongv1.KongPlugin
-	KongClusterPlugins []*kongv1.KongClusterPlugin
+	KongPlugins          []*kongv1.KongPlugin
+	KongClusterPlugins   []*kongv1.KongClusterPlugin
+	KongConsumers        []*kongv1.KongConsumer
+	KongConsumerGroups   []*kongv1beta1.KongConsumerGroup
+	KongUpstreamPolicies []*kongv1beta1.KongUpstreamPolicy
+	KongIngresses        []*kongv1.KongIngress
+	TCPIngresses         []*kongv1beta1.TCPIngress
+	UDPIngresses         []*kongv1beta1.UDPIngress
+	KongVaults           []*kongv1alpha1.KongVault
+	ReferenceGrants      []*gatewayv1beta1.ReferenceGrant
 }

@@ -5,12 +5,17 @@ import (
 	"fmt"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
 // Options selects what the store shows the translator.
@@ -71,6 +76,11 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	switch err := s.reader.Get(ctx, types.NamespacedName{Name: s.opts.IngressClass}, &class); {
 	case err == nil:
 		snap.IngressClassIsDefault = IsDefaultClass(&class)
+		params, err := s.classParameters(ctx, &class)
+		if err != nil {
+			return nil, err
+		}
+		snap.IngressClassParameters = params
 	case apierrors.IsNotFound(err):
 	default:
 		return nil, &ListError{Kind: KindIngressClass.String(), Err: err}
@@ -105,6 +115,12 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	snap.Secrets = filterNamespaced(s, secrets.Items)
 
+	var configMaps corev1.ConfigMapList
+	if err := s.list(ctx, KindConfigMap, &configMaps); err != nil {
+		return nil, err
+	}
+	snap.ConfigMaps = filterNamespaced(s, configMaps.Items)
+
 	if s.opts.Kinds.Has(KindKongPlugin) {
 		var plugins kongv1.KongPluginList
 		if err := s.list(ctx, KindKongPlugin, &plugins); err != nil {
@@ -124,7 +140,88 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 			}
 		}
 	}
+	classed := func(o client.Object) bool {
+		return AnnotationMatchesClass(o.GetAnnotations(), s.opts.IngressClass, snap.IngressClassIsDefault)
+	}
+	var err error
+	if snap.KongConsumers, err = listKind[kongv1.KongConsumerList, kongv1.KongConsumer](ctx, s, KindKongConsumer, classed); err != nil {
+		return nil, err
+	}
+	if snap.KongConsumerGroups, err = listKind[kongv1beta1.KongConsumerGroupList, kongv1beta1.KongConsumerGroup](ctx, s, KindKongConsumerGroup, classed); err != nil {
+		return nil, err
+	}
+	if snap.KongUpstreamPolicies, err = listKind[kongv1beta1.KongUpstreamPolicyList, kongv1beta1.KongUpstreamPolicy](ctx, s, KindKongUpstreamPolicy, nil); err != nil {
+		return nil, err
+	}
+	if snap.KongIngresses, err = listKind[kongv1.KongIngressList, kongv1.KongIngress](ctx, s, KindKongIngress, nil); err != nil {
+		return nil, err
+	}
+	if snap.TCPIngresses, err = listKind[kongv1beta1.TCPIngressList, kongv1beta1.TCPIngress](ctx, s, KindTCPIngress, classed); err != nil {
+		return nil, err
+	}
+	if snap.UDPIngresses, err = listKind[kongv1beta1.UDPIngressList, kongv1beta1.UDPIngress](ctx, s, KindUDPIngress, classed); err != nil {
+		return nil, err
+	}
+	if snap.KongVaults, err = listKind[kongv1alpha1.KongVaultList, kongv1alpha1.KongVault](ctx, s, KindKongVault, classed); err != nil {
+		return nil, err
+	}
+	if snap.ReferenceGrants, err = listKind[gatewayv1beta1.ReferenceGrantList, gatewayv1beta1.ReferenceGrant](ctx, s, KindReferenceGrant, nil); err != nil {
+		return nil, err
+	}
 	return snap, nil
+}
+
+// listKind lists an optional kind (nothing when its CRD is not installed) and returns the
+// objects in watched namespaces that pass keep (nil keeps all). Cluster-scoped objects
+// (namespace "") are always in.
+func listKind[L any, T any, PL interface {
+	client.ObjectList
+	*L
+}, PT interface {
+	client.Object
+	*T
+}](ctx context.Context, s *Store, kind Kind, keep func(client.Object) bool) ([]PT, error) {
+	if !s.opts.Kinds.Has(kind) {
+		return nil, nil
+	}
+	list := PL(new(L))
+	if err := s.list(ctx, kind, list); err != nil {
+		return nil, err
+	}
+	var out []PT
+	err := meta.EachListItem(list, func(o runtime.Object) error {
+		obj, ok := o.(PT)
+		if !ok {
+			return fmt.Errorf("%s list holds %T", kind, o)
+		}
+		if (obj.GetNamespace() == "" || s.inNamespace(obj.GetNamespace())) && (keep == nil || keep(obj)) {
+			out = append(out, obj)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// classParameters resolves the IngressClass's spec.parameters to IngressClassParameters
+// (kic-compat.md §1.4): group configuration.konghq.com, kind IngressClassParameters, scope
+// Namespace with a namespace. Anything else, or a missing object, is no parameters.
+func (s *Store) classParameters(ctx context.Context, class *netv1.IngressClass) (*kongv1alpha1.IngressClassParameters, error) {
+	ref := class.Spec.Parameters
+	if ref == nil || !s.opts.Kinds.Has(KindIngressClassParameters) || ref.APIGroup == nil ||
+		*ref.APIGroup != kongv1alpha1.GroupVersion.Group || ref.Kind != "IngressClassParameters" ||
+		ref.Scope == nil || *ref.Scope != netv1.IngressClassParametersReferenceScopeNamespace ||
+		ref.Namespace == nil || *ref.Namespace == "" {
+		return nil, nil
+	}
+	var p kongv1alpha1.IngressClassParameters
+	switch err := s.reader.Get(ctx, types.NamespacedName{Namespace: *ref.Namespace, Name: ref.Name}, &p); {
+	case err == nil:
+		return &p, nil
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	default:
+		return nil, &ListError{Kind: KindIngressClassParameters.String(), Err: err}
+	}
 }
 
 func (s *Store) list(ctx context.Context, kind Kind, list client.ObjectList) error {

@@ -143,7 +143,7 @@ func TestStripForCache(t *testing.T) {
 }
 
 func TestReadKinds(t *testing.T) {
-	require.Equal(t, "IngressClass,Ingress,Service,EndpointSlice,Secret", ReadKinds(nil).String())
+	require.Equal(t, "IngressClass,Ingress,Service,EndpointSlice,Secret,ConfigMap", ReadKinds(nil).String())
 	require.True(t, ReadKinds(NewKindSet(KindKongPlugin)).Has(KindKongPlugin))
 	require.False(t, ReadKinds(NewKindSet(KindKongPlugin)).Has(KindKongClusterPlugin))
 }

@@ -53,11 +53,14 @@ func (b *builder) populateServices() {
 		ks := b.kongServices[n]
 		ks.upstream = &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(*ks.svc.Host)}}
 		svc := b.services[ks.namespace+"/"+ks.svcName]
+		for _, r := range ks.referrers {
+			b.refer(r.obj, r.gvk, ref(gvkService, ks.namespace, ks.svcName))
+		}
 		if svc == nil {
 			for _, r := range ks.referrers {
-				b.problem(r.ing, gvkIngress, r.field, "failed to resolve Kubernetes Service for backend: failed to fetch Service %s/%s: Service %s/%s not found",
+				b.problem(r.obj, r.gvk, r.field, "failed to resolve Kubernetes Service for backend: failed to fetch Service %s/%s: Service %s/%s not found",
 					ks.namespace, ks.svcName, ks.namespace, ks.svcName)
-				b.problem(r.ing, gvkIngress, r.field, "can't add target for backend %s: no kubernetes service found", ks.svcName)
+				b.problem(r.obj, r.gvk, r.field, "can't add target for backend %s: no kubernetes service found", ks.svcName)
 			}
 			tags := kongstate.PlaceholderServiceTags()
 			ks.svc.Tags = kong.StringSlice(tags...)
@@ -72,7 +75,7 @@ func (b *builder) populateServices() {
 		if err != nil {
 			b.problem(svc, gvkService, "spec.ports", "%s", err)
 			for _, r := range ks.referrers {
-				b.problem(r.ing, gvkIngress, r.field+".port", "%s", err)
+				b.problem(r.obj, r.gvk, r.field+".port", "%s", err)
 			}
 		} else {
 			ks.svc.Port = kong.Int(int(sp.Port))
@@ -121,7 +124,7 @@ func findPort(svc *corev1.Service, want netv1.ServiceBackendPort) (*corev1.Servi
 
 // targets lists the upstream targets of one Service port (kic-compat.md §4.2, §4.3).
 func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.FTarget {
-	if svc.Annotations[annServiceUpstream] == "true" {
+	if svc.Annotations[annServiceUpstream] == "true" || b.opts.ServiceUpstream {
 		host := svc.Name + "." + svc.Namespace + ".svc"
 		if b.opts.ClusterDomain != "" {
 			host += "." + b.opts.ClusterDomain

@@ -40,18 +40,20 @@ type kongService struct {
 	upstream  *file.FUpstream
 }
 
+// referrer is an object that refers to a Service or Secret, and the field that does.
 type referrer struct {
-	ing   *netv1.Ingress
+	obj   client.Object
+	gvk   schema.GroupVersionKind
 	field string
 }
 
-func (ks *kongService) addReferrer(ing *netv1.Ingress, field string) {
+func (ks *kongService) addReferrer(obj client.Object, gvk schema.GroupVersionKind, field string) {
 	for _, r := range ks.referrers {
-		if r.ing == ing {
+		if r.obj == obj {
 			return
 		}
 	}
-	ks.referrers = append(ks.referrers, referrer{ing, field})
+	ks.referrers = append(ks.referrers, referrer{obj, gvk, field})
 }
 
 // portKey is KIC's canonical port string: the number, else the name, else implicitPort.
@@ -162,7 +164,7 @@ func (b *builder) ingressRules() {
 					paths = append(paths, kong.String(kp))
 				}
 				key := strings.Join([]string{ing.Namespace, ing.Name, rule.Host, be.Name, ks.portKey}, "\x00")
-				ks.addReferrer(ing, field+".backend.service")
+				ks.addReferrer(ing, gvkIngress, field+".backend.service")
 				if len(paths) == 0 {
 					if _, seen := lost[key]; !seen {
 						lost[key] = fmt.Sprintf("spec.rules[%d]", i)
@@ -224,7 +226,7 @@ func (b *builder) newRoute(ing *netv1.Ingress, ro *routeOverrides, field, key, n
 		r.Hosts = []*string{kong.String(host)}
 	}
 	ro.apply(r)
-	return &routeEntry{FRoute: r, ing: ing}
+	return &routeEntry{FRoute: r, ing: ing, src: ing, srcGVK: gvkIngress}
 }
 
 // unsupportedBackend reports a path whose backend is not a Service. KongServiceFacade
@@ -309,7 +311,7 @@ func (b *builder) defaultBackend() {
 		if ks == nil {
 			return
 		}
-		ks.addReferrer(ing, field)
+		ks.addReferrer(ing, gvkIngress, field)
 		key := "\x01default\x00" + ing.Namespace + "\x00" + ing.Name
 		re := b.newRoute(ing, ro, "spec.defaultBackend", key, ing.Namespace+"."+ing.Name, "")
 		if re == nil {

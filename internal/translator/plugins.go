@@ -40,42 +40,114 @@ type pluginSource struct {
 	usedInstanceNames map[string]bool
 }
 
-// pluginRelation is one attachment: a Kong service or a route, by name.
+// pluginRelation is one attachment: a Kong service, route, consumer or consumer group, by
+// name (a consumer by username, else custom_id). One plugin entity has at most a service or
+// a route, and at most a consumer or a consumer group.
 type pluginRelation struct {
-	service, route string
+	service, route, consumer, consumerGroup string
+}
+
+// pluginRelations are every attachment of one plugin, by kind, in the order found.
+type pluginRelations struct {
+	services, routes, consumers, consumerGroups []string
+}
+
+// combinations is KIC's combination rule (kic-compat.md §8.2): with consumers, one entity per
+// consumer and service and per consumer and route (or per consumer when there is neither);
+// else the same with consumer groups; else one per service and one per route.
+func (r pluginRelations) combinations() []pluginRelation {
+	var out []pluginRelation
+	pair := func(owners []string, set func(*pluginRelation, string)) {
+		for _, o := range owners {
+			if len(r.services)+len(r.routes) == 0 {
+				rel := pluginRelation{}
+				set(&rel, o)
+				out = append(out, rel)
+				continue
+			}
+			for _, s := range r.services {
+				rel := pluginRelation{service: s}
+				set(&rel, o)
+				out = append(out, rel)
+			}
+			for _, rt := range r.routes {
+				rel := pluginRelation{route: rt}
+				set(&rel, o)
+				out = append(out, rel)
+			}
+		}
+	}
+	switch {
+	case len(r.consumers) > 0:
+		pair(r.consumers, func(rel *pluginRelation, c string) { rel.consumer = c })
+	case len(r.consumerGroups) > 0:
+		pair(r.consumerGroups, func(rel *pluginRelation, g string) { rel.consumerGroup = g })
+	default:
+		for _, s := range r.services {
+			out = append(out, pluginRelation{service: s})
+		}
+		for _, rt := range r.routes {
+			out = append(out, pluginRelation{route: rt})
+		}
+	}
+	return out
+}
+
+// describe names the entities of a relation, for problems.
+func (r pluginRelation) describe() string {
+	var parts []string
+	for _, p := range []struct{ kind, name string }{{"service", r.service}, {"route", r.route}, {"consumer", r.consumer}, {"consumer group", r.consumerGroup}} {
+		if p.name != "" {
+			parts = append(parts, p.kind+" "+p.name)
+		}
+	}
+	return strings.Join(parts, " and ")
+}
+
+// routeSource is an object whose routes its konghq.com/plugins annotation applies to.
+type routeSource struct {
+	obj client.Object
+	gvk schema.GroupVersionKind
 }
 
 // plugins attaches KongPlugins and KongClusterPlugins named by the konghq.com/plugins
-// annotation of Ingresses (to their routes) and Services (to their Kong services), and adds
-// the global KongClusterPlugins (kic-compat.md §8). Consumers are not translated yet, so the
-// combination rule of §8.2 reduces to one entity per service and one per route.
+// annotation of Ingresses (to their routes), Services (to their Kong services), KongConsumers
+// and KongConsumerGroups, combines the attachments as KIC does, and adds the global
+// KongClusterPlugins (kic-compat.md §8).
 func (b *builder) plugins() {
-	resolved := map[string]*pluginSource{} // "ns:name" or ":name" -> plugin, nil when broken
-	relations := map[*pluginSource][]pluginRelation{}
+	resolved := map[string]*pluginSource{} // "ns:name" -> plugin, nil when broken
+	relations := map[*pluginSource]*pluginRelations{}
 	var order []*pluginSource
 
-	attach := func(referrer client.Object, gvk schema.GroupVersionKind, rel pluginRelation) {
+	attach := func(referrer client.Object, gvk schema.GroupVersionKind, add func(*pluginRelations)) {
 		for _, entry := range splitList(referrer.GetAnnotations()[annPlugins], ",") {
 			if strings.HasPrefix(entry, ":") || strings.HasSuffix(entry, ":") {
 				continue
 			}
 			field := annField(annPlugins)
-			if ns, name, remote := strings.Cut(entry, ":"); remote {
-				// ReferenceGrants are not read by konductor yet, so no remote reference is granted.
-				b.problem(referrer, gvk, field, "no grant found to referenced %q plugin in the requested remote KongPlugin bind", ns+"/"+name)
-				continue
+			ns, name := referrer.GetNamespace(), entry
+			if remoteNS, remoteName, remote := strings.Cut(entry, ":"); remote {
+				ns, name = remoteNS, remoteName
+				if !b.grantAllows(referrer, gvk, ns, name) {
+					b.problem(referrer, gvk, field, "no grant found to referenced %q plugin in the requested remote KongPlugin bind", ns+"/"+name)
+					continue
+				}
 			}
-			p := b.lookupPlugin(referrer.GetNamespace(), entry, resolved)
+			p := b.lookupPlugin(ns, name, resolved)
 			if p == nil {
-				if _, known := resolved[referrer.GetNamespace()+":"+entry]; !known {
-					b.problem(referrer, gvk, field, "referenced KongPlugin or KongClusterPlugin %q does not exist", entry)
+				b.refer(referrer, gvk, ref(gvkKongPlugin, ns, name))
+				b.refer(referrer, gvk, ref(gvkKongClusterPlugin, "", name))
+				if _, known := resolved[ns+":"+name]; !known {
+					b.problem(referrer, gvk, field, "referenced KongPlugin or KongClusterPlugin %q does not exist", name)
 				}
 				continue
 			}
+			b.refer(referrer, gvk, kongstate.RefFor(p.obj, p.gvk))
 			if _, seen := relations[p]; !seen {
 				order = append(order, p)
+				relations[p] = &pluginRelations{}
 			}
-			relations[p] = append(relations[p], rel)
+			add(relations[p])
 		}
 	}
 
@@ -86,45 +158,65 @@ func (b *builder) plugins() {
 		}
 	}
 	sort.Strings(names)
-	// Routes, by Ingress in KIC's order, then service attachments by Kong service name.
+	// Routes, by Ingress in KIC's order, then service attachments by Kong service name,
+	// then consumers and consumer groups.
+	var sources []routeSource
 	for _, ing := range b.ingresses {
-		if _, ok := ing.Annotations[annPlugins]; !ok {
+		sources = append(sources, routeSource{ing, gvkIngress})
+	}
+	for _, ti := range b.tcpIngresses {
+		sources = append(sources, routeSource{ti, gvkTCPIngress})
+	}
+	for _, ui := range b.udpIngresses {
+		sources = append(sources, routeSource{ui, gvkUDPIngress})
+	}
+	for _, src := range sources {
+		if _, ok := src.obj.GetAnnotations()[annPlugins]; !ok {
 			continue
 		}
 		var routes []string
 		for _, n := range names {
 			for _, r := range b.kongServices[n].routes {
-				if r.ing == ing {
+				if r.src == src.obj {
 					routes = append(routes, *r.Name)
 				}
 			}
 		}
 		sort.Strings(routes)
 		for _, r := range routes {
-			attach(ing, gvkIngress, pluginRelation{route: r})
+			attach(src.obj, src.gvk, func(rs *pluginRelations) { rs.routes = append(rs.routes, r) })
 		}
 	}
 	for _, n := range names {
 		ks := b.kongServices[n]
 		if svc := b.services[ks.namespace+"/"+ks.svcName]; svc != nil {
 			if _, ok := svc.Annotations[annPlugins]; ok {
-				attach(svc, gvkService, pluginRelation{service: n})
+				attach(svc, gvkService, func(rs *pluginRelations) { rs.services = append(rs.services, n) })
 			}
+		}
+	}
+	for _, kc := range b.consumerObjs {
+		if _, ok := kc.Annotations[annPlugins]; ok {
+			id := b.consumerIdents[kc.Namespace+"/"+kc.Name]
+			attach(kc, gvkKongConsumer, func(rs *pluginRelations) { rs.consumers = append(rs.consumers, id) })
+		}
+	}
+	for _, g := range b.state.ConsumerGroups {
+		obj := b.consumerGroupObjs[str(g.Name)]
+		if _, ok := obj.Annotations[annPlugins]; ok {
+			name := str(g.Name)
+			attach(obj, gvkKongConsumerGroup, func(rs *pluginRelations) { rs.consumerGroups = append(rs.consumerGroups, name) })
 		}
 	}
 
 	taken := map[string]client.Object{} // plugin name + relation -> first plugin object
 	for _, p := range order {
-		for _, rel := range relations[p] {
-			key := p.name + "\x00" + rel.service + "\x00" + rel.route
+		for _, rel := range relations[p].combinations() {
+			key := p.name + "\x00" + rel.service + "\x00" + rel.route + "\x00" + rel.consumer + "\x00" + rel.consumerGroup
 			if first, dup := taken[key]; dup {
 				if first != p.obj {
-					target := "route " + rel.route
-					if rel.service != "" {
-						target = "service " + rel.service
-					}
 					b.problem(p.obj, p.gvk, "", "plugin %q is already attached to %s by %s; Kong allows one plugin of a name there, this one is left out",
-						p.name, target, kongstate.RefFor(first, gvkOf(first)).String())
+						p.name, rel.describe(), kongstate.RefFor(first, gvkOf(first)).String())
 				}
 				continue
 			}
@@ -213,8 +305,14 @@ type configPatch struct {
 // reported on the plugin object and drops the plugin with all its instances.
 func (b *builder) pluginSource(obj client.Object, gvk schema.GroupVersionKind, name, instanceName string, disabled bool, runOn string,
 	protocols []kongv1.KongProtocol, ordering *kong.PluginOrdering, raw []byte, from *secretRef, patches []configPatch) *pluginSource {
-	ref := kongstate.RefFor(obj, gvk)
-	label := fmt.Sprintf("%s '%s'", gvk.Kind, strings.TrimPrefix(ref.Namespace+"/"+ref.Name, "/"))
+	self := kongstate.RefFor(obj, gvk)
+	label := fmt.Sprintf("%s '%s'", gvk.Kind, strings.TrimPrefix(self.Namespace+"/"+self.Name, "/"))
+	if from != nil {
+		b.refer(obj, gvk, ref(gvkSecret, from.namespace, from.name))
+	}
+	for _, cp := range patches {
+		b.refer(obj, gvk, ref(gvkSecret, cp.value.namespace, cp.value.name))
+	}
 	raw = []byte(strings.TrimSpace(string(raw)))
 	if len(raw) > 0 && string(raw) != "null" && from != nil {
 		b.problem(obj, gvk, "configFrom", "%s has both Config and ConfigFrom set", label)
@@ -275,17 +373,17 @@ func (b *builder) pluginSource(obj client.Object, gvk schema.GroupVersionKind, n
 	return p
 }
 
-func (b *builder) secretValue(ref secretRef) ([]byte, error) {
-	s := b.secrets[ref.namespace+"/"+ref.name]
+func (b *builder) secretValue(sr secretRef) ([]byte, error) {
+	s := b.secrets[sr.namespace+"/"+sr.name]
 	if s == nil {
-		return nil, fmt.Errorf("secret %s/%s not found", ref.namespace, ref.name)
+		return nil, fmt.Errorf("secret %s/%s not found", sr.namespace, sr.name)
 	}
-	v, ok := s.Data[ref.key]
+	v, ok := s.Data[sr.key]
 	if !ok {
-		if sv, ok := s.StringData[ref.key]; ok {
+		if sv, ok := s.StringData[sr.key]; ok {
 			return []byte(sv), nil
 		}
-		return nil, fmt.Errorf("secret %s/%s has no key %q", ref.namespace, ref.name, ref.key)
+		return nil, fmt.Errorf("secret %s/%s has no key %q", sr.namespace, sr.name, sr.key)
 	}
 	return v, nil
 }
@@ -293,25 +391,29 @@ func (b *builder) secretValue(ref secretRef) ([]byte, error) {
 // pluginEntity renders one attachment of p (kic-compat.md §8.3).
 func (b *builder) pluginEntity(p *pluginSource, rel pluginRelation) *file.FPlugin {
 	fp := &file.FPlugin{Plugin: kong.Plugin{
-		ID:   kong.String(kongstate.PluginID(b.opts.Workspace, p.name, rel.service, rel.route, "", "")),
+		ID:   kong.String(kongstate.PluginID(b.opts.Workspace, p.name, rel.service, rel.route, rel.consumer, rel.consumerGroup)),
 		Name: kong.String(p.name),
 		Tags: kong.StringSlice(b.tags(p.obj, p.gvk)...),
 	}}
+	relation := ""
 	if rel.service != "" {
 		fp.Service = &kong.Service{ID: kong.String(rel.service)}
+		relation += "_service-" + rel.service
 	}
 	if rel.route != "" {
 		fp.Route = &kong.Route{ID: kong.String(rel.route)}
+		relation += "_route-" + rel.route
+	}
+	if rel.consumer != "" {
+		fp.Consumer = &kong.Consumer{ID: kong.String(rel.consumer)}
+		relation += "_consumer-" + rel.consumer
+	}
+	if rel.consumerGroup != "" {
+		fp.ConsumerGroup = &kong.ConsumerGroup{ID: kong.String(rel.consumerGroup)}
+		relation += "_group-" + rel.consumerGroup
 	}
 	b.fillPlugin(fp, p)
 	if p.instanceName != "" {
-		relation := ""
-		if rel.service != "" {
-			relation += "_service-" + rel.service
-		}
-		if rel.route != "" {
-			relation += "_route-" + rel.route
-		}
 		sum := sha256.Sum256([]byte(relation))
 		h := hex.EncodeToString(sum[:])
 		name := p.instanceName + "-" + h[:9]
@@ -376,4 +478,32 @@ func (b *builder) globalPlugins() {
 		}
 		b.state.Plugins = append(b.state.Plugins, fp)
 	}
+}
+
+// grantAllows reports whether a ReferenceGrant in namespace ns lets referrer (of kind gvk)
+// refer to the KongPlugin name there (kic-compat.md §8.1): from {group, kind, namespace of
+// the referrer} to {configuration.konghq.com, KongPlugin, name or any}.
+func (b *builder) grantAllows(referrer client.Object, gvk schema.GroupVersionKind, ns, name string) bool {
+	for _, g := range b.snap.ReferenceGrants {
+		if g == nil || g.Namespace != ns {
+			continue
+		}
+		from := false
+		for _, f := range g.Spec.From {
+			if string(f.Group) == gvk.Group && string(f.Kind) == gvk.Kind && string(f.Namespace) == referrer.GetNamespace() {
+				from = true
+				break
+			}
+		}
+		if !from {
+			continue
+		}
+		for _, t := range g.Spec.To {
+			if string(t.Group) == gvkKongPlugin.Group && string(t.Kind) == gvkKongPlugin.Kind && (t.Name == nil || string(*t.Name) == name) {
+				b.refer(referrer, gvk, kongstate.RefFor(g, gvkReferenceGrant))
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -9,12 +9,19 @@ import (
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
 	corev1 "k8s.io/api/core/v1"
-	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // derivedCertNamespace keys certificate IDs of Secrets that have no UID (manifests given to
 // `konductor translate`; the API server always sets one). KIC would send an empty ID.
 var derivedCertNamespace = uuid.MustParse("0b9f4d8e-7b8a-4c61-9d2e-6a0f3c1d5e72")
+
+const annClientCert = "konghq.com/client-cert"
+
+// tlsProtocols are the service protocols with TLS towards the upstream, where a client
+// certificate and CA certificates make sense (kic-compat.md §7.3).
+var tlsProtocols = map[string]bool{"https": true, "grpcs": true, "tls": true, "wss": true}
 
 // tlsSecret is one Secret referenced by Ingress TLS, with the hosts it won.
 type tlsSecret struct {
@@ -31,34 +38,70 @@ func (b *builder) tls() {
 	claimed := map[string]bool{}
 	bySecret := map[string]*tlsSecret{}
 	var order []*tlsSecret
-	for _, ing := range b.ingresses {
-		for k, t := range ing.Spec.TLS {
-			if len(t.Hosts) == 0 || t.SecretName == "" {
+	claim := func(obj client.Object, gvk schema.GroupVersionKind, k int, hosts []string, secretName string) {
+		if len(hosts) == 0 || secretName == "" {
+			return
+		}
+		key := obj.GetNamespace() + "/" + secretName
+		b.refer(obj, gvk, ref(gvkSecret, obj.GetNamespace(), secretName))
+		ts := bySecret[key]
+		if ts == nil {
+			ts = &tlsSecret{key: key, namespace: obj.GetNamespace(), name: secretName}
+			bySecret[key] = ts
+			order = append(order, ts)
+		}
+		ts.addReferrer(obj, gvk, fmt.Sprintf("spec.tls[%d].secretName", k))
+		for h, host := range hosts {
+			if e := checkSNI(host); e != "" {
+				b.problem(obj, gvk, fmt.Sprintf("spec.tls[%d].hosts[%d]", k, h), "%s; the host gets no certificate", e)
 				continue
 			}
-			key := ing.Namespace + "/" + t.SecretName
-			ts := bySecret[key]
-			if ts == nil {
-				ts = &tlsSecret{key: key, namespace: ing.Namespace, name: t.SecretName}
-				bySecret[key] = ts
-				order = append(order, ts)
+			if claimed[host] {
+				continue
 			}
-			ts.addReferrer(ing, fmt.Sprintf("spec.tls[%d].secretName", k))
-			for h, host := range t.Hosts {
-				if e := checkSNI(host); e != "" {
-					b.problem(ing, gvkIngress, fmt.Sprintf("spec.tls[%d].hosts[%d]", k, h), "%s; the host gets no certificate", e)
-					continue
-				}
-				if claimed[host] {
-					continue
-				}
-				claimed[host] = true
-				ts.hosts = append(ts.hosts, host)
-			}
+			claimed[host] = true
+			ts.hosts = append(ts.hosts, host)
+		}
+	}
+	// Ingresses first, then TCPIngresses, as KIC merges its sources (kic-compat.md §2).
+	for _, ing := range b.ingresses {
+		for k, t := range ing.Spec.TLS {
+			claim(ing, gvkIngress, k, t.Hosts, t.SecretName)
+		}
+	}
+	for _, ti := range b.tcpIngresses {
+		for k, t := range ti.Spec.TLS {
+			claim(ti, gvkTCPIngress, k, t.Hosts, t.SecretName)
 		}
 	}
 
+	// Service client certificates (kic-compat.md §7.3): certificates without SNIs.
+	clientCerts := map[string][]*kongService{} // Secret ns/name -> Kong services using it
+	for _, n := range b.kongServiceNames() {
+		ks := b.kongServices[n]
+		svc := b.services[ks.namespace+"/"+ks.svcName]
+		if svc == nil || svc.Annotations[annClientCert] == "" {
+			continue
+		}
+		name := svc.Annotations[annClientCert]
+		b.refer(svc, gvkService, ref(gvkSecret, svc.Namespace, name))
+		if p := str(ks.svc.Protocol); !tlsProtocols[p] {
+			b.problem(svc, gvkService, annField(annClientCert), "Client certificate requested for incompatible service protocol '%s'", p)
+			continue
+		}
+		key := svc.Namespace + "/" + name
+		ts := bySecret[key]
+		if ts == nil {
+			ts = &tlsSecret{key: key, namespace: svc.Namespace, name: name}
+			bySecret[key] = ts
+			order = append(order, ts)
+		}
+		ts.addReferrer(svc, gvkService, annField(annClientCert))
+		clientCerts[key] = append(clientCerts[key], ks)
+	}
+
 	// Secrets with an identical cert and key collapse into one certificate.
+	fcByKey := map[string]*file.FCertificate{}
 	byPair := map[string]*file.FCertificate{}
 	owner := map[string]*corev1.Secret{}
 	var certs []*file.FCertificate
@@ -66,7 +109,7 @@ func (b *builder) tls() {
 		secret := b.secrets[ts.key]
 		if secret == nil {
 			for _, r := range ts.referrers {
-				b.problem(r.ing, gvkIngress, r.field, "Failed to fetch the secret (%s)", ts.key)
+				b.problem(r.obj, r.gvk, r.field, "Failed to fetch the secret (%s)", ts.key)
 			}
 			continue
 		}
@@ -74,7 +117,7 @@ func (b *builder) tls() {
 		key := strings.TrimSpace(string(secret.Data[corev1.TLSPrivateKeyKey]))
 		if _, err := tls.X509KeyPair([]byte(cert), []byte(key)); cert == "" || key == "" || err != nil {
 			for _, r := range ts.referrers {
-				b.problem(r.ing, gvkIngress, r.field, "failed to construct certificate from secret")
+				b.problem(r.obj, r.gvk, r.field, "failed to construct certificate from secret")
 			}
 			b.problem(secret, gvkSecret, "data", "failed to construct certificate from secret")
 			continue
@@ -95,8 +138,16 @@ func (b *builder) tls() {
 			fc.ID = kong.String(certID(secret))
 			owner[pair] = secret
 		}
+		fcByKey[ts.key] = fc
 		for _, h := range ts.hosts {
 			fc.SNIs = append(fc.SNIs, kong.SNI{Name: kong.String(h)})
+		}
+	}
+	for key, kss := range clientCerts {
+		if fc := fcByKey[key]; fc != nil {
+			for _, ks := range kss {
+				ks.svc.ClientCertificate = &kong.Certificate{ID: kong.String(*fc.ID)}
+			}
 		}
 	}
 	for _, fc := range certs {
@@ -107,13 +158,13 @@ func (b *builder) tls() {
 	}
 }
 
-func (ts *tlsSecret) addReferrer(ing *netv1.Ingress, field string) {
+func (ts *tlsSecret) addReferrer(obj client.Object, gvk schema.GroupVersionKind, field string) {
 	for _, r := range ts.referrers {
-		if r.ing == ing {
+		if r.obj == obj {
 			return
 		}
 	}
-	ts.referrers = append(ts.referrers, referrer{ing, field})
+	ts.referrers = append(ts.referrers, referrer{obj, gvk, field})
 }
 
 // certID is the Secret's UID (kic-compat.md §6), or a UUID derived from ns/name when the

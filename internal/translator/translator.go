@@ -2,6 +2,9 @@ package translator
 
 import (
 	"fmt"
+	"time"
+
+	"github.com/blang/semver/v4"
 	"sort"
 	"strings"
 
@@ -11,8 +14,10 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
@@ -29,8 +34,17 @@ type Options struct {
 	// EnableLegacyRegexDetection is IngressClassParameters' enableLegacyRegexDetection
 	// (kic-compat.md §3.5): paths that look like regexes get a "~" prefix.
 	EnableLegacyRegexDetection bool
+	// ServiceUpstream is IngressClassParameters' serviceUpstream (kic-compat.md §4.3): every
+	// upstream targets its Service's cluster DNS name instead of its endpoints.
+	ServiceUpstream bool
 	// Workspace keys the deterministic IDs (kic-compat.md §6). "" for none.
 	Workspace string
+	// KongVersion is the gateways' Kong version when known (zero: unknown). It decides
+	// what only some versions take (sticky sessions from 3.11).
+	KongVersion semver.Version
+	// Now is the time CA certificates must be valid at; zero skips the expiry check. The
+	// caller passes it so that translation reads no clock.
+	Now time.Time
 }
 
 // Problem is one thing that could not be translated. It becomes a Warning Event on Object
@@ -59,21 +73,44 @@ var (
 	gvkEndpointSlice     = discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")
 	gvkKongPlugin        = kongv1.SchemeGroupVersion.WithKind("KongPlugin")
 	gvkKongClusterPlugin = kongv1.SchemeGroupVersion.WithKind("KongClusterPlugin")
+	gvkIngressClass      = netv1.SchemeGroupVersion.WithKind("IngressClass")
+	gvkConfigMap         = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	gvkReferenceGrant    = gatewayv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant")
 )
 
 // Translate builds the Kong state for snap. It never fails: what cannot be translated is
 // left out and reported. The snapshot is not modified.
 func Translate(snap *store.Snapshot, opts Options) (*kongstate.State, []Problem) {
+	r := Build(snap, opts)
+	return r.State, r.Problems
+}
+
+// Result is one translation: the Kong state, the problems, and the object graph behind them.
+type Result struct {
+	State    *kongstate.State
+	Problems []Problem
+	Graph    *Graph
+}
+
+// Build is Translate with the object graph (pipeline order of kic-compat.md §2).
+func Build(snap *store.Snapshot, opts Options) Result {
 	if snap == nil {
 		snap = &store.Snapshot{}
 	}
 	b := newBuilder(snap, opts)
 	b.ingressRules()
 	b.defaultBackend()
+	b.l4Ingresses()
 	b.populateServices()
+	b.upstreamOverrides()
+	b.consumers()
+	b.vaults()
+	b.consumerGroups()
 	b.tls()
+	b.caCertificates()
 	b.plugins()
-	return b.finish()
+	state, problems := b.finish()
+	return Result{State: state, Problems: problems, Graph: b.graph}
 }
 
 // builder holds the indexes and the growing output of one translation.
@@ -90,10 +127,20 @@ type builder struct {
 	kongPlugins    map[string]*kongv1.KongPlugin
 	clusterPlugins map[string]*kongv1.KongClusterPlugin
 
+	// Consumers translated (not dropped), in KIC's order, with the name plugins use for each
+	// (by ns/name); consumer group objects by group name.
+	consumerObjs      []*kongv1.KongConsumer
+	consumerIdents    map[string]string
+	consumerGroupObjs map[string]*kongv1beta1.KongConsumerGroup
+
+	tcpIngresses []*kongv1beta1.TCPIngress // KIC order
+	udpIngresses []*kongv1beta1.UDPIngress
+
 	kongServices map[string]*kongService
 	routeNames   map[string]string // route name -> route key, to catch name collisions
 	routeKeys    map[string]bool
 	problems     []Problem
+	graph        *Graph
 
 	state *kongstate.State
 }
@@ -108,11 +155,18 @@ func newBuilder(snap *store.Snapshot, opts Options) *builder {
 		kongServices: map[string]*kongService{},
 		routeNames:   map[string]string{},
 		routeKeys:    map[string]bool{},
+		graph:        newGraph(),
 		state:        &kongstate.State{},
+	}
+	if p := snap.IngressClassParameters; p != nil {
+		// The IngressClass's parameters (kic-compat.md §1.4) add to the options.
+		b.opts.EnableLegacyRegexDetection = b.opts.EnableLegacyRegexDetection || p.Spec.EnableLegacyRegexDetection
+		b.opts.ServiceUpstream = b.opts.ServiceUpstream || p.Spec.ServiceUpstream
 	}
 	for _, ing := range snap.Ingresses {
 		if ing != nil {
 			b.ingresses = append(b.ingresses, ing)
+			b.refer(ing, gvkIngress, ref(gvkIngressClass, "", snap.IngressClass))
 		}
 	}
 	sortByAge(b.ingresses)
@@ -166,6 +220,28 @@ func (b *builder) problem(obj client.Object, gvk schema.GroupVersionKind, field,
 	b.problems = append(b.problems, Problem{Object: kongstate.RefFor(obj, gvk), Field: field, Message: msg})
 }
 
+// kongServiceNames lists the Kong services that have routes, by name.
+func (b *builder) kongServiceNames() []string {
+	names := make([]string, 0, len(b.kongServices))
+	for n, ks := range b.kongServices {
+		if len(ks.routes) > 0 {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// refer records in the graph that obj (of kind gvk) refers to the object to.
+func (b *builder) refer(obj client.Object, gvk schema.GroupVersionKind, to kongstate.ObjectRef) {
+	b.graph.refer(kongstate.RefFor(obj, gvk), to)
+}
+
+// ref names an object by kind, namespace and name, for the graph.
+func ref(gvk schema.GroupVersionKind, namespace, name string) kongstate.ObjectRef {
+	return kongstate.ObjectRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: namespace, Name: name}
+}
+
 // finish assembles the state: Kong services in name order (render sorts again; this order
 // only makes the State itself deterministic), with their upstreams, and sorted problems.
 func (b *builder) finish() (*kongstate.State, []Problem) {
@@ -196,14 +272,8 @@ func (b *builder) finish() (*kongstate.State, []Problem) {
 func sortProblems(ps []Problem) []Problem {
 	sort.SliceStable(ps, func(i, j int) bool {
 		a, c := ps[i], ps[j]
-		if a.Object.Kind != c.Object.Kind {
-			return a.Object.Kind < c.Object.Kind
-		}
-		if a.Object.Namespace != c.Object.Namespace {
-			return a.Object.Namespace < c.Object.Namespace
-		}
-		if a.Object.Name != c.Object.Name {
-			return a.Object.Name < c.Object.Name
+		if na, nc := Node(a.Object), Node(c.Object); na != nc {
+			return refLess(na, nc)
 		}
 		if a.Field != c.Field {
 			return fieldLess(a.Field, c.Field)
@@ -254,5 +324,9 @@ func splitNum(s string) (string, string) {
 // routeEntry is a route being built, with the Ingress it came from.
 type routeEntry struct {
 	*file.FRoute
-	ing *netv1.Ingress
+	ing *netv1.Ingress // nil for the routes of other sources
+	// src is the object the route comes from (an Ingress, TCPIngress or UDPIngress): its
+	// konghq.com/plugins annotation applies to the route.
+	src    client.Object
+	srcGVK schema.GroupVersionKind
 }

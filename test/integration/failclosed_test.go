@@ -12,6 +12,7 @@ import (
 
 	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/manager"
+	"github.com/konductor/konductor/internal/store"
 )
 
 // A controller that may not list Secrets must not sync a configuration without them: the first
@@ -24,14 +25,15 @@ func TestRBACForbiddenKindBlocksTheFirstSync(t *testing.T) {
 
 	user, err := env.AddUser(envtest.User{Name: "konductor-" + ns}, adminConfig)
 	require.NoError(t, err)
+	// Every kind the store reads but Secrets.
 	rules := []rbacv1.PolicyRule{
-		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "ingressclasses"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"configuration.konghq.com"}, Resources: []string{"kongplugins", "kongclusterplugins"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
-		// No secrets.
+	}
+	for _, k := range store.AllKinds() {
+		if k != store.KindSecret {
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{k.GroupVersionKind().Group}, Resources: []string{k.Resource()}, Verbs: []string{"get", "list", "watch"}})
+		}
 	}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "konductor-" + ns}, Rules: rules}
 	require.NoError(t, admin.Create(ctx, role))

@@ -234,11 +234,6 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kong
 	dumpConfig := dump.Config{
 		SelectorTags:                         []string{g.opts.FilterTag},
 		IsConsumerGroupScopedPluginSupported: utils.Kong340Version.LTE(version),
-		// konductor does not translate consumers, credentials, consumer groups, their
-		// plugins or CA certificates yet. Left in the dump, what KIC wrote for them would
-		// look like leftovers and be deleted; out of it, they are never compared and stay.
-		SkipConsumers: true,
-		SkipCACerts:   true,
 	}
 	raw, err := dump.Get(ctx, g.client, dumpConfig)
 	if err != nil {

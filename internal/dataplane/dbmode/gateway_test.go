@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/manifest"
 )
 
 var ctx = context.Background()
@@ -43,11 +45,13 @@ func TestFirstSyncCreatesThenNothingChanges(t *testing.T) {
 	}
 
 	// Nothing changed: no write, and no read but the list calls (GET / aside, which the
-	// dump makes to learn the version).
+	// dump makes to learn the version and whether consumer groups exist).
 	mark, before := e.AuditMark(), e.Requests()
 	require.NoError(t, g.Sync(ctx, target(s)))
 	require.Empty(t, e.AuditSince(mark))
-	require.Equal(t, map[string]int{"GET /": 1}, nonListRequests(before, e.Requests()))
+	for req := range nonListRequests(before, e.Requests()) {
+		require.Equal(t, "GET /", req)
+	}
 }
 
 // TestAdoptsKICManagedKong writes the entities as KIC (through decK) would have written
@@ -57,17 +61,24 @@ func TestAdoptsKICManagedKong(t *testing.T) {
 	s := translate(t, objects(apps(5)...))
 	writeAsKIC(t, e, s)
 	require.Len(t, e.Entities("services"), 5)
+	mark := requireAdopted(t, e, g, s)
+	// Nothing differs either, so nothing at all is written.
+	require.Empty(t, e.AuditSince(mark))
+}
 
+// requireAdopted syncs s over what writeAsKIC wrote: not one create or delete. It returns
+// the audit mark taken before the sync.
+func requireAdopted(t *testing.T, e *kongemu.Emulator, g *Gateway, s *kongstate.State) int {
+	t.Helper()
 	mark := e.AuditMark()
 	res, err := g.Apply(ctx, s)
 	require.NoError(t, err)
 	w := writes(e.AuditSince(mark))
-	require.Zero(t, res.Creates)
-	require.Zero(t, res.Deletes)
+	require.Zero(t, res.Creates, "changes: %+v", res.Changes)
+	require.Zero(t, res.Deletes, "changes: %+v", res.Changes)
 	require.Zero(t, w["POST"], "no entity created")
 	require.Zero(t, w["DELETE"], "no entity deleted")
-	// Nothing differs either, so nothing at all is written.
-	require.Empty(t, e.AuditSince(mark), "changes: %+v", res.Changes)
+	return mark
 }
 
 func writeAsKIC(t *testing.T, e *kongemu.Emulator, s *kongstate.State) {
@@ -108,6 +119,71 @@ func writeAsKIC(t *testing.T, e *kongemu.Emulator, s *kongstate.State) {
 			put("POST", "/upstreams/"+id+"/targets", tg.Target, nil)
 		}
 	}
+	for _, ca := range c.CACertificates {
+		put("PUT", "/ca_certificates/"+*ca.ID, ca.CACertificate, nil)
+	}
+	for _, cg := range c.ConsumerGroups {
+		put("PUT", "/consumer_groups/"+*cg.ID, cg.ConsumerGroup, nil)
+	}
+	for _, cons := range c.Consumers {
+		id := *cons.ID
+		put("PUT", "/consumers/"+id, cons.Consumer, nil)
+		for _, k := range cons.KeyAuths {
+			put("POST", "/consumers/"+id+"/key-auth", k, nil)
+		}
+		for _, k := range cons.BasicAuths {
+			put("POST", "/consumers/"+id+"/basic-auth", k, nil)
+		}
+		for _, k := range cons.ACLGroups {
+			put("POST", "/consumers/"+id+"/acls", k, nil)
+		}
+		for _, k := range cons.JWTAuths {
+			put("POST", "/consumers/"+id+"/jwt", k, nil)
+		}
+		for _, k := range cons.HMACAuths {
+			put("POST", "/consumers/"+id+"/hmac-auth", k, nil)
+		}
+		for _, grp := range cons.Groups {
+			put("POST", "/consumer_groups/"+*grp.Name+"/consumers", map[string]any{"consumer": id}, nil)
+		}
+	}
+	for _, p := range c.Plugins {
+		extra := map[string]any{}
+		if p.Consumer != nil {
+			extra["consumer"] = map[string]any{"id": kongstate.ConsumerID("", *p.Consumer.ID)}
+		}
+		if p.Route != nil {
+			extra["route"] = map[string]any{"id": kongstate.RouteID("", *p.Route.ID)}
+		}
+		if p.Service != nil {
+			extra["service"] = map[string]any{"id": kongstate.ServiceID("", *p.Service.ID)}
+		}
+		if p.ConsumerGroup != nil {
+			extra["consumer_group"] = map[string]any{"id": kongstate.ConsumerGroupID("", *p.ConsumerGroup.ID)}
+		}
+		put("PUT", "/plugins/"+*p.ID, p.Plugin, extra)
+	}
+}
+
+// A database KIC filled with consumers, credentials, a consumer group, consumer plugins and
+// a CA certificate is adopted with zero creates and zero deletes (Kong Enterprise: consumer
+// groups exist only there).
+func TestAdoptsKICConsumersAndCACertificates(t *testing.T) {
+	e := kongemu.New(kongemu.Options{Mode: kongemu.Postgres, Edition: kongemu.Enterprise})
+	srv, err := e.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	g, err := New(srv.URL, &http.Client{}, Options{})
+	require.NoError(t, err)
+
+	objs, err := manifest.Load(filepath.Join("testdata", "consumers.yaml"))
+	require.NoError(t, err)
+	s := translate(t, append(objects(apps(2)...), objs...))
+	require.Len(t, s.Consumers, 2)
+	require.Len(t, s.CACertificates, 1)
+	writeAsKIC(t, e, s)
+	require.Len(t, e.Entities("consumers"), 2)
+	requireAdopted(t, e, g, s)
 }
 
 func TestHandMadeEntitiesAreNeverTouched(t *testing.T) {
@@ -307,9 +383,10 @@ func TestUnchangedTargetSkipsTheDump(t *testing.T) {
 	require.Len(t, e.Entities("routes"), 4)
 }
 
-// What KIC wrote for kinds konductor does not translate yet (consumers, their credentials and
-// plugins, CA certificates) carries our tag too; it must survive konductor's syncs.
-func TestEntitiesOfUntranslatedKindsAreKept(t *testing.T) {
+// Consumers, their credentials and plugins are ours to diff now that KongConsumers are
+// translated: a tagged consumer no object produces any more is deleted with its credential
+// and plugin (DB mode used to keep them while konductor did not translate consumers).
+func TestConsumersAreDiffed(t *testing.T) {
 	e, g := newKong(t, Options{})
 	srv, err := e.Start()
 	require.NoError(t, err)
@@ -330,10 +407,8 @@ func TestEntitiesOfUntranslatedKindsAreKept(t *testing.T) {
 		resp.Body.Close()
 		require.Less(t, resp.StatusCode, 300, "%s", r.path)
 	}
-	for _, n := range []int{2, 0} {
-		require.NoError(t, g.Sync(ctx, target(translate(t, objects(apps(n)...)))), "n=%d", n)
-	}
-	require.NotNil(t, e.Entity("consumers", "alice"))
-	require.Len(t, e.Entities("key-auths"), 1)
-	require.Len(t, e.Entities("plugins"), 1, "the consumer's plugin is kept")
+	require.NoError(t, g.Sync(ctx, target(translate(t, objects(apps(2)...)))))
+	require.Nil(t, e.Entity("consumers", "alice"), "a consumer no KongConsumer produces is deleted")
+	require.Empty(t, e.Entities("key-auths"))
+	require.Empty(t, e.Entities("plugins"))
 }

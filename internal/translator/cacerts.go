@@ -1,0 +1,160 @@
+package translator
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/store"
+)
+
+// Service annotations that set the Kong service's CA certificates (kic-compat.md §7.4).
+const (
+	annCACertSecrets    = "konghq.com/ca-certificates-secrets"
+	annCACertConfigMaps = "konghq.com/ca-certificates-configmaps"
+)
+
+// caSource is a Secret or ConfigMap labelled konghq.com/ca-cert: "true".
+type caSource struct {
+	obj  client.Object
+	gvk  schema.GroupVersionKind
+	kind string // "secret" or "configmap", as KIC's messages say
+	data func(key string) (string, bool)
+}
+
+// caCertificates turns labelled Secrets and ConfigMaps into CA certificates {id: data.id,
+// cert, tags} (kic-compat.md §7.4), then sets the ca_certificates of Kong services whose
+// Service names them. Of several objects with one id the oldest wins (ties by namespace and
+// name). A certificate Kong would refuse (not exactly one PEM certificate, not a CA, expired)
+// is reported on its object and left out.
+func (b *builder) caCertificates() {
+	var sources []caSource
+	for _, s := range b.snap.Secrets {
+		if s != nil && s.Labels[store.CACertLabel] == "true" {
+			sources = append(sources, caSource{s, gvkSecret, "secret", func(k string) (string, bool) {
+				if v, ok := s.Data[k]; ok {
+					return string(v), true
+				}
+				v, ok := s.StringData[k]
+				return v, ok
+			}})
+		}
+	}
+	for _, cm := range b.snap.ConfigMaps {
+		if cm != nil && cm.Labels[store.CACertLabel] == "true" {
+			sources = append(sources, caSource{cm, gvkConfigMap, "configmap", func(k string) (string, bool) {
+				if v, ok := cm.Data[k]; ok {
+					return v, true
+				}
+				v, ok := cm.BinaryData[k]
+				return string(v), ok
+			}})
+		}
+	}
+	sort.SliceStable(sources, func(i, j int) bool {
+		a, c := sources[i].obj, sources[j].obj
+		ta, tc := a.GetCreationTimestamp(), c.GetCreationTimestamp()
+		if !ta.Equal(&tc) {
+			return ta.Before(&tc)
+		}
+		if a.GetNamespace() != c.GetNamespace() {
+			return a.GetNamespace() < c.GetNamespace()
+		}
+		return a.GetName() < c.GetName()
+	})
+	ids := map[string]bool{}
+	byObject := map[string]string{} // kind/ns/name -> id, for the Service annotations
+	for _, src := range sources {
+		id, ok := src.data("id")
+		if !ok || strings.TrimSpace(id) == "" {
+			b.problem(src.obj, src.gvk, "data.id", "invalid %s CA certificate: missing 'id' field in data", src.kind)
+			continue
+		}
+		if ids[id] {
+			b.problem(src.obj, src.gvk, "data.id", "invalid %s CA certificate: duplicate 'id' field in multiple objects", src.kind)
+			continue
+		}
+		cert, ok := src.data("cert")
+		if !ok {
+			cert, ok = src.data("ca.crt")
+		}
+		field := "data.cert"
+		if !ok {
+			b.problem(src.obj, src.gvk, field, "invalid %s CA certificate: no 'cert' or 'ca.crt' field in data", src.kind)
+			continue
+		}
+		cert = strings.TrimSpace(cert)
+		if msg := b.checkCACert(cert); msg != "" {
+			b.problem(src.obj, src.gvk, field, "invalid %s CA certificate: %s", src.kind, msg)
+			continue
+		}
+		ids[id] = true
+		byObject[src.kind+"/"+src.obj.GetNamespace()+"/"+src.obj.GetName()] = id
+		b.state.CACertificates = append(b.state.CACertificates, &file.FCACertificate{CACertificate: kong.CACertificate{
+			ID:   kong.String(id),
+			Cert: kong.String(cert),
+			Tags: kong.StringSlice(b.tags(src.obj, src.gvk)...),
+		}})
+	}
+
+	for _, n := range b.kongServiceNames() {
+		ks := b.kongServices[n]
+		svc := b.services[ks.namespace+"/"+ks.svcName]
+		if svc == nil {
+			continue
+		}
+		var refs []string
+		for _, a := range []struct {
+			ann, kind string
+			gvk       schema.GroupVersionKind
+		}{{annCACertSecrets, "secret", gvkSecret}, {annCACertConfigMaps, "configmap", gvkConfigMap}} {
+			for _, name := range splitList(svc.Annotations[a.ann], ",") {
+				b.refer(svc, gvkService, ref(a.gvk, svc.Namespace, name))
+				id, ok := byObject[a.kind+"/"+svc.Namespace+"/"+name]
+				if !ok {
+					b.problem(svc, gvkService, annField(a.ann), "CA certificate %s %s/%s not found, or not a valid CA certificate labelled %s", a.kind, svc.Namespace, name, store.CACertLabel)
+					continue
+				}
+				refs = append(refs, id)
+			}
+		}
+		if len(refs) == 0 {
+			continue
+		}
+		if ks.svc.TLSVerify == nil || !*ks.svc.TLSVerify || !tlsProtocols[str(ks.svc.Protocol)] {
+			b.problem(svc, gvkService, annField(annCACertSecrets), "CA certificates need konghq.com/tls-verify: \"true\" and a TLS protocol (https, grpcs, tls); the annotation is ignored")
+			continue
+		}
+		ks.svc.CACertificates = kong.StringSlice(refs...)
+	}
+}
+
+// checkCACert is Kong's check of a CA certificate: exactly one PEM certificate, with the CA
+// basic constraint, not expired at Options.Now (when set).
+func (b *builder) checkCACert(certPEM string) string {
+	block, rest := pem.Decode([]byte(certPEM))
+	if block == nil || block.Type != "CERTIFICATE" {
+		return "no PEM certificate"
+	}
+	if more, _ := pem.Decode(rest); more != nil {
+		return "more than one certificate"
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return fmt.Sprintf("invalid certificate: %v", err)
+	}
+	if !cert.BasicConstraintsValid || !cert.IsCA {
+		return `certificate does not appear to be a CA because it is missing the "CA" basic constraint`
+	}
+	if !b.opts.Now.IsZero() && b.opts.Now.After(cert.NotAfter) {
+		return `certificate expired, "Not After" time is in the past`
+	}
+	return ""
+}

@@ -1,0 +1,299 @@
+package translator
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+// CredentialLabel names a Secret's credential type (kic-compat.md §9.2).
+const CredentialLabel = "konghq.com/credential"
+
+var (
+	gvkKongConsumer      = kongv1.SchemeGroupVersion.WithKind("KongConsumer")
+	gvkKongConsumerGroup = kongv1beta1.SchemeGroupVersion.WithKind("KongConsumerGroup")
+)
+
+// credentialType is one of the seven credential types: the fields a Secret may give, which of
+// them are required, and how the credential joins its consumer.
+type credentialType struct {
+	fields   []string
+	required []string
+	// unique is the field whose value must be unique across all consumers, and the name of
+	// the index KIC reports a conflict in; "" when the type has none.
+	unique, index string
+	add           func(c *file.FConsumer, raw []byte) error
+}
+
+func decodeInto[T any](list *[]*T) func(*file.FConsumer, []byte) error {
+	return func(_ *file.FConsumer, raw []byte) error {
+		v := new(T)
+		if err := json.Unmarshal(raw, v); err != nil {
+			return err
+		}
+		*list = append(*list, v)
+		return nil
+	}
+}
+
+// credentialTypes by label value. KIC's legacy aliases (keyauth_credential, ...) are not
+// accepted as label values.
+func credentialTypes(c *file.FConsumer) map[string]credentialType {
+	return map[string]credentialType{
+		"key-auth":   {fields: []string{"key", "ttl"}, required: []string{"key"}, unique: "key", index: "key-auth on 'key'", add: decodeInto(&c.KeyAuths)},
+		"basic-auth": {fields: []string{"username", "password"}, required: []string{"username"}, unique: "username", index: "basic-auth on 'username'", add: decodeInto(&c.BasicAuths)},
+		"hmac-auth":  {fields: []string{"username", "secret"}, required: []string{"username"}, unique: "username", index: "hmac-auth on 'username'", add: decodeInto(&c.HMACAuths)},
+		"jwt":        {fields: []string{"key", "algorithm", "rsa_public_key", "secret"}, required: []string{"key"}, unique: "key", index: "jwt-auth on 'key'", add: decodeInto(&c.JWTAuths)},
+		"acl":        {fields: []string{"group"}, required: []string{"group"}, add: decodeInto(&c.ACLGroups)},
+		"oauth2": {fields: []string{"name", "client_id", "client_secret", "redirect_uris", "hash_secret", "client_type"}, required: []string{"client_id", "name"},
+			unique: "client_id", index: "oauth2-credentials on 'client_id'", add: decodeInto(&c.Oauth2Creds)},
+		"mtls-auth": {fields: []string{"subject_name"}, required: []string{"subject_name"}, add: decodeInto(&c.MTLSAuths)},
+	}
+}
+
+// consumerEntry is a consumer being built, with its object and credential Secrets.
+type consumerEntry struct {
+	obj     *kongv1.KongConsumer
+	fc      *file.FConsumer
+	secrets []credentialUse
+}
+
+type credentialUse struct {
+	secret *corev1.Secret
+	index  string // conflict index, "" when the type has none
+	value  string // the value that must be unique
+}
+
+// consumers translates KongConsumers and their credential Secrets (kic-compat.md §9.1-9.2).
+// A consumer whose credential conflicts with another's (the same key-auth key, ...) is left
+// out together with every other consumer involved, as KIC does: Kong would refuse them all.
+func (b *builder) consumers() {
+	consumers := append([]*kongv1.KongConsumer(nil), b.snap.KongConsumers...)
+	sortByAge(consumers)
+	groups := map[string]bool{}
+	for _, g := range b.snap.KongConsumerGroups {
+		if g != nil {
+			groups[g.Namespace+"/"+g.Name] = true
+		}
+	}
+	var entries []*consumerEntry
+	for _, kc := range consumers {
+		if kc == nil {
+			continue
+		}
+		if e := b.consumer(kc, groups); e != nil {
+			entries = append(entries, e)
+		}
+	}
+
+	// Conflicts: every consumer holding a duplicated value goes.
+	holders := map[string][]*consumerEntry{} // index + value -> consumers
+	var keys []string
+	for _, e := range entries {
+		for _, u := range e.secrets {
+			if u.index == "" {
+				continue
+			}
+			k := u.index + "\x00" + u.value
+			if _, ok := holders[k]; !ok {
+				keys = append(keys, k)
+			}
+			holders[k] = append(holders[k], e)
+		}
+	}
+	dropped := map[*consumerEntry]bool{}
+	for _, k := range keys {
+		if len(holders[k]) < 2 {
+			continue
+		}
+		index, value, _ := strings.Cut(k, "\x00")
+		for _, e := range holders[k] {
+			dropped[e] = true
+			for _, u := range e.secrets {
+				if u.index == index && u.value == value {
+					b.problem(u.secret, gvkSecret, "", "Secret has conflicting credential: conflict detected in %q index", index)
+				}
+			}
+			b.problem(e.obj, gvkKongConsumer, "credentials", "Consumer has conflicting credentials: conflict detected in %q index", index)
+		}
+	}
+	b.consumerIdents = map[string]string{}
+	for _, e := range entries {
+		if dropped[e] {
+			continue
+		}
+		b.state.Consumers = append(b.state.Consumers, e.fc)
+		b.consumerIdents[e.obj.Namespace+"/"+e.obj.Name] = consumerIdent(e.fc)
+		b.consumerObjs = append(b.consumerObjs, e.obj)
+	}
+}
+
+// consumerIdent is how plugins and group memberships name a consumer: its username, else its
+// custom_id (kic-compat.md §8.1).
+func consumerIdent(c *file.FConsumer) string {
+	if c.Username != nil {
+		return *c.Username
+	}
+	return str(c.CustomID)
+}
+
+func (b *builder) consumer(kc *kongv1.KongConsumer, groups map[string]bool) *consumerEntry {
+	if kc.Username == "" && kc.CustomID == "" {
+		b.problem(kc, gvkKongConsumer, "username", "no username or custom_id specified")
+		return nil
+	}
+	fc := &file.FConsumer{Consumer: kong.Consumer{Tags: kong.StringSlice(b.tags(kc, gvkKongConsumer)...)}}
+	if kc.Username != "" {
+		fc.Username = kong.String(kc.Username)
+		fc.ID = kong.String(kongstate.ConsumerID(b.opts.Workspace, kc.Username))
+	}
+	if kc.CustomID != "" {
+		fc.CustomID = kong.String(kc.CustomID)
+	}
+	for i, name := range kc.ConsumerGroups {
+		b.refer(kc, gvkKongConsumer, ref(gvkKongConsumerGroup, kc.Namespace, name))
+		if !groups[kc.Namespace+"/"+name] {
+			b.problem(kc, gvkKongConsumer, fmt.Sprintf("consumerGroups[%d]", i), "nonexistent consumer group: %q", kc.Namespace+"/"+name)
+			continue
+		}
+		fc.Groups = append(fc.Groups, &kong.ConsumerGroup{Name: kong.String(name)})
+	}
+	e := &consumerEntry{obj: kc, fc: fc}
+	types := credentialTypes(fc)
+	for i, name := range kc.Credentials {
+		field := fmt.Sprintf("credentials[%d]", i)
+		fail := func(format string, args ...any) {
+			b.problem(kc, gvkKongConsumer, field, "credential %q failure: %s", name, fmt.Sprintf(format, args...))
+		}
+		b.refer(kc, gvkKongConsumer, ref(gvkSecret, kc.Namespace, name))
+		secret := b.secrets[kc.Namespace+"/"+name]
+		if secret == nil {
+			fail("Failed to fetch secret: secret %s/%s not found", kc.Namespace, name)
+			continue
+		}
+		typ, labelled := secret.Labels[CredentialLabel]
+		if !labelled {
+			fail("could not load credential from Secret: Secret has no %s label", CredentialLabel)
+			continue
+		}
+		ct, ok := types[typ]
+		if !ok {
+			fail("failed to provision credential: unsupported credential type: %q", typ)
+			continue
+		}
+		values, errs := credentialValues(secret, ct)
+		for _, err := range errs {
+			fail("%s", err)
+		}
+		var missing []string
+		for _, r := range ct.required {
+			if s, _ := values[r].(string); s == "" {
+				missing = append(missing, r)
+			}
+		}
+		if len(missing) > 0 {
+			fail("failed to provision credential: %s credential is missing required field(s) %s", typ, strings.Join(missing, ", "))
+			continue
+		}
+		if typ == "jwt" && values["algorithm"] == nil {
+			values["algorithm"] = "HS256"
+		}
+		values["tags"] = b.tags(secret, gvkSecret)
+		raw, _ := json.Marshal(values)
+		if err := ct.add(fc, raw); err != nil {
+			fail("failed to provision credential: %v", err)
+			continue
+		}
+		use := credentialUse{secret: secret}
+		if ct.unique != "" {
+			use.index, use.value = ct.index, values[ct.unique].(string)
+		}
+		e.secrets = append(e.secrets, use)
+	}
+	return e
+}
+
+// credentialValues reads a credential Secret's data (kic-compat.md §9.2): every key the type
+// knows as a string, except redirect_uris (a comma-separated list), hash_secret (a bool;
+// invalid reads as false) and ttl (an int; invalid is left out). Secret values never appear in
+// the errors.
+func credentialValues(secret *corev1.Secret, ct credentialType) (map[string]any, []string) {
+	data := map[string]string{}
+	for k, v := range secret.StringData {
+		data[k] = v
+	}
+	for k, v := range secret.Data {
+		data[k] = string(v)
+	}
+	out := map[string]any{}
+	var errs []string
+	for _, f := range ct.fields {
+		v, ok := data[f]
+		if !ok {
+			continue
+		}
+		switch f {
+		case "redirect_uris":
+			out[f] = strings.Split(v, ",")
+		case "hash_secret":
+			bv, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, "Failed to parse hash_secret to bool: invalid syntax. defaulting to false")
+			}
+			out[f] = bv
+		case "ttl":
+			iv, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, "Failed to parse ttl to int: invalid syntax, skipfilling the field")
+				continue
+			}
+			out[f] = iv
+		default:
+			out[f] = v
+		}
+	}
+	return out, errs
+}
+
+// consumerGroups translates KongConsumerGroups (kic-compat.md §9.3): {name, id, tags}, the
+// name being the object's name.
+func (b *builder) consumerGroups() {
+	groups := append([]*kongv1beta1.KongConsumerGroup(nil), b.snap.KongConsumerGroups...)
+	sort.Slice(groups, func(i, j int) bool {
+		return groups[i].Namespace+"/"+groups[i].Name < groups[j].Namespace+"/"+groups[j].Name
+	})
+	b.consumerGroupObjs = map[string]*kongv1beta1.KongConsumerGroup{}
+	for _, g := range groups {
+		if g == nil {
+			continue
+		}
+		if first, dup := b.consumerGroupObjs[g.Name]; dup {
+			b.problem(g, gvkKongConsumerGroup, "metadata.name", "consumer group %q is already defined by KongConsumerGroup %s/%s; Kong group names are unique, this one is left out",
+				g.Name, first.Namespace, first.Name)
+			continue
+		}
+		b.consumerGroupObjs[g.Name] = g
+		b.state.ConsumerGroups = append(b.state.ConsumerGroups, &file.FConsumerGroupObject{ConsumerGroup: kong.ConsumerGroup{
+			ID:   kong.String(kongstate.ConsumerGroupID(b.opts.Workspace, g.Name)),
+			Name: kong.String(g.Name),
+			Tags: kong.StringSlice(b.tags(g, gvkKongConsumerGroup)...),
+		}})
+	}
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

@@ -1,0 +1,107 @@
+package translator
+
+import (
+	"sort"
+
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+// Graph is the object graph of ARCHITECTURE.md ("Growing the translator"): every reference
+// between Kubernetes objects that one translation followed, recorded once as an edge from the
+// object that refers to the object it refers to (an Ingress to its Service, a KongConsumer to
+// its credential Secret, a KongPlugin to the Secret of its configFrom, ...). References to
+// objects that do not exist are edges too: creating that object changes the translation.
+//
+// Nodes are keyed by group, kind, namespace and name (no UID, no version), so a reference
+// made by name meets the object it names.
+type Graph struct {
+	deps  map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{} // object -> what it refers to
+	rdeps map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{} // object -> what refers to it
+}
+
+func newGraph() *Graph {
+	return &Graph{deps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{}, rdeps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{}}
+}
+
+// Node is the key of ref in the graph: its group, kind, namespace and name.
+func Node(ref kongstate.ObjectRef) kongstate.ObjectRef {
+	return kongstate.ObjectRef{Group: ref.Group, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
+}
+
+// refer records that from refers to to.
+func (g *Graph) refer(from, to kongstate.ObjectRef) {
+	from, to = Node(from), Node(to)
+	if from == to {
+		return
+	}
+	if g.deps[from] == nil {
+		g.deps[from] = map[kongstate.ObjectRef]struct{}{}
+	}
+	g.deps[from][to] = struct{}{}
+	if g.rdeps[to] == nil {
+		g.rdeps[to] = map[kongstate.ObjectRef]struct{}{}
+	}
+	g.rdeps[to][from] = struct{}{}
+}
+
+// References lists the objects ref refers to, sorted.
+func (g *Graph) References(ref kongstate.ObjectRef) []kongstate.ObjectRef {
+	if g == nil {
+		return nil
+	}
+	return sortedRefs(g.deps[Node(ref)])
+}
+
+// ReferredBy lists the objects that refer to ref, sorted.
+func (g *Graph) ReferredBy(ref kongstate.ObjectRef) []kongstate.ObjectRef {
+	if g == nil {
+		return nil
+	}
+	return sortedRefs(g.rdeps[Node(ref)])
+}
+
+// Dependents lists refs and every object that refers to one of them, directly or through
+// others (the objects a change of refs can affect, or that must go when refs go), sorted.
+func (g *Graph) Dependents(refs ...kongstate.ObjectRef) []kongstate.ObjectRef {
+	seen := map[kongstate.ObjectRef]struct{}{}
+	queue := make([]kongstate.ObjectRef, 0, len(refs))
+	for _, r := range refs {
+		queue = append(queue, Node(r))
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		if _, ok := seen[n]; ok {
+			continue
+		}
+		seen[n] = struct{}{}
+		if g != nil {
+			for d := range g.rdeps[n] {
+				queue = append(queue, d)
+			}
+		}
+	}
+	return sortedRefs(seen)
+}
+
+func sortedRefs(set map[kongstate.ObjectRef]struct{}) []kongstate.ObjectRef {
+	out := make([]kongstate.ObjectRef, 0, len(set))
+	for r := range set {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return refLess(out[i], out[j]) })
+	return out
+}
+
+func refLess(a, b kongstate.ObjectRef) bool {
+	if a.Kind != b.Kind {
+		return a.Kind < b.Kind
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	return a.Group < b.Group
+}
