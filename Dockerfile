@@ -4,9 +4,15 @@
 #   docker build --build-arg VERSION=$(git describe --tags --always --dirty) -t konductor:dev .
 #
 # The manifests in config/ refer to the image as "konductor"; point them at yours with
-# `cd config/manager && kustomize edit set image konductor=REGISTRY/konductor:TAG`.
+# `cd config/manager && kustomize edit set image konductor=REGISTRY/konductor:TAG`, or give the
+# Helm chart --set image.repository=REGISTRY/konductor --set image.tag=TAG.
+#
+# Never built in this repository: our machines have no container engine. Written for BuildKit
+# (`docker build`, `docker buildx build --platform linux/amd64,linux/arm64`) and `podman build`.
 
-FROM golang:1.26 AS builder
+# The builder runs on the build machine's platform and cross-compiles (pure Go, no cgo), so a
+# multi-platform build needs no emulation.
+FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
 ARG VERSION=dev
 ARG TARGETOS=linux
 ARG TARGETARCH

@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/konductor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-unit test-integration envtest-assets bench lint manifests
+.PHONY: build run test test-unit test-integration envtest-assets helm chart-sync bench lint manifests
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/konductor
@@ -17,12 +17,24 @@ run: build
 envtest-assets:
 	@hack/envtest-assets.sh
 
+# Builds helm from the Go module proxy once (about 4 minutes cold), then reuses it; the chart
+# tests need it.
+helm:
+	@hack/helm.sh
+
+# Copies Kong's CRDs and the RBAC rules of config/ into the Helm chart (the chart tests fail
+# while they differ).
+chart-sync:
+	rm -f charts/konductor/crds/*.yaml
+	cp config/crd/configuration.konghq.com_*.yaml charts/konductor/crds/
+	cp config/rbac/cluster_role.yaml config/rbac/leader_election_role.yaml charts/konductor/files/rbac/
+
 # Unit tests: no API server needed.
 test-unit:
 	$(GO) test -race $$($(GO) list ./... | grep -v /test/integration)
 
-# Integration tests on a real kube-apiserver + etcd, one line per test.
-test-integration:
+# Integration tests on a real kube-apiserver + etcd, one line per test (and helm, for the chart).
+test-integration: helm
 	hack/test-integration.sh
 
 # Unit and integration tests, with the race detector.

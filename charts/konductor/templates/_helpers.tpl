@@ -1,0 +1,143 @@
+{{- define "konductor.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's full name: the release name alone when it already holds the chart's name. */}}
+{{- define "konductor.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "konductor.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "konductor.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "konductor.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "konductor.selectorLabels" . }}
+app.kubernetes.io/component: controller
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "konductor.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "konductor.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "konductor.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag | toString) }}
+{{- end }}
+
+{{/* "name" or "namespace/name" as namespace/name, the release namespace by default. */}}
+{{- define "konductor.namespacedName" -}}
+{{- if contains "/" .name }}{{ .name }}{{ else }}{{ printf "%s/%s" .namespace .name }}{{ end }}
+{{- end }}
+
+{{/*
+The controller's settings as CONTROLLER_* variables: those the chart derives from its values,
+then .Values.env over them (keys lower-cased, dashes as underscores, so kong-admin-url,
+KONG_ADMIN_URL and kong_admin_url are one setting). Rendered in key order.
+*/}}
+{{- define "konductor.controllerEnv" -}}
+{{- $env := dict }}
+{{- if .Values.gatewayDiscovery.enabled }}
+{{- $svc := .Values.gatewayDiscovery.adminService }}
+{{- $name := required "gatewayDiscovery.adminService.name is required when gatewayDiscovery.enabled" $svc.name }}
+{{- $_ := set $env "kong_admin_svc" (printf "%s/%s" (default .Release.Namespace $svc.namespace) $name) }}
+{{- with .Values.gatewayDiscovery.portNames }}
+{{- $_ := set $env "kong_admin_svc_port_names" (join "," .) }}
+{{- end }}
+{{- else }}
+{{- $url := required "kongAdminURL is required unless gatewayDiscovery.enabled" .Values.kongAdminURL }}
+{{- if kindIs "slice" $url }}{{ $url = join "," $url }}{{ end }}
+{{- $_ := set $env "kong_admin_url" $url }}
+{{- end }}
+{{- $_ := set $env "ingress_class" (required "ingressClass is required" .Values.ingressClass) }}
+{{- with .Values.watchNamespaces }}
+{{- $_ := set $env "watch_namespace" (join "," .) }}
+{{- end }}
+{{- with .Values.publishService }}
+{{- $_ := set $env "publish_service" (include "konductor.namespacedName" (dict "namespace" $.Release.Namespace "name" .)) }}
+{{- end }}
+{{- if kindIs "bool" .Values.leaderElection.enabled }}
+{{- $_ := set $env "leader_elect" .Values.leaderElection.enabled }}
+{{- end }}
+{{- range $k, $v := .Values.env }}
+{{- $_ := set $env ($k | lower | replace "-" "_") $v }}
+{{- end }}
+{{- range $k, $v := $env }}
+{{ include "konductor.envVar" (dict "name" (printf "CONTROLLER_%s" (upper $k)) "value" $v) }}
+{{- end }}
+{{- range $k, $v := .Values.customEnv }}
+{{ include "konductor.envVar" (dict "name" $k "value" $v) }}
+{{- end }}
+{{- end }}
+
+{{/* One EnvVar: a scalar value, or a map holding valueFrom. */}}
+{{- define "konductor.envVar" -}}
+- name: {{ .name }}
+{{- if kindIs "map" .value }}
+{{- toYaml .value | nindent 2 }}
+{{- else }}
+  value: {{ toString .value | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+RBAC rules, read from files/rbac/ (copies of config/rbac; `make chart-sync`). With "keep", only
+the rules' resources in that list, rules left empty dropped.
+*/}}
+{{- define "konductor.rules" -}}
+{{- $doc := .root.Files.Get (printf "files/rbac/%s" .file) | fromYaml }}
+{{- $rules := required (printf "files/rbac/%s has no rules: run make chart-sync" .file) $doc.rules }}
+{{- if hasKey . "keep" }}
+{{- $out := list }}
+{{- range $rules }}
+{{- $res := list }}
+{{- range .resources }}
+{{- if has . $.keep }}{{ $res = append $res . }}{{ end }}
+{{- end }}
+{{- if $res }}{{ $out = append $out (set (deepCopy .) "resources" $res) }}{{ end }}
+{{- end }}
+{{- $rules = $out }}
+{{- end }}
+{{- toYaml $rules }}
+{{- end }}
+
+{{/*
+The cluster-scoped resources among the ClusterRole's: with watchNamespaces they are granted
+through a ClusterRoleBinding, everything else through RoleBindings. A test checks this list
+against the API server's discovery.
+*/}}
+{{- define "konductor.clusterScopedResources" -}}
+ingressclasses,kongclusterplugins
+{{- end }}
+
+{{/*
+Namespaces outside watchNamespaces where the controller still needs Services and events: its
+own (the Pod's events) and the publishService's. Comma-separated.
+*/}}
+{{- define "konductor.ownNamespaces" -}}
+{{- $out := list .Release.Namespace }}
+{{- with .Values.publishService }}
+{{- $out = append $out (include "konductor.namespacedName" (dict "namespace" $.Release.Namespace "name" .) | splitList "/" | first) }}
+{{- end }}
+{{- $res := list }}
+{{- range ($out | uniq) }}
+{{- if not (has . $.Values.watchNamespaces) }}{{ $res = append $res . }}{{ end }}
+{{- end }}
+{{- join "," $res }}
+{{- end }}
