@@ -26,7 +26,7 @@ helm:
 # while they differ).
 chart-sync:
 	rm -f charts/konductor/crds/*.yaml
-	cp config/crd/configuration.konghq.com_*.yaml charts/konductor/crds/
+	cp $$(ls config/crd/*.yaml | grep -v kustomization.yaml) charts/konductor/crds/
 	cp config/rbac/cluster_role.yaml config/rbac/leader_election_role.yaml charts/konductor/files/rbac/
 
 # Unit tests: no API server needed.
