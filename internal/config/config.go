@@ -72,6 +72,14 @@ type Config struct {
 	APIServerQPS   float32
 	APIServerBurst int
 
+	// ClusterDomain is appended to service-upstream targets (--cluster-domain, KIC's).
+	ClusterDomain string
+	// EnableDrainSupport keeps terminating endpoints as targets of weight 0
+	// (--enable-drain-support, KIC's).
+	EnableDrainSupport bool
+	// FeatureGates are KIC's gates (--feature-gates), defaults filled in.
+	FeatureGates FeatureGates
+
 	// Ignored lists the KIC flags given that konductor accepts but that have no effect here,
 	// so that a KIC Deployment's arguments carry over; the controller logs each at start.
 	Ignored []string
@@ -174,6 +182,10 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", DefaultHealthProbeAddress, "address of /healthz and /readyz; 0 disables it")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, error")
 	fs.BoolVar(&c.UpdateStatus, "update-status", true, "write the published addresses into Ingress status (with --publish-service or --publish-status-address)")
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", "", "cluster domain appended to the Service names of service-upstream targets (empty: none, as KIC)")
+	fs.BoolVar(&c.EnableDrainSupport, "enable-drain-support", false, "keep terminating endpoints as upstream targets of weight 0, so that existing connections drain")
+	var gates string
+	fs.StringVar(&gates, "feature-gates", "", "KIC's feature gates, Name=true|false comma-separated (see docs/migration-from-kic.md)")
 	fs.Float32Var(&c.APIServerQPS, "apiserver-qps", 100, "requests per second to the Kubernetes API")
 	fs.IntVar(&c.APIServerBurst, "apiserver-burst", 300, "request burst to the Kubernetes API")
 	for name, boolean := range kicFlagsWithoutEffect {
@@ -190,7 +202,8 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if err := applyEnv(fs, getenv, environ); err != nil {
+	var err error
+	if err = applyEnv(fs, getenv, environ); err != nil {
 		return nil, err
 	}
 
@@ -209,6 +222,9 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 		c.LeaderElect, c.LeaderElectAuto = force == "enabled", false
 	default:
 		return nil, fmt.Errorf("--force-leader-election: must be enabled or disabled, got %q", force)
+	}
+	if c.FeatureGates, err = ParseFeatureGates(gates); err != nil {
+		return nil, err
 	}
 	c.KongAdminURLs = splitList(adminURLs)
 	c.WatchNamespaces = splitList(namespaces)

@@ -194,3 +194,31 @@ func TestIgnoredFlagsTakeSeparateValues(t *testing.T) {
 	_, err = Parse([]string{"--kong-admin-svc", "kong/admin"}, env(nil))
 	require.ErrorContains(t, err, "kong-admin-svc", "gateway discovery decides which Kongs get configuration: not ignored")
 }
+
+// KIC's gate names are accepted over KIC's defaults; an unknown gate and a setting konductor
+// does not implement fail at start, naming the gate.
+func TestParseFeatureGates(t *testing.T) {
+	c, err := Parse(nil, env(nil))
+	require.NoError(t, err)
+	require.True(t, c.FeatureGates.Enabled(GateFillIDs))
+	require.False(t, c.FeatureGates.Enabled(GateRewriteURIs))
+
+	c, err = Parse([]string{"--feature-gates=RewriteURIs=true, GatewayAlpha=true", "--cluster-domain=cluster.local", "--enable-drain-support"}, env(nil))
+	require.NoError(t, err)
+	require.True(t, c.FeatureGates.Enabled(GateRewriteURIs))
+	require.True(t, c.FeatureGates.Enabled(GateGatewayAlpha))
+	require.Equal(t, "cluster.local", c.ClusterDomain)
+	require.True(t, c.EnableDrainSupport)
+
+	for args, want := range map[string]string{
+		"--feature-gates=NoSuchGate=true":                         "--feature-gates: NoSuchGate is not a valid feature",
+		"--feature-gates=RewriteURIs=maybe":                       "RewriteURIs=maybe: not a bool",
+		"--feature-gates=RewriteURIs":                             `"RewriteURIs" is not Name=true|false`,
+		"--feature-gates=FillIDs=false":                           "FillIDs=false is not supported by konductor",
+		"--feature-gates=KongServiceFacade=true":                  "KongServiceFacade=true is not supported",
+		"--feature-gates=StickySessionsTerminatingEndpoints=true": "StickySessionsTerminatingEndpoints=true is not supported",
+	} {
+		_, err := Parse([]string{args}, env(nil))
+		require.ErrorContains(t, err, want, args)
+	}
+}

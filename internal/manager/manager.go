@@ -87,6 +87,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	for _, name := range cfg.Ignored {
 		log.Info("flag accepted for KIC compatibility has no effect in konductor", "flag", "--"+name)
 	}
+	for _, gate := range []string{config.GateFallbackConfiguration, config.GateGatewayAlpha, config.GateCombinedServicesFromDifferentHTTPRoutes} {
+		if cfg.FeatureGates.Enabled(gate) {
+			log.Info("feature gate has no effect in konductor yet", "gate", gate)
+		}
+	}
 
 	optional, err := installedOptionalKinds(restCfg)
 	if err != nil {
@@ -206,7 +211,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Source:  source,
 		Barrier: barrier,
 		Translate: func(s *store.Snapshot) (*kongstate.State, []translator.Problem) {
-			return translator.Translate(s, translator.Options{})
+			return translator.Translate(s, TranslatorOptions(cfg, time.Now()))
 		},
 		Gateways: gateways,
 		Trigger:  trigger,
@@ -257,6 +262,17 @@ func (c *Controller) Start(ctx context.Context) error {
 		pending := strings.Join(c.barrier.Pending(), ", ")
 		c.log.Error(nil, "manager did not stop in time; giving up on it", "grace", ShutdownGrace.String(), "cacheNotSynced", pending)
 		return fmt.Errorf("shutdown: manager still waiting for caches (%s) after %s", pending, ShutdownGrace)
+	}
+}
+
+// TranslatorOptions are the translation settings of cfg. now is when CA certificates must be
+// valid; the loop passes the time of each round, so that translation itself reads no clock.
+func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
+	return translator.Options{
+		ClusterDomain:      cfg.ClusterDomain,
+		EnableDrainSupport: cfg.EnableDrainSupport,
+		RewriteURIs:        cfg.FeatureGates.Enabled(config.GateRewriteURIs),
+		Now:                now,
 	}
 }
 

@@ -37,6 +37,8 @@ type Options struct {
 	// ServiceUpstream is IngressClassParameters' serviceUpstream (kic-compat.md §4.3): every
 	// upstream targets its Service's cluster DNS name instead of its endpoints.
 	ServiceUpstream bool
+	// RewriteURIs is KIC's RewriteURIs gate: konghq.com/rewrite is honoured (kic-compat.md §3.9).
+	RewriteURIs bool
 	// Workspace keys the deterministic IDs (kic-compat.md §6). "" for none.
 	Workspace string
 	// KongVersion is the gateways' Kong version when known (zero: unknown). It decides
@@ -102,6 +104,7 @@ func Build(snap *store.Snapshot, opts Options) Result {
 	b.defaultBackend()
 	b.l4Ingresses()
 	b.populateServices()
+	b.rewrites()
 	b.upstreamOverrides()
 	b.consumers()
 	b.vaults()

@@ -335,3 +335,23 @@ func TestRouteOverridesForceSSL(t *testing.T) {
 		assert.Equal(t, 302, *r.HTTPSRedirectStatusCode)
 	}
 }
+
+func TestRewriteTemplate(t *testing.T) {
+	for _, tc := range []struct{ in, out, err string }{
+		{"", "/", ""},
+		{"/api/$1/x/$12", "/api/$(uri_captures[1])/x/$(uri_captures[12])", ""},
+		{`/price/\$5`, "/price/$5", ""},
+		{`/a\b`, "", "unexpected b at pos 3"},
+		{"/a$b", "", "unexpected b at pos 3"},
+		{"/a$", "", "unexpected end of string"},
+		{`/a\`, "", "unexpected end of string"},
+	} {
+		got, err := rewriteTemplate(tc.in)
+		if tc.err != "" {
+			require.EqualError(t, err, tc.err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.out, got, tc.in)
+	}
+}

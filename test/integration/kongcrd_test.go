@@ -1,0 +1,51 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/konductor/konductor/internal/kongemu"
+)
+
+// A KIC user's key-auth setup, DB-less: a KongConsumer with a key-auth credential Secret and
+// a key-auth KongPlugin on an Ingress. Kong holds the consumer, its credential and the
+// route's plugin; deleting the credential's Secret removes the credential.
+func TestConsumerWithKeyAuthDBLess(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	objs := app(ns, "echo", "echo.example.com")
+	objs[2].SetAnnotations(map[string]string{"konghq.com/plugins": "key-auth"})
+	objs = append(objs,
+		&kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "key-auth"}, PluginName: "key-auth"},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice-key", Labels: map[string]string{"konghq.com/credential": "key-auth"}},
+			StringData: map[string]string{"key": "alice-secret"}},
+		&kongv1.KongConsumer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice", Annotations: map[string]string{"kubernetes.io/ingress.class": "kong"}},
+			Username: "alice", Credentials: []string{"alice-key"}},
+	)
+	createAll(t, objs)
+	kong := startEmulator(t, kongemu.DBLess)
+	r := startReplica(t, replicaSpec{name: "r1", namespace: ns, gateways: []string{kong.URL}, args: []string{"--leader-elect=false"}})
+	r.waitFirstSync(t, time.Minute)
+
+	require.NotNil(t, kong.Entity("consumers", "alice"), "the consumer")
+	keys := kong.Entities("keyauth_credentials")
+	require.Len(t, keys, 1, "its credential")
+	require.Equal(t, "alice-secret", keys[0]["key"])
+	plugins := kong.Entities("plugins")
+	require.Len(t, plugins, 1)
+	require.Equal(t, "key-auth", plugins[0]["name"])
+	route := kong.Entity("routes", routeName(ns, "echo"))
+	require.NotNil(t, route)
+	require.Equal(t, route["id"], plugins[0]["route"].(map[string]any)["id"], "the plugin is on the Ingress's route")
+
+	require.NoError(t, admin.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice-key"}}))
+	require.Eventually(t, func() bool { return len(kong.Entities("keyauth_credentials")) == 0 }, 30*time.Second, 20*time.Millisecond,
+		"the credential goes with its Secret")
+	require.NotNil(t, kong.Entity("consumers", "alice"), "the consumer stays")
+}
