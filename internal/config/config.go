@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // EnvPrefix is the prefix of the environment variable that sets each flag: --kong-admin-url is
@@ -29,6 +30,14 @@ type Config struct {
 	KongAdminClientKey     string
 	KongAdminFilterTag     string
 	KongAdminConcurrency   int
+
+	// Gateway discovery (KIC's flags). With KongAdminSvc set, the gateways are the endpoints
+	// of those Services' EndpointSlices, on the ports named in KongAdminSvcPortNames, and
+	// KongAdminURLs is not used.
+	KongAdminSvc                    []types.NamespacedName
+	KongAdminSvcPortNames           []string
+	DiscoveryReadinessCheckInterval time.Duration
+	DiscoveryReadinessCheckTimeout  time.Duration
 
 	// What is watched.
 	IngressClass    string
@@ -79,6 +88,9 @@ type Config struct {
 	EnableDrainSupport bool
 	// FeatureGates are KIC's gates (--feature-gates), defaults filled in.
 	FeatureGates FeatureGates
+	// KongAdminURLsIgnored: --kong-admin-url was given along with --kong-admin-svc, which
+	// wins (as in KIC); the controller logs it.
+	KongAdminURLsIgnored bool
 
 	// Ignored lists the KIC flags given that konductor accepts but that have no effect here,
 	// so that a KIC Deployment's arguments carry over; the controller logs each at start.
@@ -106,6 +118,9 @@ var kicFlagsWithoutEffect = map[string]bool{
 	"enable-reverse-sync":         true,
 	"skip-ca-certificates":        true,
 	"sync-period":                 false,
+	// Deprecated in KIC, where it has no effect any more: discovered gateways are always
+	// reached on their Pod IP.
+	"gateway-discovery-dns-strategy": false,
 }
 
 // Defaults, KIC's where KIC has the flag.
@@ -116,7 +131,15 @@ const (
 	DefaultProxySyncSeconds   = 3.0
 	DefaultMetricsAddress     = ":10255"
 	DefaultHealthProbeAddress = ":10254"
+
+	// KIC's gateway discovery defaults and bound.
+	DefaultDiscoveryReadinessCheckInterval = 10 * time.Second
+	DefaultDiscoveryReadinessCheckTimeout  = 5 * time.Second
+	MinDiscoveryReadinessCheckInterval     = 3 * time.Second
 )
+
+// DefaultKongAdminSvcPortNames are KIC's --kong-admin-svc-port-names.
+var DefaultKongAdminSvcPortNames = []string{"admin-tls", "kong-admin-tls"}
 
 // Parse reads args (without the program name) and the environment through getenv (os.Getenv
 // in the binary). It returns an error that names the offending flag; pflag.ErrHelp when
@@ -152,6 +175,7 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 		syncSecs   float64
 		publish    string
 		force      string
+		adminSvcs  []string
 	)
 	fs.StringVar(&adminURLs, "kong-admin-url", DefaultKongAdminURL, "Kong Admin API URLs, comma-separated; every gateway gets the same configuration")
 	fs.StringVar(&c.KongAdminToken, "kong-admin-token", "", "Kong-Admin-Token header value sent to the Admin API")
@@ -160,6 +184,10 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	fs.StringVar(&c.KongAdminCACertFile, "kong-admin-ca-cert-file", "", "PEM CA bundle that signs the Admin API's certificate")
 	fs.StringVar(&c.KongAdminClientCert, "kong-admin-tls-client-cert-file", "", "client certificate (PEM) for mTLS to the Admin API")
 	fs.StringVar(&c.KongAdminClientKey, "kong-admin-tls-client-key-file", "", "client key (PEM) for mTLS to the Admin API")
+	fs.StringSliceVar(&adminSvcs, "kong-admin-svc", nil, "namespace/name of the Kong Admin API Service whose endpoints are the gateways (gateway discovery); repeat or comma-separate for several; replaces --kong-admin-url")
+	fs.StringSliceVar(&c.KongAdminSvcPortNames, "kong-admin-svc-port-names", DefaultKongAdminSvcPortNames, "names of the admin Service's ports whose endpoints are gateways, comma-separated")
+	fs.DurationVar(&c.DiscoveryReadinessCheckInterval, "gateway-discovery-readiness-check-interval", DefaultDiscoveryReadinessCheckInterval, "how often discovered gateways are checked: pending ones with GET /, ready ones with GET /status (at least 3s)")
+	fs.DurationVar(&c.DiscoveryReadinessCheckTimeout, "gateway-discovery-readiness-check-timeout", DefaultDiscoveryReadinessCheckTimeout, "timeout of each of those checks; shorter than the interval")
 	fs.StringVar(&c.KongAdminFilterTag, "kong-admin-filter-tag", DefaultFilterTag, "tag that marks the entities this controller owns in database-backed Kong")
 	fs.IntVar(&c.KongAdminConcurrency, "kong-admin-concurrency", 10, "maximum concurrent Admin API requests per gateway in database mode")
 	fs.StringVar(&c.IngressClass, "ingress-class", "kong", "ingress class served by this controller")
@@ -227,6 +255,21 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 		return nil, err
 	}
 	c.KongAdminURLs = splitList(adminURLs)
+	var svcErrs []error
+	for _, s := range adminSvcs {
+		ns, name, ok := strings.Cut(strings.TrimSpace(s), "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			svcErrs = append(svcErrs, fmt.Errorf("--kong-admin-svc: %q is not namespace/name", s))
+			continue
+		}
+		c.KongAdminSvc = append(c.KongAdminSvc, types.NamespacedName{Namespace: ns, Name: name})
+	}
+	if err := errors.Join(svcErrs...); err != nil {
+		return nil, err
+	}
+	if c.Discovery() && fs.Changed("kong-admin-url") {
+		c.KongAdminURLsIgnored = true
+	}
 	c.WatchNamespaces = splitList(namespaces)
 	c.PublishAddresses = splitList(publish)
 	c.ProxySyncPeriod = time.Duration(syncSecs * float64(time.Second))
@@ -287,8 +330,20 @@ func (c *Config) validate(syncSecs float64) error {
 	bad := func(flag, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, a...)))
 	}
-	if len(c.KongAdminURLs) == 0 {
+	if len(c.KongAdminURLs) == 0 && !c.Discovery() {
 		bad("kong-admin-url", "at least one URL is required")
+	}
+	if c.Discovery() {
+		if len(c.KongAdminSvcPortNames) == 0 {
+			bad("kong-admin-svc-port-names", "at least one port name is required with --kong-admin-svc")
+		}
+		if c.DiscoveryReadinessCheckInterval < MinDiscoveryReadinessCheckInterval {
+			bad("gateway-discovery-readiness-check-interval", "must be at least %s, got %s", MinDiscoveryReadinessCheckInterval, c.DiscoveryReadinessCheckInterval)
+		}
+		if c.DiscoveryReadinessCheckTimeout <= 0 || c.DiscoveryReadinessCheckTimeout >= c.DiscoveryReadinessCheckInterval {
+			bad("gateway-discovery-readiness-check-timeout", "must be positive and shorter than --gateway-discovery-readiness-check-interval (%s), got %s",
+				c.DiscoveryReadinessCheckInterval, c.DiscoveryReadinessCheckTimeout)
+		}
 	}
 	for _, u := range c.KongAdminURLs {
 		p, err := url.Parse(u)
@@ -373,6 +428,9 @@ func (c *Config) validate(syncSecs float64) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Discovery reports whether the gateways are discovered (--kong-admin-svc) rather than listed.
+func (c *Config) Discovery() bool { return len(c.KongAdminSvc) > 0 }
 
 // AdminToken returns the Admin API token, read from --kong-admin-token-file when set.
 func (c *Config) AdminToken() (string, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func env(m map[string]string) func(string) string {
@@ -191,8 +192,40 @@ func TestIgnoredFlagsTakeSeparateValues(t *testing.T) {
 	c, err := Parse([]string{"--log-format", "json", "--admission-webhook-listen", ":8080", "--profiling", "--ingress-class", "x"}, env(nil))
 	require.NoError(t, err)
 	require.Equal(t, "x", c.IngressClass)
-	_, err = Parse([]string{"--kong-admin-svc", "kong/admin"}, env(nil))
-	require.ErrorContains(t, err, "kong-admin-svc", "gateway discovery decides which Kongs get configuration: not ignored")
+}
+
+// Gateway discovery takes KIC's flags and defaults; --gateway-discovery-dns-strategy, which
+// has no effect in KIC any more, is accepted and logged.
+func TestGatewayDiscoveryFlags(t *testing.T) {
+	c, err := Parse([]string{"--kong-admin-svc", "kong/admin", "--gateway-discovery-dns-strategy", "service"}, env(nil))
+	require.NoError(t, err)
+	require.True(t, c.Discovery())
+	require.Equal(t, []types.NamespacedName{{Namespace: "kong", Name: "admin"}}, c.KongAdminSvc)
+	require.Equal(t, []string{"admin-tls", "kong-admin-tls"}, c.KongAdminSvcPortNames)
+	require.Equal(t, 10*time.Second, c.DiscoveryReadinessCheckInterval)
+	require.Equal(t, 5*time.Second, c.DiscoveryReadinessCheckTimeout)
+	require.Equal(t, []string{"gateway-discovery-dns-strategy"}, c.Ignored)
+	require.False(t, c.KongAdminURLsIgnored)
+
+	c, err = Parse([]string{"--kong-admin-url", "http://kong:8001", "--kong-admin-svc-port-names", "admin"},
+		env(map[string]string{"CONTROLLER_KONG_ADMIN_SVC": "a/one,b/two"}))
+	require.NoError(t, err)
+	require.Equal(t, []types.NamespacedName{{Namespace: "a", Name: "one"}, {Namespace: "b", Name: "two"}}, c.KongAdminSvc)
+	require.Equal(t, []string{"admin"}, c.KongAdminSvcPortNames)
+	require.True(t, c.KongAdminURLsIgnored, "as in KIC, --kong-admin-svc wins over --kong-admin-url")
+
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--kong-admin-svc", "admin"}, `--kong-admin-svc: "admin" is not namespace/name`},
+		{[]string{"--kong-admin-svc", "a/b", "--gateway-discovery-readiness-check-interval", "1s"}, "--gateway-discovery-readiness-check-interval: must be at least 3s"},
+		{[]string{"--kong-admin-svc", "a/b", "--gateway-discovery-readiness-check-timeout", "10s"}, "--gateway-discovery-readiness-check-timeout: must be positive and shorter"},
+		{[]string{"--kong-admin-svc", "a/b", "--kong-admin-svc-port-names", ""}, "--kong-admin-svc-port-names"},
+	} {
+		_, err := Parse(tc.args, env(nil))
+		require.ErrorContains(t, err, tc.err, tc.args)
+	}
 }
 
 // KIC's gate names are accepted over KIC's defaults; an unknown gate and a setting konductor

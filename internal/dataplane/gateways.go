@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -59,8 +60,9 @@ func fromDBLessRejection(url string, rej *dbless.RejectedError) *RejectedError {
 	return out
 }
 
-// DBModeFactory builds the Gateway of a database-backed Kong.
-type DBModeFactory func(url string, client *kong.Client) (Gateway, error)
+// DBModeFactory builds the Gateway of a database-backed Kong. httpClient reaches it (TLS
+// server name of a discovered gateway included); nil means the --kong-admin-* settings.
+type DBModeFactory func(url string, httpClient *http.Client) (Gateway, error)
 
 // DetectingGateway learns whether a Kong has a database (GET /, configuration.database) the
 // first time it syncs, after the cache barrier, and then syncs the way that Kong needs.
@@ -97,7 +99,7 @@ func (g *DetectingGateway) Sync(ctx context.Context, t *Target) error {
 			inner = NewDBLessGateway(g.url, g.client, g.log)
 		} else if g.dbMode == nil {
 			return fmt.Errorf("gateway %s has a database, which this build cannot sync", g.url)
-		} else if inner, err = g.dbMode(g.url, g.client); err != nil {
+		} else if inner, err = g.dbMode(g.url, nil); err != nil {
 			return err
 		}
 		g.log.Info("gateway mode detected", "gateway", g.url, "database", db)

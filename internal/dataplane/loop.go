@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,7 +77,7 @@ func (e *RejectedError) Error() string {
 	return fmt.Sprintf("gateway %s rejected the configuration: %s", e.Gateway, e.Message)
 }
 
-// GatewayResult is what one gateway did in a round.
+// GatewayResult is what one gateway did.
 type GatewayResult struct {
 	URL string
 	// Skipped is true when the gateway was not tried because it is backing off after a
@@ -85,7 +86,8 @@ type GatewayResult struct {
 	Err     error
 }
 
-// Round is everything a sync round learned, for the Reporter.
+// Round is a report of the loop: a round's translation problems and the gateways it skipped,
+// or syncs that ended since the last report (Problems are then the current translation's).
 type Round struct {
 	Problems []translator.Problem
 	Gateways []GatewayResult
@@ -93,9 +95,18 @@ type Round struct {
 	SnapshotErr error
 }
 
-// Reporter is told the outcome of every round (events, conditions, metrics).
+// Reporter is told the outcome of every round and of every sync (events, conditions, metrics).
 type Reporter interface {
 	Report(ctx context.Context, r Round)
+}
+
+// GatewaySet is a changing set of gateways: gateway discovery.
+type GatewaySet interface {
+	// Run keeps the set current until ctx ends. It calls changed after its first pass and
+	// after every change of the set.
+	Run(ctx context.Context, changed func())
+	// Gateways is the current set.
+	Gateways() []Gateway
 }
 
 // Options configures a Loop. Zero durations take the documented defaults.
@@ -103,7 +114,9 @@ type Options struct {
 	Source    SnapshotSource
 	Barrier   Barrier
 	Translate TranslateFunc
+	// Gateways is a fixed set of gateways; Discovery, when set, replaces it.
 	Gateways  []Gateway
+	Discovery GatewaySet
 	Trigger   *Trigger
 	Reporter  Reporter // optional
 	Logger    logr.Logger
@@ -119,35 +132,55 @@ type Options struct {
 	// Backoff is the retry schedule of a failing gateway. Default 500ms doubling to 1m, with
 	// jitter.
 	Backoff wait.Backoff
-	// SlowGateway is how long a round waits for a gateway's sync. A sync that takes longer
-	// goes on by itself and is collected by a later round, so that one slow or unreachable
-	// gateway does not hold back changes to the others. Default 5s.
-	SlowGateway time.Duration
+	// MaxConcurrentSyncs bounds the gateway syncs in flight. Default DefaultMaxConcurrentSyncs.
+	MaxConcurrentSyncs int
 
 	// SkipCacheBarrierForTesting removes the barrier. It exists only so that a test can show
 	// that the barrier is what prevents syncing an empty cache; never set it elsewhere.
 	SkipCacheBarrierForTesting bool
 }
 
+// DefaultMaxConcurrentSyncs is how many gateway syncs run at once by default: enough for a
+// hundred DB-less gateways to take a configuration in about the time one takes.
+const DefaultMaxConcurrentSyncs = 128
+
 // Loop is the sync loop, a leader-only manager Runnable.
+//
+// Every gateway syncs on its own: a round translates once and hands the result to every
+// gateway that is idle; a gateway still busy with an earlier target gets the latest one the
+// moment it finishes, so one slow gateway delays none of the others.
 type Loop struct {
 	opts     Options
-	gateways []*gatewayState
+	gateways []*gatewayState // owned by the Start goroutine
+	target   *Target         // the latest translation
+	seq      uint64          // its number; 0 before the first round
+	done     chan syncDone
+	sem      chan struct{}
 
 	firstSync     chan struct{}
 	firstSyncOnce sync.Once
+
+	mu      sync.Mutex
+	pending []string // gateways that have not taken a configuration yet, for readiness
 }
 
 type gatewayState struct {
 	Gateway
+	ctx     context.Context
+	cancel  context.CancelFunc // ends its sync when the gateway goes away
 	backoff wait.Backoff
 	retryAt time.Time // zero when not backing off
 	lastErr error
-	ok      bool // its last completed sync left it holding the configuration
+	ok      bool   // its last completed sync left it holding the configuration
+	took    bool   // it took a configuration at least once
+	busy    bool   // a sync runs
+	seq     uint64 // the target its last sync started with
+	gone    bool   // dropped from the set
+}
 
-	// done is set while a sync runs past its round (a slow gateway); it delivers that
-	// sync's error, which a later round collects.
-	done chan error
+type syncDone struct {
+	g   *gatewayState
+	err error
 }
 
 // NewLoop returns a loop; Start runs it.
@@ -170,21 +203,35 @@ func NewLoop(opts Options) *Loop {
 	if opts.Trigger == nil {
 		opts.Trigger = NewTrigger()
 	}
-	if opts.SlowGateway <= 0 {
-		opts.SlowGateway = 5 * time.Second
+	if opts.MaxConcurrentSyncs <= 0 {
+		opts.MaxConcurrentSyncs = DefaultMaxConcurrentSyncs
 	}
-	l := &Loop{opts: opts, firstSync: make(chan struct{})}
-	for _, g := range opts.Gateways {
-		l.gateways = append(l.gateways, &gatewayState{Gateway: g, backoff: opts.Backoff})
-	}
-	return l
+	return &Loop{opts: opts, firstSync: make(chan struct{}),
+		done: make(chan syncDone, opts.MaxConcurrentSyncs), sem: make(chan struct{}, opts.MaxConcurrentSyncs)}
 }
 
 // NeedLeaderElection makes the manager run the loop on the leader only (invariant 7).
 func (l *Loop) NeedLeaderElection() bool { return true }
 
-// FirstSyncDone is closed once a round has succeeded on every gateway.
+// FirstSyncDone is closed once a round has succeeded on every gateway (at once when there
+// is none: a discovery that found no gateway yet).
 func (l *Loop) FirstSyncDone() <-chan struct{} { return l.firstSync }
+
+// Ready returns nil once the first sync is done and every current gateway has taken a
+// configuration; otherwise why not.
+func (l *Loop) Ready() error {
+	select {
+	case <-l.firstSync:
+	default:
+		return errors.New("first sync to Kong not completed")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) > 0 {
+		return fmt.Errorf("gateways without the configuration yet: %s", strings.Join(l.pending, ", "))
+	}
+	return nil
+}
 
 // Start runs the loop until ctx ends.
 func (l *Loop) Start(ctx context.Context) error {
@@ -203,6 +250,23 @@ func (l *Loop) Start(ctx context.Context) error {
 		log.Info("cache synced", "waited", l.opts.Clock.Since(started).String())
 	}
 
+	var setChanged <-chan struct{}
+	if l.opts.Discovery != nil {
+		// Discovery reads the cache too, so it starts after the barrier; the first round
+		// waits for its first pass, so that it knows the gateways.
+		changed := NewTrigger()
+		setChanged = changed.C()
+		go l.opts.Discovery.Run(ctx, changed.Request)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-setChanged:
+		}
+		l.updateGateways(ctx, l.opts.Discovery.Gateways())
+	} else {
+		l.updateGateways(ctx, l.opts.Gateways)
+	}
+
 	ticker := l.opts.Clock.NewTicker(l.opts.Period)
 	defer ticker.Stop()
 	l.round(ctx, started)
@@ -213,12 +277,20 @@ func (l *Loop) Start(ctx context.Context) error {
 			retryTimer = l.opts.Clock.NewTimer(at.Sub(l.opts.Clock.Now()))
 			retry = retryTimer.C()
 		}
+		doRound := true
 		select {
 		case <-ctx.Done():
 		case <-l.opts.Trigger.C():
 			l.coalesce(ctx)
 		case <-ticker.C():
 		case <-retry:
+		case d := <-l.done:
+			l.collect(ctx, d, started)
+			doRound = false
+		case <-setChanged:
+			l.updateGateways(ctx, l.opts.Discovery.Gateways())
+			l.dispatchStale(ctx, started)
+			doRound = false
 		}
 		if retryTimer != nil {
 			retryTimer.Stop()
@@ -226,7 +298,9 @@ func (l *Loop) Start(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		l.round(ctx, started)
+		if doRound {
+			l.round(ctx, started)
+		}
 	}
 }
 
@@ -262,7 +336,37 @@ func (l *Loop) nextRetry() (time.Time, bool) {
 	return at, !at.IsZero()
 }
 
-// round reads the cache, translates, and syncs every gateway that is not backing off.
+// updateGateways makes the loop's gateways those of want (by URL): a new one gets the
+// current target at once (dispatchStale), one that went away has its sync cancelled.
+func (l *Loop) updateGateways(ctx context.Context, want []Gateway) {
+	have := map[string]*gatewayState{}
+	for _, g := range l.gateways {
+		have[g.URL()] = g
+	}
+	next := make([]*gatewayState, 0, len(want))
+	for _, w := range want {
+		if g, ok := have[w.URL()]; ok && g.Gateway == w {
+			next = append(next, g)
+			delete(have, w.URL())
+			continue
+		}
+		gctx, cancel := context.WithCancel(ctx)
+		next = append(next, &gatewayState{Gateway: w, ctx: gctx, cancel: cancel, backoff: l.opts.Backoff})
+		if l.opts.Discovery != nil {
+			l.opts.Logger.Info("gateway added", "gateway", w.URL())
+		}
+	}
+	for url, g := range have {
+		g.gone = true
+		g.cancel() // an in-flight sync ends; its result is ignored
+		l.opts.Logger.Info("gateway dropped", "gateway", url, "syncInFlight", g.busy)
+	}
+	l.gateways = next
+	l.updateReadiness()
+}
+
+// round reads the cache, translates, and hands the result to every idle gateway that is not
+// backing off.
 func (l *Loop) round(ctx context.Context, started time.Time) {
 	log := l.opts.Logger
 	snap, err := l.opts.Source.Snapshot(ctx)
@@ -273,73 +377,97 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 		return
 	}
 	state, problems := l.opts.Translate(snap)
-	target := &Target{State: state, Problems: problems}
+	l.target = &Target{State: state, Problems: problems}
+	l.seq++
+	skipped := l.dispatchStale(ctx, started)
+	l.report(ctx, Round{Problems: problems, Gateways: skipped})
+}
 
-	// Syncs that outlived an earlier round and have finished since are collected first.
-	var results []GatewayResult
-	for _, g := range l.gateways {
-		if g.done == nil {
-			continue
-		}
-		select {
-		case err := <-g.done:
-			g.done = nil
-			results = append(results, l.settle(ctx, g, err))
-		default:
-		}
+// dispatchStale starts a sync of the current target on every gateway that does not hold it,
+// is idle and is not backing off; it returns the gateways skipped for their backoff.
+func (l *Loop) dispatchStale(ctx context.Context, started time.Time) []GatewayResult {
+	if l.target == nil {
+		return nil
 	}
-
+	var skipped []GatewayResult
 	now := l.opts.Clock.Now()
-	type running struct {
-		g    *gatewayState
-		done chan error
-	}
-	var syncing []running
 	for _, g := range l.gateways {
 		switch {
-		case g.done != nil:
-			// Still busy with an earlier target; a later round gives it the latest one.
+		case g.busy || g.seq == l.seq:
+			// Busy: it gets the latest target when it finishes.
 		case !g.retryAt.IsZero() && now.Before(g.retryAt):
-			results = append(results, GatewayResult{URL: g.URL(), Skipped: true, Err: g.lastErr})
+			skipped = append(skipped, GatewayResult{URL: g.URL(), Skipped: true, Err: g.lastErr})
 		default:
-			done := make(chan error, 1)
-			go func() { done <- g.Sync(ctx, target) }()
-			syncing = append(syncing, running{g, done})
+			l.dispatch(ctx, g)
 		}
 	}
-	wait := l.opts.Clock.NewTimer(l.opts.SlowGateway)
-	defer wait.Stop()
-	expired := false
-	for _, r := range syncing {
-		if !expired {
-			select {
-			case err := <-r.done:
-				results = append(results, l.settle(ctx, r.g, err))
-				continue
-			case <-wait.C():
-				expired = true
-			}
+	l.checkFirstSync(started)
+	return skipped
+}
+
+func (l *Loop) dispatch(ctx context.Context, g *gatewayState) {
+	g.busy, g.seq, g.retryAt = true, l.seq, time.Time{} // settle sets a new retry time if it fails
+	target := l.target
+	go func() {
+		var err error
+		select {
+		case l.sem <- struct{}{}:
+			err = g.Sync(g.ctx, target)
+			<-l.sem
+		case <-g.ctx.Done():
+			err = g.ctx.Err()
 		}
 		select {
-		case err := <-r.done:
-			results = append(results, l.settle(ctx, r.g, err))
+		case l.done <- syncDone{g, err}:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// collect settles d and every other sync that has ended, reports them, and gives the
+// gateways that finished the latest target if they synced an older one.
+func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
+	var results []GatewayResult
+	for more := true; more; {
+		d.g.busy = false
+		if !d.g.gone {
+			results = append(results, l.settle(ctx, d.g, d.err))
+		}
+		select {
+		case d = <-l.done:
 		default:
-			r.g.done = r.done
-			log.Info("gateway slow to sync; the others go on without it", "gateway", r.g.URL(), "waited", l.opts.SlowGateway.String())
+			more = false
 		}
 	}
+	l.updateReadiness()
+	if len(results) > 0 {
+		l.report(ctx, Round{Problems: l.target.Problems, Gateways: results})
+	}
+	l.dispatchStale(ctx, started)
+}
 
-	allOK := true
+func (l *Loop) checkFirstSync(started time.Time) {
 	for _, g := range l.gateways {
-		allOK = allOK && g.ok
+		if !g.ok {
+			return
+		}
 	}
-	l.report(ctx, Round{Problems: problems, Gateways: results})
-	if allOK {
-		l.firstSyncOnce.Do(func() {
-			log.Info("first sync completed", "sinceStart", l.opts.Clock.Since(started).String(), "gateways", len(l.gateways))
-			close(l.firstSync)
-		})
+	l.firstSyncOnce.Do(func() {
+		l.opts.Logger.Info("first sync completed", "sinceStart", l.opts.Clock.Since(started).String(), "gateways", len(l.gateways))
+		close(l.firstSync)
+	})
+}
+
+func (l *Loop) updateReadiness() {
+	var pending []string
+	for _, g := range l.gateways {
+		if !g.took {
+			pending = append(pending, g.URL())
+		}
 	}
+	l.mu.Lock()
+	l.pending = pending
+	l.mu.Unlock()
 }
 
 // settle records what a finished sync of g means for it: back in step, refused (the same
@@ -349,7 +477,7 @@ func (l *Loop) settle(ctx context.Context, g *gatewayState, err error) GatewayRe
 	var rej *RejectedError
 	switch {
 	case err == nil:
-		if !g.retryAt.IsZero() {
+		if g.lastErr != nil {
 			log.Info("gateway recovered", "gateway", g.URL())
 		}
 		g.retryAt, g.lastErr, g.backoff, g.ok = time.Time{}, nil, l.opts.Backoff, true
@@ -359,12 +487,14 @@ func (l *Loop) settle(ctx context.Context, g *gatewayState, err error) GatewayRe
 		log.Error(err, "gateway rejected the configuration", "gateway", g.URL(), "entities", len(rej.Entities))
 	default:
 		g.ok = false
+		g.seq = 0 // not holding the target: the retry sends it again
 		if ctx.Err() == nil {
 			delay := g.backoff.Step()
 			g.retryAt, g.lastErr = l.opts.Clock.Now().Add(delay), err
 			log.Error(err, "sync failed; retrying with backoff", "gateway", g.URL(), "retryIn", delay.String())
 		}
 	}
+	g.took = g.took || g.ok
 	return GatewayResult{URL: g.URL(), Err: err}
 }
 

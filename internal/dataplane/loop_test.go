@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -401,7 +402,7 @@ func TestSlowGatewayDoesNotHoldBackTheOthers(t *testing.T) {
 	l := NewLoop(Options{
 		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
 		Gateways: []Gateway{slow, fast}, Trigger: trigger, Period: time.Hour,
-		Quiet: time.Millisecond, SlowGateway: 20 * time.Millisecond, Logger: testr.New(t),
+		Quiet: time.Millisecond, Logger: testr.New(t),
 	})
 	run(t, l)
 	require.Eventually(t, func() bool { return fast.count() == 1 }, 5*time.Second, time.Millisecond)
@@ -424,4 +425,90 @@ func TestSlowGatewayDoesNotHoldBackTheOthers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the slow gateway's sync was never collected")
 	}
+}
+
+// fakeSet is a GatewaySet whose gateways the test sets.
+type fakeSet struct {
+	mu       sync.Mutex
+	gws      []Gateway
+	changed  func()
+	running  chan struct{}
+	runnings sync.Once
+}
+
+func (s *fakeSet) Run(ctx context.Context, changed func()) {
+	s.mu.Lock()
+	s.changed = changed
+	s.mu.Unlock()
+	changed()
+	s.runnings.Do(func() { close(s.running) })
+	<-ctx.Done()
+}
+
+func (s *fakeSet) Gateways() []Gateway {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Gateway(nil), s.gws...)
+}
+
+func (s *fakeSet) set(gws ...Gateway) {
+	s.mu.Lock()
+	s.gws = gws
+	changed := s.changed
+	s.mu.Unlock()
+	changed()
+}
+
+// cancelGateway blocks its syncs until released or cancelled, and records a cancellation.
+type cancelGateway struct {
+	blockingGateway
+	url       string
+	cancelled chan struct{}
+}
+
+func (g *cancelGateway) URL() string { return g.url }
+func (g *cancelGateway) Sync(ctx context.Context, t *Target) error {
+	err := g.blockingGateway.Sync(ctx, t)
+	if err != nil {
+		close(g.cancelled)
+	}
+	return err
+}
+
+// Discovery: with no gateway yet the leader is ready once the first round ran; a gateway that
+// appears gets the current configuration at once (no trigger, no period) and the leader is
+// not ready until it took it; one that goes away is dropped and its sync cancelled.
+func TestDiscoveredGatewaysComeAndGo(t *testing.T) {
+	set := &fakeSet{running: make(chan struct{})}
+	l := NewLoop(Options{
+		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
+		Discovery: set, Period: time.Hour, Logger: testr.New(t),
+	})
+	run(t, l)
+	<-set.running
+	select {
+	case <-l.FirstSyncDone():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no first sync with no gateway")
+	}
+	require.NoError(t, l.Ready(), "none discovered yet: ready once the cache synced")
+
+	fast := &countingGateway{}
+	slow := &cancelGateway{blockingGateway: blockingGateway{release: make(chan struct{})}, url: "slow", cancelled: make(chan struct{})}
+	set.set(fast, slow)
+	require.Eventually(t, func() bool { return fast.count() == 1 && slow.syncs.Load() == 1 }, 5*time.Second, time.Millisecond,
+		"new gateways get the configuration at once")
+	require.Eventually(t, func() bool {
+		return l.Ready() != nil && strings.Contains(l.Ready().Error(), "slow") && !strings.Contains(l.Ready().Error(), "counting")
+	},
+		5*time.Second, time.Millisecond)
+
+	set.set(fast)
+	select {
+	case <-slow.cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the dropped gateway's sync was not cancelled")
+	}
+	require.Eventually(t, func() bool { return l.Ready() == nil }, 5*time.Second, time.Millisecond, "ready without the dropped gateway")
+	require.Equal(t, 1, fast.count(), "the others are not synced again for a gateway change")
 }

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -24,8 +25,8 @@ const startCheckTimeout = 10 * time.Second
 // logged and let through; the database-mode gateway refuses to sync without leader election
 // too, when it first reaches that Kong.
 func RequireLeaderElection(ctx context.Context, cfg *config.Config, log logr.Logger) error {
-	if cfg.LeaderElect {
-		return nil
+	if cfg.LeaderElect || cfg.Discovery() {
+		return nil // discovered gateways: DBModeFactory refuses a database without leader election
 	}
 	httpClient, err := AdminHTTPClient(cfg)
 	if err != nil {
@@ -70,14 +71,16 @@ const DBModeFullSyncEvery = 20
 // the controller already refuses to start then (RequireLeaderElection), and this covers a
 // gateway that could not be asked at start.
 func DBModeFactory(cfg *config.Config, log logr.Logger) dataplane.DBModeFactory {
-	return func(url string, _ *kong.Client) (dataplane.Gateway, error) {
+	return func(url string, httpClient *http.Client) (dataplane.Gateway, error) {
 		if !cfg.LeaderElect {
 			return nil, fmt.Errorf("gateway %s is database-backed: leader election is required with a database, remove --leader-elect=false", url)
 		}
-		// dbmode builds its own client over the same HTTP settings, to add its schema cache.
-		httpClient, err := AdminHTTPClient(cfg)
-		if err != nil {
-			return nil, err
+		// dbmode builds its own client over these HTTP settings, to add its schema cache.
+		if httpClient == nil {
+			var err error
+			if httpClient, err = AdminHTTPClient(cfg); err != nil {
+				return nil, err
+			}
 		}
 		return dbmode.New(url, httpClient, dbmode.Options{
 			FilterTag: cfg.KongAdminFilterTag, Concurrency: cfg.KongAdminConcurrency, Logger: log.WithName("dbmode"),

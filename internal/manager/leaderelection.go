@@ -28,11 +28,20 @@ type LeaderElection struct {
 // DB-less: that is the sidecar topology, where each replica configures the Kong in its own Pod,
 // and a lease would leave every Kong but the leader's empty.
 //
+// With gateway discovery (--kong-admin-svc) it is on, whatever the database, as in KIC.
+//
 // Deciding needs each gateway's database mode, so it asks every --kong-admin-url GET /, up to
 // --kong-admin-init-retries times --kong-admin-init-retry-delay apart (KIC waits the same way).
 func DecideLeaderElection(ctx context.Context, cfg *config.Config, log logr.Logger) (LeaderElection, error) {
 	if !cfg.LeaderElectAuto {
 		return LeaderElection{Enabled: cfg.LeaderElect, Reason: "set by --leader-elect or --force-leader-election"}, nil
+	}
+	if cfg.Discovery() {
+		// KIC: "DB-less mode detected with service detection, enabling leader election", and
+		// on with a database anyway. Every replica discovers the same gateways; one configures
+		// them. Nothing to ask at start: the gateways are found after the cache synced.
+		return LeaderElection{Enabled: true,
+			Reason: "gateway discovery (--kong-admin-svc): every replica finds the same gateways, one of them configures them"}, nil
 	}
 	httpClient, err := AdminHTTPClient(cfg)
 	if err != nil {

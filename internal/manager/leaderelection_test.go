@@ -31,6 +31,8 @@ func TestDecideLeaderElection(t *testing.T) {
 		{name: "explicit on, DB-less", args: []string{"--kong-admin-url", dbless, "--leader-elect"}, enabled: true},
 		{name: "KIC's force flag", args: []string{"--kong-admin-url", dbless, "--force-leader-election=enabled"}, enabled: true},
 		{name: "explicit off, unreachable gateway", args: []string{"--kong-admin-url", "http://127.0.0.1:1", "--leader-elect=false"}, enabled: false},
+		{name: "gateway discovery, nothing to ask", args: []string{"--kong-admin-svc", "kong/admin", "--kong-admin-init-retries=0"}, enabled: true},
+		{name: "gateway discovery, explicit off", args: []string{"--kong-admin-svc", "kong/admin", "--leader-elect=false"}, enabled: false},
 		{name: "mixed", args: []string{"--kong-admin-url", dbless + "," + db}, err: "gateways disagree on the database"},
 		{name: "unreachable", args: []string{"--kong-admin-url", "http://127.0.0.1:1", "--kong-admin-init-retries=1", "--kong-admin-init-retry-delay=1ms"},
 			err: "deciding leader election: gateway http://127.0.0.1:1"},

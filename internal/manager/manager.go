@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/kong/go-kong/kong"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
+	gatewaydiscovery "github.com/konductor/konductor/internal/dataplane/discovery"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/status"
 	"github.com/konductor/konductor/internal/store"
@@ -92,6 +94,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			log.Info("feature gate has no effect in konductor yet", "gate", gate)
 		}
 	}
+	if cfg.KongAdminURLsIgnored {
+		log.Info("--kong-admin-url is not used with gateway discovery (--kong-admin-svc), as in KIC", "urls", cfg.KongAdminURLs)
+	}
 
 	optional, err := installedOptionalKinds(restCfg)
 	if err != nil {
@@ -143,6 +148,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		for _, ns := range cfg.WatchNamespaces {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
+		// Discovery reads the admin Services' EndpointSlices from the cache (KIC adds the
+		// namespace of --publish-service the same way). The store still reads only the
+		// watched namespaces.
+		for _, svc := range cfg.KongAdminSvc {
+			cacheOpts.DefaultNamespaces[svc.Namespace] = cache.Config{}
+		}
 	}
 	leaseDuration, renewDeadline, retryPeriod := cfg.ElectionLeaseDuration, cfg.ElectionRenewDeadline, cfg.ElectionRetryPeriod
 	mgr, err := ctrl.NewManager(restCfg, ctrlmanager.Options{
@@ -192,8 +203,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if dbMode == nil {
 		dbMode = DBModeFactory(cfg, log)
 	}
-	gateways, err := buildGateways(cfg, dbMode, log)
-	if err != nil {
+	var gateways []dataplane.Gateway
+	var discovered dataplane.GatewaySet
+	if cfg.Discovery() {
+		if discovered, err = gatewayDiscovery(ctx, cfg, mgr.GetCache(), dbMode, log.WithName("discovery")); err != nil {
+			return nil, err
+		}
+	} else if gateways, err = buildGateways(cfg, dbMode, log); err != nil {
 		return nil, err
 	}
 	var reporter dataplane.Reporters
@@ -213,12 +229,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Translate: func(s *store.Snapshot) (*kongstate.State, []translator.Problem) {
 			return translator.Translate(s, TranslatorOptions(cfg, time.Now()))
 		},
-		Gateways: gateways,
-		Trigger:  trigger,
-		Reporter: reporter,
-		Logger:   log.WithName("sync"),
-		Period:   cfg.ProxySyncPeriod,
-		Quiet:    opts.Quiet,
+		Gateways:  gateways,
+		Discovery: discovered,
+		Trigger:   trigger,
+		Reporter:  reporter,
+		Logger:    log.WithName("sync"),
+		Period:    cfg.ProxySyncPeriod,
+		Quiet:     opts.Quiet,
 
 		SkipCacheBarrierForTesting: opts.SkipCacheBarrierForTesting,
 	})
@@ -229,10 +246,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("sync", readiness(barrier, mgr.Elected(), loop.FirstSyncDone())); err != nil {
+	if err := mgr.AddReadyzCheck("sync", readiness(barrier, mgr.Elected(), loop.Ready)); err != nil {
 		return nil, err
 	}
-	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", cfg.KongAdminURLs,
+	gatewaysLog := any(cfg.KongAdminURLs)
+	if cfg.Discovery() {
+		gatewaysLog = fmt.Sprintf("discovered from %v, ports %v", cfg.KongAdminSvc, cfg.KongAdminSvcPortNames)
+	}
+	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", gatewaysLog,
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
 	return &Controller{mgr: mgr, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log}, nil
 }
@@ -297,9 +318,10 @@ func (c *Controller) CacheSynced() bool { return c.barrier.Synced() }
 // watchErrorRepeat is how long the same watch error of a kind stays unlogged after it was logged.
 const watchErrorRepeat = 5 * time.Minute
 
-// readiness: ready once the cache synced and, on the leader, once the first sync succeeded. A
-// standby is ready with a warm cache: it can take over at once.
-func readiness(b *dataplane.InformerBarrier, elected, firstSync <-chan struct{}) healthz.Checker {
+// readiness: ready once the cache synced and, on the leader, once every gateway took the
+// configuration (loopReady: at once after the first round when discovery has found none yet).
+// A standby is ready with a warm cache: it can take over at once.
+func readiness(b *dataplane.InformerBarrier, elected <-chan struct{}, loopReady func() error) healthz.Checker {
 	return func(*http.Request) error {
 		if !b.Synced() {
 			return fmt.Errorf("cache not synced: waiting for %s", strings.Join(b.Pending(), ", "))
@@ -309,12 +331,10 @@ func readiness(b *dataplane.InformerBarrier, elected, firstSync <-chan struct{})
 		default:
 			return nil
 		}
-		select {
-		case <-firstSync:
-			return nil
-		default:
-			return errors.New("leader: first sync to Kong not completed")
+		if err := loopReady(); err != nil {
+			return fmt.Errorf("leader: %w", err)
 		}
+		return nil
 	}
 }
 
@@ -479,9 +499,46 @@ func buildGateways(cfg *config.Config, dbMode dataplane.DBModeFactory, log logr.
 	return out, nil
 }
 
+// gatewayDiscovery is the set of gateways discovered from --kong-admin-svc. It reads the
+// EndpointSlices of the cache, whose informer the barrier waits for, and is told at once of a
+// change to those of the admin Services.
+func gatewayDiscovery(ctx context.Context, cfg *config.Config, c cache.Cache, dbMode dataplane.DBModeFactory, log logr.Logger) (*gatewaydiscovery.Set, error) {
+	if _, err := AdminHTTPClient(cfg); err != nil { // fail at start on bad TLS files
+		return nil, err
+	}
+	set := gatewaydiscovery.New(gatewaydiscovery.Options{
+		Reader: c, Services: cfg.KongAdminSvc, PortNames: cfg.KongAdminSvcPortNames,
+		HTTPClient: func(serverName string) (*http.Client, error) { return adminHTTPClient(cfg, serverName) },
+		DBMode:     dbMode,
+		Interval:   cfg.DiscoveryReadinessCheckInterval, Timeout: cfg.DiscoveryReadinessCheckTimeout,
+		Logger: log,
+	})
+	inf, err := c.GetInformer(ctx, &discoveryv1.EndpointSlice{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("registering the EndpointSlice informer for gateway discovery: %w", err)
+	}
+	kick := func(obj any) {
+		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if es, ok := obj.(*discoveryv1.EndpointSlice); ok && set.Watches(es) {
+			set.Kick()
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: kick, UpdateFunc: func(_, obj any) { kick(obj) }, DeleteFunc: kick,
+	}); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
 // AdminHTTPClient is the HTTP client for the Admin API: TLS settings and the token header.
-func AdminHTTPClient(cfg *config.Config) (*http.Client, error) {
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.KongAdminTLSSkipVerify} //nolint:gosec // the user asked for it
+func AdminHTTPClient(cfg *config.Config) (*http.Client, error) { return adminHTTPClient(cfg, "") }
+
+// adminHTTPClient is AdminHTTPClient with a TLS server name (a discovered gateway's).
+func adminHTTPClient(cfg *config.Config, serverName string) (*http.Client, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.KongAdminTLSSkipVerify, ServerName: serverName} //nolint:gosec // the user asked for it
 	if cfg.KongAdminCACertFile != "" {
 		pem, err := os.ReadFile(cfg.KongAdminCACertFile)
 		if err != nil {

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,14 +25,15 @@ func TestReadiness(t *testing.T) {
 	}}
 	barrier, err := dataplane.NewInformerBarrier(context.Background(), fi, &corev1.Service{})
 	require.NoError(t, err)
-	elected, firstSync := make(chan struct{}), make(chan struct{})
-	check := readiness(barrier, elected, firstSync)
+	elected := make(chan struct{})
+	loopErr := errors.New("first sync to Kong not completed")
+	check := readiness(barrier, elected, func() error { return loopErr })
 
 	require.ErrorContains(t, check(nil), "cache not synced: waiting for *v1.Service")
 	inf.Synced()
 	require.NoError(t, check(nil), "a standby with a synced cache is ready")
 	close(elected)
 	require.ErrorContains(t, check(nil), "first sync")
-	close(firstSync)
+	loopErr = nil
 	require.NoError(t, check(nil))
 }

@@ -32,14 +32,15 @@ type Reporter struct {
 	// events, as in KIC.
 	pod *corev1.ObjectReference
 
-	mu   sync.Mutex
-	seen map[string]bool // problem keys reported in the previous round
-	ok   map[string]bool // gateways whose previous round succeeded
+	mu      sync.Mutex
+	seen    map[string]bool            // translation problems of the previous report
+	refused map[string]map[string]bool // per gateway, the objects it refused at its last report
+	ok      map[string]bool            // gateways whose previous sync succeeded
 }
 
 // NewReporter returns a reporter. recorder may be nil (no events); metrics may be nil.
 func NewReporter(recorder record.EventRecorder, metrics *Metrics, pod *corev1.ObjectReference, log logr.Logger) *Reporter {
-	return &Reporter{recorder: recorder, metrics: metrics, pod: pod, log: log, seen: map[string]bool{}, ok: map[string]bool{}}
+	return &Reporter{recorder: recorder, metrics: metrics, pod: pod, log: log, seen: map[string]bool{}, refused: map[string]map[string]bool{}, ok: map[string]bool{}}
 }
 
 type event struct {
@@ -48,52 +49,67 @@ type event struct {
 	message string
 }
 
-// Report implements dataplane.Reporter.
+// Report implements dataplane.Reporter. A report carries the current translation's problems
+// and the results of some gateways (those that ended a sync since the last report), so
+// translation problems are compared with the previous report's, and the objects a gateway
+// refused with what that gateway refused before: an event is emitted once while its problem
+// persists, whichever gateways report in between.
 func (r *Reporter) Report(_ context.Context, round dataplane.Round) {
 	r.metrics.observe(round)
 	if round.SnapshotErr != nil {
 		return
 	}
-	var evs []event
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	emitted := map[string]bool{}
+	emit := func(e event, before map[string]bool, byGateway bool) string {
+		key := e.obj.String() + "\x00" + e.reason + "\x00" + e.message
+		if emitted[key] || before[key] || byGateway && r.refusedBefore(key) {
+			return key
+		}
+		emitted[key] = true
+		r.log.Info("problem with an object", "object", e.obj.String(), "reason", e.reason, "message", e.message)
+		r.emit(e.obj, corev1.EventTypeWarning, e.reason, e.message)
+		return key
+	}
+
+	problems := map[string]bool{}
 	for _, p := range round.Problems {
 		msg := p.Message
 		if p.Field != "" {
 			msg = p.Field + ": " + p.Message
 		}
-		evs = append(evs, event{p.Object, ReasonTranslationFailed, msg})
+		problems[emit(event{p.Object, ReasonTranslationFailed, msg}, r.seen, false)] = true
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.seen = problems
+
 	for _, g := range round.Gateways {
+		if g.Skipped {
+			continue // backing off: nothing new from it
+		}
+		refused := map[string]bool{}
 		var rej *dataplane.RejectedError
 		if errors.As(g.Err, &rej) {
 			for _, e := range rej.Entities {
 				if e.Object.Name == "" {
 					continue // tags named no object; the gateway-level event covers it
 				}
-				evs = append(evs, event{e.Object, ReasonApplyFailed, fmt.Sprintf("invalid %s: %s", orEntity(e.Field), e.Message)})
+				refused[emit(event{e.Object, ReasonApplyFailed, fmt.Sprintf("invalid %s: %s", orEntity(e.Field), e.Message)}, nil, true)] = true
 			}
 		}
-		if g.Skipped {
-			continue
-		}
+		r.refused[g.URL] = refused
 		r.gatewayEvent(g)
 	}
+}
 
-	now := map[string]bool{}
-	for _, e := range evs {
-		key := e.obj.String() + "\x00" + e.reason + "\x00" + e.message
-		if now[key] {
-			continue
+// refusedBefore reports whether any gateway refused the object of key at its last report.
+func (r *Reporter) refusedBefore(key string) bool {
+	for _, keys := range r.refused {
+		if keys[key] {
+			return true
 		}
-		now[key] = true
-		if r.seen[key] {
-			continue
-		}
-		r.log.Info("problem with an object", "object", e.obj.String(), "reason", e.reason, "message", e.message)
-		r.emit(e.obj, corev1.EventTypeWarning, e.reason, e.message)
 	}
-	r.seen = now
+	return false
 }
 
 func orEntity(field string) string {

@@ -80,3 +80,23 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, 3.0, testutil.ToFloat64(m.rejected.WithLabelValues("c")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("d", ResultBackoff)))
 }
+
+// Gateways report when their own syncs end: a refusal still standing on gateway a is not
+// reported again because b reported in between, nor when a second gateway refuses the same.
+func TestRefusalsAreReportedOncePerProblemAcrossGatewayReports(t *testing.T) {
+	rec := record.NewFakeRecorder(100)
+	r := NewReporter(rec, nil, nil, logr.Discard())
+	rej := &dataplane.RejectedError{Entities: []dataplane.EntityError{{Object: ing, EntityType: "route", Field: "hosts.0", Message: "invalid value"}}}
+	report := func(gs ...dataplane.GatewayResult) { r.Report(context.Background(), dataplane.Round{Gateways: gs}) }
+
+	report(dataplane.GatewayResult{URL: "a", Err: rej})
+	require.Len(t, drain(rec), 1)
+	report(dataplane.GatewayResult{URL: "b", Err: rej})
+	report(dataplane.GatewayResult{URL: "c"})
+	report(dataplane.GatewayResult{URL: "a", Err: rej})
+	require.Empty(t, drain(rec), "the same refusal, still standing, is not an event again")
+
+	report(dataplane.GatewayResult{URL: "a"}, dataplane.GatewayResult{URL: "b"})
+	report(dataplane.GatewayResult{URL: "a", Err: rej})
+	require.Len(t, drain(rec), 1, "refused again after it was taken: a new event")
+}

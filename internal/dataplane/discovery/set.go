@@ -1,0 +1,300 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kong/go-kong/kong"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/dataplane"
+)
+
+// Options configures a Set.
+type Options struct {
+	// Reader reads EndpointSlices: the manager's cache, whose EndpointSlice informer the
+	// cache barrier waits for.
+	Reader client.Reader
+	// Services are the Admin API Services (--kong-admin-svc).
+	Services []types.NamespacedName
+	// PortNames are the names of their ports whose endpoints are gateways
+	// (--kong-admin-svc-port-names).
+	PortNames []string
+	// HTTPClient returns the client that reaches an Admin API whose TLS server name is
+	// serverName: the --kong-admin-* TLS settings and token, for every gateway.
+	HTTPClient func(serverName string) (*http.Client, error)
+	// DBMode builds the gateway of a Kong with a database.
+	DBMode dataplane.DBModeFactory
+	// Interval is how often every gateway is checked (--gateway-discovery-readiness-check-
+	// interval); Timeout bounds one check (-timeout). A change of the EndpointSlices checks
+	// the new gateways at once.
+	Interval, Timeout time.Duration
+	Logger            logr.Logger
+}
+
+// Set is the set of discovered gateways: a dataplane.GatewaySet.
+//
+// A discovered Admin API is pending until it answers GET / (which also tells its database
+// mode), then ready until a GET /status fails (checked every Interval). Gateways() offers the
+// ready ones: all of them when they are DB-less; when they share a database, one writer, the
+// same one for as long as it stays ready, then the first ready one by URL.
+type Set struct {
+	opts  Options
+	ports map[string]bool
+	kick  *dataplane.Trigger
+
+	members map[string]*member // owned by Run
+	writer  string             // URL of the database writer, "" when none
+
+	mu        sync.Mutex
+	published []dataplane.Gateway
+}
+
+type member struct {
+	api    AdminAPI
+	client *kong.Client
+	http   *http.Client
+	gw     dataplane.Gateway // built once its database mode is known
+	db     bool
+	ready  bool
+	err    string // the last check's error, logged when it changes
+}
+
+var _ dataplane.GatewaySet = (*Set)(nil)
+
+// New returns a Set; Run keeps it current.
+func New(opts Options) *Set {
+	s := &Set{opts: opts, ports: map[string]bool{}, kick: dataplane.NewTrigger(), members: map[string]*member{}}
+	for _, p := range opts.PortNames {
+		s.ports[p] = true
+	}
+	return s
+}
+
+// Kick asks for the EndpointSlices to be read again now (one of them changed).
+func (s *Set) Kick() { s.kick.Request() }
+
+// Watches reports whether an EndpointSlice belongs to one of the Services (for event
+// filtering).
+func (s *Set) Watches(es *discoveryv1.EndpointSlice) bool {
+	for _, svc := range s.opts.Services {
+		if es.Namespace == svc.Namespace && es.Labels[discoveryv1.LabelServiceName] == svc.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// Gateways implements dataplane.GatewaySet.
+func (s *Set) Gateways() []dataplane.Gateway {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.published)
+}
+
+// Run implements dataplane.GatewaySet.
+func (s *Set) Run(ctx context.Context, changed func()) {
+	ticker := time.NewTicker(s.opts.Interval)
+	defer ticker.Stop()
+	s.refresh(ctx, true)
+	changed()
+	for {
+		full := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick.C():
+		case <-ticker.C:
+			full = true
+		}
+		if s.refresh(ctx, full) {
+			changed()
+		}
+	}
+}
+
+// refresh reads the EndpointSlices, checks the pending gateways (and, when full, the ready
+// ones), and publishes the result; it reports whether the published set changed.
+func (s *Set) refresh(ctx context.Context, full bool) bool {
+	log := s.opts.Logger
+	apis, err := s.list(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Error(err, "reading the admin Service's EndpointSlices; keeping the gateways known")
+		}
+		return false
+	}
+	found := map[string]bool{}
+	for _, api := range apis {
+		found[api.URL] = true
+		if _, ok := s.members[api.URL]; ok {
+			continue
+		}
+		hc, err := s.opts.HTTPClient(api.ServerName)
+		if err != nil {
+			log.Error(err, "no Admin API client for a discovered gateway", "gateway", api.URL)
+			continue
+		}
+		c, err := kong.NewClient(kong.String(api.URL), hc)
+		if err != nil {
+			log.Error(err, "no Admin API client for a discovered gateway", "gateway", api.URL)
+			continue
+		}
+		s.members[api.URL] = &member{api: api, client: c, http: hc}
+		log.Info("gateway discovered", "gateway", api.URL, "pod", api.Pod.String(), "serverName", api.ServerName)
+	}
+	for url, m := range s.members {
+		if !found[url] {
+			delete(s.members, url)
+			log.Info("gateway no longer discovered", "gateway", url, "pod", m.api.Pod.String())
+		}
+	}
+
+	var wg sync.WaitGroup
+	for _, m := range s.members {
+		if m.ready && !full {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.check(ctx, m)
+		}()
+	}
+	wg.Wait()
+	return s.publish()
+}
+
+func (s *Set) list(ctx context.Context) ([]AdminAPI, error) {
+	var out []AdminAPI
+	for _, svc := range s.opts.Services {
+		var list discoveryv1.EndpointSliceList
+		if err := s.opts.Reader.List(ctx, &list, client.InNamespace(svc.Namespace),
+			client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+			return nil, fmt.Errorf("listing EndpointSlices of %s: %w", svc, err)
+		}
+		out = append(out, AdminAPIs(list.Items, svc, s.ports)...)
+	}
+	slices.SortFunc(out, func(a, b AdminAPI) int { return compare(a.URL, b.URL) })
+	return slices.CompactFunc(out, func(a, b AdminAPI) bool { return a.URL == b.URL }), nil
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// check moves m between pending and ready: a pending gateway is ready once it answers GET /
+// (KIC creates its client then, with the same request); a ready one is pending again when
+// GET /status fails.
+func (s *Set) check(ctx context.Context, m *member) {
+	cctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	var err error
+	if m.ready {
+		if _, err = m.client.Status(cctx); err == nil {
+			s.note(m, nil)
+			return
+		}
+		m.ready = false
+		s.note(m, fmt.Errorf("readiness check (GET /status): %w", err))
+		return
+	}
+	db, err := dataplane.HasDatabase(cctx, m.client)
+	if err != nil {
+		s.note(m, err)
+		return
+	}
+	if m.gw == nil || m.db != db {
+		m.db = db
+		if !db {
+			m.gw = dataplane.NewDBLessGateway(m.api.URL, m.client, s.opts.Logger)
+		} else if s.opts.DBMode == nil {
+			s.note(m, errors.New("gateway has a database, which this build cannot sync"))
+			return
+		} else if m.gw, err = s.opts.DBMode(m.api.URL, m.http); err != nil {
+			s.note(m, err)
+			return
+		}
+	}
+	m.ready = true
+	s.note(m, nil)
+}
+
+// note logs a gateway's check result when it differs from the last one.
+func (s *Set) note(m *member, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg == m.err {
+		return
+	}
+	m.err = msg
+	if err != nil {
+		s.opts.Logger.Info("discovered gateway not ready", "gateway", m.api.URL, "error", msg)
+		return
+	}
+	s.opts.Logger.Info("discovered gateway ready", "gateway", m.api.URL, "database", m.db)
+}
+
+// publish computes the gateways to configure from the ready members and reports whether they
+// changed.
+func (s *Set) publish() bool {
+	var ready, withDB []*member
+	for _, m := range s.members {
+		if !m.ready {
+			continue
+		}
+		ready = append(ready, m)
+		if m.db {
+			withDB = append(withDB, m)
+		}
+	}
+	byURL := func(a, b *member) int { return compare(a.api.URL, b.api.URL) }
+	slices.SortFunc(ready, byURL)
+	slices.SortFunc(withDB, byURL)
+
+	var next []dataplane.Gateway
+	if len(withDB) > 0 {
+		// They share one database: one of them gets the writes (KIC sends to one too). The
+		// writer stays while it is ready, so that no configuration is written twice.
+		if len(withDB) < len(ready) {
+			s.opts.Logger.Error(nil, "discovered gateways disagree on the database; only those with one are configured",
+				"withDatabase", len(withDB), "dbless", len(ready)-len(withDB))
+		}
+		w := s.members[s.writer]
+		if w == nil || !w.ready || !w.db {
+			w = withDB[0]
+			s.opts.Logger.Info("database writer chosen among the discovered gateways", "gateway", w.api.URL, "previous", s.writer)
+			s.writer = w.api.URL
+		}
+		next = []dataplane.Gateway{w.gw}
+	} else {
+		s.writer = ""
+		for _, m := range ready {
+			next = append(next, m.gw)
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Equal(next, s.published) {
+		return false
+	}
+	s.published = next
+	return true
+}

@@ -1,0 +1,198 @@
+package discovery
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/store"
+)
+
+var svc = types.NamespacedName{Namespace: "kong", Name: "kong-admin"}
+
+func ptr[T any](v T) *T { return &v }
+
+// endpoint is one Pod's endpoint at addr.
+func endpoint(addr, pod string) discoveryv1.Endpoint {
+	return discoveryv1.Endpoint{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)},
+		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "kong", Name: pod}}
+}
+
+func slice(name string, port int32, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: svc.Namespace, Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr("admin-tls"), Port: ptr(port)}, {Name: ptr("proxy"), Port: ptr(int32(8000))}},
+		Endpoints:   eps,
+	}
+}
+
+// KIC's rules: https to the Pod IP and the named port, server name pod.<svc>.<ns>.svc; only
+// endpoints of Pods, not terminating; not-ready ones are kept (their gateway is checked).
+func TestAdminAPIs(t *testing.T) {
+	notReady := endpoint("10.0.0.3", "c")
+	notReady.Conditions.Ready = ptr(false)
+	terminating := endpoint("10.0.0.4", "d")
+	terminating.Conditions.Terminating = ptr(true)
+	noPod := endpoint("10.0.0.5", "e")
+	noPod.TargetRef = nil
+	v6 := slice("v6", 8444, endpoint("fd00::1", "f"))
+	v6.AddressType = discoveryv1.AddressTypeIPv6
+
+	got := AdminAPIs([]discoveryv1.EndpointSlice{
+		*slice("a", 8444, endpoint("10.0.0.2", "b"), endpoint("10.0.0.1", "a"), notReady, terminating, noPod),
+		*slice("dup", 8444, endpoint("10.0.0.1", "a")),
+		*v6,
+	}, svc, map[string]bool{"admin-tls": true})
+	var urls []string
+	for _, a := range got {
+		urls = append(urls, a.URL)
+		require.Equal(t, "pod.kong-admin.kong.svc", a.ServerName)
+	}
+	require.Equal(t, []string{"https://10.0.0.1:8444", "https://10.0.0.2:8444", "https://10.0.0.3:8444", "https://[fd00::1]:8444"}, urls)
+	require.Equal(t, types.NamespacedName{Namespace: "kong", Name: "a"}, got[0].Pod)
+}
+
+type emu struct {
+	srv  *kongemu.Server
+	host string
+	port int32
+}
+
+func startKong(t *testing.T, mode kongemu.Mode) emu {
+	t.Helper()
+	srv, err := kongemu.New(kongemu.Options{Mode: mode}).StartWith(kongemu.StartOptions{TLS: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	return emu{srv, host, int32(p)}
+}
+
+type fixture struct {
+	t       *testing.T
+	client  client.Client
+	set     *Set
+	changed chan struct{}
+}
+
+// newSet runs a Set over the EndpointSlices in c; changes arrive on changed.
+func newSet(t *testing.T, objs ...client.Object) *fixture {
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(objs...).Build()
+	set := New(Options{
+		Reader: c, Services: []types.NamespacedName{svc}, PortNames: []string{"admin-tls"},
+		HTTPClient: func(serverName string) (*http.Client, error) {
+			require.Equal(t, "pod.kong-admin.kong.svc", serverName)
+			return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}, nil //nolint:gosec // test
+		},
+		DBMode:   func(url string, _ *http.Client) (dataplane.Gateway, error) { return dbGateway(url), nil },
+		Interval: time.Hour, Timeout: 2 * time.Second, Logger: testr.New(t),
+	})
+	f := &fixture{t: t, client: c, set: set, changed: make(chan struct{}, 100)}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go set.Run(ctx, func() { f.changed <- struct{}{} })
+	f.next()
+	return f
+}
+
+// next waits for the set to change.
+func (f *fixture) next() {
+	f.t.Helper()
+	select {
+	case <-f.changed:
+	case <-time.After(10 * time.Second):
+		f.t.Fatal("the set did not change")
+	}
+}
+
+func (f *fixture) urls() []string {
+	var out []string
+	for _, g := range f.set.Gateways() {
+		out = append(out, g.URL())
+	}
+	return out
+}
+
+type dbGateway string
+
+func (g dbGateway) URL() string                                   { return string(g) }
+func (g dbGateway) Sync(context.Context, *dataplane.Target) error { return nil }
+
+func url(k emu) string { return "https://" + k.host + ":" + strconv.Itoa(int(k.port)) }
+
+// The emulators all listen on 127.0.0.1, each on its own port: one EndpointSlice per port.
+func slicesFor(ks ...emu) []client.Object {
+	var out []client.Object
+	for i, k := range ks {
+		out = append(out, slice("s"+strconv.Itoa(i), k.port, endpoint(k.host, "kong-"+strconv.Itoa(i))))
+	}
+	return out
+}
+
+func TestDBLessGatewaysAreAllConfigured(t *testing.T) {
+	a, b := startKong(t, kongemu.DBLess), startKong(t, kongemu.DBLess)
+	objs := slicesFor(a, b)
+	// A third endpoint that does not answer stays pending.
+	objs = append(objs, slice("dead", 1, endpoint("127.0.0.1", "dead")))
+	f := newSet(t, objs...)
+	require.ElementsMatch(t, []string{url(a), url(b)}, f.urls())
+
+	// b's Pod terminates: its endpoint goes, and so does the gateway.
+	es := objs[1].(*discoveryv1.EndpointSlice)
+	es.Endpoints[0].Conditions = discoveryv1.EndpointConditions{Ready: ptr(false), Serving: ptr(false), Terminating: ptr(true)}
+	require.NoError(t, f.client.Update(context.Background(), es))
+	f.set.Kick()
+	f.next()
+	require.Equal(t, []string{url(a)}, f.urls())
+}
+
+// Gateways sharing a database: one writer, kept while it is there; another when it goes.
+func TestDatabaseGatewaysHaveOneWriter(t *testing.T) {
+	a, b, c := startKong(t, kongemu.Postgres), startKong(t, kongemu.Postgres), startKong(t, kongemu.Postgres)
+	objs := slicesFor(a, b, c)
+	f := newSet(t, objs...)
+	first := f.urls()
+	require.Len(t, first, 1, "one writer")
+	require.Equal(t, min(url(a), url(b), url(c)), first[0])
+
+	// Another gateway comes and goes: the writer stays.
+	d := startKong(t, kongemu.Postgres)
+	extra := slicesFor(d)[0].(*discoveryv1.EndpointSlice)
+	extra.Name = "extra"
+	require.NoError(t, f.client.Create(context.Background(), extra))
+	f.set.Kick()
+	require.Never(t, func() bool { return len(f.changed) > 0 }, 300*time.Millisecond, 10*time.Millisecond)
+	require.Equal(t, first, f.urls())
+
+	// The writer goes: another takes over.
+	for _, o := range append(objs, extra) {
+		es := o.(*discoveryv1.EndpointSlice)
+		if url(emu{host: es.Endpoints[0].Addresses[0], port: *es.Ports[0].Port}) == first[0] {
+			require.NoError(t, f.client.Delete(context.Background(), es))
+		}
+	}
+	f.set.Kick()
+	f.next()
+	next := f.urls()
+	require.Len(t, next, 1)
+	require.NotEqual(t, first[0], next[0])
+}
