@@ -90,6 +90,8 @@ type GatewayResult struct {
 // or syncs that ended since the last report (Problems are then the current translation's).
 type Round struct {
 	Problems []translator.Problem
+	// State is the configuration the round's gateways were sent (nil when there was none).
+	State    *kongstate.State
 	Gateways []GatewayResult
 	// SnapshotErr is set when the cache could not be read; nothing was synced.
 	SnapshotErr error
@@ -380,7 +382,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	l.target = &Target{State: state, Problems: problems}
 	l.seq++
 	skipped := l.dispatchStale(ctx, started)
-	l.report(ctx, Round{Problems: problems, Gateways: skipped})
+	l.report(ctx, Round{Problems: problems, State: state, Gateways: skipped})
 }
 
 // dispatchStale starts a sync of the current target on every gateway that does not hold it,
@@ -441,7 +443,7 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 	}
 	l.updateReadiness()
 	if len(results) > 0 {
-		l.report(ctx, Round{Problems: l.target.Problems, Gateways: results})
+		l.report(ctx, Round{Problems: l.target.Problems, State: l.target.State, Gateways: results})
 	}
 	l.dispatchStale(ctx, started)
 }

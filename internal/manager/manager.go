@@ -223,6 +223,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			return nil, err
 		}
 	}
+	if cfg.UpdateStatus {
+		programmed := status.NewProgrammedUpdater(st, mgr.GetClient(), log.WithName("kong-status"))
+		reporter = append(reporter, programmed)
+		if err := mgr.Add(programmed); err != nil {
+			return nil, err
+		}
+	}
 	loop := dataplane.NewLoop(dataplane.Options{
 		Source:  source,
 		Barrier: barrier,

@@ -33,26 +33,24 @@ type IngressOptions struct {
 // sync loop so that status writes never delay a sync, and it writes only the Ingresses whose
 // status differs.
 type IngressUpdater struct {
-	opts    IngressOptions
-	source  dataplane.SnapshotSource
-	reader  client.Reader // for the publish Service, which may lie outside the watched namespaces
-	writer  client.Client
-	trigger *dataplane.Trigger
-	log     logr.Logger
+	runner
+	opts   IngressOptions
+	source dataplane.SnapshotSource
+	reader client.Reader // for the publish Service, which may lie outside the watched namespaces
+	writer client.Client
 }
 
 // NewIngressUpdater returns an updater; it does nothing until it runs and a round succeeds.
 func NewIngressUpdater(opts IngressOptions, source dataplane.SnapshotSource, reader client.Reader, writer client.Client, log logr.Logger) *IngressUpdater {
-	return &IngressUpdater{opts: opts, source: source, reader: reader, writer: writer, trigger: dataplane.NewTrigger(), log: log}
+	u := &IngressUpdater{opts: opts, source: source, reader: reader, writer: writer}
+	u.runner = newRunner("Ingress status", log, u.Update)
+	return u
 }
 
 // Enabled reports whether there is any address to publish.
 func (u *IngressUpdater) Enabled() bool {
 	return len(u.opts.PublishAddresses) > 0 || u.opts.PublishService != ""
 }
-
-// NeedLeaderElection: only the leader writes object status.
-func (u *IngressUpdater) NeedLeaderElection() bool { return true }
 
 // Report implements dataplane.Reporter: a round that reached at least one gateway (which
 // took the configuration, or all of it but refused objects) asks for an update. It never
@@ -66,20 +64,6 @@ func (u *IngressUpdater) Report(_ context.Context, r dataplane.Round) {
 		if !g.Skipped && (g.Err == nil || errors.As(g.Err, &rej) && rej.RestApplied) {
 			u.trigger.Request()
 			return
-		}
-	}
-}
-
-// Start runs updates until ctx ends.
-func (u *IngressUpdater) Start(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-u.trigger.C():
-			if err := u.Update(ctx); err != nil && ctx.Err() == nil {
-				u.log.Error(err, "updating Ingress status")
-			}
 		}
 	}
 }

@@ -2,13 +2,16 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongemu"
 )
@@ -43,6 +46,25 @@ func TestConsumerWithKeyAuthDBLess(t *testing.T) {
 	route := kong.Entity("routes", routeName(ns, "echo"))
 	require.NotNil(t, route)
 	require.Equal(t, route["id"], plugins[0]["route"].(map[string]any)["id"], "the plugin is on the Ingress's route")
+
+	// The leader writes the Programmed condition of the consumer and the plugin.
+	for _, obj := range []client.Object{&kongv1.KongConsumer{}, &kongv1.KongPlugin{}} {
+		name := map[bool]string{true: "alice", false: "key-auth"}[fmt.Sprintf("%T", obj) == "*v1.KongConsumer"]
+		require.Eventually(t, func() bool {
+			if admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj) != nil {
+				return false
+			}
+			var conds []metav1.Condition
+			switch o := obj.(type) {
+			case *kongv1.KongConsumer:
+				conds = o.Status.Conditions
+			case *kongv1.KongPlugin:
+				conds = o.Status.Conditions
+			}
+			c := meta.FindStatusCondition(conds, "Programmed")
+			return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.GetGeneration()
+		}, 30*time.Second, 50*time.Millisecond, "%s %s is Programmed", fmt.Sprintf("%T", obj), name)
+	}
 
 	require.NoError(t, admin.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice-key"}}))
 	require.Eventually(t, func() bool { return len(kong.Entities("keyauth_credentials")) == 0 }, 30*time.Second, 20*time.Millisecond,

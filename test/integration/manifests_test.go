@@ -247,6 +247,9 @@ func TestManifestsRBACIsLeastPrivilege(t *testing.T) {
 		"events.k8s.io/events":               {"create", "patch"},
 		"networking.k8s.io/ingresses/status": {"patch"}, // internal/status/ingress.go
 	}
+	for _, r := range []string{"kongplugins", "kongclusterplugins", "kongconsumers", "kongconsumergroups", "kongvaults"} {
+		want["configuration.konghq.com/"+r+"/status"] = []string{"patch"} // internal/status/programmed.go
+	}
 	for _, k := range store.AllKinds() {
 		want[k.GroupVersionKind().Group+"/"+k.Resource()] = []string{"get", "list", "watch"}
 	}

@@ -1,0 +1,226 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kong/go-database-reconciler/pkg/file"
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+// Reasons of the Programmed condition (kubernetes-configuration's configuration/v1).
+const (
+	ConditionProgrammed = string(kongv1.ConditionProgrammed)
+	ReasonProgrammed    = "Programmed"
+	ReasonInvalid       = "Invalid"
+	ReasonPending       = "Pending"
+)
+
+// ProgrammedUpdater writes the Programmed condition of Kong's resources that carry one
+// (KongPlugin, KongClusterPlugin, KongConsumer, KongConsumerGroup, KongVault): True once the
+// object's entities are in a configuration a gateway accepted; False, reason Invalid, with the
+// field and message, when translation reported a problem on it or Kong refused its entities;
+// Unknown, reason Pending, while nothing the controller serves uses it. It is a leader-only
+// runnable like IngressUpdater: rounds ask it to run, it writes apart from the sync loop, and
+// only where the condition differs (observedGeneration included).
+type ProgrammedUpdater struct {
+	runner
+	source dataplane.SnapshotSource
+	writer client.Client
+	now    func() time.Time
+
+	mu   sync.Mutex
+	last *outcome // of the latest round that reached a gateway
+}
+
+// outcome is what one round says of each object, keyed by translator.Node.
+type outcome struct {
+	programmed map[kongstate.ObjectRef]bool
+	invalid    map[kongstate.ObjectRef]string
+}
+
+// NewProgrammedUpdater returns an updater; it writes nothing until a round reached a gateway.
+func NewProgrammedUpdater(source dataplane.SnapshotSource, writer client.Client, log logr.Logger) *ProgrammedUpdater {
+	u := &ProgrammedUpdater{source: source, writer: writer, now: time.Now}
+	u.runner = newRunner("Kong resource status", log, u.Update)
+	return u
+}
+
+// Report implements dataplane.Reporter: a round whose configuration at least one gateway
+// took (whole, or all but refused objects) becomes the outcome to write.
+func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
+	if r.SnapshotErr != nil || r.State == nil {
+		return
+	}
+	o := &outcome{programmed: map[kongstate.ObjectRef]bool{}, invalid: map[kongstate.ObjectRef]string{}}
+	reached := false
+	for _, g := range r.Gateways {
+		if g.Skipped {
+			continue
+		}
+		var rej *dataplane.RejectedError
+		switch {
+		case g.Err == nil:
+			reached = true
+		case errors.As(g.Err, &rej):
+			reached = reached || rej.RestApplied
+			for _, e := range rej.Entities {
+				if e.Object.Name != "" {
+					o.invalid[translator.Node(e.Object)] = fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message)
+				}
+			}
+		}
+	}
+	if !reached {
+		return
+	}
+	for _, p := range r.Problems {
+		n := translator.Node(p.Object)
+		if _, ok := o.invalid[n]; !ok {
+			msg := p.Message
+			if p.Field != "" {
+				msg = p.Field + ": " + msg
+			}
+			o.invalid[n] = msg
+		}
+	}
+	eachEntityTags(r.State, func(tags []*string) {
+		var ts []string
+		for _, t := range tags {
+			if t != nil {
+				ts = append(ts, *t)
+			}
+		}
+		if ref, ok := kongstate.ObjectRefFromTags(ts); ok {
+			o.programmed[translator.Node(ref)] = true
+		}
+	})
+	u.mu.Lock()
+	u.last = o
+	u.mu.Unlock()
+	u.trigger.Request()
+}
+
+// eachEntityTags calls f with the tags of every entity of s.
+func eachEntityTags(s *kongstate.State, f func([]*string)) {
+	plugins := func(ps []*file.FPlugin) {
+		for _, p := range ps {
+			f(p.Tags)
+		}
+	}
+	for _, svc := range s.Services {
+		f(svc.Tags)
+		plugins(svc.Plugins)
+		for _, r := range svc.Routes {
+			f(r.Tags)
+			plugins(r.Plugins)
+		}
+	}
+	for _, up := range s.Upstreams {
+		f(up.Tags)
+	}
+	for _, c := range s.Certificates {
+		f(c.Tags)
+	}
+	plugins(s.Plugins)
+	for _, c := range s.Consumers {
+		f(c.Tags)
+	}
+	for _, g := range s.ConsumerGroups {
+		f(g.Tags)
+	}
+	for _, c := range s.CACertificates {
+		f(c.Tags)
+	}
+	for _, v := range s.Vaults {
+		f(v.Tags)
+	}
+}
+
+// conditioned is an object with status conditions, and its kind.
+type conditioned struct {
+	obj        client.Object
+	gvk        schema.GroupVersionKind
+	conditions func(client.Object) *[]metav1.Condition
+}
+
+// Update writes the Programmed condition of every object whose condition differs from the
+// latest outcome.
+func (u *ProgrammedUpdater) Update(ctx context.Context) error {
+	u.mu.Lock()
+	o := u.last
+	u.mu.Unlock()
+	if o == nil {
+		return nil
+	}
+	snap, err := u.source.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	var objs []conditioned
+	for _, p := range snap.KongPlugins {
+		objs = append(objs, conditioned{p, gvkOf(p), func(o client.Object) *[]metav1.Condition { return &o.(*kongv1.KongPlugin).Status.Conditions }})
+	}
+	for _, p := range snap.KongClusterPlugins {
+		objs = append(objs, conditioned{p, gvkOf(p), func(o client.Object) *[]metav1.Condition { return &o.(*kongv1.KongClusterPlugin).Status.Conditions }})
+	}
+	for _, c := range snap.KongConsumers {
+		objs = append(objs, conditioned{c, gvkOf(c), func(o client.Object) *[]metav1.Condition { return &o.(*kongv1.KongConsumer).Status.Conditions }})
+	}
+	for _, g := range snap.KongConsumerGroups {
+		objs = append(objs, conditioned{g, gvkOf(g), consumerGroupConditions})
+	}
+	for _, v := range snap.KongVaults {
+		objs = append(objs, conditioned{v, gvkOf(v), vaultConditions})
+	}
+	var errs []string
+	for _, c := range objs {
+		want := o.condition(kongstate.RefFor(c.obj, c.gvk), c.obj.GetGeneration())
+		current := meta.FindStatusCondition(*c.conditions(c.obj), ConditionProgrammed)
+		if current != nil && current.Status == want.Status && current.Reason == want.Reason &&
+			current.Message == want.Message && current.ObservedGeneration == want.ObservedGeneration {
+			continue
+		}
+		updated := c.obj.DeepCopyObject().(client.Object) // the snapshot's objects belong to the cache
+		patch := client.MergeFrom(c.obj)
+		want.LastTransitionTime = metav1.NewTime(u.now())
+		meta.SetStatusCondition(c.conditions(updated), want)
+		if err := u.writer.Status().Patch(ctx, updated, patch); err != nil {
+			errs = append(errs, fmt.Sprintf("%s %s: %v", c.gvk.Kind, client.ObjectKeyFromObject(c.obj), err))
+		}
+	}
+	sort.Strings(errs)
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// condition is the Programmed condition the outcome gives the object.
+func (o *outcome) condition(ref kongstate.ObjectRef, generation int64) metav1.Condition {
+	n := translator.Node(ref)
+	c := metav1.Condition{Type: ConditionProgrammed, ObservedGeneration: generation}
+	switch msg, invalid := o.invalid[n]; {
+	case invalid:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonInvalid, msg
+	case o.programmed[n]:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonProgrammed, "in the configuration the gateways took"
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonPending, "no object this controller serves uses it"
+	}
+	return c
+}

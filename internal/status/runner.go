@@ -1,0 +1,63 @@
+package status
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// runner is what every status writer shares: a leader-only runnable (invariant 7) that runs
+// update when a round asks for it, apart from the sync loop, so that status writes never
+// delay a sync. Requests made while an update runs are one more update.
+type runner struct {
+	name    string
+	trigger *dataplane.Trigger
+	log     logr.Logger
+	update  func(context.Context) error
+}
+
+func newRunner(name string, log logr.Logger, update func(context.Context) error) runner {
+	return runner{name: name, trigger: dataplane.NewTrigger(), log: log, update: update}
+}
+
+// NeedLeaderElection: only the leader writes object status.
+func (r *runner) NeedLeaderElection() bool { return true }
+
+// Start runs updates until ctx ends.
+func (r *runner) Start(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.trigger.C():
+			if err := r.update(ctx); err != nil && ctx.Err() == nil {
+				r.log.Error(err, "updating "+r.name)
+			}
+		}
+	}
+}
+
+var scheme = store.NewScheme()
+
+// gvkOf is the kind of a typed object (objects read through a client carry no TypeMeta).
+func gvkOf(o client.Object) schema.GroupVersionKind {
+	gvk, _ := apiutil.GVKForObject(o, scheme)
+	return gvk
+}
+
+func consumerGroupConditions(o client.Object) *[]metav1.Condition {
+	return &o.(*kongv1beta1.KongConsumerGroup).Status.Conditions
+}
+
+func vaultConditions(o client.Object) *[]metav1.Condition {
+	return &o.(*kongv1alpha1.KongVault).Status.Conditions
+}
