@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"testing"
 
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -58,7 +60,8 @@ func benchSnapshot(n int) *store.Snapshot {
 			Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}},
 		}
 		for e := 0; e < 3; e++ {
-			es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", i/65536%256, i/256%256, i%256+e)}})
+			x := i*4 + e
+			es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", x>>16&255, x>>8&255, x&255)}})
 		}
 		snap.EndpointSlices = append(snap.EndpointSlices, es)
 	}
@@ -115,5 +118,47 @@ func BenchmarkTranslateAndRender(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// benchConsumers adds n KongConsumers to snap, each with a key-auth and a basic-auth
+// credential Secret and a rate-limiting plugin on every tenth consumer.
+func benchConsumers(snap *store.Snapshot, n int) {
+	snap.KongPlugins = append(snap.KongPlugins, &kongv1.KongPlugin{
+		ObjectMeta: metav1.ObjectMeta{Name: "limit", Namespace: "ns-0", UID: "aaaaaaaa-0000-4000-8000-000000000001"},
+		PluginName: "rate-limiting", Config: apiextensionsv1.JSON{Raw: []byte(`{"minute":10}`)},
+	})
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("consumer-%d", i)
+		kc := &kongv1.KongConsumer{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns-0", UID: types.UID(fmt.Sprintf("cccccccc-0000-4000-8000-%012x", i)),
+				Annotations: map[string]string{"kubernetes.io/ingress.class": "kong"}},
+			Username: name, Credentials: []string{name + "-key", name + "-basic"},
+		}
+		if i%10 == 0 {
+			kc.Annotations["konghq.com/plugins"] = "limit"
+		}
+		snap.KongConsumers = append(snap.KongConsumers, kc)
+		for _, cred := range []struct{ suffix, typ, field string }{{"-key", "key-auth", "key"}, {"-basic", "basic-auth", "username"}} {
+			snap.Secrets = append(snap.Secrets, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: name + cred.suffix, Namespace: "ns-0", UID: types.UID(fmt.Sprintf("dddddddd-%04x-4000-8000-%012x", len(cred.suffix), i)),
+					Labels: map[string]string{CredentialLabel: cred.typ}},
+				Data: map[string][]byte{cred.field: []byte(name + cred.suffix), "password": []byte("p")},
+			})
+		}
+	}
+}
+
+// BenchmarkTranslateConsumers: 1,000 Ingresses plus 1,000 consumers with two credentials
+// each (issue #9's measure), against the same Ingresses alone.
+func BenchmarkTranslateConsumers(b *testing.B) {
+	snap := benchSnapshot(1000)
+	benchConsumers(snap, 1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		state, problems := Translate(snap, Options{})
+		if len(problems) != 0 || len(state.Consumers) != 1000 {
+			b.Fatalf("unexpected result: %d consumers, problems %v", len(state.Consumers), problems)
+		}
 	}
 }
