@@ -71,6 +71,8 @@ type DetectingGateway struct {
 	client *kong.Client
 	dbMode DBModeFactory
 	log    logr.Logger
+	// Flavors, when set, is told the gateway's router flavor.
+	Flavors *RouterFlavors
 
 	mu    sync.Mutex
 	inner Gateway
@@ -91,10 +93,18 @@ func (g *DetectingGateway) Sync(ctx context.Context, t *Target) error {
 	inner := g.inner
 	g.mu.Unlock()
 	if inner == nil {
-		db, err := HasDatabase(ctx, g.client)
+		root, err := ReadRoot(ctx, g.client)
 		if err != nil {
 			return err
 		}
+		db := root.Database
+		if g.Flavors != nil && g.Flavors.Expressions() != (root.RouterFlavor == "expressions") {
+			// The target was rendered for the other router; a new round renders it again
+			// (RouterFlavors asks for it), and this gateway takes that one.
+			g.Flavors.Report(g.url, root.RouterFlavor)
+			return fmt.Errorf("gateway %s uses the %s router: configuration to be rendered again", g.url, root.RouterFlavor)
+		}
+		g.Flavors.Report(g.url, root.RouterFlavor)
 		if !db {
 			inner = NewDBLessGateway(g.url, g.client, g.log)
 		} else if g.dbMode == nil {
@@ -112,11 +122,77 @@ func (g *DetectingGateway) Sync(ctx context.Context, t *Target) error {
 
 // HasDatabase asks a Kong (GET /) whether it is database-backed.
 func HasDatabase(ctx context.Context, client *kong.Client) (bool, error) {
+	r, err := ReadRoot(ctx, client)
+	return r.Database, err
+}
+
+// Root is what GET / says of a Kong that the controller needs.
+type Root struct {
+	Database     bool   // configuration.database is not "off"
+	RouterFlavor string // configuration.router_flavor: traditional, traditional_compatible or expressions
+}
+
+// ReadRoot asks a Kong GET /.
+func ReadRoot(ctx context.Context, client *kong.Client) (Root, error) {
 	root, err := client.Root(ctx)
 	if err != nil {
-		return false, fmt.Errorf("reading the gateway's configuration (GET /): %w", err)
+		return Root{}, fmt.Errorf("reading the gateway's configuration (GET /): %w", err)
 	}
 	conf, _ := root["configuration"].(map[string]any)
 	db, _ := conf["database"].(string)
-	return db != "" && db != "off", nil
+	flavor, _ := conf["router_flavor"].(string)
+	return Root{Database: db != "" && db != "off", RouterFlavor: flavor}, nil
+}
+
+// RouterFlavors is what the gateways said of their router, shared by the gateways that learn
+// it and the translation that depends on it: routes are rendered for the expressions router
+// once every gateway that answered says "expressions" (kic-compat.md §13). A change asks for
+// a new round. Safe for concurrent use; a nil *RouterFlavors records nothing.
+type RouterFlavors struct {
+	mu       sync.Mutex
+	byURL    map[string]string
+	onChange func()
+}
+
+// NewRouterFlavors returns an empty record; onChange (may be nil) is called when the answer
+// of Expressions changes.
+func NewRouterFlavors(onChange func()) *RouterFlavors {
+	return &RouterFlavors{byURL: map[string]string{}, onChange: onChange}
+}
+
+// Report records what the gateway at url said.
+func (f *RouterFlavors) Report(url, flavor string) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	before := f.expressions()
+	f.byURL[url] = flavor
+	changed := before != f.expressions()
+	f.mu.Unlock()
+	if changed && f.onChange != nil {
+		f.onChange()
+	}
+}
+
+// Expressions reports whether routes are to be rendered for the expressions router.
+func (f *RouterFlavors) Expressions() bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.expressions()
+}
+
+func (f *RouterFlavors) expressions() bool {
+	if len(f.byURL) == 0 {
+		return false
+	}
+	for _, fl := range f.byURL {
+		if fl != "expressions" {
+			return false
+		}
+	}
+	return true
 }

@@ -196,8 +196,8 @@ func fillRouteDefaults(r *file.FRoute) {
 	if r.HTTPSRedirectStatusCode == nil {
 		r.HTTPSRedirectStatusCode = kong.Int(426)
 	}
-	if r.PathHandling == nil {
-		r.PathHandling = kong.String("v0")
+	if r.PathHandling == nil && r.Expression == nil {
+		r.PathHandling = kong.String("v0") // traditional router only (kic-compat.md §11.2)
 	}
 }
 

@@ -179,6 +179,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	// Register every informer now, before the manager starts: the cache then starts them on
 	// every replica, so a standby's cache is warm when it gains the lease (invariant 3).
 	trigger := dataplane.NewTrigger()
+	// What the gateways say of their router decides how routes are rendered; learning it
+	// (or a change) asks for a new round.
+	flavors := dataplane.NewRouterFlavors(trigger.Request)
 	var objs []client.Object
 	for _, k := range readKinds.Sorted() {
 		objs = append(objs, k.NewObject())
@@ -206,10 +209,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	var gateways []dataplane.Gateway
 	var discovered dataplane.GatewaySet
 	if cfg.Discovery() {
-		if discovered, err = gatewayDiscovery(ctx, cfg, mgr.GetCache(), dbMode, log.WithName("discovery")); err != nil {
+		if discovered, err = gatewayDiscovery(ctx, cfg, mgr.GetCache(), dbMode, flavors, log.WithName("discovery")); err != nil {
 			return nil, err
 		}
-	} else if gateways, err = buildGateways(cfg, dbMode, log); err != nil {
+	} else if gateways, err = buildGateways(cfg, dbMode, flavors, log); err != nil {
 		return nil, err
 	}
 	var reporter dataplane.Reporters
@@ -234,7 +237,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Source:  source,
 		Barrier: barrier,
 		Translate: func(s *store.Snapshot) (*kongstate.State, []translator.Problem) {
-			return translator.Translate(s, TranslatorOptions(cfg, time.Now()))
+			opts := TranslatorOptions(cfg, time.Now())
+			opts.ExpressionRoutes = flavors.Expressions()
+			return translator.Translate(s, opts)
 		},
 		Gateways:  gateways,
 		Discovery: discovered,
@@ -490,7 +495,7 @@ func podReference() *corev1.ObjectReference {
 }
 
 // buildGateways makes one Gateway per --kong-admin-url.
-func buildGateways(cfg *config.Config, dbMode dataplane.DBModeFactory, log logr.Logger) ([]dataplane.Gateway, error) {
+func buildGateways(cfg *config.Config, dbMode dataplane.DBModeFactory, flavors *dataplane.RouterFlavors, log logr.Logger) ([]dataplane.Gateway, error) {
 	httpClient, err := AdminHTTPClient(cfg)
 	if err != nil {
 		return nil, err
@@ -501,7 +506,9 @@ func buildGateways(cfg *config.Config, dbMode dataplane.DBModeFactory, log logr.
 		if err != nil {
 			return nil, fmt.Errorf("--kong-admin-url %q: %w", u, err)
 		}
-		out = append(out, dataplane.NewDetectingGateway(u, c, dbMode, log))
+		g := dataplane.NewDetectingGateway(u, c, dbMode, log)
+		g.Flavors = flavors
+		out = append(out, g)
 	}
 	return out, nil
 }
@@ -509,12 +516,12 @@ func buildGateways(cfg *config.Config, dbMode dataplane.DBModeFactory, log logr.
 // gatewayDiscovery is the set of gateways discovered from --kong-admin-svc. It reads the
 // EndpointSlices of the cache, whose informer the barrier waits for, and is told at once of a
 // change to those of the admin Services.
-func gatewayDiscovery(ctx context.Context, cfg *config.Config, c cache.Cache, dbMode dataplane.DBModeFactory, log logr.Logger) (*gatewaydiscovery.Set, error) {
+func gatewayDiscovery(ctx context.Context, cfg *config.Config, c cache.Cache, dbMode dataplane.DBModeFactory, flavors *dataplane.RouterFlavors, log logr.Logger) (*gatewaydiscovery.Set, error) {
 	if _, err := AdminHTTPClient(cfg); err != nil { // fail at start on bad TLS files
 		return nil, err
 	}
 	set := gatewaydiscovery.New(gatewaydiscovery.Options{
-		Reader: c, Services: cfg.KongAdminSvc, PortNames: cfg.KongAdminSvcPortNames,
+		Reader: c, Services: cfg.KongAdminSvc, PortNames: cfg.KongAdminSvcPortNames, Flavors: flavors,
 		HTTPClient: func(serverName string) (*http.Client, error) { return adminHTTPClient(cfg, serverName) },
 		DBMode:     dbMode,
 		Interval:   cfg.DiscoveryReadinessCheckInterval, Timeout: cfg.DiscoveryReadinessCheckTimeout,

@@ -183,6 +183,7 @@ func (b *builder) ingressRules() {
 					ks.routes = append(ks.routes, re)
 				}
 				re.Paths = append(re.Paths, paths...)
+				re.sources = append(re.sources, sourcePath{pathType: pt, path: p, regexPrefix: prefix})
 			}
 		}
 		for _, key := range lostOrder {
@@ -318,6 +319,7 @@ func (b *builder) defaultBackend() {
 			return
 		}
 		re.Paths = []*string{kong.String("/")}
+		re.defaultBackend = true
 		ks.routes = append(ks.routes, re)
 		return
 	}

@@ -37,6 +37,10 @@ type Options struct {
 	// ServiceUpstream is IngressClassParameters' serviceUpstream (kic-compat.md §4.3): every
 	// upstream targets its Service's cluster DNS name instead of its endpoints.
 	ServiceUpstream bool
+	// ExpressionRoutes renders Ingress routes for Kong's expressions router (router_flavor
+	// "expressions", kic-compat.md §13): an expression and a priority instead of paths, hosts
+	// and the other matching fields.
+	ExpressionRoutes bool
 	// RewriteURIs is KIC's RewriteURIs gate: konghq.com/rewrite is honoured (kic-compat.md §3.9).
 	RewriteURIs bool
 	// Workspace keys the deterministic IDs (kic-compat.md §6). "" for none.
@@ -112,6 +116,9 @@ func Build(snap *store.Snapshot, opts Options) Result {
 	b.tls()
 	b.caCertificates()
 	b.plugins()
+	if b.opts.ExpressionRoutes {
+		b.expressionRoutes()
+	}
 	state, problems := b.finish()
 	return Result{State: state, Problems: problems, Graph: b.graph}
 }
@@ -332,4 +339,16 @@ type routeEntry struct {
 	// konghq.com/plugins annotation applies to the route.
 	src    client.Object
 	srcGVK schema.GroupVersionKind
+	// sources are the Ingress paths merged into the route, for the expressions router;
+	// defaultBackend marks the route of spec.defaultBackend.
+	sources        []sourcePath
+	defaultBackend bool
+}
+
+// sourcePath is one Ingress path as written: its type, the normalised path, and the regex
+// prefix of its Ingress.
+type sourcePath struct {
+	pathType    netv1.PathType
+	path        string
+	regexPrefix string
 }

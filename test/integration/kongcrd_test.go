@@ -71,3 +71,25 @@ func TestConsumerWithKeyAuthDBLess(t *testing.T) {
 		"the credential goes with its Secret")
 	require.NotNil(t, kong.Entity("consumers", "alice"), "the consumer stays")
 }
+
+// A Kong on the expressions router (GET / says router_flavor: expressions) gets its routes as
+// expressions with KIC's priorities (kic-compat.md §13), without a restart of anything: the
+// controller learns the flavor on its first contact and renders again.
+func TestExpressionsRouter(t *testing.T) {
+	ns := newNamespace(t)
+	createAll(t, app(ns, "echo", "echo.example.com"))
+	srv, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: kongemu.RouterExpressions}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	r := startReplica(t, replicaSpec{name: "r1", namespace: ns, gateways: []string{srv.URL}, args: []string{"--leader-elect=false"}})
+	r.waitFirstSync(t, time.Minute)
+
+	require.Eventually(t, func() bool {
+		route := srv.Entity("routes", routeName(ns, "echo"))
+		return route != nil && route["expression"] != nil
+	}, 30*time.Second, 20*time.Millisecond, "the route is rendered as an expression")
+	route := srv.Entity("routes", routeName(ns, "echo"))
+	require.Equal(t, `(http.host == "echo.example.com") && (http.path ^= "/")`, route["expression"])
+	require.Empty(t, route["paths"])
+	require.Empty(t, route["hosts"])
+}

@@ -38,6 +38,8 @@ type Options struct {
 	// the new gateways at once.
 	Interval, Timeout time.Duration
 	Logger            logr.Logger
+	// Flavors, when set, is told each gateway's router flavor.
+	Flavors *dataplane.RouterFlavors
 }
 
 // Set is the set of discovered gateways: a dataplane.GatewaySet.
@@ -213,11 +215,13 @@ func (s *Set) check(ctx context.Context, m *member) {
 		s.note(m, fmt.Errorf("readiness check (GET /status): %w", err))
 		return
 	}
-	db, err := dataplane.HasDatabase(cctx, m.client)
+	root, err := dataplane.ReadRoot(cctx, m.client)
 	if err != nil {
 		s.note(m, err)
 		return
 	}
+	db := root.Database
+	s.opts.Flavors.Report(m.api.URL, root.RouterFlavor)
 	if m.gw == nil || m.db != db {
 		m.db = db
 		if !db {

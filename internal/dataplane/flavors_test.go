@@ -1,0 +1,27 @@
+package dataplane
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Routes are rendered for the expressions router once every gateway that answered says so;
+// a change of that answer asks for a new round, and only a change does.
+func TestRouterFlavors(t *testing.T) {
+	changes := 0
+	f := NewRouterFlavors(func() { changes++ })
+	require.False(t, f.Expressions(), "nothing known: traditional")
+	f.Report("http://a", "expressions")
+	require.True(t, f.Expressions())
+	require.Equal(t, 1, changes)
+	f.Report("http://a", "expressions")
+	require.Equal(t, 1, changes, "the same answer again changes nothing")
+	f.Report("http://b", "traditional_compatible")
+	require.False(t, f.Expressions(), "one gateway on another router: traditional for all")
+	require.Equal(t, 2, changes)
+
+	var none *RouterFlavors
+	none.Report("http://a", "expressions")
+	require.False(t, none.Expressions())
+}

@@ -1,0 +1,178 @@
+package translator
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kong/go-kong/kong"
+	netv1 "k8s.io/api/networking/v1"
+)
+
+// Priorities of KIC's expression routes (kic-compat.md §13).
+const (
+	expressionPriorityBase = uint64(3) << 44
+)
+
+// matcher is a node of a router expression, rendered as KIC's ATC builder renders it: a
+// group of several members puts each in parentheses, joined by " || " or " && "; a group of
+// one is that member.
+type matcher struct {
+	op      string // "||" or "&&"; "" for a predicate
+	pred    string
+	members []*matcher
+}
+
+func predicate(field, op, value string) *matcher {
+	return &matcher{pred: field + " " + op + " " + strconv.Quote(value)}
+}
+
+func group(op string, ms ...*matcher) *matcher {
+	out := &matcher{op: op}
+	for _, m := range ms {
+		if m != nil {
+			out.members = append(out.members, m)
+		}
+	}
+	if len(out.members) == 0 {
+		return nil
+	}
+	return out
+}
+
+func (m *matcher) expression() string {
+	if m.op == "" {
+		return m.pred
+	}
+	if len(m.members) == 1 {
+		return m.members[0].expression()
+	}
+	parts := make([]string, len(m.members))
+	for i, x := range m.members {
+		parts[i] = "(" + x.expression() + ")"
+	}
+	return strings.Join(parts, " "+m.op+" ")
+}
+
+// expressionRoutes rewrites every Ingress route for the expressions router (kic-compat.md
+// §13): the same services, names and IDs; no paths, hosts, regex_priority, path_handling,
+// methods, headers or snis, but an expression and a priority. The default backend's route
+// matches every path at priority 0. Routes of TCPIngresses and UDPIngresses keep their
+// traditional fields, which Kong 3.7+ also takes under this flavor.
+func (b *builder) expressionRoutes() {
+	for _, n := range b.kongServiceNames() {
+		for _, r := range b.kongServices[n].routes {
+			if r.ing == nil {
+				continue
+			}
+			var expr string
+			var priority uint64
+			if r.defaultBackend {
+				expr = predicate("http.path", "^=", "/").expression()
+			} else {
+				expr, priority = routeExpression(r)
+			}
+			r.Expression = kong.String(expr)
+			r.Priority = kong.Uint64(priority)
+			r.Paths, r.Hosts, r.Methods, r.Headers, r.SNIs = nil, nil, nil, nil, nil
+			r.RegexPriority, r.PathHandling = nil, nil
+		}
+	}
+}
+
+// routeExpression is the AND of the route's hosts, paths, headers, methods and SNIs, each an
+// OR of its values, and KIC's priority:
+// 3<<44 | matchFields<<41 | headerCount<<33 | plainHostOnly<<32 | hasRegexPath<<16 | maxPathLen.
+func routeExpression(r *routeEntry) (string, uint64) {
+	var hosts, paths, methods, snis []*matcher
+	plainHostOnly := len(r.Hosts) > 0
+	for _, h := range r.Hosts {
+		if h == nil {
+			continue
+		}
+		if strings.HasPrefix(*h, "*") {
+			plainHostOnly = false
+			hosts = append(hosts, predicate("http.host", "=^", strings.TrimPrefix(*h, "*")))
+		} else {
+			hosts = append(hosts, predicate("http.host", "==", *h))
+		}
+	}
+	hasRegex, maxLen := false, 0
+	for _, sp := range r.sources {
+		m, regex, length := pathMatcher(sp)
+		paths = append(paths, m)
+		hasRegex = hasRegex || regex
+		maxLen = max(maxLen, length)
+	}
+	var headerNames []string
+	for name := range r.Headers {
+		if !strings.EqualFold(name, "host") {
+			headerNames = append(headerNames, name)
+		}
+	}
+	sort.Strings(headerNames)
+	var headers []*matcher
+	for _, name := range headerNames {
+		field := "http.headers." + strings.ReplaceAll(strings.ToLower(name), "-", "_")
+		var values []*matcher
+		for _, v := range r.Headers[name] {
+			if rest, ok := strings.CutPrefix(v, "~*"); ok {
+				values = append(values, predicate(field, "~", rest))
+			} else {
+				values = append(values, predicate(field, "==", v))
+			}
+		}
+		headers = append(headers, group("||", values...))
+	}
+	for _, m := range r.Methods {
+		methods = append(methods, predicate("http.method", "==", *m))
+	}
+	for _, s := range r.SNIs {
+		snis = append(snis, predicate("tls.sni", "==", *s))
+	}
+	groups := []*matcher{group("||", hosts...), group("||", paths...), group("&&", headers...), group("||", methods...), group("||", snis...)}
+	fields := uint64(0)
+	for _, g := range groups {
+		if g != nil {
+			fields++
+		}
+	}
+	root := group("&&", groups...)
+	if root == nil {
+		return "", 0
+	}
+	priority := expressionPriorityBase | fields<<41 | uint64(len(headers))<<33 | uint64(maxLen)
+	if plainHostOnly {
+		priority |= 1 << 32
+	}
+	if hasRegex {
+		priority |= 1 << 16
+	}
+	return root.expression(), priority
+}
+
+// pathMatcher is KIC's matcher of one Ingress path, whether it counts as a regex path for
+// the priority, and its length for the priority.
+func pathMatcher(sp sourcePath) (*matcher, bool, int) {
+	p := sp.path
+	switch sp.pathType {
+	case netv1.PathTypePrefix:
+		base := strings.Trim(p, "/")
+		if base == "" {
+			return predicate("http.path", "^=", "/"), true, 1
+		}
+		return group("||", predicate("http.path", "==", "/"+base), predicate("http.path", "^=", "/"+base+"/")), true, 2 + len(base)
+	case netv1.PathTypeExact:
+		relative := strings.TrimLeft(p, "/")
+		return predicate("http.path", "==", "/"+relative), true, 1 + len(relative)
+	default:
+		if sp.regexPrefix != "" && strings.HasPrefix(p, sp.regexPrefix) {
+			regex := strings.TrimPrefix(p, sp.regexPrefix)
+			if !strings.HasPrefix(regex, "^") {
+				regex = "^" + regex
+			}
+			return predicate("http.path", "~", regex), true, len(regex)
+		}
+		return predicate("http.path", "^=", p), false, len(p)
+	}
+}
