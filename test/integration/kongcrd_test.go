@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/konductor/konductor/internal/dataplane/dbmode"
 	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
 )
 
 // A KIC user's key-auth setup, DB-less: a KongConsumer with a key-auth credential Secret and
@@ -92,4 +98,49 @@ func TestExpressionsRouter(t *testing.T) {
 	require.Equal(t, `(http.host == "echo.example.com") && (http.path ^= "/")`, route["expression"])
 	require.Empty(t, route["paths"])
 	require.Empty(t, route["hosts"])
+}
+
+// Database mode, a Kong that KIC filled: consumers with credentials of several types, a
+// consumer group (Kong Enterprise), a consumer plugin and a CA certificate, written by decK
+// from the translation of the same objects (as KIC writes through decK). The controller
+// adopts it: its first sync creates nothing and deletes nothing.
+func TestDatabaseModeAdoptsConsumersAndCACertificates(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	objs, err := manifest.Load(filepath.Join(repoRoot(), "internal", "dataplane", "dbmode", "testdata", "consumers.yaml"))
+	require.NoError(t, err)
+	for _, o := range objs {
+		o.SetNamespace(ns)
+		o.SetUID("")
+		o.SetResourceVersion("")
+	}
+	createAll(t, append(objs, app(ns, "echo", "echo.example.com")...))
+
+	kong, err := kongemu.New(kongemu.Options{Mode: kongemu.Postgres, Edition: kongemu.Enterprise}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = kong.Close() })
+
+	// What KIC wrote: the translation of the objects as the API server holds them (UIDs
+	// included), synced by decK.
+	st := store.New(admin, store.Options{Namespaces: []string{ns}, Kinds: store.NewKindSet(store.AllKinds()...)})
+	snap, err := st.Snapshot(ctx)
+	require.NoError(t, err)
+	state, problems := translator.Translate(snap, translator.Options{})
+	require.Empty(t, problems)
+	require.Len(t, state.Consumers, 2)
+	require.Len(t, state.CACertificates, 1)
+	seed, err := dbmode.New(kong.URL, &http.Client{}, dbmode.Options{})
+	require.NoError(t, err)
+	_, err = seed.Apply(ctx, state)
+	require.NoError(t, err)
+	require.Len(t, kong.Entities("consumers"), 2)
+	require.Len(t, kong.Entities("keyauth_credentials"), 1)
+	require.Len(t, kong.Entities("consumer_groups"), 1)
+
+	mark := kong.AuditMark()
+	r := startReplica(t, replicaSpec{name: "adopter", namespace: ns, gateways: []string{kong.URL}, args: handoverArgs(ns)})
+	r.waitFirstSync(t, time.Minute)
+	deletes, _, posts := writes(kong.AuditSince(mark))
+	require.Empty(t, deletes, "nothing KIC wrote is deleted:\n%s", describe(deletes))
+	require.Empty(t, posts, "nothing is created again:\n%s", describe(posts))
 }
