@@ -84,6 +84,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}
 
+	disableWatchListClient()
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS, restCfg.Burst = cfg.APIServerQPS, cfg.APIServerBurst
 	for _, name := range cfg.Ignored {
@@ -362,6 +363,9 @@ func watchErrorLogger(log logr.Logger) toolscache.WatchErrorHandlerWithContext {
 	var mu sync.Mutex
 	last := map[string]seen{}
 	return func(ctx context.Context, r *toolscache.Reflector, err error) {
+		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			return // shutting down: not a permission or a server problem
+		}
 		kind := r.TypeDescription()
 		now := time.Now()
 		mu.Lock()
