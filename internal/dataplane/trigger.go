@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Trigger asks for a sync. Requests never block and never queue up: any number of requests
@@ -24,17 +25,50 @@ func (t *Trigger) Request() {
 // C delivers pending requests.
 func (t *Trigger) C() <-chan struct{} { return t.ch }
 
+// EventFilter tells whether an informer event can change the translation.
+type EventFilter interface {
+	// Relevant: old is nil for an add, new nil for a delete.
+	Relevant(old, new client.Object) bool
+}
+
 // EventHandler returns an informer event handler that requests a sync on every change. Events
 // that only replay the initial list are ignored: the first sync, after the barrier, covers
 // them all.
-func (t *Trigger) EventHandler() toolscache.ResourceEventHandler {
+func (t *Trigger) EventHandler() toolscache.ResourceEventHandler { return t.FilteredEventHandler(nil) }
+
+// FilteredEventHandler is EventHandler, asking filter (when not nil) whether each event can
+// change the translation first: a status write or an object nothing served refers to then
+// wakes no round.
+func (t *Trigger) FilteredEventHandler(filter EventFilter) toolscache.ResourceEventHandler {
+	relevant := func(old, new any) bool {
+		if filter == nil {
+			return true
+		}
+		o, _ := old.(client.Object)
+		n, _ := new.(client.Object)
+		if old != nil && o == nil || new != nil && n == nil {
+			return true // a tombstone or something else: count it
+		}
+		return filter.Relevant(o, n)
+	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(_ any, isInInitialList bool) {
-			if !isInInitialList {
+		AddFunc: func(obj any, isInInitialList bool) {
+			if !isInInitialList && relevant(nil, obj) {
 				t.Request()
 			}
 		},
-		UpdateFunc: func(_, _ any) { t.Request() },
-		DeleteFunc: func(_ any) { t.Request() },
+		UpdateFunc: func(old, new any) {
+			if relevant(old, new) {
+				t.Request()
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if relevant(obj, nil) {
+				t.Request()
+			}
+		},
 	}
 }

@@ -191,7 +191,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err != nil {
 		return nil, err
 	}
-	if err := barrier.AddEventHandler(trigger.EventHandler()); err != nil {
+	relevance := &translator.Relevance{IngressClass: cfg.IngressClass}
+	if err := barrier.AddEventHandler(trigger.FilteredEventHandler(relevance)); err != nil {
 		return nil, err
 	}
 
@@ -240,7 +241,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Translate: func(s *store.Snapshot) (*kongstate.State, []translator.Problem) {
 			opts := TranslatorOptions(cfg, time.Now())
 			opts.ExpressionRoutes = flavors.Expressions()
-			return translator.Translate(s, opts)
+			r := translator.Build(s, opts)
+			relevance.SetGraph(r.Graph) // which objects the next events can matter for
+			return r.State, r.Problems
 		},
 		Gateways:  gateways,
 		Discovery: discovered,

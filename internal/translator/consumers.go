@@ -162,6 +162,13 @@ func (b *builder) consumer(kc *kongv1.KongConsumer, groups map[string]bool) *con
 	}
 	for i, name := range kc.ConsumerGroups {
 		b.refer(kc, gvkKongConsumer, ref(gvkKongConsumerGroup, kc.Namespace, name))
+		if kc.Username == "" {
+			// Kong's membership names the consumer by username or ID, and a consumer with
+			// only a custom_id has no stable ID (KIC gives it none): KIC would send an
+			// empty name and have the whole configuration refused.
+			b.problem(kc, gvkKongConsumer, fmt.Sprintf("consumerGroups[%d]", i), "a consumer without username cannot join consumer group %q; set username", name)
+			continue
+		}
 		if !groups[kc.Namespace+"/"+name] {
 			b.problem(kc, gvkKongConsumer, fmt.Sprintf("consumerGroups[%d]", i), "nonexistent consumer group: %q", kc.Namespace+"/"+name)
 			continue

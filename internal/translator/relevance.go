@@ -1,0 +1,163 @@
+package translator
+
+import (
+	"maps"
+	"reflect"
+	"sync/atomic"
+
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// Relevance tells, for an informer event, whether it can change what translation produces,
+// so that events that cannot (a status write, a resync, a Secret nothing refers to, an
+// Ingress of another class) do not wake the sync loop (issue #13). It errs on the side of a
+// round: an object kind it knows nothing of is relevant, and before the first translation
+// every reference counts. The periodic resync translates everything anyway, so a round it
+// skips wrongly costs at most one period.
+type Relevance struct {
+	// IngressClass is the class served (--ingress-class).
+	IngressClass string
+	graph        atomic.Pointer[Graph]
+}
+
+// SetGraph records the object graph of the latest translation.
+func (r *Relevance) SetGraph(g *Graph) { r.graph.Store(g) }
+
+// Relevant reports whether the change from old to new can change the translation. old is nil
+// for an object added, new nil for one deleted.
+func (r *Relevance) Relevant(old, new client.Object) bool {
+	if old != nil && new != nil && sameContent(old, new) {
+		return false
+	}
+	obj := new
+	if obj == nil {
+		obj = old
+	}
+	if obj == nil {
+		return true
+	}
+	switch o := obj.(type) {
+	case *netv1.Ingress:
+		return r.classMayMatch(old, new, func(x client.Object) bool {
+			ing := x.(*netv1.Ingress)
+			if v := ing.Annotations[store.IngressClassAnnotation]; v != "" {
+				return v == r.class()
+			}
+			return ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName == r.class()
+		})
+	case *kongv1.KongConsumer, *kongv1beta1.KongConsumerGroup, *kongv1beta1.TCPIngress, *kongv1beta1.UDPIngress:
+		return r.classMayMatch(old, new, r.annotationClassMayMatch)
+	case *kongv1.KongClusterPlugin:
+		if labelled(old, new, "global", "true") {
+			return r.classMayMatch(old, new, r.annotationClassMayMatch)
+		}
+		return r.referred(obj, gvkKongClusterPlugin)
+	case *kongv1.KongPlugin:
+		return r.referred(obj, gvkKongPlugin)
+	case *corev1.Service:
+		return r.referred(obj, gvkService)
+	case *corev1.Secret:
+		// CA certificates are read by label; everything else a Secret holds only matters
+		// to an object that refers to it.
+		return labelled(old, new, store.CACertLabel, "true") || r.referred(obj, gvkSecret)
+	case *discoveryv1.EndpointSlice:
+		svc := o.Labels[discoveryv1.LabelServiceName]
+		if old != nil && old.GetLabels()[discoveryv1.LabelServiceName] != svc {
+			return true
+		}
+		return svc == "" || r.referredRef(ref(gvkService, o.Namespace, svc))
+	case *kongv1beta1.KongUpstreamPolicy:
+		return r.referred(obj, gvkKongUpstreamPolicy)
+	case *kongv1.KongIngress:
+		return r.referred(obj, gvkKongIngress)
+	}
+	return true
+}
+
+func (r *Relevance) class() string {
+	if r.IngressClass == "" {
+		return store.DefaultIngressClass
+	}
+	return r.IngressClass
+}
+
+// annotationClassMayMatch is false only for an object whose class annotation names another
+// class: without one, it is served when the class is the default one, which the event
+// cannot tell.
+func (r *Relevance) annotationClassMayMatch(x client.Object) bool {
+	v := x.GetAnnotations()[store.IngressClassAnnotation]
+	return v == "" || v == r.class()
+}
+
+// classMayMatch: relevant when the object may be served before or after the change.
+func (r *Relevance) classMayMatch(old, new client.Object, may func(client.Object) bool) bool {
+	return old != nil && may(old) || new != nil && may(new)
+}
+
+func (r *Relevance) referred(obj client.Object, gvk schema.GroupVersionKind) bool {
+	return r.referredRef(kongstate.RefFor(obj, gvk))
+}
+
+// referredRef: before the first translation (no graph) everything counts.
+func (r *Relevance) referredRef(ref kongstate.ObjectRef) bool {
+	g := r.graph.Load()
+	return g == nil || len(g.rdeps[Node(ref)]) > 0
+}
+
+func labelled(old, new client.Object, key, value string) bool {
+	return old != nil && old.GetLabels()[key] == value || new != nil && new.GetLabels()[key] == value
+}
+
+// sameContent reports whether an update changed nothing translation reads: the same labels
+// and annotations (kubectl's last-applied copy aside), and the same spec, which for kinds
+// with a generation is the generation and for the others their data.
+func sameContent(old, new client.Object) bool {
+	if reflect.TypeOf(old) != reflect.TypeOf(new) || !maps.Equal(old.GetLabels(), new.GetLabels()) ||
+		!sameAnnotations(old.GetAnnotations(), new.GetAnnotations()) {
+		return false
+	}
+	switch o := old.(type) {
+	case *corev1.Secret:
+		n := new.(*corev1.Secret)
+		return o.Type == n.Type && equality.Semantic.DeepEqual(o.Data, n.Data) && equality.Semantic.DeepEqual(o.StringData, n.StringData)
+	case *corev1.ConfigMap:
+		n := new.(*corev1.ConfigMap)
+		return equality.Semantic.DeepEqual(o.Data, n.Data) && equality.Semantic.DeepEqual(o.BinaryData, n.BinaryData)
+	case *corev1.Service:
+		return equality.Semantic.DeepEqual(o.Spec, new.(*corev1.Service).Spec)
+	case *discoveryv1.EndpointSlice:
+		n := new.(*discoveryv1.EndpointSlice)
+		return o.AddressType == n.AddressType && equality.Semantic.DeepEqual(o.Endpoints, n.Endpoints) && equality.Semantic.DeepEqual(o.Ports, n.Ports)
+	case *netv1.Ingress, *kongv1.KongPlugin, *kongv1.KongClusterPlugin, *kongv1.KongConsumer, *kongv1.KongIngress,
+		*kongv1beta1.KongConsumerGroup, *kongv1beta1.KongUpstreamPolicy, *kongv1beta1.TCPIngress, *kongv1beta1.UDPIngress:
+		// Any change but to metadata or status bumps the generation of Ingresses and of
+		// custom resources with a status subresource; a status write or a resync does not.
+		return old.GetGeneration() != 0 && old.GetGeneration() == new.GetGeneration()
+	}
+	return false // a kind this does not know: every update counts
+}
+
+func sameAnnotations(a, b map[string]string) bool {
+	if len(a) == len(b) && maps.Equal(a, b) {
+		return true
+	}
+	strip := func(m map[string]string) map[string]string {
+		if _, ok := m[store.LastAppliedAnnotation]; !ok {
+			return m
+		}
+		c := maps.Clone(m)
+		delete(c, store.LastAppliedAnnotation)
+		return c
+	}
+	return maps.Equal(strip(a), strip(b))
+}

@@ -1,0 +1,77 @@
+package translator
+
+import (
+	"testing"
+
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Which informer events can change the translation (issue #13): status writes, resyncs and
+// objects nothing served refers to do not; before the first translation everything does.
+func TestRelevance(t *testing.T) {
+	r := &Relevance{IngressClass: "kong"}
+	meta := func(ns, name string, gen int64, labels, ann map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: ns, Name: name, Generation: gen, Labels: labels, Annotations: ann, ResourceVersion: "1"}
+	}
+	secret := func(name string, data string, labels map[string]string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: meta("default", name, 0, labels, nil), Data: map[string][]byte{"k": []byte(data)}}
+	}
+	unused := secret("unused", "a", nil)
+	require.True(t, r.Relevant(nil, unused), "no graph yet: every object counts")
+
+	r.SetGraph(buildCase(t, "consumers").Graph)
+	ing := &netv1.Ingress{ObjectMeta: meta("default", "api", 2, nil, map[string]string{"konghq.com/plugins": "limit"})}
+	ingStatus := ing.DeepCopy()
+	ingStatus.ResourceVersion = "2"
+	ingStatus.Status.LoadBalancer.Ingress = []netv1.IngressLoadBalancerIngress{{IP: "192.0.2.1"}}
+	ingSpec := ing.DeepCopy()
+	ingSpec.Generation = 3
+	ingAnn := ing.DeepCopy()
+	ingAnn.Annotations = map[string]string{"konghq.com/plugins": "limit, headers"}
+	other := "other"
+	otherClass := &netv1.Ingress{ObjectMeta: meta("default", "x", 1, nil, nil), Spec: netv1.IngressSpec{IngressClassName: &other}}
+	movedIn := otherClass.DeepCopy()
+	kong := "kong"
+	movedIn.Spec.IngressClassName, movedIn.Generation = &kong, 2
+
+	slice := func(svc string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: meta("default", svc+"-1", 0, map[string]string{discoveryv1.LabelServiceName: svc}, nil)}
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new client.Object
+		want     bool
+	}{
+		{"Ingress status write", ing, ingStatus, false},
+		{"Ingress resync", ing, ing.DeepCopy(), false},
+		{"Ingress spec change", ing, ingSpec, true},
+		{"Ingress annotation change", ing, ingAnn, true},
+		{"Ingress of another class", nil, otherClass, false},
+		{"Ingress moved into our class", otherClass, movedIn, true},
+		{"Ingress deleted", ing, nil, true},
+		{"Secret nothing refers to", nil, unused, false},
+		{"Secret nothing refers to, changed", unused, secret("unused", "b", nil), false},
+		{"credential Secret of a consumer, changed", secret("alice-key", "a", nil), secret("alice-key", "b", nil), true},
+		{"credential Secret of a consumer, resync", secret("alice-key", "a", nil), secret("alice-key", "a", nil), false},
+		{"CA certificate Secret", nil, secret("ca", "a", map[string]string{"konghq.com/ca-cert": "true"}), true},
+		{"Secret a consumer names but that does not exist yet", nil, secret("missing-but-named", "a", nil), false},
+		{"EndpointSlice of a served Service", nil, slice("api"), true},
+		{"EndpointSlice of another Service", nil, slice("elsewhere"), false},
+		{"KongPlugin in use", nil, &kongv1.KongPlugin{ObjectMeta: meta("default", "limit", 1, nil, nil)}, true},
+		{"KongPlugin nothing uses", nil, &kongv1.KongPlugin{ObjectMeta: meta("default", "spare", 1, nil, nil)}, false},
+		{"KongConsumer of another class", nil, &kongv1.KongConsumer{ObjectMeta: meta("default", "c", 1, nil, map[string]string{"kubernetes.io/ingress.class": "other"})}, false},
+		{"KongConsumer without class (the default class may serve it)", nil, &kongv1.KongConsumer{ObjectMeta: meta("default", "c", 1, nil, nil)}, true},
+		{"Service nothing routes to", nil, &corev1.Service{ObjectMeta: meta("default", "elsewhere", 0, nil, nil)}, false},
+		{"Service status write", &corev1.Service{ObjectMeta: meta("default", "api", 0, nil, nil)},
+			&corev1.Service{ObjectMeta: meta("default", "api", 0, nil, nil), Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "1.2.3.4"}}}}}, false},
+		{"IngressClass", nil, &netv1.IngressClass{ObjectMeta: meta("", "kong", 1, nil, nil)}, true},
+	} {
+		require.Equal(t, tc.want, r.Relevant(tc.old, tc.new), tc.name)
+	}
+}
