@@ -123,7 +123,7 @@ through a ClusterRoleBinding, everything else through RoleBindings. A test check
 against the API server's discovery.
 */}}
 {{- define "konductor.clusterScopedResources" -}}
-ingressclasses,kongclusterplugins,kongvaults
+ingressclasses,kongclusterplugins,kongvaults,gatewayclasses
 {{- end }}
 
 {{/*
