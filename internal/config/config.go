@@ -83,6 +83,9 @@ type Config struct {
 
 	// ClusterDomain is appended to service-upstream targets (--cluster-domain, KIC's).
 	ClusterDomain string
+	// GatewayAPIControllerName is the GatewayClass controllerName served
+	// (--gateway-api-controller-name, KIC's, default konghq.com/kic-gateway-controller).
+	GatewayAPIControllerName string
 	// EnableDrainSupport keeps terminating endpoints as targets of weight 0
 	// (--enable-drain-support, KIC's).
 	EnableDrainSupport bool
@@ -210,6 +213,7 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", DefaultHealthProbeAddress, "address of /healthz and /readyz; 0 disables it")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, error")
 	fs.BoolVar(&c.UpdateStatus, "update-status", true, "write the published addresses into Ingress status (with --publish-service or --publish-status-address)")
+	fs.StringVar(&c.GatewayAPIControllerName, "gateway-api-controller-name", "konghq.com/kic-gateway-controller", "the controllerName of the GatewayClasses whose Gateways and routes this controller serves (KIC's default)")
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", "", "cluster domain appended to the Service names of service-upstream targets (empty: none, as KIC)")
 	fs.BoolVar(&c.EnableDrainSupport, "enable-drain-support", false, "keep terminating endpoints as upstream targets of weight 0, so that existing connections drain")
 	var gates string

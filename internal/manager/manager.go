@@ -306,10 +306,11 @@ func (c *Controller) Start(ctx context.Context) error {
 // valid; the loop passes the time of each round, so that translation itself reads no clock.
 func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 	return translator.Options{
-		ClusterDomain:      cfg.ClusterDomain,
-		EnableDrainSupport: cfg.EnableDrainSupport,
-		RewriteURIs:        cfg.FeatureGates.Enabled(config.GateRewriteURIs),
-		Now:                now,
+		ClusterDomain:         cfg.ClusterDomain,
+		GatewayControllerName: cfg.GatewayAPIControllerName,
+		EnableDrainSupport:    cfg.EnableDrainSupport,
+		RewriteURIs:           cfg.FeatureGates.Enabled(config.GateRewriteURIs),
+		Now:                   now,
 	}
 }
 

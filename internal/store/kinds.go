@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
@@ -20,7 +21,9 @@ import (
 type Kind int
 
 // The kinds the store reads. Kinds built into Kubernetes are always read; custom resources
-// (Kong's, and Gateway API's ReferenceGrant) only when their CRD is installed.
+// (Kong's and Gateway API's) only when their CRD is installed. Gateway API kinds are read at
+// v1 (ReferenceGrant at v1beta1, its storage version): a cluster whose CRDs do not serve that
+// version has the kind skipped like a missing CRD.
 const (
 	KindIngressClass Kind = iota
 	KindIngress
@@ -39,6 +42,14 @@ const (
 	KindKongVault
 	KindIngressClassParameters
 	KindReferenceGrant
+	KindGatewayClass
+	KindGateway
+	KindHTTPRoute
+	KindGRPCRoute
+	KindTCPRoute
+	KindTLSRoute
+	KindUDPRoute
+	KindBackendTLSPolicy
 	kindCount
 )
 
@@ -92,6 +103,22 @@ var kinds = [kindCount]kindInfo{
 		func() client.Object { return &kongv1alpha1.IngressClassParameters{} }, func() client.ObjectList { return &kongv1alpha1.IngressClassParametersList{} }, true, ""},
 	KindReferenceGrant: {gatewayv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant"), "referencegrants",
 		func() client.Object { return &gatewayv1beta1.ReferenceGrant{} }, func() client.ObjectList { return &gatewayv1beta1.ReferenceGrantList{} }, true, ""},
+	KindGatewayClass: {gatewayv1.SchemeGroupVersion.WithKind("GatewayClass"), "gatewayclasses",
+		func() client.Object { return &gatewayv1.GatewayClass{} }, func() client.ObjectList { return &gatewayv1.GatewayClassList{} }, true, ""},
+	KindGateway: {gatewayv1.SchemeGroupVersion.WithKind("Gateway"), "gateways",
+		func() client.Object { return &gatewayv1.Gateway{} }, func() client.ObjectList { return &gatewayv1.GatewayList{} }, true, ""},
+	KindHTTPRoute: {gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute"), "httproutes",
+		func() client.Object { return &gatewayv1.HTTPRoute{} }, func() client.ObjectList { return &gatewayv1.HTTPRouteList{} }, true, ""},
+	KindGRPCRoute: {gatewayv1.SchemeGroupVersion.WithKind("GRPCRoute"), "grpcroutes",
+		func() client.Object { return &gatewayv1.GRPCRoute{} }, func() client.ObjectList { return &gatewayv1.GRPCRouteList{} }, true, ""},
+	KindTCPRoute: {gatewayv1.SchemeGroupVersion.WithKind("TCPRoute"), "tcproutes",
+		func() client.Object { return &gatewayv1.TCPRoute{} }, func() client.ObjectList { return &gatewayv1.TCPRouteList{} }, true, ""},
+	KindTLSRoute: {gatewayv1.SchemeGroupVersion.WithKind("TLSRoute"), "tlsroutes",
+		func() client.Object { return &gatewayv1.TLSRoute{} }, func() client.ObjectList { return &gatewayv1.TLSRouteList{} }, true, ""},
+	KindUDPRoute: {gatewayv1.SchemeGroupVersion.WithKind("UDPRoute"), "udproutes",
+		func() client.Object { return &gatewayv1.UDPRoute{} }, func() client.ObjectList { return &gatewayv1.UDPRouteList{} }, true, ""},
+	KindBackendTLSPolicy: {gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy"), "backendtlspolicies",
+		func() client.Object { return &gatewayv1.BackendTLSPolicy{} }, func() client.ObjectList { return &gatewayv1.BackendTLSPolicyList{} }, true, ""},
 }
 
 // AllKinds lists every kind the store knows, required ones first.

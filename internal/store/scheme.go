@@ -7,17 +7,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
 // NewScheme returns a scheme with every type konductor reads or writes: the built-in
-// Kubernetes types, Kong's configuration.konghq.com types and Gateway API's ReferenceGrant.
+// Kubernetes types, Kong's configuration.konghq.com types and Gateway API's types (v1, and v1beta1 for
+// ReferenceGrant).
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(kongv1.AddToScheme(s))
 	utilruntime.Must(kongv1beta1.AddToScheme(s))
 	utilruntime.Must(kongv1alpha1.AddToScheme(s))
+	utilruntime.Must(gatewayv1.Install(s))
 	utilruntime.Must(gatewayv1beta1.Install(s))
 	return s
 }

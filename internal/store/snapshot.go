@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
@@ -43,4 +44,16 @@ type Snapshot struct {
 	UDPIngresses         []*kongv1beta1.UDPIngress
 	KongVaults           []*kongv1alpha1.KongVault
 	ReferenceGrants      []*gatewayv1beta1.ReferenceGrant
+
+	// Gateway API objects, all of them: which GatewayClasses, Gateways and routes are this
+	// controller's is decided in translation (internal/gatewayapi), because status needs the
+	// same decision for the objects that are not. Empty when their CRD is not installed.
+	GatewayClasses     []*gatewayv1.GatewayClass
+	Gateways           []*gatewayv1.Gateway
+	HTTPRoutes         []*gatewayv1.HTTPRoute
+	GRPCRoutes         []*gatewayv1.GRPCRoute
+	TCPRoutes          []*gatewayv1.TCPRoute
+	TLSRoutes          []*gatewayv1.TLSRoute
+	UDPRoutes          []*gatewayv1.UDPRoute
+	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
@@ -168,7 +169,40 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if snap.ReferenceGrants, err = listKind[gatewayv1beta1.ReferenceGrantList, gatewayv1beta1.ReferenceGrant](ctx, s, KindReferenceGrant, nil); err != nil {
 		return nil, err
 	}
+	if err := s.gatewayAPI(ctx, snap); err != nil {
+		return nil, err
+	}
 	return snap, nil
+}
+
+// gatewayAPI reads the Gateway API kinds. No filter beyond the watched namespaces: whether a
+// Gateway or route is this controller's depends on its GatewayClass and parents, which
+// translation decides (internal/gatewayapi).
+func (s *Store) gatewayAPI(ctx context.Context, snap *Snapshot) error {
+	var err error
+	if snap.GatewayClasses, err = listKind[gatewayv1.GatewayClassList, gatewayv1.GatewayClass](ctx, s, KindGatewayClass, nil); err != nil {
+		return err
+	}
+	if snap.Gateways, err = listKind[gatewayv1.GatewayList, gatewayv1.Gateway](ctx, s, KindGateway, nil); err != nil {
+		return err
+	}
+	if snap.HTTPRoutes, err = listKind[gatewayv1.HTTPRouteList, gatewayv1.HTTPRoute](ctx, s, KindHTTPRoute, nil); err != nil {
+		return err
+	}
+	if snap.GRPCRoutes, err = listKind[gatewayv1.GRPCRouteList, gatewayv1.GRPCRoute](ctx, s, KindGRPCRoute, nil); err != nil {
+		return err
+	}
+	if snap.TCPRoutes, err = listKind[gatewayv1.TCPRouteList, gatewayv1.TCPRoute](ctx, s, KindTCPRoute, nil); err != nil {
+		return err
+	}
+	if snap.TLSRoutes, err = listKind[gatewayv1.TLSRouteList, gatewayv1.TLSRoute](ctx, s, KindTLSRoute, nil); err != nil {
+		return err
+	}
+	if snap.UDPRoutes, err = listKind[gatewayv1.UDPRouteList, gatewayv1.UDPRoute](ctx, s, KindUDPRoute, nil); err != nil {
+		return err
+	}
+	snap.BackendTLSPolicies, err = listKind[gatewayv1.BackendTLSPolicyList, gatewayv1.BackendTLSPolicy](ctx, s, KindBackendTLSPolicy, nil)
+	return err
 }
 
 // listKind lists an optional kind (nothing when its CRD is not installed) and returns the

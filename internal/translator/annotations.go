@@ -9,7 +9,8 @@ import (
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
-	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Route annotations of kic-compat.md §10.1.
@@ -100,8 +101,8 @@ func strictBool(v string) *bool {
 // paths, a header name Kong refuses, a path_handling Kong does not know) is reported; for
 // protocols and headers the Ingress gets no routes at all (ok false), because serving them
 // without the constraint would match more traffic than the user asked for.
-func (b *builder) routeAnnotations(ing *netv1.Ingress) (*routeOverrides, bool) {
-	a := ing.Annotations
+func (b *builder) routeAnnotations(ing client.Object, gvk schema.GroupVersionKind) (*routeOverrides, bool) {
+	a := ing.GetAnnotations()
 	ro := &routeOverrides{}
 	if v, ok := a[annProtocols]; ok {
 		ro.annotationProtocols = splitList(v, ",")
@@ -171,7 +172,7 @@ func (b *builder) routeAnnotations(ing *netv1.Ingress) (*routeOverrides, bool) {
 		if v == "v0" || v == "v1" {
 			ro.pathHandling = kong.String(v)
 		} else {
-			b.problem(ing, gvkIngress, annField(annPathHandling), "path_handling %q is not one of v0, v1; the annotation is ignored", v)
+			b.problem(ing, gvk, annField(annPathHandling), "path_handling %q is not one of v0, v1; the annotation is ignored", v)
 		}
 	}
 
@@ -195,14 +196,14 @@ func (b *builder) routeAnnotations(ing *netv1.Ingress) (*routeOverrides, bool) {
 			continue
 		}
 		if e := checkHeaderName(name); e != "" {
-			b.problem(ing, gvkIngress, annField(k), "%s; the Ingress's routes are left out", e)
+			b.problem(ing, gvk, annField(k), "%s; the %s's routes are left out", e, gvk.Kind)
 			ok = false
 			continue
 		}
 		for _, v := range vals {
 			if strings.HasPrefix(v, "~*") {
 				if e := checkPCRE(v[2:]); e != "" {
-					b.problem(ing, gvkIngress, annField(k), "invalid regex %q: %s; the Ingress's routes are left out", v, e)
+					b.problem(ing, gvk, annField(k), "invalid regex %q: %s; the %s's routes are left out", v, e, gvk.Kind)
 					ok = false
 				}
 			}
@@ -217,7 +218,7 @@ func (b *builder) routeAnnotations(ing *netv1.Ingress) (*routeOverrides, bool) {
 	probe := &file.FRoute{}
 	ro.apply(probe)
 	if e := checkHTTPRouteProtocols(probe.Protocols); e != "" {
-		b.problem(ing, gvkIngress, annField(annProtocols), "%s; the Ingress's routes are left out", e)
+		b.problem(ing, gvk, annField(annProtocols), "%s; the %s's routes are left out", e, gvk.Kind)
 		ok = false
 	}
 	return ro, ok

@@ -51,6 +51,10 @@ func (b *builder) populateServices() {
 	sort.Strings(names)
 	for _, n := range names {
 		ks := b.kongServices[n]
+		if ks.gateway != nil {
+			b.populateGatewayService(ks)
+			continue
+		}
 		ks.upstream = &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(*ks.svc.Host)}}
 		svc := b.services[ks.namespace+"/"+ks.svcName]
 		for _, r := range ks.referrers {

@@ -38,6 +38,9 @@ type kongService struct {
 	// path, so that backend failures are reported where the user wrote the reference.
 	referrers []referrer
 	upstream  *file.FUpstream
+	// gateway is set for the Kong services of Gateway API routes, whose backends are
+	// backendRefs (gwbackends.go) rather than one Service and port.
+	gateway *gatewayBackends
 }
 
 // referrer is an object that refers to a Service or Secret, and the field that does.
@@ -93,17 +96,7 @@ func (b *builder) kongServiceFor(ing *netv1.Ingress, field, svcName string, port
 		port:       port,
 		portKey:    pk,
 		routeByKey: map[string]*routeEntry{},
-		svc: file.FService{Service: kong.Service{
-			ID:             kong.String(kongstate.ServiceID(b.opts.Workspace, name)),
-			Name:           kong.String(name),
-			Host:           kong.String(host),
-			Port:           kong.Int(80),
-			Protocol:       kong.String("http"),
-			ConnectTimeout: kong.Int(60000),
-			ReadTimeout:    kong.Int(60000),
-			WriteTimeout:   kong.Int(60000),
-			Retries:        kong.Int(5),
-		}},
+		svc:        b.httpKongService(name, host),
 	}
 	if withPath {
 		ks.svc.Path = kong.String("/")
@@ -112,11 +105,27 @@ func (b *builder) kongServiceFor(ing *netv1.Ingress, field, svcName string, port
 	return ks
 }
 
+// httpKongService is a new HTTP Kong service with KIC's defaults: port 80 until the backend
+// resolves, protocol http, 60 s timeouts, 5 retries.
+func (b *builder) httpKongService(name, host string) file.FService {
+	return file.FService{Service: kong.Service{
+		ID:             kong.String(kongstate.ServiceID(b.opts.Workspace, name)),
+		Name:           kong.String(name),
+		Host:           kong.String(host),
+		Port:           kong.Int(80),
+		Protocol:       kong.String("http"),
+		ConnectTimeout: kong.Int(kongDefaultTimeout),
+		ReadTimeout:    kong.Int(kongDefaultTimeout),
+		WriteTimeout:   kong.Int(kongDefaultTimeout),
+		Retries:        kong.Int(5),
+	}}
+}
+
 // ingressRules builds a route per (Ingress, rule host, backend) with the paths of every rule
 // and path that share it (kic-compat.md §3.1-3.6).
 func (b *builder) ingressRules() {
 	for _, ing := range b.ingresses {
-		ro, ok := b.routeAnnotations(ing)
+		ro, ok := b.routeAnnotations(ing, gvkIngress)
 		if !ok {
 			continue
 		}
@@ -303,7 +312,7 @@ func (b *builder) defaultBackend() {
 			}
 			return
 		}
-		ro, ok := b.routeAnnotations(ing)
+		ro, ok := b.routeAnnotations(ing, gvkIngress)
 		if !ok {
 			return
 		}

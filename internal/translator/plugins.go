@@ -119,8 +119,8 @@ func (b *builder) plugins() {
 	relations := map[*pluginSource]*pluginRelations{}
 	var order []*pluginSource
 
-	attach := func(referrer client.Object, gvk schema.GroupVersionKind, add func(*pluginRelations)) {
-		for _, entry := range splitList(referrer.GetAnnotations()[annPlugins], ",") {
+	attachList := func(referrer client.Object, gvk schema.GroupVersionKind, list string, add func(*pluginRelations)) {
+		for _, entry := range splitList(list, ",") {
 			if strings.HasPrefix(entry, ":") || strings.HasSuffix(entry, ":") {
 				continue
 			}
@@ -151,6 +151,10 @@ func (b *builder) plugins() {
 		}
 	}
 
+	attach := func(referrer client.Object, gvk schema.GroupVersionKind, add func(*pluginRelations)) {
+		attachList(referrer, gvk, referrer.GetAnnotations()[annPlugins], add)
+	}
+
 	names := make([]string, 0, len(b.kongServices))
 	for n, ks := range b.kongServices {
 		if len(ks.routes) > 0 {
@@ -169,6 +173,15 @@ func (b *builder) plugins() {
 	}
 	for _, ui := range b.udpIngresses {
 		sources = append(sources, routeSource{ui, gvkUDPIngress})
+	}
+	for _, src := range b.gatewayRouteSources() {
+		// Gateway API routes: the route object's annotation and each Kong route's
+		// ExtensionRef filters, per Kong route.
+		for _, r := range b.routesOf(names, src.obj) {
+			list := strings.Join(append(splitList(src.obj.GetAnnotations()[annPlugins], ","), r.extraPlugins...), ",")
+			name := *r.Name
+			attachList(src.obj, src.gvk, list, func(rs *pluginRelations) { rs.routes = append(rs.routes, name) })
+		}
 	}
 	for _, src := range sources {
 		if _, ok := src.obj.GetAnnotations()[annPlugins]; !ok {
@@ -484,26 +497,5 @@ func (b *builder) globalPlugins() {
 // refer to the KongPlugin name there (kic-compat.md §8.1): from {group, kind, namespace of
 // the referrer} to {configuration.konghq.com, KongPlugin, name or any}.
 func (b *builder) grantAllows(referrer client.Object, gvk schema.GroupVersionKind, ns, name string) bool {
-	for _, g := range b.snap.ReferenceGrants {
-		if g == nil || g.Namespace != ns {
-			continue
-		}
-		from := false
-		for _, f := range g.Spec.From {
-			if string(f.Group) == gvk.Group && string(f.Kind) == gvk.Kind && string(f.Namespace) == referrer.GetNamespace() {
-				from = true
-				break
-			}
-		}
-		if !from {
-			continue
-		}
-		for _, t := range g.Spec.To {
-			if string(t.Group) == gvkKongPlugin.Group && string(t.Kind) == gvkKongPlugin.Kind && (t.Name == nil || string(*t.Name) == name) {
-				b.refer(referrer, gvk, kongstate.RefFor(g, gvkReferenceGrant))
-				return true
-			}
-		}
-	}
-	return false
+	return b.granted(referrer, gvk, gvkKongPlugin.Group, gvkKongPlugin.Kind, ns, name)
 }

@@ -19,6 +19,7 @@ import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 
+	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 )
@@ -48,6 +49,9 @@ type Options struct {
 	// KongVersion is the gateways' Kong version when known (zero: unknown). It decides
 	// what only some versions take (sticky sessions from 3.11).
 	KongVersion semver.Version
+	// GatewayControllerName is the GatewayClass controllerName this controller serves
+	// (--gateway-api-controller-name); "" means KIC's, konghq.com/kic-gateway-controller.
+	GatewayControllerName string `json:"gatewayControllerName,omitempty"`
 	// Now is the time CA certificates must be valid at; zero skips the expiry check. The
 	// caller passes it so that translation reads no clock.
 	Now time.Time
@@ -96,6 +100,8 @@ type Result struct {
 	State    *kongstate.State
 	Problems []Problem
 	Graph    *Graph
+	// Gateway is which Gateway API objects are ours and how routes attach, for status.
+	Gateway *gatewayapi.Attachment
 }
 
 // Build is Translate with the object graph (pipeline order of kic-compat.md §2).
@@ -107,6 +113,7 @@ func Build(snap *store.Snapshot, opts Options) Result {
 	b.ingressRules()
 	b.defaultBackend()
 	b.l4Ingresses()
+	b.httpRoutes()
 	b.populateServices()
 	b.rewrites()
 	b.upstreamOverrides()
@@ -120,7 +127,7 @@ func Build(snap *store.Snapshot, opts Options) Result {
 		b.expressionRoutes()
 	}
 	state, problems := b.finish()
-	return Result{State: state, Problems: problems, Graph: b.graph}
+	return Result{State: state, Problems: problems, Graph: b.graph, Gateway: b.gw}
 }
 
 // builder holds the indexes and the growing output of one translation.
@@ -151,6 +158,7 @@ type builder struct {
 	routeKeys    map[string]bool
 	problems     []Problem
 	graph        *Graph
+	gw           *gatewayapi.Attachment
 
 	state *kongstate.State
 }
@@ -167,6 +175,7 @@ func newBuilder(snap *store.Snapshot, opts Options) *builder {
 		routeKeys:    map[string]bool{},
 		graph:        newGraph(),
 		state:        &kongstate.State{},
+		gw:           gatewayapi.Attach(GatewayInput(snap, opts.GatewayControllerName)),
 	}
 	if p := snap.IngressClassParameters; p != nil {
 		// The IngressClass's parameters (kic-compat.md §1.4) add to the options.
@@ -339,6 +348,9 @@ type routeEntry struct {
 	// konghq.com/plugins annotation applies to the route.
 	src    client.Object
 	srcGVK schema.GroupVersionKind
+	// extraPlugins are KongPlugins named by the route's own HTTPRoute ExtensionRef filters,
+	// attached like those of src's konghq.com/plugins annotation.
+	extraPlugins []string
 	// sources are the Ingress paths merged into the route, for the expressions router;
 	// defaultBackend marks the route of spec.defaultBackend.
 	sources        []sourcePath

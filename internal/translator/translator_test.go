@@ -324,7 +324,7 @@ func TestRouteOverridesForceSSL(t *testing.T) {
 		if c.protocols != "" {
 			ann[annProtocols] = c.protocols
 		}
-		ro, _ := b.routeAnnotations(&netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Annotations: ann}})
+		ro, _ := b.routeAnnotations(&netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Annotations: ann}}, gvkIngress)
 		r := b.newRoute(&netv1.Ingress{}, ro, "", c.protocols, "r"+strings.ReplaceAll(c.protocols, ",", "-"), "")
 		require.NotNil(t, r)
 		var got []string

@@ -1,0 +1,421 @@
+package gatewayapi
+
+import (
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+)
+
+// DefaultControllerName is KIC's GatewayClass controllerName (--gateway-api-controller-name),
+// so that GatewayClasses of a KIC install are served without change.
+const DefaultControllerName = "konghq.com/kic-gateway-controller"
+
+// Group is the Gateway API group.
+const Group = gatewayv1.GroupName
+
+// Route kinds.
+const (
+	KindHTTPRoute = "HTTPRoute"
+	KindGRPCRoute = "GRPCRoute"
+	KindTCPRoute  = "TCPRoute"
+	KindTLSRoute  = "TLSRoute"
+	KindUDPRoute  = "UDPRoute"
+)
+
+// Input is what attachment reads: the Gateway API objects and the namespaces' labels (for
+// allowedRoutes Selector; nil when unknown, in which case Selector admits no namespace).
+type Input struct {
+	ControllerName  string
+	GatewayClasses  []*gatewayv1.GatewayClass
+	Gateways        []*gatewayv1.Gateway
+	Routes          []Route
+	NamespaceLabels map[string]map[string]string
+}
+
+// Route is a route of any kind reduced to what attachment needs.
+type Route struct {
+	Kind       string
+	Object     client.Object
+	ParentRefs []gatewayv1.ParentReference
+	Hostnames  []gatewayv1.Hostname
+}
+
+// Attachment is the answer for one snapshot.
+type Attachment struct {
+	// Classes are the GatewayClasses whose controllerName is ours, by name.
+	Classes map[string]*gatewayv1.GatewayClass
+	// Gateways are the Gateways of our classes, sorted by namespace and name.
+	Gateways []*Gateway
+	routes   map[routeKey]*RouteAttachment
+}
+
+type routeKey struct{ kind, namespace, name string }
+
+// Gateway is one of our Gateways with its listeners.
+type Gateway struct {
+	Gateway   *gatewayv1.Gateway
+	Listeners []*Listener
+}
+
+// Listener is one listener of our Gateway.
+type Listener struct {
+	Listener *gatewayv1.Listener
+	// SupportedKinds are the route kinds the listener admits: those of its protocol, limited
+	// to allowedRoutes.kinds when given.
+	SupportedKinds []gatewayv1.RouteGroupKind
+	// InvalidKinds is true when allowedRoutes.kinds names a kind the protocol cannot carry.
+	InvalidKinds bool
+	// AttachedRoutes counts the routes attached to the listener (each route once).
+	AttachedRoutes int32
+	attached       map[routeKey]bool
+}
+
+// Parent is the outcome of one parentRef of a route that names one of our Gateways.
+type Parent struct {
+	Ref      gatewayv1.ParentReference
+	Gateway  *Gateway
+	Accepted bool
+	// Reason is the Accepted condition's reason (Accepted, NoMatchingParent,
+	// NotAllowedByListeners, NoMatchingListenerHostname) and Message says why.
+	Reason    gatewayv1.RouteConditionReason
+	Message   string
+	Listeners []*Listener
+}
+
+// RouteAttachment is how one route attaches.
+type RouteAttachment struct {
+	Route Route
+	// Parents are the parentRefs naming our Gateways, in the route's order.
+	Parents []*Parent
+	// Hostnames are the hostnames the route serves once intersected with the hostnames of
+	// the listeners it attached to (KIC's filterHostnames): empty means any host.
+	Hostnames []string
+}
+
+// Accepted reports whether some parent accepted the route.
+func (r *RouteAttachment) Accepted() bool {
+	if r == nil {
+		return false
+	}
+	for _, p := range r.Parents {
+		if p.Accepted {
+			return true
+		}
+	}
+	return false
+}
+
+// Route returns the attachment of the route of kind and object, or nil when none of its
+// parentRefs names one of our Gateways (then it is not ours, not even for status).
+func (a *Attachment) Route(kind string, obj client.Object) *RouteAttachment {
+	if a == nil {
+		return nil
+	}
+	return a.routes[routeKey{kind, obj.GetNamespace(), obj.GetName()}]
+}
+
+// Gateway returns our Gateway ns/name, or nil.
+func (a *Attachment) Gateway(ns, name string) *Gateway {
+	for _, g := range a.Gateways {
+		if g.Gateway.Namespace == ns && g.Gateway.Name == name {
+			return g
+		}
+	}
+	return nil
+}
+
+// Attach decides, for in, which objects are ours and how routes attach.
+func Attach(in Input) *Attachment {
+	name := in.ControllerName
+	if name == "" {
+		name = DefaultControllerName
+	}
+	a := &Attachment{Classes: map[string]*gatewayv1.GatewayClass{}, routes: map[routeKey]*RouteAttachment{}}
+	for _, c := range in.GatewayClasses {
+		if c != nil && string(c.Spec.ControllerName) == name {
+			a.Classes[c.Name] = c
+		}
+	}
+	for _, g := range in.Gateways {
+		if g == nil || a.Classes[string(g.Spec.GatewayClassName)] == nil {
+			continue
+		}
+		gw := &Gateway{Gateway: g}
+		for i := range g.Spec.Listeners {
+			gw.Listeners = append(gw.Listeners, newListener(&g.Spec.Listeners[i]))
+		}
+		a.Gateways = append(a.Gateways, gw)
+	}
+	sort.Slice(a.Gateways, func(i, j int) bool {
+		gi, gj := a.Gateways[i].Gateway, a.Gateways[j].Gateway
+		if gi.Namespace != gj.Namespace {
+			return gi.Namespace < gj.Namespace
+		}
+		return gi.Name < gj.Name
+	})
+	for _, r := range in.Routes {
+		if r.Object == nil {
+			continue
+		}
+		ra := &RouteAttachment{Route: r}
+		for _, ref := range r.ParentRefs {
+			if (ref.Group != nil && string(*ref.Group) != Group) || (ref.Kind != nil && string(*ref.Kind) != "Gateway") {
+				continue
+			}
+			ns := r.Object.GetNamespace()
+			if ref.Namespace != nil && *ref.Namespace != "" {
+				ns = string(*ref.Namespace)
+			}
+			gw := a.Gateway(ns, string(ref.Name))
+			if gw == nil {
+				continue
+			}
+			ra.Parents = append(ra.Parents, attachParent(gw, ref, r, in.NamespaceLabels))
+		}
+		if len(ra.Parents) == 0 {
+			continue
+		}
+		ra.Hostnames = effectiveHostnames(ra)
+		key := routeKey{r.Kind, r.Object.GetNamespace(), r.Object.GetName()}
+		a.routes[key] = ra
+		for _, p := range ra.Parents {
+			for _, l := range p.Listeners {
+				if !l.attached[key] {
+					l.attached[key] = true
+					l.AttachedRoutes++
+				}
+			}
+		}
+	}
+	return a
+}
+
+// protocolKinds are the route kinds each listener protocol carries (KIC serves GRPCRoute on
+// HTTP and HTTPS listeners).
+func protocolKinds(p gatewayv1.ProtocolType) []string {
+	switch p {
+	case gatewayv1.HTTPProtocolType, gatewayv1.HTTPSProtocolType:
+		return []string{KindHTTPRoute, KindGRPCRoute}
+	case gatewayv1.TLSProtocolType:
+		return []string{KindTLSRoute}
+	case gatewayv1.TCPProtocolType:
+		return []string{KindTCPRoute}
+	case gatewayv1.UDPProtocolType:
+		return []string{KindUDPRoute}
+	}
+	return nil
+}
+
+func newListener(l *gatewayv1.Listener) *Listener {
+	out := &Listener{Listener: l, attached: map[routeKey]bool{}}
+	kinds := protocolKinds(l.Protocol)
+	group := gatewayv1.Group(Group)
+	if l.AllowedRoutes == nil || len(l.AllowedRoutes.Kinds) == 0 {
+		for _, k := range kinds {
+			out.SupportedKinds = append(out.SupportedKinds, gatewayv1.RouteGroupKind{Group: &group, Kind: gatewayv1.Kind(k)})
+		}
+		return out
+	}
+	for _, want := range l.AllowedRoutes.Kinds {
+		ok := want.Group == nil || string(*want.Group) == Group
+		if ok {
+			ok = false
+			for _, k := range kinds {
+				ok = ok || string(want.Kind) == k
+			}
+		}
+		if !ok {
+			out.InvalidKinds = true
+			continue
+		}
+		out.SupportedKinds = append(out.SupportedKinds, gatewayv1.RouteGroupKind{Group: &group, Kind: want.Kind})
+	}
+	return out
+}
+
+func (l *Listener) admitsKind(kind string) bool {
+	for _, k := range l.SupportedKinds {
+		if string(k.Kind) == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// admitsNamespace applies allowedRoutes.namespaces: Same (the default), All, or Selector.
+func (l *Listener) admitsNamespace(gatewayNS, routeNS string, nsLabels map[string]map[string]string) bool {
+	from := gatewayv1.NamespacesFromSame
+	var sel *gatewayv1.RouteNamespaces
+	if l.Listener.AllowedRoutes != nil && l.Listener.AllowedRoutes.Namespaces != nil {
+		sel = l.Listener.AllowedRoutes.Namespaces
+		if sel.From != nil {
+			from = *sel.From
+		}
+	}
+	switch from {
+	case gatewayv1.NamespacesFromAll:
+		return true
+	case gatewayv1.NamespacesFromSelector:
+		if sel == nil || sel.Selector == nil {
+			return false
+		}
+		s, err := metaLabelSelector(sel)
+		if err != nil {
+			return false
+		}
+		lbls, known := nsLabels[routeNS]
+		return known && s.Matches(labels.Set(lbls))
+	default:
+		return gatewayNS == routeNS
+	}
+}
+
+// hostnameCarrying reports whether a listener of protocol p matches on hostnames.
+func hostnameCarrying(p gatewayv1.ProtocolType) bool {
+	return p == gatewayv1.HTTPProtocolType || p == gatewayv1.HTTPSProtocolType || p == gatewayv1.TLSProtocolType
+}
+
+func attachParent(gw *Gateway, ref gatewayv1.ParentReference, r Route, nsLabels map[string]map[string]string) *Parent {
+	p := &Parent{Ref: ref, Gateway: gw}
+	var candidates []*Listener
+	for _, l := range gw.Listeners {
+		if ref.SectionName != nil && *ref.SectionName != l.Listener.Name {
+			continue
+		}
+		if ref.Port != nil && *ref.Port != l.Listener.Port {
+			continue
+		}
+		candidates = append(candidates, l)
+	}
+	if len(candidates) == 0 {
+		p.Reason, p.Message = gatewayv1.RouteReasonNoMatchingParent, "no listener matches the parentRef's sectionName and port"
+		return p
+	}
+	var allowed []*Listener
+	for _, l := range candidates {
+		if l.admitsKind(r.Kind) && l.admitsNamespace(gw.Gateway.Namespace, r.Object.GetNamespace(), nsLabels) {
+			allowed = append(allowed, l)
+		}
+	}
+	if len(allowed) == 0 {
+		p.Reason, p.Message = gatewayv1.RouteReasonNotAllowedByListeners, "no matching listener allows routes of this kind from this namespace"
+		return p
+	}
+	for _, l := range allowed {
+		if !hostnameCarrying(l.Listener.Protocol) || l.Listener.Hostname == nil || *l.Listener.Hostname == "" || len(r.Hostnames) == 0 {
+			p.Listeners = append(p.Listeners, l)
+			continue
+		}
+		for _, h := range r.Hostnames {
+			if Intersection(string(*l.Listener.Hostname), string(h)) != "" {
+				p.Listeners = append(p.Listeners, l)
+				break
+			}
+		}
+	}
+	if len(p.Listeners) == 0 {
+		p.Reason, p.Message = gatewayv1.RouteReasonNoMatchingListenerHostname, "no hostname of the route matches the hostname of a listener"
+		return p
+	}
+	p.Accepted, p.Reason, p.Message = true, gatewayv1.RouteReasonAccepted, "accepted"
+	return p
+}
+
+// effectiveHostnames is KIC's filterHostnames over the accepted parents' listeners: a route
+// without hostnames takes the union of the listeners' hostnames, or any host when one of
+// them has none; a route with hostnames keeps, for each, the more specific side of its
+// intersection with a listener's hostname.
+func effectiveHostnames(ra *RouteAttachment) []string {
+	var listeners []*Listener
+	for _, p := range ra.Parents {
+		if p.Accepted {
+			listeners = append(listeners, p.Listeners...)
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(h string) {
+		if h != "" && !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	if len(ra.Route.Hostnames) == 0 {
+		for _, l := range listeners {
+			if l.Listener.Hostname == nil || *l.Listener.Hostname == "" {
+				return nil
+			}
+			add(string(*l.Listener.Hostname))
+		}
+		return out
+	}
+	for _, h := range ra.Route.Hostnames {
+		for _, l := range listeners {
+			if l.Listener.Hostname == nil || *l.Listener.Hostname == "" {
+				add(string(h))
+				break
+			}
+			if m := Intersection(string(*l.Listener.Hostname), string(h)); m != "" {
+				add(m)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Intersection returns the more specific of listener and route hostnames when they
+// intersect ("*.example.com" and "foo.example.com" give "foo.example.com"), else "".
+func Intersection(listener, route string) string {
+	switch {
+	case listener == route:
+		return route
+	case strings.HasPrefix(listener, "*.") && strings.HasSuffix(route, listener[1:]) && !strings.HasPrefix(route, "*."):
+		return route
+	case strings.HasPrefix(route, "*.") && strings.HasSuffix(listener, route[1:]) && !strings.HasPrefix(listener, "*."):
+		return listener
+	case strings.HasPrefix(listener, "*.") && strings.HasPrefix(route, "*."):
+		if strings.HasSuffix(route, listener[1:]) {
+			return route
+		}
+		if strings.HasSuffix(listener, route[1:]) {
+			return listener
+		}
+	}
+	return ""
+}
+
+// GrantAllows reports whether a ReferenceGrant in namespace toNS lets objects of fromGVK in
+// fromNS refer to the object of group toGroup, kind toKind and name toName there, and returns
+// the grant (for the object graph). References within one namespace need no grant.
+func GrantAllows(grants []*gatewayv1beta1.ReferenceGrant, from schema.GroupVersionKind, fromNS, toGroup, toKind, toNS, toName string) (*gatewayv1beta1.ReferenceGrant, bool) {
+	if fromNS == toNS {
+		return nil, true
+	}
+	for _, g := range grants {
+		if g == nil || g.Namespace != toNS {
+			continue
+		}
+		fromOK := false
+		for _, f := range g.Spec.From {
+			if string(f.Group) == from.Group && string(f.Kind) == from.Kind && string(f.Namespace) == fromNS {
+				fromOK = true
+				break
+			}
+		}
+		if !fromOK {
+			continue
+		}
+		for _, t := range g.Spec.To {
+			if string(t.Group) == toGroup && string(t.Kind) == toKind && (t.Name == nil || *t.Name == "" || string(*t.Name) == toName) {
+				return g, true
+			}
+		}
+	}
+	return nil, false
+}

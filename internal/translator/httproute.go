@@ -1,0 +1,652 @@
+package translator
+
+import (
+	"encoding/json"
+	"fmt"
+	pathlib "path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+)
+
+var (
+	gvkHTTPRoute = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindHTTPRoute)
+	gvkGateway   = gatewayv1.SchemeGroupVersion.WithKind("Gateway")
+)
+
+// kongDefaultTimeout is the timeout of KIC's Kong services, in milliseconds; an HTTPRoute
+// rule's backendRequest timeout replaces it when different.
+const kongDefaultTimeout = 60000
+
+// httpRoutes translates the HTTPRoutes attached to our Gateways (kic-compat.md §14, and
+// docs/kong-facts.md "Gateway API"), oldest first. KIC's traditional-router translation:
+//
+//   - Rules of one HTTPRoute with the same backendRefs share a Kong service
+//     httproute.<ns>.<name>.<first rule>, whose host and upstream have that name.
+//   - Among them, rules with the same filters, and matches with the same method, headers and
+//     query parameters, share a Kong route httproute.<ns>.<name>.<rule>.<match> named after
+//     the first match; a rule without matches is route httproute.<ns>.<name>.<rule>.0.
+//   - A rule group that cannot be translated (an unsupported filter, an invalid regex, ...)
+//     is left out with its Kong service and reported on the HTTPRoute; the others go on.
+func (b *builder) httpRoutes() {
+	routes := append([]*gatewayv1.HTTPRoute(nil), b.snap.HTTPRoutes...)
+	sortByAge(routes)
+	for _, hr := range routes {
+		if hr == nil {
+			continue
+		}
+		ra := b.gw.Route(gatewayapi.KindHTTPRoute, hr)
+		if ra == nil {
+			continue
+		}
+		for i, p := range ra.Parents {
+			gw := p.Gateway.Gateway
+			b.refer(hr, gvkHTTPRoute, ref(gvkGateway, gw.Namespace, gw.Name))
+			if !p.Accepted {
+				b.problem(hr, gvkHTTPRoute, parentField(hr.Spec.ParentRefs, p.Ref, i), "not accepted by Gateway %s/%s (%s): %s", gw.Namespace, gw.Name, p.Reason, p.Message)
+			}
+		}
+		if !ra.Accepted() {
+			continue
+		}
+		b.httpRoute(hr, ra.Hostnames)
+	}
+}
+
+// httpRuleGroup is the rules of one HTTPRoute that share backendRefs: one Kong service.
+type httpRuleGroup struct {
+	rules []int
+}
+
+func (b *builder) httpRoute(hr *gatewayv1.HTTPRoute, hostnames []string) {
+	if len(hr.Spec.Rules) == 0 {
+		b.problem(hr, gvkHTTPRoute, "spec.rules", "HTTPRoute can't be routed: no rules provided")
+		return
+	}
+	for i, rule := range hr.Spec.Rules {
+		for j, m := range rule.Matches {
+			if len(m.QueryParams) > 0 {
+				// KIC refuses the whole HTTPRoute: Kong's traditional router cannot match on
+				// query parameters, and serving the route without them would match more.
+				b.problem(hr, gvkHTTPRoute, fmt.Sprintf("spec.rules[%d].matches[%d].queryParams", i, j),
+					"HTTPRoute can't be routed: query param matches are supported only with the expressions router")
+				return
+			}
+		}
+	}
+	ro, ok := b.routeAnnotations(hr, gvkHTTPRoute)
+	if !ok {
+		return
+	}
+	var groups []*httpRuleGroup
+	byBackends := map[string]*httpRuleGroup{}
+	for i, rule := range hr.Spec.Rules {
+		key := jsonKey(rule.BackendRefs)
+		g := byBackends[key]
+		if g == nil {
+			g = &httpRuleGroup{}
+			byBackends[key] = g
+			groups = append(groups, g)
+		}
+		g.rules = append(g.rules, i)
+	}
+	for _, g := range groups {
+		b.httpRuleGroup(hr, ro, hostnames, g)
+	}
+}
+
+// jsonKey is a stable key of v for grouping (KIC groups by deep equality the same way).
+func jsonKey(v any) string {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%#v", v)
+	}
+	return string(j)
+}
+
+// sortedJSONKey is the key of a list whose order does not matter (filters).
+func sortedJSONKey[T any](items []T) string {
+	keys := make([]string, 0, len(items))
+	for _, it := range items {
+		keys = append(keys, jsonKey(it))
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ";")
+}
+
+// httpMatchRef is one match of one rule.
+type httpMatchRef struct {
+	rule, match int
+	m           gatewayv1.HTTPRouteMatch
+}
+
+// matchKey is KIC's key of matches that one Kong route can carry: method, headers (names
+// lowercased, first of each name, sorted) and query parameters.
+func matchKey(m gatewayv1.HTTPRouteMatch) string {
+	seen := map[string]bool{}
+	var headers []gatewayv1.HTTPHeaderMatch
+	for _, h := range m.Headers {
+		n := strings.ToLower(string(h.Name))
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		h.Name = gatewayv1.HTTPHeaderName(n)
+		headers = append(headers, h)
+	}
+	sort.Slice(headers, func(i, j int) bool { return headers[i].Name < headers[j].Name })
+	return jsonKey(struct {
+		Method  *gatewayv1.HTTPMethod
+		Headers []gatewayv1.HTTPHeaderMatch
+		Query   []gatewayv1.HTTPQueryParamMatch
+	}{m.Method, headers, m.QueryParams})
+}
+
+// routeError is a failure that leaves a rule group out.
+type routeError struct {
+	field, msg string
+}
+
+func (b *builder) httpRuleGroup(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hostnames []string, g *httpRuleGroup) {
+	first := g.rules[0]
+	name := fmt.Sprintf("httproute.%s.%s.%d", hr.Namespace, hr.Name, first)
+	field := fmt.Sprintf("spec.rules[%d]", first)
+	if e := checkName(name); e != "" {
+		b.problem(hr, gvkHTTPRoute, field, "Kong service %s; the rule is left out", e)
+		return
+	}
+	if e := checkServiceHost(name); e != "" {
+		b.problem(hr, gvkHTTPRoute, field, "Kong service %s; the rule is left out", e)
+		return
+	}
+
+	// Routes: by filters, then by match key, in the order first seen.
+	var routes []*routeEntry
+	var failure *routeError
+	var filterOrder []string
+	byFilters := map[string][]int{}
+	for _, i := range g.rules {
+		k := sortedJSONKey(hr.Spec.Rules[i].Filters)
+		if _, ok := byFilters[k]; !ok {
+			filterOrder = append(filterOrder, k)
+		}
+		byFilters[k] = append(byFilters[k], i)
+	}
+	for _, fk := range filterOrder {
+		rules := byFilters[fk]
+		filters := hr.Spec.Rules[rules[0]].Filters
+		var matchOrder []string
+		byMatch := map[string][]httpMatchRef{}
+		for _, i := range rules {
+			rule := hr.Spec.Rules[i]
+			if len(rule.Matches) == 0 {
+				r, err := b.httpKongRoute(hr, ro, hostnames, i, 0, nil, filters)
+				if err != nil {
+					failure = err
+					break
+				}
+				routes = append(routes, r...)
+				continue
+			}
+			for j, m := range rule.Matches {
+				k := matchKey(m)
+				if _, ok := byMatch[k]; !ok {
+					matchOrder = append(matchOrder, k)
+				}
+				byMatch[k] = append(byMatch[k], httpMatchRef{i, j, m})
+			}
+		}
+		if failure != nil {
+			break
+		}
+		for _, mk := range matchOrder {
+			ms := byMatch[mk]
+			r, err := b.httpKongRoute(hr, ro, hostnames, ms[0].rule, ms[0].match, ms, filters)
+			if err != nil {
+				failure = err
+				break
+			}
+			routes = append(routes, r...)
+		}
+		if failure != nil {
+			break
+		}
+	}
+	if failure != nil {
+		b.problem(hr, gvkHTTPRoute, failure.field, "HTTPRoute can't be routed: %s; the rule is left out", failure.msg)
+		for _, r := range routes {
+			delete(b.routeNames, *r.Name)
+		}
+		return
+	}
+	sort.Slice(routes, func(i, j int) bool { return *routes[i].Name < *routes[j].Name })
+
+	ks := &kongService{
+		routeByKey: map[string]*routeEntry{},
+		routes:     routes,
+		gateway:    &gatewayBackends{route: hr, gvk: gvkHTTPRoute, field: field + ".backendRefs"},
+		svc:        b.httpKongService(name, name),
+	}
+	for _, be := range hr.Spec.Rules[first].BackendRefs {
+		ks.gateway.refs = append(ks.gateway.refs, be.BackendRef)
+	}
+	// The timeout of the last rule that sets one other than the default wins, as in KIC.
+	for _, i := range g.rules {
+		t := hr.Spec.Rules[i].Timeouts
+		if t == nil || t.BackendRequest == nil {
+			continue
+		}
+		d, err := time.ParseDuration(string(*t.BackendRequest))
+		if err != nil || d <= 0 {
+			continue // the API server validates the format; 0 means no timeout, which Kong cannot say
+		}
+		if ms := int(d.Milliseconds()); ms != kongDefaultTimeout {
+			ks.svc.ConnectTimeout, ks.svc.ReadTimeout, ks.svc.WriteTimeout = kong.Int(ms), kong.Int(ms), kong.Int(ms)
+		}
+	}
+	b.kongServices[name] = ks
+}
+
+// httpKongRoute builds the Kong route(s) of matches ms (all with the same method, headers and
+// query parameters) of rule, with the rule's filters; ms nil is a rule without matches. A
+// RequestRedirect needs the path of each match, so it makes one route per match.
+func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hostnames []string, rule, match int,
+	ms []httpMatchRef, filters []gatewayv1.HTTPRouteFilter) ([]*routeEntry, *routeError) {
+	redirect := false
+	for _, f := range filters {
+		redirect = redirect || f.Type == gatewayv1.HTTPRouteFilterRequestRedirect
+	}
+	if redirect && len(ms) > 1 {
+		var out []*routeEntry
+		for _, m := range ms {
+			r, err := b.httpKongRoute(hr, ro, hostnames, m.rule, m.match, []httpMatchRef{m}, filters)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, r...)
+		}
+		return out, nil
+	}
+	name := fmt.Sprintf("httproute.%s.%s.%d.%d", hr.Namespace, hr.Name, rule, match)
+	field := fmt.Sprintf("spec.rules[%d]", rule)
+	r := &file.FRoute{Route: kong.Route{
+		ID:           kong.String(kongstate.RouteID(b.opts.Workspace, name)),
+		Name:         kong.String(name),
+		Protocols:    kong.StringSlice("http", "https"),
+		PreserveHost: kong.Bool(true),
+		StripPath:    kong.Bool(false),
+	}}
+	for _, h := range hostnames {
+		r.Hosts = append(r.Hosts, kong.String(h))
+	}
+	var ruleNames []string
+	addRuleName := func(i int) {
+		if n := hr.Spec.Rules[i].Name; n != nil && *n != "" {
+			for _, x := range ruleNames {
+				if x == string(*n) {
+					return
+				}
+			}
+			ruleNames = append(ruleNames, string(*n))
+		}
+	}
+	if len(ms) == 0 {
+		// KIC leaves strip_path unset on the route of a rule without matches, so Kong's
+		// default (true) applies.
+		r.StripPath = nil
+		addRuleName(rule)
+	}
+	seenMethods := map[string]bool{}
+	for _, m := range ms {
+		addRuleName(m.rule)
+		mfield := fmt.Sprintf("spec.rules[%d].matches[%d]", m.rule, m.match)
+		if p := m.m.Path; p != nil {
+			paths, err := httpRoutePaths(p)
+			if err != nil {
+				return nil, &routeError{mfield + ".path", err.Error()}
+			}
+			for _, kp := range paths {
+				r.Paths = append(r.Paths, kong.String(kp))
+			}
+		}
+		if m.m.Method != nil && !seenMethods[string(*m.m.Method)] {
+			seenMethods[string(*m.m.Method)] = true
+			r.Methods = append(r.Methods, kong.String(string(*m.m.Method)))
+		}
+	}
+	if len(ms) > 0 {
+		headers, err := httpRouteHeaders(ms[0].m.Headers)
+		if err != nil {
+			return nil, &routeError{fmt.Sprintf("spec.rules[%d].matches[%d].headers", ms[0].rule, ms[0].match), err.Error()}
+		}
+		if len(headers) > 0 {
+			r.Headers = headers
+		}
+	}
+	base := len(kongstate.RefFor(hr, gvkHTTPRoute).Tags())
+	tags := b.tags(hr, gvkHTTPRoute)
+	withRules := append([]string(nil), tags[:base]...)
+	for _, n := range ruleNames {
+		withRules = append(withRules, "k8s-named-route-rule:"+n)
+	}
+	r.Tags = kong.StringSlice(append(withRules, tags[base:]...)...)
+
+	path := ""
+	if len(ms) > 0 && ms[0].m.Path != nil && ms[0].m.Path.Value != nil {
+		path = *ms[0].m.Path.Value
+	}
+	plugins, extensionRefs, err := httpFilterPlugins(filters, path, r)
+	if err != nil {
+		return nil, &routeError{field + ".filters", err.Error()}
+	}
+	for _, p := range plugins {
+		p.Tags = r.Tags
+		r.Plugins = append(r.Plugins, p)
+	}
+	ro.apply(r)
+	for _, kp := range r.Paths {
+		if e := checkRoutePath(*kp); e != "" {
+			return nil, &routeError{field + ".matches", e}
+		}
+	}
+	if e := checkName(name); e != "" {
+		return nil, &routeError{field, "route " + e}
+	}
+	if _, taken := b.routeNames[name]; taken {
+		return nil, &routeError{field, fmt.Sprintf("route name %q is already used by another route", name)}
+	}
+	b.routeNames[name] = name
+	return []*routeEntry{{FRoute: r, src: hr, srcGVK: gvkHTTPRoute, extraPlugins: extensionRefs}}, nil
+}
+
+// httpRoutePaths maps a path match to Kong paths (KIC): Exact "~<v>$"; PathPrefix "~<v>$"
+// and "<v>/" ("<v>" when it ends in "/"); RegularExpression "~<v>".
+func httpRoutePaths(p *gatewayv1.HTTPPathMatch) ([]string, error) {
+	v := "/"
+	if p.Value != nil {
+		v = *p.Value
+	}
+	t := gatewayv1.PathMatchPathPrefix
+	if p.Type != nil {
+		t = *p.Type
+	}
+	switch t {
+	case gatewayv1.PathMatchExact:
+		return []string{"~" + v + "$"}, nil
+	case gatewayv1.PathMatchPathPrefix:
+		prefix := v
+		if !strings.HasSuffix(prefix, "/") {
+			prefix += "/"
+		}
+		return []string{"~" + v + "$", prefix}, nil
+	case gatewayv1.PathMatchRegularExpression:
+		if e := checkPCRE(v); e != "" {
+			return nil, fmt.Errorf("invalid regex %q: %s", v, e)
+		}
+		return []string{"~" + v}, nil
+	}
+	return nil, fmt.Errorf("unsupported path match type %q", t)
+}
+
+// httpRouteHeaders maps header matches: Exact as the value, RegularExpression as "~*<v>".
+func httpRouteHeaders(hs []gatewayv1.HTTPHeaderMatch) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, h := range hs {
+		n := string(h.Name)
+		if _, dup := out[n]; dup {
+			return nil, fmt.Errorf("multiple header matches for the same header are not allowed: %s", n)
+		}
+		if e := checkHeaderName(n); e != "" {
+			return nil, fmt.Errorf("%s", e)
+		}
+		switch {
+		case h.Type == nil || *h.Type == gatewayv1.HeaderMatchExact:
+			out[n] = []string{h.Value}
+		case *h.Type == gatewayv1.HeaderMatchRegularExpression:
+			if e := checkPCRE(h.Value); e != "" {
+				return nil, fmt.Errorf("invalid regex %q for header %s: %s", h.Value, n, e)
+			}
+			out[n] = []string{"~*" + h.Value}
+		default:
+			return nil, fmt.Errorf("unknown/unsupported header match type: %s", *h.Type)
+		}
+	}
+	return out, nil
+}
+
+// transformer is the configuration of a request-transformer or response-transformer plugin
+// built from filters; filters of one type are merged into one plugin, lists appended.
+type transformer struct {
+	replaceHeaders, addHeaders, appendHeaders, removeHeaders []string
+	replaceURI                                               string
+}
+
+func (t *transformer) config() kong.Configuration {
+	c := kong.Configuration{}
+	part := func(key string, headers []string, uri string) {
+		m := map[string]any{}
+		if len(headers) > 0 {
+			m["headers"] = headers
+		}
+		if uri != "" {
+			m["uri"] = uri
+		}
+		if len(m) > 0 {
+			c[key] = m
+		}
+	}
+	part("replace", t.replaceHeaders, t.replaceURI)
+	part("add", t.addHeaders, "")
+	part("append", t.appendHeaders, "")
+	part("remove", t.removeHeaders, "")
+	return c
+}
+
+func headerModifier(t *transformer, f *gatewayv1.HTTPHeaderFilter) {
+	if f == nil {
+		return
+	}
+	for _, h := range f.Set {
+		t.replaceHeaders = append(t.replaceHeaders, string(h.Name)+":"+h.Value)
+		t.addHeaders = append(t.addHeaders, string(h.Name)+":"+h.Value)
+	}
+	for _, h := range f.Add {
+		t.appendHeaders = append(t.appendHeaders, string(h.Name)+":"+h.Value)
+	}
+	t.removeHeaders = append(t.removeHeaders, f.Remove...)
+}
+
+// httpFilterPlugins turns filters into plugins on route r (KIC's mapping): header modifiers
+// into request-/response-transformer, RequestRedirect into request-termination plus a
+// response-transformer Location header, URLRewrite into request-transformer (PrefixMatch
+// also rewrites r's paths to capture the rest), ExtensionRef into the names of KongPlugins
+// attached like konghq.com/plugins. Other filters are refused.
+func httpFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path string, r *file.FRoute) ([]*file.FPlugin, []string, error) {
+	var req, resp *transformer
+	var plugins []*file.FPlugin
+	var extensionRefs []string
+	reqT := func() *transformer {
+		if req == nil {
+			req = &transformer{}
+		}
+		return req
+	}
+	respT := func() *transformer {
+		if resp == nil {
+			resp = &transformer{}
+		}
+		return resp
+	}
+	for _, f := range filters {
+		switch f.Type {
+		case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
+			headerModifier(reqT(), f.RequestHeaderModifier)
+		case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
+			headerModifier(respT(), f.ResponseHeaderModifier)
+		case gatewayv1.HTTPRouteFilterRequestRedirect:
+			rr := f.RequestRedirect
+			if rr == nil {
+				return nil, nil, fmt.Errorf("%s filter without requestRedirect", f.Type)
+			}
+			status := 302
+			if rr.StatusCode != nil {
+				status = *rr.StatusCode
+			}
+			plugins = append(plugins, &file.FPlugin{Plugin: kong.Plugin{
+				Name: kong.String("request-termination"), Config: kong.Configuration{"status_code": status}}})
+			scheme, port, p := "http", 80, path
+			if rr.Scheme != nil {
+				scheme = *rr.Scheme
+			}
+			if rr.Port != nil {
+				port = int(*rr.Port)
+			}
+			if rr.Path != nil && rr.Path.Type == gatewayv1.FullPathHTTPPathModifier && rr.Path.ReplaceFullPath != nil {
+				p = *rr.Path.ReplaceFullPath
+			}
+			location := "Location: " + p
+			if rr.Hostname != nil {
+				location = fmt.Sprintf("Location: %s://%s", scheme, pathlib.Join(fmt.Sprintf("%s:%d", *rr.Hostname, port), p))
+			}
+			respT().addHeaders = append(respT().addHeaders, location)
+		case gatewayv1.HTTPRouteFilterURLRewrite:
+			if err := urlRewrite(reqT(), f.URLRewrite, path, r); err != nil {
+				return nil, nil, err
+			}
+		case gatewayv1.HTTPRouteFilterExtensionRef:
+			ext := f.ExtensionRef
+			if ext == nil || string(ext.Group) != gvkKongPlugin.Group || string(ext.Kind) != gvkKongPlugin.Kind {
+				g, k := "", ""
+				if ext != nil {
+					g, k = string(ext.Group), string(ext.Kind)
+				}
+				return nil, nil, fmt.Errorf("plugin %s/%s unsupported", g, k)
+			}
+			extensionRefs = append(extensionRefs, string(ext.Name))
+		default:
+			return nil, nil, fmt.Errorf("httpFilter %s unsupported", f.Type)
+		}
+	}
+	// KIC orders the transformers by plugin name after the request-termination.
+	if req != nil {
+		plugins = append(plugins, &file.FPlugin{Plugin: kong.Plugin{Name: kong.String("request-transformer"), Config: req.config()}})
+	}
+	if resp != nil {
+		plugins = append(plugins, &file.FPlugin{Plugin: kong.Plugin{Name: kong.String("response-transformer"), Config: resp.config()}})
+	}
+	return plugins, extensionRefs, nil
+}
+
+// urlRewrite is KIC's URLRewrite: ReplaceFullPath replaces the URI; ReplacePrefixMatch
+// replaces the matched prefix, with r's paths changed to "~<prefix>$" and "~<prefix>(/.*)"
+// so the rest is captured; a hostname replaces the Host header.
+func urlRewrite(t *transformer, f *gatewayv1.HTTPURLRewriteFilter, path string, r *file.FRoute) error {
+	if f == nil || (f.Path == nil && f.Hostname == nil) {
+		return fmt.Errorf("URLRewrite missing Path and Hostname")
+	}
+	if f.Path != nil {
+		switch f.Path.Type {
+		case gatewayv1.FullPathHTTPPathModifier:
+			if f.Path.ReplaceFullPath == nil {
+				return fmt.Errorf("URLRewrite missing ReplaceFullPath")
+			}
+			if t.replaceURI == "" {
+				t.replaceURI = *f.Path.ReplaceFullPath
+			}
+		case gatewayv1.PrefixMatchHTTPPathModifier:
+			p := path
+			if p == "" || p == "/" {
+				p = "/"
+			} else {
+				p = strings.TrimSuffix(p, "/")
+			}
+			root := p == "/"
+			uri := "/"
+			if rp := f.Path.ReplacePrefixMatch; rp != nil {
+				repl := strings.TrimSuffix(*rp, "/")
+				switch {
+				case repl == "" && root:
+					uri = `$(uri_captures[1] == nil and "/" or "/" .. uri_captures[1])`
+				case repl == "":
+					uri = `$(uri_captures[1] == nil and "/" or uri_captures[1])`
+				case root:
+					uri = repl + `$(uri_captures[1] == nil and "" or "/" .. uri_captures[1])`
+				default:
+					uri = repl + `$(uri_captures[1])`
+				}
+			}
+			if t.replaceURI == "" {
+				t.replaceURI = uri
+			}
+			rest := "~" + p + "(/.*)"
+			if root {
+				rest = "~/(.*)"
+			}
+			r.Paths = kong.StringSlice("~"+p+"$", rest)
+		default:
+			return fmt.Errorf("unsupported path type %s for URLRewrite", f.Path.Type)
+		}
+	}
+	if f.Hostname != nil {
+		t.replaceHeaders = append(t.replaceHeaders, "host:"+string(*f.Hostname))
+		t.addHeaders = append(t.addHeaders, "host:"+string(*f.Hostname))
+	}
+	return nil
+}
+
+// GatewayInput is what gatewayapi.Attach reads from a snapshot.
+func GatewayInput(snap *store.Snapshot, controllerName string) gatewayapi.Input {
+	in := gatewayapi.Input{ControllerName: controllerName, GatewayClasses: snap.GatewayClasses, Gateways: snap.Gateways}
+	for _, r := range snap.HTTPRoutes {
+		if r != nil {
+			in.Routes = append(in.Routes, gatewayapi.Route{Kind: gatewayapi.KindHTTPRoute, Object: r, ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames})
+		}
+	}
+	return in
+}
+
+// gatewayRouteSources are the Gateway API routes whose Kong routes plugins can attach to, in
+// the order they were translated.
+func (b *builder) gatewayRouteSources() []routeSource {
+	routes := append([]*gatewayv1.HTTPRoute(nil), b.snap.HTTPRoutes...)
+	sortByAge(routes)
+	out := make([]routeSource, 0, len(routes))
+	for _, r := range routes {
+		if r != nil {
+			out = append(out, routeSource{r, gvkHTTPRoute})
+		}
+	}
+	return out
+}
+
+// routesOf lists the routes of the Kong services names that come from src, by route name.
+func (b *builder) routesOf(names []string, src any) []*routeEntry {
+	var out []*routeEntry
+	for _, n := range names {
+		for _, r := range b.kongServices[n].routes {
+			if r.src == src {
+				out = append(out, r)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return *out[i].Name < *out[j].Name })
+	return out
+}
+
+// parentField is the field of parentRef ref in refs, for problems.
+func parentField(refs []gatewayv1.ParentReference, ref gatewayv1.ParentReference, fallback int) string {
+	for i := range refs {
+		if jsonKey(refs[i]) == jsonKey(ref) {
+			return fmt.Sprintf("spec.parentRefs[%d]", i)
+		}
+	}
+	return fmt.Sprintf("spec.parentRefs[%d]", fallback)
+}
