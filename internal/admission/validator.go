@@ -58,15 +58,22 @@ type Validator struct {
 	// (generation counts informer events): a review then costs one translation, not two.
 	generation atomic.Uint64
 	mu         sync.Mutex
-	current    *translation
+	current    *cacheTranslations
 }
 
-// translation is one snapshot translated, with the settings used.
+// cacheTranslations are the translations of one snapshot of the cache, by namespace.
+type cacheTranslations struct {
+	generation  uint64
+	snap        *store.Snapshot
+	opts        translator.Options
+	byNamespace map[string]*translation
+}
+
+// translation is a snapshot (reduced to a namespace) translated, with the settings used.
 type translation struct {
-	generation uint64
-	snap       *store.Snapshot
-	opts       translator.Options
-	result     translator.Result
+	snap   *store.Snapshot
+	opts   translator.Options
+	result translator.Result
 }
 
 // NewValidator returns a validator over opts.Source.
@@ -119,7 +126,7 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		resp.Warnings = append(resp.Warnings, warnNotSynced)
 		return resp
 	}
-	before, err := v.translation(ctx)
+	before, err := v.translation(ctx, obj.GetNamespace())
 	if err != nil {
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf(warnNoCache, err))
 		return resp
@@ -207,28 +214,47 @@ func keyOf(p translator.Problem) problemKey {
 	return problemKey{translator.Node(p.Object), p.Field, p.Message}
 }
 
-// translation returns the cache translated, reusing the last one when no informer event came
-// since. The generation is read before the snapshot, so a change that lands while it is
-// translated makes the next review translate again.
-func (v *Validator) translation(ctx context.Context) (*translation, error) {
+// translation returns the cache translated for a change in namespace ns ("" for a
+// cluster-scoped object: the whole cache; forNamespace otherwise), reusing the last one when
+// no informer event came since. The generation is read before the snapshot, so a change that
+// lands while it is translated makes the next review read the cache again.
+func (v *Validator) translation(ctx context.Context, ns string) (*translation, error) {
 	gen := v.generation.Load()
 	v.mu.Lock()
 	cur := v.current
-	v.mu.Unlock()
 	if cur != nil && cur.generation == gen {
-		return cur, nil
-	}
-	snap, err := v.opts.Source.Snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	opts := v.opts.TranslatorOptions(v.opts.Now())
-	t := &translation{generation: gen, snap: snap, opts: opts, result: translator.Build(snap, opts)}
-	v.mu.Lock()
-	if v.current == nil || v.current.generation <= gen {
-		v.current = t
+		if t := cur.byNamespace[ns]; t != nil {
+			v.mu.Unlock()
+			return t, nil
+		}
 	}
 	v.mu.Unlock()
+
+	var snap *store.Snapshot
+	var opts translator.Options
+	if cur != nil && cur.generation == gen {
+		snap, opts = cur.snap, cur.opts
+	} else {
+		var err error
+		if snap, err = v.opts.Source.Snapshot(ctx); err != nil {
+			return nil, err
+		}
+		opts = v.opts.TranslatorOptions(v.opts.Now())
+	}
+	scoped := snap
+	if ns != "" {
+		scoped = forNamespace(snap, ns)
+	}
+	t := &translation{snap: scoped, opts: opts, result: translator.Build(scoped, opts)}
+
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.current == nil || v.current.generation < gen || (v.current.generation == gen && v.current.snap != snap) {
+		v.current = &cacheTranslations{generation: gen, snap: snap, opts: opts, byNamespace: map[string]*translation{}}
+	}
+	if v.current.generation == gen {
+		v.current.byNamespace[ns] = t
+	}
 	return t, nil
 }
 
