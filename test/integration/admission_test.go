@@ -14,11 +14,16 @@ import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/kongemu"
 )
 
@@ -114,4 +119,71 @@ func TestAdmissionWebhookRefusesWhatKongWouldRefuse(t *testing.T) {
 	r.stop(t) // the webhook is down; failurePolicy Ignore lets writes through
 	require.NoError(t, admin.Create(context.Background(), bad.DeepCopy()))
 	require.NoError(t, admin.Create(context.Background(), plugin.DeepCopy()))
+}
+
+// config/webhook, added to an overlay, gives a controller that serves the webhook (its
+// settings parse, with KIC's default certificate files, where the certificate Secret is
+// mounted), a Service that reaches it, and a webhook configuration the API server accepts,
+// with failurePolicy Ignore and a path of "/".
+func TestManifestsWebhookComponent(t *testing.T) {
+	objs := render(t, filepath.Join("..", "test", "integration", "testdata", "webhook-overlay"))
+	ctx := context.Background()
+	for _, o := range objs {
+		if o.GroupVersionKind().Group == "cert-manager.io" { // cert-manager's CRDs are not installed here
+			continue
+		}
+		if o.GetKind() == "Namespace" {
+			if err := admin.Create(ctx, o.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+				require.NoError(t, err)
+			}
+			continue
+		}
+		require.NoError(t, admin.Patch(ctx, o.DeepCopy(), client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("webhook-test")),
+			"server-side dry-run apply of %s %s", o.GetKind(), o.GetName())
+	}
+
+	vwc := find(objs, "ValidatingWebhookConfiguration", "konductor-validations")
+	require.NotNil(t, vwc)
+	var hooks admissionregistrationv1.ValidatingWebhookConfiguration
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(vwc.Object, &hooks))
+	require.Len(t, hooks.Webhooks, 2)
+	for _, w := range hooks.Webhooks {
+		require.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy, w.Name)
+		require.Equal(t, "/", *w.ClientConfig.Service.Path, w.Name)
+		require.Equal(t, "konductor-webhook", w.ClientConfig.Service.Name, w.Name)
+	}
+	require.Equal(t, "kong/konductor-webhook", hooks.Annotations["cert-manager.io/inject-ca-from"])
+
+	dep := find(objs, "Deployment", "konductor")
+	var d appsv1.Deployment
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(dep.Object, &d))
+	var ctrl corev1.Container
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "controller" {
+			ctrl = c
+		}
+	}
+	var environ []string
+	for _, e := range ctrl.Env {
+		if e.ValueFrom == nil {
+			environ = append(environ, e.Name+"="+e.Value)
+		}
+	}
+	cfg, err := config.ParseEnviron(ctrl.Args[1:], environ)
+	require.NoError(t, err)
+	require.True(t, cfg.AdmissionWebhook.Enabled())
+	_, port, err := net.SplitHostPort(cfg.AdmissionWebhook.ListenAddr)
+	require.NoError(t, err)
+	mounted := false
+	for _, m := range ctrl.VolumeMounts {
+		mounted = mounted || (m.MountPath == filepath.Dir(cfg.AdmissionWebhook.CertFile) && m.Name == "webhook-cert")
+	}
+	require.True(t, mounted, "the certificate Secret is mounted where the controller reads it")
+	named := false
+	for _, p := range ctrl.Ports {
+		named = named || (p.Name == "webhook" && fmt.Sprint(p.ContainerPort) == port)
+	}
+	require.True(t, named, "container port webhook is the listen port")
+	svc := find(objs, "Service", "konductor-webhook")
+	require.NotNil(t, svc)
 }
