@@ -95,36 +95,55 @@ type Config struct {
 	// wins (as in KIC); the controller logs it.
 	KongAdminURLsIgnored bool
 
+	// AdmissionWebhook is the validating admission webhook server (KIC's --admission-webhook-*
+	// flags); off unless AdmissionWebhook.ListenAddr is set.
+	AdmissionWebhook AdmissionWebhook
+
 	// Ignored lists the KIC flags given that konductor accepts but that have no effect here,
 	// so that a KIC Deployment's arguments carry over; the controller logs each at start.
 	Ignored []string
 }
 
 // kicFlagsWithoutEffect are KIC flags konductor accepts and ignores: they tune things it does
-// not have (telemetry, profiling, the admission webhook, config dumps, UDP status, init
-// retries). The value says whether the flag is boolean (may stand bare: --profiling); the others
+// not have (telemetry, profiling, config dumps, UDP status). The value says whether the flag is boolean (may stand bare: --profiling); the others
 // also take their value as the next argument (--log-format json). A flag whose absence would change what Kong receives (for example
 // --kong-workspace) is deliberately not in this list: it fails as unknown.
 var kicFlagsWithoutEffect = map[string]bool{
-	"anonymous-reports":           true,
-	"log-format":                  false,
-	"profiling":                   true,
-	"dump-config":                 true,
-	"dump-sensitive-config":       true,
-	"publish-service-udp":         false,
-	"publish-status-address-udp":  false,
-	"admission-webhook-listen":    false,
-	"admission-webhook-cert-file": false,
-	"admission-webhook-key-file":  false,
-	"admission-webhook-cert":      false,
-	"admission-webhook-key":       false,
-	"enable-reverse-sync":         true,
-	"skip-ca-certificates":        true,
-	"sync-period":                 false,
+	"anonymous-reports":          true,
+	"log-format":                 false,
+	"profiling":                  true,
+	"dump-config":                true,
+	"dump-sensitive-config":      true,
+	"publish-service-udp":        false,
+	"publish-status-address-udp": false,
+	"enable-reverse-sync":        true,
+	"skip-ca-certificates":       true,
+	"sync-period":                false,
 	// Deprecated in KIC, where it has no effect any more: discovered gateways are always
 	// reached on their Pod IP.
 	"gateway-discovery-dns-strategy": false,
 }
+
+// AdmissionWebhook is where and with which certificate the admission webhook listens. KIC's
+// rules: the certificate comes from files (watched: a renewed certificate is served without a
+// restart) or inline PEM values, never both; with neither, from KIC's default files.
+type AdmissionWebhook struct {
+	// ListenAddr is host:port; "" when off (KIC's value "off" is read as off).
+	ListenAddr string
+	CertFile   string
+	KeyFile    string
+	Cert       string // PEM
+	Key        string // PEM
+}
+
+// Enabled reports whether the webhook server runs.
+func (a AdmissionWebhook) Enabled() bool { return a.ListenAddr != "" }
+
+// KIC's default certificate files of the admission webhook, used when no certificate is given.
+const (
+	DefaultAdmissionWebhookCertFile = "/admission-webhook/tls.crt"
+	DefaultAdmissionWebhookKeyFile  = "/admission-webhook/tls.key"
+)
 
 // Defaults, KIC's where KIC has the flag.
 const (
@@ -216,6 +235,11 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	fs.StringVar(&c.GatewayAPIControllerName, "gateway-api-controller-name", "konghq.com/kic-gateway-controller", "the controllerName of the GatewayClasses whose Gateways and routes this controller serves (KIC's default)")
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", "", "cluster domain appended to the Service names of service-upstream targets (empty: none, as KIC)")
 	fs.BoolVar(&c.EnableDrainSupport, "enable-drain-support", false, "keep terminating endpoints as upstream targets of weight 0, so that existing connections drain")
+	fs.StringVar(&c.AdmissionWebhook.ListenAddr, "admission-webhook-listen", "off", "address (host:port) of the validating admission webhook (HTTPS, path /); off disables it")
+	fs.StringVar(&c.AdmissionWebhook.CertFile, "admission-webhook-cert-file", "", "PEM certificate file of the admission webhook, reloaded when it changes; with no certificate given, "+DefaultAdmissionWebhookCertFile)
+	fs.StringVar(&c.AdmissionWebhook.KeyFile, "admission-webhook-key-file", "", "PEM private key file of the admission webhook; with no key given, "+DefaultAdmissionWebhookKeyFile)
+	fs.StringVar(&c.AdmissionWebhook.Cert, "admission-webhook-cert", "", "PEM certificate of the admission webhook (instead of --admission-webhook-cert-file)")
+	fs.StringVar(&c.AdmissionWebhook.Key, "admission-webhook-key", "", "PEM private key of the admission webhook (instead of --admission-webhook-key-file)")
 	var gates string
 	fs.StringVar(&gates, "feature-gates", "", "KIC's feature gates, Name=true|false comma-separated (see docs/migration-from-kic.md)")
 	fs.Float32Var(&c.APIServerQPS, "apiserver-qps", 100, "requests per second to the Kubernetes API")
@@ -413,6 +437,7 @@ func (c *Config) validate(syncSecs float64) error {
 			bad(a.flag, "%q is not host:port: %v", a.addr, err)
 		}
 	}
+	c.validateAdmissionWebhook(bad)
 	if c.KongAdminInitRetries < 0 {
 		bad("kong-admin-init-retries", "must not be negative, got %d", c.KongAdminInitRetries)
 	}
@@ -431,6 +456,36 @@ func (c *Config) validate(syncSecs float64) error {
 		bad("log-level", "must be debug, info or error, got %q", c.LogLevel)
 	}
 	return errors.Join(errs...)
+}
+
+// validateAdmissionWebhook applies KIC's rules to the --admission-webhook-* flags and fills in
+// KIC's default certificate files when no certificate is given.
+func (c *Config) validateAdmissionWebhook(bad func(flag, format string, a ...any)) {
+	a := &c.AdmissionWebhook
+	if a.ListenAddr == "off" {
+		a.ListenAddr = ""
+	}
+	if !a.Enabled() {
+		return
+	}
+	if _, _, err := net.SplitHostPort(a.ListenAddr); err != nil {
+		bad("admission-webhook-listen", "%q is not host:port or off: %v", a.ListenAddr, err)
+	}
+	files, inline := a.CertFile != "" || a.KeyFile != "", a.Cert != "" || a.Key != ""
+	switch {
+	case files && inline:
+		bad("admission-webhook-cert", "give the certificate and key either as files (--admission-webhook-cert-file, --admission-webhook-key-file) or inline (--admission-webhook-cert, --admission-webhook-key), not both")
+	case inline:
+		if a.Cert == "" || a.Key == "" {
+			bad("admission-webhook-cert", "--admission-webhook-cert and --admission-webhook-key go together")
+		}
+	case files:
+		if a.CertFile == "" || a.KeyFile == "" {
+			bad("admission-webhook-cert-file", "--admission-webhook-cert-file and --admission-webhook-key-file go together")
+		}
+	default:
+		a.CertFile, a.KeyFile = DefaultAdmissionWebhookCertFile, DefaultAdmissionWebhookKeyFile
+	}
 }
 
 // Discovery reports whether the gateways are discovered (--kong-admin-svc) rather than listed.

@@ -189,7 +189,7 @@ func TestUnknownControllerVariableFails(t *testing.T) {
 
 // Value-taking ignored flags also take their value as the next argument.
 func TestIgnoredFlagsTakeSeparateValues(t *testing.T) {
-	c, err := Parse([]string{"--log-format", "json", "--admission-webhook-listen", ":8080", "--profiling", "--ingress-class", "x"}, env(nil))
+	c, err := Parse([]string{"--log-format", "json", "--publish-service-udp", "kong/udp", "--profiling", "--ingress-class", "x"}, env(nil))
 	require.NoError(t, err)
 	require.Equal(t, "x", c.IngressClass)
 }
@@ -253,5 +253,38 @@ func TestParseFeatureGates(t *testing.T) {
 	} {
 		_, err := Parse([]string{args}, env(nil))
 		require.ErrorContains(t, err, want, args)
+	}
+}
+
+// The admission webhook takes KIC's flags and rules: off by default and with "off"; a
+// certificate from files or inline, not both; with none, KIC's default files.
+func TestAdmissionWebhookFlags(t *testing.T) {
+	c, err := Parse(nil, env(nil))
+	require.NoError(t, err)
+	require.False(t, c.AdmissionWebhook.Enabled())
+
+	c, err = Parse([]string{"--admission-webhook-listen", "off"}, env(nil))
+	require.NoError(t, err)
+	require.False(t, c.AdmissionWebhook.Enabled())
+
+	c, err = Parse(nil, env(map[string]string{"CONTROLLER_ADMISSION_WEBHOOK_LISTEN": "0.0.0.0:8080"}))
+	require.NoError(t, err)
+	require.Equal(t, AdmissionWebhook{ListenAddr: "0.0.0.0:8080", CertFile: "/admission-webhook/tls.crt", KeyFile: "/admission-webhook/tls.key"}, c.AdmissionWebhook)
+
+	c, err = Parse([]string{"--admission-webhook-listen", ":8080", "--admission-webhook-cert", "C", "--admission-webhook-key", "K"}, env(nil))
+	require.NoError(t, err)
+	require.Equal(t, AdmissionWebhook{ListenAddr: ":8080", Cert: "C", Key: "K"}, c.AdmissionWebhook)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--admission-webhook-listen", "8080"}, "--admission-webhook-listen"},
+		{[]string{"--admission-webhook-listen", ":8080", "--admission-webhook-cert-file", "c", "--admission-webhook-cert", "C", "--admission-webhook-key", "K"}, "not both"},
+		{[]string{"--admission-webhook-listen", ":8080", "--admission-webhook-cert-file", "c"}, "go together"},
+		{[]string{"--admission-webhook-listen", ":8080", "--admission-webhook-key", "K"}, "go together"},
+	} {
+		_, err := Parse(tc.args, env(nil))
+		require.ErrorContains(t, err, tc.want, "%v", tc.args)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/konductor/konductor/internal/admission"
 	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
 	gatewaydiscovery "github.com/konductor/konductor/internal/dataplane/discovery"
@@ -63,6 +65,7 @@ type Options struct {
 // Controller is an assembled, not yet started, controller.
 type Controller struct {
 	mgr      ctrlmanager.Manager
+	webhook  *admission.Server // nil when --admission-webhook-listen is off
 	barrier  *dataplane.InformerBarrier
 	loop     *dataplane.Loop
 	store    *store.Store
@@ -259,6 +262,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		return nil, err
 	}
 
+	var webhook *admission.Server
+	if cfg.AdmissionWebhook.Enabled() {
+		if webhook, err = admissionWebhook(cfg, st, barrier, gateways, discovered, mgr, log.WithName("admission")); err != nil {
+			return nil, err
+		}
+	}
+
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
@@ -271,7 +281,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", gatewaysLog,
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
-	return &Controller{mgr: mgr, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log}, nil
+	return &Controller{mgr: mgr, webhook: webhook, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log}, nil
 }
 
 // Start runs the controller until ctx ends. Without leader election it first checks that no
@@ -281,6 +291,13 @@ func (c *Controller) Start(ctx context.Context) error {
 		if err := RequireLeaderElection(ctx, c.cfg, c.log); err != nil {
 			return err
 		}
+	}
+	if c.webhook != nil && c.webhook.Certificates != nil {
+		go func() {
+			if err := c.webhook.Certificates.Start(ctx); err != nil {
+				c.log.Error(err, "admission webhook: watching the certificate files failed; the last certificate read is served")
+			}
+		}()
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.mgr.Start(ctx) }()
@@ -300,6 +317,74 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.log.Error(nil, "manager did not stop in time; giving up on it", "grace", ShutdownGrace.String(), "cacheNotSynced", pending)
 		return fmt.Errorf("shutdown: manager still waiting for caches (%s) after %s", pending, ShutdownGrace)
 	}
+}
+
+// AdmissionWebhookAddr is the address the admission webhook listens on; nil when it is off.
+func (c *Controller) AdmissionWebhookAddr() net.Addr {
+	if c.webhook == nil {
+		return nil
+	}
+	return c.webhook.Addr()
+}
+
+// admissionWebhook assembles the validating webhook (--admission-webhook-*): a validator over
+// the store, told of every informer event, and its HTTPS server, which runs on every replica
+// from the start (reviews before the cache synced are allowed with a warning). Plugins whose
+// schema konductor does not know are checked by the gateways: the --kong-admin-url ones, or
+// the discovered ones.
+func admissionWebhook(cfg *config.Config, st *store.Store, barrier *dataplane.InformerBarrier, gateways []dataplane.Gateway,
+	discovered dataplane.GatewaySet, mgr ctrlmanager.Manager, log logr.Logger) (*admission.Server, error) {
+	schemas, err := gatewaySchemas(cfg, gateways, discovered)
+	if err != nil {
+		return nil, err
+	}
+	v := admission.NewValidator(admission.Options{
+		Source: st, Namespaces: cfg.WatchNamespaces, Synced: barrier.Synced,
+		TranslatorOptions: func(now time.Time) translator.Options { return TranslatorOptions(cfg, now) },
+		Gateways:          schemas, Logger: log,
+	})
+	if err := barrier.AddEventHandler(v.EventHandler()); err != nil {
+		return nil, err
+	}
+	a := cfg.AdmissionWebhook
+	srv, err := admission.NewServer(admission.ServerOptions{ListenAddr: a.ListenAddr, CertFile: a.CertFile, KeyFile: a.KeyFile, Cert: a.Cert, Key: a.Key},
+		admission.Handler(v, log))
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(srv.HTTP); err != nil {
+		return nil, err
+	}
+	log.Info("admission webhook listening", "address", srv.Addr().String())
+	return srv, nil
+}
+
+// gatewaySchemas are the Admin API clients the webhook asks about plugins it has no schema
+// of: one per --kong-admin-url, or, with gateway discovery, one per discovered gateway at the
+// time of the review (reached with the TLS server name of the first --kong-admin-svc).
+func gatewaySchemas(cfg *config.Config, gateways []dataplane.Gateway, discovered dataplane.GatewaySet) (admission.KongGateways, error) {
+	serverName := ""
+	if cfg.Discovery() {
+		svc := cfg.KongAdminSvc[0]
+		serverName = fmt.Sprintf("pod.%s.%s.svc", svc.Name, svc.Namespace)
+	}
+	httpClient, err := adminHTTPClient(cfg, serverName)
+	if err != nil {
+		return nil, err
+	}
+	return func() []*kong.Client {
+		current := gateways
+		if discovered != nil {
+			current = discovered.Gateways()
+		}
+		out := make([]*kong.Client, 0, len(current))
+		for _, g := range current {
+			if c, err := kong.NewClient(kong.String(g.URL()), httpClient); err == nil {
+				out = append(out, c)
+			}
+		}
+		return out
+	}, nil
 }
 
 // TranslatorOptions are the translation settings of cfg. now is when CA certificates must be

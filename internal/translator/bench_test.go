@@ -6,74 +6,20 @@ import (
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	netv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator/benchdata"
 )
-
-// benchSnapshot builds n Ingresses, each with its own Service (two ports) and EndpointSlice
-// (three ready endpoints), spread over 10 namespaces: a realistic shape for one gateway.
-func benchSnapshot(n int) *store.Snapshot {
-	snap := &store.Snapshot{IngressClass: "kong"}
-	prefix := netv1.PathTypePrefix
-	exact := netv1.PathTypeExact
-	class := "kong"
-	port := int32(8080)
-	proto := corev1.ProtocolTCP
-	name := "http"
-	for i := 0; i < n; i++ {
-		ns := fmt.Sprintf("ns-%d", i%10)
-		svc := fmt.Sprintf("svc-%d", i)
-		uid := func(kind string) types.UID {
-			return types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", len(kind), i))
-		}
-		backend := netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: svc, Port: netv1.ServiceBackendPort{Number: 80}}}
-		snap.Ingresses = append(snap.Ingresses, &netv1.Ingress{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ing-%d", i), Namespace: ns, UID: uid("Ingress")},
-			Spec: netv1.IngressSpec{
-				IngressClassName: &class,
-				Rules: []netv1.IngressRule{{
-					Host: fmt.Sprintf("app-%d.example.com", i),
-					IngressRuleValue: netv1.IngressRuleValue{HTTP: &netv1.HTTPIngressRuleValue{Paths: []netv1.HTTPIngressPath{
-						{Path: "/", PathType: &prefix, Backend: backend},
-						{Path: "/api/v1", PathType: &prefix, Backend: backend},
-						{Path: "/healthz", PathType: &exact, Backend: backend},
-					}}},
-				}},
-			},
-		})
-		snap.Services = append(snap.Services, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: ns, UID: uid("Service")},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
-				{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP},
-				{Name: "metrics", Port: 9090, TargetPort: intstr.FromInt32(9090), Protocol: corev1.ProtocolTCP},
-			}},
-		})
-		es := &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: svc + "-abcde", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}},
-		}
-		for e := 0; e < 3; e++ {
-			x := i*4 + e
-			es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", x>>16&255, x>>8&255, x&255)}})
-		}
-		snap.EndpointSlices = append(snap.EndpointSlices, es)
-	}
-	return snap
-}
 
 var benchSizes = []int{100, 1000, 10000}
 
 // BenchmarkTranslate measures Translate alone: snapshot in, Kong state out.
 func BenchmarkTranslate(b *testing.B) {
 	for _, n := range benchSizes {
-		snap := benchSnapshot(n)
+		snap := benchdata.Snapshot(n)
 		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -89,7 +35,7 @@ func BenchmarkTranslate(b *testing.B) {
 // BenchmarkDeclarativeConfig measures rendering the DB-less /config body of a translated state.
 func BenchmarkDeclarativeConfig(b *testing.B) {
 	for _, n := range benchSizes {
-		state, _ := Translate(benchSnapshot(n), Options{})
+		state, _ := Translate(benchdata.Snapshot(n), Options{})
 		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			var size int
@@ -108,7 +54,7 @@ func BenchmarkDeclarativeConfig(b *testing.B) {
 // BenchmarkTranslateAndRender is the work of one DB-less sync: translate then render.
 func BenchmarkTranslateAndRender(b *testing.B) {
 	for _, n := range benchSizes {
-		snap := benchSnapshot(n)
+		snap := benchdata.Snapshot(n)
 		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -152,7 +98,7 @@ func benchConsumers(snap *store.Snapshot, n int) {
 // BenchmarkTranslateConsumers: 1,000 Ingresses plus 1,000 consumers with two credentials
 // each (issue #9's measure), against the same Ingresses alone.
 func BenchmarkTranslateConsumers(b *testing.B) {
-	snap := benchSnapshot(1000)
+	snap := benchdata.Snapshot(1000)
 	benchConsumers(snap, 1000)
 	b.ReportAllocs()
 	for b.Loop() {

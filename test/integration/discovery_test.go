@@ -70,6 +70,17 @@ func hostAddresses(t *testing.T, n int) []string {
 // them for gateway discovery. It returns the certificate and the CA's PEM file.
 func adminTLS(t *testing.T, svc, ns string) (tls.Certificate, string) {
 	t.Helper()
+	// No IP SAN: only the server name can match.
+	cert, caPEM := servingCert(t, []string{fmt.Sprintf("*.%s.%s.svc", svc, ns)}, nil)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(caFile, caPEM, 0o600))
+	return cert, caFile
+}
+
+// servingCert is a serving certificate for dnsNames and ips, signed by a CA of its own, and
+// that CA's certificate (PEM).
+func servingCert(t *testing.T, dnsNames []string, ips []net.IP) (tls.Certificate, []byte) {
+	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
@@ -81,15 +92,13 @@ func adminTLS(t *testing.T, svc, ns string) (tls.Certificate, string) {
 	require.NoError(t, err)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kong admin"},
-		DNSNames:  []string{fmt.Sprintf("*.%s.%s.svc", svc, ns)}, // no IP SAN: only the server name can match
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "test server"},
+		DNSNames: dnsNames, IPAddresses: ips,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	require.NoError(t, err)
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600))
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caFile
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 }
 
 // gateway is one Kong Admin API listener at addr:8444 over an emulator (several gateways may

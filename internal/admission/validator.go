@@ -1,0 +1,278 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+// SnapshotSource is the cache as the translator sees it (the store).
+type SnapshotSource interface {
+	Snapshot(ctx context.Context) (*store.Snapshot, error)
+}
+
+// Options are what the validator reads and how it translates.
+type Options struct {
+	// Source is the store over the manager's cache.
+	Source SnapshotSource
+	// Namespaces are the watched namespaces (--watch-namespace); empty: all. Objects elsewhere
+	// are not konductor's and are allowed untouched.
+	Namespaces []string
+	// Synced reports whether every informer the store reads has synced. Until it does, every
+	// review is allowed with a warning: an unsynced cache cannot tell what a change breaks.
+	Synced func() bool
+	// TranslatorOptions are the sync loop's translation settings at time now.
+	TranslatorOptions func(now time.Time) translator.Options
+	// Gateways checks plugins whose schema konductor does not know; nil: none.
+	Gateways GatewaySchemas
+	// Now is the clock (time.Now); tests set it.
+	Now    func() time.Time
+	Logger logr.Logger
+}
+
+// Warnings given when a review cannot be decided.
+const (
+	warnNotSynced = "konductor has not finished reading the cluster yet; this object was not checked"
+	warnNoCache   = "konductor could not read its cache (%v); this object was not checked"
+)
+
+// Validator decides admission reviews. It is safe for concurrent use.
+type Validator struct {
+	opts Options
+
+	// The translation of the cache as it is, reused by every review until the cache changes
+	// (generation counts informer events): a review then costs one translation, not two.
+	generation atomic.Uint64
+	mu         sync.Mutex
+	current    *cacheTranslations
+}
+
+// cacheTranslations are the translations of one snapshot of the cache, by namespace.
+type cacheTranslations struct {
+	generation  uint64
+	snap        *store.Snapshot
+	opts        translator.Options
+	byNamespace map[string]*translation
+}
+
+// translation is a snapshot (reduced to a namespace) translated, with the settings used.
+type translation struct {
+	snap   *store.Snapshot
+	opts   translator.Options
+	result translator.Result
+}
+
+// NewValidator returns a validator over opts.Source.
+func NewValidator(opts Options) *Validator {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Synced == nil {
+		opts.Synced = func() bool { return true }
+	}
+	if opts.TranslatorOptions == nil {
+		opts.TranslatorOptions = func(now time.Time) translator.Options { return translator.Options{Now: now} }
+	}
+	return &Validator{opts: opts}
+}
+
+// EventHandler is to be added to every informer the store reads: any event makes the next
+// review read the cache again.
+func (v *Validator) EventHandler() toolscache.ResourceEventHandler {
+	bump := func() { v.generation.Add(1) }
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { bump() },
+		UpdateFunc: func(any, any) { bump() },
+		DeleteFunc: func(any) { bump() },
+	}
+}
+
+// Review decides one admission request. It never fails: what cannot be decided is allowed,
+// with a warning saying why.
+func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return resp
+	}
+	kind, ok := kindOf(req.Resource)
+	if !ok {
+		return resp
+	}
+	obj, err := decode(kind, req.Object.Raw)
+	if err != nil {
+		resp.Warnings = []string{fmt.Sprintf("konductor could not read this object (%v); it was not checked", err)}
+		return resp
+	}
+	completeMetadata(obj, req, v.opts.Now())
+	resp.Warnings = deprecations(obj)
+	if !v.watched(obj.GetNamespace()) {
+		return resp
+	}
+	if !v.opts.Synced() {
+		resp.Warnings = append(resp.Warnings, warnNotSynced)
+		return resp
+	}
+	before, err := v.translation(ctx, obj.GetNamespace())
+	if err != nil {
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf(warnNoCache, err))
+		return resp
+	}
+	if !classed(before.snap, obj) {
+		return resp
+	}
+	refused, warnings := v.judge(ctx, before, kind, obj)
+	resp.Warnings = append(resp.Warnings, warnings...)
+	if len(refused) > 0 {
+		resp.Allowed = false
+		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInvalid, Code: 422,
+			Message: strings.Join(refused, "; ")}
+	}
+	return resp
+}
+
+// judge returns what the change of obj breaks that was not broken before, and warnings.
+func (v *Validator) judge(ctx context.Context, before *translation, kind store.Kind, obj client.Object) (refused, warnings []string) {
+	afterSnap := withObject(before.snap, obj)
+	after := translator.Build(afterSnap, before.opts)
+
+	self := refOf(kind, obj)
+	scope := map[kongstate.ObjectRef]bool{}
+	for _, g := range []*translator.Graph{before.result.Graph, after.Graph} {
+		for _, r := range g.Dependents(self) {
+			scope[r] = true
+		}
+	}
+	known := map[problemKey]bool{}
+	for _, p := range before.result.Problems {
+		known[keyOf(p)] = true
+	}
+	for _, p := range after.Problems {
+		if !scope[translator.Node(p.Object)] || known[keyOf(p)] {
+			continue
+		}
+		if awaitsAnotherObject(p.Message) {
+			warnings = append(warnings, p.String())
+			continue
+		}
+		refused = append(refused, p.String())
+	}
+
+	var plugins []client.Object
+	switch kind {
+	case store.KindKongPlugin, store.KindKongClusterPlugin:
+		plugins = []client.Object{obj}
+	case store.KindSecret:
+		plugins = pluginsReading(afterSnap, obj.GetNamespace(), obj.GetName())
+	}
+	for _, p := range plugins {
+		pkind := store.KindKongPlugin
+		if p.GetNamespace() == "" {
+			pkind = store.KindKongClusterPlugin
+		}
+		now := checkPlugin(ctx, afterSnap, pkind, p, v.opts.Gateways)
+		if now.warning != "" {
+			warnings = append(warnings, now.warning)
+		}
+		if len(now.errors) == 0 || now.awaiting {
+			warnings = append(warnings, now.errors...)
+			continue
+		}
+		// Only what the change breaks: the same plugin as stored, with the Secrets as stored.
+		var was pluginVerdict
+		if stored := storedPlugin(before.snap, p); stored != nil {
+			was = checkPlugin(ctx, before.snap, pkind, stored, v.opts.Gateways)
+		}
+		for _, e := range now.errors {
+			if !slices.Contains(was.errors, e) && !slices.Contains(refused, e) {
+				refused = append(refused, e)
+			}
+		}
+	}
+	return refused, warnings
+}
+
+type problemKey struct {
+	object         kongstate.ObjectRef
+	field, message string
+}
+
+func keyOf(p translator.Problem) problemKey {
+	return problemKey{translator.Node(p.Object), p.Field, p.Message}
+}
+
+// translation returns the cache translated for a change in namespace ns ("" for a
+// cluster-scoped object: the whole cache; forNamespace otherwise), reusing the last one when
+// no informer event came since. The generation is read before the snapshot, so a change that
+// lands while it is translated makes the next review read the cache again.
+func (v *Validator) translation(ctx context.Context, ns string) (*translation, error) {
+	gen := v.generation.Load()
+	v.mu.Lock()
+	cur := v.current
+	if cur != nil && cur.generation == gen {
+		if t := cur.byNamespace[ns]; t != nil {
+			v.mu.Unlock()
+			return t, nil
+		}
+	}
+	v.mu.Unlock()
+
+	var snap *store.Snapshot
+	var opts translator.Options
+	if cur != nil && cur.generation == gen {
+		snap, opts = cur.snap, cur.opts
+	} else {
+		var err error
+		if snap, err = v.opts.Source.Snapshot(ctx); err != nil {
+			return nil, err
+		}
+		opts = v.opts.TranslatorOptions(v.opts.Now())
+	}
+	scoped := snap
+	if ns != "" {
+		scoped = forNamespace(snap, ns)
+	}
+	t := &translation{snap: scoped, opts: opts, result: translator.Build(scoped, opts)}
+
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.current == nil || v.current.generation < gen || (v.current.generation == gen && v.current.snap != snap) {
+		v.current = &cacheTranslations{generation: gen, snap: snap, opts: opts, byNamespace: map[string]*translation{}}
+	}
+	if v.current.generation == gen {
+		v.current.byNamespace[ns] = t
+	}
+	return t, nil
+}
+
+func (v *Validator) watched(ns string) bool {
+	return ns == "" || len(v.opts.Namespaces) == 0 || slices.Contains(v.opts.Namespaces, ns)
+}
+
+// completeMetadata fills what a reviewed object may lack and translation relies on: its
+// namespace (the request's) and, on create, its creation time, so that in the rules where
+// the oldest object wins (kic-compat.md §1.1) the new object is the newest.
+func completeMetadata(obj client.Object, req *admissionv1.AdmissionRequest, now time.Time) {
+	if obj.GetNamespace() == "" && req.Namespace != "" {
+		obj.SetNamespace(req.Namespace)
+	}
+	if obj.GetName() == "" {
+		obj.SetName(req.Name)
+	}
+	if ts := obj.GetCreationTimestamp(); ts.IsZero() {
+		obj.SetCreationTimestamp(metav1.NewTime(now))
+	}
+}

@@ -1,0 +1,290 @@
+package admission
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/konductor/konductor/internal/store"
+)
+
+// cluster is what the cache holds in every case below: an IngressClass "kong" (not the
+// default), an app (Service, EndpointSlice, Ingress), a rate-limiting KongPlugin whose
+// config comes from a Secret, an unknown plugin, two consumers with key-auth credentials and
+// a vault.
+const cluster = `
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: kong}
+spec: {controller: ingress-controllers.konghq.com/kong}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec: {ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: default, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  ingressClassName: kong
+  rules:
+  - host: web.example.com
+    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: broken, namespace: default, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  ingressClassName: kong
+  rules:
+  - host: broken.example.com
+    http: {paths: [{path: "/~/(", pathType: ImplementationSpecific, backend: {service: {name: web, port: {number: 80}}}}]}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: limits, namespace: default}
+stringData: {config: '{"minute": 10, "policy": "local"}'}
+---
+apiVersion: configuration.konghq.com/v1
+kind: KongPlugin
+metadata: {name: limit, namespace: default}
+plugin: rate-limiting
+configFrom: {secretKeyRef: {name: limits, key: config}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: alice-key, namespace: default, labels: {konghq.com/credential: key-auth}}
+stringData: {key: alice-secret}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: bob-key, namespace: default, labels: {konghq.com/credential: key-auth}}
+stringData: {key: bob-secret}
+---
+apiVersion: configuration.konghq.com/v1
+kind: KongConsumer
+metadata: {name: alice, namespace: default, creationTimestamp: "2024-01-01T00:00:00Z", annotations: {kubernetes.io/ingress.class: kong}}
+username: alice
+credentials: [alice-key]
+---
+apiVersion: configuration.konghq.com/v1
+kind: KongConsumer
+metadata: {name: bob, namespace: default, creationTimestamp: "2024-01-02T00:00:00Z", annotations: {kubernetes.io/ingress.class: kong}}
+username: bob
+credentials: [bob-key]
+---
+apiVersion: configuration.konghq.com/v1alpha1
+kind: KongVault
+metadata: {name: env, creationTimestamp: "2024-01-01T00:00:00Z", annotations: {kubernetes.io/ingress.class: kong}}
+spec: {backend: env, prefix: env-secrets}
+`
+
+func newValidator(t testing.TB, synced bool, gw GatewaySchemas) *Validator {
+	t.Helper()
+	st, err := store.NewForObjects(objects(t, cluster), store.Options{IngressClass: "kong", Namespaces: []string{"default", "other"}})
+	require.NoError(t, err)
+	opts := Options{Source: st, Namespaces: []string{"default", "other"}, Synced: func() bool { return synced },
+		Now: func() time.Time { return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) }}
+	if gw != nil {
+		opts.Gateways = gw
+	}
+	return NewValidator(opts)
+}
+
+func TestReview(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		op       admissionv1.Operation // default Create
+		object   string
+		notSync  bool
+		gateway  *fakeGateway
+		denied   []string // every one is in the message; nil: allowed
+		warnings []string // every one is in some warning
+	}{
+		{name: "ingress with a path regex Kong refuses is denied, naming the field",
+			object: ingress("bad", "kong", "bad.example.com", "/~/api/(v1", "ImplementationSpecific"),
+			denied: []string{"Ingress default/bad: spec.rules[0].http.paths[0].path:", "invalid regex", "missing closing parenthesis"}},
+		{name: "ingress with a host Kong refuses is denied",
+			object: ingress("bad-host", "kong", "*.*.example.com", "/", "Prefix"),
+			denied: []string{"Ingress default/bad-host: spec.rules[0].host:"}},
+		{name: "good ingress is allowed",
+			object: ingress("good", "kong", "good.example.com", "/api", "Prefix")},
+		{name: "ingress of another class is allowed untouched",
+			object: ingress("theirs", "nginx", "x.example.com", "/api/(v1", "ImplementationSpecific")},
+		{name: "ingress in a namespace not watched is allowed untouched",
+			object: strings.Replace(ingress("elsewhere", "kong", "x.example.com", "/~/(", "ImplementationSpecific"), "namespace: default", "namespace: kube-system", 1)},
+		{name: "update that keeps a problem the stored object already has is allowed",
+			op:     admissionv1.Update,
+			object: strings.Replace(ingress("broken", "kong", "broken.example.com", "/~/(", "ImplementationSpecific"), "name: broken,", "name: broken, labels: {touched: 'yes'},", 1)},
+		{name: "update that fixes a problem is allowed",
+			op:     admissionv1.Update,
+			object: ingress("broken", "kong", "broken.example.com", "/ok", "Prefix")},
+		{name: "before the cache synced, a bad ingress is allowed with a warning",
+			notSync: true, object: ingress("bad", "kong", "bad.example.com", "/~/(", "ImplementationSpecific"),
+			warnings: []string{"not checked"}},
+		{name: "delete is never judged",
+			op: admissionv1.Delete, object: ingress("bad", "kong", "bad.example.com", "/~/(", "ImplementationSpecific")},
+
+		{name: "KongPlugin with a config Kong's schema refuses is denied, naming the field",
+			object: plugin("limit2", "rate-limiting", `{minute: "often"}`),
+			denied: []string{"KongPlugin default/limit2: config.minute:", `plugin "rate-limiting" failed schema validation`}},
+		{name: "KongPlugin with a valid config is allowed",
+			object: plugin("limit2", "rate-limiting", `{minute: 5}`)},
+		{name: "KongPlugin with both config and configFrom is denied",
+			object: plugin("limit2", "rate-limiting", `{minute: 5}`) + "\nconfigFrom: {secretKeyRef: {name: limits, key: config}}",
+			denied: []string{"KongPlugin default/limit2: configFrom:", "both Config and ConfigFrom"}},
+		{name: "unknown plugin refused by a gateway is denied with Kong's message",
+			object: plugin("custom", "my-plugin", `{bad: 1}`), gateway: &fakeGateway{},
+			denied: []string{"KongPlugin default/custom: config:", "config.bad: unknown field"}},
+		{name: "unknown plugin accepted by a gateway is allowed",
+			object: plugin("custom", "my-plugin", `{good: 1}`), gateway: &fakeGateway{}},
+		{name: "unknown plugin with no gateway reachable is allowed with a warning",
+			object: plugin("custom", "my-plugin", `{bad: 1}`), gateway: &fakeGateway{down: true},
+			warnings: []string{`plugin "my-plugin" is not known to konductor and no gateway could check it`}},
+		{name: "unknown plugin with no gateway configured is allowed with a warning",
+			object:   plugin("custom", "my-plugin", `{bad: 1}`),
+			warnings: []string{"no gateway is configured"}},
+
+		{name: "Secret change that makes a plugin's configFrom invalid is denied, naming the plugin",
+			op: admissionv1.Update, object: secret("limits", "", `config: '{"minute": "often", "policy": "local"}'`),
+			denied: []string{"KongPlugin default/limit: config.minute:"}},
+		{name: "Secret change that keeps a plugin's configFrom valid is allowed",
+			op: admissionv1.Update, object: secret("limits", "", `config: '{"minute": 20, "policy": "local"}'`)},
+		{name: "Secret change that gives a consumer a credential another holds is denied",
+			op: admissionv1.Update, object: secret("bob-key", "key-auth", "key: alice-secret"),
+			denied: []string{"KongConsumer default/bob: credentials:", "Secret default/bob-key:", "conflicting credential"}},
+		{name: "Secret that nothing reads is allowed",
+			object: secret("unrelated", "", "anything: at-all")},
+
+		{name: "KongVault with a prefix another vault has is denied",
+			object: `
+apiVersion: configuration.konghq.com/v1alpha1
+kind: KongVault
+metadata: {name: env2, annotations: {kubernetes.io/ingress.class: kong}}
+spec: {backend: env, prefix: env-secrets}`,
+			denied: []string{"KongVault env2: spec.prefix:", `"env-secrets" is duplicate`}},
+
+		{name: "KongIngress is allowed with KIC's deprecation warnings",
+			object: `
+apiVersion: configuration.konghq.com/v1
+kind: KongIngress
+metadata: {name: old, namespace: default}
+proxy: {retries: 3}
+upstream: {slots: 100}`,
+			warnings: []string{warnKongIngressProxy, warnKongIngressUpstream}},
+		{name: "Service with konghq.com/override is allowed with KIC's deprecation warning",
+			object: `
+apiVersion: v1
+kind: Service
+metadata: {name: web2, namespace: default, annotations: {konghq.com/override: old}}
+spec: {ports: [{port: 80}]}`,
+			warnings: []string{warnServiceOverride}},
+		{name: "TCPIngress is allowed with a deprecation warning",
+			object: `
+apiVersion: configuration.konghq.com/v1beta1
+kind: TCPIngress
+metadata: {name: tcp, namespace: default, annotations: {kubernetes.io/ingress.class: kong}}
+spec: {rules: [{port: 9000, backend: {serviceName: tcp, servicePort: 9000}}]}`,
+			warnings: []string{"TCPIngress is deprecated", "Service default/tcp not found"}},
+
+		{name: "ingress created before its Service is allowed with a warning: order of creation does not matter",
+			object:   strings.Replace(ingress("first", "kong", "first.example.com", "/", "Prefix"), "name: web, port", "name: later, port", 1),
+			warnings: []string{"Ingress default/first:", "Service default/later not found"}},
+		{name: "KongConsumer created before its credential Secret is allowed with a warning",
+			object: `
+apiVersion: configuration.konghq.com/v1
+kind: KongConsumer
+metadata: {name: carol, namespace: default, annotations: {kubernetes.io/ingress.class: kong}}
+username: carol
+credentials: [carol-key]`,
+			warnings: []string{"KongConsumer default/carol:", "carol-key not found"}},
+		{name: "KongPlugin created before the Secret of its configFrom is allowed with a warning",
+			object:   plugin("later", "rate-limiting", "null") + "\nconfigFrom: {secretKeyRef: {name: later, key: config}}",
+			warnings: []string{"KongPlugin default/later: configFrom:", "secret default/later not found"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var gw GatewaySchemas
+			if tc.gateway != nil {
+				gw = tc.gateway
+			}
+			v := newValidator(t, !tc.notSync, gw)
+			obj := objects(t, tc.object)[0]
+			op := tc.op
+			if op == "" {
+				op = admissionv1.Create
+			}
+			resp := v.Review(context.Background(), request(t, kindFor(t, obj), op, obj))
+			require.Equal(t, "uid-"+obj.GetName(), string(resp.UID))
+			if tc.denied == nil {
+				msg := ""
+				if resp.Result != nil {
+					msg = resp.Result.Message
+				}
+				require.True(t, resp.Allowed, "denied: %s", msg)
+			} else {
+				require.False(t, resp.Allowed, "allowed")
+				require.Equal(t, metav1.StatusReasonInvalid, resp.Result.Reason)
+				for _, want := range tc.denied {
+					require.Contains(t, resp.Result.Message, want)
+				}
+			}
+			all := strings.Join(resp.Warnings, "\n")
+			for _, want := range tc.warnings {
+				require.Contains(t, all, want)
+			}
+			if len(tc.warnings) == 0 {
+				require.Empty(t, resp.Warnings)
+			}
+		})
+	}
+}
+
+// Resources konductor does not translate (KIC's rules also send Gateways and HTTPRoutes) are
+// allowed without a look.
+func TestReviewOfOtherResourcesIsAllowed(t *testing.T) {
+	v := newValidator(t, true, nil)
+	req := &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create,
+		Resource: metav1.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}}
+	resp := v.Review(context.Background(), req)
+	require.True(t, resp.Allowed)
+	require.Empty(t, resp.Warnings)
+}
+
+func ingress(name, class, host, path, pathType string) string {
+	return `
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: ` + name + `, namespace: default}
+spec:
+  ingressClassName: ` + class + `
+  rules:
+  - host: "` + host + `"
+    http: {paths: [{path: "` + path + `", pathType: ` + pathType + `, backend: {service: {name: web, port: {number: 80}}}}]}`
+}
+
+func plugin(name, pluginName, config string) string {
+	return `
+apiVersion: configuration.konghq.com/v1
+kind: KongPlugin
+metadata: {name: ` + name + `, namespace: default}
+plugin: ` + pluginName + `
+config: ` + config
+}
+
+func secret(name, credential, data string) string {
+	labels := ""
+	if credential != "" {
+		labels = ", labels: {konghq.com/credential: " + credential + "}"
+	}
+	return `
+apiVersion: v1
+kind: Secret
+metadata: {name: ` + name + `, namespace: default` + labels + `}
+stringData: {` + data + `}`
+}
