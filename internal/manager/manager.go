@@ -33,7 +33,6 @@ import (
 	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
 	gatewaydiscovery "github.com/konductor/konductor/internal/dataplane/discovery"
-	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/status"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -89,7 +88,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	for _, name := range cfg.Ignored {
 		log.Info("flag accepted for KIC compatibility has no effect in konductor", "flag", "--"+name)
 	}
-	for _, gate := range []string{config.GateFallbackConfiguration, config.GateGatewayAlpha, config.GateCombinedServicesFromDifferentHTTPRoutes} {
+	for _, gate := range []string{config.GateGatewayAlpha, config.GateCombinedServicesFromDifferentHTTPRoutes} {
 		if cfg.FeatureGates.Enabled(gate) {
 			log.Info("feature gate has no effect in konductor yet", "gate", gate)
 		}
@@ -226,16 +225,18 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	loop := dataplane.NewLoop(dataplane.Options{
 		Source:  source,
 		Barrier: barrier,
-		Translate: func(s *store.Snapshot) (*kongstate.State, []translator.Problem) {
-			return translator.Translate(s, TranslatorOptions(cfg, time.Now()))
+		Translate: func(s *store.Snapshot) translator.Result {
+			return translator.Build(s, TranslatorOptions(cfg, time.Now()))
 		},
-		Gateways:  gateways,
-		Discovery: discovered,
-		Trigger:   trigger,
-		Reporter:  reporter,
-		Logger:    log.WithName("sync"),
-		Period:    cfg.ProxySyncPeriod,
-		Quiet:     opts.Quiet,
+		Fallback:                      cfg.FeatureGates.Enabled(config.GateFallbackConfiguration),
+		UseLastValidConfigForFallback: cfg.UseLastValidConfigForFallback,
+		Gateways:                      gateways,
+		Discovery:                     discovered,
+		Trigger:                       trigger,
+		Reporter:                      reporter,
+		Logger:                        log.WithName("sync"),
+		Period:                        cfg.ProxySyncPeriod,
+		Quiet:                         opts.Quiet,
 
 		SkipCacheBarrierForTesting: opts.SkipCacheBarrierForTesting,
 	})
@@ -568,7 +569,13 @@ func adminHTTPClient(cfg *config.Config, serverName string) (*http.Client, error
 	if token != "" {
 		rt = tokenTransport{token: token, next: transport}
 	}
-	return &http.Client{Transport: rt, Timeout: 30 * time.Second}, nil
+	// Every request to the Admin API is bounded (--proxy-timeout-seconds, KIC's): a gateway that
+	// stops answering fails the sync, which is retried with backoff, instead of hanging it.
+	timeout := cfg.ProxyTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultProxyTimeoutSeconds * time.Second
+	}
+	return &http.Client{Transport: rt, Timeout: timeout}, nil
 }
 
 type tokenTransport struct {
