@@ -62,6 +62,13 @@ type Config struct {
 
 	// Sync.
 	ProxySyncPeriod time.Duration
+	// ProxyTimeout bounds every request to a gateway's Admin API (--proxy-timeout-seconds,
+	// KIC's, default 30s as in KIC 2.x and 3.x).
+	ProxyTimeout time.Duration
+	// UseLastValidConfigForFallback (KIC's --use-last-valid-config-for-fallback): objects a
+	// fallback configuration leaves out are filled back in from the last configuration a
+	// gateway accepted, where they exist there.
+	UseLastValidConfigForFallback bool
 
 	// KongAdminInitRetries and KongAdminInitRetryDelay bound how long the controller waits at
 	// start for a gateway to answer GET / (KIC's flags, defaults 60 and 1s), when it must
@@ -147,12 +154,13 @@ const (
 
 // Defaults, KIC's where KIC has the flag.
 const (
-	DefaultKongAdminURL       = "http://localhost:8001"
-	DefaultFilterTag          = "managed-by-ingress-controller"
-	DefaultElectionID         = "5b374a9e.konghq.com"
-	DefaultProxySyncSeconds   = 3.0
-	DefaultMetricsAddress     = ":10255"
-	DefaultHealthProbeAddress = ":10254"
+	DefaultKongAdminURL        = "http://localhost:8001"
+	DefaultFilterTag           = "managed-by-ingress-controller"
+	DefaultElectionID          = "5b374a9e.konghq.com"
+	DefaultProxySyncSeconds    = 3.0
+	DefaultProxyTimeoutSeconds = 30.0
+	DefaultMetricsAddress      = ":10255"
+	DefaultHealthProbeAddress  = ":10254"
 
 	// KIC's gateway discovery defaults and bound.
 	DefaultDiscoveryReadinessCheckInterval = 10 * time.Second
@@ -192,12 +200,13 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	fs.SetOutput(out)
 	fs.SortFlags = false
 	var (
-		adminURLs  string
-		namespaces string
-		syncSecs   float64
-		publish    string
-		force      string
-		adminSvcs  []string
+		adminURLs   string
+		namespaces  string
+		syncSecs    float64
+		timeoutSecs float64
+		publish     string
+		force       string
+		adminSvcs   []string
 	)
 	fs.StringVar(&adminURLs, "kong-admin-url", DefaultKongAdminURL, "Kong Admin API URLs, comma-separated; every gateway gets the same configuration")
 	fs.StringVar(&c.KongAdminToken, "kong-admin-token", "", "Kong-Admin-Token header value sent to the Admin API")
@@ -228,6 +237,8 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	fs.IntVar(&c.KongAdminInitRetries, "kong-admin-init-retries", 60, "how many times to ask a gateway GET / at start before giving up, when leader election is decided from its database mode")
 	fs.DurationVar(&c.KongAdminInitRetryDelay, "kong-admin-init-retry-delay", time.Second, "delay between those attempts")
 	fs.Float64Var(&syncSecs, "proxy-sync-seconds", DefaultProxySyncSeconds, "period of the full resync to Kong, in seconds; changes are synced as they happen")
+	fs.Float64Var(&timeoutSecs, "proxy-timeout-seconds", DefaultProxyTimeoutSeconds, "timeout of each request to a gateway's Admin API, in seconds")
+	fs.BoolVar(&c.UseLastValidConfigForFallback, "use-last-valid-config-for-fallback", false, "fill the objects a fallback configuration leaves out back in from the last configuration a gateway accepted (FallbackConfiguration gate)")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", DefaultMetricsAddress, "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", DefaultHealthProbeAddress, "address of /healthz and /readyz; 0 disables it")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, error")
@@ -301,6 +312,10 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	c.WatchNamespaces = splitList(namespaces)
 	c.PublishAddresses = splitList(publish)
 	c.ProxySyncPeriod = time.Duration(syncSecs * float64(time.Second))
+	if timeoutSecs <= 0 {
+		return nil, fmt.Errorf("--proxy-timeout-seconds: must be positive, got %g", timeoutSecs)
+	}
+	c.ProxyTimeout = time.Duration(timeoutSecs * float64(time.Second))
 	if err := c.validate(syncSecs); err != nil {
 		return nil, err
 	}

@@ -235,6 +235,15 @@ func TestParseFeatureGates(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, c.FeatureGates.Enabled(GateFillIDs))
 	require.False(t, c.FeatureGates.Enabled(GateRewriteURIs))
+	require.True(t, c.FeatureGates.Enabled(GateFallbackConfiguration), "on by default in konductor, unlike KIC")
+	require.Equal(t, 30*time.Second, c.ProxyTimeout, "KIC's --proxy-timeout-seconds default")
+	require.False(t, c.UseLastValidConfigForFallback)
+
+	c, err = Parse([]string{"--feature-gates=FallbackConfiguration=false", "--use-last-valid-config-for-fallback", "--proxy-timeout-seconds=2.5"}, env(nil))
+	require.NoError(t, err)
+	require.False(t, c.FeatureGates.Enabled(GateFallbackConfiguration))
+	require.True(t, c.UseLastValidConfigForFallback)
+	require.Equal(t, 2500*time.Millisecond, c.ProxyTimeout)
 
 	c, err = Parse([]string{"--feature-gates=RewriteURIs=true, GatewayAlpha=true", "--cluster-domain=cluster.local", "--enable-drain-support"}, env(nil))
 	require.NoError(t, err)
@@ -245,6 +254,7 @@ func TestParseFeatureGates(t *testing.T) {
 
 	for args, want := range map[string]string{
 		"--feature-gates=NoSuchGate=true":                         "--feature-gates: NoSuchGate is not a valid feature",
+		"--proxy-timeout-seconds=0":                               "--proxy-timeout-seconds: must be positive",
 		"--feature-gates=RewriteURIs=maybe":                       "RewriteURIs=maybe: not a bool",
 		"--feature-gates=RewriteURIs":                             `"RewriteURIs" is not Name=true|false`,
 		"--feature-gates=FillIDs=false":                           "FillIDs=false is not supported by konductor",

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// KIC's feature gates (its pkg/manager/config), with KIC's defaults. konductor accepts every
+// KIC's feature gates (its pkg/manager/config), with KIC's defaults except one (below). konductor accepts every
 // name KIC accepts, so a KIC Deployment's --feature-gates carries over; a gate whose setting
 // would change what Kong receives in a way konductor does not implement fails at start
 // rather than being ignored.
@@ -29,6 +29,11 @@ type FeatureGates map[string]bool
 // Enabled reports whether gate is on.
 func (g FeatureGates) Enabled(gate string) bool { return g[gate] }
 
+// defaultGates are KIC's defaults, with one deliberate difference: FallbackConfiguration is on.
+// In KIC it is off, and one object Kong refuses then holds every later change back on DB-less
+// gateways until someone fixes it; konductor leaves the refused objects and their dependents
+// out instead (kic-compat.md §12.3). --feature-gates FallbackConfiguration=false restores KIC's
+// behaviour: the gateway keeps its last good configuration and nothing newer reaches it.
 func defaultGates() FeatureGates {
 	return FeatureGates{
 		GateGatewayAlpha:                            false,
@@ -36,7 +41,7 @@ func defaultGates() FeatureGates {
 		GateRewriteURIs:                             false,
 		GateKongServiceFacade:                       false,
 		GateSanitizeKonnectConfigDumps:              true,
-		GateFallbackConfiguration:                   false,
+		GateFallbackConfiguration:                   true,
 		GateKongCustomEntity:                        true,
 		GateCombinedServicesFromDifferentHTTPRoutes: false,
 		GateStickySessionsTerminatingEndpoints:      false,

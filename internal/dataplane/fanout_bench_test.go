@@ -19,7 +19,6 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
@@ -122,9 +121,9 @@ func BenchmarkFanOut(b *testing.B) {
 			trigger := NewTrigger()
 			l := NewLoop(Options{
 				Source: src, Barrier: syncedBarrier{}, Trigger: trigger, Gateways: gws,
-				Translate: func(s *store.Snapshot) (*kongstate.State, []translator.Problem) {
+				Translate: func(s *store.Snapshot) translator.Result {
 					translations.Add(1)
-					return translator.Translate(s, translator.Options{})
+					return translator.Build(s, translator.Options{})
 				},
 				Period: time.Hour, Quiet: time.Millisecond, Logger: logr.Discard(),
 			})

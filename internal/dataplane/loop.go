@@ -22,8 +22,9 @@ type SnapshotSource interface {
 	Snapshot(ctx context.Context) (*store.Snapshot, error)
 }
 
-// TranslateFunc turns a snapshot into Kong state and per-object problems.
-type TranslateFunc func(*store.Snapshot) (*kongstate.State, []translator.Problem)
+// TranslateFunc turns a snapshot into Kong state, per-object problems and the object graph
+// (which a fallback configuration needs to find what depends on a refused object).
+type TranslateFunc func(*store.Snapshot) translator.Result
 
 // Gateway is one Kong the loop keeps in step.
 type Gateway interface {
@@ -40,10 +41,20 @@ type Gateway interface {
 type Target struct {
 	State    *kongstate.State
 	Problems []translator.Problem
+	// Graph is the translation's object graph; nil for a target made by hand (tests, the
+	// diff command): a refused object then only takes itself out.
+	Graph *translator.Graph
+
+	snapshot  *store.Snapshot // what was translated; nil for a target made by hand
+	fallbacks *fallbacks      // nil when fallback configuration is off
 
 	once   sync.Once
 	config []byte
 	err    error
+}
+
+func newTarget(res translator.Result, snap *store.Snapshot, fb *fallbacks) *Target {
+	return &Target{State: res.State, Problems: res.Problems, Graph: res.Graph, snapshot: snap, fallbacks: fb}
 }
 
 // DeclarativeConfig is the DB-less /config body of the target, rendered once.
@@ -61,6 +72,10 @@ type RejectedError struct {
 	// mode leaves the refused objects out and syncs the rest): the sync counts as done for
 	// readiness. A DB-less gateway refuses a configuration whole, so it never sets it.
 	RestApplied bool
+	// Excluded are the objects left out with the refused ones because they depend on them
+	// (the object graph: the Ingress of a refused KongPlugin), refused objects included,
+	// when the gateway isolated them itself (database mode). Kong keeps what it held for them.
+	Excluded []kongstate.ObjectRef
 }
 
 // EntityError is one entity a gateway refused: the Kubernetes object it came from (found
@@ -84,12 +99,18 @@ type GatewayResult struct {
 	// failure; Err is then that failure.
 	Skipped bool
 	Err     error
+	// Fallback is set when the gateway refused the configuration (Err) and a fallback
+	// configuration was tried (fallback.go).
+	Fallback *FallbackResult
 }
 
 // Round is a report of the loop: a round's translation problems and the gateways it skipped,
 // or syncs that ended since the last report (Problems are then the current translation's).
 type Round struct {
 	Problems []translator.Problem
+	// Graph is the object graph of the round's translation of the whole snapshot; nil in
+	// reports of syncs that ended.
+	Graph *translator.Graph
 	// State is the configuration the round's gateways were sent (nil when there was none).
 	State    *kongstate.State
 	Gateways []GatewayResult
@@ -136,6 +157,12 @@ type Options struct {
 	Backoff wait.Backoff
 	// MaxConcurrentSyncs bounds the gateway syncs in flight. Default DefaultMaxConcurrentSyncs.
 	MaxConcurrentSyncs int
+	// Fallback turns fallback configuration on (KIC's FallbackConfiguration gate; on by
+	// default in konductor's flags, off in the zero Options): see fallback.go.
+	Fallback bool
+	// UseLastValidConfigForFallback fills the objects a fallback leaves out back in from the
+	// last snapshot a gateway accepted (KIC's --use-last-valid-config-for-fallback).
+	UseLastValidConfigForFallback bool
 
 	// SkipCacheBarrierForTesting removes the barrier. It exists only so that a test can show
 	// that the barrier is what prevents syncing an empty cache; never set it elsewhere.
@@ -156,8 +183,12 @@ type Loop struct {
 	gateways []*gatewayState // owned by the Start goroutine
 	target   *Target         // the latest translation
 	seq      uint64          // its number; 0 before the first round
-	done     chan syncDone
-	sem      chan struct{}
+	// lastValid is the newest snapshot a gateway accepted (the round's, or a fallback's),
+	// and the round it came from, for UseLastValidConfigForFallback.
+	lastValid    *store.Snapshot
+	lastValidSeq uint64
+	done         chan syncDone
+	sem          chan struct{}
 
 	firstSync     chan struct{}
 	firstSyncOnce sync.Once
@@ -178,11 +209,17 @@ type gatewayState struct {
 	busy    bool   // a sync runs
 	seq     uint64 // the target its last sync started with
 	gone    bool   // dropped from the set
+	// fallbackKey names the fallback it last logged, so that an unchanged one is not logged
+	// again every round.
+	fallbackKey string
 }
 
 type syncDone struct {
-	g   *gatewayState
-	err error
+	g        *gatewayState
+	err      error
+	fallback *FallbackResult
+	accepted *store.Snapshot // the snapshot the gateway took, if it took one
+	seq      uint64
 }
 
 // NewLoop returns a loop; Start runs it.
@@ -378,11 +415,18 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 		l.report(ctx, Round{SnapshotErr: err})
 		return
 	}
-	state, problems := l.opts.Translate(snap)
-	l.target = &Target{State: state, Problems: problems}
+	res := l.opts.Translate(snap)
+	var fb *fallbacks
+	if l.opts.Fallback {
+		fb = &fallbacks{translate: l.opts.Translate, snapshot: snap, graph: res.Graph}
+		if l.opts.UseLastValidConfigForFallback {
+			fb.lastValid = l.lastValid
+		}
+	}
+	l.target = newTarget(res, snap, fb)
 	l.seq++
 	skipped := l.dispatchStale(ctx, started)
-	l.report(ctx, Round{Problems: problems, State: state, Gateways: skipped})
+	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, Gateways: skipped})
 }
 
 // dispatchStale starts a sync of the current target on every gateway that does not hold it,
@@ -409,18 +453,18 @@ func (l *Loop) dispatchStale(ctx context.Context, started time.Time) []GatewayRe
 
 func (l *Loop) dispatch(ctx context.Context, g *gatewayState) {
 	g.busy, g.seq, g.retryAt = true, l.seq, time.Time{} // settle sets a new retry time if it fails
-	target := l.target
+	target, seq := l.target, l.seq
 	go func() {
-		var err error
+		d := syncDone{g: g, seq: seq}
 		select {
 		case l.sem <- struct{}{}:
-			err = g.Sync(g.ctx, target)
+			d.err, d.fallback, d.accepted = l.syncWithFallback(g, target)
 			<-l.sem
 		case <-g.ctx.Done():
-			err = g.ctx.Err()
+			d.err = g.ctx.Err()
 		}
 		select {
-		case l.done <- syncDone{g, err}:
+		case l.done <- d:
 		case <-ctx.Done():
 		}
 	}()
@@ -432,8 +476,11 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 	var results []GatewayResult
 	for more := true; more; {
 		d.g.busy = false
+		if d.accepted != nil && d.seq >= l.lastValidSeq {
+			l.lastValid, l.lastValidSeq = d.accepted, d.seq
+		}
 		if !d.g.gone {
-			results = append(results, l.settle(ctx, d.g, d.err))
+			results = append(results, l.settle(ctx, d))
 		}
 		select {
 		case d = <-l.done:
@@ -474,11 +521,32 @@ func (l *Loop) updateReadiness() {
 
 // settle records what a finished sync of g means for it: back in step, refused (the same
 // configuration is not retried), or failed (retry with backoff).
-func (l *Loop) settle(ctx context.Context, g *gatewayState, err error) GatewayResult {
+func (l *Loop) settle(ctx context.Context, d syncDone) GatewayResult {
 	log := l.opts.Logger
+	g, err := d.g, d.err
+	if fb := d.fallback; fb != nil {
+		// The gateway refused the round's configuration; what it holds now is the
+		// fallback's outcome.
+		// Logged when it changes: a refused configuration stays refused round after round.
+		if key := refsKey(fb.Excluded) + fmt.Sprint(fb.Err); key != g.fallbackKey {
+			g.fallbackKey = key
+			log.Error(err, "gateway rejected the configuration; fallback configuration tried", "gateway", g.URL(),
+				"broken", refsString(fb.Broken), "excluded", refsString(fb.Excluded), "backfilled", len(fb.Backfilled), "fallbackError", fb.Err)
+		}
+		err = fb.Err
+		if refusal(err) == nil && err != nil {
+			res := l.settleError(ctx, g, err)
+			res.Err, res.Fallback = d.err, fb
+			return res
+		}
+		g.retryAt, g.lastErr, g.backoff, g.ok = time.Time{}, nil, l.opts.Backoff, err == nil
+		g.took = g.took || g.ok
+		return GatewayResult{URL: g.URL(), Err: d.err, Fallback: fb}
+	}
 	var rej *RejectedError
 	switch {
 	case err == nil:
+		g.fallbackKey = ""
 		if g.lastErr != nil {
 			log.Info("gateway recovered", "gateway", g.URL())
 		}
@@ -488,16 +556,76 @@ func (l *Loop) settle(ctx context.Context, g *gatewayState, err error) GatewayRe
 		g.retryAt, g.lastErr, g.backoff, g.ok = time.Time{}, nil, l.opts.Backoff, rej.RestApplied
 		log.Error(err, "gateway rejected the configuration", "gateway", g.URL(), "entities", len(rej.Entities))
 	default:
-		g.ok = false
-		g.seq = 0 // not holding the target: the retry sends it again
-		if ctx.Err() == nil {
-			delay := g.backoff.Step()
-			g.retryAt, g.lastErr = l.opts.Clock.Now().Add(delay), err
-			log.Error(err, "sync failed; retrying with backoff", "gateway", g.URL(), "retryIn", delay.String())
-		}
+		return l.settleError(ctx, g, err)
 	}
 	g.took = g.took || g.ok
 	return GatewayResult{URL: g.URL(), Err: err}
+}
+
+// settleError records a failed sync of g (not a refusal): retried with backoff.
+func (l *Loop) settleError(ctx context.Context, g *gatewayState, err error) GatewayResult {
+	g.ok = false
+	g.seq = 0 // not holding the target: the retry sends it again
+	if ctx.Err() == nil {
+		delay := g.backoff.Step()
+		g.retryAt, g.lastErr = l.opts.Clock.Now().Add(delay), err
+		l.opts.Logger.Error(err, "sync failed; retrying with backoff", "gateway", g.URL(), "retryIn", delay.String())
+	}
+	return GatewayResult{URL: g.URL(), Err: err}
+}
+
+// syncWithFallback syncs target to g and, when g refuses it naming objects and fallback is
+// on, the fallback configuration without them (fallback.go). It returns the sync's error,
+// the fallback's outcome (nil when none was tried) and the snapshot g took, if any.
+func (l *Loop) syncWithFallback(g *gatewayState, target *Target) (error, *FallbackResult, *store.Snapshot) { //nolint:revive // the error first reads as the sync's own
+	err := g.Sync(g.ctx, target)
+	if err == nil {
+		return nil, nil, target.snapshot
+	}
+	rej := refusal(err)
+	if rej == nil || target.fallbacks == nil {
+		return err, nil, nil
+	}
+	broken := brokenObjects(rej)
+	if len(broken) == 0 {
+		return err, nil, nil // nothing to isolate: the gateway keeps its last good configuration
+	}
+	res := &FallbackResult{}
+	for pass := 1; ; pass++ {
+		plan := target.fallbacks.plan(broken)
+		res.Broken, res.Excluded, res.Backfilled, res.Problems = broken, plan.excluded, plan.backfilled, plan.target.Problems
+		res.Err = g.Sync(g.ctx, plan.target)
+		if res.Err == nil {
+			return err, res, plan.snapshot
+		}
+		frej := refusal(res.Err)
+		if frej == nil || pass == maxFallbackPasses {
+			return err, res, nil
+		}
+		more := brokenObjects(frej)
+		known := map[kongstate.ObjectRef]bool{}
+		for _, b := range broken {
+			known[translator.Node(b)] = true
+		}
+		grown := false
+		for _, m := range more {
+			if !known[translator.Node(m)] {
+				broken, grown = append(broken, m), true
+			}
+		}
+		if !grown {
+			return err, res, nil
+		}
+		sortRefs(broken)
+	}
+}
+
+func refsString(refs []kongstate.ObjectRef) string {
+	parts := make([]string, len(refs))
+	for i, r := range refs {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (l *Loop) report(ctx context.Context, r Round) {
@@ -508,6 +636,12 @@ func (l *Loop) report(ctx context.Context, r Round) {
 
 // Reporters tells several reporters, in order.
 type Reporters []Reporter
+
+// ReporterFunc is a function as a Reporter.
+type ReporterFunc func(ctx context.Context, r Round)
+
+// Report implements Reporter.
+func (f ReporterFunc) Report(ctx context.Context, r Round) { f(ctx, r) }
 
 // Report implements Reporter.
 func (rs Reporters) Report(ctx context.Context, r Round) {

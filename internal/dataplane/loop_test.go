@@ -28,13 +28,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	"github.com/konductor/konductor/internal/kongemu"
-	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
 
-func translate(s *store.Snapshot) (*kongstate.State, []translator.Problem) {
-	return translator.Translate(s, translator.Options{})
+func translate(s *store.Snapshot) translator.Result {
+	return translator.Build(s, translator.Options{})
 }
 
 // cluster is one Ingress with its Service and a ready EndpointSlice.

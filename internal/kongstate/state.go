@@ -230,3 +230,23 @@ func str(p *string) string {
 	}
 	return *p
 }
+
+// AllPlugins lists every plugin of s: global ones and those nested in services, routes and
+// consumers (consumer-group plugins have another type and are not listed). For mapping an
+// error about a plugin name back to the plugins, and so to their objects.
+func (s *State) AllPlugins() []*file.FPlugin {
+	if s == nil {
+		return nil
+	}
+	out := append([]*file.FPlugin(nil), s.Plugins...)
+	for _, svc := range s.Services {
+		out = append(out, svc.Plugins...)
+		for _, r := range svc.Routes {
+			out = append(out, r.Plugins...)
+		}
+	}
+	for _, c := range s.Consumers {
+		out = append(out, c.Plugins...)
+	}
+	return out
+}

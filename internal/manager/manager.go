@@ -35,7 +35,6 @@ import (
 	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
 	gatewaydiscovery "github.com/konductor/konductor/internal/dataplane/discovery"
-	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/status"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -93,7 +92,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	for _, name := range cfg.Ignored {
 		log.Info("flag accepted for KIC compatibility has no effect in konductor", "flag", "--"+name)
 	}
-	for _, gate := range []string{config.GateFallbackConfiguration, config.GateGatewayAlpha, config.GateCombinedServicesFromDifferentHTTPRoutes} {
+	for _, gate := range []string{config.GateGatewayAlpha, config.GateCombinedServicesFromDifferentHTTPRoutes} {
 		if cfg.FeatureGates.Enabled(gate) {
 			log.Info("feature gate has no effect in konductor yet", "gate", gate)
 		}
@@ -221,6 +220,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		return nil, err
 	}
 	var reporter dataplane.Reporters
+	// The graph of each translation of the whole snapshot (not of a fallback's, which
+	// leaves objects out) says which objects the next events can matter for.
+	reporter = append(reporter, dataplane.ReporterFunc(func(_ context.Context, r dataplane.Round) {
+		if r.Graph != nil {
+			relevance.SetGraph(r.Graph)
+		}
+	}))
 	reporter = append(reporter, status.NewReporter(mgr.GetEventRecorderFor("konductor"), //nolint:staticcheck // core/v1 events keep every message (see status.Reporter)
 		status.NewMetrics(metrics.Registry), podReference(), log))
 	ingressStatus := status.NewIngressUpdater(status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService},
@@ -241,20 +247,20 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	loop := dataplane.NewLoop(dataplane.Options{
 		Source:  source,
 		Barrier: barrier,
-		Translate: func(s *store.Snapshot) (*kongstate.State, []translator.Problem) {
+		Translate: func(s *store.Snapshot) translator.Result {
 			opts := TranslatorOptions(cfg, time.Now())
 			opts.ExpressionRoutes = flavors.Expressions()
-			r := translator.Build(s, opts)
-			relevance.SetGraph(r.Graph) // which objects the next events can matter for
-			return r.State, r.Problems
+			return translator.Build(s, opts)
 		},
-		Gateways:  gateways,
-		Discovery: discovered,
-		Trigger:   trigger,
-		Reporter:  reporter,
-		Logger:    log.WithName("sync"),
-		Period:    cfg.ProxySyncPeriod,
-		Quiet:     opts.Quiet,
+		Fallback:                      cfg.FeatureGates.Enabled(config.GateFallbackConfiguration),
+		UseLastValidConfigForFallback: cfg.UseLastValidConfigForFallback,
+		Gateways:                      gateways,
+		Discovery:                     discovered,
+		Trigger:                       trigger,
+		Reporter:                      reporter,
+		Logger:                        log.WithName("sync"),
+		Period:                        cfg.ProxySyncPeriod,
+		Quiet:                         opts.Quiet,
 
 		SkipCacheBarrierForTesting: opts.SkipCacheBarrierForTesting,
 	})
@@ -675,7 +681,13 @@ func adminHTTPClient(cfg *config.Config, serverName string) (*http.Client, error
 	if token != "" {
 		rt = tokenTransport{token: token, next: transport}
 	}
-	return &http.Client{Transport: rt, Timeout: 30 * time.Second}, nil
+	// Every request to the Admin API is bounded (--proxy-timeout-seconds, KIC's): a gateway that
+	// stops answering fails the sync, which is retried with backoff, instead of hanging it.
+	timeout := cfg.ProxyTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultProxyTimeoutSeconds * time.Second
+	}
+	return &http.Client{Transport: rt, Timeout: timeout}, nil
 }
 
 type tokenTransport struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -21,6 +22,11 @@ const (
 	ReasonTranslationFailed = "KongConfigurationTranslationFailed"
 	ReasonApplyFailed       = "KongConfigurationApplyFailed"
 	ReasonSucceeded         = "KongConfigurationSucceeded"
+
+	// Fallback configuration (kic-compat.md §12.3): on the controller's Pod, whether a gateway
+	// took the fallback; on an object the fallback configuration was refused for.
+	ReasonFallbackSucceeded   = "FallbackKongConfigurationSucceeded"
+	ReasonFallbackApplyFailed = "FallbackKongConfigurationApplyFailed"
 )
 
 // Reporter implements dataplane.Reporter.
@@ -36,11 +42,13 @@ type Reporter struct {
 	seen    map[string]bool            // translation problems of the previous report
 	refused map[string]map[string]bool // per gateway, the objects it refused at its last report
 	ok      map[string]bool            // gateways whose previous sync succeeded
+	// fallbackOK: gateways whose previous sync ended with a fallback configuration taken.
+	fallbackOK map[string]bool
 }
 
 // NewReporter returns a reporter. recorder may be nil (no events); metrics may be nil.
 func NewReporter(recorder record.EventRecorder, metrics *Metrics, pod *corev1.ObjectReference, log logr.Logger) *Reporter {
-	return &Reporter{recorder: recorder, metrics: metrics, pod: pod, log: log, seen: map[string]bool{}, refused: map[string]map[string]bool{}, ok: map[string]bool{}}
+	return &Reporter{recorder: recorder, metrics: metrics, pod: pod, log: log, seen: map[string]bool{}, refused: map[string]map[string]bool{}, ok: map[string]bool{}, fallbackOK: map[string]bool{}}
 }
 
 type event struct {
@@ -94,12 +102,75 @@ func (r *Reporter) Report(_ context.Context, round dataplane.Round) {
 				if e.Object.Name == "" {
 					continue // tags named no object; the gateway-level event covers it
 				}
-				refused[emit(event{e.Object, ReasonApplyFailed, fmt.Sprintf("invalid %s: %s", orEntity(e.Field), e.Message)}, nil, true)] = true
+				refused[emit(event{e.Object, ReasonApplyFailed, entityMessage(e)}, nil, true)] = true
+			}
+		}
+		var excluded []event
+		switch {
+		case g.Fallback != nil:
+			excluded = excludedEvents(rej, g.Fallback.Excluded, g.Fallback.Backfilled, "left out of the configuration")
+		case rej != nil:
+			excluded = excludedEvents(rej, rej.Excluded, nil, "left out of the sync; Kong keeps what it held for it")
+		}
+		for _, e := range excluded {
+			refused[emit(e, nil, true)] = true
+		}
+		if fb := g.Fallback; fb != nil {
+			var frej *dataplane.RejectedError
+			if errors.As(fb.Err, &frej) {
+				for _, e := range frej.Entities {
+					if e.Object.Name != "" {
+						refused[emit(event{e.Object, ReasonFallbackApplyFailed, entityMessage(e)}, nil, true)] = true
+					}
+				}
 			}
 		}
 		r.refused[g.URL] = refused
 		r.gatewayEvent(g)
 	}
+}
+
+func entityMessage(e dataplane.EntityError) string {
+	return fmt.Sprintf("invalid %s: %s", orEntity(e.Field), e.Message)
+}
+
+// excludedEvents are the events of the objects left out because they depend on a refused
+// object (a DB-less fallback, or database mode's isolation): each names the refused objects
+// and Kong's messages about them, so that the owner of an Ingress learns why its route is
+// gone or stale without looking elsewhere. how says what happened to them.
+func excludedEvents(rej *dataplane.RejectedError, excluded, backfilledRefs []kongstate.ObjectRef, how string) []event {
+	broken := map[string]bool{}
+	var causes []string
+	if rej != nil {
+		for _, e := range rej.Entities {
+			if e.Object.Name == "" {
+				continue
+			}
+			broken[nodeKey(e.Object)] = true
+			causes = append(causes, fmt.Sprintf("%s: %s", e.Object.String(), entityMessage(e)))
+		}
+	}
+	backfilled := map[string]bool{}
+	for _, b := range backfilledRefs {
+		backfilled[nodeKey(b)] = true
+	}
+	var out []event
+	for _, x := range excluded {
+		if broken[nodeKey(x)] {
+			continue // has its own event, with Kong's message about it
+		}
+		what := how
+		if backfilled[nodeKey(x)] {
+			what = "kept as last accepted"
+		}
+		out = append(out, event{x, ReasonApplyFailed,
+			fmt.Sprintf("%s: it depends on an object the gateway refused (%s)", what, strings.Join(causes, "; "))})
+	}
+	return out
+}
+
+func nodeKey(r kongstate.ObjectRef) string {
+	return r.Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
 }
 
 // refusedBefore reports whether any gateway refused the object of key at its last report.
@@ -122,8 +193,22 @@ func orEntity(field string) string {
 func (r *Reporter) gatewayEvent(g dataplane.GatewayResult) {
 	wasOK, known := r.ok[g.URL]
 	r.ok[g.URL] = g.Err == nil
+	wasFallbackOK := r.fallbackOK[g.URL]
+	r.fallbackOK[g.URL] = g.Fallback != nil && g.Fallback.Err == nil
 	if r.pod == nil || r.recorder == nil {
 		return
+	}
+	if fb := g.Fallback; fb != nil {
+		// KIC's events and messages (its recordApplyConfigurationEvents), the success once
+		// while it lasts.
+		switch {
+		case fb.Err != nil:
+			r.recorder.Eventf(r.pod, corev1.EventTypeWarning, ReasonFallbackApplyFailed,
+				"failed to apply fallback Kong configuration to %s: %v", g.URL, fb.Err)
+		case !wasFallbackOK:
+			r.recorder.Eventf(r.pod, corev1.EventTypeNormal, ReasonFallbackSucceeded,
+				"successfully applied fallback Kong configuration to %s", g.URL)
+		}
 	}
 	switch {
 	case g.Err != nil:

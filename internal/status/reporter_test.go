@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/konductor/konductor/internal/dataplane"
@@ -99,4 +100,40 @@ func TestRefusalsAreReportedOncePerProblemAcrossGatewayReports(t *testing.T) {
 	report(dataplane.GatewayResult{URL: "a"}, dataplane.GatewayResult{URL: "b"})
 	report(dataplane.GatewayResult{URL: "a", Err: rej})
 	require.Len(t, drain(rec), 1, "refused again after it was taken: a new event")
+}
+
+// A fallback: the refused plugin gets Kong's message, the Ingress left out with it gets an
+// event naming the plugin and that message, the Pod KIC's FallbackKongConfigurationSucceeded,
+// once while it lasts.
+func TestFallbackEvents(t *testing.T) {
+	rec := record.NewFakeRecorder(100)
+	pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "kong", Name: "konductor-0"}
+	r := NewReporter(rec, nil, pod, logr.Discard())
+	plug := kongstate.ObjectRef{Group: "configuration.konghq.com", Version: "v1", Kind: "KongPlugin", Namespace: "default", Name: "custom", UID: "u2"}
+	rej := &dataplane.RejectedError{Gateway: "g", Entities: []dataplane.EntityError{
+		{Object: plug, EntityType: "plugin", Field: "name", Message: "plugin 'x' not enabled"},
+	}}
+	round := dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "g", Err: rej, Fallback: &dataplane.FallbackResult{
+		Broken: []kongstate.ObjectRef{plug}, Excluded: []kongstate.ObjectRef{ing, plug},
+	}}}}
+	r.Report(context.Background(), round)
+	require.ElementsMatch(t, []string{
+		"Warning KongConfigurationApplyFailed invalid name: plugin 'x' not enabled",
+		"Warning KongConfigurationApplyFailed left out of the configuration: it depends on an object the gateway refused (KongPlugin default/custom: invalid name: plugin 'x' not enabled)",
+		"Warning KongConfigurationApplyFailed failed to apply Kong configuration to g: " + rej.Error(),
+		"Normal FallbackKongConfigurationSucceeded successfully applied fallback Kong configuration to g",
+	}, drain(rec))
+
+	r.Report(context.Background(), round)
+	require.NotContains(t, drain(rec), "Normal FallbackKongConfigurationSucceeded successfully applied fallback Kong configuration to g",
+		"reported once while it lasts")
+
+	// The fallback refused too: KIC's FallbackKongConfigurationApplyFailed, on the Pod and on
+	// the objects it names.
+	frej := &dataplane.RejectedError{Gateway: "g", Entities: []dataplane.EntityError{{Object: ing, Field: "hosts.0", Message: "invalid value"}}}
+	round.Gateways[0].Fallback.Err = frej
+	r.Report(context.Background(), round)
+	events := drain(rec)
+	require.Contains(t, events, "Warning FallbackKongConfigurationApplyFailed invalid hosts.0: invalid value")
+	require.Contains(t, events, "Warning FallbackKongConfigurationApplyFailed failed to apply fallback Kong configuration to g: "+frej.Error())
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/konductor/konductor/internal/kongrules"
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
@@ -378,6 +379,9 @@ func (b *builder) pluginSource(obj client.Object, gvk schema.GroupVersionKind, n
 		b.problem(obj, gvk, "config", "%s: could not parse plugin configuration: %v", label, err)
 		return nil
 	}
+	if !b.validPluginConfig(obj, gvk, label, name, conf) {
+		return nil
+	}
 	p := &pluginSource{obj: obj, gvk: gvk, name: name, instanceName: instanceName, disabled: disabled,
 		runOn: runOn, ordering: ordering, config: config, usedInstanceNames: map[string]bool{}}
 	for _, pr := range protocols {
@@ -498,4 +502,28 @@ func (b *builder) globalPlugins() {
 // the referrer} to {configuration.konghq.com, KongPlugin, name or any}.
 func (b *builder) grantAllows(referrer client.Object, gvk schema.GroupVersionKind, ns, name string) bool {
 	return b.granted(referrer, gvk, gvkKongPlugin.Group, gvkKongPlugin.Kind, ns, name)
+}
+
+// validPluginConfig checks conf against Kong's schema of the plugin, when konductor knows it
+// (kongrules), so that a configuration Kong would refuse is left out and reported here, like a
+// bad regex, instead of making a DB-less gateway refuse everything. Plugins konductor has no
+// schema for (custom ones) go to Kong unchecked. Kong's messages name the field
+// ("config.minute"); they never echo the value, so a value from a Secret stays out of them.
+func (b *builder) validPluginConfig(obj client.Object, gvk schema.GroupVersionKind, label, name string, conf []byte) bool {
+	if !kongrules.KnownPlugin(name) {
+		return true
+	}
+	var fresh map[string]any // the validator fills defaults into what it is given
+	if err := json.Unmarshal(conf, &fresh); err != nil {
+		return true // not an object: the parse above already reported what it could
+	}
+	_, errs := kongrules.ValidatePluginConfig(name, fresh)
+	for _, e := range errs {
+		field := e.Field
+		if field == "" {
+			field = "config"
+		}
+		b.problem(obj, gvk, field, "%s: %s", label, e.Message)
+	}
+	return len(errs) == 0
 }

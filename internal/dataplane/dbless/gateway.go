@@ -51,9 +51,36 @@ type Gateway struct {
 	mu         sync.Mutex
 	lastDigest [sha256.Size]byte // of the configuration the gateway last accepted
 	lastGood   []byte
-	lastHash   string         // the configuration_hash Kong reported right after taking lastGood
-	rejected   *RejectedError // the last rejection, for the configuration with rejectedDigest
-	rejDigest  [sha256.Size]byte
+	lastHash   string // the configuration_hash Kong reported right after taking lastGood
+	// rejected are the configurations the gateway refused, newest last, at most
+	// rememberRejections: with fallback configuration the loop sends a refused configuration
+	// and then its fallback every round, and the refused one must not be sent again when the
+	// fallback was taken in between.
+	rejected []rejection
+}
+
+type rejection struct {
+	digest [sha256.Size]byte
+	err    *RejectedError
+}
+
+// rememberRejections bounds the refused configurations remembered per gateway.
+const rememberRejections = 8
+
+func (g *Gateway) rejectionOf(digest [sha256.Size]byte) *RejectedError {
+	for _, r := range g.rejected {
+		if r.digest == digest {
+			return r.err
+		}
+	}
+	return nil
+}
+
+func (g *Gateway) remember(digest [sha256.Size]byte, err *RejectedError) {
+	if len(g.rejected) == rememberRejections {
+		g.rejected = g.rejected[1:]
+	}
+	g.rejected = append(g.rejected, rejection{digest, err})
 }
 
 // New returns a Gateway that talks through client.
@@ -71,8 +98,8 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 
 	digest := sha256.Sum256(config)
 	known := g.lastGood != nil && digest == g.lastDigest
-	rejectedBefore := g.rejected != nil && digest == g.rejDigest
-	if known || rejectedBefore {
+	rejectedBefore := g.rejectionOf(digest)
+	if known || rejectedBefore != nil {
 		lost, err := g.drifted(ctx)
 		if err != nil {
 			return Unchanged, err
@@ -81,7 +108,7 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 		case !lost && known:
 			return Unchanged, nil
 		case !lost:
-			return Unchanged, g.rejected
+			return Unchanged, rejectedBefore
 		case known:
 			// The gateway restarted: send what it held.
 		case g.lastGood != nil:
@@ -89,22 +116,21 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 				return Restored, err
 			}
 			g.lastHash = g.currentHash(ctx)
-			return Restored, g.rejected
+			return Restored, rejectedBefore
 		default:
-			return Unchanged, g.rejected
+			return Unchanged, rejectedBefore
 		}
 	}
 
 	if err := g.post(ctx, config); err != nil {
 		var rej *RejectedError
 		if errors.As(err, &rej) {
-			g.rejected, g.rejDigest = rej, digest
+			g.remember(digest, rej)
 		}
 		return Pushed, err
 	}
 	g.lastDigest, g.lastGood = digest, config
 	g.lastHash = g.currentHash(ctx)
-	g.rejected = nil
 	return Pushed, nil
 }
 

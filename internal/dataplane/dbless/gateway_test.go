@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -207,4 +208,38 @@ func TestUnparsableRejectionKeepsBody(t *testing.T) {
 	rej := parseRejection([]byte("not json"))
 	require.Equal(t, "not json", rej.Message)
 	require.Empty(t, rej.Entities)
+}
+
+// With fallback configuration the loop sends the refused configuration and then its fallback
+// every round: the refused one is remembered across the fallback's success and not sent again.
+func TestRejectionIsRememberedWhenAnotherConfigurationIsTaken(t *testing.T) {
+	f := &fakeKong{reject: func(b []byte) bool { return string(b) == "bad" }}
+	g := newGateway(t, f)
+	ctx := context.Background()
+
+	_, err := g.Push(ctx, []byte("bad"))
+	var rej *RejectedError
+	require.ErrorAs(t, err, &rej)
+	_, err = g.Push(ctx, []byte("fallback"))
+	require.NoError(t, err)
+
+	out, err := g.Push(ctx, []byte("bad"))
+	require.ErrorAs(t, err, &rej, "still reported as refused")
+	require.Equal(t, Unchanged, out)
+	out, err = g.Push(ctx, []byte("fallback"))
+	require.NoError(t, err)
+	require.Equal(t, Unchanged, out)
+	posts, _ := f.counts()
+	require.Equal(t, 2, posts, "neither is sent again")
+
+	// The memory is bounded: the oldest refusal is forgotten first.
+	for i := range rememberRejections {
+		f.reject = func([]byte) bool { return true }
+		_, err = g.Push(ctx, []byte(fmt.Sprintf("bad-%d", i)))
+		require.ErrorAs(t, err, &rej)
+	}
+	_, err = g.Push(ctx, []byte("bad"))
+	require.ErrorAs(t, err, &rej)
+	posts, _ = f.counts()
+	require.Equal(t, 2+rememberRejections+1, posts, "the first refusal fell out of the memory and was sent again")
 }

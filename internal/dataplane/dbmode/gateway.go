@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	neturl "net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/translator"
 )
 
 const (
@@ -116,7 +118,7 @@ func (g *Gateway) Sync(ctx context.Context, t *dataplane.Target) error {
 	if skipped, rejected := g.skip(digest); skipped {
 		return rejected
 	}
-	res, err := g.Apply(ctx, t.State)
+	res, err := g.run(ctx, t.State, t.Graph, false)
 	if res != nil && res.Total() > 0 {
 		g.opts.Logger.Info("database synced", "gateway", g.url,
 			"created", res.Creates, "updated", res.Updates, "deleted", res.Deletes, "failed", res.Failed())
@@ -151,25 +153,28 @@ func (g *Gateway) skip(digest [sha256.Size]byte) (bool, error) {
 // the error is then a *dataplane.RejectedError naming every refused object. The Result
 // merges every pass: the changes made and those that failed (Change.Err).
 func (g *Gateway) Apply(ctx context.Context, s *kongstate.State) (*Result, error) {
-	return g.run(ctx, s, false)
+	return g.run(ctx, s, nil, false)
 }
 
 // Diff returns what Apply would do, without changing anything: it only reads.
 func (g *Gateway) Diff(ctx context.Context, s *kongstate.State) (*Result, error) {
-	return g.run(ctx, s, true)
+	return g.run(ctx, s, nil, true)
 }
 
-func (g *Gateway) run(ctx context.Context, s *kongstate.State, dry bool) (*Result, error) {
+// run syncs s; graph, when set, is the object graph of its translation: an object Kong
+// refuses takes the objects that depend on it out too, as a DB-less fallback configuration
+// does (dataplane/fallback.go), so both modes leave out the same objects.
+func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator.Graph, dry bool) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 
 	// A dry run makes no request Kong could refuse, so it never needs a second pass.
 	if dry {
-		res, errs, _, err := g.pass(ctx, s, nil, true)
+		res, errs, _, _, err := g.pass(ctx, s, nil, true)
 		if err != nil || len(errs) == 0 {
 			return res, err
 		}
-		return res, g.syncError(res, errs)
+		return res, g.syncError(s, res, errs)
 	}
 
 	// Passes of isolation (isolate.go): each pass leaves out the objects every earlier
@@ -179,8 +184,9 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, dry bool) (*Resul
 	refused := map[kongstate.ObjectRef]bool{}
 	var rejections []*dataplane.RejectedError
 	var dependents []dataplane.EntityError
+	var excluded []kongstate.ObjectRef
 	for n := 1; ; n++ {
-		res, errs, deps, err := g.pass(ctx, s, refused, false)
+		res, errs, deps, excl, err := g.pass(ctx, s, refused, false)
 		if res != nil {
 			total.add(res)
 		}
@@ -188,15 +194,17 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, dry bool) (*Resul
 			return total, err
 		}
 		dependents = mergeEntityErrors(dependents, deps)
+		excluded = excl
 		if len(errs) == 0 {
 			if len(rejections) == 0 && len(dependents) == 0 {
 				return total, nil
 			}
 			rej := g.mergedRejection(rejections, dependents)
+			rej.Excluded = excluded
 			rej.RestApplied = true // this pass left only the refused objects out
 			return total, rej
 		}
-		serr := g.syncError(res, errs)
+		serr := g.syncError(s, res, errs)
 		var rej *dataplane.RejectedError
 		if !errors.As(serr, &rej) {
 			// Not a refusal (5xx, network): the loop retries with backoff, and the next
@@ -210,12 +218,17 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, dry bool) (*Resul
 				isolable = false // no object to leave out: the next pass would fail the same way
 				continue
 			}
-			if !refused[ent.Object] {
-				refused[ent.Object], found = true, true
+			if node := translator.Node(ent.Object); !refused[node] {
+				refused[node], found = true, true
+				for _, d := range graph.Dependents(node) {
+					refused[d] = true
+				}
 			}
 		}
 		if !isolable || !found || n == maxPasses {
-			return total, g.mergedRejection(rejections, dependents)
+			rej := g.mergedRejection(rejections, dependents)
+			rej.Excluded = excluded
+			return total, rej
 		}
 		g.opts.Logger.Info("Kong refused entities; syncing again without their objects",
 			"gateway", g.url, "pass", n, "refusedObjects", len(refused))
@@ -225,11 +238,11 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, dry bool) (*Resul
 // pass is one dump, diff and apply, with the entities of the refused objects left out of
 // both sides. errs are the syncer's failures; err is a failure to get as far as the diff.
 func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kongstate.ObjectRef]bool, dry bool) (
-	res *Result, errs []error, dependents []dataplane.EntityError, err error,
+	res *Result, errs []error, dependents []dataplane.EntityError, excluded []kongstate.ObjectRef, err error,
 ) {
 	version, err := g.kongVersion(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	dumpConfig := dump.Config{
 		SelectorTags:                         []string{g.opts.FilterTag},
@@ -237,11 +250,11 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kong
 	}
 	raw, err := dump.Get(ctx, g.client, dumpConfig)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
+		return nil, nil, nil, nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
 	}
 	current, err := state.Get(raw)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
+		return nil, nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
 	}
 
 	content := s.Content()
@@ -249,14 +262,14 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kong
 	content.Info = &file.Info{SelectorTags: []string{g.opts.FilterTag}}
 	targetRaw, err := file.Get(ctx, content, file.RenderConfig{CurrentState: current, KongVersion: version}, dumpConfig, g.client)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("building the target state for %s: %w", g.url, err)
+		return nil, nil, nil, nil, fmt.Errorf("building the target state for %s: %w", g.url, err)
 	}
 	target, err := state.Get(targetRaw)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)
+		return nil, nil, nil, nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)
 	}
-	if dependents, err = isolate(current, target, refused); err != nil {
-		return nil, nil, nil, fmt.Errorf("leaving refused objects out of the sync to %s: %w", g.url, err)
+	if dependents, excluded, err = isolate(current, target, refused); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("leaving refused objects out of the sync to %s: %w", g.url, err)
 	}
 
 	syncer, err := diff.NewSyncer(diff.SyncerOpts{
@@ -270,7 +283,7 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kong
 		CreatePrintln: g.printer(), UpdatePrintln: g.printer(), DeletePrintln: g.printer(),
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("diffing %s: %w", g.url, err)
+		return nil, nil, nil, nil, fmt.Errorf("diffing %s: %w", g.url, err)
 	}
 
 	res = &Result{}
@@ -286,7 +299,7 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kong
 	<-done
 	res.Creates, res.Updates, res.Deletes = int(stats.CreateOps.Count()), int(stats.UpdateOps.Count()), int(stats.DeleteOps.Count())
 	res.sort()
-	return res, errs, dependents, nil
+	return res, errs, dependents, excluded, nil
 }
 
 // mergedRejection is the rejection of a sync that took several passes: every entity Kong
@@ -343,7 +356,7 @@ func (g *Gateway) kongVersion(ctx context.Context) (semver.Version, error) {
 // failure is Kong refusing an entity (4xx: schema violation, unique violation, missing
 // foreign key), which the same configuration would hit again; a plain error otherwise (5xx,
 // network, a cancelled context), which the loop retries with backoff.
-func (g *Gateway) syncError(res *Result, errs []error) error {
+func (g *Gateway) syncError(s *kongstate.State, res *Result, errs []error) error {
 	transient := false
 	for _, err := range errs {
 		if apiErr := apiErrorOf(err); apiErr == nil || apiErr.Code() < 400 || apiErr.Code() >= 500 {
@@ -368,7 +381,35 @@ func (g *Gateway) syncError(res *Result, errs []error) error {
 			})
 		}
 	}
+	for _, err := range errs {
+		rej.Entities = append(rej.Entities, unknownPluginErrors(s, apiErrorOf(err))...)
+	}
 	return rej
+}
+
+// noPluginNamed is Kong's answer to GET /schemas/plugins/<name> for a plugin it does not have.
+var noPluginNamed = regexp.MustCompile(`^No plugin named '([^']+)'$`)
+
+// unknownPluginErrors maps Kong's 404 for the schema of a plugin it does not have (which
+// go-database-reconciler asks for before it writes anything, and which names no entity) to
+// every plugin of that name in s, so that their objects can be isolated like any refusal.
+func unknownPluginErrors(s *kongstate.State, apiErr *kong.APIError) []dataplane.EntityError {
+	if s == nil || apiErr == nil || apiErr.Code() != http.StatusNotFound {
+		return nil
+	}
+	m := noPluginNamed.FindStringSubmatch(apiMessage(apiErr))
+	if m == nil {
+		return nil
+	}
+	var out []dataplane.EntityError
+	for _, p := range s.AllPlugins() {
+		if kong.StringValue(p.Name) != m[1] {
+			continue
+		}
+		ref, _ := kongstate.ObjectRefFromTags(tagStrings(p.Tags))
+		out = append(out, dataplane.EntityError{Object: ref, EntityType: "plugin", EntityName: m[1], Field: "name", Message: apiMessage(apiErr)})
+	}
+	return out
 }
 
 // apiErrorOf finds Kong's answer in a syncer error. crud.ActionError has no Unwrap, so
@@ -434,4 +475,12 @@ func (r *Result) sort() {
 		}
 		return a.Name < b.Name
 	})
+}
+
+func tagStrings(tags []*string) []string {
+	out := make([]string, 0, len(tags))
+	for _, t := range tags {
+		out = append(out, kong.StringValue(t))
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/translator"
 )
 
 // Isolating refused objects (invariant 5: bad input is contained).
@@ -163,31 +164,34 @@ func entities(ks *state.KongState) (map[string]*entity, error) {
 
 // objectOf is the object whose k8s-* tags e carries.
 func objectOf(e *entity) (kongstate.ObjectRef, bool) {
-	tags := make([]string, 0, len(e.tags))
-	for _, t := range e.tags {
-		tags = append(tags, kong.StringValue(t))
-	}
-	return kongstate.ObjectRefFromTags(tags)
+	return kongstate.ObjectRefFromTags(tagStrings(e.tags))
 }
 
-// isolate leaves the entities of the refused objects, and the dependents that cannot exist
-// without them, out of target and current (see maxPasses for the rules). It returns the
-// dependents it left out of the target, reported on their own objects.
-func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]bool) ([]dataplane.EntityError, error) {
+// isolate leaves the entities of the refused objects (keyed by graph node: the objects Kong
+// refused and those that depend on them, translator.Graph), and the dependents that cannot
+// exist without them, out of target and current (see maxPasses for the rules). It returns the
+// foreign-key dependents it left out of the target, reported on their own objects, and the
+// objects whose entities it left out because they are refused.
+func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]bool) ([]dataplane.EntityError, []kongstate.ObjectRef, error) {
 	if len(refused) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	cur, err := entities(current)
 	if err != nil {
-		return nil, fmt.Errorf("indexing the current entities: %w", err)
+		return nil, nil, fmt.Errorf("indexing the current entities: %w", err)
 	}
 	tgt, err := entities(target)
 	if err != nil {
-		return nil, fmt.Errorf("indexing the target entities: %w", err)
+		return nil, nil, fmt.Errorf("indexing the target entities: %w", err)
 	}
+	matched := map[kongstate.ObjectRef]kongstate.ObjectRef{}
 	isRefused := func(e *entity) bool {
 		ref, ok := objectOf(e)
-		return ok && refused[ref]
+		if ok && refused[translator.Node(ref)] {
+			matched[translator.Node(ref)] = ref
+			return true
+		}
+		return false
 	}
 	drop := map[string]bool{} // left out of the target
 	keep := map[string]bool{} // left out of the current state: Kong keeps it as it is
@@ -218,7 +222,7 @@ func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]b
 				if cur[k] != nil {
 					keep[k] = true
 				}
-				if ref, ok := objectOf(e); ok && !refused[ref] {
+				if ref, ok := objectOf(e); ok && !refused[translator.Node(ref)] {
 					parent := tgt[p]
 					dependents = append(dependents, dataplane.EntityError{
 						Object: ref, EntityType: e.kind, EntityName: e.name,
@@ -243,14 +247,19 @@ func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]b
 
 	for k := range drop {
 		if err := tgt[k].remove(target); err != nil {
-			return nil, fmt.Errorf("leaving %s out of the target: %w", k, err)
+			return nil, nil, fmt.Errorf("leaving %s out of the target: %w", k, err)
 		}
 	}
 	for k := range keep {
 		if err := cur[k].remove(current); err != nil {
-			return nil, fmt.Errorf("leaving %s out of the current state: %w", k, err)
+			return nil, nil, fmt.Errorf("leaving %s out of the current state: %w", k, err)
 		}
 	}
+	excluded := make([]kongstate.ObjectRef, 0, len(matched))
+	for _, r := range matched {
+		excluded = append(excluded, r)
+	}
+	sort.Slice(excluded, func(i, j int) bool { return excluded[i].String() < excluded[j].String() })
 	sort.Slice(dependents, func(i, j int) bool {
 		a, b := dependents[i], dependents[j]
 		if a.EntityType != b.EntityType {
@@ -258,5 +267,5 @@ func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]b
 		}
 		return a.EntityName < b.EntityName
 	})
-	return dependents, nil
+	return dependents, excluded, nil
 }

@@ -1,0 +1,156 @@
+package dataplane
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+// Fallback configuration (KIC's FallbackConfiguration gate, kic-compat.md §12.3; on by default
+// in konductor).
+//
+// A DB-less gateway refuses a configuration whole: one KongPlugin Kong finds invalid would
+// keep every later change of every other object away from it. When a gateway refuses a
+// configuration and names entities whose tags lead to Kubernetes objects, the loop leaves
+// those objects out of the round's snapshot together with every object that depends on them
+// (translator.Graph.Dependents: a broken KongPlugin takes the Ingresses and Services that use
+// it, and the Ingresses of those Services; what the broken object depends on stays), translates
+// that snapshot again and sends the result. With UseLastValidConfigForFallback the objects left
+// out are taken from the last snapshot a gateway accepted instead, where they exist there.
+//
+// If the fallback is refused too, the objects it names are left out as well, up to
+// maxFallbackPasses; when nothing more can be isolated the gateway keeps its last good
+// configuration (the DB-less gateway never loses it: Kong keeps what it had on a 400).
+const maxFallbackPasses = 3
+
+// FallbackResult is what a fallback did on one gateway.
+type FallbackResult struct {
+	// Broken are the objects the gateway refused, sorted.
+	Broken []kongstate.ObjectRef
+	// Excluded are the objects left out of the snapshot: Broken and their dependents,
+	// sorted.
+	Excluded []kongstate.ObjectRef
+	// Backfilled are the excluded objects taken from the last accepted snapshot instead.
+	Backfilled []kongstate.ObjectRef
+	// Problems are the fallback translation's own problems.
+	Problems []translator.Problem
+	// Err is nil when the gateway took the fallback configuration; else why not (a
+	// *RejectedError when it refused that too).
+	Err error
+}
+
+// fallbackPlan is one fallback configuration, shared by every gateway that refused the same
+// objects in the same round.
+type fallbackPlan struct {
+	target     *Target
+	snapshot   *store.Snapshot
+	excluded   []kongstate.ObjectRef
+	backfilled []kongstate.ObjectRef
+}
+
+// fallbacks builds the fallback configurations of one round's target, once per set of broken
+// objects, whatever the number of gateways that need it.
+type fallbacks struct {
+	translate TranslateFunc
+	snapshot  *store.Snapshot
+	graph     *translator.Graph
+	lastValid *store.Snapshot // nil: leave objects out, do not backfill
+
+	mu    sync.Mutex
+	plans map[string]*fallbackPlan
+}
+
+// plan returns the fallback configuration without broken and their dependents.
+func (f *fallbacks) plan(broken []kongstate.ObjectRef) *fallbackPlan {
+	key := refsKey(broken)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p := f.plans[key]; p != nil {
+		return p
+	}
+	out := map[kongstate.ObjectRef]bool{}
+	for _, r := range f.graph.Dependents(broken...) {
+		out[r] = true
+	}
+	isExcluded := func(gvk schema.GroupVersionKind, obj client.Object) bool {
+		return out[translator.Node(kongstate.RefFor(obj, gvk))]
+	}
+	var excluded, backfilled []kongstate.ObjectRef
+	snap := f.snapshot.Select(func(gvk schema.GroupVersionKind, obj client.Object) bool {
+		if isExcluded(gvk, obj) {
+			excluded = append(excluded, kongstate.RefFor(obj, gvk))
+			return false
+		}
+		return true
+	})
+	sortRefs(excluded)
+	if f.lastValid != nil {
+		fill := f.lastValid.Select(isExcluded)
+		fill.Select(func(gvk schema.GroupVersionKind, obj client.Object) bool {
+			backfilled = append(backfilled, kongstate.RefFor(obj, gvk))
+			return false
+		})
+		snap = snap.Union(fill)
+	}
+	sortRefs(backfilled)
+	res := f.translate(snap)
+	p := &fallbackPlan{
+		target:   newTarget(res, snap, nil),
+		snapshot: snap, excluded: excluded, backfilled: backfilled,
+	}
+	if f.plans == nil {
+		f.plans = map[string]*fallbackPlan{}
+	}
+	f.plans[key] = p
+	return p
+}
+
+// brokenObjects lists the objects a refusal names, once each (entities whose tags lead to no
+// object are not isolable).
+func brokenObjects(rej *RejectedError) []kongstate.ObjectRef {
+	seen := map[kongstate.ObjectRef]bool{}
+	var out []kongstate.ObjectRef
+	for _, e := range rej.Entities {
+		if e.Object.Name == "" {
+			continue
+		}
+		if n := translator.Node(e.Object); !seen[n] {
+			seen[n] = true
+			out = append(out, e.Object)
+		}
+	}
+	sortRefs(out)
+	return out
+}
+
+// refusal is err as a whole-configuration refusal by a gateway (not one that applied the
+// rest, as database mode does), or nil.
+func refusal(err error) *RejectedError {
+	var rej *RejectedError
+	if errors.As(err, &rej) && !rej.RestApplied {
+		return rej
+	}
+	return nil
+}
+
+func sortRefs(refs []kongstate.ObjectRef) {
+	sort.Slice(refs, func(i, j int) bool { return refs[i].String()+refs[i].Group < refs[j].String()+refs[j].Group })
+}
+
+// refsKey names a set of objects by graph node (UID and version left out).
+func refsKey(refs []kongstate.ObjectRef) string {
+	parts := make([]string, len(refs))
+	for i, r := range refs {
+		parts[i] = r.Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "\x00")
+}

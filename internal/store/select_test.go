@@ -1,0 +1,41 @@
+package store
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Select and Union cover every object slice of the Snapshot: a kind added to the Snapshot
+// and forgotten there would survive a fallback that must leave its objects out.
+func TestSelectAndUnionCoverEveryKind(t *testing.T) {
+	full := &Snapshot{IngressClass: "kong"}
+	v := reflect.ValueOf(full).Elem()
+	slices := 0
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		slices++
+		elem := reflect.New(f.Type().Elem().Elem()) // *T
+		f.Set(reflect.Append(f, elem))
+	}
+	none := full.Select(func(schema.GroupVersionKind, client.Object) bool { return false })
+	all := full.Select(func(schema.GroupVersionKind, client.Object) bool { return true })
+	twice := all.Union(full)
+	for i := range v.NumField() {
+		if v.Field(i).Kind() != reflect.Slice {
+			continue
+		}
+		name := v.Type().Field(i).Name
+		require.Equal(t, 0, reflect.ValueOf(none).Elem().Field(i).Len(), "Select drops %s", name)
+		require.Equal(t, 1, reflect.ValueOf(all).Elem().Field(i).Len(), "Select keeps %s", name)
+		require.Equal(t, 2, reflect.ValueOf(twice).Elem().Field(i).Len(), "Union adds %s", name)
+	}
+	require.Positive(t, slices)
+	require.Equal(t, "kong", none.IngressClass)
+}

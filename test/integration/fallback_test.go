@@ -1,0 +1,107 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/kongemu"
+)
+
+// The case (a) and (b): 100 Ingresses, one of them with a KongPlugin Kong refuses.
+// With konductor's defaults (fallback configuration on) the 99 others and later changes
+// reach Kong, the plugin and its Ingress get Events with Kong's message, and fixing the
+// plugin brings the Ingress back; in database mode the same objects are left out.
+//
+// The plugin is one Kong does not have: a configuration Kong's schema refuses for a plugin
+// konductor knows is caught in translation and never sent (the translator checks plugin
+// configurations against kongrules), so what reaches Kong and is refused there is a plugin
+// that only the gateway can judge.
+func TestFallbackIsolatesARefusedPluginDBLess(t *testing.T) {
+	testFallbackIsolatesARefusedPlugin(t, kongemu.DBLess, []string{"--leader-elect=false"})
+}
+
+func TestFallbackIsolatesARefusedPluginDatabase(t *testing.T) {
+	testFallbackIsolatesARefusedPlugin(t, kongemu.Postgres, nil)
+}
+
+func testFallbackIsolatesARefusedPlugin(t *testing.T, mode kongemu.Mode, args []string) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	const n, broken = 100, "app-0042"
+	for i := range n {
+		name := fmt.Sprintf("app-%04d", i)
+		objs := app(ns, name, name+".example.com")
+		if name == broken {
+			objs[2].SetAnnotations(map[string]string{"konghq.com/plugins": "custom"})
+		}
+		createAll(t, objs)
+	}
+	createAll(t, []client.Object{&kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "custom"}, PluginName: "no-such-plugin"}})
+
+	kong := startEmulator(t, mode)
+	if mode == kongemu.Postgres {
+		args = handoverArgs(ns)
+	}
+	startReplica(t, replicaSpec{name: "r1", namespace: ns, gateways: []string{kong.URL}, args: args})
+	has := func(name string) bool { return kong.Entity("routes", routeName(ns, name)) != nil }
+	// Database mode writes entity by entity: the first pass of the first sync creates the
+	// broken Ingress's route before Kong refuses its plugin, and the passes after keep what
+	// Kong holds for it. DB-less, the fallback configuration has no trace of it.
+	want := n - 1
+	if mode == kongemu.Postgres {
+		want = n
+	}
+	require.Eventually(t, func() bool { return routesOf(kong.Emulator) == want }, time.Minute, 50*time.Millisecond,
+		"the 99 other Ingresses reach Kong")
+	require.Equal(t, mode == kongemu.Postgres, has(broken))
+	require.Empty(t, kong.Entities("plugins"))
+
+	// Events with Kong's message, on the plugin and on the Ingress that uses it.
+	kongMessage := "plugin 'no-such-plugin' not enabled" // DB-less: POST /config's flattened error
+	if mode == kongemu.Postgres {
+		kongMessage = "No plugin named 'no-such-plugin'" // database: GET /schemas/plugins/no-such-plugin
+	}
+	eventsOn := func(kind, name string) []string {
+		var evs corev1.EventList
+		require.NoError(t, admin.List(ctx, &evs, client.InNamespace(ns)))
+		var out []string
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
+				out = append(out, e.Reason+" "+e.Message)
+			}
+		}
+		return out
+	}
+	withMessage := func(kind, name string) bool {
+		for _, e := range eventsOn(kind, name) {
+			if strings.HasPrefix(e, "KongConfigurationApplyFailed ") && strings.Contains(e, kongMessage) {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, func() bool { return withMessage("KongPlugin", "custom") && withMessage("Ingress", broken) },
+		30*time.Second, 100*time.Millisecond, "events naming Kong's message")
+
+	// A later change reaches Kong while the plugin stays broken.
+	createAll(t, app(ns, "app-new", "app-new.example.com"))
+	require.Eventually(t, func() bool { return has("app-new") }, 30*time.Second, 20*time.Millisecond)
+
+	// Fixing the plugin brings its Ingress back (a KongPlugin's plugin name is immutable:
+	// the fix is a new KongPlugin of the same name).
+	require.NoError(t, admin.Delete(ctx, &kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "custom"}}))
+	require.Eventually(t, func() bool {
+		return admin.Create(ctx, &kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "custom"}, PluginName: "correlation-id"}) == nil
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return has(broken) && len(kong.Entities("plugins")) == 1 }, 30*time.Second, 20*time.Millisecond)
+	require.Equal(t, n+1, routesOf(kong.Emulator))
+}
