@@ -156,21 +156,8 @@ func (v *Validator) judge(ctx context.Context, before *translation, kind store.K
 			scope[r] = true
 		}
 	}
-	known := map[problemKey]bool{}
-	for _, p := range before.result.Problems {
-		known[keyOf(p)] = true
-	}
-	for _, p := range after.Problems {
-		if !scope[translator.Node(p.Object)] || known[keyOf(p)] {
-			continue
-		}
-		if awaitsAnotherObject(p.Message) {
-			warnings = append(warnings, p.String())
-			continue
-		}
-		refused = append(refused, p.String())
-	}
-
+	// Plugin configurations first: their messages are KIC's ("failed schema validation").
+	schemaChecked := map[kongstate.ObjectRef]bool{}
 	var plugins []client.Object
 	switch kind {
 	case store.KindKongPlugin, store.KindKongClusterPlugin:
@@ -196,12 +183,31 @@ func (v *Validator) judge(ctx context.Context, before *translation, kind store.K
 		if stored := storedPlugin(before.snap, p); stored != nil {
 			was = checkPlugin(ctx, before.snap, pkind, stored, v.opts.Gateways)
 		}
+		schemaChecked[translator.Node(kongstate.RefFor(p, pkind.GroupVersionKind()))] = true
 		for _, e := range now.errors {
 			if !slices.Contains(was.errors, e) && !slices.Contains(refused, e) {
 				refused = append(refused, e)
 			}
 		}
 	}
+	known := map[problemKey]bool{}
+	for _, p := range before.result.Problems {
+		known[keyOf(p)] = true
+	}
+	for _, p := range after.Problems {
+		if !scope[translator.Node(p.Object)] || known[keyOf(p)] {
+			continue
+		}
+		if schemaChecked[translator.Node(p.Object)] && strings.HasPrefix(p.Field, "config") {
+			continue // the plugin check above said it, in KIC's words
+		}
+		if awaitsAnotherObject(p.Message) {
+			warnings = append(warnings, p.String())
+			continue
+		}
+		refused = append(refused, p.String())
+	}
+
 	return refused, warnings
 }
 

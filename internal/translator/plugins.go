@@ -523,7 +523,8 @@ func (b *builder) validPluginConfig(obj client.Object, gvk schema.GroupVersionKi
 		if field == "" {
 			field = "config"
 		}
-		b.problem(obj, gvk, field, "%s: %s", label, e.Message)
+		// KIC's admission webhook's words, so the Event and a webhook denial read the same.
+		b.problem(obj, gvk, field, "plugin %q failed schema validation: %s", name, e.Message)
 	}
 	return len(errs) == 0
 }
