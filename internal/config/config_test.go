@@ -258,7 +258,6 @@ func TestParseFeatureGates(t *testing.T) {
 		"--feature-gates=RewriteURIs=maybe":                       "RewriteURIs=maybe: not a bool",
 		"--feature-gates=RewriteURIs":                             `"RewriteURIs" is not Name=true|false`,
 		"--feature-gates=FillIDs=false":                           "FillIDs=false is not supported by konductor",
-		"--feature-gates=KongServiceFacade=true":                  "KongServiceFacade=true is not supported",
 		"--feature-gates=StickySessionsTerminatingEndpoints=true": "StickySessionsTerminatingEndpoints=true is not supported",
 	} {
 		_, err := Parse([]string{args}, env(nil))

@@ -52,7 +52,6 @@ func defaultGates() FeatureGates {
 // Kong receives, and konductor does not implement it.
 var unsupportedGates = map[string]bool{
 	GateFillIDs:                            false, // konductor always fills KIC's IDs
-	GateKongServiceFacade:                  true,
 	GateStickySessionsTerminatingEndpoints: true,
 }
 

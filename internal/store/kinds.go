@@ -7,6 +7,7 @@ import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
+	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -50,6 +51,7 @@ const (
 	KindTLSRoute
 	KindUDPRoute
 	KindBackendTLSPolicy
+	KindKongServiceFacade
 	kindCount
 )
 
@@ -119,6 +121,8 @@ var kinds = [kindCount]kindInfo{
 		func() client.Object { return &gatewayv1.UDPRoute{} }, func() client.ObjectList { return &gatewayv1.UDPRouteList{} }, true, ""},
 	KindBackendTLSPolicy: {gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy"), "backendtlspolicies",
 		func() client.Object { return &gatewayv1.BackendTLSPolicy{} }, func() client.ObjectList { return &gatewayv1.BackendTLSPolicyList{} }, true, ""},
+	KindKongServiceFacade: {incubatorv1alpha1.GroupVersion.WithKind("KongServiceFacade"), "kongservicefacades",
+		func() client.Object { return &incubatorv1alpha1.KongServiceFacade{} }, func() client.ObjectList { return &incubatorv1alpha1.KongServiceFacadeList{} }, true, ""},
 }
 
 // AllKinds lists every kind the store knows, required ones first.

@@ -4,6 +4,7 @@ import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
+	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -20,6 +21,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(kongv1.AddToScheme(s))
 	utilruntime.Must(kongv1beta1.AddToScheme(s))
 	utilruntime.Must(kongv1alpha1.AddToScheme(s))
+	utilruntime.Must(incubatorv1alpha1.AddToScheme(s))
 	utilruntime.Must(gatewayv1.Install(s))
 	utilruntime.Must(gatewayv1beta1.Install(s))
 	return s

@@ -4,6 +4,7 @@ import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
+	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -44,6 +45,8 @@ type Snapshot struct {
 	UDPIngresses         []*kongv1beta1.UDPIngress
 	KongVaults           []*kongv1alpha1.KongVault
 	ReferenceGrants      []*gatewayv1beta1.ReferenceGrant
+	// KongServiceFacades are Ingress backends (KIC's incubator, its KongServiceFacade gate).
+	KongServiceFacades []*incubatorv1alpha1.KongServiceFacade
 
 	// Gateway API objects, all of them: which GatewayClasses, Gateways and routes are this
 	// controller's is decided in translation (internal/gatewayapi), because status needs the

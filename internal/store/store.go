@@ -7,6 +7,7 @@ import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
+	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -167,6 +168,9 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 		return nil, err
 	}
 	if snap.ReferenceGrants, err = listKind[gatewayv1beta1.ReferenceGrantList, gatewayv1beta1.ReferenceGrant](ctx, s, KindReferenceGrant, nil); err != nil {
+		return nil, err
+	}
+	if snap.KongServiceFacades, err = listKind[incubatorv1alpha1.KongServiceFacadeList, incubatorv1alpha1.KongServiceFacade](ctx, s, KindKongServiceFacade, nil); err != nil {
 		return nil, err
 	}
 	if err := s.gatewayAPI(ctx, snap); err != nil {

@@ -56,9 +56,27 @@ func (b *builder) populateServices() {
 			continue
 		}
 		ks.upstream = &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(*ks.svc.Host)}}
-		svc := b.services[ks.namespace+"/"+ks.svcName]
-		for _, r := range ks.referrers {
-			b.refer(r.obj, r.gvk, ref(gvkService, ks.namespace, ks.svcName))
+		bk := b.backingService(ks)
+		if ks.facade != "" {
+			for _, r := range ks.referrers {
+				b.refer(r.obj, r.gvk, ref(gvkKongServiceFacade, ks.namespace, ks.facade))
+			}
+			if bk == nil && ks.svcName == "" {
+				for _, r := range ks.referrers {
+					b.problem(r.obj, r.gvk, r.field, "failed to get backend for KongServiceFacade %s/%s: not found", ks.namespace, ks.facade)
+				}
+				tags := kongstate.PlaceholderServiceTags()
+				ks.svc.Tags, ks.upstream.Tags = kong.StringSlice(tags...), kong.StringSlice(tags...)
+				continue
+			}
+		} else {
+			for _, r := range ks.referrers {
+				b.refer(r.obj, r.gvk, ref(gvkService, ks.namespace, ks.svcName))
+			}
+		}
+		var svc *corev1.Service
+		if bk != nil {
+			svc = bk.svc
 		}
 		if svc == nil {
 			for _, r := range ks.referrers {
@@ -71,7 +89,7 @@ func (b *builder) populateServices() {
 			ks.upstream.Tags = kong.StringSlice(tags...)
 			continue
 		}
-		tags := b.tags(svc, gvkService)
+		tags := b.tags(bk.owner, bk.gvk)
 		ks.svc.Tags = kong.StringSlice(tags...)
 		ks.upstream.Tags = kong.StringSlice(tags...)
 

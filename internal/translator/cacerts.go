@@ -106,10 +106,11 @@ func (b *builder) caCertificates() {
 
 	for _, n := range b.kongServiceNames() {
 		ks := b.kongServices[n]
-		svc := b.services[ks.namespace+"/"+ks.svcName]
-		if svc == nil {
+		bk := b.backingService(ks)
+		if bk == nil {
 			continue
 		}
+		svc := bk.svc
 		var refs []string
 		for _, a := range []struct {
 			ann, kind string

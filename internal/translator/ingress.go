@@ -29,8 +29,12 @@ type kongService struct {
 	svc       file.FService
 	namespace string
 	svcName   string
-	port      netv1.ServiceBackendPort
-	portKey   string
+	// facade names the KongServiceFacade the service stands for (kic-compat.md §3.8); its
+	// Service and port are resolved with the others (populateServices).
+	facade  string
+	backing *backing // the Service behind it, once resolved
+	port    netv1.ServiceBackendPort
+	portKey string
 
 	routes     []*routeEntry
 	routeByKey map[string]*routeEntry
@@ -151,11 +155,19 @@ func (b *builder) ingressRules() {
 				field := fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j)
 				p := normalizePath(path.Path)
 				be := path.Backend.Service
-				if be == nil {
+				var ks *kongService
+				refField := field + ".backend.service"
+				switch {
+				case be != nil:
+					ks = b.kongServiceFor(ing, refField, be.Name, be.Port, true)
+				case b.opts.KongServiceFacade && isFacade(path.Backend.Resource):
+					refField = field + ".backend.resource"
+					ks = b.facadeService(ing, refField, path.Backend.Resource.Name, true)
+					be = &netv1.IngressServiceBackend{Name: path.Backend.Resource.Name}
+				default:
 					b.unsupportedBackend(ing, field+".backend", p, path.Backend.Resource)
 					continue
 				}
-				ks := b.kongServiceFor(ing, field+".backend.service", be.Name, be.Port, true)
 				if ks == nil {
 					continue
 				}
@@ -172,8 +184,8 @@ func (b *builder) ingressRules() {
 					}
 					paths = append(paths, kong.String(kp))
 				}
-				key := strings.Join([]string{ing.Namespace, ing.Name, rule.Host, be.Name, ks.portKey}, "\x00")
-				ks.addReferrer(ing, gvkIngress, field+".backend.service")
+				key := strings.Join([]string{ing.Namespace, ing.Name, rule.Host, be.Name, ks.portKey, ks.facade}, "\x00")
+				ks.addReferrer(ing, gvkIngress, refField)
 				if len(paths) == 0 {
 					if _, seen := lost[key]; !seen {
 						lost[key] = fmt.Sprintf("spec.rules[%d]", i)
@@ -184,6 +196,9 @@ func (b *builder) ingressRules() {
 				re := ks.routeByKey[key]
 				if re == nil {
 					name := ing.Namespace + "." + ing.Name + "." + be.Name + "." + strings.ReplaceAll(rule.Host, "*", "_") + "." + ks.portKey
+					if ks.facade != "" {
+						name = ing.Namespace + "." + ing.Name + "." + strings.ReplaceAll(rule.Host, "*", "_") + "." + ks.facade + ".svc.facade"
+					}
 					re = b.newRoute(ing, ro, field, key, name, rule.Host)
 					if re == nil {
 						continue
@@ -304,7 +319,8 @@ func (b *builder) defaultBackend() {
 		if db == nil {
 			continue
 		}
-		if db.Service == nil {
+		facade := db.Service == nil && b.opts.KongServiceFacade && isFacade(db.Resource)
+		if db.Service == nil && !facade {
 			if db.Resource != nil {
 				b.problem(ing, gvkIngress, "spec.defaultBackend.resource", "default backend: unsupported resource type %s/%s", strOrEmpty(db.Resource.APIGroup), db.Resource.Kind)
 			} else {
@@ -317,7 +333,13 @@ func (b *builder) defaultBackend() {
 			return
 		}
 		field := "spec.defaultBackend.service"
-		ks := b.kongServiceFor(ing, field, db.Service.Name, db.Service.Port, false)
+		var ks *kongService
+		if facade {
+			field = "spec.defaultBackend.resource"
+			ks = b.facadeService(ing, field, db.Resource.Name, false)
+		} else {
+			ks = b.kongServiceFor(ing, field, db.Service.Name, db.Service.Port, false)
+		}
 		if ks == nil {
 			return
 		}

@@ -203,9 +203,15 @@ func (b *builder) plugins() {
 	}
 	for _, n := range names {
 		ks := b.kongServices[n]
-		if svc := b.services[ks.namespace+"/"+ks.svcName]; svc != nil {
-			if _, ok := svc.Annotations[annPlugins]; ok {
-				attach(svc, gvkService, func(rs *pluginRelations) { rs.services = append(rs.services, n) })
+		if bk := b.backingService(ks); bk != nil {
+			// A facade's annotation wins over its Service's; the one that names the
+			// plugins is the referrer.
+			referrer, gvk := client.Object(bk.svc), gvkService
+			if _, own := bk.owner.GetAnnotations()[annPlugins]; own {
+				referrer, gvk = bk.owner, bk.gvk
+			}
+			if _, ok := bk.svc.Annotations[annPlugins]; ok {
+				attach(referrer, gvk, func(rs *pluginRelations) { rs.services = append(rs.services, n) })
 			}
 		}
 	}

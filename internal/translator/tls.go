@@ -79,10 +79,11 @@ func (b *builder) tls() {
 	clientCerts := map[string][]*kongService{} // Secret ns/name -> Kong services using it
 	for _, n := range b.kongServiceNames() {
 		ks := b.kongServices[n]
-		svc := b.services[ks.namespace+"/"+ks.svcName]
-		if svc == nil || svc.Annotations[annClientCert] == "" {
+		bk := b.backingService(ks)
+		if bk == nil || bk.svc.Annotations[annClientCert] == "" {
 			continue
 		}
+		svc := bk.svc
 		name := svc.Annotations[annClientCert]
 		b.refer(svc, gvkService, ref(gvkSecret, svc.Namespace, name))
 		if p := str(ks.svc.Protocol); !tlsProtocols[p] {

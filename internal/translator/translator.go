@@ -42,6 +42,9 @@ type Options struct {
 	// "expressions", kic-compat.md §13): an expression and a priority instead of paths, hosts
 	// and the other matching fields.
 	ExpressionRoutes bool
+	// KongServiceFacade is KIC's KongServiceFacade gate: Ingress backends may be
+	// KongServiceFacades (kic-compat.md §3.8).
+	KongServiceFacade bool
 	// RewriteURIs is KIC's RewriteURIs gate: konghq.com/rewrite is honoured (kic-compat.md §3.9).
 	RewriteURIs bool
 	// Workspace keys the deterministic IDs (kic-compat.md §6). "" for none.

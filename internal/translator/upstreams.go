@@ -40,10 +40,11 @@ func (b *builder) upstreamOverrides() {
 	sort.Strings(names)
 	for _, n := range names {
 		ks := b.kongServices[n]
-		svc := b.services[ks.namespace+"/"+ks.svcName]
-		if svc == nil {
+		bk := b.backingService(ks)
+		if bk == nil {
 			continue
 		}
+		svc := bk.svc
 		hostHeader := ks.upstream.HostHeader // from the annotation, which wins over KongIngress
 		if name := svc.Annotations[annOverride]; name != "" {
 			b.refer(svc, gvkService, ref(gvkKongIngress, svc.Namespace, name))

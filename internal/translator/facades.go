@@ -1,0 +1,101 @@
+package translator
+
+import (
+	"maps"
+	"strconv"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+var gvkKongServiceFacade = incubatorv1alpha1.GroupVersion.WithKind("KongServiceFacade")
+
+// isFacade reports whether an Ingress backend resource is a KongServiceFacade.
+func isFacade(res *corev1.TypedLocalObjectReference) bool {
+	return res != nil && res.Kind == gvkKongServiceFacade.Kind && strOrEmpty(res.APIGroup) == gvkKongServiceFacade.Group
+}
+
+// facadeService returns the Kong service of KongServiceFacade name in the Ingress's namespace
+// (kic-compat.md §3.8, KIC's KongServiceFacade gate): one per facade, named and hosted
+// <ns>.<name>.svc.facade, with path "/" unless it serves the default backend. Its Service and
+// port come from the facade, resolved with the other backends (backingService).
+func (b *builder) facadeService(ing *netv1.Ingress, field, name string, withPath bool) *kongService {
+	full := ing.Namespace + "." + name + ".svc.facade"
+	if ks, ok := b.kongServices[full]; ok {
+		return ks
+	}
+	if e := checkName(full); e != "" {
+		b.problem(ing, gvkIngress, field, "Kong service %s", e)
+		return nil
+	}
+	ks := &kongService{
+		namespace: ing.Namespace, facade: name, portKey: "", routeByKey: map[string]*routeEntry{},
+		svc: file.FService{Service: kong.Service{
+			ID: kong.String(kongstate.ServiceID(b.opts.Workspace, full)), Name: kong.String(full), Host: kong.String(full),
+			Port: kong.Int(80), Protocol: kong.String("http"),
+			ConnectTimeout: kong.Int(60000), ReadTimeout: kong.Int(60000), WriteTimeout: kong.Int(60000), Retries: kong.Int(5),
+		}},
+	}
+	if withPath {
+		ks.svc.Path = kong.String("/")
+	}
+	b.kongServices[full] = ks
+	return ks
+}
+
+// backing is the Kubernetes Service behind a Kong service, as its annotations apply: for a
+// facade, the facade's annotations merged over its Service's (the facade wins), and the
+// facade is the object that owns the Kong service (tags, plugins, problems).
+type backing struct {
+	svc   *corev1.Service // annotations as they apply; do not modify
+	owner client.Object
+	gvk   schema.GroupVersionKind
+}
+
+// backingService resolves ks's Service once: the Service it names, or its facade's. nil when
+// the Service (or the facade) does not exist.
+func (b *builder) backingService(ks *kongService) *backing {
+	if ks.backing != nil {
+		return ks.backing
+	}
+	if ks.facade == "" {
+		svc := b.services[ks.namespace+"/"+ks.svcName]
+		if svc == nil {
+			return nil
+		}
+		ks.backing = &backing{svc: svc, owner: svc, gvk: gvkService}
+		return ks.backing
+	}
+	var f *incubatorv1alpha1.KongServiceFacade
+	for _, x := range b.snap.KongServiceFacades {
+		if x != nil && x.Namespace == ks.namespace && x.Name == ks.facade {
+			f = x
+		}
+	}
+	if f == nil {
+		return nil
+	}
+	ks.svcName = f.Spec.Backend.Name
+	ks.port = netv1.ServiceBackendPort{Number: f.Spec.Backend.Port}
+	ks.portKey = strconv.Itoa(int(f.Spec.Backend.Port))
+	b.refer(f, gvkKongServiceFacade, ref(gvkService, f.Namespace, f.Spec.Backend.Name))
+	svc := b.services[ks.namespace+"/"+ks.svcName]
+	if svc == nil {
+		return nil
+	}
+	merged := svc.DeepCopy()
+	merged.Annotations = maps.Clone(svc.Annotations)
+	if merged.Annotations == nil {
+		merged.Annotations = map[string]string{}
+	}
+	maps.Copy(merged.Annotations, f.Annotations)
+	ks.backing = &backing{svc: merged, owner: f, gvk: gvkKongServiceFacade}
+	return ks.backing
+}
