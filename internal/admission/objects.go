@@ -11,21 +11,24 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 )
 
 // reviewedKinds are the kinds the webhook judges by translation: every kind the translator
-// reads that a user writes and that can carry a mistake. Reviews of other resources (KIC's
-// webhook rules also send Gateways and HTTPRoutes, which konductor does not translate) are
-// allowed untouched.
+// reads that a user writes and that can carry a mistake. Reviews of other resources are
+// allowed untouched. Gateways are reviewed for what they do to the HTTPRoutes attached to
+// them; the Gateway API route kinds konductor does not translate yet (GRPCRoute, TCPRoute,
+// ...) are not.
 var reviewedKinds = []store.Kind{
 	store.KindIngress, store.KindService, store.KindSecret,
 	store.KindKongPlugin, store.KindKongClusterPlugin,
 	store.KindKongConsumer, store.KindKongConsumerGroup,
 	store.KindKongUpstreamPolicy, store.KindKongIngress,
 	store.KindTCPIngress, store.KindUDPIngress, store.KindKongVault,
+	store.KindHTTPRoute, store.KindGateway,
 }
 
 // kindOf finds the reviewed kind of a request's resource (group, version and plural name).
@@ -96,6 +99,10 @@ func withObject(snap *store.Snapshot, obj client.Object) *store.Snapshot {
 		s.UDPIngresses = replaced(s.UDPIngresses, o)
 	case *kongv1alpha1.KongVault:
 		s.KongVaults = replaced(s.KongVaults, o)
+	case *gatewayv1.HTTPRoute:
+		s.HTTPRoutes = replaced(s.HTTPRoutes, o)
+	case *gatewayv1.Gateway:
+		s.Gateways = replaced(s.Gateways, o)
 	}
 	return &s
 }

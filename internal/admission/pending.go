@@ -3,8 +3,10 @@ package admission
 import "strings"
 
 // awaitedObjectPhrases are the translator's words for a reference to an object the cache does
-// not hold (internal/translator: backends.go, consumers.go, plugins.go, tls.go, cacerts.go,
-// upstreams.go). Such a problem is not a mistake in the reviewed object: `kubectl apply -f dir/`
+// not hold, or holds but not yet as needed (internal/translator: backends.go, consumers.go,
+// plugins.go, tls.go, cacerts.go, upstreams.go; gwbackends.go and httproute.go: a backendRef
+// no ReferenceGrant permits yet, an HTTPRoute its Gateway's listeners do not accept yet,
+// which KIC's webhook does not judge either and the route's status reports). Such a problem is not a mistake in the reviewed object: `kubectl apply -f dir/`
 // creates an Ingress before its Service when the files sort that way, and a KongConsumer before
 // its credential Secret. Refusing it would make the order of creation matter, which Kubernetes
 // users do not expect and KIC's webhook does not impose; the webhook warns instead.
@@ -15,6 +17,8 @@ var awaitedObjectPhrases = []string{
 	"Failed to fetch the secret",
 	"no kubernetes service found",
 	"no grant found",
+	"not permitted by any ReferenceGrant",
+	"not accepted by Gateway",
 }
 
 // awaitsAnotherObject reports whether a problem's message says that an object it refers to

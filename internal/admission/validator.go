@@ -61,15 +61,15 @@ type Validator struct {
 	current    *cacheTranslations
 }
 
-// cacheTranslations are the translations of one snapshot of the cache, by namespace.
+// cacheTranslations are the translations of one snapshot of the cache, by review scope.
 type cacheTranslations struct {
-	generation  uint64
-	snap        *store.Snapshot
-	opts        translator.Options
-	byNamespace map[string]*translation
+	generation uint64
+	snap       *store.Snapshot
+	opts       translator.Options
+	byScope    map[string]*translation
 }
 
-// translation is a snapshot (reduced to a namespace) translated, with the settings used.
+// translation is a snapshot (reduced to a review scope) translated, with the settings used.
 type translation struct {
 	snap   *store.Snapshot
 	opts   translator.Options
@@ -126,7 +126,7 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		resp.Warnings = append(resp.Warnings, warnNotSynced)
 		return resp
 	}
-	before, err := v.translation(ctx, obj.GetNamespace())
+	before, err := v.translation(ctx, scopeOf(kind, obj))
 	if err != nil {
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf(warnNoCache, err))
 		return resp
@@ -220,16 +220,16 @@ func keyOf(p translator.Problem) problemKey {
 	return problemKey{translator.Node(p.Object), p.Field, p.Message}
 }
 
-// translation returns the cache translated for a change in namespace ns ("" for a
-// cluster-scoped object: the whole cache; forNamespace otherwise), reusing the last one when
-// no informer event came since. The generation is read before the snapshot, so a change that
-// lands while it is translated makes the next review read the cache again.
-func (v *Validator) translation(ctx context.Context, ns string) (*translation, error) {
+// translation returns the cache translated for a change in scope sc (forScope), reusing the
+// last one when no informer event came since. The generation is read before the snapshot, so
+// a change that lands while it is translated makes the next review read the cache again.
+func (v *Validator) translation(ctx context.Context, sc reviewScope) (*translation, error) {
+	key := sc.key()
 	gen := v.generation.Load()
 	v.mu.Lock()
 	cur := v.current
 	if cur != nil && cur.generation == gen {
-		if t := cur.byNamespace[ns]; t != nil {
+		if t := cur.byScope[key]; t != nil {
 			v.mu.Unlock()
 			return t, nil
 		}
@@ -247,19 +247,16 @@ func (v *Validator) translation(ctx context.Context, ns string) (*translation, e
 		}
 		opts = v.opts.TranslatorOptions(v.opts.Now())
 	}
-	scoped := snap
-	if ns != "" {
-		scoped = forNamespace(snap, ns)
-	}
+	scoped := forScope(snap, sc)
 	t := &translation{snap: scoped, opts: opts, result: translator.Build(scoped, opts)}
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.current == nil || v.current.generation < gen || (v.current.generation == gen && v.current.snap != snap) {
-		v.current = &cacheTranslations{generation: gen, snap: snap, opts: opts, byNamespace: map[string]*translation{}}
+		v.current = &cacheTranslations{generation: gen, snap: snap, opts: opts, byScope: map[string]*translation{}}
 	}
 	if v.current.generation == gen {
-		v.current.byNamespace[ns] = t
+		v.current.byScope[key] = t
 	}
 	return t, nil
 }

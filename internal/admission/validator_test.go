@@ -16,7 +16,8 @@ import (
 // cluster is what the cache holds in every case below: an IngressClass "kong" (not the
 // default), an app (Service, EndpointSlice, Ingress), a rate-limiting KongPlugin whose
 // config comes from a Secret, an unknown plugin, two consumers with key-auth credentials and
-// a vault.
+// a vault; a Gateway of konductor's class with an HTTPRoute, and a Service in namespace
+// "other" that a ReferenceGrant opens to HTTPRoutes of "default".
 const cluster = `
 apiVersion: networking.k8s.io/v1
 kind: IngressClass
@@ -83,6 +84,46 @@ apiVersion: configuration.konghq.com/v1alpha1
 kind: KongVault
 metadata: {name: env, creationTimestamp: "2024-01-01T00:00:00Z", annotations: {kubernetes.io/ingress.class: kong}}
 spec: {backend: env, prefix: env-secrets}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: kong}
+spec: {controllerName: konghq.com/kic-gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: theirs}
+spec: {controllerName: example.com/theirs}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: kong, namespace: default}
+spec: {gatewayClassName: kong, listeners: [{name: http, protocol: HTTP, port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: theirs, namespace: default}
+spec: {gatewayClassName: theirs, listeners: [{name: http, protocol: HTTP, port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: site, namespace: default, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: kong}]
+  hostnames: [site.example.com]
+  rules: [{matches: [{path: {type: PathPrefix, value: /}}], backendRefs: [{name: web, port: 80}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: other}
+spec: {ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: from-default, namespace: other}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: default}]
+  to: [{group: "", kind: Service, name: api}]
 `
 
 func newValidator(t testing.TB, synced bool, gw GatewaySchemas) *Validator {
@@ -193,6 +234,42 @@ metadata: {name: tcp, namespace: default, annotations: {kubernetes.io/ingress.cl
 spec: {rules: [{port: 9000, backend: {serviceName: tcp, servicePort: 9000}}]}`,
 			warnings: []string{"TCPIngress is deprecated", "Service default/tcp not found"}},
 
+		{name: "HTTPRoute with a filter Kong cannot express is denied, naming the field",
+			object: httpRoute("mirror", "kong", "/api", `
+    filters: [{type: RequestMirror, requestMirror: {backendRef: {name: web, port: 80}}}]`),
+			denied: []string{"HTTPRoute default/mirror: spec.rules[0].filters:", "httpFilter RequestMirror unsupported"}},
+		{name: "HTTPRoute with a path regex Kong refuses is denied, naming the match",
+			object: strings.Replace(httpRoute("regex", "kong", "/api/(v1", ""), "PathPrefix", "RegularExpression", 1),
+			denied: []string{"HTTPRoute default/regex: spec.rules[0].matches[0].path:"}},
+		{name: "HTTPRoute with a backendRef of a kind Kong cannot serve is denied",
+			object: strings.Replace(httpRoute("bucket", "kong", "/files", ""), "{name: web, port: 80}", "{group: storage.example.com, kind: Bucket, name: files}", 1),
+			denied: []string{"HTTPRoute default/bucket: spec.rules[0].backendRefs[0]:", `unsupported kind "Bucket"`}},
+		{name: "good HTTPRoute is allowed",
+			object: httpRoute("good", "kong", "/api", `
+    filters: [{type: RequestHeaderModifier, requestHeaderModifier: {add: [{name: x-from, value: konductor}]}}]`)},
+		{name: "update of an HTTPRoute that keeps it good is allowed",
+			op:     admissionv1.Update,
+			object: strings.Replace(httpRoute("site", "kong", "/", ""), "hostnames: [good.example.com]", "hostnames: [site.example.com, www.example.com]", 1)},
+		{name: "HTTPRoute of another controller's Gateway is allowed untouched",
+			object: httpRoute("theirs", "theirs", "/api", `
+    filters: [{type: RequestMirror, requestMirror: {backendRef: {name: web, port: 80}}}]`)},
+		{name: "HTTPRoute to a Service of another namespace that a ReferenceGrant permits is allowed",
+			object: strings.Replace(httpRoute("cross", "kong", "/api", ""), "{name: web, port: 80}", "{name: api, namespace: other, port: 80}", 1)},
+		{name: "HTTPRoute to a Service of another namespace that no ReferenceGrant permits yet is allowed with a warning",
+			object:   strings.Replace(httpRoute("cross", "kong", "/api", ""), "{name: web, port: 80}", "{name: web, namespace: other, port: 80}", 1),
+			warnings: []string{"HTTPRoute default/cross: spec.rules[0].backendRefs[0]:", "not permitted by any ReferenceGrant"}},
+		{name: "HTTPRoute created before its Service is allowed with a warning",
+			object:   strings.Replace(httpRoute("early", "kong", "/api", ""), "{name: web, port: 80}", "{name: later, port: 80}", 1),
+			warnings: []string{"HTTPRoute default/early:", "Service default/later not found"}},
+		{name: "Gateway change that leaves an attached HTTPRoute unaccepted is allowed with a warning on the route",
+			op: admissionv1.Update,
+			object: `
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: kong, namespace: default}
+spec: {gatewayClassName: kong, listeners: [{name: http, protocol: HTTP, port: 80, hostname: elsewhere.example.com}]}`,
+			warnings: []string{"HTTPRoute default/site: spec.parentRefs[0]:", "not accepted by Gateway default/kong"}},
+
 		{name: "ingress created before its Service is allowed with a warning: order of creation does not matter",
 			object:   strings.Replace(ingress("first", "kong", "first.example.com", "/", "Prefix"), "name: web, port", "name: later, port", 1),
 			warnings: []string{"Ingress default/first:", "Service default/later not found"}},
@@ -245,12 +322,12 @@ credentials: [carol-key]`,
 	}
 }
 
-// Resources konductor does not translate (KIC's rules also send Gateways and HTTPRoutes) are
+// Resources konductor does not translate (Gateway API routes other than HTTPRoute) are
 // allowed without a look.
 func TestReviewOfOtherResourcesIsAllowed(t *testing.T) {
 	v := newValidator(t, true, nil)
 	req := &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create,
-		Resource: metav1.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}}
+		Resource: metav1.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "grpcroutes"}}
 	resp := v.Review(context.Background(), req)
 	require.True(t, resp.Allowed)
 	require.Empty(t, resp.Warnings)
@@ -287,4 +364,19 @@ apiVersion: v1
 kind: Secret
 metadata: {name: ` + name + `, namespace: default` + labels + `}
 stringData: {` + data + `}`
+}
+
+// httpRoute is an HTTPRoute of Gateway gateway (in default) with one rule: a PathPrefix match
+// on path, to Service web, with rest appended to the rule.
+func httpRoute(name, gateway, path, rest string) string {
+	return `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: ` + name + `, namespace: default}
+spec:
+  parentRefs: [{name: ` + gateway + `}]
+  hostnames: [good.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: "` + path + `"}}]
+    backendRefs: [{name: web, port: 80}]` + rest
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -142,10 +141,7 @@ func TestManifestsWebhookComponent(t *testing.T) {
 			"server-side dry-run apply of %s %s", o.GetKind(), o.GetName())
 	}
 
-	vwc := find(objs, "ValidatingWebhookConfiguration", "konductor-validations")
-	require.NotNil(t, vwc)
-	var hooks admissionregistrationv1.ValidatingWebhookConfiguration
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(vwc.Object, &hooks))
+	hooks := webhookConfigurationOf(t, objs, "konductor-validations")
 	require.Len(t, hooks.Webhooks, 2)
 	for _, w := range hooks.Webhooks {
 		require.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy, w.Name)
@@ -157,33 +153,21 @@ func TestManifestsWebhookComponent(t *testing.T) {
 	dep := find(objs, "Deployment", "konductor")
 	var d appsv1.Deployment
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(dep.Object, &d))
-	var ctrl corev1.Container
+	var environ, args []string
 	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == "controller" {
-			ctrl = c
+		if c.Name != "controller" {
+			continue
+		}
+		args = c.Args[1:]
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				environ = append(environ, e.Name+"="+e.Value)
+			}
 		}
 	}
-	var environ []string
-	for _, e := range ctrl.Env {
-		if e.ValueFrom == nil {
-			environ = append(environ, e.Name+"="+e.Value)
-		}
-	}
-	cfg, err := config.ParseEnviron(ctrl.Args[1:], environ)
+	cfg, err := config.ParseEnviron(args, environ)
 	require.NoError(t, err)
-	require.True(t, cfg.AdmissionWebhook.Enabled())
-	_, port, err := net.SplitHostPort(cfg.AdmissionWebhook.ListenAddr)
-	require.NoError(t, err)
-	mounted := false
-	for _, m := range ctrl.VolumeMounts {
-		mounted = mounted || (m.MountPath == filepath.Dir(cfg.AdmissionWebhook.CertFile) && m.Name == "webhook-cert")
-	}
-	require.True(t, mounted, "the certificate Secret is mounted where the controller reads it")
-	named := false
-	for _, p := range ctrl.Ports {
-		named = named || (p.Name == "webhook" && fmt.Sprint(p.ContainerPort) == port)
-	}
-	require.True(t, named, "container port webhook is the listen port")
+	require.Equal(t, "konductor-webhook-cert", requireServesWebhook(t, dep, cfg))
 	svc := find(objs, "Service", "konductor-webhook")
 	require.NotNil(t, svc)
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -149,7 +152,28 @@ serviceMonitor: {enabled: true, interval: 15s, labels: {release: prometheus}}
 watchNamespaces: [team-a, team-b]
 publishService: ""
 `,
+	"webhook": `
+admissionWebhook: {enabled: true}
+`,
+	"webhook-cert-manager": `
+admissionWebhook:
+  enabled: true
+  timeoutSeconds: 5
+  annotations: {example.com/team: edge}
+  certManager: {enabled: true}
+`,
+	"webhook-provided": `
+admissionWebhook:
+  enabled: true
+  port: 9443
+  failurePolicy: Fail
+  namespaceSelector: {matchLabels: {konductor: checked}}
+  certificate: {provided: true, secretName: my-webhook-tls, caBundle: "` + providedCABundle + `"}
+`,
 }
+
+// providedCABundle stands for the PEM of a CA a user gives the chart.
+const providedCABundle = "-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\\n"
 
 func TestChartLint(t *testing.T) {
 	for name, values := range chartValueSets {
@@ -166,10 +190,13 @@ func TestChartRefusesBadValues(t *testing.T) {
 	for values, reason := range map[string]string{
 		"podDisruptionBudget: {enabled: true, minAvailable: 1, maxUnavailable: 1}": "not both",
 		"gatewayDiscovery: {enabled: true, adminService: {name: ''}}":              "gatewayDiscovery.adminService.name is required",
-		"kongAdminURL: ''":                                     "kongAdminURL is required",
-		"leaderElection: {enabled: 'yes'}":                     "leaderElection/enabled",
-		"ingressController: {env: {kong_admin_url: http://x}}": "additional properties 'ingressController' not allowed",
-		"env: {kong_admin_token: {secretKeyRef: {name: s}}}":   "env/kong_admin_token",
+		"kongAdminURL: ''":                                                 "kongAdminURL is required",
+		"leaderElection: {enabled: 'yes'}":                                 "leaderElection/enabled",
+		"ingressController: {env: {kong_admin_url: http://x}}":             "additional properties 'ingressController' not allowed",
+		"env: {kong_admin_token: {secretKeyRef: {name: s}}}":               "env/kong_admin_token",
+		"admissionWebhook: {enabled: true, certificate: {provided: true}}": "admissionWebhook.certificate.secretName is required",
+		"admissionWebhook: {enabled: true, certificate: {provided: true, secretName: s}, certManager: {enabled: true}}": "not both",
+		"admissionWebhook: {enabled: true, failurePolicy: Never}":                                                       "admissionWebhook/failurePolicy",
 	} {
 		_, err := helmTemplate(t, "konductor", "kong", values)
 		require.ErrorContains(t, err, reason, "values %s", values)
@@ -263,6 +290,9 @@ func TestChartRendersController(t *testing.T) {
 				require.Nil(t, find(objs, "PodDisruptionBudget", "konductor"))
 				require.Nil(t, find(objs, "ServiceMonitor", "konductor"))
 				require.Nil(t, find(objs, "Service", "konductor-metrics"))
+				require.False(t, cfg.AdmissionWebhook.Enabled(), "no admission webhook by default")
+				require.Nil(t, find(objs, "ValidatingWebhookConfiguration", "konductor-validations"))
+				require.Nil(t, find(objs, "Service", "konductor-webhook"))
 				class := find(objs, "IngressClass", "kong")
 				require.NotNil(t, class)
 				require.Empty(t, class.GetAnnotations())
@@ -319,6 +349,61 @@ func TestChartRendersController(t *testing.T) {
 			case "watch-namespaces":
 				require.Equal(t, []string{"team-a", "team-b"}, cfg.WatchNamespaces)
 				require.Empty(t, cfg.PublishService)
+			case "webhook":
+				// The chart makes the CA and the certificate, signed for the Service's name.
+				require.Equal(t, ":8080", cfg.AdmissionWebhook.ListenAddr)
+				vwc, secretName := requireChartWebhook(t, objs, cfg, admissionregistrationv1.Ignore, 10)
+				require.Equal(t, "konductor-webhook-cert", secretName)
+				secret := find(objs, "Secret", secretName)
+				require.NotNil(t, secret, "the chart's certificate Secret")
+				require.Equal(t, "kubernetes.io/tls", secret.Object["type"])
+				data, _, _ := unstructured.NestedStringMap(secret.Object, "data")
+				pemOf := func(key string) []byte {
+					b, err := base64.StdEncoding.DecodeString(data[key])
+					require.NoError(t, err, key)
+					return b
+				}
+				_, err := tls.X509KeyPair(pemOf("tls.crt"), pemOf("tls.key"))
+				require.NoError(t, err, "tls.crt and tls.key are a pair")
+				for _, w := range vwc.Webhooks {
+					require.Equal(t, pemOf("ca.crt"), w.ClientConfig.CABundle, w.Name)
+				}
+				requireSignedFor(t, pemOf("tls.crt"), vwc.Webhooks[0].ClientConfig.CABundle, "konductor-webhook.kong.svc")
+				require.Empty(t, vwc.Annotations)
+			case "webhook-cert-manager":
+				// cert-manager issues the certificate into the mounted Secret and injects its CA.
+				vwc, secretName := requireChartWebhook(t, objs, cfg, admissionregistrationv1.Ignore, 5)
+				require.Nil(t, find(objs, "Secret", secretName), "cert-manager writes the Secret")
+				cert := find(objs, "Certificate", "konductor-webhook")
+				require.NotNil(t, cert)
+				require.Equal(t, "cert-manager.io/v1", cert.GetAPIVersion())
+				certSecret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+				require.Equal(t, secretName, certSecret)
+				dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+				require.Equal(t, []string{"konductor-webhook.kong.svc"}, dnsNames)
+				issuer, _, _ := unstructured.NestedStringMap(cert.Object, "spec", "issuerRef")
+				require.Equal(t, "Issuer", issuer["kind"])
+				selfSigned := find(objs, "Issuer", issuer["name"])
+				require.NotNil(t, selfSigned, "the chart's Issuer %s", issuer["name"])
+				require.Contains(t, selfSigned.Object["spec"], "selfSigned")
+				require.Equal(t, "kong/konductor-webhook", vwc.Annotations["cert-manager.io/inject-ca-from"])
+				require.Equal(t, "edge", vwc.Annotations["example.com/team"])
+				for _, w := range vwc.Webhooks {
+					require.Empty(t, w.ClientConfig.CABundle, "cert-manager fills it")
+				}
+			case "webhook-provided":
+				// The user's Secret and CA; the chart makes no certificate.
+				require.Equal(t, ":9443", cfg.AdmissionWebhook.ListenAddr)
+				vwc, secretName := requireChartWebhook(t, objs, cfg, admissionregistrationv1.Fail, 10)
+				require.Equal(t, "my-webhook-tls", secretName)
+				for _, o := range objs {
+					require.NotEqual(t, "Secret", o.GetKind(), "no Secret made: %s", o.GetName())
+					require.NotEqual(t, "cert-manager.io", o.GroupVersionKind().Group, "no cert-manager object: %s", o.GetName())
+				}
+				for _, w := range vwc.Webhooks {
+					require.Equal(t, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", string(w.ClientConfig.CABundle), w.Name)
+					require.Equal(t, map[string]string{"konductor": "checked"}, w.NamespaceSelector.MatchLabels, w.Name)
+				}
 			default:
 				t.Fatalf("no assertions for value set %s", name)
 			}
@@ -348,7 +433,11 @@ func checkChartPod(t *testing.T, objs []*unstructured.Unstructured, ctrl map[str
 	require.NotNil(t, manager)
 	managerCtrl, _, _ := unstructured.NestedSlice(manager.Object, "spec", "template", "spec", "containers")
 	for _, field := range []string{"ports", "livenessProbe", "readinessProbe", "resources", "securityContext"} {
-		require.Equal(t, managerCtrl[0].(map[string]any)[field], ctrl[field], "the container's %s, as in config/manager", field)
+		got := ctrl[field]
+		if field == "ports" { // the admission webhook's is config/webhook's, checked with it
+			got = slices.DeleteFunc(slices.Clone(got.([]any)), func(p any) bool { return p.(map[string]any)["name"] == "webhook" })
+		}
+		require.Equal(t, managerCtrl[0].(map[string]any)[field], got, "the container's %s, as in config/manager", field)
 	}
 	for _, field := range []string{"securityContext", "terminationGracePeriodSeconds"} {
 		want, _, _ := unstructured.NestedFieldNoCopy(manager.Object, "spec", "template", "spec", field)
@@ -582,6 +671,9 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 			}
 			warnings.take()
 			for _, o := range objs {
+				if o.GroupVersionKind().Group == "cert-manager.io" { // cert-manager's CRDs are not installed here
+					continue
+				}
 				err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
 					client.DryRunAll, client.ForceOwnership, client.FieldOwner("konductor-chart-test"))
 				require.NoError(t, err, "server-side dry-run apply of %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())

@@ -72,6 +72,9 @@ KONG_ADMIN_URL and kong_admin_url are one setting). Rendered in key order.
 {{- with .Values.publishService }}
 {{- $_ := set $env "publish_service" (include "konductor.namespacedName" (dict "namespace" $.Release.Namespace "name" .)) }}
 {{- end }}
+{{- if .Values.admissionWebhook.enabled }}
+{{- $_ := set $env "admission_webhook_listen" (printf ":%v" .Values.admissionWebhook.port) }}
+{{- end }}
 {{- if kindIs "bool" .Values.leaderElection.enabled }}
 {{- $_ := set $env "leader_elect" .Values.leaderElection.enabled }}
 {{- end }}
@@ -140,4 +143,47 @@ own (the Pod's events) and the publishService's. Comma-separated.
 {{- if not (has . $.Values.watchNamespaces) }}{{ $res = append $res . }}{{ end }}
 {{- end }}
 {{- join "," $res }}
+{{- end }}
+
+{{/* The admission webhook's Service. */}}
+{{- define "konductor.webhookServiceName" -}}
+{{- printf "%s-webhook" (include "konductor.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Secret of the webhook's serving certificate: the user's when provided, else the chart's
+(or cert-manager's). */}}
+{{- define "konductor.webhookSecretName" -}}
+{{- $c := .Values.admissionWebhook.certificate }}
+{{- if $c.provided }}
+{{- required "admissionWebhook.certificate.secretName is required when admissionWebhook.certificate.provided" $c.secretName }}
+{{- else }}
+{{- printf "%s-webhook-cert" (include "konductor.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* What both webhooks share: where they call, how they fail, what they never see. */}}
+{{- define "konductor.webhookCommon" -}}
+{{- $wh := .root.Values.admissionWebhook -}}
+admissionReviewVersions: ["v1"]
+clientConfig:
+  service:
+    name: {{ .service }}
+    namespace: {{ .root.Release.Namespace }}
+    path: /
+  {{- with .caBundle }}
+  caBundle: {{ . | b64enc }}
+  {{- end }}
+failurePolicy: {{ $wh.failurePolicy }}
+matchPolicy: Equivalent
+sideEffects: None
+timeoutSeconds: {{ $wh.timeoutSeconds }}
+{{- with $wh.namespaceSelector }}
+namespaceSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+objectSelector:
+  matchExpressions:
+    - key: owner
+      operator: NotIn
+      values: [helm]
 {{- end }}
