@@ -228,7 +228,15 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}))
 	reporter = append(reporter, status.NewReporter(mgr.GetEventRecorderFor("konductor"), //nolint:staticcheck // core/v1 events keep every message (see status.Reporter)
-		status.NewMetrics(metrics.Registry), podReference(), log))
+		status.NewMetrics(metrics.Registry, instanceID()), podReference(), log))
+	status.RegisterControllerState(metrics.Registry, barrier.Synced, func() bool {
+		select {
+		case <-mgr.Elected():
+			return true
+		default:
+			return false
+		}
+	})
 	ingressStatus := status.NewIngressUpdater(status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService},
 		st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("ingress-status"))
 	if cfg.UpdateStatus && ingressStatus.Enabled() {
@@ -591,6 +599,16 @@ func podReference() *corev1.ObjectReference {
 		return nil
 	}
 	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: name, Namespace: ns, UID: types.UID(os.Getenv("POD_UID"))}
+}
+
+// instanceID is the value of KIC's instance_id metrics label: the controller's Pod name
+// (POD_NAME), else the host name, which is the Pod name in a Pod too.
+func instanceID() string {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name
+	}
+	name, _ := os.Hostname()
+	return name
 }
 
 // buildGateways makes one Gateway per --kong-admin-url.

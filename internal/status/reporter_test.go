@@ -2,12 +2,9 @@ package status
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -58,28 +55,6 @@ func TestRejectedEntitiesBecomeEventsOnTheirObjects(t *testing.T) {
 	}}
 	r.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "g", Err: rej}}})
 	require.Equal(t, []string{"Warning KongConfigurationApplyFailed invalid hosts.0: invalid value"}, drain(rec))
-}
-
-func TestMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
-	require.Same(t, m.rounds, NewMetrics(reg).rounds, "a second controller in the process shares the metrics")
-	r := NewReporter(nil, m, nil, logr.Discard())
-	r.Report(context.Background(), dataplane.Round{
-		Problems: make([]translator.Problem, 2),
-		Gateways: []dataplane.GatewayResult{
-			{URL: "a"},
-			{URL: "b", Err: errors.New("refused")},
-			{URL: "c", Err: &dataplane.RejectedError{Entities: make([]dataplane.EntityError, 3)}},
-			{URL: "d", Skipped: true, Err: errors.New("refused")},
-		},
-	})
-	require.Equal(t, 2.0, testutil.ToFloat64(m.problems))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("a", ResultSuccess)))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("b", ResultError)))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("c", ResultRejected)))
-	require.Equal(t, 3.0, testutil.ToFloat64(m.rejected.WithLabelValues("c")))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("d", ResultBackoff)))
 }
 
 // Gateways report when their own syncs end: a refusal still standing on gateway a is not
