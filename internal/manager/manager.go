@@ -699,8 +699,12 @@ func adminHTTPClient(cfg *config.Config, serverName string) (*http.Client, error
 	if token != "" {
 		rt = tokenTransport{token: token, next: transport}
 	}
-	// Every request to the Admin API is bounded (--proxy-timeout-seconds, KIC's): a gateway that
-	// stops answering fails the sync, which is retried with backoff, instead of hanging it.
+	// A request that got no answer, a 5xx or a 429 is tried again when that is safe
+	// (retryTransport), within the same bound.
+	rt = newRetryTransport(rt)
+	// Every request to the Admin API is bounded (--proxy-timeout-seconds, KIC's), retries
+	// included: a gateway that stops answering fails the sync, which the loop retries with
+	// backoff, instead of hanging it.
 	timeout := cfg.ProxyTimeout
 	if timeout <= 0 {
 		timeout = config.DefaultProxyTimeoutSeconds * time.Second
