@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
@@ -230,6 +231,10 @@ type Loop struct {
 
 	mu      sync.Mutex
 	pending []string // gateways that have not taken a configuration yet, for readiness
+
+	// redactor masks the secrets of redactorOf's configuration in log lines (redact).
+	redactor   *redact.Redactor
+	redactorOf *Target
 }
 
 type gatewayState struct {
@@ -602,8 +607,8 @@ func (l *Loop) settle(ctx context.Context, d syncDone) GatewayResult {
 		// Logged when it changes: a refused configuration stays refused round after round.
 		if key := refsKey(fb.Excluded) + fmt.Sprint(fb.Err); key != g.fallbackKey {
 			g.fallbackKey = key
-			log.Error(err, "gateway rejected the configuration; fallback configuration tried", "gateway", g.URL(),
-				"broken", refsString(fb.Broken), "excluded", refsString(fb.Excluded), "backfilled", len(fb.Backfilled), "fallbackError", fb.Err)
+			log.Error(l.redact(err), "gateway rejected the configuration; fallback configuration tried", "gateway", g.URL(),
+				"broken", refsString(fb.Broken), "excluded", refsString(fb.Excluded), "backfilled", len(fb.Backfilled), "fallbackError", l.redact(fb.Err))
 		}
 		err = fb.Err
 		if refusal(err) == nil && err != nil {
@@ -626,7 +631,7 @@ func (l *Loop) settle(ctx context.Context, d syncDone) GatewayResult {
 	case errors.As(err, &rej):
 		// The gateway keeps its last good configuration; the same one is not retried.
 		g.retryAt, g.lastErr, g.backoff, g.ok = time.Time{}, nil, l.opts.Backoff, rej.RestApplied
-		log.Error(err, "gateway rejected the configuration", "gateway", g.URL(), "entities", len(rej.Entities))
+		log.Error(l.redact(err), "gateway rejected the configuration", "gateway", g.URL(), "entities", len(rej.Entities))
 	default:
 		return l.settleError(ctx, g, err)
 	}
@@ -641,7 +646,7 @@ func (l *Loop) settleError(ctx context.Context, g *gatewayState, err error) Gate
 	if ctx.Err() == nil {
 		delay := g.backoff.Step()
 		g.retryAt, g.lastErr = l.opts.Clock.Now().Add(delay), err
-		l.opts.Logger.Error(err, "sync failed; retrying with backoff", "gateway", g.URL(), "retryIn", delay.String())
+		l.opts.Logger.Error(l.redact(err), "sync failed; retrying with backoff", "gateway", g.URL(), "retryIn", delay.String())
 	}
 	return GatewayResult{URL: g.URL(), Err: err}
 }
@@ -722,6 +727,18 @@ func refsString(refs []kongstate.ObjectRef) string {
 		parts[i] = r.String()
 	}
 	return strings.Join(parts, ", ")
+}
+
+// redact masks the secrets of the current target in err, for logs: Kong echoes values in its
+// messages (a duplicate key-auth key, for one).
+func (l *Loop) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	if l.target != l.redactorOf {
+		l.redactor, l.redactorOf = redact.ForState(l.target.State), l.target
+	}
+	return l.redactor.Error(err)
 }
 
 func (l *Loop) report(ctx context.Context, r Round) {
