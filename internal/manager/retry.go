@@ -9,7 +9,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // retryTransport retries an Admin API request that failed in a way worth trying again: no
@@ -34,7 +38,26 @@ type retryTransport struct {
 	base, maxBackoff time.Duration
 	// sleep waits d or until ctx ends (false then); tests replace it.
 	sleep func(ctx context.Context, d time.Duration) bool
+	// retries counts the retries by gateway host and reason; nil counts nothing.
+	retries *prometheus.CounterVec
 }
+
+// Reasons of a retry, the values of konductor_admin_api_retries_total's "reason" label.
+const (
+	retryReasonNetwork   = "network" // no answer
+	retryReasonStatus5xx = "5xx"
+	retryReasonStatus429 = "429"
+)
+
+// adminRetries is konductor_admin_api_retries_total, in controller-runtime's registry.
+var adminRetries = sync.OnceValue(func() *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "konductor_admin_api_retries_total",
+		Help: "Admin API requests sent again, by gateway host (host:port of the Admin API) and reason (network, 5xx, 429).",
+	}, []string{"host", "reason"})
+	metrics.Registry.MustRegister(c)
+	return c
+})
 
 // Default retry schedule of Admin API requests: up to 6 attempts, 100 ms doubling to 2 s
 // (about 4.6 s of waiting at most, well inside the default 30 s --proxy-timeout-seconds).
@@ -48,7 +71,8 @@ const (
 )
 
 func newRetryTransport(next http.RoundTripper) *retryTransport {
-	return &retryTransport{next: next, maxAttempts: adminRetryAttempts, base: adminRetryBase, maxBackoff: adminRetryMaxBackoff, sleep: sleepCtx}
+	return &retryTransport{next: next, maxAttempts: adminRetryAttempts, base: adminRetryBase, maxBackoff: adminRetryMaxBackoff,
+		sleep: sleepCtx, retries: adminRetries()}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -83,6 +107,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		wait, again := retryWait(resp, err, ctx)
 		if !again || attempt == t.maxAttempts {
 			return resp, err
+		}
+		if t.retries != nil {
+			t.retries.WithLabelValues(req.URL.Host, retryReason(resp)).Inc()
 		}
 		// Jitter: between half and all of the backoff; a Retry-After is a floor.
 		d := backoff/2 + rand.N(backoff/2+1) //nolint:gosec // jitter, not a secret
@@ -129,6 +156,16 @@ func retryWait(resp *http.Response, err error, ctx context.Context) (time.Durati
 		return 0, false
 	}
 	return retryAfter(resp.Header.Get("Retry-After")), true
+}
+
+func retryReason(resp *http.Response) string {
+	switch {
+	case resp == nil:
+		return retryReasonNetwork
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return retryReasonStatus429
+	}
+	return retryReasonStatus5xx
 }
 
 // retryAfter parses a Retry-After value: seconds, or an HTTP date; 0 when absent or invalid.

@@ -5,11 +5,13 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kong/go-kong/kong"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/konductor/konductor/internal/config"
@@ -160,5 +162,10 @@ func TestAdminHTTPClientRetries(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, srv.RequestCount("POST", "/config"))
 	require.Equal(t, 3, srv.RequestCount("GET", "/status"))
+	host := strings.TrimPrefix(srv.URL, "http://")
+	require.Equal(t, 3.0, testutil.ToFloat64(adminRetries().WithLabelValues(host, "5xx")))
+	// Go's transport itself sends a GET again once when a reused connection closes without
+	// an answer; the rest are ours.
+	require.GreaterOrEqual(t, testutil.ToFloat64(adminRetries().WithLabelValues(host, "network")), 1.0)
 	require.NotNil(t, srv.Entity("services", "s"))
 }
