@@ -5,8 +5,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongstate"
@@ -45,15 +47,30 @@ type FallbackResult struct {
 	// Err is nil when the gateway took the fallback configuration; else why not (a
 	// *RejectedError when it refused that too).
 	Err error
+
+	// For metrics: how long the fallback syncs took, the size of the last fallback
+	// configuration sent, in bytes, and the fallback translations this gateway's sync made
+	// (a plan already made for another gateway of the round is not counted again).
+	Duration     time.Duration
+	Size         int
+	Translations []FallbackTranslation
+}
+
+// FallbackTranslation is one translation of a fallback snapshot.
+type FallbackTranslation struct {
+	Duration time.Duration
+	// Problems are its translation problems (objects left out or degraded).
+	Problems []translator.Problem
 }
 
 // fallbackPlan is one fallback configuration, shared by every gateway that refused the same
 // objects in the same round.
 type fallbackPlan struct {
-	target     *Target
-	snapshot   *store.Snapshot
-	excluded   []kongstate.ObjectRef
-	backfilled []kongstate.ObjectRef
+	translation FallbackTranslation
+	target      *Target
+	snapshot    *store.Snapshot
+	excluded    []kongstate.ObjectRef
+	backfilled  []kongstate.ObjectRef
 }
 
 // fallbacks builds the fallback configurations of one round's target, once per set of broken
@@ -63,18 +80,20 @@ type fallbacks struct {
 	snapshot  *store.Snapshot
 	graph     *translator.Graph
 	lastValid *store.Snapshot // nil: leave objects out, do not backfill
+	clock     clock.PassiveClock
 
 	mu    sync.Mutex
 	plans map[string]*fallbackPlan
 }
 
-// plan returns the fallback configuration without broken and their dependents.
-func (f *fallbacks) plan(broken []kongstate.ObjectRef) *fallbackPlan {
+// plan returns the fallback configuration without broken and their dependents, and whether
+// this call built it (the first for these objects).
+func (f *fallbacks) plan(broken []kongstate.ObjectRef) (*fallbackPlan, bool) {
 	key := refsKey(broken)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if p := f.plans[key]; p != nil {
-		return p
+		return p, false
 	}
 	out := map[kongstate.ObjectRef]bool{}
 	for _, r := range f.graph.Dependents(broken...) {
@@ -101,16 +120,25 @@ func (f *fallbacks) plan(broken []kongstate.ObjectRef) *fallbackPlan {
 		snap = snap.Union(fill)
 	}
 	sortRefs(backfilled)
+	start := f.now()
 	res := f.translate(snap)
 	p := &fallbackPlan{
-		target:   newTarget(res, snap, nil),
-		snapshot: snap, excluded: excluded, backfilled: backfilled,
+		translation: FallbackTranslation{Duration: f.now().Sub(start), Problems: res.Problems},
+		target:      newTarget(res, snap, nil),
+		snapshot:    snap, excluded: excluded, backfilled: backfilled,
 	}
 	if f.plans == nil {
 		f.plans = map[string]*fallbackPlan{}
 	}
 	f.plans[key] = p
-	return p
+	return p, true
+}
+
+func (f *fallbacks) now() time.Time {
+	if f.clock == nil {
+		return time.Now()
+	}
+	return f.clock.Now()
 }
 
 // brokenObjects lists the objects a refusal names, once each (entities whose tags lead to no

@@ -218,8 +218,11 @@ func TestFallbackPlanIsSharedByGateways(t *testing.T) {
 	res := translate(snap)
 	fb := &fallbacks{translate: func(s *store.Snapshot) translator.Result { translations++; return translate(s) }, snapshot: snap, graph: res.Graph}
 	broken := []kongstate.ObjectRef{{Group: "configuration.konghq.com", Kind: "KongPlugin", Namespace: "default", Name: "custom"}}
-	p1, p2 := fb.plan(broken), fb.plan(broken)
+	p1, built1 := fb.plan(broken)
+	p2, built2 := fb.plan(broken)
 	require.Same(t, p1, p2)
+	require.True(t, built1)
+	require.False(t, built2, "a plan already made is not counted as a fallback translation again")
 	require.Equal(t, 1, translations)
 	require.Len(t, p1.snapshot.Ingresses, 1)
 	require.Equal(t, "a", p1.snapshot.Ingresses[0].Name)

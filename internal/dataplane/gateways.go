@@ -29,6 +29,9 @@ func NewDBLessGateway(url string, client *kong.Client, log logr.Logger) *DBLessG
 // URL implements Gateway.
 func (g *DBLessGateway) URL() string { return g.url }
 
+// Protocol implements ProtocolNamer.
+func (g *DBLessGateway) Protocol() string { return ProtocolDBLess }
+
 // Sync implements Gateway.
 func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 	cfg, err := t.DeclarativeConfig()
@@ -86,6 +89,17 @@ func NewDetectingGateway(url string, client *kong.Client, dbMode DBModeFactory, 
 
 // URL implements Gateway.
 func (g *DetectingGateway) URL() string { return g.url }
+
+// Protocol implements ProtocolNamer: the detected gateway's, "" before the first sync reached
+// it.
+func (g *DetectingGateway) Protocol() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inner == nil {
+		return ""
+	}
+	return protocolOf(g.inner)
+}
 
 // Sync implements Gateway.
 func (g *DetectingGateway) Sync(ctx context.Context, t *Target) error {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
@@ -34,6 +35,26 @@ type Gateway interface {
 	// configuration (retrying the same one is pointless); any other error is retried with
 	// backoff.
 	Sync(ctx context.Context, target *Target) error
+}
+
+// The configuration protocols, KIC's values of the "protocol" metrics label.
+const (
+	ProtocolDBLess = "db-less" // POST /config
+	ProtocolDeck   = "deck"    // entity by entity, database mode
+)
+
+// ProtocolNamer is a Gateway that says how it is configured (ProtocolDBLess or ProtocolDeck;
+// "" while it does not know yet), for metrics.
+type ProtocolNamer interface {
+	Protocol() string
+}
+
+// protocolOf is g's protocol, "" when it does not say.
+func protocolOf(g Gateway) string {
+	if p, ok := g.(ProtocolNamer); ok {
+		return p.Protocol()
+	}
+	return ""
 }
 
 // Target is one translation result, shared by every gateway of a round. Rendering happens at
@@ -102,6 +123,17 @@ type GatewayResult struct {
 	// Fallback is set when the gateway refused the configuration (Err) and a fallback
 	// configuration was tried (fallback.go).
 	Fallback *FallbackResult
+
+	// For metrics, of a sync that ran (not Skipped): the gateway's protocol ("" when not
+	// known yet), how long the sync of the round's configuration took, and that
+	// configuration's size in bytes (0 when it could not be rendered).
+	Protocol string
+	Duration time.Duration
+	Size     int
+	// EventAt is the time of the oldest change event this sync delivered to the gateway: set
+	// when the gateway took a configuration (the round's or a fallback) that includes changes
+	// it did not hold before; zero otherwise.
+	EventAt time.Time
 }
 
 // Round is a report of the loop: a round's translation problems and the gateways it skipped,
@@ -116,6 +148,10 @@ type Round struct {
 	Gateways []GatewayResult
 	// SnapshotErr is set when the cache could not be read; nothing was synced.
 	SnapshotErr error
+	// Translated is true in the report of a round that translated the snapshot (false in
+	// reports of syncs that ended); TranslationDuration is how long that took.
+	Translated          bool
+	TranslationDuration time.Duration
 }
 
 // Reporter is told the outcome of every round and of every sync (events, conditions, metrics).
@@ -195,6 +231,10 @@ type Loop struct {
 
 	mu      sync.Mutex
 	pending []string // gateways that have not taken a configuration yet, for readiness
+
+	// redactor masks the secrets of redactorOf's configuration in log lines (redact).
+	redactor   *redact.Redactor
+	redactorOf *Target
 }
 
 type gatewayState struct {
@@ -212,14 +252,25 @@ type gatewayState struct {
 	// fallbackKey names the fallback it last logged, so that an unchanged one is not logged
 	// again every round.
 	fallbackKey string
+	// eventAt is the time of the oldest change event the gateway does not hold yet (zero when
+	// none), and eventSeq the first round that translated it.
+	eventAt  time.Time
+	eventSeq uint64
 }
 
 type syncDone struct {
-	g        *gatewayState
+	g   *gatewayState
+	seq uint64
+	syncOutcome
+}
+
+// syncOutcome is what one sync of a target, fallback included, did.
+type syncOutcome struct {
 	err      error
 	fallback *FallbackResult
 	accepted *store.Snapshot // the snapshot the gateway took, if it took one
-	seq      uint64
+	duration time.Duration   // of the sync of the round's configuration
+	size     int             // of that configuration, bytes
 }
 
 // NewLoop returns a loop; Start runs it.
@@ -415,18 +466,28 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 		l.report(ctx, Round{SnapshotErr: err})
 		return
 	}
+	eventAt := l.opts.Trigger.takeFirst()
+	translateStart := l.opts.Clock.Now()
 	res := l.opts.Translate(snap)
+	translated := l.opts.Clock.Since(translateStart)
 	var fb *fallbacks
 	if l.opts.Fallback {
-		fb = &fallbacks{translate: l.opts.Translate, snapshot: snap, graph: res.Graph}
+		fb = &fallbacks{translate: l.opts.Translate, snapshot: snap, graph: res.Graph, clock: l.opts.Clock}
 		if l.opts.UseLastValidConfigForFallback {
 			fb.lastValid = l.lastValid
 		}
 	}
 	l.target = newTarget(res, snap, fb)
 	l.seq++
+	if !eventAt.IsZero() {
+		for _, g := range l.gateways {
+			if g.eventAt.IsZero() {
+				g.eventAt, g.eventSeq = eventAt, l.seq
+			}
+		}
+	}
 	skipped := l.dispatchStale(ctx, started)
-	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, Gateways: skipped})
+	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, Gateways: skipped, Translated: true, TranslationDuration: translated})
 }
 
 // dispatchStale starts a sync of the current target on every gateway that does not hold it,
@@ -458,7 +519,7 @@ func (l *Loop) dispatch(ctx context.Context, g *gatewayState) {
 		d := syncDone{g: g, seq: seq}
 		select {
 		case l.sem <- struct{}{}:
-			d.err, d.fallback, d.accepted = l.syncWithFallback(g, target)
+			d.syncOutcome = l.syncWithFallback(g, target)
 			<-l.sem
 		case <-g.ctx.Done():
 			d.err = g.ctx.Err()
@@ -480,7 +541,7 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 			l.lastValid, l.lastValidSeq = d.accepted, d.seq
 		}
 		if !d.g.gone {
-			results = append(results, l.settle(ctx, d))
+			results = append(results, l.measured(d, l.settle(ctx, d)))
 		}
 		select {
 		case d = <-l.done:
@@ -519,6 +580,22 @@ func (l *Loop) updateReadiness() {
 	l.mu.Unlock()
 }
 
+// measured adds to res the metrics of d: protocol, duration, size, and the time of the oldest
+// change event d delivered when the gateway took a configuration that includes it.
+func (l *Loop) measured(d syncDone, res GatewayResult) GatewayResult {
+	g := d.g
+	res.Protocol, res.Duration, res.Size = protocolOf(g.Gateway), d.duration, d.size
+	took := d.accepted != nil
+	if rej := (*RejectedError)(nil); errors.As(d.err, &rej) && rej.RestApplied {
+		took = true // database mode applied all but the refused objects
+	}
+	if took && !g.eventAt.IsZero() && g.eventSeq <= d.seq {
+		res.EventAt = g.eventAt
+		g.eventAt, g.eventSeq = time.Time{}, 0
+	}
+	return res
+}
+
 // settle records what a finished sync of g means for it: back in step, refused (the same
 // configuration is not retried), or failed (retry with backoff).
 func (l *Loop) settle(ctx context.Context, d syncDone) GatewayResult {
@@ -530,8 +607,8 @@ func (l *Loop) settle(ctx context.Context, d syncDone) GatewayResult {
 		// Logged when it changes: a refused configuration stays refused round after round.
 		if key := refsKey(fb.Excluded) + fmt.Sprint(fb.Err); key != g.fallbackKey {
 			g.fallbackKey = key
-			log.Error(err, "gateway rejected the configuration; fallback configuration tried", "gateway", g.URL(),
-				"broken", refsString(fb.Broken), "excluded", refsString(fb.Excluded), "backfilled", len(fb.Backfilled), "fallbackError", fb.Err)
+			log.Error(l.redact(err), "gateway rejected the configuration; fallback configuration tried", "gateway", g.URL(),
+				"broken", refsString(fb.Broken), "excluded", refsString(fb.Excluded), "backfilled", len(fb.Backfilled), "fallbackError", l.redact(fb.Err))
 		}
 		err = fb.Err
 		if refusal(err) == nil && err != nil {
@@ -554,7 +631,7 @@ func (l *Loop) settle(ctx context.Context, d syncDone) GatewayResult {
 	case errors.As(err, &rej):
 		// The gateway keeps its last good configuration; the same one is not retried.
 		g.retryAt, g.lastErr, g.backoff, g.ok = time.Time{}, nil, l.opts.Backoff, rej.RestApplied
-		log.Error(err, "gateway rejected the configuration", "gateway", g.URL(), "entities", len(rej.Entities))
+		log.Error(l.redact(err), "gateway rejected the configuration", "gateway", g.URL(), "entities", len(rej.Entities))
 	default:
 		return l.settleError(ctx, g, err)
 	}
@@ -569,38 +646,47 @@ func (l *Loop) settleError(ctx context.Context, g *gatewayState, err error) Gate
 	if ctx.Err() == nil {
 		delay := g.backoff.Step()
 		g.retryAt, g.lastErr = l.opts.Clock.Now().Add(delay), err
-		l.opts.Logger.Error(err, "sync failed; retrying with backoff", "gateway", g.URL(), "retryIn", delay.String())
+		l.opts.Logger.Error(l.redact(err), "sync failed; retrying with backoff", "gateway", g.URL(), "retryIn", delay.String())
 	}
 	return GatewayResult{URL: g.URL(), Err: err}
 }
 
 // syncWithFallback syncs target to g and, when g refuses it naming objects and fallback is
-// on, the fallback configuration without them (fallback.go). It returns the sync's error,
-// the fallback's outcome (nil when none was tried) and the snapshot g took, if any.
-func (l *Loop) syncWithFallback(g *gatewayState, target *Target) (error, *FallbackResult, *store.Snapshot) { //nolint:revive // the error first reads as the sync's own
-	err := g.Sync(g.ctx, target)
-	if err == nil {
-		return nil, nil, target.snapshot
+// on, the fallback configuration without them (fallback.go). Its outcome has the sync's
+// error, the fallback's outcome (nil when none was tried) and the snapshot g took, if any.
+func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
+	var out syncOutcome
+	out.err, out.duration, out.size = l.timedSync(g, target)
+	if out.err == nil {
+		out.accepted = target.snapshot
+		return out
 	}
-	rej := refusal(err)
+	rej := refusal(out.err)
 	if rej == nil || target.fallbacks == nil {
-		return err, nil, nil
+		return out
 	}
 	broken := brokenObjects(rej)
 	if len(broken) == 0 {
-		return err, nil, nil // nothing to isolate: the gateway keeps its last good configuration
+		return out // nothing to isolate: the gateway keeps its last good configuration
 	}
 	res := &FallbackResult{}
+	out.fallback = res
 	for pass := 1; ; pass++ {
-		plan := target.fallbacks.plan(broken)
+		plan, built := target.fallbacks.plan(broken)
 		res.Broken, res.Excluded, res.Backfilled, res.Problems = broken, plan.excluded, plan.backfilled, plan.target.Problems
-		res.Err = g.Sync(g.ctx, plan.target)
+		if built {
+			res.Translations = append(res.Translations, plan.translation)
+		}
+		var d time.Duration
+		res.Err, d, res.Size = l.timedSync(g, plan.target)
+		res.Duration += d
 		if res.Err == nil {
-			return err, res, plan.snapshot
+			out.accepted = plan.snapshot
+			return out
 		}
 		frej := refusal(res.Err)
 		if frej == nil || pass == maxFallbackPasses {
-			return err, res, nil
+			return out
 		}
 		more := brokenObjects(frej)
 		known := map[kongstate.ObjectRef]bool{}
@@ -614,10 +700,25 @@ func (l *Loop) syncWithFallback(g *gatewayState, target *Target) (error, *Fallba
 			}
 		}
 		if !grown {
-			return err, res, nil
+			return out
 		}
 		sortRefs(broken)
 	}
+}
+
+// timedSync syncs target to g and says how long that took and the size of the configuration
+// (0 when it cannot be rendered).
+func (l *Loop) timedSync(g *gatewayState, target *Target) (error, time.Duration, int) { //nolint:revive // the error first reads as the sync's own
+	start := l.opts.Clock.Now()
+	err := g.Sync(g.ctx, target)
+	took := l.opts.Clock.Since(start)
+	size := 0
+	if target.State != nil {
+		if cfg, rerr := target.DeclarativeConfig(); rerr == nil {
+			size = len(cfg)
+		}
+	}
+	return err, took, size
 }
 
 func refsString(refs []kongstate.ObjectRef) string {
@@ -626,6 +727,18 @@ func refsString(refs []kongstate.ObjectRef) string {
 		parts[i] = r.String()
 	}
 	return strings.Join(parts, ", ")
+}
+
+// redact masks the secrets of the current target in err, for logs: Kong echoes values in its
+// messages (a duplicate key-auth key, for one).
+func (l *Loop) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	if l.target != l.redactorOf {
+		l.redactor, l.redactorOf = redact.ForState(l.target.State), l.target
+	}
+	return l.redactor.Error(err)
 }
 
 func (l *Loop) report(ctx context.Context, r Round) {

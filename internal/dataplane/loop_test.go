@@ -230,16 +230,24 @@ func (r *reports) all() []Round {
 	return append([]Round(nil), r.rounds...)
 }
 
-func TestDigestSkipAndRestartRepush(t *testing.T) {
+// emulatorLoop runs a loop over cluster() against one DB-less emulator, with backoff (zero:
+// the default) and no periodic resync, and waits for its first sync.
+func emulatorLoop(t *testing.T, backoff wait.Backoff) (*kongemu.Server, *Trigger) {
+	t.Helper()
 	srv, c := startEmulator(t)
 	trigger := NewTrigger()
 	l := NewLoop(Options{
 		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
 		Gateways: []Gateway{NewDetectingGateway(srv.URL, c, nil, logr.Discard())},
-		Trigger:  trigger, Period: time.Hour, Quiet: time.Millisecond, Logger: testr.New(t),
+		Trigger:  trigger, Period: time.Hour, Quiet: time.Millisecond, Logger: testr.New(t), Backoff: backoff,
 	})
 	run(t, l)
 	<-l.FirstSyncDone()
+	return srv, trigger
+}
+
+func TestDigestSkipAndRestartRepush(t *testing.T) {
+	srv, trigger := emulatorLoop(t, wait.Backoff{})
 	require.Equal(t, 1, srv.RequestCount(http.MethodPost, "/config"))
 
 	// Nothing changed: the loop asks /status and sends nothing.
@@ -510,4 +518,20 @@ func TestDiscoveredGatewaysComeAndGo(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return l.Ready() == nil }, 5*time.Second, time.Millisecond, "ready without the dropped gateway")
 	require.Equal(t, 1, fast.count(), "the others are not synced again for a gateway change")
+}
+
+// A gateway that stops answering and comes back restarted (its configuration lost) gets the
+// configuration again, although it is the one it last took: the failed sync is retried with
+// backoff, and the retry sees the all-zero hash instead of skipping an unchanged digest.
+func TestGatewayBackFromAnOutageIsResynced(t *testing.T) {
+	srv, trigger := emulatorLoop(t, wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 100 * time.Millisecond})
+
+	srv.InjectFault(kongemu.Fault{Drop: true})
+	trigger.Request() // a resync while it is down: fails, retried with backoff
+	require.Eventually(t, func() bool { return len(srv.FaultHits()) > 2 }, 5*time.Second, time.Millisecond)
+	srv.Restart()
+	srv.ClearFaults()
+	require.Eventually(t, func() bool { return srv.ConfigHash() != "00000000000000000000000000000000" }, 5*time.Second, time.Millisecond,
+		"the unchanged configuration is sent again to the restarted gateway")
+	require.NotNil(t, srv.Entity("services", "default.echo.80"))
 }

@@ -1,6 +1,9 @@
 package dataplane
 
 import (
+	"sync"
+	"time"
+
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -9,6 +12,9 @@ import (
 // made before the loop takes one are a single pending request.
 type Trigger struct {
 	ch chan struct{}
+
+	mu    sync.Mutex
+	first time.Time // the first request not yet taken by a round, for the event-to-push metric
 }
 
 // NewTrigger returns a trigger with no pending request.
@@ -16,10 +22,26 @@ func NewTrigger() *Trigger { return &Trigger{ch: make(chan struct{}, 1)} }
 
 // Request asks for a sync.
 func (t *Trigger) Request() {
+	t.mu.Lock()
+	if t.first.IsZero() {
+		t.first = time.Now()
+	}
+	t.mu.Unlock()
 	select {
 	case t.ch <- struct{}{}:
 	default:
 	}
+}
+
+// takeFirst returns the time of the first request since the last call (zero when none came)
+// and starts counting again: a round calls it when it reads the cache, so that what it
+// translates includes every change requested before.
+func (t *Trigger) takeFirst() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	first := t.first
+	t.first = time.Time{}
+	return first
 }
 
 // C delivers pending requests.

@@ -31,6 +31,23 @@ type Fault struct {
 	Drop bool
 }
 
+// FaultHit is one request a fault hit: when it arrived and what it was answered.
+type FaultHit struct {
+	Time       time.Time
+	Method     string
+	Path       string
+	Status     int // 0 for a dropped connection or latency only
+	RetryAfter int
+}
+
+// FaultHits returns the requests faults hit so far, in order: a client's retry schedule
+// (Retry-After honoured) is read from them and the audit log.
+func (e *Emulator) FaultHits() []FaultHit {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]FaultHit(nil), e.faultHits...)
+}
+
 type faultRule struct {
 	Fault
 	left int // remaining hits; -1 unlimited
@@ -99,6 +116,7 @@ func (e *Emulator) pickFault(r *http.Request) *Fault {
 			}
 		}
 		c := f.Fault
+		e.faultHits = append(e.faultHits, FaultHit{Time: e.opts.Now(), Method: r.Method, Path: r.URL.Path, Status: c.Status, RetryAfter: c.RetryAfter})
 		return &c
 	}
 	return nil

@@ -84,6 +84,7 @@ type Emulator struct {
 	requests   map[string]int
 	total      int
 	faults     []*faultRule
+	faultHits  []FaultHit
 	rejectNext []ConfigRejection
 	rng        *rnd.Rand
 }

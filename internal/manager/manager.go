@@ -228,7 +228,15 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}))
 	reporter = append(reporter, status.NewReporter(mgr.GetEventRecorderFor("konductor"), //nolint:staticcheck // core/v1 events keep every message (see status.Reporter)
-		status.NewMetrics(metrics.Registry), podReference(), log))
+		status.NewMetrics(metrics.Registry, instanceID()), podReference(), log))
+	status.RegisterControllerState(metrics.Registry, barrier.Synced, func() bool {
+		select {
+		case <-mgr.Elected():
+			return true
+		default:
+			return false
+		}
+	})
 	ingressStatus := status.NewIngressUpdater(status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService},
 		st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("ingress-status"))
 	if cfg.UpdateStatus && ingressStatus.Enabled() {
@@ -593,6 +601,16 @@ func podReference() *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: name, Namespace: ns, UID: types.UID(os.Getenv("POD_UID"))}
 }
 
+// instanceID is the value of KIC's instance_id metrics label: the controller's Pod name
+// (POD_NAME), else the host name, which is the Pod name in a Pod too.
+func instanceID() string {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name
+	}
+	name, _ := os.Hostname()
+	return name
+}
+
 // buildGateways makes one Gateway per --kong-admin-url.
 func buildGateways(cfg *config.Config, dbMode dataplane.DBModeFactory, flavors *dataplane.RouterFlavors, log logr.Logger) ([]dataplane.Gateway, error) {
 	httpClient, err := AdminHTTPClient(cfg)
@@ -681,8 +699,12 @@ func adminHTTPClient(cfg *config.Config, serverName string) (*http.Client, error
 	if token != "" {
 		rt = tokenTransport{token: token, next: transport}
 	}
-	// Every request to the Admin API is bounded (--proxy-timeout-seconds, KIC's): a gateway that
-	// stops answering fails the sync, which is retried with backoff, instead of hanging it.
+	// A request that got no answer, a 5xx or a 429 is tried again when that is safe
+	// (retryTransport), within the same bound.
+	rt = newRetryTransport(rt)
+	// Every request to the Admin API is bounded (--proxy-timeout-seconds, KIC's), retries
+	// included: a gateway that stops answering fails the sync, which the loop retries with
+	// backoff, instead of hanging it.
 	timeout := cfg.ProxyTimeout
 	if timeout <= 0 {
 		timeout = config.DefaultProxyTimeoutSeconds * time.Second

@@ -15,6 +15,7 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/redact"
 )
 
 // Event reasons, KIC's (kic-compat.md §12).
@@ -44,6 +45,10 @@ type Reporter struct {
 	ok      map[string]bool            // gateways whose previous sync succeeded
 	// fallbackOK: gateways whose previous sync ended with a fallback configuration taken.
 	fallbackOK map[string]bool
+	// redactor masks the secrets of redactorOf, the latest configuration reported, in every
+	// event and log line (Kong echoes values in its messages).
+	redactor   *redact.Redactor
+	redactorOf *kongstate.State
 }
 
 // NewReporter returns a reporter. recorder may be nil (no events); metrics may be nil.
@@ -69,6 +74,9 @@ func (r *Reporter) Report(_ context.Context, round dataplane.Round) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if round.State != nil && round.State != r.redactorOf {
+		r.redactor, r.redactorOf = redact.ForState(round.State), round.State
+	}
 	emitted := map[string]bool{}
 	emit := func(e event, before map[string]bool, byGateway bool) string {
 		key := e.obj.String() + "\x00" + e.reason + "\x00" + e.message
@@ -76,8 +84,9 @@ func (r *Reporter) Report(_ context.Context, round dataplane.Round) {
 			return key
 		}
 		emitted[key] = true
-		r.log.Info("problem with an object", "object", e.obj.String(), "reason", e.reason, "message", e.message)
-		r.emit(e.obj, corev1.EventTypeWarning, e.reason, e.message)
+		msg := r.redactor.String(e.message)
+		r.log.Info("problem with an object", "object", e.obj.String(), "reason", e.reason, "message", msg)
+		r.emit(e.obj, corev1.EventTypeWarning, e.reason, msg)
 		return key
 	}
 
@@ -204,7 +213,7 @@ func (r *Reporter) gatewayEvent(g dataplane.GatewayResult) {
 		switch {
 		case fb.Err != nil:
 			r.recorder.Eventf(r.pod, corev1.EventTypeWarning, ReasonFallbackApplyFailed,
-				"failed to apply fallback Kong configuration to %s: %v", g.URL, fb.Err)
+				"failed to apply fallback Kong configuration to %s: %v", g.URL, r.redactor.Error(fb.Err))
 		case !wasFallbackOK:
 			r.recorder.Eventf(r.pod, corev1.EventTypeNormal, ReasonFallbackSucceeded,
 				"successfully applied fallback Kong configuration to %s", g.URL)
@@ -213,7 +222,7 @@ func (r *Reporter) gatewayEvent(g dataplane.GatewayResult) {
 	switch {
 	case g.Err != nil:
 		r.recorder.Eventf(r.pod, corev1.EventTypeWarning, ReasonApplyFailed,
-			"failed to apply Kong configuration to %s: %v", g.URL, g.Err)
+			"failed to apply Kong configuration to %s: %v", g.URL, r.redactor.Error(g.Err))
 	case !known || !wasOK:
 		r.recorder.Eventf(r.pod, corev1.EventTypeNormal, ReasonSucceeded,
 			"successfully applied Kong configuration to %s", g.URL)

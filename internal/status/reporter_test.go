@@ -2,12 +2,13 @@ package status
 
 import (
 	"context"
-	"errors"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/go-logr/logr/funcr"
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -58,28 +59,6 @@ func TestRejectedEntitiesBecomeEventsOnTheirObjects(t *testing.T) {
 	}}
 	r.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "g", Err: rej}}})
 	require.Equal(t, []string{"Warning KongConfigurationApplyFailed invalid hosts.0: invalid value"}, drain(rec))
-}
-
-func TestMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
-	require.Same(t, m.rounds, NewMetrics(reg).rounds, "a second controller in the process shares the metrics")
-	r := NewReporter(nil, m, nil, logr.Discard())
-	r.Report(context.Background(), dataplane.Round{
-		Problems: make([]translator.Problem, 2),
-		Gateways: []dataplane.GatewayResult{
-			{URL: "a"},
-			{URL: "b", Err: errors.New("refused")},
-			{URL: "c", Err: &dataplane.RejectedError{Entities: make([]dataplane.EntityError, 3)}},
-			{URL: "d", Skipped: true, Err: errors.New("refused")},
-		},
-	})
-	require.Equal(t, 2.0, testutil.ToFloat64(m.problems))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("a", ResultSuccess)))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("b", ResultError)))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("c", ResultRejected)))
-	require.Equal(t, 3.0, testutil.ToFloat64(m.rejected.WithLabelValues("c")))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.rounds.WithLabelValues("d", ResultBackoff)))
 }
 
 // Gateways report when their own syncs end: a refusal still standing on gateway a is not
@@ -136,4 +115,28 @@ func TestFallbackEvents(t *testing.T) {
 	events := drain(rec)
 	require.Contains(t, events, "Warning FallbackKongConfigurationApplyFailed invalid hosts.0: invalid value")
 	require.Contains(t, events, "Warning FallbackKongConfigurationApplyFailed failed to apply fallback Kong configuration to g: "+frej.Error())
+}
+
+// Kong echoes values in its messages: a credential of the configuration never reaches an
+// Event or the log, on the object or on the Pod.
+func TestEventsDoNotCarrySecrets(t *testing.T) {
+	rec := record.NewFakeRecorder(100)
+	pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "kong", Name: "konductor-0"}
+	var logs strings.Builder
+	r := NewReporter(rec, nil, pod, funcr.New(func(prefix, args string) { logs.WriteString(args + "\n") }, funcr.Options{}))
+	consumer := kongstate.ObjectRef{Group: "configuration.konghq.com", Version: "v1", Kind: "KongConsumer", Namespace: "default", Name: "alice"}
+	state := &kongstate.State{Consumers: []*file.FConsumer{{
+		Consumer: kong.Consumer{Username: kong.String("alice")},
+		KeyAuths: []*kong.KeyAuth{{Key: kong.String("alice-key-123")}},
+	}}}
+	rej := &dataplane.RejectedError{Gateway: "g", Message: `UNIQUE violation detected on '{key="alice-key-123"}'`,
+		Entities: []dataplane.EntityError{{Object: consumer, EntityType: "keyauth_credential", Message: `UNIQUE violation detected on '{key="alice-key-123"}'`}}}
+	r.Report(context.Background(), dataplane.Round{State: state, Gateways: []dataplane.GatewayResult{{URL: "g", Err: rej}}})
+	events := drain(rec)
+	require.ElementsMatch(t, []string{
+		`Warning KongConfigurationApplyFailed invalid entity: UNIQUE violation detected on '{key=[redacted]}'`,
+		`Warning KongConfigurationApplyFailed failed to apply Kong configuration to g: gateway g rejected the configuration: UNIQUE violation detected on '{key=[redacted]}'`,
+	}, events)
+	require.NotContains(t, logs.String(), "alice-key-123")
+	require.Contains(t, logs.String(), "[redacted]")
 }

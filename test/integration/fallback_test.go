@@ -95,6 +95,29 @@ func testFallbackIsolatesARefusedPlugin(t *testing.T, mode kongemu.Mode, args []
 	// A later change reaches Kong while the plugin stays broken.
 	createAll(t, app(ns, "app-new", "app-new.example.com"))
 	require.Eventually(t, func() bool { return has("app-new") }, 30*time.Second, 20*time.Millisecond)
+	if mode == kongemu.DBLess {
+		// KIC's metrics, as its dashboard reads them: the refused push, the fallback taken,
+		// the refused object; and the change delivered through the fallback.
+		gw := map[string]string{"dataplane": kong.URL}
+		with := func(kv ...string) map[string]string {
+			out := map[string]string{"dataplane": kong.URL}
+			for i := 0; i < len(kv); i += 2 {
+				out[kv[i]] = kv[i+1]
+			}
+			return out
+		}
+		require.Eventually(t, func() bool {
+			return metricValue(t, "konductor_event_to_push_duration_milliseconds", gw) >= 1
+		}, 10*time.Second, 20*time.Millisecond)
+		require.GreaterOrEqual(t, metricValue(t, "ingress_controller_configuration_push_count",
+			with("success", "false", "failure_reason", "other", "protocol", "db-less")), 1.0)
+		require.GreaterOrEqual(t, metricValue(t, "ingress_controller_fallback_configuration_push_count",
+			with("success", "true", "protocol", "db-less")), 1.0)
+		require.Equal(t, 1.0, metricValue(t, "ingress_controller_configuration_push_broken_resource_count", gw))
+		require.Positive(t, metricValue(t, "ingress_controller_fallback_configuration_push_last", gw))
+		require.Positive(t, metricValue(t, "konductor_configuration_size_bytes", gw))
+		require.Equal(t, 1.0, metricValue(t, "konductor_cache_synced", nil))
+	}
 
 	// Fixing the plugin brings its Ingress back (a KongPlugin's plugin name is immutable:
 	// the fix is a new KongPlugin of the same name).

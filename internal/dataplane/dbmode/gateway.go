@@ -105,6 +105,9 @@ func New(url string, httpClient *http.Client, opts Options) (*Gateway, error) {
 // URL implements dataplane.Gateway.
 func (g *Gateway) URL() string { return g.url }
 
+// Protocol implements dataplane.ProtocolNamer.
+func (g *Gateway) Protocol() string { return dataplane.ProtocolDeck }
+
 // Sync implements dataplane.Gateway: it makes the entities carrying the filter tag equal to
 // the target, and touches no other entity.
 func (g *Gateway) Sync(ctx context.Context, t *dataplane.Target) error {
