@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 
+	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -111,6 +112,10 @@ type Round struct {
 	// Graph is the object graph of the round's translation of the whole snapshot; nil in
 	// reports of syncs that ended.
 	Graph *translator.Graph
+	// GatewayAPI is which Gateway API objects the round's translation of the whole snapshot
+	// found ours and how their routes attach (with their unresolved references), for their
+	// status; nil in reports of syncs that ended.
+	GatewayAPI *gatewayapi.Attachment
 	// State is the configuration the round's gateways were sent (nil when there was none).
 	State    *kongstate.State
 	Gateways []GatewayResult
@@ -426,7 +431,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	l.target = newTarget(res, snap, fb)
 	l.seq++
 	skipped := l.dispatchStale(ctx, started)
-	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, Gateways: skipped})
+	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, GatewayAPI: res.Gateway, Gateways: skipped})
 }
 
 // dispatchStale starts a sync of the current target on every gateway that does not hold it,

@@ -52,17 +52,17 @@ func (b *builder) populateGatewayService(ks *kongService) {
 			kind = string(*be.Kind)
 		}
 		if (group != "" && group != "core") || kind != "Service" {
-			b.problem(gb.route, gb.gvk, field, "backendRef %s/%s: unsupported kind %q, only 'Service' is supported; the backend is left out", ns, be.Name, kind)
+			b.backendProblem(gb, field, gatewayv1.RouteReasonInvalidKind, "backendRef %s/%s: unsupported kind %q, only 'Service' is supported; the backend is left out", ns, be.Name, kind)
 			continue
 		}
 		b.refer(gb.route, gb.gvk, ref(gvkService, ns, string(be.Name)))
 		if !b.granted(gb.route, gb.gvk, "", "Service", ns, string(be.Name)) {
-			b.problem(gb.route, gb.gvk, field, "backendRef to Service %s/%s is not permitted by any ReferenceGrant; the backend is left out", ns, be.Name)
+			b.backendProblem(gb, field, gatewayv1.RouteReasonRefNotPermitted, "backendRef to Service %s/%s is not permitted by any ReferenceGrant; the backend is left out", ns, be.Name)
 			continue
 		}
 		svc := b.services[ns+"/"+string(be.Name)]
 		if svc == nil {
-			b.problem(gb.route, gb.gvk, field, "Service %s/%s not found; the backend is left out", ns, be.Name)
+			b.backendProblem(gb, field, gatewayv1.RouteReasonBackendNotFound, "Service %s/%s not found; the backend is left out", ns, be.Name)
 			continue
 		}
 		port := int32(0)
@@ -71,7 +71,7 @@ func (b *builder) populateGatewayService(ks *kongService) {
 		}
 		sp, err := findPort(svc, netv1.ServiceBackendPort{Number: port})
 		if port == 0 || err != nil {
-			b.problem(gb.route, gb.gvk, field+".port", "can't find port for backend kubernetes service %s/%s: no suitable port found", ns, be.Name)
+			b.backendProblem(gb, field+".port", gatewayv1.RouteReasonBackendNotFound, "can't find port for backend kubernetes service %s/%s: no suitable port found", ns, be.Name)
 			continue
 		}
 		resolved = append(resolved, svc)
@@ -121,6 +121,13 @@ func (b *builder) populateGatewayService(ks *kongService) {
 			Config: kong.Configuration{"status_code": 500, "message": "no existing backendRef provided"},
 		}})
 	}
+}
+
+// backendProblem reports an unresolved backendRef on the route (a Problem, so an Event) and
+// records it on the route's attachment with its ResolvedRefs reason, for the route's status.
+func (b *builder) backendProblem(gb *gatewayBackends, field string, reason gatewayv1.RouteConditionReason, format string, args ...any) {
+	b.problem(gb.route, gb.gvk, field, format, args...)
+	b.gw.Route(gb.gvk.Kind, gb.route).AddRefProblem(reason, fmt.Sprintf(format, args...))
 }
 
 // weightOrDefault is a target's weight, Kong's default 100 when unset.
