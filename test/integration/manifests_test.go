@@ -250,6 +250,9 @@ func TestManifestsRBACIsLeastPrivilege(t *testing.T) {
 	for _, r := range []string{"kongplugins", "kongclusterplugins", "kongconsumers", "kongconsumergroups", "kongvaults"} {
 		want["configuration.konghq.com/"+r+"/status"] = []string{"patch"} // internal/status/programmed.go
 	}
+	for _, r := range []string{"gatewayclasses", "gateways", "httproutes"} {
+		want["gateway.networking.k8s.io/"+r+"/status"] = []string{"patch"} // internal/status/gatewayapi_updater.go
+	}
 	for _, k := range store.AllKinds() {
 		want[k.GroupVersionKind().Group+"/"+k.Resource()] = []string{"get", "list", "watch"}
 	}
