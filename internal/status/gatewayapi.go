@@ -45,16 +45,40 @@ func gatewayClassStatus(have gatewayv1.GatewayClassStatus, gen int64, now time.T
 type listenerVerdict struct {
 	unsupportedProtocol bool
 	invalidKinds        bool
-	conflict            bool // ProtocolConflict with another listener on its port
+	// conflict is ProtocolConflict or HostnameConflict, "" for none.
+	conflict gatewayv1.ListenerConditionReason
+	// refs is the ResolvedRefs reason of its certificateRefs ("" when they resolve), and
+	// refsMessage says why.
+	refs        gatewayv1.ListenerConditionReason
+	refsMessage string
 }
 
 func (v listenerVerdict) valid() bool {
-	return !v.unsupportedProtocol && !v.invalidKinds && !v.conflict
+	return !v.unsupportedProtocol && !v.invalidKinds && v.conflict == "" && v.refs == ""
 }
 
-// listenerVerdicts judges the listeners of gw. Listeners on one port conflict when their
-// protocols differ, UDP aside (it shares a port number with TCP-based protocols).
-func listenerVerdicts(gw *gatewayapi.Gateway) []listenerVerdict {
+// sharePort reports whether listeners of protocols a and b may share a port: HTTP with
+// HTTP, HTTPS and TLS with each other (then told apart by hostname), TCP with UDP (different
+// transports). KIC's canSharePort, except that KIC also refuses TCP with UDP, which the spec
+// and Kong's stream listens (a "udp" listen beside a TCP one) allow.
+func sharePort(a, b gatewayv1.ProtocolType) (ok, byHostname bool) {
+	tlsish := func(p gatewayv1.ProtocolType) bool {
+		return p == gatewayv1.HTTPSProtocolType || p == gatewayv1.TLSProtocolType
+	}
+	switch {
+	case a == gatewayv1.HTTPProtocolType && b == gatewayv1.HTTPProtocolType, tlsish(a) && tlsish(b):
+		return true, true
+	case a == gatewayv1.TCPProtocolType && b == gatewayv1.UDPProtocolType, a == gatewayv1.UDPProtocolType && b == gatewayv1.TCPProtocolType:
+		return true, false
+	}
+	return false, false
+}
+
+// listenerVerdicts judges the listeners of gw. As in KIC, a conflict marks every listener
+// that shares the conflicting port (ProtocolConflict) or port and hostname
+// (HostnameConflict), not only the later one; a protocol conflict wins over a hostname one.
+// certRefs resolves a listener's certificateRefs (gatewayapi.ResolveCertificateRefs).
+func listenerVerdicts(gw *gatewayapi.Gateway, certRefs func(*gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string)) []listenerVerdict {
 	out := make([]listenerVerdict, len(gw.Listeners))
 	for i, l := range gw.Listeners {
 		out[i].invalidKinds = l.InvalidKinds
@@ -64,14 +88,28 @@ func listenerVerdicts(gw *gatewayapi.Gateway) []listenerVerdict {
 		default:
 			out[i].unsupportedProtocol = true
 		}
+		if certRefs != nil {
+			out[i].refs, out[i].refsMessage = certRefs(l.Listener)
+		}
+	}
+	hostname := func(l *gatewayv1.Listener) string {
+		if l.Hostname == nil {
+			return ""
+		}
+		return string(*l.Hostname)
+	}
+	for i, l := range gw.Listeners {
 		for j, m := range gw.Listeners {
-			if i == j || m.Listener.Port != l.Listener.Port || m.Listener.Protocol == l.Listener.Protocol {
+			if i == j || m.Listener.Port != l.Listener.Port {
 				continue
 			}
-			if (m.Listener.Protocol == gatewayv1.UDPProtocolType) != (l.Listener.Protocol == gatewayv1.UDPProtocolType) {
-				continue
+			ok, byHostname := sharePort(l.Listener.Protocol, m.Listener.Protocol)
+			switch {
+			case !ok:
+				out[i].conflict = gatewayv1.ListenerReasonProtocolConflict
+			case byHostname && hostname(l.Listener) == hostname(m.Listener) && out[i].conflict == "":
+				out[i].conflict = gatewayv1.ListenerReasonHostnameConflict
 			}
-			out[i].conflict = true
 		}
 	}
 	return out
@@ -80,7 +118,8 @@ func listenerVerdicts(gw *gatewayapi.Gateway) []listenerVerdict {
 // gatewayStatus is the status of one of our Gateways: Accepted and Programmed, the
 // published addresses, and per listener its conditions, supportedKinds and attachedRoutes.
 // programmed says whether a gateway took a configuration made from this Gateway's generation.
-func gatewayStatus(have gatewayv1.GatewayStatus, gw *gatewayapi.Gateway, addrs []string, programmed bool, now time.Time) gatewayv1.GatewayStatus {
+func gatewayStatus(have gatewayv1.GatewayStatus, gw *gatewayapi.Gateway, certRefs func(*gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string),
+	addrs []string, programmed bool, now time.Time) gatewayv1.GatewayStatus {
 	gen := gw.Gateway.Generation
 	want := *have.DeepCopy()
 	want.Addresses = nil
@@ -92,7 +131,7 @@ func gatewayStatus(have gatewayv1.GatewayStatus, gw *gatewayapi.Gateway, addrs [
 		want.Addresses = append(want.Addresses, gatewayv1.GatewayStatusAddress{Type: &t, Value: a})
 	}
 
-	verdicts := listenerVerdicts(gw)
+	verdicts := listenerVerdicts(gw, certRefs)
 	invalid := 0
 	listeners := make([]gatewayv1.ListenerStatus, 0, len(gw.Listeners))
 	for i, l := range gw.Listeners {
@@ -113,15 +152,22 @@ func gatewayStatus(have gatewayv1.GatewayStatus, gw *gatewayapi.Gateway, addrs [
 		}
 		resolved := metav1.Condition{Type: string(gatewayv1.ListenerConditionResolvedRefs), Status: metav1.ConditionTrue,
 			Reason: string(gatewayv1.ListenerReasonResolvedRefs), Message: "all references resolved"}
-		if v.invalidKinds {
+		switch {
+		case v.invalidKinds:
 			resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, string(gatewayv1.ListenerReasonInvalidRouteKinds),
 				"allowedRoutes.kinds names a kind this listener's protocol cannot carry"
+		case v.refs != "":
+			resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, string(v.refs), v.refsMessage
 		}
 		conflicted := metav1.Condition{Type: string(gatewayv1.ListenerConditionConflicted), Status: metav1.ConditionFalse,
 			Reason: string(gatewayv1.ListenerReasonNoConflicts), Message: "no conflict"}
-		if v.conflict {
-			conflicted.Status, conflicted.Reason, conflicted.Message = metav1.ConditionTrue, string(gatewayv1.ListenerReasonProtocolConflict),
-				"another listener on this port has a different protocol"
+		switch v.conflict {
+		case gatewayv1.ListenerReasonProtocolConflict:
+			conflicted.Status, conflicted.Reason, conflicted.Message = metav1.ConditionTrue, string(v.conflict),
+				"another listener on this port has a protocol that cannot share it"
+		case gatewayv1.ListenerReasonHostnameConflict:
+			conflicted.Status, conflicted.Reason, conflicted.Message = metav1.ConditionTrue, string(v.conflict),
+				"another listener on this port has the same hostname"
 		}
 		prog := metav1.Condition{Type: string(gatewayv1.ListenerConditionProgrammed), Status: metav1.ConditionTrue,
 			Reason: string(gatewayv1.ListenerReasonProgrammed), Message: "in the configuration the gateways took"}

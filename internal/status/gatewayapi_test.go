@@ -166,7 +166,7 @@ func TestGatewayStatus(t *testing.T) {
 		testRoute("default", "two", nil, parentRef("kong", "http"), parentRef("kong", "http-b")),
 	)
 
-	got := gatewayStatus(gatewayv1.GatewayStatus{}, a.Gateways[0], []string{"192.0.2.1", "kong.example.com"}, false, t0)
+	got := gatewayStatus(gatewayv1.GatewayStatus{}, a.Gateways[0], nil, []string{"192.0.2.1", "kong.example.com"}, false, t0)
 	require.Equal(t, "True/ListenersNotValid", condition(got.Conditions, "Accepted"), "some listeners are invalid")
 	require.Equal(t, "False/Pending", condition(got.Conditions, "Programmed"), "no gateway took it yet")
 	require.Len(t, got.Addresses, 2)
@@ -205,7 +205,7 @@ func TestGatewayStatus(t *testing.T) {
 
 	valid := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
 	va := attach(valid, testRoute("default", "one", nil, parentRef("kong", "")))
-	programmed := gatewayStatus(got, va.Gateways[0], nil, true, t0.Add(time.Minute))
+	programmed := gatewayStatus(got, va.Gateways[0], nil, nil, true, t0.Add(time.Minute))
 	require.Equal(t, "True/Accepted", condition(programmed.Conditions, "Accepted"))
 	require.Equal(t, "True/Programmed", condition(programmed.Conditions, "Programmed"))
 	require.Empty(t, programmed.Addresses)
@@ -213,11 +213,11 @@ func TestGatewayStatus(t *testing.T) {
 	require.Equal(t, "True/Programmed", condition(programmed.Listeners[0].Conditions, "Programmed"))
 	require.Equal(t, t0, meta.FindStatusCondition(programmed.Listeners[0].Conditions, "Accepted").LastTransitionTime.Time,
 		"a condition whose status did not change keeps its transition time")
-	require.True(t, equality.Semantic.DeepEqual(programmed, gatewayStatus(programmed, va.Gateways[0], nil, true, t0.Add(time.Hour))),
+	require.True(t, equality.Semantic.DeepEqual(programmed, gatewayStatus(programmed, va.Gateways[0], nil, nil, true, t0.Add(time.Hour))),
 		"a second pass changes nothing")
 
 	none := testGateway(listener("sctp", gatewayv1.ProtocolType("SCTP"), 9000, ""))
-	require.Equal(t, "False/ListenersNotValid", condition(gatewayStatus(gatewayv1.GatewayStatus{}, attach(none).Gateways[0], nil, true, t0).Conditions, "Accepted"))
+	require.Equal(t, "False/ListenersNotValid", condition(gatewayStatus(gatewayv1.GatewayStatus{}, attach(none).Gateways[0], nil, nil, true, t0).Conditions, "Accepted"))
 }
 
 func TestGatewayClassStatus(t *testing.T) {
@@ -225,4 +225,58 @@ func TestGatewayClassStatus(t *testing.T) {
 	require.Len(t, got.Conditions, 1)
 	require.Equal(t, "True/Accepted", condition(got.Conditions, "Accepted"))
 	require.Equal(t, int64(2), got.Conditions[0].ObservedGeneration)
+}
+
+func TestListenerConflicts(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		listeners []gatewayv1.Listener
+		want      []gatewayv1.ListenerConditionReason
+	}{
+		{"HTTP listeners told apart by hostname",
+			[]gatewayv1.Listener{listener("a", gatewayv1.HTTPProtocolType, 80, "a.example.com"), listener("b", gatewayv1.HTTPProtocolType, 80, "")},
+			[]gatewayv1.ListenerConditionReason{"", ""}},
+		{"HTTP and HTTPS on one port: every listener of the port",
+			[]gatewayv1.Listener{listener("a", gatewayv1.HTTPProtocolType, 80, ""), listener("b", gatewayv1.HTTPSProtocolType, 80, "b.example.com"), listener("c", gatewayv1.HTTPProtocolType, 80, "c.example.com")},
+			[]gatewayv1.ListenerConditionReason{gatewayv1.ListenerReasonProtocolConflict, gatewayv1.ListenerReasonProtocolConflict, gatewayv1.ListenerReasonProtocolConflict}},
+		{"HTTPS and TLS share a port by hostname",
+			[]gatewayv1.Listener{listener("a", gatewayv1.HTTPSProtocolType, 443, "a.example.com"), listener("b", gatewayv1.TLSProtocolType, 443, "b.example.com")},
+			[]gatewayv1.ListenerConditionReason{"", ""}},
+		{"HTTPS and TLS with one hostname",
+			[]gatewayv1.Listener{listener("a", gatewayv1.HTTPSProtocolType, 443, "a.example.com"), listener("b", gatewayv1.TLSProtocolType, 443, "a.example.com"), listener("c", gatewayv1.HTTPSProtocolType, 443, "")},
+			[]gatewayv1.ListenerConditionReason{gatewayv1.ListenerReasonHostnameConflict, gatewayv1.ListenerReasonHostnameConflict, ""}},
+		{"TCP and UDP share a port number",
+			[]gatewayv1.Listener{listener("a", gatewayv1.TCPProtocolType, 53, ""), listener("b", gatewayv1.UDPProtocolType, 53, "")},
+			[]gatewayv1.ListenerConditionReason{"", ""}},
+		{"TCP owns its port",
+			[]gatewayv1.Listener{listener("a", gatewayv1.TCPProtocolType, 9000, ""), listener("b", gatewayv1.TLSProtocolType, 9000, "b.example.com")},
+			[]gatewayv1.ListenerConditionReason{gatewayv1.ListenerReasonProtocolConflict, gatewayv1.ListenerReasonProtocolConflict}},
+		{"different ports never conflict",
+			[]gatewayv1.Listener{listener("a", gatewayv1.TCPProtocolType, 9000, ""), listener("b", gatewayv1.HTTPProtocolType, 9001, "")},
+			[]gatewayv1.ListenerConditionReason{"", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []gatewayv1.ListenerConditionReason
+			for _, v := range listenerVerdicts(attach(testGateway(tc.listeners...)).Gateways[0], nil) {
+				got = append(got, v.conflict)
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// A listener whose certificate does not resolve: ResolvedRefs False with the reason,
+// Programmed False/Invalid, still Accepted (KIC's and the spec's).
+func TestGatewayStatusCertificateRefs(t *testing.T) {
+	gw := testGateway(listener("https", gatewayv1.HTTPSProtocolType, 443, ""))
+	certRefs := func(*gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string) {
+		return gatewayv1.ListenerReasonRefNotPermitted, "no grant"
+	}
+	got := gatewayStatus(gatewayv1.GatewayStatus{}, attach(gw).Gateways[0], certRefs, nil, true, t0)
+	l := got.Listeners[0]
+	require.Equal(t, "False/RefNotPermitted", condition(l.Conditions, "ResolvedRefs"))
+	require.Equal(t, "no grant", meta.FindStatusCondition(l.Conditions, "ResolvedRefs").Message)
+	require.Equal(t, "True/Accepted", condition(l.Conditions, "Accepted"))
+	require.Equal(t, "False/Invalid", condition(l.Conditions, "Programmed"))
+	require.Equal(t, "False/ListenersNotValid", condition(got.Conditions, "Accepted"))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
@@ -123,12 +124,20 @@ func (u *GatewayAPIUpdater) Update(ctx context.Context) error {
 			errs, addrsKnown = append(errs, err.Error()), false
 		}
 	}
+	secrets := make(map[string]*corev1.Secret, len(snap.Secrets))
+	for _, s := range snap.Secrets {
+		secrets[s.Namespace+"/"+s.Name] = s
+	}
+	secret := func(ns, name string) *corev1.Secret { return secrets[ns+"/"+name] }
 	for _, g := range snap.Gateways {
 		gw := a.Gateway(g.Namespace, g.Name)
 		if gw == nil || !addrsKnown {
 			continue
 		}
-		want := gatewayStatus(g.Status, gw, addrs, programmed[gatewayKey(gw.Gateway)], now)
+		certRefs := func(l *gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string) {
+			return gatewayapi.ResolveCertificateRefs(gw.Gateway, l, secret, snap.ReferenceGrants)
+		}
+		want := gatewayStatus(g.Status, gw, certRefs, addrs, programmed[gatewayKey(gw.Gateway)], now)
 		if !equality.Semantic.DeepEqual(want, g.Status) {
 			updated := g.DeepCopy()
 			updated.Status = want
