@@ -60,6 +60,52 @@ func parentSummary(hr *gatewayv1.HTTPRoute) []string {
 	return out
 }
 
+// gatewayOf is a GatewayClass of controller named ns (classes are cluster-wide: one class
+// and one controller per test) and its Gateway "kong" in ns with listeners http (80) and
+// alt (8080).
+func gatewayOf(ns, controller string) (*gatewayv1.GatewayClass, *gatewayv1.Gateway) {
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kong"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: gatewayv1.ObjectName(ns),
+		Listeners: []gatewayv1.Listener{
+			{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
+			{Name: "alt", Protocol: gatewayv1.HTTPProtocolType, Port: 8080},
+		},
+	}}
+	return class, gw
+}
+
+// httpRoute is an HTTPRoute on listener section of Gateway "kong", host <name>.example.com,
+// to port 80 of Service backend.
+func httpRoute(ns, name, section, backend string) *gatewayv1.HTTPRoute {
+	s := gatewayv1.SectionName(section)
+	port := gatewayv1.PortNumber(80)
+	return &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: gatewayv1.HTTPRouteSpec{
+		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kong", SectionName: &s}}},
+		Hostnames:       []gatewayv1.Hostname{gatewayv1.Hostname(name + ".example.com")},
+		Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(backend), Port: &port}}}}}},
+	}}
+}
+
+// gatewayAPIStatusWritten reports whether class, Gateway "kong" in ns and route hold the
+// status of our controller: the class and Gateway Accepted, the route's entry Accepted.
+func gatewayAPIStatusWritten(ctx context.Context, ns, controller, route string) bool {
+	var c gatewayv1.GatewayClass
+	var g gatewayv1.Gateway
+	var hr gatewayv1.HTTPRoute
+	if admin.Get(ctx, client.ObjectKey{Name: ns}, &c) != nil || admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kong"}, &g) != nil ||
+		admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: route}, &hr) != nil {
+		return false
+	}
+	routeAccepted := false
+	for _, p := range hr.Status.Parents {
+		routeAccepted = routeAccepted || string(p.ControllerName) == controller && meta.IsStatusConditionTrue(p.Conditions, "Accepted")
+	}
+	return meta.IsStatusConditionTrue(c.Status.Conditions, "Accepted") && meta.IsStatusConditionTrue(g.Status.Conditions, "Accepted") &&
+		len(g.Status.Listeners) == 2 && routeAccepted
+}
+
 // The leader writes Gateway API status: the class Accepted; the Gateway Accepted and
 // Programmed with the published address; each listener's conditions, supportedKinds and
 // attachedRoutes; each route's parents entry of our controller. Another controller's entry
@@ -70,24 +116,8 @@ func TestGatewayAPIStatus(t *testing.T) {
 	ns := newNamespace(t)
 	controller := "konductor.test/" + ns // classes are cluster-wide: one controller per test
 	createAll(t, app(ns, "echo", "echo.example.com")[:2])
-	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
-	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kong"}, Spec: gatewayv1.GatewaySpec{
-		GatewayClassName: gatewayv1.ObjectName(ns),
-		Listeners: []gatewayv1.Listener{
-			{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
-			{Name: "alt", Protocol: gatewayv1.HTTPProtocolType, Port: 8080},
-		},
-	}}
-	port := gatewayv1.PortNumber(80)
-	route := func(name, section, backend string) *gatewayv1.HTTPRoute {
-		s := gatewayv1.SectionName(section)
-		return &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: gatewayv1.HTTPRouteSpec{
-			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kong", SectionName: &s}}},
-			Hostnames:       []gatewayv1.Hostname{gatewayv1.Hostname(name + ".example.com")},
-			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
-				BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(backend), Port: &port}}}}}},
-		}}
-	}
+	class, gw := gatewayOf(ns, controller)
+	route := func(name, section, backend string) *gatewayv1.HTTPRoute { return httpRoute(ns, name, section, backend) }
 	createAll(t, []client.Object{class, gw, route("web", "http", "echo"), route("broken", "http", "missing")})
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), class) })
 
