@@ -13,7 +13,8 @@ import (
 )
 
 // Every unresolved backendRef reaches the route's attachment with its ResolvedRefs reason,
-// in the order translation met them, for the route's status.
+// in spec order, for the route's status: also those of rules translation left out and of
+// routes no parent accepted.
 func TestBackendRefProblemsReachTheAttachment(t *testing.T) {
 	objs, err := manifest.Load("testdata/httproute-invalid/in.yaml")
 	require.NoError(t, err)
@@ -42,9 +43,22 @@ func TestBackendRefProblemsReachTheAttachment(t *testing.T) {
 	}, reasons)
 	require.Contains(t, ra.RefProblems[0].Message, "Service default/missing not found")
 
-	for _, hr := range snap.HTTPRoutes {
-		if hr.Name == "bad-rules" {
-			require.Empty(t, res.Gateway.Route(gatewayapi.KindHTTPRoute, hr).RefProblems, "a route whose backends resolve has none")
+	refProblems := func(name string) []string {
+		for _, hr := range snap.HTTPRoutes {
+			if hr.Name == name {
+				var out []string
+				for _, p := range res.Gateway.Route(gatewayapi.KindHTTPRoute, hr).RefProblems {
+					out = append(out, string(p.Reason)+" "+p.Message)
+				}
+				return out
+			}
 		}
+		t.Fatalf("no route %s", name)
+		return nil
 	}
+	require.Equal(t, []string{"BackendNotFound spec.rules[1].backendRefs[0].port: can't find port for backend kubernetes service default/echo: no suitable port found"},
+		refProblems("bad-rules"), "the rule left out for its regex names a port the Service lacks")
+	require.Empty(t, refProblems("query"), "a route whose backends resolve has none")
+	require.Equal(t, []string{"BackendNotFound spec.rules[0].backendRefs[0]: Service team/echo not found"}, refProblems("other-namespace"),
+		"a route no parent accepted still has its references checked")
 }
