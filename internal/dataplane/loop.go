@@ -103,6 +103,9 @@ type GatewayResult struct {
 	// Fallback is set when the gateway refused the configuration (Err) and a fallback
 	// configuration was tried (fallback.go).
 	Fallback *FallbackResult
+	// Stale is true when the sync carried an older translation than the round's latest (a
+	// round translated again while it ran; the gateway gets the latest next).
+	Stale bool
 }
 
 // Round is a report of the loop: a round's translation problems and the gateways it skipped,
@@ -485,7 +488,9 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 			l.lastValid, l.lastValidSeq = d.accepted, d.seq
 		}
 		if !d.g.gone {
-			results = append(results, l.settle(ctx, d))
+			res := l.settle(ctx, d)
+			res.Stale = d.seq != l.seq
+			results = append(results, res)
 		}
 		select {
 		case d = <-l.done:

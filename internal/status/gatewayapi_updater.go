@@ -71,9 +71,8 @@ func (u *GatewayAPIUpdater) Report(_ context.Context, r dataplane.Round) {
 	if r.GatewayAPI != nil {
 		u.latest, u.pending, changed = r.GatewayAPI, r.GatewayAPI, true
 	}
-	if reachedGateway(r) && u.pending != nil {
-		// The loop gives every gateway the latest translation, so a sync that reached one
-		// after that translation carried it (or a later one, reported next).
+	if reachedGateway(r, true) && u.pending != nil {
+		// A sync of the latest translation reached a gateway.
 		programmed := map[string]bool{}
 		for _, g := range u.pending.Gateways {
 			programmed[gatewayKey(g.Gateway)] = true

@@ -84,6 +84,10 @@ func TestGatewayAPIUpdater(t *testing.T) {
 	require.NoError(t, u.Update(ctx))
 	require.Equal(t, before, patches.Load(), "a round that reached no gateway programs nothing")
 
+	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a", Stale: true}}})
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, before, patches.Load(), "a sync of an older translation does not program this one")
+
 	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a"}}})
 	require.NoError(t, u.Update(ctx))
 	require.Equal(t, before+1, patches.Load(), "only the Gateway changes")

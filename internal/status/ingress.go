@@ -59,7 +59,7 @@ func (u *IngressUpdater) Report(_ context.Context, r dataplane.Round) {
 	if r.SnapshotErr != nil {
 		return
 	}
-	if reachedGateway(r) {
+	if reachedGateway(r, false) {
 		u.trigger.Request()
 	}
 }
@@ -165,11 +165,12 @@ func sortAddresses(addrs []string) []string {
 }
 
 // reachedGateway reports whether a round's configuration reached at least one gateway,
-// which took it whole or all of it but refused objects.
-func reachedGateway(r dataplane.Round) bool {
+// which took it whole or all of it but refused objects; with latest, a configuration made
+// from the latest translation.
+func reachedGateway(r dataplane.Round, latest bool) bool {
 	for _, g := range r.Gateways {
 		var rej *dataplane.RejectedError
-		if !g.Skipped && (g.Err == nil || errors.As(g.Err, &rej) && rej.RestApplied) {
+		if !g.Skipped && (!latest || !g.Stale) && (g.Err == nil || errors.As(g.Err, &rej) && rej.RestApplied) {
 			return true
 		}
 	}
