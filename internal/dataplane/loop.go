@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 
+	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/store"
@@ -134,6 +135,9 @@ type GatewayResult struct {
 	// when the gateway took a configuration (the round's or a fallback) that includes changes
 	// it did not hold before; zero otherwise.
 	EventAt time.Time
+	// Stale is true when the sync carried an older translation than the round's latest (a
+	// round translated again while it ran; the gateway gets the latest next).
+	Stale bool
 }
 
 // Round is a report of the loop: a round's translation problems and the gateways it skipped,
@@ -143,6 +147,10 @@ type Round struct {
 	// Graph is the object graph of the round's translation of the whole snapshot; nil in
 	// reports of syncs that ended.
 	Graph *translator.Graph
+	// GatewayAPI is which Gateway API objects the round's translation of the whole snapshot
+	// found ours and how their routes attach (with their unresolved references), for their
+	// status; nil in reports of syncs that ended.
+	GatewayAPI *gatewayapi.Attachment
 	// State is the configuration the round's gateways were sent (nil when there was none).
 	State    *kongstate.State
 	Gateways []GatewayResult
@@ -487,7 +495,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 		}
 	}
 	skipped := l.dispatchStale(ctx, started)
-	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, Gateways: skipped, Translated: true, TranslationDuration: translated})
+	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, GatewayAPI: res.Gateway, Gateways: skipped, Translated: true, TranslationDuration: translated})
 }
 
 // dispatchStale starts a sync of the current target on every gateway that does not hold it,
@@ -541,7 +549,9 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 			l.lastValid, l.lastValidSeq = d.accepted, d.seq
 		}
 		if !d.g.gone {
-			results = append(results, l.measured(d, l.settle(ctx, d)))
+			res := l.measured(d, l.settle(ctx, d))
+			res.Stale = d.seq != l.seq
+			results = append(results, res)
 		}
 		select {
 		case d = <-l.done:

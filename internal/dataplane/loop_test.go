@@ -406,10 +406,28 @@ func TestSlowGatewayDoesNotHoldBackTheOthers(t *testing.T) {
 	slow := &blockingGateway{release: make(chan struct{})}
 	fast := &countingGateway{}
 	trigger := NewTrigger()
+	var mu sync.Mutex
+	var slowResults []GatewayResult
+	translations, withAttachment := 0, 0
+	reporter := ReporterFunc(func(_ context.Context, r Round) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Graph != nil {
+			translations++
+			if r.GatewayAPI != nil {
+				withAttachment++
+			}
+		}
+		for _, g := range r.Gateways {
+			if g.URL == "slow" && !g.Skipped {
+				slowResults = append(slowResults, g)
+			}
+		}
+	})
 	l := NewLoop(Options{
 		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
 		Gateways: []Gateway{slow, fast}, Trigger: trigger, Period: time.Hour,
-		Quiet: time.Millisecond, Logger: testr.New(t),
+		Quiet: time.Millisecond, Logger: testr.New(t), Reporter: reporter,
 	})
 	run(t, l)
 	require.Eventually(t, func() bool { return fast.count() == 1 }, 5*time.Second, time.Millisecond)
@@ -432,6 +450,16 @@ func TestSlowGatewayDoesNotHoldBackTheOthers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the slow gateway's sync was never collected")
 	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(slowResults) >= 2 && !slowResults[len(slowResults)-1].Stale
+	}, 5*time.Second, time.Millisecond, "the slow gateway then syncs the latest translation, and says so")
+	mu.Lock()
+	defer mu.Unlock()
+	require.True(t, slowResults[0].Stale, "the sync that ran through later translations reports it carried an older one")
+	require.Positive(t, translations)
+	require.Equal(t, translations, withAttachment, "every report of a translation of the whole snapshot carries its Gateway API attachment")
 }
 
 // fakeSet is a GatewaySet whose gateways the test sets.

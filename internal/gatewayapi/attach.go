@@ -95,6 +95,23 @@ type RouteAttachment struct {
 	// Hostnames are the hostnames the route serves once intersected with the hostnames of
 	// the listeners it attached to (KIC's filterHostnames): empty means any host.
 	Hostnames []string
+	// RefProblems are the backendRefs translation could not resolve, for the route's
+	// ResolvedRefs condition; translation adds them (AddRefProblem).
+	RefProblems []RefProblem
+}
+
+// RefProblem is one unresolved reference of a route, with the spec's ResolvedRefs reason
+// (BackendNotFound, RefNotPermitted, InvalidKind).
+type RefProblem struct {
+	Reason  gatewayv1.RouteConditionReason
+	Message string
+}
+
+// AddRefProblem records an unresolved reference of the route; nil-safe.
+func (r *RouteAttachment) AddRefProblem(reason gatewayv1.RouteConditionReason, message string) {
+	if r != nil {
+		r.RefProblems = append(r.RefProblems, RefProblem{Reason: reason, Message: message})
+	}
 }
 
 // Accepted reports whether some parent accepted the route.

@@ -237,7 +237,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			return false
 		}
 	})
-	ingressStatus := status.NewIngressUpdater(status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService},
+	publish := status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService}
+	ingressStatus := status.NewIngressUpdater(publish,
 		st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("ingress-status"))
 	if cfg.UpdateStatus && ingressStatus.Enabled() {
 		reporter = append(reporter, ingressStatus)
@@ -246,6 +247,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}
 	if cfg.UpdateStatus {
+		gatewayStatus := status.NewGatewayAPIUpdater(cfg.GatewayAPIControllerName, publish, st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("gateway-api-status"))
+		reporter = append(reporter, gatewayStatus)
+		if err := mgr.Add(gatewayStatus); err != nil {
+			return nil, err
+		}
 		programmed := status.NewProgrammedUpdater(st, mgr.GetClient(), log.WithName("kong-status"))
 		reporter = append(reporter, programmed)
 		if err := mgr.Add(programmed); err != nil {

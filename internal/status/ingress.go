@@ -59,12 +59,8 @@ func (u *IngressUpdater) Report(_ context.Context, r dataplane.Round) {
 	if r.SnapshotErr != nil {
 		return
 	}
-	for _, g := range r.Gateways {
-		var rej *dataplane.RejectedError
-		if !g.Skipped && (g.Err == nil || errors.As(g.Err, &rej) && rej.RestApplied) {
-			u.trigger.Request()
-			return
-		}
+	if reachedGateway(r, false) {
+		u.trigger.Request()
 	}
 }
 
@@ -101,16 +97,37 @@ func equalLB(a, b netv1.IngressLoadBalancerIngress) bool {
 }
 
 func (u *IngressUpdater) addresses(ctx context.Context) ([]netv1.IngressLoadBalancerIngress, error) {
-	if len(u.opts.PublishAddresses) > 0 {
-		return lbIngress(u.opts.PublishAddresses), nil
+	addrs, err := publishedAddresses(ctx, u.opts, u.reader)
+	if err != nil {
+		return nil, err
 	}
-	ns, name, ok := strings.Cut(u.opts.PublishService, "/")
+	out := make([]netv1.IngressLoadBalancerIngress, 0, len(addrs))
+	for _, a := range addrs {
+		if isIP(a) {
+			out = append(out, netv1.IngressLoadBalancerIngress{IP: a})
+		} else {
+			out = append(out, netv1.IngressLoadBalancerIngress{Hostname: a})
+		}
+	}
+	return out, nil
+}
+
+// publishedAddresses are the addresses the proxy is reached at, for Ingresses' and Gateways'
+// status: --publish-status-address when set, else the --publish-service Service's
+// load-balancer addresses, else its external IPs, else its cluster IP. They come IPs first,
+// then host names, each sorted, so that comparing them with what an object holds does not
+// depend on order.
+func publishedAddresses(ctx context.Context, opts IngressOptions, reader client.Reader) ([]string, error) {
+	if len(opts.PublishAddresses) > 0 {
+		return sortAddresses(opts.PublishAddresses), nil
+	}
+	ns, name, ok := strings.Cut(opts.PublishService, "/")
 	if !ok {
-		return nil, fmt.Errorf("--publish-service %q: want namespace/name", u.opts.PublishService)
+		return nil, fmt.Errorf("--publish-service %q: want namespace/name", opts.PublishService)
 	}
 	var svc corev1.Service
-	if err := u.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &svc); err != nil {
-		return nil, fmt.Errorf("--publish-service %s: %w", u.opts.PublishService, err)
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &svc); err != nil {
+		return nil, fmt.Errorf("--publish-service %s: %w", opts.PublishService, err)
 	}
 	var addrs []string
 	for _, lb := range svc.Status.LoadBalancer.Ingress {
@@ -127,30 +144,37 @@ func (u *IngressUpdater) addresses(ctx context.Context) ([]netv1.IngressLoadBala
 	if len(addrs) == 0 && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
 		addrs = []string{svc.Spec.ClusterIP}
 	}
-	return lbIngress(addrs), nil
+	return sortAddresses(addrs), nil
 }
 
-// lbIngress turns addresses into status entries, IPs first then host names, each sorted, so
-// that the comparison with what the Ingress holds does not depend on order.
-func lbIngress(addrs []string) []netv1.IngressLoadBalancerIngress {
-	out := make([]netv1.IngressLoadBalancerIngress, 0, len(addrs))
-	for _, a := range addrs {
-		if net.ParseIP(a) != nil {
-			out = append(out, netv1.IngressLoadBalancerIngress{IP: a})
-		} else {
-			out = append(out, netv1.IngressLoadBalancerIngress{Hostname: a})
-		}
-	}
-	slices.SortFunc(out, func(a, b netv1.IngressLoadBalancerIngress) int {
-		if (a.IP == "") != (b.IP == "") {
-			if a.IP != "" {
+func isIP(a string) bool { return net.ParseIP(a) != nil }
+
+// sortAddresses returns a sorted copy of addrs: IPs first, then host names.
+func sortAddresses(addrs []string) []string {
+	out := slices.Clone(addrs)
+	slices.SortFunc(out, func(a, b string) int {
+		if isIP(a) != isIP(b) {
+			if isIP(a) {
 				return -1
 			}
 			return 1
 		}
-		return strings.Compare(a.IP+a.Hostname, b.IP+b.Hostname)
+		return strings.Compare(a, b)
 	})
 	return out
+}
+
+// reachedGateway reports whether a round's configuration reached at least one gateway,
+// which took it whole or all of it but refused objects; with latest, a configuration made
+// from the latest translation.
+func reachedGateway(r dataplane.Round, latest bool) bool {
+	for _, g := range r.Gateways {
+		var rej *dataplane.RejectedError
+		if !g.Skipped && (!latest || !g.Stale) && (g.Err == nil || errors.As(g.Err, &rej) && rej.RestApplied) {
+			return true
+		}
+	}
+	return false
 }
 
 var _ dataplane.Reporter = (*IngressUpdater)(nil)

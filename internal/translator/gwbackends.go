@@ -40,40 +40,12 @@ func (b *builder) populateGatewayService(ks *kongService) {
 	var order []string
 	for i, be := range gb.refs {
 		field := fmt.Sprintf("%s[%d]", gb.field, i)
-		ns := gb.route.GetNamespace()
-		if be.Namespace != nil && *be.Namespace != "" {
-			ns = string(*be.Namespace)
-		}
-		group, kind := "", "Service"
-		if be.Group != nil {
-			group = string(*be.Group)
-		}
-		if be.Kind != nil {
-			kind = string(*be.Kind)
-		}
-		if (group != "" && group != "core") || kind != "Service" {
-			b.problem(gb.route, gb.gvk, field, "backendRef %s/%s: unsupported kind %q, only 'Service' is supported; the backend is left out", ns, be.Name, kind)
+		out := b.resolveBackendRef(gb.route, gb.gvk, be)
+		if out.reason != "" {
+			b.problem(gb.route, gb.gvk, field+out.fieldSuffix, "%s", out.problem)
 			continue
 		}
-		b.refer(gb.route, gb.gvk, ref(gvkService, ns, string(be.Name)))
-		if !b.granted(gb.route, gb.gvk, "", "Service", ns, string(be.Name)) {
-			b.problem(gb.route, gb.gvk, field, "backendRef to Service %s/%s is not permitted by any ReferenceGrant; the backend is left out", ns, be.Name)
-			continue
-		}
-		svc := b.services[ns+"/"+string(be.Name)]
-		if svc == nil {
-			b.problem(gb.route, gb.gvk, field, "Service %s/%s not found; the backend is left out", ns, be.Name)
-			continue
-		}
-		port := int32(0)
-		if be.Port != nil {
-			port = int32(*be.Port)
-		}
-		sp, err := findPort(svc, netv1.ServiceBackendPort{Number: port})
-		if port == 0 || err != nil {
-			b.problem(gb.route, gb.gvk, field+".port", "can't find port for backend kubernetes service %s/%s: no suitable port found", ns, be.Name)
-			continue
-		}
+		svc, sp := out.svc, out.port
 		resolved = append(resolved, svc)
 		ks.svc.Port = kong.Int(int(sp.Port))
 		ts := b.targets(svc, sp)
@@ -120,6 +92,73 @@ func (b *builder) populateGatewayService(ks *kongService) {
 			Name:   kong.String("request-termination"),
 			Config: kong.Configuration{"status_code": 500, "message": "no existing backendRef provided"},
 		}})
+	}
+}
+
+// backendRefOutcome is how one backendRef resolves: a Service and its port, or the
+// ResolvedRefs reason (BackendNotFound, RefNotPermitted, InvalidKind) and why.
+type backendRefOutcome struct {
+	svc         *corev1.Service
+	port        *corev1.ServicePort
+	reason      gatewayv1.RouteConditionReason
+	fieldSuffix string // ".port" when the port is at fault
+	message     string // for the route's status
+	problem     string // for translation's Problem (KIC's words where it has them)
+}
+
+// resolveBackendRef resolves a backendRef of route (of kind gvk), recording the references
+// it follows in the graph: only core Services are backends; one in another namespace needs
+// a ReferenceGrant; it must exist and have the port.
+func (b *builder) resolveBackendRef(route client.Object, gvk schema.GroupVersionKind, be gatewayv1.BackendRef) backendRefOutcome {
+	ns := route.GetNamespace()
+	if be.Namespace != nil && *be.Namespace != "" {
+		ns = string(*be.Namespace)
+	}
+	group, kind := "", "Service"
+	if be.Group != nil {
+		group = string(*be.Group)
+	}
+	if be.Kind != nil {
+		kind = string(*be.Kind)
+	}
+	if (group != "" && group != "core") || kind != "Service" {
+		return leftOut(gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("backendRef %s/%s: unsupported kind %q, only 'Service' is supported", ns, be.Name, kind))
+	}
+	b.refer(route, gvk, ref(gvkService, ns, string(be.Name)))
+	if !b.granted(route, gvk, "", "Service", ns, string(be.Name)) {
+		return leftOut(gatewayv1.RouteReasonRefNotPermitted, fmt.Sprintf("backendRef to Service %s/%s is not permitted by any ReferenceGrant", ns, be.Name))
+	}
+	svc := b.services[ns+"/"+string(be.Name)]
+	if svc == nil {
+		return leftOut(gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s/%s not found", ns, be.Name))
+	}
+	port := int32(0)
+	if be.Port != nil {
+		port = int32(*be.Port)
+	}
+	sp, err := findPort(svc, netv1.ServiceBackendPort{Number: port})
+	if port == 0 || err != nil {
+		msg := fmt.Sprintf("can't find port for backend kubernetes service %s/%s: no suitable port found", ns, be.Name) // KIC's
+		return backendRefOutcome{reason: gatewayv1.RouteReasonBackendNotFound, fieldSuffix: ".port", message: msg, problem: msg}
+	}
+	return backendRefOutcome{svc: svc, port: sp}
+}
+
+func leftOut(reason gatewayv1.RouteConditionReason, msg string) backendRefOutcome {
+	return backendRefOutcome{reason: reason, message: msg, problem: msg + "; the backend is left out"}
+}
+
+// checkBackendRefs records on ra every backendRef of hr that does not resolve, for the
+// route's ResolvedRefs condition. It covers every rule, whether or not a parent accepted the
+// route or the rule could be translated: ResolvedRefs is about references, not translation.
+// Translation reports the problems of the rules it translates (populateGatewayService).
+func (b *builder) checkBackendRefs(hr *gatewayv1.HTTPRoute, ra *gatewayapi.RouteAttachment) {
+	for i, rule := range hr.Spec.Rules {
+		for j, be := range rule.BackendRefs {
+			if out := b.resolveBackendRef(hr, gvkHTTPRoute, be.BackendRef); out.reason != "" {
+				ra.AddRefProblem(out.reason, fmt.Sprintf("spec.rules[%d].backendRefs[%d]%s: %s", i, j, out.fieldSuffix, out.message))
+			}
+		}
 	}
 }
 

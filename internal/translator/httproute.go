@@ -54,6 +54,7 @@ func (b *builder) httpRoutes() {
 				b.problem(hr, gvkHTTPRoute, parentField(hr.Spec.ParentRefs, p.Ref, i), "not accepted by Gateway %s/%s (%s): %s", gw.Namespace, gw.Name, p.Reason, p.Message)
 			}
 		}
+		b.checkBackendRefs(hr, ra)
 		if !ra.Accepted() {
 			continue
 		}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
@@ -139,9 +141,13 @@ func sameContent(old, new client.Object) bool {
 		n := new.(*discoveryv1.EndpointSlice)
 		return o.AddressType == n.AddressType && equality.Semantic.DeepEqual(o.Endpoints, n.Endpoints) && equality.Semantic.DeepEqual(o.Ports, n.Ports)
 	case *netv1.Ingress, *kongv1.KongPlugin, *kongv1.KongClusterPlugin, *kongv1.KongConsumer, *kongv1.KongIngress,
-		*kongv1beta1.KongConsumerGroup, *kongv1beta1.KongUpstreamPolicy, *kongv1beta1.TCPIngress, *kongv1beta1.UDPIngress:
+		*kongv1beta1.KongConsumerGroup, *kongv1beta1.KongUpstreamPolicy, *kongv1beta1.TCPIngress, *kongv1beta1.UDPIngress,
+		*gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute, *gatewayv1.TCPRoute,
+		*gatewayv1.TLSRoute, *gatewayv1.UDPRoute, *gatewayv1.BackendTLSPolicy, *gatewayv1beta1.ReferenceGrant:
 		// Any change but to metadata or status bumps the generation of Ingresses and of
-		// custom resources with a status subresource; a status write or a resync does not.
+		// custom resources with a status subresource (every Gateway API kind but
+		// ReferenceGrant, which has no status: any change to it but to metadata bumps its
+		// generation); a status write, such as the leader's own, or a resync does not.
 		return old.GetGeneration() != 0 && old.GetGeneration() == new.GetGeneration()
 	}
 	return false // a kind this does not know: every update counts

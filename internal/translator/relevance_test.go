@@ -10,6 +10,7 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // Which informer events can change the translation (issue #13): status writes, resyncs and
@@ -39,6 +40,19 @@ func TestRelevance(t *testing.T) {
 	movedIn := otherClass.DeepCopy()
 	kong := "kong"
 	movedIn.Spec.IngressClassName, movedIn.Generation = &kong, 2
+
+	route := &gatewayv1.HTTPRoute{ObjectMeta: meta("default", "web", 1, nil, nil)}
+	routeStatus := route.DeepCopy()
+	routeStatus.ResourceVersion = "2"
+	routeStatus.Status.Parents = []gatewayv1.RouteParentStatus{{ControllerName: "konghq.com/kic-gateway-controller"}}
+	routeSpec := route.DeepCopy()
+	routeSpec.Generation = 2
+	gw := &gatewayv1.Gateway{ObjectMeta: meta("default", "kong", 1, nil, nil)}
+	gwStatus := gw.DeepCopy()
+	gwStatus.Status.Listeners = []gatewayv1.ListenerStatus{{Name: "http", AttachedRoutes: 1}}
+	class := &gatewayv1.GatewayClass{ObjectMeta: meta("", "kong", 1, nil, nil)}
+	classStatus := class.DeepCopy()
+	classStatus.Status.Conditions = []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue}}
 
 	slice := func(svc string) *discoveryv1.EndpointSlice {
 		return &discoveryv1.EndpointSlice{ObjectMeta: meta("default", svc+"-1", 0, map[string]string{discoveryv1.LabelServiceName: svc}, nil)}
@@ -70,6 +84,10 @@ func TestRelevance(t *testing.T) {
 		{"Service nothing routes to", nil, &corev1.Service{ObjectMeta: meta("default", "elsewhere", 0, nil, nil)}, false},
 		{"Service status write", &corev1.Service{ObjectMeta: meta("default", "api", 0, nil, nil)},
 			&corev1.Service{ObjectMeta: meta("default", "api", 0, nil, nil), Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "1.2.3.4"}}}}}, false},
+		{"HTTPRoute status write (the leader's own)", route, routeStatus, false},
+		{"HTTPRoute spec change", route, routeSpec, true},
+		{"Gateway status write", gw, gwStatus, false},
+		{"GatewayClass status write", class, classStatus, false},
 		{"IngressClass", nil, &netv1.IngressClass{ObjectMeta: meta("", "kong", 1, nil, nil)}, true},
 	} {
 		require.Equal(t, tc.want, r.Relevant(tc.old, tc.new), tc.name)

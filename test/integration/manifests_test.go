@@ -250,6 +250,9 @@ func TestManifestsRBACIsLeastPrivilege(t *testing.T) {
 	for _, r := range []string{"kongplugins", "kongclusterplugins", "kongconsumers", "kongconsumergroups", "kongvaults"} {
 		want["configuration.konghq.com/"+r+"/status"] = []string{"patch"} // internal/status/programmed.go
 	}
+	for _, r := range []string{"gatewayclasses", "gateways", "httproutes"} {
+		want["gateway.networking.k8s.io/"+r+"/status"] = []string{"patch"} // internal/status/gatewayapi_updater.go
+	}
 	for _, k := range store.AllKinds() {
 		want[k.GroupVersionKind().Group+"/"+k.Resource()] = []string{"get", "list", "watch"}
 	}
@@ -266,14 +269,18 @@ func TestManifestsRBACIsLeastPrivilege(t *testing.T) {
 
 // A controller whose only permissions are the rendered ClusterRole and Role, with leader
 // election on, becomes leader, completes its first sync, writes events and publishes Ingress
-// status: the least privilege is enough.
+// and Gateway API status: the least privilege is enough.
 func TestManifestsRBACIsEnough(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	objs := app(ns, "echo", "echo.example.com")
 	objs = append(objs, app(ns, "broken", "broken.example.com")...)
 	objs[len(objs)-1].SetAnnotations(map[string]string{"konghq.com/plugins": "no-such-plugin"}) // a problem: an Event
+	controller := "konductor.test/" + ns
+	class, gw := gatewayOf(ns, controller)
+	objs = append(objs, class, gw, httpRoute(ns, "web", "http", "echo"))
 	createAll(t, objs)
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), class) })
 	kong := startEmulator(t, kongemu.DBLess)
 
 	cluster, lease := rbacRules(t)
@@ -298,7 +305,7 @@ func TestManifestsRBACIsEnough(t *testing.T) {
 	})
 
 	r := startReplica(t, replicaSpec{name: "least-privilege", namespace: ns, gateways: []string{kong.URL},
-		restConfig: user.Config(), args: []string{"--leader-elect=true", "--publish-status-address=192.0.2.10",
+		restConfig: user.Config(), args: []string{"--leader-elect=true", "--publish-status-address=192.0.2.10", "--gateway-api-controller-name=" + controller,
 			"--election-lease-duration=4s", "--election-renew-deadline=3s", "--election-retry-period=500ms"}})
 	select {
 	case <-r.ctrl.Elected():
@@ -327,6 +334,8 @@ func TestManifestsRBACIsEnough(t *testing.T) {
 		lb := ing.Status.LoadBalancer.Ingress
 		return len(lb) == 1 && lb[0].IP == "192.0.2.10"
 	}, 30*time.Second, 50*time.Millisecond, "the controller could publish the Ingress status")
+	require.Eventually(t, func() bool { return gatewayAPIStatusWritten(ctx, ns, controller, "web") },
+		30*time.Second, 50*time.Millisecond, "the controller could write the status of the GatewayClass, the Gateway and the HTTPRoute")
 
 	require.Eventually(t, func() bool {
 		var evs eventsv1.EventList

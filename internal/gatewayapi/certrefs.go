@@ -1,0 +1,45 @@
+package gatewayapi
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+)
+
+// ResolveCertificateRefs resolves the TLS certificateRefs of listener l of Gateway gw, for
+// the listener's ResolvedRefs condition, with KIC's rules: a reference to another namespace
+// needs a ReferenceGrant from the Gateway (RefNotPermitted); only core Secrets are
+// certificates, and the Secret must exist and hold a key pair tls.crt/tls.key
+// (InvalidCertificateRef). The first failing reference decides; "" means all resolve (or
+// the listener terminates no TLS). secret looks a Secret up, nil when absent.
+func ResolveCertificateRefs(gw *gatewayv1.Gateway, l *gatewayv1.Listener, secret func(ns, name string) *corev1.Secret,
+	grants []*gatewayv1beta1.ReferenceGrant) (gatewayv1.ListenerConditionReason, string) {
+	if l.TLS == nil || (l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough) {
+		return "", ""
+	}
+	from := gatewayv1.SchemeGroupVersion.WithKind("Gateway")
+	for i, ref := range l.TLS.CertificateRefs {
+		ns := gw.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = string(*ref.Namespace)
+		}
+		where := fmt.Sprintf("tls.certificateRefs[%d] %s/%s", i, ns, ref.Name)
+		if (ref.Group != nil && *ref.Group != "" && *ref.Group != "core") || (ref.Kind != nil && *ref.Kind != "Secret") {
+			return gatewayv1.ListenerReasonInvalidCertificateRef, where + ": only core Secrets are certificates"
+		}
+		if _, ok := GrantAllows(grants, from, gw.Namespace, "", "Secret", ns, string(ref.Name)); !ok {
+			return gatewayv1.ListenerReasonRefNotPermitted, where + ": no ReferenceGrant permits it"
+		}
+		s := secret(ns, string(ref.Name))
+		if s == nil {
+			return gatewayv1.ListenerReasonInvalidCertificateRef, where + ": Secret not found"
+		}
+		if _, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err != nil {
+			return gatewayv1.ListenerReasonInvalidCertificateRef, where + ": not a valid TLS key pair: " + err.Error()
+		}
+	}
+	return "", ""
+}

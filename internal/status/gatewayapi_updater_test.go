@@ -1,0 +1,97 @@
+package status
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// The updater writes what differs and nothing else, Programmed only once a gateway took the
+// configuration, and a route's entry written by another controller between the cache's copy
+// and our write survives: the write conflicts, the route is read again, ours is recomputed.
+func TestGatewayAPIUpdater(t *testing.T) {
+	ctx := context.Background()
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}
+	theirs := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/other"}}
+	gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
+	web := testRoute("default", "web", nil, parentRef("kong", ""))
+	late := gatewayv1.RouteParentStatus{ParentRef: parentRef("their-gateway", ""), ControllerName: "example.com/other",
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", LastTransitionTime: metav1.NewTime(t0)}}}
+
+	var patches, conflicts atomic.Int32
+	var c client.Client
+	c = fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(class, theirs, gw, web).
+		WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches.Add(1)
+			if hr, ok := obj.(*gatewayv1.HTTPRoute); ok && conflicts.Load() == 0 {
+				// Another controller writes its entry just before ours lands.
+				var cur gatewayv1.HTTPRoute
+				require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(hr), &cur))
+				cur.Status.Parents = append(cur.Status.Parents, late)
+				require.NoError(t, cl.Status().Update(ctx, &cur))
+				err := cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+				require.Error(t, err, "the write carries the resourceVersion it read")
+				conflicts.Add(1)
+				return err
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	u := NewGatewayAPIUpdater("", IngressOptions{PublishAddresses: []string{"192.0.2.1"}}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+	u.now = func() time.Time { return t0 }
+
+	require.NoError(t, u.Update(ctx))
+	require.Zero(t, patches.Load(), "nothing is written before a translation was reported")
+
+	u.Report(ctx, dataplane.Round{GatewayAPI: attach(gw, web)})
+	require.NoError(t, u.Update(ctx))
+	require.EqualValues(t, 1, conflicts.Load())
+
+	var gotClass, gotTheirs gatewayv1.GatewayClass
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(class), &gotClass))
+	require.Equal(t, "True/Accepted", condition(gotClass.Status.Conditions, "Accepted"))
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(theirs), &gotTheirs))
+	require.Empty(t, gotTheirs.Status.Conditions, "another controller's class is not ours to write")
+	var gotGW gatewayv1.Gateway
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(gw), &gotGW))
+	require.Equal(t, "False/Pending", condition(gotGW.Status.Conditions, "Programmed"), "no gateway took the configuration yet")
+	require.Equal(t, "192.0.2.1", gotGW.Status.Addresses[0].Value)
+	require.EqualValues(t, 1, gotGW.Status.Listeners[0].AttachedRoutes)
+	var gotWeb gatewayv1.HTTPRoute
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(web), &gotWeb))
+	require.Len(t, gotWeb.Status.Parents, 2)
+	require.True(t, equality.Semantic.DeepEqual(late, gotWeb.Status.Parents[0]), "the entry written meanwhile survives, unchanged")
+	require.Equal(t, ours, string(gotWeb.Status.Parents[1].ControllerName))
+
+	before := patches.Load()
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, before, patches.Load(), "nothing differs: nothing is written")
+
+	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a", Skipped: true}}})
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, before, patches.Load(), "a round that reached no gateway programs nothing")
+
+	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a", Stale: true}}})
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, before, patches.Load(), "a sync of an older translation does not program this one")
+
+	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a"}}})
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, before+1, patches.Load(), "only the Gateway changes")
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(gw), &gotGW))
+	require.Equal(t, "True/Programmed", condition(gotGW.Status.Conditions, "Programmed"))
+	require.Equal(t, "True/Programmed", condition(gotGW.Status.Listeners[0].Conditions, "Programmed"))
+}
