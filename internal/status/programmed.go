@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/kong/go-database-reconciler/pkg/file"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,19 +114,13 @@ func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
 	u.trigger.Request()
 }
 
-// eachEntityTags calls f with the tags of every entity of s.
+// eachEntityTags calls f with the tags of every entity of s that comes from an object with
+// conditions (plugins wherever they are nested, consumers, groups, vaults) and of the others.
 func eachEntityTags(s *kongstate.State, f func([]*string)) {
-	plugins := func(ps []*file.FPlugin) {
-		for _, p := range ps {
-			f(p.Tags)
-		}
-	}
 	for _, svc := range s.Services {
 		f(svc.Tags)
-		plugins(svc.Plugins)
 		for _, r := range svc.Routes {
 			f(r.Tags)
-			plugins(r.Plugins)
 		}
 	}
 	for _, up := range s.Upstreams {
@@ -136,7 +129,9 @@ func eachEntityTags(s *kongstate.State, f func([]*string)) {
 	for _, c := range s.Certificates {
 		f(c.Tags)
 	}
-	plugins(s.Plugins)
+	for _, p := range s.AllPlugins() {
+		f(p.Tags)
+	}
 	for _, c := range s.Consumers {
 		f(c.Tags)
 	}
