@@ -6,6 +6,7 @@ import (
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,7 +15,7 @@ import (
 	"github.com/konductor/konductor/internal/translator/benchdata"
 )
 
-var benchSizes = []int{100, 1000, 10000}
+var benchSizes = []int{100, 1000, 3000, 10000}
 
 // BenchmarkTranslate measures Translate alone: snapshot in, Kong state out.
 func BenchmarkTranslate(b *testing.B) {
@@ -105,6 +106,49 @@ func BenchmarkTranslateConsumers(b *testing.B) {
 		state, problems := Translate(snap, Options{})
 		if len(problems) != 0 || len(state.Consumers) != 1000 {
 			b.Fatalf("unexpected result: %d consumers, problems %v", len(state.Consumers), problems)
+		}
+	}
+}
+
+// BenchmarkIncrementalOneIngressChanged measures a round after one Ingress's host changed:
+// Incremental.Build of the new snapshot (the previous one translated), against a full Build
+// of it ("full"). Each iteration edits another Ingress, as the store would list it: a new
+// object with a new resourceVersion in a new snapshot; the other objects are the same.
+func BenchmarkIncrementalOneIngressChanged(b *testing.B) {
+	for _, n := range []int{1000, 3000, 10000} {
+		base := benchdata.Snapshot(n)
+		for _, mode := range []string{"incremental", "full"} {
+			b.Run(fmt.Sprintf("ingresses=%d/%s", n, mode), func(b *testing.B) {
+				snap := *base
+				snap.Ingresses = append([]*netv1.Ingress(nil), base.Ingresses...)
+				inc := &Incremental{}
+				inc.Build(&snap, Options{})
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					next := snap
+					next.Ingresses = append([]*netv1.Ingress(nil), snap.Ingresses...)
+					k := i % n
+					ing := next.Ingresses[k].DeepCopy()
+					ing.ResourceVersion = fmt.Sprint(i + 1)
+					ing.Spec.Rules[0].Host = fmt.Sprintf("changed-%d.example.com", i)
+					next.Ingresses[k] = ing
+					snap = next
+					i++
+					var res Result
+					if mode == "full" {
+						res = Build(&next, Options{})
+					} else {
+						res = inc.Build(&next, Options{})
+					}
+					if len(res.Problems) != 0 || len(res.State.Services) != n {
+						b.Fatalf("unexpected result: %d services, problems %v", len(res.State.Services), res.Problems)
+					}
+				}
+				if mode == "incremental" && inc.Stats.Full != 1 {
+					b.Fatalf("%d full translations (%s)", inc.Stats.Full, inc.Stats.LastReason)
+				}
+			})
 		}
 	}
 }

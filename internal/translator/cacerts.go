@@ -154,6 +154,7 @@ func (b *builder) checkCACert(certPEM string) string {
 	if !cert.BasicConstraintsValid || !cert.IsCA {
 		return `certificate does not appear to be a CA because it is missing the "CA" basic constraint`
 	}
+	b.readClock = b.readClock || !b.opts.Now.IsZero()
 	if !b.opts.Now.IsZero() && b.opts.Now.After(cert.NotAfter) {
 		return `certificate expired, "Not After" time is in the past`
 	}

@@ -17,6 +17,32 @@ import (
 type Graph struct {
 	deps  map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{} // object -> what it refers to
 	rdeps map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{} // object -> what refers to it
+	// base, when set, holds the edges of the nodes that deps and rdeps do not mention: an
+	// Incremental round's graph is the previous one with the edges of the objects it
+	// translated again replaced (replaceEdgesFrom), so that a round copies no more than it
+	// changes. depth is the length of that chain.
+	base  *Graph
+	depth int
+}
+
+// depsOf is what n refers to (read-only).
+func (g *Graph) depsOf(n kongstate.ObjectRef) map[kongstate.ObjectRef]struct{} {
+	for x := g; x != nil; x = x.base {
+		if m, ok := x.deps[n]; ok {
+			return m
+		}
+	}
+	return nil
+}
+
+// rdepsOf is what refers to n (read-only).
+func (g *Graph) rdepsOf(n kongstate.ObjectRef) map[kongstate.ObjectRef]struct{} {
+	for x := g; x != nil; x = x.base {
+		if m, ok := x.rdeps[n]; ok {
+			return m
+		}
+	}
+	return nil
 }
 
 func newGraph() *Graph {
@@ -49,7 +75,7 @@ func (g *Graph) References(ref kongstate.ObjectRef) []kongstate.ObjectRef {
 	if g == nil {
 		return nil
 	}
-	return sortedRefs(g.deps[Node(ref)])
+	return sortedRefs(g.depsOf(Node(ref)))
 }
 
 // ReferredBy lists the objects that refer to ref, sorted.
@@ -57,7 +83,7 @@ func (g *Graph) ReferredBy(ref kongstate.ObjectRef) []kongstate.ObjectRef {
 	if g == nil {
 		return nil
 	}
-	return sortedRefs(g.rdeps[Node(ref)])
+	return sortedRefs(g.rdepsOf(Node(ref)))
 }
 
 // Dependents lists refs and every object that refers to one of them, directly or through
@@ -76,7 +102,7 @@ func (g *Graph) Dependents(refs ...kongstate.ObjectRef) []kongstate.ObjectRef {
 		}
 		seen[n] = struct{}{}
 		if g != nil {
-			for d := range g.rdeps[n] {
+			for d := range g.rdepsOf(n) {
 				queue = append(queue, d)
 			}
 		}

@@ -362,6 +362,7 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		return nil, &routeError{field, "route " + e}
 	}
 	if _, taken := b.routeNames[name]; taken {
+		b.nameTaken = true
 		return nil, &routeError{field, fmt.Sprintf("route name %q is already used by another route", name)}
 	}
 	b.routeNames[name] = name

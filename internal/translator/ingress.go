@@ -230,6 +230,7 @@ func (b *builder) newRoute(ing *netv1.Ingress, ro *routeOverrides, field, key, n
 		return nil
 	}
 	if other, taken := b.routeNames[name]; taken && other != key {
+		b.nameTaken = true
 		b.problem(ing, gvkIngress, field, "route name %q is already used by another route; the route is left out", name)
 		return nil
 	}

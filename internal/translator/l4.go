@@ -140,6 +140,7 @@ func (b *builder) l4Route(obj client.Object, gvk schema.GroupVersionKind, field,
 		return nil
 	}
 	if _, taken := b.routeNames[name]; taken {
+		b.nameTaken = true
 		b.problem(obj, gvk, field, "route name %q is already used by another route; the route is left out", name)
 		return nil
 	}

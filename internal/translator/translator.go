@@ -105,6 +105,9 @@ type Result struct {
 	Graph    *Graph
 	// Gateway is which Gateway API objects are ours and how routes attach, for status.
 	Gateway *gatewayapi.Attachment
+
+	// parts indexes the result for Incremental (incremental.go).
+	parts *resultParts
 }
 
 // Build is Translate with the object graph (pipeline order of kic-compat.md §2).
@@ -130,7 +133,7 @@ func Build(snap *store.Snapshot, opts Options) Result {
 		b.expressionRoutes()
 	}
 	state, problems := b.finish()
-	return Result{State: state, Problems: problems, Graph: b.graph, Gateway: b.gw}
+	return Result{State: state, Problems: problems, Graph: b.graph, Gateway: b.gw, parts: b.parts}
 }
 
 // builder holds the indexes and the growing output of one translation.
@@ -163,6 +166,13 @@ type builder struct {
 	graph        *Graph
 	gw           *gatewayapi.Attachment
 
+	// nameTaken is set when a route was refused because another had its name: which one
+	// wins depends on every route of the cluster, so Incremental translates everything.
+	nameTaken bool
+	// readClock is set when the result depended on Options.Now (a CA certificate's expiry).
+	readClock bool
+	parts     *resultParts
+
 	state *kongstate.State
 }
 
@@ -177,6 +187,7 @@ func newBuilder(snap *store.Snapshot, opts Options) *builder {
 		routeNames:   map[string]string{},
 		routeKeys:    map[string]bool{},
 		graph:        newGraph(),
+		parts:        &resultParts{},
 		state:        &kongstate.State{},
 		gw:           gatewayapi.Attach(GatewayInput(snap, opts.GatewayControllerName)),
 	}
@@ -278,14 +289,22 @@ func (b *builder) finish() (*kongstate.State, []Problem) {
 			continue
 		}
 		svc := ks.svc
+		part := servicePart{name: n, svc: &svc, upstream: ks.upstream}
 		for _, r := range ks.routes {
 			svc.Routes = append(svc.Routes, r.FRoute)
+			if r.ing == nil {
+				part.foreign = true
+			} else if len(part.owners) == 0 || part.owners[len(part.owners)-1] != r.ing {
+				part.owners = append(part.owners, r.ing)
+			}
 		}
 		b.state.Services = append(b.state.Services, &svc)
 		if ks.upstream != nil {
 			b.state.Upstreams = append(b.state.Upstreams, ks.upstream)
 		}
+		b.parts.services = append(b.parts.services, part)
 	}
+	b.parts.nameTaken, b.parts.readClock = b.nameTaken, b.readClock
 	return b.state, sortProblems(b.problems)
 }
 

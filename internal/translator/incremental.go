@@ -1,0 +1,809 @@
+package translator
+
+import (
+	"reflect"
+	"sort"
+	"time"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	netv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// Incremental translates snapshot after snapshot and re-translates only what a change can
+// affect (issue #13): when, since the previous snapshot, only Ingresses, Services and
+// EndpointSlices changed, it translates the changed objects together with everything that
+// shares a Kong service with them (the closure: every Ingress that names one of their
+// Services, and those Services and their EndpointSlices) as a snapshot of their own, with
+// the same Build, and splices that result into the previous one: their Kong services and
+// upstreams, the graph edges out of them and the problems about them are replaced; every
+// other entity is the previous one, the same pointer, so that a Renderer reuses its bytes.
+//
+// The splice is only taken where translation is provably local to the closure, and every
+// condition is checked on the objects' old and new versions and on the partial result
+// (canSplice, spliceable); anything else is a full Build:
+//   - only Ingresses, Services and EndpointSlices changed (every other field of the
+//     Snapshot, whatever kinds are added to it later, compares equal), with the same Options
+//     (Now aside, unless the previous result read the clock);
+//   - the closure's objects refer, in the object graph, to nothing but IngressClasses and
+//     Services, and nothing but Ingresses refers to its Services: a reference to a plugin, a
+//     Secret, a KongIngress, a facade, or from an HTTPRoute or TCPIngress, is a full Build;
+//   - no closure Ingress has a default backend (the oldest one wins cluster-wide) or
+//     konghq.com/plugins (plugin entities are merged across objects);
+//   - the partial result has nothing but services and upstreams, problems only about the
+//     closure, no route name that another route has, and neither result refused a route
+//     for a taken name (the winner depends on every route).
+//
+// A full Build gives the same Result, byte for byte once rendered (TestIncrementalMatchesBuild).
+// An Incremental is used by one goroutine (the sync loop's); its Results are read-only and
+// may be read by others.
+type Incremental struct {
+	prev *incrementalRound
+	// noSizeLimit lets a closure of any size be spliced (tests of small snapshots).
+	noSizeLimit bool
+	// Stats counts full and partial translations, for tests and benchmarks.
+	Stats IncrementalStats
+}
+
+// IncrementalStats counts what an Incremental did.
+type IncrementalStats struct {
+	Full, Partial int
+	// LastReason is why the last full Build was not a partial one.
+	LastReason string
+	// LastClosure is the number of Ingresses the last partial translation translated.
+	LastClosure int
+}
+
+// resultParts is what a Build adds to its Result for Incremental.
+type resultParts struct {
+	services  []servicePart // Kong services with routes, by name
+	nameTaken bool
+	readClock bool
+}
+
+// servicePart is one Kong service of a result, with its upstream and the Ingresses whose
+// routes it holds.
+type servicePart struct {
+	name     string
+	svc      *file.FService
+	upstream *file.FUpstream
+	owners   []*netv1.Ingress
+	foreign  bool // it holds routes of other sources than Ingresses
+}
+
+type nsName struct{ ns, name string }
+
+func keyOf(o client.Object) nsName { return nsName{o.GetNamespace(), o.GetName()} }
+
+// incrementalRound is the previous translation and the indexes a splice needs.
+type incrementalRound struct {
+	snap *store.Snapshot
+	opts Options
+	res  Result
+
+	// The objects of the snapshot, updated in place by the next round (which replaces the
+	// whole round when it cannot splice), and the EndpointSlices of each Service.
+	ingresses objectIndex[*netv1.Ingress]
+	services  objectIndex[*corev1.Service]
+	slices    objectIndex[*discoveryv1.EndpointSlice]
+	slicesOf  slicesByService
+
+	parts      []servicePart     // by name
+	routeOwner map[string]string // route name -> Kong service name
+	// kongServicesOf are the Kong services each Ingress has routes in; ingressesNaming the
+	// Ingresses whose spec names each Service (old and new versions of a changed Ingress are
+	// both in the closure, so this index of the previous snapshot is enough).
+	kongServicesOf  map[nsName][]string
+	ingressesNaming map[nsName]map[nsName]struct{}
+}
+
+// maxClosureShare: a closure above this share of the Ingresses is translated in full.
+const maxClosureShare = 4
+
+// Build translates snap like Build, re-using the previous result where it can.
+func (t *Incremental) Build(snap *store.Snapshot, opts Options) Result {
+	if snap == nil {
+		snap = &store.Snapshot{}
+	}
+	if t.prev != nil {
+		if res, ok, reason := t.partial(snap, opts); ok {
+			t.Stats.Partial++
+			return res
+		} else {
+			t.Stats.LastReason = reason
+		}
+	} else {
+		t.Stats.LastReason = "first translation"
+	}
+	res := Build(snap, opts)
+	t.Stats.Full++
+	t.prev = newIncrementalRound(snap, opts, res)
+	return res
+}
+
+func newIncrementalRound(snap *store.Snapshot, opts Options, res Result) *incrementalRound {
+	r := &incrementalRound{snap: snap, opts: opts, res: res,
+		ingresses: newObjectIndex(snap.Ingresses), services: newObjectIndex(snap.Services),
+		slices: newObjectIndex(snap.EndpointSlices), slicesOf: slicesByService{},
+		parts: res.parts.services, routeOwner: map[string]string{},
+		kongServicesOf: map[nsName][]string{}, ingressesNaming: map[nsName]map[nsName]struct{}{},
+	}
+	for _, e := range r.ingresses.m {
+		r.addNaming(e.obj)
+	}
+	for _, e := range r.slices.m {
+		r.slicesOf.add(e.obj)
+	}
+	for _, p := range r.parts {
+		r.addPart(p)
+	}
+	return r
+}
+
+func (r *incrementalRound) addPart(p servicePart) {
+	for _, rt := range p.svc.Routes {
+		r.routeOwner[str(rt.Name)] = p.name
+	}
+	for _, ing := range p.owners {
+		k := keyOf(ing)
+		r.kongServicesOf[k] = append(r.kongServicesOf[k], p.name)
+	}
+}
+
+func (r *incrementalRound) addNaming(ing *netv1.Ingress) {
+	for _, s := range servicesNamed(ing) {
+		m := r.ingressesNaming[s]
+		if m == nil {
+			m = map[nsName]struct{}{}
+			r.ingressesNaming[s] = m
+		}
+		m[keyOf(ing)] = struct{}{}
+	}
+}
+
+func (r *incrementalRound) removeNaming(ing *netv1.Ingress) {
+	for _, s := range servicesNamed(ing) {
+		delete(r.ingressesNaming[s], keyOf(ing))
+		if len(r.ingressesNaming[s]) == 0 {
+			delete(r.ingressesNaming, s)
+		}
+	}
+}
+
+// servicesNamed are the Services an Ingress's spec names as backends.
+func servicesNamed(ing *netv1.Ingress) []nsName {
+	var out []nsName
+	add := func(b *netv1.IngressServiceBackend) {
+		if b != nil {
+			out = append(out, nsName{ing.Namespace, b.Name})
+		}
+	}
+	if ing.Spec.DefaultBackend != nil {
+		add(ing.Spec.DefaultBackend.Service)
+	}
+	for _, rule := range ing.Spec.Rules {
+		if rule.HTTP == nil {
+			continue
+		}
+		for _, p := range rule.HTTP.Paths {
+			add(p.Backend.Service)
+		}
+	}
+	return out
+}
+
+// unchanged reports whether new is old for translation: the same object version, or the
+// same object with nothing translation reads changed (a status write: sameContent).
+func unchanged(old, new client.Object) bool {
+	if old == new {
+		return true
+	}
+	if old.GetUID() != new.GetUID() || old.GetName() != new.GetName() || old.GetNamespace() != new.GetNamespace() {
+		return false
+	}
+	if rv := old.GetResourceVersion(); rv != "" && rv == new.GetResourceVersion() {
+		return true
+	}
+	ot, nt := old.GetCreationTimestamp(), new.GetCreationTimestamp()
+	return ot.Equal(&nt) && sameContent(old, new)
+}
+
+// objectIndex holds one kind's objects of the latest snapshot by namespace and name.
+type objectIndex[T client.Object] struct {
+	m     map[nsName]*indexed[T]
+	round uint64
+}
+
+type indexed[T client.Object] struct {
+	obj   T
+	round uint64 // the last update that listed it
+}
+
+func newObjectIndex[T client.Object](objs []T) objectIndex[T] {
+	ix := objectIndex[T]{m: make(map[nsName]*indexed[T], len(objs))}
+	ix.update(objs)
+	return ix
+}
+
+func (ix *objectIndex[T]) get(k nsName) T {
+	if e := ix.m[k]; e != nil {
+		return e.obj
+	}
+	var zero T
+	return zero
+}
+
+// update makes ix hold objs, and returns the previous version of every object added (the
+// zero T), removed or changed (unchanged). ok is false when a key appears twice (the index
+// is then not usable).
+func (ix *objectIndex[T]) update(objs []T) (changed map[nsName]T, ok bool) {
+	ix.round++
+	changed = map[nsName]T{}
+	var zero T
+	listed := 0
+	for _, o := range objs {
+		if any(o) == any(zero) {
+			continue
+		}
+		k := keyOf(o)
+		e := ix.m[k]
+		switch {
+		case e == nil:
+			changed[k] = zero
+			ix.m[k] = &indexed[T]{o, ix.round}
+		case e.round == ix.round:
+			return nil, false
+		default:
+			if !unchanged(e.obj, o) {
+				changed[k] = e.obj
+			}
+			e.obj, e.round = o, ix.round
+		}
+		listed++
+	}
+	if len(ix.m) != listed {
+		for k, e := range ix.m {
+			if e.round != ix.round {
+				changed[k] = e.obj
+				delete(ix.m, k)
+			}
+		}
+	}
+	return changed, true
+}
+
+// serviceOf is the Service an EndpointSlice belongs to.
+func serviceOf(es *discoveryv1.EndpointSlice) (nsName, bool) {
+	s := es.Labels[discoveryv1.LabelServiceName]
+	return nsName{es.Namespace, s}, s != ""
+}
+
+type slicesByService map[nsName]map[nsName]struct{}
+
+func (m slicesByService) add(es *discoveryv1.EndpointSlice) {
+	if s, ok := serviceOf(es); ok {
+		if m[s] == nil {
+			m[s] = map[nsName]struct{}{}
+		}
+		m[s][keyOf(es)] = struct{}{}
+	}
+}
+
+func (m slicesByService) remove(es *discoveryv1.EndpointSlice) {
+	if s, ok := serviceOf(es); ok {
+		delete(m[s], keyOf(es))
+		if len(m[s]) == 0 {
+			delete(m, s)
+		}
+	}
+}
+
+// othersUnchanged reports whether every field of b but Ingresses, Services and
+// EndpointSlices holds what a's does (objects compared with unchanged, in any order).
+func othersUnchanged(a, b *store.Snapshot) bool {
+	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	for i := 0; i < va.NumField(); i++ {
+		switch va.Type().Field(i).Name {
+		case "Ingresses", "Services", "EndpointSlices":
+			continue
+		}
+		fa, fb := va.Field(i), vb.Field(i)
+		if !sameValue(fa, fb) {
+			return false
+		}
+	}
+	return true
+}
+
+var objectType = reflect.TypeFor[client.Object]()
+
+func sameValue(a, b reflect.Value) bool {
+	switch {
+	case a.Kind() == reflect.Slice && a.Type().Elem().Implements(objectType):
+		if a.Len() != b.Len() {
+			return false
+		}
+		if a.Len() == 0 {
+			return true
+		}
+		index := make(map[nsName]client.Object, a.Len())
+		for i := 0; i < a.Len(); i++ {
+			if a.Index(i).IsNil() {
+				return false
+			}
+			o := a.Index(i).Interface().(client.Object)
+			index[keyOf(o)] = o
+		}
+		if len(index) != a.Len() {
+			return false
+		}
+		for i := 0; i < b.Len(); i++ {
+			if b.Index(i).IsNil() {
+				return false
+			}
+			n := b.Index(i).Interface().(client.Object)
+			o, ok := index[keyOf(n)]
+			if !ok || !unchanged(o, n) {
+				return false
+			}
+		}
+		return true
+	case a.Kind() == reflect.Pointer && a.Type().Implements(objectType):
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() && b.IsNil()
+		}
+		return unchanged(a.Interface().(client.Object), b.Interface().(client.Object))
+	default:
+		return reflect.DeepEqual(a.Interface(), b.Interface())
+	}
+}
+
+func sameOptions(a, b Options, clockRead bool) bool {
+	if clockRead && !a.Now.Equal(b.Now) {
+		return false
+	}
+	a.Now, b.Now = time.Time{}, time.Time{}
+	return reflect.DeepEqual(a, b)
+}
+
+// partial is the splice; ok false (with the reason) when a full Build is needed.
+func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool, string) {
+	prev := t.prev
+	if !sameOptions(prev.opts, opts, prev.res.parts.readClock) {
+		return Result{}, false, "options changed"
+	}
+	if prev.res.parts.nameTaken {
+		return Result{}, false, "a route name was taken"
+	}
+	if !othersUnchanged(prev.snap, snap) {
+		return Result{}, false, "objects other than Ingresses, Services and EndpointSlices changed"
+	}
+
+	// What changed. The indexes are updated in place: from here on, a failure is a full
+	// Build, which makes new ones.
+	services := map[nsName]struct{}{} // the closure's Services
+	ingChanges, ok := prev.ingresses.update(snap.Ingresses)
+	if !ok {
+		return Result{}, false, "an Ingress twice"
+	}
+	svcChanges, ok := prev.services.update(snap.Services)
+	if !ok {
+		return Result{}, false, "a Service twice"
+	}
+	for k := range svcChanges {
+		services[k] = struct{}{}
+	}
+	sliceChanges, ok := prev.slices.update(snap.EndpointSlices)
+	if !ok {
+		return Result{}, false, "an EndpointSlice twice"
+	}
+	for k, old := range sliceChanges {
+		for _, es := range []*discoveryv1.EndpointSlice{old, prev.slices.get(k)} {
+			if es != nil {
+				if s, ok := serviceOf(es); ok {
+					services[s] = struct{}{}
+				}
+			}
+		}
+		if old != nil {
+			prev.slicesOf.remove(old)
+		}
+		if es := prev.slices.get(k); es != nil {
+			prev.slicesOf.add(es)
+		}
+	}
+	oldIngress := func(k nsName) *netv1.Ingress {
+		if old, changed := ingChanges[k]; changed {
+			return old
+		}
+		return prev.ingresses.get(k)
+	}
+
+	// The closure: changed Ingresses, the Services they name or refer to, every Ingress
+	// naming or referring to one of those, until nothing is added.
+	closure := map[nsName]struct{}{}
+	var ingQueue, svcQueue []nsName
+	addIngress := func(k nsName) {
+		if _, ok := closure[k]; !ok {
+			closure[k] = struct{}{}
+			ingQueue = append(ingQueue, k)
+		}
+	}
+	expanded := map[nsName]bool{}
+	addService := func(s nsName) {
+		services[s] = struct{}{}
+		if !expanded[s] {
+			expanded[s] = true
+			svcQueue = append(svcQueue, s)
+		}
+	}
+	for k := range ingChanges {
+		addIngress(k)
+	}
+	for s := range services {
+		addService(s)
+	}
+	for len(ingQueue) > 0 || len(svcQueue) > 0 {
+		if len(svcQueue) > 0 {
+			s := svcQueue[0]
+			svcQueue = svcQueue[1:]
+			for _, from := range prev.res.Graph.ReferredBy(ref(gvkService, s.ns, s.name)) {
+				if from.Kind != gvkIngress.Kind || from.Group != gvkIngress.Group {
+					return Result{}, false, "a Service of the change is referred to by a " + from.Kind
+				}
+				addIngress(nsName{from.Namespace, from.Name})
+			}
+			for k := range prev.ingressesNaming[s] {
+				addIngress(k)
+			}
+			if refs := prev.res.Graph.References(ref(gvkService, s.ns, s.name)); len(refs) > 0 {
+				return Result{}, false, "a Service of the change refers to a " + refs[0].Kind
+			}
+			continue
+		}
+		k := ingQueue[0]
+		ingQueue = ingQueue[1:]
+		if !t.noSizeLimit && len(closure)*maxClosureShare > len(prev.ingresses.m) {
+			return Result{}, false, "the change reaches too many Ingresses"
+		}
+		for _, ing := range []*netv1.Ingress{oldIngress(k), prev.ingresses.get(k)} {
+			if ing == nil {
+				continue
+			}
+			if why := localIngress(ing); why != "" {
+				return Result{}, false, why
+			}
+			for _, s := range servicesNamed(ing) {
+				addService(s)
+			}
+		}
+		for _, to := range prev.res.Graph.References(ref(gvkIngress, k.ns, k.name)) {
+			switch {
+			case to.Kind == gvkService.Kind && to.Group == "":
+				addService(nsName{to.Namespace, to.Name})
+			case to.Kind == gvkIngressClass.Kind && to.Group == gvkIngressClass.Group:
+			default:
+				return Result{}, false, "an Ingress of the change refers to a " + to.Kind
+			}
+		}
+	}
+	t.Stats.LastClosure = len(closure)
+
+	// The closure as a snapshot of its own.
+	sub := &store.Snapshot{IngressClass: snap.IngressClass, IngressClassIsDefault: snap.IngressClassIsDefault,
+		IngressClassParameters: snap.IngressClassParameters}
+	for k := range closure {
+		if ing := prev.ingresses.get(k); ing != nil {
+			sub.Ingresses = append(sub.Ingresses, ing)
+		}
+	}
+	for s := range services {
+		if svc := prev.services.get(s); svc != nil {
+			sub.Services = append(sub.Services, svc)
+		}
+	}
+	// Problem subjects replaced: the closure's Ingresses and Services and the
+	// EndpointSlices of those Services, old and new.
+	subjects := map[kongstate.ObjectRef]struct{}{}
+	for k := range closure {
+		subjects[Node(ref(gvkIngress, k.ns, k.name))] = struct{}{}
+	}
+	for s := range services {
+		subjects[Node(ref(gvkService, s.ns, s.name))] = struct{}{}
+	}
+	for s := range services {
+		for k := range prev.slicesOf[s] {
+			sub.EndpointSlices = append(sub.EndpointSlices, prev.slices.get(k))
+			subjects[Node(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
+		}
+	}
+	for k, old := range sliceChanges {
+		if old != nil {
+			if s, ok := serviceOf(old); ok {
+				if _, in := services[s]; in {
+					subjects[Node(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
+				}
+			}
+		}
+	}
+
+	part := Build(sub, opts)
+	if why := t.spliceable(part, closure, subjects); why != "" {
+		return Result{}, false, why
+	}
+
+	// The splice. Nothing of prev is modified before this point.
+	replaced := map[string]bool{}
+	for k := range closure {
+		for _, n := range prev.kongServicesOf[k] {
+			replaced[n] = true
+		}
+	}
+	for _, p := range prev.parts {
+		if replaced[p.name] {
+			if p.foreign {
+				return Result{}, false, "a Kong service of the closure holds other routes"
+			}
+			for _, o := range p.owners {
+				if _, in := closure[keyOf(o)]; !in {
+					return Result{}, false, "a Kong service of the closure holds routes of another Ingress"
+				}
+			}
+		}
+	}
+	for _, p := range part.parts.services {
+		if p.foreign {
+			return Result{}, false, "a new Kong service holds other routes"
+		}
+		for _, rt := range p.svc.Routes {
+			if owner, taken := prev.routeOwner[str(rt.Name)]; taken && !replaced[owner] {
+				return Result{}, false, "a route name is taken"
+			}
+		}
+	}
+	merged := make([]servicePart, 0, len(prev.parts)+len(part.parts.services))
+	i, j := 0, 0
+	for i < len(prev.parts) || j < len(part.parts.services) {
+		switch {
+		case i < len(prev.parts) && replaced[prev.parts[i].name]:
+			i++
+		case j == len(part.parts.services) || i < len(prev.parts) && prev.parts[i].name < part.parts.services[j].name:
+			merged = append(merged, prev.parts[i])
+			i++
+		case i == len(prev.parts) || part.parts.services[j].name < prev.parts[i].name:
+			merged = append(merged, part.parts.services[j])
+			j++
+		default:
+			return Result{}, false, "a Kong service name is taken"
+		}
+	}
+
+	state := *prev.res.State
+	state.Services, state.Upstreams = nil, nil
+	for _, p := range merged {
+		state.Services = append(state.Services, p.svc)
+		if p.upstream != nil {
+			state.Upstreams = append(state.Upstreams, p.upstream)
+		}
+	}
+	problems := make([]Problem, 0, len(prev.res.Problems)+len(part.Problems))
+	for _, p := range prev.res.Problems {
+		if _, in := subjects[Node(p.Object)]; !in {
+			problems = append(problems, p)
+		}
+	}
+	problems = sortProblems(append(problems, part.Problems...))
+
+	outEdges := map[kongstate.ObjectRef]struct{}{}
+	for k := range closure {
+		outEdges[Node(ref(gvkIngress, k.ns, k.name))] = struct{}{}
+	}
+	for s := range services {
+		outEdges[Node(ref(gvkService, s.ns, s.name))] = struct{}{}
+	}
+	res := prev.res
+	res.State, res.Problems = &state, problems
+	res.Graph = prev.res.Graph.replaceEdgesFrom(outEdges, part.Graph)
+	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock}
+
+	// The indexes, for the next round.
+	next := prev // its indexes are updated in place
+	for _, p := range prev.parts {
+		if replaced[p.name] {
+			for _, rt := range p.svc.Routes {
+				delete(next.routeOwner, str(rt.Name))
+			}
+		}
+	}
+	for k := range closure {
+		delete(next.kongServicesOf, k)
+		if old, changed := ingChanges[k]; changed {
+			if old != nil {
+				next.removeNaming(old)
+			}
+			if ing := prev.ingresses.get(k); ing != nil {
+				next.addNaming(ing)
+			}
+		}
+	}
+	for _, p := range part.parts.services {
+		next.addPart(p)
+	}
+	next.snap, next.opts, next.res, next.parts = snap, opts, res, merged
+	t.prev = next
+	return res, true, ""
+}
+
+// localIngress says why an Ingress's translation may depend on other objects than those the
+// closure holds ("" when it does not).
+func localIngress(ing *netv1.Ingress) string {
+	if ing.Spec.DefaultBackend != nil {
+		return "an Ingress of the change has a default backend"
+	}
+	if _, ok := ing.Annotations[annPlugins]; ok {
+		return "an Ingress of the change has plugins"
+	}
+	for _, rule := range ing.Spec.Rules {
+		if rule.HTTP == nil {
+			continue
+		}
+		for _, p := range rule.HTTP.Paths {
+			if p.Backend.Service == nil {
+				return "an Ingress of the change has a backend that is not a Service"
+			}
+		}
+	}
+	if len(ing.Spec.TLS) > 0 {
+		return "an Ingress of the change has TLS"
+	}
+	return ""
+}
+
+// spliceable says why the partial result cannot replace its part of the previous one.
+func (t *Incremental) spliceable(part Result, closure map[nsName]struct{}, subjects map[kongstate.ObjectRef]struct{}) string {
+	if part.parts.nameTaken {
+		return "a route name was taken"
+	}
+	if part.parts.readClock && !t.prev.res.parts.readClock {
+		return "the translation read the clock"
+	}
+	st := reflect.ValueOf(part.State).Elem()
+	for i := 0; i < st.NumField(); i++ {
+		switch st.Type().Field(i).Name {
+		case "Services", "Upstreams":
+			continue
+		}
+		if f := st.Field(i); f.Kind() != reflect.Slice || f.Len() != 0 {
+			return "the change makes " + st.Type().Field(i).Name
+		}
+	}
+	for _, p := range part.Problems {
+		if _, in := subjects[Node(p.Object)]; !in {
+			return "the change is reported on " + p.Object.String()
+		}
+	}
+	for from, tos := range part.Graph.deps {
+		if _, in := subjects[from]; !in {
+			return "the change gives " + from.String() + " a reference"
+		}
+		for to := range tos {
+			if !(to.Kind == gvkService.Kind && to.Group == "") && !(to.Kind == gvkIngressClass.Kind && to.Group == gvkIngressClass.Group) {
+				return "the change refers to a " + to.Kind
+			}
+		}
+	}
+	_ = closure
+	return ""
+}
+
+// maxGraphDepth bounds the chain of graphs replaceEdgesFrom makes before it squashes them.
+var maxGraphDepth = 32
+
+// replaceEdgesFrom returns a graph with g's edges but those out of the nodes from, and
+// with's edges instead. g is not modified (it may be read elsewhere): the new graph holds
+// what changed and reads the rest through g.
+func (g *Graph) replaceEdgesFrom(from map[kongstate.ObjectRef]struct{}, with *Graph) *Graph {
+	out := &Graph{deps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{},
+		rdeps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{}, base: g, depth: g.depth + 1}
+	rdepsOf := func(to kongstate.ObjectRef) map[kongstate.ObjectRef]struct{} {
+		m, ok := out.rdeps[to]
+		if !ok {
+			old := g.rdepsOf(to)
+			m = make(map[kongstate.ObjectRef]struct{}, len(old)+1)
+			for k := range old {
+				m[k] = struct{}{}
+			}
+			out.rdeps[to] = m
+		}
+		return m
+	}
+	for f := range from {
+		for to := range g.depsOf(f) {
+			delete(rdepsOf(to), f)
+		}
+		out.deps[f] = nil // no edges, whatever the base says
+	}
+	for f, tos := range with.deps {
+		m := make(map[kongstate.ObjectRef]struct{}, len(tos))
+		for to := range tos {
+			m[to] = struct{}{}
+			rdepsOf(to)[f] = struct{}{}
+		}
+		out.deps[f] = m
+	}
+	if out.depth > maxGraphDepth {
+		return out.squash()
+	}
+	return out
+}
+
+// squash merges the chain of graphs above the bottom one into one, or into a graph without
+// base when what changed is a large part of it.
+func (g *Graph) squash() *Graph {
+	var chain []*Graph
+	bottom := g
+	for bottom.base != nil {
+		chain = append(chain, bottom)
+		bottom = bottom.base
+	}
+	merged := &Graph{deps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{},
+		rdeps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{}, base: bottom, depth: 1}
+	for i := len(chain) - 1; i >= 0; i-- {
+		for k, v := range chain[i].deps {
+			merged.deps[k] = v
+		}
+		for k, v := range chain[i].rdeps {
+			merged.rdeps[k] = v
+		}
+	}
+	if 2*(len(merged.deps)+len(merged.rdeps)) < len(bottom.deps)+len(bottom.rdeps) {
+		return merged
+	}
+	return merged.flat()
+}
+
+// flat is the graph without base: every node's edges in its own maps.
+func (g *Graph) flat() *Graph {
+	if g.base == nil {
+		return g
+	}
+	out := newGraph()
+	var chain []*Graph
+	for x := g; x != nil; x = x.base {
+		chain = append(chain, x)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		for k, v := range chain[i].deps {
+			out.deps[k] = v
+		}
+		for k, v := range chain[i].rdeps {
+			out.rdeps[k] = v
+		}
+	}
+	for k, v := range out.deps {
+		if len(v) == 0 {
+			delete(out.deps, k)
+		}
+	}
+	for k, v := range out.rdeps {
+		if len(v) == 0 {
+			delete(out.rdeps, k)
+		}
+	}
+	return out
+}
+
+// sortedNames is for tests: the Kong service names of parts.
+func sortedNames(ps []servicePart) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.name
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,393 @@
+package translator
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator/benchdata"
+)
+
+// TestIncrementalMatchesBuild is the property that makes Incremental safe to use: after any
+// sequence of changes, its Result is the one a full Build of the same snapshot gives (the
+// same rendered bytes, State, problems and object graph). Starting points are every golden
+// case's input and a benchmark cluster; the changes are random edits of Ingresses, Services,
+// EndpointSlices and the other kinds.
+func TestIncrementalMatchesBuild(t *testing.T) {
+	type start struct {
+		name string
+		snap *store.Snapshot
+		opts Options
+	}
+	var starts []start
+	dirs, err := filepath.Glob("testdata/*/in.yaml")
+	require.NoError(t, err)
+	for _, in := range dirs {
+		dir := filepath.Dir(in)
+		var opts goldenOptions
+		if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
+			require.NoError(t, sigsyaml.UnmarshalStrict(b, &opts))
+		}
+		objs, err := manifest.Load(in)
+		require.NoError(t, err)
+		st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
+		require.NoError(t, err)
+		snap, err := st.Snapshot(context.Background())
+		require.NoError(t, err)
+		starts = append(starts, start{filepath.Base(dir), snap, opts.Translator})
+	}
+	starts = append(starts, start{"benchdata", benchdata.Snapshot(40), Options{}})
+
+	steps := 60
+	if testing.Short() {
+		steps = 20
+	}
+	// Squash the graphs' chains often, so that squashing is tested too.
+	defer func(d int) { maxGraphDepth = d }(maxGraphDepth)
+	maxGraphDepth = 3
+	var partial, full int
+	reasons := map[string]int{}
+	for i, s := range starts {
+		t.Run(s.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(i), 13))
+			ed := &editor{rng: rng, snap: s.snap}
+			inc := &Incremental{noSizeLimit: true}
+			requireSameResult(t, "start", inc.Build(s.snap, s.opts), Build(s.snap, s.opts))
+			for step := 0; step < steps; step++ {
+				what := ed.edit()
+				snap := ed.snap
+				before := inc.Stats.Full
+				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), inc.Build(snap, s.opts), Build(snap, s.opts))
+				if inc.Stats.Full > before {
+					reasons[inc.Stats.LastReason]++
+				}
+			}
+			partial += inc.Stats.Partial
+			full += inc.Stats.Full
+		})
+	}
+	t.Logf("%d partial and %d full translations; full because: %v", partial, full, reasons)
+	// The property would hold trivially if everything fell back to a full Build.
+	require.Greater(t, partial, full, "the partial path was hardly taken")
+}
+
+func requireSameResult(t *testing.T, step string, got, want Result) {
+	t.Helper()
+	gotCfg, err := got.State.DeclarativeConfig()
+	require.NoError(t, err)
+	wantCfg, err := want.State.DeclarativeConfig()
+	require.NoError(t, err)
+	require.Equal(t, string(wantCfg), string(gotCfg), "%s: rendered configuration", step)
+	require.Equal(t, want.Problems, got.Problems, "%s: problems", step)
+	require.Equal(t, graphString(want.Graph), graphString(got.Graph), "%s: graph", step)
+	ws, gs := reflect.ValueOf(want.State).Elem(), reflect.ValueOf(got.State).Elem()
+	for i := 0; i < ws.NumField(); i++ {
+		require.True(t, reflect.DeepEqual(ws.Field(i).Interface(), gs.Field(i).Interface()), "%s: State.%s differs", step, ws.Type().Field(i).Name)
+	}
+	require.Equal(t, sortedNames(want.parts.services), sortedNames(got.parts.services), "%s: parts", step)
+}
+
+func graphString(g *Graph) string {
+	g = g.flat()
+	var lines []string
+	for from := range g.deps {
+		for _, to := range g.References(from) {
+			lines = append(lines, from.String()+" -> "+to.String())
+		}
+	}
+	for to := range g.rdeps {
+		for _, from := range g.ReferredBy(to) {
+			lines = append(lines, to.String()+" <- "+from.String())
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// editor makes random changes to a snapshot, each as a new snapshot (the previous one is not
+// modified) with new object versions, as the store would list them.
+type editor struct {
+	rng  *rand.Rand
+	snap *store.Snapshot
+	rv   int
+}
+
+func (e *editor) version() string { e.rv++; return fmt.Sprintf("rv-%d", e.rv) }
+
+// next copies the snapshot's slices so that edits do not reach the previous snapshot.
+func (e *editor) next() *store.Snapshot {
+	c := *e.snap
+	v := reflect.ValueOf(&c).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Field(i); f.Kind() == reflect.Slice && !f.IsNil() {
+			f.Set(reflect.AppendSlice(reflect.MakeSlice(f.Type(), 0, f.Len()), f))
+		}
+	}
+	return &c
+}
+
+func pick[T any](e *editor, l []T) (int, bool) {
+	if len(l) == 0 {
+		return 0, false
+	}
+	return e.rng.IntN(len(l)), true
+}
+
+func (e *editor) serviceName(ns string) string {
+	var names []string
+	for _, s := range e.snap.Services {
+		if s.Namespace == ns {
+			names = append(names, s.Name)
+		}
+	}
+	names = append(names, "missing")
+	return names[e.rng.IntN(len(names))]
+}
+
+func (e *editor) edit() string {
+	s := e.next()
+	defer func() { e.snap = s }()
+	ingress := func() (*netv1.Ingress, func(*netv1.Ingress), bool) {
+		i, ok := pick(e, s.Ingresses)
+		if !ok {
+			return nil, nil, false
+		}
+		c := s.Ingresses[i].DeepCopy()
+		c.ResourceVersion = e.version()
+		c.Generation++
+		return c, func(n *netv1.Ingress) { s.Ingresses[i] = n }, true
+	}
+	switch e.rng.IntN(16) {
+	case 0, 1:
+		if ing, put, ok := ingress(); ok && len(ing.Spec.Rules) > 0 {
+			ing.Spec.Rules[0].Host = []string{"", "a.example.com", "b.example.com", "*.example.com", "bad host"}[e.rng.IntN(5)]
+			put(ing)
+			return "Ingress host"
+		}
+	case 2, 3:
+		if ing, put, ok := ingress(); ok {
+			for _, r := range ing.Spec.Rules {
+				if r.HTTP != nil && len(r.HTTP.Paths) > 0 {
+					p := &r.HTTP.Paths[e.rng.IntN(len(r.HTTP.Paths))]
+					ports := []netv1.ServiceBackendPort{{Number: 80}, {Number: 8080}, {Name: "http"}, {}}
+					p.Backend = netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: e.serviceName(ing.Namespace), Port: ports[e.rng.IntN(len(ports))]}}
+					break
+				}
+			}
+			put(ing)
+			return "Ingress backend"
+		}
+	case 4:
+		if ing, put, ok := ingress(); ok {
+			for _, r := range ing.Spec.Rules {
+				if r.HTTP != nil {
+					pt := netv1.PathTypePrefix
+					paths := []string{"/x", "/api//v2", "/~/re[", "/", "/y/"}
+					r.HTTP.Paths = append(r.HTTP.Paths, netv1.HTTPIngressPath{Path: paths[e.rng.IntN(len(paths))], PathType: &pt,
+						Backend: netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: e.serviceName(ing.Namespace), Port: netv1.ServiceBackendPort{Number: 80}}}})
+					if len(r.HTTP.Paths) > 3 {
+						r.HTTP.Paths = r.HTTP.Paths[1:]
+					}
+					break
+				}
+			}
+			put(ing)
+			return "Ingress paths"
+		}
+	case 5:
+		if ing, put, ok := ingress(); ok {
+			if ing.Annotations == nil {
+				ing.Annotations = map[string]string{}
+			}
+			anns := []struct{ k, v string }{
+				{"konghq.com/strip-path", "true"}, {"konghq.com/methods", "GET,POST"}, {"konghq.com/protocols", "tcp"},
+				{"konghq.com/plugins", "rate-limit"}, {"konghq.com/rewrite", "/new"}, {"konghq.com/tags", "a,b"},
+				{"konghq.com/regex-priority", "10"}, {"konghq.com/override", "ki"},
+			}
+			a := anns[e.rng.IntN(len(anns))]
+			if _, on := ing.Annotations[a.k]; on {
+				delete(ing.Annotations, a.k)
+			} else {
+				ing.Annotations[a.k] = a.v
+			}
+			put(ing)
+			return "Ingress annotation " + a.k
+		}
+	case 6:
+		if i, ok := pick(e, s.Ingresses); ok {
+			c := s.Ingresses[i].DeepCopy()
+			c.Name = fmt.Sprintf("%s-copy%d", c.Name, e.rv)
+			c.UID = types.UID(fmt.Sprintf("uid-%d", e.rv))
+			c.ResourceVersion = e.version()
+			s.Ingresses = append(s.Ingresses, c)
+			return "Ingress added"
+		}
+	case 7:
+		if i, ok := pick(e, s.Ingresses); ok {
+			s.Ingresses = append(s.Ingresses[:i], s.Ingresses[i+1:]...)
+			return "Ingress deleted"
+		}
+	case 8:
+		if i, ok := pick(e, s.Ingresses); ok {
+			c := s.Ingresses[i].DeepCopy()
+			c.ResourceVersion = e.version()
+			c.Status.LoadBalancer.Ingress = []netv1.IngressLoadBalancerIngress{{IP: "10.0.0.1"}}
+			s.Ingresses[i] = c
+			return "Ingress status"
+		}
+	case 9:
+		if ing, put, ok := ingress(); ok {
+			switch {
+			case ing.Spec.DefaultBackend != nil:
+				ing.Spec.DefaultBackend = nil
+			case len(ing.Spec.TLS) > 0:
+				ing.Spec.TLS = nil
+			case e.rng.IntN(2) == 0:
+				ing.Spec.DefaultBackend = &netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: e.serviceName(ing.Namespace), Port: netv1.ServiceBackendPort{Number: 80}}}
+			default:
+				ing.Spec.TLS = []netv1.IngressTLS{{Hosts: []string{"a.example.com"}, SecretName: "cert"}}
+			}
+			put(ing)
+			return "Ingress default backend or TLS"
+		}
+	case 10:
+		if i, ok := pick(e, s.Services); ok {
+			c := s.Services[i].DeepCopy()
+			c.ResourceVersion = e.version()
+			switch e.rng.IntN(3) {
+			case 0:
+				if len(c.Spec.Ports) > 0 {
+					c.Spec.Ports[0].Port = []int32{80, 8080, 443}[e.rng.IntN(3)]
+				}
+			case 1:
+				if c.Annotations == nil {
+					c.Annotations = map[string]string{}
+				}
+				c.Annotations["konghq.com/protocol"] = []string{"grpc", "https", "bogus"}[e.rng.IntN(3)]
+			default:
+				if c.Annotations == nil {
+					c.Annotations = map[string]string{}
+				}
+				c.Annotations["konghq.com/path"] = []string{"/p", "/q"}[e.rng.IntN(2)]
+			}
+			s.Services[i] = c
+			return "Service changed"
+		}
+	case 11:
+		if e.rng.IntN(2) == 0 {
+			if i, ok := pick(e, s.Services); ok {
+				s.Services = append(s.Services[:i], s.Services[i+1:]...)
+				return "Service deleted"
+			}
+		}
+		ns := "default"
+		if i, ok := pick(e, s.Ingresses); ok {
+			ns = s.Ingresses[i].Namespace
+		}
+		name := "missing"
+		for _, x := range s.Services {
+			if x.Namespace == ns && x.Name == name {
+				name = fmt.Sprintf("svc-new-%d", e.rv)
+			}
+		}
+		s.Services = append(s.Services, &corev1.Service{ObjectMeta: objectMeta(ns, name, e.version()),
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}})
+		return "Service added"
+	case 12, 13:
+		if i, ok := pick(e, s.EndpointSlices); ok && e.rng.IntN(4) > 0 {
+			c := s.EndpointSlices[i].DeepCopy()
+			c.ResourceVersion = e.version()
+			if len(c.Endpoints) > 0 {
+				ep := &c.Endpoints[e.rng.IntN(len(c.Endpoints))]
+				ready := e.rng.IntN(2) == 0
+				ep.Conditions.Ready = &ready
+				if len(ep.Addresses) > 0 {
+					ep.Addresses[0] = fmt.Sprintf("10.9.%d.%d", e.rng.IntN(3), e.rng.IntN(300))
+				}
+			}
+			s.EndpointSlices[i] = c
+			return "EndpointSlice changed"
+		}
+		if i, ok := pick(e, s.EndpointSlices); ok && e.rng.IntN(2) == 0 {
+			s.EndpointSlices = append(s.EndpointSlices[:i], s.EndpointSlices[i+1:]...)
+			return "EndpointSlice deleted"
+		}
+		if i, ok := pick(e, s.Services); ok {
+			svc := s.Services[i]
+			port, proto, name := int32(8080), corev1.ProtocolTCP, "http"
+			ready := true
+			s.EndpointSlices = append(s.EndpointSlices, &discoveryv1.EndpointSlice{
+				ObjectMeta:  objectMeta(svc.Namespace, fmt.Sprintf("%s-%d", svc.Name, e.rv), e.version()),
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}},
+				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.8.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+			})
+			s.EndpointSlices[len(s.EndpointSlices)-1].Labels = map[string]string{discoveryv1.LabelServiceName: svc.Name}
+			return "EndpointSlice added"
+		}
+	case 14:
+		// Another kind: a label on some object that is not an Ingress, Service or slice.
+		var others []client.Object
+		for _, l := range [][]client.Object{objects(s.Secrets), objects(s.KongPlugins), objects(s.KongConsumers), objects(s.KongClusterPlugins)} {
+			others = append(others, l...)
+		}
+		if i, ok := pick(e, others); ok {
+			o := others[i].DeepCopyObject().(client.Object)
+			o.SetResourceVersion(e.version())
+			o.SetLabels(map[string]string{"touched": e.version()})
+			replaceObject(s, others[i], o)
+			return "other kind changed"
+		}
+	default:
+		return "nothing"
+	}
+	return "nothing to edit"
+}
+
+func objectMeta(ns, name, rv string) (m metav1.ObjectMeta) {
+	m.Namespace, m.Name, m.ResourceVersion, m.UID = ns, name, rv, types.UID("uid-"+rv)
+	return m
+}
+
+func objects[T client.Object](l []T) []client.Object {
+	out := make([]client.Object, len(l))
+	for i, o := range l {
+		out[i] = o
+	}
+	return out
+}
+
+// replaceObject puts n where old is in s's slices.
+func replaceObject(s *store.Snapshot, old, n client.Object) {
+	v := reflect.ValueOf(s).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice {
+			continue
+		}
+		for j := 0; j < f.Len(); j++ {
+			if f.Index(j).Kind() == reflect.Pointer && !f.Index(j).IsNil() && f.Index(j).Interface() == any(old) {
+				f.Index(j).Set(reflect.ValueOf(n))
+				return
+			}
+		}
+	}
+}
