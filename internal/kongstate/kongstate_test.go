@@ -159,3 +159,42 @@ func TestPluginRenderDefaults(t *testing.T) {
 		t.Fatal("rendering must not modify the State")
 	}
 }
+
+// A Renderer gives State.DeclarativeConfig's bytes, whether the entities are new, carried
+// over from the State it rendered before, or changed (a new pointer).
+func TestRendererMatchesDeclarativeConfig(t *testing.T) {
+	svc := func(name string, paths ...string) *file.FService {
+		s := &file.FService{Service: kong.Service{Name: kong.String(name), Host: kong.String(name + ".svc")}}
+		for _, p := range paths {
+			s.Routes = append(s.Routes, &file.FRoute{Route: kong.Route{Name: kong.String(name + p), Paths: kong.StringSlice(p)}})
+		}
+		return s
+	}
+	up := func(name string, targets ...string) *file.FUpstream {
+		u := &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(name)}}
+		for _, t := range targets {
+			u.Targets = append(u.Targets, &file.FTarget{Target: kong.Target{Target: kong.String(t)}})
+		}
+		return u
+	}
+	a, b := svc("a", "/x", "/y"), svc("b", "/<&>")
+	ua, ub := up("a.svc", "10.0.0.1:80", "10.0.0.2:80"), up("b.svc")
+	first := &State{Services: []*file.FService{a, b}, Upstreams: []*file.FUpstream{ua, ub},
+		Consumers:      []*file.FConsumer{{Consumer: kong.Consumer{Username: kong.String("c")}, Groups: []*kong.ConsumerGroup{{Name: kong.String("g")}}}},
+		ConsumerGroups: []*file.FConsumerGroupObject{{ConsumerGroup: kong.ConsumerGroup{Name: kong.String("g")}}}}
+	second := *first
+	second.Services = []*file.FService{a, svc("b", "/z"), svc("c", "/")}
+	second.Upstreams = []*file.FUpstream{up("c.svc", "10.0.0.3:80"), ua}
+	third := State{Services: []*file.FService{a}} // no upstream: rendered without cache
+	// Equal names keep the State's order (a stable sort), in any order of the State.
+	fourth := State{Services: []*file.FService{b, svc("a", "/1"), a, svc("c", "/")}, Upstreams: []*file.FUpstream{ub, up("a.svc", "10.0.0.9:80"), ua}}
+
+	r := &Renderer{}
+	for i, s := range []*State{first, &second, first, &third, &second, &fourth} {
+		want, err := s.DeclarativeConfig()
+		require.NoError(t, err)
+		got, err := r.DeclarativeConfig(s)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "state %d", i)
+	}
+}

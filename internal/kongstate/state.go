@@ -40,34 +40,16 @@ func (s *State) Content() *file.Content {
 		return c
 	}
 	for _, svc := range s.Services {
-		if svc == nil {
-			continue
+		if svc != nil {
+			c.Services = append(c.Services, renderService(svc))
 		}
-		cp := svc.DeepCopy()
-		for _, r := range cp.Routes {
-			fillRouteDefaults(r)
-			fillPluginDefaults(r.Plugins...)
-			sortPluginsDesc(r.Plugins)
-		}
-		fillPluginDefaults(cp.Plugins...)
-		sort.SliceStable(cp.Routes, func(i, j int) bool { return str(cp.Routes[i].Name) > str(cp.Routes[j].Name) })
-		sortPluginsDesc(cp.Plugins)
-		c.Services = append(c.Services, *cp)
 	}
 	sort.SliceStable(c.Services, func(i, j int) bool { return str(c.Services[i].Name) > str(c.Services[j].Name) })
 
 	for _, u := range s.Upstreams {
-		if u == nil {
-			continue
+		if u != nil {
+			c.Upstreams = append(c.Upstreams, renderUpstream(u))
 		}
-		cp := u.DeepCopy()
-		if cp.Algorithm == nil {
-			cp.Algorithm = kong.String("round-robin")
-		}
-		sort.SliceStable(cp.Targets, func(i, j int) bool {
-			return str(cp.Targets[i].Target.Target) > str(cp.Targets[j].Target.Target)
-		})
-		c.Upstreams = append(c.Upstreams, *cp)
 	}
 	sort.SliceStable(c.Upstreams, func(i, j int) bool { return str(c.Upstreams[i].Name) > str(c.Upstreams[j].Name) })
 
@@ -118,6 +100,33 @@ func (s *State) Content() *file.Content {
 	return c
 }
 
+// renderService is svc as rendered: a copy with the render-time defaults and sorted routes
+// and plugins.
+func renderService(svc *file.FService) file.FService {
+	cp := svc.DeepCopy()
+	for _, r := range cp.Routes {
+		fillRouteDefaults(r)
+		fillPluginDefaults(r.Plugins...)
+		sortPluginsDesc(r.Plugins)
+	}
+	fillPluginDefaults(cp.Plugins...)
+	sort.SliceStable(cp.Routes, func(i, j int) bool { return str(cp.Routes[i].Name) > str(cp.Routes[j].Name) })
+	sortPluginsDesc(cp.Plugins)
+	return *cp
+}
+
+// renderUpstream is u as rendered: a copy with the default algorithm and sorted targets.
+func renderUpstream(u *file.FUpstream) file.FUpstream {
+	cp := u.DeepCopy()
+	if cp.Algorithm == nil {
+		cp.Algorithm = kong.String("round-robin")
+	}
+	sort.SliceStable(cp.Targets, func(i, j int) bool {
+		return str(cp.Targets[i].Target.Target) > str(cp.Targets[j].Target.Target)
+	})
+	return *cp
+}
+
 // consumerLess is KIC's consumer order (kic-compat.md §11.4), ascending: consumers without a
 // username first, then by username, then by custom_id.
 func consumerLess(a, b *kong.Consumer) bool {
@@ -148,7 +157,12 @@ type consumerGroupConsumer struct {
 // encoding/json writes struct fields in declaration order and map keys sorted, so the bytes
 // depend only on the State.
 func (s *State) DeclarativeConfig() ([]byte, error) {
-	c := s.Content()
+	return json.Marshal(dbless(s.Content()))
+}
+
+// dbless is the DB-less body of c (which it modifies): the stub upstream of an empty
+// configuration, consumer group membership at the top level.
+func dbless(c *file.Content) dblessContent {
 	if isEmpty(c) {
 		c.Upstreams = []file.FUpstream{{Upstream: kong.Upstream{Name: kong.String("kong")}}}
 	}
@@ -164,7 +178,7 @@ func (s *State) DeclarativeConfig() ([]byte, error) {
 		}
 		cons.Groups = nil
 	}
-	return json.Marshal(out)
+	return out
 }
 
 func isEmpty(c *file.Content) bool {

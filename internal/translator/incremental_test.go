@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/manifest"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator/benchdata"
@@ -70,12 +71,13 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 13))
 			ed := &editor{rng: rng, snap: s.snap}
 			inc := &Incremental{noSizeLimit: true}
-			requireSameResult(t, "start", inc.Build(s.snap, s.opts), Build(s.snap, s.opts))
+			renderer := &kongstate.Renderer{}
+			requireSameResult(t, "start", renderer, inc.Build(s.snap, s.opts), Build(s.snap, s.opts))
 			for step := 0; step < steps; step++ {
 				what := ed.edit()
 				snap := ed.snap
 				before := inc.Stats.Full
-				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), inc.Build(snap, s.opts), Build(snap, s.opts))
+				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, inc.Build(snap, s.opts), Build(snap, s.opts))
 				if inc.Stats.Full > before {
 					reasons[inc.Stats.LastReason]++
 				}
@@ -89,9 +91,11 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 	require.Greater(t, partial, full, "the partial path was hardly taken")
 }
 
-func requireSameResult(t *testing.T, step string, got, want Result) {
+// requireSameResult: got (Incremental's, rendered by a Renderer that rendered the previous
+// steps) is want (a full Build's, rendered without cache).
+func requireSameResult(t *testing.T, step string, renderer *kongstate.Renderer, got, want Result) {
 	t.Helper()
-	gotCfg, err := got.State.DeclarativeConfig()
+	gotCfg, err := renderer.DeclarativeConfig(got.State)
 	require.NoError(t, err)
 	wantCfg, err := want.State.DeclarativeConfig()
 	require.NoError(t, err)
