@@ -124,7 +124,7 @@ func (f *fallbacks) plan(broken []kongstate.ObjectRef) (*fallbackPlan, bool) {
 	res := f.translate(snap)
 	p := &fallbackPlan{
 		translation: FallbackTranslation{Duration: f.now().Sub(start), Problems: res.Problems},
-		target:      newTarget(res, snap, nil),
+		target:      newTarget(res, snap, nil, nil),
 		snapshot:    snap, excluded: excluded, backfilled: backfilled,
 	}
 	if f.plans == nil {

@@ -69,19 +69,28 @@ type Target struct {
 
 	snapshot  *store.Snapshot // what was translated; nil for a target made by hand
 	fallbacks *fallbacks      // nil when fallback configuration is off
+	// renderer re-uses the bytes of entities the previous round's target rendered; nil
+	// renders everything.
+	renderer *kongstate.Renderer
 
 	once   sync.Once
 	config []byte
 	err    error
 }
 
-func newTarget(res translator.Result, snap *store.Snapshot, fb *fallbacks) *Target {
-	return &Target{State: res.State, Problems: res.Problems, Graph: res.Graph, snapshot: snap, fallbacks: fb}
+func newTarget(res translator.Result, snap *store.Snapshot, fb *fallbacks, r *kongstate.Renderer) *Target {
+	return &Target{State: res.State, Problems: res.Problems, Graph: res.Graph, snapshot: snap, fallbacks: fb, renderer: r}
 }
 
 // DeclarativeConfig is the DB-less /config body of the target, rendered once.
 func (t *Target) DeclarativeConfig() ([]byte, error) {
-	t.once.Do(func() { t.config, t.err = t.State.DeclarativeConfig() })
+	t.once.Do(func() {
+		if t.renderer != nil {
+			t.config, t.err = t.renderer.DeclarativeConfig(t.State)
+		} else {
+			t.config, t.err = t.State.DeclarativeConfig()
+		}
+	})
 	return t.config, t.err
 }
 
@@ -178,9 +187,15 @@ type GatewaySet interface {
 
 // Options configures a Loop. Zero durations take the documented defaults.
 type Options struct {
-	Source    SnapshotSource
-	Barrier   Barrier
+	Source  SnapshotSource
+	Barrier Barrier
+	// Translate translates a snapshot: the round's, and the reduced ones of fallback
+	// configurations (from sync goroutines, concurrently with rounds).
 	Translate TranslateFunc
+	// TranslateRound, when set, translates the round's snapshot instead of Translate. Only
+	// the loop's goroutine calls it, one round after the other, so it may keep what it needs
+	// to translate only what changed since the previous round (translator.Incremental).
+	TranslateRound TranslateFunc
 	// Gateways is a fixed set of gateways; Discovery, when set, replaces it.
 	Gateways  []Gateway
 	Discovery GatewaySet
@@ -191,8 +206,9 @@ type Options struct {
 
 	// Period is the full resync period (--proxy-sync-seconds). Default 3s.
 	Period time.Duration
-	// Quiet is how long the loop waits for a burst of change events to end before it syncs.
-	// Default 50ms.
+	// Quiet is how long the loop waits for a burst of change events to end before it syncs,
+	// when a round ran less than Quiet ago; a change after a quiet period is translated at
+	// once. Default 50ms.
 	Quiet time.Duration
 	// MaxDelay bounds that wait, so a steady stream of changes still syncs. Default 1s.
 	MaxDelay time.Duration
@@ -239,6 +255,12 @@ type Loop struct {
 
 	mu      sync.Mutex
 	pending []string // gateways that have not taken a configuration yet, for readiness
+
+	// roundEnded is when the last round ended: a change within Quiet of it is coalesced
+	// with those that follow; one after it is translated at once.
+	roundEnded time.Time
+	// renderer keeps the rendered entities of the round targets' configurations.
+	renderer *kongstate.Renderer
 
 	// redactor masks the secrets of redactorOf's configuration in log lines (redact).
 	redactor   *redact.Redactor
@@ -304,7 +326,10 @@ func NewLoop(opts Options) *Loop {
 	if opts.MaxConcurrentSyncs <= 0 {
 		opts.MaxConcurrentSyncs = DefaultMaxConcurrentSyncs
 	}
-	return &Loop{opts: opts, firstSync: make(chan struct{}),
+	if opts.TranslateRound == nil {
+		opts.TranslateRound = opts.Translate
+	}
+	return &Loop{opts: opts, firstSync: make(chan struct{}), renderer: &kongstate.Renderer{},
 		done: make(chan syncDone, opts.MaxConcurrentSyncs), sem: make(chan struct{}, opts.MaxConcurrentSyncs)}
 }
 
@@ -379,7 +404,9 @@ func (l *Loop) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-l.opts.Trigger.C():
-			l.coalesce(ctx)
+			if l.opts.Clock.Since(l.roundEnded) < l.opts.Quiet {
+				l.coalesce(ctx)
+			}
 		case <-ticker.C():
 		case <-retry:
 		case d := <-l.done:
@@ -403,7 +430,8 @@ func (l *Loop) Start(ctx context.Context) error {
 }
 
 // coalesce waits until change events have been quiet for Quiet, or MaxDelay passed, so that a
-// burst of changes becomes one sync.
+// burst of changes becomes one sync. The first change after a quiet period does not wait
+// (Start): a burst is then two rounds, its first event's and the rest's.
 func (l *Loop) coalesce(ctx context.Context) {
 	quiet := l.opts.Clock.NewTimer(l.opts.Quiet)
 	defer quiet.Stop()
@@ -476,7 +504,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	}
 	eventAt := l.opts.Trigger.takeFirst()
 	translateStart := l.opts.Clock.Now()
-	res := l.opts.Translate(snap)
+	res := l.opts.TranslateRound(snap)
 	translated := l.opts.Clock.Since(translateStart)
 	var fb *fallbacks
 	if l.opts.Fallback {
@@ -485,7 +513,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 			fb.lastValid = l.lastValid
 		}
 	}
-	l.target = newTarget(res, snap, fb)
+	l.target = newTarget(res, snap, fb, l.renderer)
 	l.seq++
 	if !eventAt.IsZero() {
 		for _, g := range l.gateways {
@@ -496,6 +524,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	}
 	skipped := l.dispatchStale(ctx, started)
 	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, GatewayAPI: res.Gateway, Gateways: skipped, Translated: true, TranslationDuration: translated})
+	l.roundEnded = l.opts.Clock.Now()
 }
 
 // dispatchStale starts a sync of the current target on every gateway that does not hold it,

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
@@ -193,23 +194,60 @@ func (g *countingGateway) count() int {
 	return g.syncs
 }
 
-func TestBurstOfChangesIsOneSync(t *testing.T) {
+// A change after a quiet period is translated and pushed at once: no quiet period is waited
+// for (the clock is fake and never moves here, so a wait would never end). A burst of 1,000
+// changes is then a handful of pushes: its first event's, and one for the rest once the
+// burst has been quiet for Quiet.
+func TestBurstOfChangesIsAHandfulOfSyncs(t *testing.T) {
 	gw := &countingGateway{}
 	trigger := NewTrigger()
+	clk := testingclock.NewFakeClock(time.Now())
+	rep := &reports{}
 	l := NewLoop(Options{
-		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
-		Gateways: []Gateway{gw}, Trigger: trigger, Period: time.Hour, Quiet: 100 * time.Millisecond, Logger: testr.New(t),
+		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate, Clock: clk, Reporter: rep,
+		Gateways: []Gateway{gw}, Trigger: trigger, Period: time.Hour, Quiet: 100 * time.Millisecond, MaxDelay: time.Second, Logger: testr.New(t),
 	})
+	rounds := func() int {
+		n := 0
+		for _, r := range rep.all() {
+			if r.Translated {
+				n++
+			}
+		}
+		return n
+	}
 	run(t, l)
 	<-l.FirstSyncDone()
 	require.Equal(t, 1, gw.count())
 
+	// One change after a quiet period: synced without the clock moving.
+	clk.Step(time.Second)
+	trigger.Request()
+	require.Eventually(t, func() bool { return gw.count() == 2 }, 5*time.Second, time.Millisecond)
+
+	// A burst: the loop takes its first event at once, or coalesces it with the previous
+	// change's (which was less than Quiet ago on the fake clock); what remains waits for a
+	// quiet period, which only the clock's steps end.
+	clk.Step(time.Second)
 	for range 1000 {
 		trigger.Request()
 	}
-	require.Eventually(t, func() bool { return gw.count() == 2 }, 5*time.Second, time.Millisecond)
-	require.Never(t, func() bool { return gw.count() > 2 }, 300*time.Millisecond, 10*time.Millisecond,
-		"1,000 change events must give one sync")
+	for !burstTaken(trigger) {
+		clk.Step(50 * time.Millisecond)
+		time.Sleep(time.Millisecond) // let the loop run; not an assertion on time
+	}
+	require.Eventually(t, func() bool { return gw.count() >= 3 }, 5*time.Second, time.Millisecond)
+	// Every request is taken and nothing moves the clock any more: no round can follow.
+	burst := rounds() - 2
+	require.LessOrEqual(t, burst, 2, "1,000 change events must give at most two rounds")
+	require.LessOrEqual(t, gw.count()-2, burst)
+}
+
+// burstTaken: every request made so far was taken by a round.
+func burstTaken(t *Trigger) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.first.IsZero() && len(t.ch) == 0
 }
 
 // reports collects what the loop reports.

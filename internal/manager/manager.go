@@ -258,13 +258,21 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			return nil, err
 		}
 	}
+	roundOptions := func() translator.Options {
+		opts := TranslatorOptions(cfg, time.Now())
+		opts.ExpressionRoutes = flavors.Expressions()
+		return opts
+	}
+	incremental := &translator.Incremental{}
 	loop := dataplane.NewLoop(dataplane.Options{
 		Source:  source,
 		Barrier: barrier,
 		Translate: func(s *store.Snapshot) translator.Result {
-			opts := TranslatorOptions(cfg, time.Now())
-			opts.ExpressionRoutes = flavors.Expressions()
-			return translator.Build(s, opts)
+			return translator.Build(s, roundOptions())
+		},
+		// Rounds translate what changed since the previous one (issue #13).
+		TranslateRound: func(s *store.Snapshot) translator.Result {
+			return incremental.Build(s, roundOptions())
 		},
 		Fallback:                      cfg.FeatureGates.Enabled(config.GateFallbackConfiguration),
 		UseLastValidConfigForFallback: cfg.UseLastValidConfigForFallback,
