@@ -42,8 +42,9 @@ type ProgrammedUpdater struct {
 	writer client.Client
 	now    func() time.Time
 
-	mu   sync.Mutex
-	last *outcome // of the latest round that reached a gateway
+	mu      sync.Mutex
+	reached *dataplane.Round // the latest round that reached a gateway, not yet walked
+	last    *outcome         // of the latest round that reached a gateway
 }
 
 // outcome is what one round says of each object, keyed by translator.Node.
@@ -60,32 +61,47 @@ func NewProgrammedUpdater(source dataplane.SnapshotSource, writer client.Client,
 }
 
 // Report implements dataplane.Reporter: a round whose configuration at least one gateway
-// took (whole, or all but refused objects) becomes the outcome to write.
+// took (whole, or all but refused objects) becomes the outcome to write. Report runs on the
+// sync loop's goroutine, so it only keeps the round: Update, on the updater's own goroutine,
+// walks its entities.
 func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
-	if r.SnapshotErr != nil || r.State == nil {
+	if r.SnapshotErr != nil || r.State == nil || !reachedAnyGateway(r) {
 		return
 	}
-	o := &outcome{programmed: map[kongstate.ObjectRef]bool{}, invalid: map[kongstate.ObjectRef]string{}}
-	reached := false
+	u.mu.Lock()
+	u.reached = &r
+	u.mu.Unlock()
+	u.trigger.Request()
+}
+
+// reachedAnyGateway: a gateway took the round's configuration, whole or all but refused
+// objects.
+func reachedAnyGateway(r dataplane.Round) bool {
 	for _, g := range r.Gateways {
 		if g.Skipped {
 			continue
 		}
 		var rej *dataplane.RejectedError
-		switch {
-		case g.Err == nil:
-			reached = true
-		case errors.As(g.Err, &rej):
-			reached = reached || rej.RestApplied
-			for _, e := range rej.Entities {
-				if e.Object.Name != "" {
-					o.invalid[translator.Node(e.Object)] = fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message)
-				}
-			}
+		if g.Err == nil || errors.As(g.Err, &rej) && rej.RestApplied {
+			return true
 		}
 	}
-	if !reached {
-		return
+	return false
+}
+
+// outcomeOf is what a round that reached a gateway says of each object.
+func outcomeOf(r dataplane.Round) *outcome {
+	o := &outcome{programmed: map[kongstate.ObjectRef]bool{}, invalid: map[kongstate.ObjectRef]string{}}
+	for _, g := range r.Gateways {
+		var rej *dataplane.RejectedError
+		if g.Skipped || !errors.As(g.Err, &rej) {
+			continue
+		}
+		for _, e := range rej.Entities {
+			if e.Object.Name != "" {
+				o.invalid[translator.Node(e.Object)] = fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message)
+			}
+		}
 	}
 	for _, p := range r.Problems {
 		n := translator.Node(p.Object)
@@ -108,10 +124,7 @@ func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
 			o.programmed[translator.Node(ref)] = true
 		}
 	})
-	u.mu.Lock()
-	u.last = o
-	u.mu.Unlock()
-	u.trigger.Request()
+	return o
 }
 
 // eachEntityTags calls f with the tags of every entity of s that comes from an object with
@@ -157,8 +170,13 @@ type conditioned struct {
 // latest outcome.
 func (u *ProgrammedUpdater) Update(ctx context.Context) error {
 	u.mu.Lock()
-	o := u.last
+	r := u.reached
+	u.reached = nil
 	u.mu.Unlock()
+	if r != nil {
+		u.last = outcomeOf(*r) // only Update's goroutine reads and writes last
+	}
+	o := u.last
 	if o == nil {
 		return nil
 	}

@@ -75,7 +75,8 @@ func (r *Reporter) Report(_ context.Context, round dataplane.Round) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if round.State != nil && round.State != r.redactorOf {
-		r.redactor, r.redactorOf = redact.ForState(round.State), round.State
+		// Built when a message needs it: a round with nothing to say walks no State.
+		r.redactor, r.redactorOf = nil, round.State
 	}
 	emitted := map[string]bool{}
 	emit := func(e event, before map[string]bool, byGateway bool) string {
@@ -84,7 +85,7 @@ func (r *Reporter) Report(_ context.Context, round dataplane.Round) {
 			return key
 		}
 		emitted[key] = true
-		msg := r.redactor.String(e.message)
+		msg := r.redact().String(e.message)
 		r.log.Info("problem with an object", "object", e.obj.String(), "reason", e.reason, "message", msg)
 		r.emit(e.obj, corev1.EventTypeWarning, e.reason, msg)
 		return key
@@ -137,6 +138,14 @@ func (r *Reporter) Report(_ context.Context, round dataplane.Round) {
 		r.refused[g.URL] = refused
 		r.gatewayEvent(g)
 	}
+}
+
+// redact is the redactor of the latest configuration reported (r.mu held).
+func (r *Reporter) redact() *redact.Redactor {
+	if r.redactor == nil {
+		r.redactor = redact.ForState(r.redactorOf)
+	}
+	return r.redactor
 }
 
 func entityMessage(e dataplane.EntityError) string {
@@ -213,7 +222,7 @@ func (r *Reporter) gatewayEvent(g dataplane.GatewayResult) {
 		switch {
 		case fb.Err != nil:
 			r.recorder.Eventf(r.pod, corev1.EventTypeWarning, ReasonFallbackApplyFailed,
-				"failed to apply fallback Kong configuration to %s: %v", g.URL, r.redactor.Error(fb.Err))
+				"failed to apply fallback Kong configuration to %s: %v", g.URL, r.redact().Error(fb.Err))
 		case !wasFallbackOK:
 			r.recorder.Eventf(r.pod, corev1.EventTypeNormal, ReasonFallbackSucceeded,
 				"successfully applied fallback Kong configuration to %s", g.URL)
@@ -222,7 +231,7 @@ func (r *Reporter) gatewayEvent(g dataplane.GatewayResult) {
 	switch {
 	case g.Err != nil:
 		r.recorder.Eventf(r.pod, corev1.EventTypeWarning, ReasonApplyFailed,
-			"failed to apply Kong configuration to %s: %v", g.URL, r.redactor.Error(g.Err))
+			"failed to apply Kong configuration to %s: %v", g.URL, r.redact().Error(g.Err))
 	case !known || !wasOK:
 		r.recorder.Eventf(r.pod, corev1.EventTypeNormal, ReasonSucceeded,
 			"successfully applied Kong configuration to %s", g.URL)
