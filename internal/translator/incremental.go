@@ -31,8 +31,9 @@ import (
 //     Snapshot, whatever kinds are added to it later, compares equal), with the same Options
 //     (Now aside, unless the previous result read the clock);
 //   - the closure's objects refer, in the object graph, to nothing but IngressClasses and
-//     Services, and nothing but Ingresses refers to its Services: a reference to a plugin, a
-//     Secret, a KongIngress, a facade, or from an HTTPRoute or TCPIngress, is a full Build;
+//     Services, nothing but Ingresses refers to its Services and nothing to its Ingresses and
+//     EndpointSlices: a reference to a plugin, a Secret, a KongIngress, a facade, or from an
+//     HTTPRoute or TCPIngress, is a full Build;
 //   - no closure Ingress has a default backend (the oldest one wins cluster-wide) or
 //     konghq.com/plugins (plugin entities are merged across objects);
 //   - the partial result has nothing but services and upstreams, problems only about the
@@ -482,6 +483,9 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 				addService(s)
 			}
 		}
+		if from := prev.res.Graph.ReferredBy(ref(gvkIngress, k.ns, k.name)); len(from) > 0 {
+			return Result{}, false, "an Ingress of the change is referred to by a " + from[0].Kind
+		}
 		for _, to := range prev.res.Graph.References(ref(gvkIngress, k.ns, k.name)) {
 			switch {
 			case to.Kind == gvkService.Kind && to.Group == "":
@@ -520,6 +524,11 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		for k := range prev.slicesOf[s] {
 			sub.EndpointSlices = append(sub.EndpointSlices, prev.slices.get(k))
 			subjects[Node(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
+		}
+	}
+	for k := range sliceChanges {
+		if from := prev.res.Graph.ReferredBy(ref(gvkEndpointSlice, k.ns, k.name)); len(from) > 0 {
+			return Result{}, false, "an EndpointSlice of the change is referred to by a " + from[0].Kind
 		}
 	}
 	for k, old := range sliceChanges {
@@ -722,17 +731,26 @@ func (g *Graph) replaceEdgesFrom(from map[kongstate.ObjectRef]struct{}, with *Gr
 		}
 		return m
 	}
+	// Only the reverse edges that come or go are written: an object that keeps its
+	// references (an Ingress to its IngressClass, which every Ingress refers to) copies none.
 	for f := range from {
+		now := with.deps[f]
 		for to := range g.depsOf(f) {
-			delete(rdepsOf(to), f)
+			if _, kept := now[to]; !kept {
+				delete(rdepsOf(to), f)
+			}
 		}
 		out.deps[f] = nil // no edges, whatever the base says
 	}
 	for f, tos := range with.deps {
+		_, replaced := from[f]
+		before := g.depsOf(f)
 		m := make(map[kongstate.ObjectRef]struct{}, len(tos))
 		for to := range tos {
 			m[to] = struct{}{}
-			rdepsOf(to)[f] = struct{}{}
+			if _, had := before[to]; !had || !replaced {
+				rdepsOf(to)[f] = struct{}{}
+			}
 		}
 		out.deps[f] = m
 	}
