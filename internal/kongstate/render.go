@@ -16,24 +16,30 @@ import (
 // Renderer renders DeclarativeConfig bodies, byte for byte what State.DeclarativeConfig
 // gives, keeping the rendered bytes of every service and upstream of the last body: a State
 // that holds the same *file.FService or *file.FUpstream (translator.Incremental carries the
-// entities of unchanged objects over from one State to the next) reuses them. This is sound
-// because a State is read-only once built: the same pointer always renders to the same
-// bytes. Services and upstreams are most of a configuration of Ingresses; the other
-// collections are rendered each time.
+// entities of unchanged objects over from one State to the next, in the same order) reuses
+// them. This is sound because a State is read-only once built: the same pointer always
+// renders to the same bytes. Entities are matched by walking the previous and the new lists
+// in order, not through a map, so a round costs a pointer comparison per entity. Services and
+// upstreams are most of a configuration of Ingresses; the other collections are rendered each
+// time.
 //
-// A Renderer may be used by several goroutines; the cache is that of the body rendered last.
+// A Renderer may be used by several goroutines (one at a time); the cache is that of the body
+// rendered last.
 type Renderer struct {
 	mu        sync.Mutex
-	round     uint64
-	services  map[*file.FService]*cached
-	upstreams map[*file.FUpstream]*cached
+	services  rendered[file.FService]
+	upstreams rendered[file.FUpstream]
 }
 
-// cached is an entity's bytes and the last body that had it.
-type cached struct {
-	bytes []byte
-	round uint64
+// rendered is a list of the last body's entities, in the State's order, with their bytes.
+type rendered[E any] struct {
+	entities []*E
+	bytes    [][]byte
 }
+
+// reuseWindow is how far past the expected position an entity of the new State is looked for
+// among the previous one's: a round changes a few entities, which shift the others by a few.
+const reuseWindow = 16
 
 // The placeholder service and upstream whose bytes in the body's skeleton are replaced by
 // the rendered entities. Their names cannot be Kubernetes-derived ones (those have no spaces).
@@ -47,38 +53,35 @@ type renderedEntity struct {
 	bytes []byte
 }
 
-// renderAll returns the rendered bytes of every entity of list, from cache when there,
-// and drops from cache the entities list does not hold.
-func renderAll[E any](cache map[*E]*cached, round uint64, list []*E, name func(*E) string, render func(*E) ([]byte, error)) ([]renderedEntity, error) {
+// renderAll renders every entity of list, re-using the bytes of prev's where the entity is
+// the same pointer (found by walking both lists in order, which is a State's stable order),
+// and returns them and the list as rendered.
+func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render func(*E) ([]byte, error)) ([]renderedEntity, rendered[E], error) {
 	out := make([]renderedEntity, 0, len(list))
-	live := 0
+	next := rendered[E]{entities: make([]*E, 0, len(list)), bytes: make([][]byte, 0, len(list))}
+	j := 0
 	for _, e := range list {
 		if e == nil {
 			continue
 		}
-		c := cache[e]
-		if c == nil {
-			b, err := render(e)
-			if err != nil {
-				return nil, err
-			}
-			c = &cached{bytes: b}
-			cache[e] = c
-		}
-		if c.round != round {
-			c.round = round
-			live++
-		}
-		out = append(out, renderedEntity{name(e), c.bytes})
-	}
-	if len(cache) != live {
-		for e, c := range cache {
-			if c.round != round {
-				delete(cache, e)
+		var b []byte
+		for k := j; k < len(prev.entities) && k <= j+reuseWindow; k++ {
+			if prev.entities[k] == e {
+				b, j = prev.bytes[k], k+1
+				break
 			}
 		}
+		if b == nil {
+			var err error
+			if b, err = render(e); err != nil {
+				return nil, rendered[E]{}, err
+			}
+		}
+		out = append(out, renderedEntity{name(e), b})
+		next.entities = append(next.entities, e)
+		next.bytes = append(next.bytes, b)
 	}
-	return out, nil
+	return out, next, nil
 }
 
 // DeclarativeConfig is s.DeclarativeConfig(), re-using the bytes of the entities it rendered
@@ -89,20 +92,17 @@ func (r *Renderer) DeclarativeConfig(s *State) ([]byte, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.services == nil {
-		r.services, r.upstreams = map[*file.FService]*cached{}, map[*file.FUpstream]*cached{}
-	}
-	r.round++
-	svcs, err := renderAll(r.services, r.round, s.Services, func(svc *file.FService) string { return str(svc.Name) },
+	svcs, services, err := renderAll(r.services, s.Services, func(svc *file.FService) string { return str(svc.Name) },
 		func(svc *file.FService) ([]byte, error) { return json.Marshal(renderService(svc)) })
 	if err != nil {
 		return nil, err
 	}
-	ups, err := renderAll(r.upstreams, r.round, s.Upstreams, func(u *file.FUpstream) string { return str(u.Name) },
+	ups, upstreams, err := renderAll(r.upstreams, s.Upstreams, func(u *file.FUpstream) string { return str(u.Name) },
 		func(u *file.FUpstream) ([]byte, error) { return json.Marshal(renderUpstream(u)) })
 	if err != nil {
 		return nil, err
 	}
+	r.services, r.upstreams = services, upstreams
 	if len(svcs) == 0 || len(ups) == 0 {
 		return s.DeclarativeConfig()
 	}
