@@ -306,16 +306,73 @@ func (m slicesByService) remove(es *discoveryv1.EndpointSlice) {
 
 // othersUnchanged reports whether every field of b but Ingresses, Services and
 // EndpointSlices holds what a's does (objects compared with unchanged, in any order).
-func othersUnchanged(a, b *store.Snapshot) bool {
+func othersUnchanged(a, b *store.Snapshot, g *Graph) bool {
 	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	for i := 0; i < va.NumField(); i++ {
 		switch va.Type().Field(i).Name {
 		case "Ingresses", "Services", "EndpointSlices":
 			continue
+		case "Secrets":
+			if !secretsUnchanged(a.Secrets, b.Secrets, g) {
+				return false
+			}
+			continue
 		}
 		fa, fb := va.Field(i), vb.Field(i)
 		if !sameValue(fa, fb) {
 			return false
+		}
+	}
+	return true
+}
+
+// secretsUnchanged reports whether the Secrets of b are those of a for translation: the
+// same, or changed where translation does not look. Translation reads a Secret by reference
+// (an edge in the graph, to missing ones too) or, for CA certificates, by label: a Secret
+// nothing referred to, without that label before or after, changes nothing (a Helm release's
+// Secret, a token).
+func secretsUnchanged(a, b []*corev1.Secret, g *Graph) bool {
+	unread := func(s *corev1.Secret) bool {
+		return s.Labels[store.CACertLabel] != "true" && len(g.rdepsOf(Node(ref(gvkSecret, s.Namespace, s.Name)))) == 0
+	}
+	index := make(map[nsName]*corev1.Secret, len(a))
+	listed := 0
+	for _, s := range a {
+		if s != nil {
+			index[keyOf(s)] = s
+			listed++
+		}
+	}
+	if len(index) != listed {
+		return false // a name twice
+	}
+	matched := 0
+	for _, n := range b {
+		if n == nil {
+			continue
+		}
+		o, ok := index[keyOf(n)]
+		if ok {
+			matched++
+		}
+		if (!ok || !unchanged(o, n)) && !(unread(n) && (!ok || unread(o))) {
+			return false
+		}
+	}
+	if matched > len(index) {
+		return false // a name twice
+	}
+	if matched != len(index) {
+		seen := make(map[nsName]bool, len(b))
+		for _, n := range b {
+			if n != nil {
+				seen[keyOf(n)] = true
+			}
+		}
+		for k, o := range index {
+			if !seen[k] && !unread(o) {
+				return false
+			}
 		}
 	}
 	return true
@@ -381,7 +438,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	if prev.res.parts.nameTaken {
 		return Result{}, false, "a route name was taken"
 	}
-	if !othersUnchanged(prev.snap, snap) {
+	if !othersUnchanged(prev.snap, snap, prev.res.Graph) {
 		return Result{}, false, "objects other than Ingresses, Services and EndpointSlices changed"
 	}
 

@@ -179,7 +179,7 @@ func (e *editor) edit() string {
 		c.Generation++
 		return c, func(n *netv1.Ingress) { s.Ingresses[i] = n }, true
 	}
-	switch e.rng.IntN(16) {
+	switch e.rng.IntN(17) {
 	case 0, 1:
 		if ing, put, ok := ingress(); ok && len(ing.Spec.Rules) > 0 {
 			ing.Spec.Rules[0].Host = []string{"", "a.example.com", "b.example.com", "*.example.com", "bad host"}[e.rng.IntN(5)]
@@ -359,6 +359,30 @@ func (e *editor) edit() string {
 			o.SetLabels(map[string]string{"touched": e.version()})
 			replaceObject(s, others[i], o)
 			return "other kind changed"
+		}
+	case 15:
+		// Secrets: one nothing reads added, or any one changed or deleted.
+		switch i, ok := pick(e, s.Secrets); {
+		case !ok || e.rng.IntN(3) == 0:
+			s.Secrets = append(s.Secrets, &corev1.Secret{ObjectMeta: objectMeta("default", fmt.Sprintf("unread-%d", e.rv), e.version()),
+				Data: map[string][]byte{"release": []byte("v1")}})
+			return "Secret added"
+		case e.rng.IntN(2) == 0:
+			s.Secrets = append(s.Secrets[:i], s.Secrets[i+1:]...)
+			return "Secret deleted"
+		default:
+			c := s.Secrets[i].DeepCopy()
+			c.ResourceVersion = e.version()
+			if c.Data == nil {
+				c.Data = map[string][]byte{}
+			}
+			for k := range c.Data {
+				c.Data[k] = append(c.Data[k], 'x')
+				break
+			}
+			c.Data["release"] = []byte(e.version())
+			s.Secrets[i] = c
+			return "Secret changed"
 		}
 	default:
 		return "nothing"
