@@ -2,7 +2,6 @@ package translator
 
 import (
 	"reflect"
-	"sort"
 	"time"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
@@ -599,7 +598,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	}
 
 	part := Build(sub, opts)
-	if why := t.spliceable(part, closure, subjects); why != "" {
+	if why := t.spliceable(part, subjects); why != "" {
 		return Result{}, false, why
 	}
 
@@ -731,7 +730,7 @@ func localIngress(ing *netv1.Ingress) string {
 }
 
 // spliceable says why the partial result cannot replace its part of the previous one.
-func (t *Incremental) spliceable(part Result, closure map[nsName]struct{}, subjects map[kongstate.ObjectRef]struct{}) string {
+func (t *Incremental) spliceable(part Result, subjects map[kongstate.ObjectRef]struct{}) string {
 	if part.parts.nameTaken {
 		return "a route name was taken"
 	}
@@ -763,7 +762,6 @@ func (t *Incremental) spliceable(part Result, closure map[nsName]struct{}, subje
 			}
 		}
 	}
-	_ = closure
 	return ""
 }
 
@@ -870,15 +868,5 @@ func (g *Graph) flat() *Graph {
 			delete(out.rdeps, k)
 		}
 	}
-	return out
-}
-
-// sortedNames is for tests: the Kong service names of parts.
-func sortedNames(ps []servicePart) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.name
-	}
-	sort.Strings(out)
 	return out
 }

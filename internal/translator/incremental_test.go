@@ -419,3 +419,13 @@ func replaceObject(s *store.Snapshot, old, n client.Object) {
 		}
 	}
 }
+
+// sortedNames are the Kong service names of parts.
+func sortedNames(ps []servicePart) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.name
+	}
+	sort.Strings(out)
+	return out
+}
