@@ -272,7 +272,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		},
 		// Rounds translate what changed since the previous one (issue #13).
 		TranslateRound: func(s *store.Snapshot) translator.Result {
-			return incremental.Build(s, roundOptions())
+			full := incremental.Stats.Full
+			res := incremental.Build(s, roundOptions())
+			if incremental.Stats.Full > full {
+				log.V(1).Info("translated everything", "reason", incremental.Stats.LastReason)
+			}
+			return res
 		},
 		Fallback:                      cfg.FeatureGates.Enabled(config.GateFallbackConfiguration),
 		UseLastValidConfigForFallback: cfg.UseLastValidConfigForFallback,
