@@ -253,17 +253,26 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			return nil, err
 		}
 		programmed := status.NewProgrammedUpdater(st, mgr.GetClient(), log.WithName("kong-status"))
+		programmed.LicenseControllerName = status.LicenseControllerName(cfg.ElectionID)
 		reporter = append(reporter, programmed)
 		if err := mgr.Add(programmed); err != nil {
 			return nil, err
 		}
 	}
+	// Whether the gateways are Kong Enterprise (KongLicense) and the schemas of custom entity
+	// types (KongCustomEntity) are asked of the gateways, once, as translation needs them.
+	gatewayClients, err := gatewaySchemas(cfg, gateways, discovered)
+	if err != nil {
+		return nil, err
+	}
+	facts := dataplane.NewGatewayFacts(gatewayClients)
 	loop := dataplane.NewLoop(dataplane.Options{
 		Source:  source,
 		Barrier: barrier,
 		Translate: func(s *store.Snapshot) translator.Result {
 			opts := TranslatorOptions(cfg, time.Now())
 			opts.ExpressionRoutes = flavors.Expressions()
+			opts.Enterprise, opts.EntitySchemas = facts.Learn(context.Background(), translator.CustomEntityTypes(s))
 			return translator.Build(s, opts)
 		},
 		Fallback:                      cfg.FeatureGates.Enabled(config.GateFallbackConfiguration),
