@@ -30,7 +30,8 @@ const (
 )
 
 // ProgrammedUpdater writes the Programmed condition of Kong's resources that carry one
-// (KongPlugin, KongClusterPlugin, KongConsumer, KongConsumerGroup, KongVault): True once the
+// (KongPlugin, KongClusterPlugin, KongConsumer, KongConsumerGroup, KongVault,
+// KongCustomEntity; KongLicense in its status.controllers[] entry, license.go): True once the
 // object's entities are in a configuration a gateway accepted; False, reason Invalid, with the
 // field and message, when translation reported a problem on it or Kong refused its entities;
 // Unknown, reason Pending, while nothing the controller serves uses it. It is a leader-only
@@ -42,6 +43,10 @@ type ProgrammedUpdater struct {
 	writer client.Client
 	now    func() time.Time
 
+	// LicenseControllerName names this controller's entry in KongLicense status
+	// (LicenseControllerName of the election ID); "" means KIC's type alone.
+	LicenseControllerName string
+
 	mu   sync.Mutex
 	last *outcome // of the latest round that reached a gateway
 }
@@ -50,6 +55,9 @@ type ProgrammedUpdater struct {
 type outcome struct {
 	programmed map[kongstate.ObjectRef]bool
 	invalid    map[kongstate.ObjectRef]string
+	// dbless is true when a DB-less gateway took the configuration: custom entities and
+	// licenses reach no database-backed one (dbmode leaves them out).
+	dbless bool
 }
 
 // NewProgrammedUpdater returns an updater; it writes nothing until a round reached a gateway.
@@ -75,6 +83,7 @@ func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
 		switch {
 		case g.Err == nil:
 			reached = true
+			o.dbless = o.dbless || g.Protocol == dataplane.ProtocolDBLess
 		case errors.As(g.Err, &rej):
 			reached = reached || rej.RestApplied
 			for _, e := range rej.Entities {
@@ -108,6 +117,16 @@ func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
 			o.programmed[translator.Node(ref)] = true
 		}
 	})
+	if o.dbless {
+		// Custom entities and licenses carry no tags: the state says which object each
+		// comes from.
+		for _, e := range r.State.CustomEntities {
+			o.programmed[translator.Node(e.Object)] = true
+		}
+		for _, l := range r.State.Licenses {
+			o.programmed[translator.Node(l.Object)] = true
+		}
+	}
 	u.mu.Lock()
 	u.last = o
 	u.mu.Unlock()
@@ -182,9 +201,16 @@ func (u *ProgrammedUpdater) Update(ctx context.Context) error {
 	for _, v := range snap.KongVaults {
 		objs = append(objs, conditioned{v, gvkOf(v), vaultConditions})
 	}
+	for _, e := range snap.KongCustomEntities {
+		objs = append(objs, conditioned{e, gvkOf(e), customEntityConditions})
+	}
 	var errs []string
+	errs = append(errs, u.updateLicenses(ctx, o, snap.KongLicenses)...)
 	for _, c := range objs {
 		want := o.condition(kongstate.RefFor(c.obj, c.gvk), c.obj.GetGeneration())
+		if c.gvk.Kind == "KongCustomEntity" && want.Status == metav1.ConditionUnknown && !o.dbless {
+			want.Message = "custom entities are sent to DB-less gateways only"
+		}
 		current := meta.FindStatusCondition(*c.conditions(c.obj), ConditionProgrammed)
 		if current != nil && current.Status == want.Status && current.Reason == want.Reason &&
 			current.Message == want.Message && current.ObservedGeneration == want.ObservedGeneration {
