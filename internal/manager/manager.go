@@ -272,7 +272,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Translate: func(s *store.Snapshot) translator.Result {
 			opts := TranslatorOptions(cfg, time.Now())
 			opts.ExpressionRoutes = flavors.Expressions()
-			opts.Enterprise, opts.EntitySchemas = facts.Learn(context.Background(), translator.CustomEntityTypes(s))
+			var types []string
+			if !opts.NoCustomEntities {
+				types = translator.CustomEntityTypes(s)
+			}
+			opts.Enterprise, opts.EntitySchemas = facts.Learn(context.Background(), types)
 			return translator.Build(s, opts)
 		},
 		Fallback:                      cfg.FeatureGates.Enabled(config.GateFallbackConfiguration),
@@ -424,6 +428,7 @@ func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 		GatewayControllerName: cfg.GatewayAPIControllerName,
 		EnableDrainSupport:    cfg.EnableDrainSupport,
 		RewriteURIs:           cfg.FeatureGates.Enabled(config.GateRewriteURIs),
+		NoCustomEntities:      !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
 		Now:                   now,
 	}
 }

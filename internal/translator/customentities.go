@@ -97,6 +97,9 @@ func parseForeignKeys(schema map[string]any) foreignKeys {
 // them (KIC's plugin combination rule), with the foreign keys filled with their IDs. Runs
 // after plugins, whose instances it reads.
 func (b *builder) customEntities() {
+	if b.opts.NoCustomEntities {
+		return
+	}
 	objs := append([]*kongv1alpha1.KongCustomEntity(nil), b.snap.KongCustomEntities...)
 	sortByAge(objs)
 	instances := b.pluginInstances()

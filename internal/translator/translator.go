@@ -59,6 +59,9 @@ type Options struct {
 	// snapshot's KongCustomEntities (CustomEntityTypes); the dataplane asks, as KIC asks
 	// while it translates. A type with no answer leaves its custom entities out, reported.
 	EntitySchemas map[string]EntitySchemaAnswer `json:"entitySchemas,omitempty"`
+	// NoCustomEntities is KIC's KongCustomEntity gate off (it is on by default): no
+	// KongCustomEntity is translated.
+	NoCustomEntities bool `json:"noCustomEntities,omitempty"`
 	// Enterprise is true when every gateway is Kong Gateway Enterprise: only then is a
 	// KongLicense rendered (license.go).
 	Enterprise bool `json:"enterprise,omitempty"`
