@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/kong/go-kong/kong"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/kongstate"
 )
 
 func factsFor(t *testing.T, editions ...kongemu.Edition) (*GatewayFacts, []*kongemu.Server) {
@@ -72,4 +74,27 @@ func TestIsEnterprise(t *testing.T) {
 	assert.True(t, IsEnterprise(map[string]any{"version": "2.8.4.1-enterprise-edition"}))
 	assert.False(t, IsEnterprise(map[string]any{"edition": "community", "version": "3.10.0"}))
 	assert.False(t, IsEnterprise(map[string]any{}))
+}
+
+// Kong refusing a custom entity (no tags) is mapped back to its KongCustomEntity by the
+// entity's fields, so that fallback and status can name the object.
+func TestRefusedCustomEntityIsMappedToItsObject(t *testing.T) {
+	s, err := kongemu.New(kongemu.Options{Edition: kongemu.Enterprise}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	c, err := kong.NewClient(kong.String(s.URL), nil)
+	require.NoError(t, err)
+	good := kongstate.ObjectRef{Group: "configuration.konghq.com", Version: "v1alpha1", Kind: "KongCustomEntity", Namespace: "ns", Name: "good"}
+	bad := good
+	bad.Name = "bad"
+	state := &kongstate.State{CustomEntities: []*kongstate.CustomEntity{
+		{Type: "degraphql_routes", Fields: map[string]any{"uri": "/bad", "methods": []any{"GET"}}, Object: bad},
+		{Type: "degraphql_routes", Fields: map[string]any{"uri": "/good", "query": "q"}, Object: good},
+	}}
+	err = NewDBLessGateway(s.URL, c, logr.Discard()).Sync(context.Background(), &Target{State: state})
+	var rej *RejectedError
+	require.ErrorAs(t, err, &rej)
+	require.Len(t, rej.Entities, 1)
+	require.Equal(t, bad, rej.Entities[0].Object)
+	require.Equal(t, "query", rej.Entities[0].Field)
 }

@@ -2,6 +2,7 @@ package kongstate
 
 import (
 	"encoding/json"
+	"reflect"
 	"sort"
 
 	"github.com/kong/go-kong/kong"
@@ -94,4 +95,42 @@ func withCustomEntities(body []byte, entities []*CustomEntity) ([]byte, error) {
 		doc[t] = raw
 	}
 	return json.Marshal(doc)
+}
+
+// CustomEntityObject finds the KongCustomEntity of an entity Kong quotes in an error (its
+// fields as sent; custom entities carry no tags): the first custom entity whose every field
+// is in entity with the same value.
+func (s *State) CustomEntityObject(entity map[string]any) (ObjectRef, bool) {
+	if s == nil || len(entity) == 0 {
+		return ObjectRef{}, false
+	}
+	for _, e := range s.CustomEntities {
+		if e == nil || len(e.Fields) == 0 {
+			continue
+		}
+		match := true
+		for k, v := range e.Fields {
+			if !reflect.DeepEqual(normalJSON(v), normalJSON(entity[k])) {
+				match = false
+				break
+			}
+		}
+		if match {
+			return e.Object, true
+		}
+	}
+	return ObjectRef{}, false
+}
+
+// normalJSON is v as encoding/json decodes it (float64 numbers, []any, map[string]any).
+func normalJSON(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return v
+	}
+	return out
 }
