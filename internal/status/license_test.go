@@ -11,10 +11,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
@@ -79,4 +81,37 @@ func TestProgrammedCustomEntitiesAndLicenses(t *testing.T) {
 	require.NoError(t, u.Update(ctx))
 	require.Equal(t, metav1.ConditionUnknown, license("new").Status)
 	require.Equal(t, "custom entities are sent to DB-less gateways only", programmed(t, c, &kongv1alpha1.KongCustomEntity{}, "route").Message)
+}
+
+// A gateway that refused a configuration and then took the fallback one (without the refused
+// objects and their dependents) programs the others; the excluded ones are not Programmed.
+func TestProgrammedAfterAFallbackConfiguration(t *testing.T) {
+	ctx := context.Background()
+	ce := func(name string) *kongv1alpha1.KongCustomEntity {
+		return &kongv1alpha1.KongCustomEntity{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("u-" + name)},
+			Spec: kongv1alpha1.KongCustomEntitySpec{EntityType: "degraphql_routes", ControllerName: "kong",
+				Fields: apiextensionsv1.JSON{Raw: []byte(`{"uri":"/` + name + `"}`)}}}
+	}
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(ce("good"), ce("bad")).
+		WithStatusSubresource(&kongv1alpha1.KongCustomEntity{}).Build()
+	st := store.New(c, store.Options{IngressClass: "kong", Kinds: store.NewKindSet(store.AllKinds()...)})
+	snap, err := st.Snapshot(ctx)
+	require.NoError(t, err)
+	state, problems := translator.Translate(snap, translator.Options{
+		EntitySchemas: map[string]translator.EntitySchemaAnswer{"degraphql_routes": {Schema: map[string]any{}}}})
+	require.Len(t, state.CustomEntities, 2)
+	bad := state.CustomEntities[0].Object
+	require.Equal(t, "bad", bad.Name)
+
+	u := NewProgrammedUpdater(st, c, logr.Discard())
+	u.Report(ctx, dataplane.Round{State: state, Problems: problems, Gateways: []dataplane.GatewayResult{{
+		URL: "http://kong", Protocol: dataplane.ProtocolDBLess,
+		Err:      &dataplane.RejectedError{Entities: []dataplane.EntityError{{Object: bad, Field: "query", Message: "required field missing"}}},
+		Fallback: &dataplane.FallbackResult{Broken: []kongstate.ObjectRef{bad}, Excluded: []kongstate.ObjectRef{bad}},
+	}}})
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, metav1.ConditionTrue, programmed(t, c, &kongv1alpha1.KongCustomEntity{}, "good").Status)
+	badCond := programmed(t, c, &kongv1alpha1.KongCustomEntity{}, "bad")
+	require.Equal(t, metav1.ConditionFalse, badCond.Status)
+	require.Equal(t, "Kong refused it: invalid query: required field missing", badCond.Message)
 }

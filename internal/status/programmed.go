@@ -75,6 +75,7 @@ func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
 	}
 	o := &outcome{programmed: map[kongstate.ObjectRef]bool{}, invalid: map[kongstate.ObjectRef]string{}}
 	reached := false
+	excluded := map[kongstate.ObjectRef]bool{} // left out of a fallback configuration a gateway took
 	for _, g := range r.Gateways {
 		if g.Skipped {
 			continue
@@ -86,6 +87,15 @@ func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
 			o.dbless = o.dbless || g.Protocol == dataplane.ProtocolDBLess
 		case errors.As(g.Err, &rej):
 			reached = reached || rej.RestApplied
+			if fb := g.Fallback; fb != nil && fb.Err == nil {
+				// The gateway took the configuration without the refused objects and
+				// their dependents: the others are programmed.
+				reached = true
+				o.dbless = o.dbless || g.Protocol == dataplane.ProtocolDBLess
+				for _, x := range fb.Excluded {
+					excluded[translator.Node(x)] = true
+				}
+			}
 			for _, e := range rej.Entities {
 				if e.Object.Name != "" {
 					o.invalid[translator.Node(e.Object)] = fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message)
@@ -126,6 +136,9 @@ func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
 		for _, l := range r.State.Licenses {
 			o.programmed[translator.Node(l.Object)] = true
 		}
+	}
+	for x := range excluded {
+		delete(o.programmed, x)
 	}
 	u.mu.Lock()
 	u.last = o

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,10 @@ import (
 // entity attached through its parentRef to the KongPlugin on an Ingress. The controller learns
 // the entity's schema from the gateway (GET /schemas/degraphql_routes), and the gateway holds
 // the entity with its service foreign key filled; the entity's Programmed condition turns
-// True. A KongLicense reaches the same Enterprise gateway as its licenses entity.
+// True. A custom entity Kong refuses (its query is missing) is traced back to its object by
+// its fields (custom entities have no tags) and left out by the fallback configuration, with
+// Programmed False; the rest syncs. A KongLicense reaches the same Enterprise gateway as its
+// licenses entity.
 func TestCustomEntityAndLicenseReachTheGatewayDBLess(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -36,6 +40,9 @@ func TestCustomEntityAndLicenseReachTheGatewayDBLess(t *testing.T) {
 			Spec: kongv1alpha1.KongCustomEntitySpec{EntityType: "degraphql_routes", ControllerName: "kong",
 				ParentRef: &kongv1alpha1.ObjectReference{Group: ptr.To("configuration.konghq.com"), Kind: ptr.To("KongPlugin"), Name: "graphql"},
 				Fields:    apiextensionsv1.JSON{Raw: []byte(`{"uri":"/contacts","query":"query{ contacts { name } }"}`)}}},
+		&kongv1alpha1.KongCustomEntity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
+			Spec: kongv1alpha1.KongCustomEntitySpec{EntityType: "degraphql_routes", ControllerName: "kong",
+				Fields: apiextensionsv1.JSON{Raw: []byte(`{"uri":"/broken"}`)}}},
 		license,
 	)
 	createAll(t, objs)
@@ -46,10 +53,11 @@ func TestCustomEntityAndLicenseReachTheGatewayDBLess(t *testing.T) {
 	r := startReplica(t, replicaSpec{name: "r1", namespace: ns, gateways: []string{kong.URL}, args: []string{"--leader-elect=false"}})
 	r.waitFirstSync(t, time.Minute)
 
+	require.Eventually(t, func() bool { return len(kong.Entities("degraphql_routes")) == 1 }, 30*time.Second, 20*time.Millisecond,
+		"the good custom entity, without the refused one")
 	service := kong.Entity("services", ns+".graphql.80")
 	require.NotNil(t, service)
 	routes := kong.Entities("degraphql_routes")
-	require.Len(t, routes, 1, "the custom entity, in the first configuration")
 	require.Equal(t, "/contacts", routes[0]["uri"])
 	require.Equal(t, service["id"], routes[0]["service"].(map[string]any)["id"], "attached to the plugin's service")
 
@@ -61,12 +69,18 @@ func TestCustomEntityAndLicenseReachTheGatewayDBLess(t *testing.T) {
 	// Licenses are cluster-scoped: another test's KongLicense may be newer and chosen.
 	require.True(t, found || len(licenses) == 1, "a license reaches the Enterprise gateway")
 
-	require.Eventually(t, func() bool {
-		var ce kongv1alpha1.KongCustomEntity
-		if admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "contacts"}, &ce) != nil {
-			return false
+	condition := func(name string, status metav1.ConditionStatus, message string) func() bool {
+		return func() bool {
+			var ce kongv1alpha1.KongCustomEntity
+			if admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ce) != nil {
+				return false
+			}
+			c := meta.FindStatusCondition(ce.Status.Conditions, "Programmed")
+			return c != nil && c.Status == status && c.ObservedGeneration == ce.Generation && strings.Contains(c.Message, message)
 		}
-		c := meta.FindStatusCondition(ce.Status.Conditions, "Programmed")
-		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == ce.Generation
-	}, 30*time.Second, 50*time.Millisecond, "the KongCustomEntity is Programmed")
+	}
+	require.Eventually(t, condition("contacts", metav1.ConditionTrue, ""), 30*time.Second, 50*time.Millisecond,
+		"the KongCustomEntity is Programmed")
+	require.Eventually(t, condition("broken", metav1.ConditionFalse, "Kong refused it: invalid query: required field missing"),
+		30*time.Second, 50*time.Millisecond, "the refused KongCustomEntity is not Programmed, with Kong's message")
 }
