@@ -9,8 +9,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/kong/go-kong/kong"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/manifest"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -28,12 +30,15 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 // runTranslate prints the Kong declarative configuration that the given manifests produce,
 // without a cluster:
 //
-//	konductor translate -f FILE|DIR [-f ...] [--ingress-class kong] [--output yaml|json]
+//	konductor translate -f FILE|DIR [-f ...] [--ingress-class kong] [--output yaml|json] [--kong-admin-url URL]
 //
 // The objects go through the same store and translator as in the controller, so the output
 // is what DB-less Kong would receive. Translation problems are printed to stderr, one a
 // line; they do not make the command fail, as they do not stop the controller. Only input
-// that cannot be read or decoded does.
+// that cannot be read or decoded does. With --kong-admin-url, that Kong is asked what
+// translation learns from the gateways (Kong Enterprise or not, for KongLicenses; the schemas
+// of KongCustomEntity types); without it, no license is rendered and custom entities are
+// reported as having no schema.
 func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("translate", flag.ContinueOnError)
 	fs.SetOutput(translateStderr)
@@ -43,6 +48,7 @@ func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 	class := fs.String("ingress-class", store.DefaultIngressClass, "ingress class to serve")
 	output := fs.String("output", "yaml", "output format: yaml or json")
 	fs.StringVar(output, "o", "yaml", "same as --output")
+	adminURL := fs.String("kong-admin-url", "", "a Kong Admin API to ask whether it is Kong Enterprise and for custom entity schemas (optional)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -71,7 +77,16 @@ func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("translate: %w", err)
 	}
-	state, problems := translator.Translate(snap, translator.Options{})
+	var opts translator.Options
+	if *adminURL != "" {
+		c, err := kong.NewClient(kong.String(*adminURL), nil)
+		if err != nil {
+			return fmt.Errorf("translate: --kong-admin-url: %w", err)
+		}
+		facts := dataplane.NewGatewayFacts(func() []*kong.Client { return []*kong.Client{c} })
+		opts.Enterprise, opts.EntitySchemas = facts.Learn(ctx, translator.CustomEntityTypes(snap))
+	}
+	state, problems := translator.Translate(snap, opts)
 	for _, p := range problems {
 		fmt.Fprintln(translateStderr, p.String())
 	}

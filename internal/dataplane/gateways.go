@@ -44,15 +44,20 @@ func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 	}
 	var rej *dbless.RejectedError
 	if errors.As(err, &rej) {
-		return fromDBLessRejection(g.url, rej)
+		return fromDBLessRejection(g.url, rej, t.State)
 	}
 	return err
 }
 
-func fromDBLessRejection(url string, rej *dbless.RejectedError) *RejectedError {
+// fromDBLessRejection maps the entities Kong refused to their objects: by their tags, or, for
+// custom entities (no tags), by their fields in the state that was sent.
+func fromDBLessRejection(url string, rej *dbless.RejectedError, sent *kongstate.State) *RejectedError {
 	out := &RejectedError{Gateway: url, Message: rej.Error()}
 	for _, ent := range rej.Entities {
-		ref, _ := kongstate.ObjectRefFromTags(ent.Tags)
+		ref, ok := kongstate.ObjectRefFromTags(ent.Tags)
+		if !ok && len(ent.Tags) == 0 {
+			ref, _ = sent.CustomEntityObject(ent.Entity)
+		}
 		for _, fe := range ent.Errors {
 			out.Entities = append(out.Entities, EntityError{
 				Object: ref, EntityType: ent.EntityType, EntityName: ent.EntityName,

@@ -62,7 +62,9 @@
 //     accepted and ignored.
 //   - Enterprise edition (Options.Edition): consumer groups, memberships,
 //     consumer-group-scoped plugins, mtls-auth and its credentials, and the
-//     Enterprise vault names (their configs are not checked). Membership
+//     Enterprise vault names (their configs are not checked), licenses (the
+//     payload's signature is not checked) and degraphql_routes, the custom
+//     entity of the degraphql plugin (the plugin itself is not emulated). Membership
 //     answers follow Kong 3.5+ ({data, next}); rate-limiting-advanced
 //     overrides (/consumer_groups/{g}/overrides) are not emulated.
 //   - Under the expressions router (Options.RouterFlavor) an expression is

@@ -87,7 +87,8 @@ func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render 
 // DeclarativeConfig is s.DeclarativeConfig(), re-using the bytes of the entities it rendered
 // for the previous body.
 func (r *Renderer) DeclarativeConfig(s *State) ([]byte, error) {
-	if s == nil || len(s.Services) == 0 || len(s.Upstreams) == 0 {
+	if s == nil || len(s.Services) == 0 || len(s.Upstreams) == 0 || len(s.CustomEntities) > 0 {
+		// Custom entities are spliced into the body by DeclarativeConfig itself.
 		return s.DeclarativeConfig()
 	}
 	r.mu.Lock()
@@ -114,7 +115,7 @@ func (r *Renderer) DeclarativeConfig(s *State) ([]byte, error) {
 	rest.Services, rest.Upstreams = nil, nil
 	c := rest.Content()
 	c.Services, c.Upstreams = []file.FService{markerService}, []file.FUpstream{markerUpstream}
-	skeleton, err := json.Marshal(dbless(c))
+	skeleton, err := json.Marshal(dbless(c, true))
 	if err != nil {
 		return nil, err
 	}

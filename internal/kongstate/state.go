@@ -29,6 +29,11 @@ type State struct {
 	ConsumerGroups []*file.FConsumerGroupObject
 	CACertificates []*file.FCACertificate
 	Vaults         []*file.FVault
+	// Licenses is Kong Enterprise's license, only for Enterprise gateways (custom.go).
+	Licenses []*License
+	// CustomEntities are the entities of KongCustomEntities, in KIC's order; DB-less
+	// configuration only (custom.go).
+	CustomEntities []*CustomEntity
 }
 
 // Content renders the decK file content (kic-compat.md §11): _format_version "3.0", the
@@ -97,6 +102,12 @@ func (s *State) Content() *file.Content {
 		}
 	}
 	sort.SliceStable(c.Vaults, func(i, j int) bool { return str(c.Vaults[i].Prefix) > str(c.Vaults[j].Prefix) })
+	for _, l := range s.Licenses {
+		if l != nil {
+			c.Licenses = append(c.Licenses, file.FLicense{License: *l.License.DeepCopy()})
+		}
+	}
+	sort.SliceStable(c.Licenses, func(i, j int) bool { return str(c.Licenses[i].Payload) > str(c.Licenses[j].Payload) })
 	return c
 }
 
@@ -153,17 +164,26 @@ type consumerGroupConsumer struct {
 }
 
 // DeclarativeConfig renders the JSON body of DB-less POST /config: Content, plus the stub
-// upstream {name: kong} when the document would otherwise be empty, as KIC sends it (§11.2).
-// encoding/json writes struct fields in declaration order and map keys sorted, so the bytes
-// depend only on the State.
+// upstream {name: kong} when the document would otherwise be empty, as KIC sends it (§11.2),
+// and one key per custom entity type. encoding/json writes struct fields in declaration order
+// and map keys sorted, so the bytes depend only on the State.
 func (s *State) DeclarativeConfig() ([]byte, error) {
-	return json.Marshal(dbless(s.Content()))
+	var custom []*CustomEntity
+	if s != nil {
+		custom = s.CustomEntities
+	}
+	body, err := json.Marshal(dbless(s.Content(), len(custom) == 0))
+	if err != nil {
+		return nil, err
+	}
+	return withCustomEntities(body, custom)
 }
 
-// dbless is the DB-less body of c (which it modifies): the stub upstream of an empty
-// configuration, consumer group membership at the top level.
-func dbless(c *file.Content) dblessContent {
-	if isEmpty(c) {
+// dbless is the DB-less body of c (which it modifies): the stub upstream of an otherwise
+// empty configuration (when stub; custom entities also make it non-empty), consumer group
+// membership at the top level.
+func dbless(c *file.Content, stub bool) dblessContent {
+	if stub && isEmpty(c) {
 		c.Upstreams = []file.FUpstream{{Upstream: kong.Upstream{Name: kong.String("kong")}}}
 	}
 	out := dblessContent{Content: c}

@@ -253,14 +253,27 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			return nil, err
 		}
 		programmed := status.NewProgrammedUpdater(st, mgr.GetClient(), log.WithName("kong-status"))
+		programmed.LicenseControllerName = status.LicenseControllerName(cfg.ElectionID)
 		reporter = append(reporter, programmed)
 		if err := mgr.Add(programmed); err != nil {
 			return nil, err
 		}
 	}
-	roundOptions := func() translator.Options {
+	// Whether the gateways are Kong Enterprise (KongLicense) and the schemas of custom entity
+	// types (KongCustomEntity) are asked of the gateways, once, as translation needs them.
+	gatewayClients, err := gatewaySchemas(cfg, gateways, discovered)
+	if err != nil {
+		return nil, err
+	}
+	facts := dataplane.NewGatewayFacts(gatewayClients)
+	roundOptions := func(s *store.Snapshot) translator.Options {
 		opts := TranslatorOptions(cfg, time.Now())
 		opts.ExpressionRoutes = flavors.Expressions()
+		var types []string
+		if !opts.NoCustomEntities {
+			types = translator.CustomEntityTypes(s)
+		}
+		opts.Enterprise, opts.EntitySchemas = facts.Learn(context.Background(), types)
 		return opts
 	}
 	incremental := &translator.Incremental{}
@@ -268,12 +281,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Source:  source,
 		Barrier: barrier,
 		Translate: func(s *store.Snapshot) translator.Result {
-			return translator.Build(s, roundOptions())
+			return translator.Build(s, roundOptions(s))
 		},
 		// Rounds translate what changed since the previous one (issue #13).
 		TranslateRound: func(s *store.Snapshot) translator.Result {
 			full := incremental.Stats.Full
-			res := incremental.Build(s, roundOptions())
+			res := incremental.Build(s, roundOptions(s))
 			if incremental.Stats.Full > full {
 				log.V(1).Info("translated everything", "reason", incremental.Stats.LastReason)
 			}
@@ -428,6 +441,7 @@ func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 		GatewayControllerName: cfg.GatewayAPIControllerName,
 		EnableDrainSupport:    cfg.EnableDrainSupport,
 		RewriteURIs:           cfg.FeatureGates.Enabled(config.GateRewriteURIs),
+		NoCustomEntities:      !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
 		Now:                   now,
 	}
 }

@@ -30,7 +30,8 @@ const (
 )
 
 // ProgrammedUpdater writes the Programmed condition of Kong's resources that carry one
-// (KongPlugin, KongClusterPlugin, KongConsumer, KongConsumerGroup, KongVault): True once the
+// (KongPlugin, KongClusterPlugin, KongConsumer, KongConsumerGroup, KongVault,
+// KongCustomEntity; KongLicense in its status.controllers[] entry, license.go): True once the
 // object's entities are in a configuration a gateway accepted; False, reason Invalid, with the
 // field and message, when translation reported a problem on it or Kong refused its entities;
 // Unknown, reason Pending, while nothing the controller serves uses it. It is a leader-only
@@ -42,6 +43,10 @@ type ProgrammedUpdater struct {
 	writer client.Client
 	now    func() time.Time
 
+	// LicenseControllerName names this controller's entry in KongLicense status
+	// (LicenseControllerName of the election ID); "" means KIC's type alone.
+	LicenseControllerName string
+
 	mu      sync.Mutex
 	reached *dataplane.Round // the latest round that reached a gateway, not yet walked
 	last    *outcome         // of the latest round that reached a gateway
@@ -51,6 +56,9 @@ type ProgrammedUpdater struct {
 type outcome struct {
 	programmed map[kongstate.ObjectRef]bool
 	invalid    map[kongstate.ObjectRef]string
+	// dbless is true when a DB-less gateway took the configuration: custom entities and
+	// licenses reach no database-backed one (dbmode leaves them out).
+	dbless bool
 }
 
 // NewProgrammedUpdater returns an updater; it writes nothing until a round reached a gateway.
@@ -61,9 +69,9 @@ func NewProgrammedUpdater(source dataplane.SnapshotSource, writer client.Client,
 }
 
 // Report implements dataplane.Reporter: a round whose configuration at least one gateway
-// took (whole, or all but refused objects) becomes the outcome to write. Report runs on the
-// sync loop's goroutine, so it only keeps the round: Update, on the updater's own goroutine,
-// walks its entities.
+// took (whole, all but refused objects, or a fallback configuration) becomes the outcome to
+// write. Report runs on the sync loop's goroutine, so it only keeps the round: Update, on the
+// updater's own goroutine, walks its entities.
 func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
 	if r.SnapshotErr != nil || r.State == nil || !reachedAnyGateway(r) {
 		return
@@ -74,16 +82,21 @@ func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
 	u.trigger.Request()
 }
 
-// reachedAnyGateway: a gateway took the round's configuration, whole or all but refused
-// objects.
+// reachedAnyGateway: a gateway took the round's configuration, whole, all but refused
+// objects, or as a fallback configuration.
 func reachedAnyGateway(r dataplane.Round) bool {
 	for _, g := range r.Gateways {
 		if g.Skipped {
 			continue
 		}
 		var rej *dataplane.RejectedError
-		if g.Err == nil || errors.As(g.Err, &rej) && rej.RestApplied {
+		switch {
+		case g.Err == nil:
 			return true
+		case errors.As(g.Err, &rej):
+			if rej.RestApplied || g.Fallback != nil && g.Fallback.Err == nil {
+				return true
+			}
 		}
 	}
 	return false
@@ -92,14 +105,28 @@ func reachedAnyGateway(r dataplane.Round) bool {
 // outcomeOf is what a round that reached a gateway says of each object.
 func outcomeOf(r dataplane.Round) *outcome {
 	o := &outcome{programmed: map[kongstate.ObjectRef]bool{}, invalid: map[kongstate.ObjectRef]string{}}
+	excluded := map[kongstate.ObjectRef]bool{} // left out of a fallback configuration a gateway took
 	for _, g := range r.Gateways {
-		var rej *dataplane.RejectedError
-		if g.Skipped || !errors.As(g.Err, &rej) {
+		if g.Skipped {
 			continue
 		}
-		for _, e := range rej.Entities {
-			if e.Object.Name != "" {
-				o.invalid[translator.Node(e.Object)] = fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message)
+		var rej *dataplane.RejectedError
+		switch {
+		case g.Err == nil:
+			o.dbless = o.dbless || g.Protocol == dataplane.ProtocolDBLess
+		case errors.As(g.Err, &rej):
+			if fb := g.Fallback; fb != nil && fb.Err == nil {
+				// The gateway took the configuration without the refused objects and
+				// their dependents: the others are programmed.
+				o.dbless = o.dbless || g.Protocol == dataplane.ProtocolDBLess
+				for _, x := range fb.Excluded {
+					excluded[translator.Node(x)] = true
+				}
+			}
+			for _, e := range rej.Entities {
+				if e.Object.Name != "" {
+					o.invalid[translator.Node(e.Object)] = fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message)
+				}
 			}
 		}
 	}
@@ -124,6 +151,19 @@ func outcomeOf(r dataplane.Round) *outcome {
 			o.programmed[translator.Node(ref)] = true
 		}
 	})
+	if o.dbless {
+		// Custom entities and licenses carry no tags: the state says which object each
+		// comes from.
+		for _, e := range r.State.CustomEntities {
+			o.programmed[translator.Node(e.Object)] = true
+		}
+		for _, l := range r.State.Licenses {
+			o.programmed[translator.Node(l.Object)] = true
+		}
+	}
+	for x := range excluded {
+		delete(o.programmed, x)
+	}
 	return o
 }
 
@@ -200,9 +240,16 @@ func (u *ProgrammedUpdater) Update(ctx context.Context) error {
 	for _, v := range snap.KongVaults {
 		objs = append(objs, conditioned{v, gvkOf(v), vaultConditions})
 	}
+	for _, e := range snap.KongCustomEntities {
+		objs = append(objs, conditioned{e, gvkOf(e), customEntityConditions})
+	}
 	var errs []string
+	errs = append(errs, u.updateLicenses(ctx, o, snap.KongLicenses)...)
 	for _, c := range objs {
 		want := o.condition(kongstate.RefFor(c.obj, c.gvk), c.obj.GetGeneration())
+		if c.gvk.Kind == "KongCustomEntity" && want.Status == metav1.ConditionUnknown && !o.dbless {
+			want.Message = "custom entities are sent to DB-less gateways only"
+		}
 		current := meta.FindStatusCondition(*c.conditions(c.obj), ConditionProgrammed)
 		if current != nil && current.Status == want.Status && current.Reason == want.Reason &&
 			current.Message == want.Message && current.ObservedGeneration == want.ObservedGeneration {

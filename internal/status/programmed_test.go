@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -93,6 +94,8 @@ func programmed(t *testing.T, c client.Client, obj client.Object, name string) *
 	case *kongv1.KongPlugin:
 		return meta.FindStatusCondition(o.Status.Conditions, ConditionProgrammed)
 	case *kongv1.KongConsumer:
+		return meta.FindStatusCondition(o.Status.Conditions, ConditionProgrammed)
+	case *kongv1alpha1.KongCustomEntity:
 		return meta.FindStatusCondition(o.Status.Conditions, ConditionProgrammed)
 	}
 	t.Fatalf("%T", obj)

@@ -61,3 +61,7 @@ func consumerGroupConditions(o client.Object) *[]metav1.Condition {
 func vaultConditions(o client.Object) *[]metav1.Condition {
 	return &o.(*kongv1alpha1.KongVault).Status.Conditions
 }
+
+func customEntityConditions(o client.Object) *[]metav1.Condition {
+	return &o.(*kongv1alpha1.KongCustomEntity).Status.Conditions
+}

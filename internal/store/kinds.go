@@ -52,6 +52,8 @@ const (
 	KindUDPRoute
 	KindBackendTLSPolicy
 	KindKongServiceFacade
+	KindKongCustomEntity
+	KindKongLicense
 	kindCount
 )
 
@@ -123,6 +125,10 @@ var kinds = [kindCount]kindInfo{
 		func() client.Object { return &gatewayv1.BackendTLSPolicy{} }, func() client.ObjectList { return &gatewayv1.BackendTLSPolicyList{} }, true, ""},
 	KindKongServiceFacade: {incubatorv1alpha1.GroupVersion.WithKind("KongServiceFacade"), "kongservicefacades",
 		func() client.Object { return &incubatorv1alpha1.KongServiceFacade{} }, func() client.ObjectList { return &incubatorv1alpha1.KongServiceFacadeList{} }, true, ""},
+	KindKongCustomEntity: {kongv1alpha1.SchemeGroupVersion.WithKind("KongCustomEntity"), "kongcustomentities",
+		func() client.Object { return &kongv1alpha1.KongCustomEntity{} }, func() client.ObjectList { return &kongv1alpha1.KongCustomEntityList{} }, true, ""},
+	KindKongLicense: {kongv1alpha1.SchemeGroupVersion.WithKind("KongLicense"), "konglicenses",
+		func() client.Object { return &kongv1alpha1.KongLicense{} }, func() client.ObjectList { return &kongv1alpha1.KongLicenseList{} }, true, ""},
 }
 
 // AllKinds lists every kind the store knows, required ones first.

@@ -47,6 +47,11 @@ type Snapshot struct {
 	ReferenceGrants      []*gatewayv1beta1.ReferenceGrant
 	// KongServiceFacades are Ingress backends (KIC's incubator, its KongServiceFacade gate).
 	KongServiceFacades []*incubatorv1alpha1.KongServiceFacade
+	// KongCustomEntities are already filtered by spec.controllerName, which stands for the
+	// class annotation (kic-compat.md §1.2).
+	KongCustomEntities []*kongv1alpha1.KongCustomEntity
+	// KongLicenses are cluster-scoped and have no class: every one is a candidate.
+	KongLicenses []*kongv1alpha1.KongLicense
 
 	// Gateway API objects, all of them: which GatewayClasses, Gateways and routes are this
 	// controller's is decided in translation (internal/gatewayapi), because status needs the

@@ -173,6 +173,16 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if snap.KongServiceFacades, err = listKind[incubatorv1alpha1.KongServiceFacadeList, incubatorv1alpha1.KongServiceFacade](ctx, s, KindKongServiceFacade, nil); err != nil {
 		return nil, err
 	}
+	// A custom entity's spec.controllerName takes the place of the class annotation.
+	if snap.KongCustomEntities, err = listKind[kongv1alpha1.KongCustomEntityList, kongv1alpha1.KongCustomEntity](ctx, s, KindKongCustomEntity, func(o client.Object) bool {
+		return AnnotationMatchesClass(map[string]string{IngressClassAnnotation: o.(*kongv1alpha1.KongCustomEntity).Spec.ControllerName},
+			s.opts.IngressClass, snap.IngressClassIsDefault)
+	}); err != nil {
+		return nil, err
+	}
+	if snap.KongLicenses, err = listKind[kongv1alpha1.KongLicenseList, kongv1alpha1.KongLicense](ctx, s, KindKongLicense, nil); err != nil {
+		return nil, err
+	}
 	if err := s.gatewayAPI(ctx, snap); err != nil {
 		return nil, err
 	}

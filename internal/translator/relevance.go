@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -143,7 +144,8 @@ func sameContent(old, new client.Object) bool {
 	case *netv1.Ingress, *kongv1.KongPlugin, *kongv1.KongClusterPlugin, *kongv1.KongConsumer, *kongv1.KongIngress,
 		*kongv1beta1.KongConsumerGroup, *kongv1beta1.KongUpstreamPolicy, *kongv1beta1.TCPIngress, *kongv1beta1.UDPIngress,
 		*gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute, *gatewayv1.TCPRoute,
-		*gatewayv1.TLSRoute, *gatewayv1.UDPRoute, *gatewayv1.BackendTLSPolicy, *gatewayv1beta1.ReferenceGrant:
+		*gatewayv1.TLSRoute, *gatewayv1.UDPRoute, *gatewayv1.BackendTLSPolicy, *gatewayv1beta1.ReferenceGrant,
+		*kongv1alpha1.KongCustomEntity, *kongv1alpha1.KongLicense:
 		// Any change but to metadata or status bumps the generation of Ingresses and of
 		// custom resources with a status subresource (every Gateway API kind but
 		// ReferenceGrant, which has no status: any change to it but to metadata bumps its

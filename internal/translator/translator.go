@@ -55,6 +55,16 @@ type Options struct {
 	// GatewayControllerName is the GatewayClass controllerName this controller serves
 	// (--gateway-api-controller-name); "" means KIC's, konghq.com/kic-gateway-controller.
 	GatewayControllerName string `json:"gatewayControllerName,omitempty"`
+	// EntitySchemas are the gateways' answers to GET /schemas/<type> for the types of the
+	// snapshot's KongCustomEntities (CustomEntityTypes); the dataplane asks, as KIC asks
+	// while it translates. A type with no answer leaves its custom entities out, reported.
+	EntitySchemas map[string]EntitySchemaAnswer `json:"entitySchemas,omitempty"`
+	// NoCustomEntities is KIC's KongCustomEntity gate off (it is on by default): no
+	// KongCustomEntity is translated.
+	NoCustomEntities bool `json:"noCustomEntities,omitempty"`
+	// Enterprise is true when every gateway is Kong Gateway Enterprise: only then is a
+	// KongLicense rendered (license.go).
+	Enterprise bool `json:"enterprise,omitempty"`
 	// Now is the time CA certificates must be valid at; zero skips the expiry check. The
 	// caller passes it so that translation reads no clock.
 	Now time.Time
@@ -129,6 +139,8 @@ func Build(snap *store.Snapshot, opts Options) Result {
 	b.tls()
 	b.caCertificates()
 	b.plugins()
+	b.customEntities()
+	b.license()
 	if b.opts.ExpressionRoutes {
 		b.expressionRoutes()
 	}

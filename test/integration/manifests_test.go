@@ -247,8 +247,8 @@ func TestManifestsRBACIsLeastPrivilege(t *testing.T) {
 		"events.k8s.io/events":               {"create", "patch"},
 		"networking.k8s.io/ingresses/status": {"patch"}, // internal/status/ingress.go
 	}
-	for _, r := range []string{"kongplugins", "kongclusterplugins", "kongconsumers", "kongconsumergroups", "kongvaults"} {
-		want["configuration.konghq.com/"+r+"/status"] = []string{"patch"} // internal/status/programmed.go
+	for _, r := range []string{"kongplugins", "kongclusterplugins", "kongconsumers", "kongconsumergroups", "kongvaults", "kongcustomentities", "konglicenses"} {
+		want["configuration.konghq.com/"+r+"/status"] = []string{"patch"} // internal/status/programmed.go, license.go
 	}
 	for _, r := range []string{"gatewayclasses", "gateways", "httproutes"} {
 		want["gateway.networking.k8s.io/"+r+"/status"] = []string{"patch"} // internal/status/gatewayapi_updater.go

@@ -183,7 +183,10 @@ type EntityError struct {
 	EntityName string
 	EntityID   string
 	Tags       []string
-	Errors     []FieldError
+	// Entity is the entity as Kong quotes it, for entities without tags (custom entities),
+	// which only their fields identify.
+	Entity map[string]any
+	Errors []FieldError
 }
 
 // FieldError is one message about an entity; Field is empty for entity-level messages.
@@ -218,6 +221,7 @@ type flatBody struct {
 		EntityName string          `json:"entity_name"`
 		EntityID   string          `json:"entity_id"`
 		EntityTags json.RawMessage `json:"entity_tags"`
+		Entity     json.RawMessage `json:"entity"`
 		Errors     []struct {
 			Type    string `json:"type"`
 			Field   string `json:"field"`
@@ -236,6 +240,7 @@ func parseRejection(raw []byte) *RejectedError {
 		ent := EntityError{EntityType: fe.EntityType, EntityName: fe.EntityName, EntityID: fe.EntityID}
 		// entity_tags is only present when every tag is a string; anything else maps to no object.
 		_ = json.Unmarshal(fe.EntityTags, &ent.Tags)
+		_ = json.Unmarshal(fe.Entity, &ent.Entity)
 		for _, e := range fe.Errors {
 			ent.Errors = append(ent.Errors, FieldError{Field: e.Field, Message: e.Message})
 		}

@@ -261,6 +261,13 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kong
 	}
 
 	content := s.Content()
+	// Licenses and custom entities (State.CustomEntities, not in Content) are not diffed in
+	// database mode: neither carries tags (Kong's licenses and degraphql_routes schemas have
+	// no tags field), so the ownership tag cannot scope them and a diff would delete those
+	// made by hand (invariant 8); go-database-reconciler lists custom entities without the
+	// select tags and knows only degraphql_routes. KIC sends no custom entities in database
+	// mode either; it does sync licenses there (docs/migration-from-kic.md).
+	content.Licenses = nil
 	// The select tag makes file.Get add the filter tag to every entity, as decK does.
 	content.Info = &file.Info{SelectorTags: []string{g.opts.FilterTag}}
 	targetRaw, err := file.Get(ctx, content, file.RenderConfig{CurrentState: current, KongVersion: version}, dumpConfig, g.client)

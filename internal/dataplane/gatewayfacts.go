@@ -1,0 +1,164 @@
+package dataplane
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kong/go-kong/kong"
+
+	"github.com/konductor/konductor/internal/translator"
+)
+
+// GatewayFacts learns from the gateways' Admin APIs what translation needs to know of them
+// beyond their router flavor, so that translation itself stays pure (it gets the answers in
+// translator.Options):
+//
+//   - whether they are Kong Gateway Enterprise (GET /: "edition", or an Enterprise version
+//     such as 3.10.0.1, go-kong's IsKongGatewayEnterprise, which is KIC's test): only then is
+//     a KongLicense rendered;
+//   - the schema of each custom entity type in use (GET /schemas/<type>), as KIC asks while
+//     it translates KongCustomEntities.
+//
+// Answers (a schema, or Kong's 404 for a type it does not have) are kept for the life of the
+// process; a question that failed (the gateway unreachable) is asked again only after
+// RetryAfter, so a gateway that is down costs a round at most one timeout now and then.
+// Safe for concurrent use.
+type GatewayFacts struct {
+	clients func() []*kong.Client
+	// Timeout bounds each question; RetryAfter is how long a failed one is not asked again.
+	Timeout, RetryAfter time.Duration
+	now                 func() time.Time
+
+	mu        sync.Mutex
+	editions  map[string]bool      // gateway URL -> Enterprise
+	rootFail  map[string]time.Time // gateway URL -> when GET / failed
+	schemas   map[string]translator.EntitySchemaAnswer
+	schemaErr map[string]failedQuestion
+}
+
+type failedQuestion struct {
+	at  time.Time
+	err string
+}
+
+// NewGatewayFacts asks the gateways clients returns (called at each Learn, so that
+// discovered gateways count as they come and go).
+func NewGatewayFacts(clients func() []*kong.Client) *GatewayFacts {
+	return &GatewayFacts{
+		clients: clients, Timeout: 5 * time.Second, RetryAfter: 10 * time.Second, now: time.Now,
+		editions: map[string]bool{}, rootFail: map[string]time.Time{},
+		schemas: map[string]translator.EntitySchemaAnswer{}, schemaErr: map[string]failedQuestion{},
+	}
+}
+
+// Learn asks what is not known yet and returns whether every current gateway that answered
+// is Kong Gateway Enterprise (false when none answered), and the schema answers of types.
+func (f *GatewayFacts) Learn(ctx context.Context, types []string) (enterprise bool, schemas map[string]translator.EntitySchemaAnswer) {
+	if f == nil {
+		return false, nil
+	}
+	clients := f.clients()
+	sort.Slice(clients, func(i, j int) bool { return clients[i].BaseRootURL() < clients[j].BaseRootURL() })
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	known, allEnterprise := 0, true
+	for _, c := range clients {
+		url := c.BaseRootURL()
+		ee, ok := f.editions[url]
+		if !ok && f.due(f.rootFail[url]) {
+			ee, ok = f.askEdition(ctx, c)
+		}
+		if ok {
+			known++
+			allEnterprise = allEnterprise && ee
+		}
+	}
+	if len(types) > 0 {
+		schemas = map[string]translator.EntitySchemaAnswer{}
+	}
+	for _, t := range types {
+		if a, ok := f.schemas[t]; ok {
+			schemas[t] = a
+			continue
+		}
+		if failed, ok := f.schemaErr[t]; ok && !f.due(failed.at) {
+			schemas[t] = translator.EntitySchemaAnswer{Error: failed.err}
+			continue
+		}
+		if a, ok := f.askSchema(ctx, clients, t); ok {
+			schemas[t] = a
+		}
+	}
+	return known > 0 && allEnterprise, schemas
+}
+
+func (f *GatewayFacts) due(failedAt time.Time) bool {
+	return failedAt.IsZero() || f.now().Sub(failedAt) >= f.RetryAfter
+}
+
+// askEdition is GET / of one gateway. Caller holds mu.
+func (f *GatewayFacts) askEdition(ctx context.Context, c *kong.Client) (bool, bool) {
+	cctx, cancel := context.WithTimeout(ctx, f.Timeout)
+	defer cancel()
+	root, err := c.Root(cctx)
+	if err != nil {
+		f.rootFail[c.BaseRootURL()] = f.now()
+		return false, false
+	}
+	ee := IsEnterprise(root)
+	f.editions[c.BaseRootURL()] = ee
+	delete(f.rootFail, c.BaseRootURL())
+	return ee, true
+}
+
+// IsEnterprise reads Kong Gateway Enterprise from a GET / answer: Kong reports "edition"
+// ("enterprise" when its full version string says so, kong/api/routes/kong.lua), and an
+// Enterprise version has a fourth number (3.10.0.1) or says "enterprise" (go-kong's
+// IsKongGatewayEnterprise, which KIC uses).
+func IsEnterprise(root map[string]any) bool {
+	if root["edition"] == "enterprise" {
+		return true
+	}
+	v, err := kong.ParseSemanticVersion(kong.VersionFromInfo(root))
+	return err == nil && v.IsKongGatewayEnterprise()
+}
+
+// askSchema is GET /schemas/<t> of every gateway. A gateway's 404 is an answer (Kong has no
+// such entity) and wins over another's schema: the same configuration goes to every gateway,
+// and one that does not know the type would refuse all of it. When no gateway answers, the
+// failure is remembered. Caller holds mu.
+func (f *GatewayFacts) askSchema(ctx context.Context, clients []*kong.Client, t string) (translator.EntitySchemaAnswer, bool) {
+	var lastErr error
+	var found *translator.EntitySchemaAnswer
+	for _, c := range clients {
+		cctx, cancel := context.WithTimeout(ctx, f.Timeout)
+		s, err := c.Schemas.Get(cctx, t)
+		cancel()
+		switch {
+		case err == nil:
+			if found == nil {
+				found = &translator.EntitySchemaAnswer{Schema: map[string]any(s)}
+			}
+		case kong.IsNotFoundErr(err):
+			found = &translator.EntitySchemaAnswer{Error: err.Error()}
+		default:
+			lastErr = err
+			continue
+		}
+		if found.Schema == nil {
+			break
+		}
+	}
+	if found != nil {
+		f.schemas[t] = *found
+		delete(f.schemaErr, t)
+		return *found, true
+	}
+	if lastErr == nil {
+		return translator.EntitySchemaAnswer{}, false // no gateway to ask
+	}
+	f.schemaErr[t] = failedQuestion{at: f.now(), err: lastErr.Error()}
+	return translator.EntitySchemaAnswer{Error: lastErr.Error()}, true
+}

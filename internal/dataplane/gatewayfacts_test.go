@@ -1,0 +1,100 @@
+package dataplane
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kong/go-kong/kong"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+func factsFor(t *testing.T, editions ...kongemu.Edition) (*GatewayFacts, []*kongemu.Server) {
+	t.Helper()
+	var servers []*kongemu.Server
+	var clients []*kong.Client
+	for _, ed := range editions {
+		s, err := kongemu.New(kongemu.Options{Edition: ed}).Start()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		servers = append(servers, s)
+		c, err := kong.NewClient(kong.String(s.URL), nil)
+		require.NoError(t, err)
+		clients = append(clients, c)
+	}
+	return NewGatewayFacts(func() []*kong.Client { return clients }), servers
+}
+
+func TestGatewayFactsLearnEditionAndSchemas(t *testing.T) {
+	ctx := context.Background()
+	f, _ := factsFor(t, kongemu.Enterprise)
+	ee, schemas := f.Learn(ctx, []string{"degraphql_routes", "not_an_entity"})
+	assert.True(t, ee)
+	require.NotNil(t, schemas["degraphql_routes"].Schema, schemas["degraphql_routes"].Error)
+	assert.Contains(t, schemas["not_an_entity"].Error, "No entity named 'not_an_entity'")
+
+	f, _ = factsFor(t, kongemu.Enterprise, kongemu.Community)
+	ee, schemas = f.Learn(ctx, []string{"degraphql_routes"})
+	assert.False(t, ee, "one OSS gateway: no license for any")
+	assert.Nil(t, schemas["degraphql_routes"].Schema, "a gateway without the entity would refuse the configuration")
+	assert.Contains(t, schemas["degraphql_routes"].Error, "No entity named 'degraphql_routes'")
+
+	f, _ = factsFor(t)
+	ee, schemas = f.Learn(ctx, []string{"degraphql_routes"})
+	assert.False(t, ee, "no gateway: not Enterprise")
+	assert.NotContains(t, schemas, "degraphql_routes", "no gateway: no answer")
+}
+
+func TestGatewayFactsAskAFailedQuestionOnlyAfterRetryAfter(t *testing.T) {
+	ctx := context.Background()
+	f, servers := factsFor(t, kongemu.Enterprise)
+	now := time.Unix(1000, 0)
+	f.now = func() time.Time { return now }
+	servers[0].InjectFault(kongemu.Fault{PathPrefix: "/schemas/degraphql_routes", Status: 500})
+	_, schemas := f.Learn(ctx, []string{"degraphql_routes"})
+	assert.Nil(t, schemas["degraphql_routes"].Schema)
+	assert.NotEmpty(t, schemas["degraphql_routes"].Error)
+
+	servers[0].ClearFaults()
+	_, schemas = f.Learn(ctx, []string{"degraphql_routes"})
+	assert.Nil(t, schemas["degraphql_routes"].Schema, "not asked again before RetryAfter")
+	now = now.Add(f.RetryAfter)
+	_, schemas = f.Learn(ctx, []string{"degraphql_routes"})
+	assert.NotNil(t, schemas["degraphql_routes"].Schema)
+}
+
+func TestIsEnterprise(t *testing.T) {
+	assert.True(t, IsEnterprise(map[string]any{"edition": "enterprise", "version": "3.10.0"}))
+	assert.True(t, IsEnterprise(map[string]any{"version": "3.10.0.1"}))
+	assert.True(t, IsEnterprise(map[string]any{"version": "2.8.4.1-enterprise-edition"}))
+	assert.False(t, IsEnterprise(map[string]any{"edition": "community", "version": "3.10.0"}))
+	assert.False(t, IsEnterprise(map[string]any{}))
+}
+
+// Kong refusing a custom entity (no tags) is mapped back to its KongCustomEntity by the
+// entity's fields, so that fallback and status can name the object.
+func TestRefusedCustomEntityIsMappedToItsObject(t *testing.T) {
+	s, err := kongemu.New(kongemu.Options{Edition: kongemu.Enterprise}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	c, err := kong.NewClient(kong.String(s.URL), nil)
+	require.NoError(t, err)
+	good := kongstate.ObjectRef{Group: "configuration.konghq.com", Version: "v1alpha1", Kind: "KongCustomEntity", Namespace: "ns", Name: "good"}
+	bad := good
+	bad.Name = "bad"
+	state := &kongstate.State{CustomEntities: []*kongstate.CustomEntity{
+		{Type: "degraphql_routes", Fields: map[string]any{"uri": "/bad", "methods": []any{"GET"}}, Object: bad},
+		{Type: "degraphql_routes", Fields: map[string]any{"uri": "/good", "query": "q"}, Object: good},
+	}}
+	err = NewDBLessGateway(s.URL, c, logr.Discard()).Sync(context.Background(), &Target{State: state})
+	var rej *RejectedError
+	require.ErrorAs(t, err, &rej)
+	require.Len(t, rej.Entities, 1)
+	require.Equal(t, bad, rej.Entities[0].Object)
+	require.Equal(t, "query", rej.Entities[0].Field)
+}

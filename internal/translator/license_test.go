@@ -1,0 +1,46 @@
+package translator
+
+import (
+	"testing"
+	"time"
+
+	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestChooseLicenseIsKICs(t *testing.T) {
+	at := func(name string, year int, enabled bool) *kongv1alpha1.KongLicense {
+		return &kongv1alpha1.KongLicense{ObjectMeta: metav1.ObjectMeta{Name: name,
+			CreationTimestamp: metav1.NewTime(time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC))}, Enabled: enabled}
+	}
+	for _, tc := range []struct {
+		name     string
+		licenses []*kongv1alpha1.KongLicense
+		want     string
+	}{
+		{"none", nil, ""},
+		{"only disabled", []*kongv1alpha1.KongLicense{at("a", 2026, false)}, ""},
+		{"newest enabled wins", []*kongv1alpha1.KongLicense{at("new", 2026, true), at("old", 2025, true), at("newer-off", 2027, false)}, "new"},
+		{"equally new: first by name", []*kongv1alpha1.KongLicense{at("b", 2026, true), at("a", 2026, true)}, "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ChooseLicense(tc.licenses)
+			if tc.want == "" {
+				assert.Nil(t, got)
+				return
+			}
+			if assert.NotNil(t, got) {
+				assert.Equal(t, tc.want, got.Name)
+			}
+		})
+	}
+}
+
+func TestLicenseIDIsUUIDv5OfTheNilNamespace(t *testing.T) {
+	// KIC: uuid.NewSHA1(uuid.Nil, []byte("KongLicense:"+name)); stable across runs and
+	// different per name.
+	assert.Equal(t, LicenseID("license-2026"), LicenseID("license-2026"))
+	assert.NotEqual(t, LicenseID("a"), LicenseID("b"))
+	assert.Equal(t, "a88e1c68-83d8-55b8-b3e9-c661f64e91eb", LicenseID("license-2026"))
+}
