@@ -117,6 +117,8 @@ func Build(snap *store.Snapshot, opts Options) Result {
 	b.defaultBackend()
 	b.l4Ingresses()
 	b.httpRoutes()
+	b.grpcRoutes()
+	b.l4Routes()
 	b.populateServices()
 	b.rewrites()
 	b.upstreamOverrides()
