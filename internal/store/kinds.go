@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,6 +53,9 @@ const (
 	KindUDPRoute
 	KindBackendTLSPolicy
 	KindKongServiceFacade
+	// KindNamespace is read as metadata only (labels, for a listener's allowedRoutes
+	// namespaces Selector): a cluster's Namespaces cost little that way.
+	KindNamespace
 	kindCount
 )
 
@@ -123,6 +127,18 @@ var kinds = [kindCount]kindInfo{
 		func() client.Object { return &gatewayv1.BackendTLSPolicy{} }, func() client.ObjectList { return &gatewayv1.BackendTLSPolicyList{} }, true, ""},
 	KindKongServiceFacade: {incubatorv1alpha1.GroupVersion.WithKind("KongServiceFacade"), "kongservicefacades",
 		func() client.Object { return &incubatorv1alpha1.KongServiceFacade{} }, func() client.ObjectList { return &incubatorv1alpha1.KongServiceFacadeList{} }, true, ""},
+	KindNamespace: {corev1.SchemeGroupVersion.WithKind("Namespace"), "namespaces",
+		func() client.Object { return NamespaceMetadata() }, func() client.ObjectList { return namespaceMetadataList() }, false, ""},
+}
+
+// NamespaceMetadata is an empty Namespace read as metadata only (the cache then keeps a
+// metadata informer: no spec, no status).
+func NamespaceMetadata() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
+}
+
+func namespaceMetadataList() *metav1.PartialObjectMetadataList {
+	return &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NamespaceList"}}
 }
 
 // AllKinds lists every kind the store knows, required ones first.

@@ -24,7 +24,8 @@ var (
 // GatewayInput is what gatewayapi.Attach reads from a snapshot: every route kind with its
 // parentRefs, and the hostnames of the kinds that match on them.
 func GatewayInput(snap *store.Snapshot, controllerName string) gatewayapi.Input {
-	in := gatewayapi.Input{ControllerName: controllerName, GatewayClasses: snap.GatewayClasses, Gateways: snap.Gateways}
+	in := gatewayapi.Input{ControllerName: controllerName, GatewayClasses: snap.GatewayClasses, Gateways: snap.Gateways,
+		NamespaceLabels: snap.NamespaceLabels}
 	add := func(kind string, obj client.Object, refs []gatewayv1.ParentReference, hosts []gatewayv1.Hostname) {
 		in.Routes = append(in.Routes, gatewayapi.Route{Kind: kind, Object: obj, ParentRefs: refs, Hostnames: hosts})
 	}

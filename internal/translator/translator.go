@@ -116,6 +116,7 @@ func Build(snap *store.Snapshot, opts Options) Result {
 	b.ingressRules()
 	b.defaultBackend()
 	b.l4Ingresses()
+	b.gateways()
 	b.httpRoutes()
 	b.grpcRoutes()
 	b.l4Routes()
