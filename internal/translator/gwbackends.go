@@ -81,7 +81,7 @@ func (b *builder) populateGatewayService(ks *kongService) {
 		// Plugins, upstream policies and annotations of the one Service apply, as to an
 		// Ingress backend.
 		ks.namespace, ks.svcName = svc.Namespace, svc.Name
-		b.serviceAnnotations(ks, svc)
+		b.serviceAnnotations(ks, b.backingService(ks).svc)
 	} else {
 		tags = b.tags(gb.route, gb.gvk)
 	}

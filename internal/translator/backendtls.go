@@ -1,0 +1,68 @@
+package translator
+
+import (
+	"maps"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+var gvkBackendTLSPolicy = gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy")
+
+// withBackendTLSPolicy is svc as KIC reads it once the BackendTLSPolicy targeting it applies
+// (its handleBackendTLSPolices, docs/kong-facts.md "BackendTLSPolicy"): a copy whose
+// annotations say konghq.com/protocol https, konghq.com/tls-verify true,
+// konghq.com/host-header the policy's validation hostname, the policy's caCertificateRefs
+// added to konghq.com/ca-certificates-configmaps, and konghq.com/tls-verify-depth from the
+// option tls-verify-depth when it is a number >= 0. The annotations then apply like the
+// user's, to every Kong service backed by the Service (Ingress backends too). Two policies
+// targeting one Service are reported and neither applies. svc itself is not modified.
+func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
+	var policies []*gatewayv1.BackendTLSPolicy
+	for _, p := range b.snap.BackendTLSPolicies {
+		if p == nil || p.Namespace != svc.Namespace {
+			continue
+		}
+		for _, t := range p.Spec.TargetRefs {
+			if (t.Group == "" || t.Group == "core") && t.Kind == "Service" && string(t.Name) == svc.Name {
+				policies = append(policies, p)
+				b.refer(svc, gvkService, kongstate.RefFor(p, gvkBackendTLSPolicy))
+				break
+			}
+		}
+	}
+	if len(policies) == 0 {
+		return svc
+	}
+	if len(policies) > 1 {
+		b.problem(svc, gvkService, "", "Multiple BackendTLSPolicies attached to service")
+		return svc
+	}
+	p := policies[0]
+	out := svc.DeepCopy()
+	out.Annotations = maps.Clone(svc.Annotations)
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[annTLSVerify] = "true"
+	out.Annotations[annHostHeader] = string(p.Spec.Validation.Hostname)
+	out.Annotations[annProtocol] = "https"
+	var names []string
+	for _, r := range p.Spec.Validation.CACertificateRefs {
+		names = append(names, string(r.Name))
+	}
+	if existing := out.Annotations[annCACertConfigMaps]; existing != "" {
+		names = append([]string{existing}, names...)
+	}
+	out.Annotations[annCACertConfigMaps] = strings.Join(names, ",")
+	if v, ok := p.Spec.Options["tls-verify-depth"]; ok {
+		if depth, err := strconv.Atoi(string(v)); err == nil && depth >= 0 {
+			out.Annotations[annTLSVerifyDepth] = strconv.Itoa(depth)
+		}
+	}
+	return out
+}
