@@ -20,8 +20,12 @@ var gvkBackendTLSPolicy = gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolic
 // added to konghq.com/ca-certificates-configmaps, and konghq.com/tls-verify-depth from the
 // option tls-verify-depth when it is a number >= 0. The annotations then apply like the
 // user's, to every Kong service backed by the Service (Ingress backends too). Two policies
-// targeting one Service are reported and neither applies. svc itself is not modified.
+// targeting one Service are reported and neither applies. svc itself is not modified. Only
+// with the GatewayAlpha gate, as in KIC.
 func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
+	if !b.opts.GatewayAlpha {
+		return svc
+	}
 	var policies []*gatewayv1.BackendTLSPolicy
 	for _, p := range b.snap.BackendTLSPolicies {
 		if p == nil || p.Namespace != svc.Namespace {

@@ -21,10 +21,11 @@ var (
 	gvkUDPRoute  = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindUDPRoute)
 )
 
-// GatewayInput is what gatewayapi.Attach reads from a snapshot: every route kind with its
-// parentRefs, and the hostnames of the kinds that match on them.
-func GatewayInput(snap *store.Snapshot, controllerName string) gatewayapi.Input {
-	in := gatewayapi.Input{ControllerName: controllerName, GatewayClasses: snap.GatewayClasses, Gateways: snap.Gateways,
+// GatewayInput is what gatewayapi.Attach reads from a snapshot: the route kinds translated
+// with opts (TCPRoute, TLSRoute and UDPRoute only with GatewayAlpha) with their parentRefs,
+// and the hostnames of the kinds that match on them.
+func GatewayInput(snap *store.Snapshot, opts Options) gatewayapi.Input {
+	in := gatewayapi.Input{ControllerName: opts.GatewayControllerName, GatewayClasses: snap.GatewayClasses, Gateways: snap.Gateways,
 		NamespaceLabels: snap.NamespaceLabels}
 	add := func(kind string, obj client.Object, refs []gatewayv1.ParentReference, hosts []gatewayv1.Hostname) {
 		in.Routes = append(in.Routes, gatewayapi.Route{Kind: kind, Object: obj, ParentRefs: refs, Hostnames: hosts})
@@ -38,6 +39,9 @@ func GatewayInput(snap *store.Snapshot, controllerName string) gatewayapi.Input 
 		if r != nil {
 			add(gatewayapi.KindGRPCRoute, r, r.Spec.ParentRefs, r.Spec.Hostnames)
 		}
+	}
+	if !opts.GatewayAlpha {
+		return in
 	}
 	for _, r := range snap.TCPRoutes {
 		if r != nil {

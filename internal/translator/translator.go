@@ -55,6 +55,10 @@ type Options struct {
 	// GatewayControllerName is the GatewayClass controllerName this controller serves
 	// (--gateway-api-controller-name); "" means KIC's, konghq.com/kic-gateway-controller.
 	GatewayControllerName string `json:"gatewayControllerName,omitempty"`
+	// GatewayAlpha is KIC's GatewayAlpha gate: TCPRoutes, TLSRoutes and UDPRoutes attach and
+	// are translated, and BackendTLSPolicies apply, only with it (as in KIC, whose
+	// controllers for those kinds run only with the gate).
+	GatewayAlpha bool `json:"gatewayAlpha,omitempty"`
 	// Now is the time CA certificates must be valid at; zero skips the expiry check. The
 	// caller passes it so that translation reads no clock.
 	Now time.Time
@@ -181,7 +185,7 @@ func newBuilder(snap *store.Snapshot, opts Options) *builder {
 		routeKeys:    map[string]bool{},
 		graph:        newGraph(),
 		state:        &kongstate.State{},
-		gw:           gatewayapi.Attach(GatewayInput(snap, opts.GatewayControllerName)),
+		gw:           gatewayapi.Attach(GatewayInput(snap, opts)),
 	}
 	if p := snap.IngressClassParameters; p != nil {
 		// The IngressClass's parameters (kic-compat.md §1.4) add to the options.
