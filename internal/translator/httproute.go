@@ -292,6 +292,11 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		}
 	}
 	if len(ms) == 0 {
+		if len(hostnames) == 0 {
+			// Kong refuses an http route with neither hosts nor paths (nor methods,
+			// headers, snis); KIC refuses the rule the same way.
+			return nil, &routeError{field, "no match rules or hostnames specified"}
+		}
 		// KIC leaves strip_path unset on the route of a rule without matches, so Kong's
 		// default (true) applies.
 		r.StripPath = nil
