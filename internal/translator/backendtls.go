@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
@@ -21,9 +22,10 @@ var gvkBackendTLSPolicy = gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolic
 // option tls-verify-depth when it is a number >= 0. The annotations then apply like the
 // user's, to every Kong service backed by the Service (Ingress backends too). Two policies
 // targeting one Service are reported and neither applies. svc itself is not modified. Only
-// with the GatewayAlpha gate, as in KIC.
+// with the GatewayAlpha gate, and only for a Service that an HTTPRoute of one of our Gateways
+// names as a backend (KIC applies a policy only when it has such ancestors).
 func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
-	if !b.opts.GatewayAlpha {
+	if !b.opts.GatewayAlpha || !b.httpRouteBackends()[svc.Namespace+"/"+svc.Name] {
 		return svc
 	}
 	var policies []*gatewayv1.BackendTLSPolicy
@@ -69,4 +71,32 @@ func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
 		}
 	}
 	return out
+}
+
+// httpRouteBackends are the Services (ns/name) that the HTTPRoutes naming one of our Gateways
+// as parent name as backends: the Services whose BackendTLSPolicy has ancestors in KIC's
+// sense. Computed once per translation.
+func (b *builder) httpRouteBackends() map[string]bool {
+	if b.routeBackends != nil {
+		return b.routeBackends
+	}
+	b.routeBackends = map[string]bool{}
+	for _, hr := range b.snap.HTTPRoutes {
+		if hr == nil || b.gw.Route(gatewayapi.KindHTTPRoute, hr) == nil {
+			continue
+		}
+		for _, rule := range hr.Spec.Rules {
+			for _, be := range rule.BackendRefs {
+				if (be.Group != nil && *be.Group != "" && *be.Group != "core") || (be.Kind != nil && *be.Kind != "Service") {
+					continue
+				}
+				ns := hr.Namespace
+				if be.Namespace != nil && *be.Namespace != "" {
+					ns = string(*be.Namespace)
+				}
+				b.routeBackends[ns+"/"+string(be.Name)] = true
+			}
+		}
+	}
+	return b.routeBackends
 }

@@ -18,7 +18,7 @@ func TestGatewayAlphaGate(t *testing.T) {
 		res := buildCase(t, name)
 		for _, svc := range res.State.Services {
 			require.NotEqual(t, "https", *svc.Protocol, "%s: no BackendTLSPolicy applies without the gate", name)
-			require.Regexp(t, `^httproute\.`, *svc.Name, "%s: only HTTPRoutes without the gate", name)
+			require.NotRegexp(t, `^(tcp|udp|tls)route\.`, *svc.Name, "%s: no L4 route without the gate", name)
 		}
 	}
 	echo := &gatewayv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"}}

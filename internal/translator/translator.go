@@ -169,6 +169,8 @@ type builder struct {
 	problems     []Problem
 	graph        *Graph
 	gw           *gatewayapi.Attachment
+	// routeBackends are the Services HTTPRoutes of our Gateways use (backendtls.go).
+	routeBackends map[string]bool
 
 	state *kongstate.State
 }
