@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
@@ -117,9 +118,23 @@ func unsyncedInformers(t *testing.T) (*informertest.FakeInformers, *InformerBarr
 		informers = append(informers, inf)
 		objs = append(objs, k.NewObject())
 	}
-	b, err := NewInformerBarrier(context.Background(), fi, objs...)
+	b, err := NewInformerBarrier(context.Background(), metadataAwareInformers{fi}, objs...)
 	require.NoError(t, err)
 	return fi, b, informers
+}
+
+// metadataAwareInformers finds the informer of a kind read as metadata only
+// (PartialObjectMetadata, Namespaces) by its TypeMeta, as controller-runtime's cache does;
+// FakeInformers looks every object up in its scheme.
+type metadataAwareInformers struct{ *informertest.FakeInformers }
+
+func (m metadataAwareInformers) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	if p, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		if inf, ok := m.InformersByGVK[p.GroupVersionKind()]; ok {
+			return inf, nil
+		}
+	}
+	return m.FakeInformers.GetInformer(ctx, obj, opts...)
 }
 
 // The barrier invariant: nothing reaches Kong until every informer has synced. The same test

@@ -261,7 +261,7 @@ func isDottedNumeric(h string) bool {
 	return true
 }
 
-// WildcardHost is Kong's rule for route hosts (allowPort) and SNI names: a hostname or IP
+// WildcardHost is Kong's rule for route hosts (allowPort is for hosts with a port): a hostname or IP
 // address with at most one wildcard, as the whole leftmost or rightmost label.
 func WildcardHost(s string, allowPort bool) Fault {
 	if n := strings.Count(s, "*"); n > 0 {
@@ -290,12 +290,27 @@ func WildcardHost(s string, allowPort bool) Fault {
 	return Fault{}
 }
 
-// SNI is Kong's rule for SNI names: a wildcard host without port, not an IP address.
+// SNI is Kong's rule for SNI names (typedefs.wildcard_host, validate_wildcard_host), looser
+// than route hosts: at most one "*", as the first or last character (not necessarily a whole
+// label; "*" alone is Kong's default certificate SNI), the rest, with the "*" read as a
+// label, a host name without port, not an IP address.
 func SNI(s string) Fault {
-	if f := WildcardHost(s, false); !f.OK() {
-		return f
+	if i := strings.Index(s, "*"); i >= 0 {
+		if i != 0 && i != len(s)-1 {
+			return Fault{Rule: WildcardPlace, Msg: "wildcard must be leftmost or rightmost character"}
+		}
+		if strings.Count(s, "*") > 1 {
+			return Fault{Rule: WildcardCount, Msg: "only one wildcard must be specified"}
+		}
+		s = strings.Replace(s, "*", "wildcard", 1)
 	}
-	if _, _, kind, _ := SplitHostPort(s); kind == "ipv4" || kind == "ipv6" {
+	_, port, kind, ok := SplitHostPort(s)
+	switch {
+	case port == BadPort || port >= 0:
+		return Fault{Rule: HostHasPort, Msg: "must not have a port"}
+	case !ok:
+		return Fault{Rule: HostInvalid, Msg: "invalid value: " + s}
+	case kind == "ipv4" || kind == "ipv6":
 		return Fault{Rule: HostIsIP, Msg: "must not be an IP"}
 	}
 	return Fault{}

@@ -155,6 +155,15 @@ func TestWildcardHostAndSNI(t *testing.T) {
 		"10.0.0.1": {Rule: HostIsIP, Msg: "must not be an IP"},
 		"::1":      {Rule: HostIsIP, Msg: "must not be an IP"},
 		"a.com:80": {Rule: HostHasPort, Msg: "must not have a port"},
+		// Kong's validate_wildcard_host: a "*" as the first or last character, whole label
+		// or not; "*" alone is Kong's default certificate SNI.
+		"*":              {},
+		"example.*":      {},
+		"*foo.com":       {},
+		"a.*.com":        {Rule: WildcardPlace, Msg: "wildcard must be leftmost or rightmost character"},
+		"*.example.*":    {Rule: WildcardCount, Msg: "only one wildcard must be specified"},
+		"*.a.com:8000":   {Rule: HostHasPort, Msg: "must not have a port"},
+		"*.bad host.com": {Rule: HostInvalid, Msg: "invalid value: wildcard.bad host.com"},
 	}
 	for in, want := range sni {
 		if got := SNI(in); got != want {

@@ -92,7 +92,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	for _, name := range cfg.Ignored {
 		log.Info("flag accepted for KIC compatibility has no effect in konductor", "flag", "--"+name)
 	}
-	for _, gate := range []string{config.GateGatewayAlpha, config.GateCombinedServicesFromDifferentHTTPRoutes} {
+	for _, gate := range []string{config.GateCombinedServicesFromDifferentHTTPRoutes} {
 		if cfg.FeatureGates.Enabled(gate) {
 			log.Info("feature gate has no effect in konductor yet", "gate", gate)
 		}
@@ -442,6 +442,7 @@ func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 		EnableDrainSupport:    cfg.EnableDrainSupport,
 		RewriteURIs:           cfg.FeatureGates.Enabled(config.GateRewriteURIs),
 		NoCustomEntities:      !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
+		GatewayAlpha:          cfg.FeatureGates.Enabled(config.GateGatewayAlpha),
 		Now:                   now,
 	}
 }

@@ -21,7 +21,8 @@ import (
 	"github.com/konductor/konductor/internal/gatewayapi"
 )
 
-// GatewayAPIUpdater writes the status of our GatewayClasses, Gateways and HTTPRoutes
+// GatewayAPIUpdater writes the status of our GatewayClasses, Gateways and routes (HTTPRoute,
+// GRPCRoute, TCPRoute, TLSRoute, UDPRoute)
 // (gatewayapi.go computes it) from the attachment of the latest translation of the whole
 // snapshot. It is a leader-only runnable like IngressUpdater: rounds ask it to run, it
 // writes apart from the sync loop, and only objects whose status differs. A route's parents
@@ -84,7 +85,7 @@ func (u *GatewayAPIUpdater) Report(_ context.Context, r dataplane.Round) {
 	}
 }
 
-// Update writes the status of every class, Gateway and HTTPRoute whose status differs from
+// Update writes the status of every class, Gateway and route whose status differs from
 // what the latest translation says.
 func (u *GatewayAPIUpdater) Update(ctx context.Context) error {
 	u.mu.Lock()
@@ -145,9 +146,9 @@ func (u *GatewayAPIUpdater) Update(ctx context.Context) error {
 			}
 		}
 	}
-	for _, hr := range snap.HTTPRoutes {
-		if err := u.updateRoute(ctx, hr, a.Route(gatewayapi.KindHTTPRoute, hr), now); err != nil {
-			fail("HTTPRoute", hr, err)
+	for _, r := range snapshotRoutes(snap) {
+		if err := u.updateRoute(ctx, r, a.Route(r.kind, r.obj), now); err != nil {
+			fail(r.kind, r.obj, err)
 		}
 	}
 	sort.Strings(errs)
@@ -161,13 +162,13 @@ func (u *GatewayAPIUpdater) Update(ctx context.Context) error {
 // patch carries the resourceVersion: if another controller wrote its own entry meanwhile,
 // the write fails with a conflict, and the route is read again and its entries recomputed,
 // so that theirs survive.
-func (u *GatewayAPIUpdater) updateRoute(ctx context.Context, hr *gatewayv1.HTTPRoute, ra *gatewayapi.RouteAttachment, now time.Time) error {
-	current := hr
+func (u *GatewayAPIUpdater) updateRoute(ctx context.Context, r routeObject, ra *gatewayapi.RouteAttachment, now time.Time) error {
+	current := r.obj
 	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
-			fresh := &gatewayv1.HTTPRoute{}
-			if err := u.reader.Get(ctx, client.ObjectKeyFromObject(hr), fresh); err != nil {
+			fresh := r.empty()
+			if err := u.reader.Get(ctx, client.ObjectKeyFromObject(r.obj), fresh); err != nil {
 				if apierrors.IsNotFound(err) {
 					return nil
 				}
@@ -176,12 +177,13 @@ func (u *GatewayAPIUpdater) updateRoute(ctx context.Context, hr *gatewayv1.HTTPR
 			current = fresh
 		}
 		first = false
-		want := routeParents(current.Status.Parents, ra, u.controller, now)
-		if equality.Semantic.DeepEqual(want, current.Status.Parents) || len(want) == 0 && len(current.Status.Parents) == 0 {
+		have := *r.parents(current)
+		want := routeParents(have, ra, u.controller, now)
+		if equality.Semantic.DeepEqual(want, have) || len(want) == 0 && len(have) == 0 {
 			return nil
 		}
-		updated := current.DeepCopy()
-		updated.Status.Parents = want
+		updated := current.DeepCopyObject().(client.Object)
+		*r.parents(updated) = want
 		return u.writer.Status().Patch(ctx, updated, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{}))
 	})
 }

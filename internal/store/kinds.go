@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +55,9 @@ const (
 	KindKongServiceFacade
 	KindKongCustomEntity
 	KindKongLicense
+	// KindNamespace is read as metadata only (labels, for a listener's allowedRoutes
+	// namespaces Selector): a cluster's Namespaces cost little that way.
+	KindNamespace
 	kindCount
 )
 
@@ -129,6 +133,18 @@ var kinds = [kindCount]kindInfo{
 		func() client.Object { return &kongv1alpha1.KongCustomEntity{} }, func() client.ObjectList { return &kongv1alpha1.KongCustomEntityList{} }, true, ""},
 	KindKongLicense: {kongv1alpha1.SchemeGroupVersion.WithKind("KongLicense"), "konglicenses",
 		func() client.Object { return &kongv1alpha1.KongLicense{} }, func() client.ObjectList { return &kongv1alpha1.KongLicenseList{} }, true, ""},
+	KindNamespace: {corev1.SchemeGroupVersion.WithKind("Namespace"), "namespaces",
+		func() client.Object { return NamespaceMetadata() }, func() client.ObjectList { return namespaceMetadataList() }, false, ""},
+}
+
+// NamespaceMetadata is an empty Namespace read as metadata only (the cache then keeps a
+// metadata informer: no spec, no status).
+func NamespaceMetadata() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
+}
+
+func namespaceMetadataList() *metav1.PartialObjectMetadataList {
+	return &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NamespaceList"}}
 }
 
 // AllKinds lists every kind the store knows, required ones first.

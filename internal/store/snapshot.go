@@ -64,4 +64,7 @@ type Snapshot struct {
 	TLSRoutes          []*gatewayv1.TLSRoute
 	UDPRoutes          []*gatewayv1.UDPRoute
 	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
+	// NamespaceLabels are the labels of every Namespace (watched or not: a listener's
+	// allowedRoutes Selector reads them), by name.
+	NamespaceLabels map[string]map[string]string
 }

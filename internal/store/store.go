@@ -215,8 +215,24 @@ func (s *Store) gatewayAPI(ctx context.Context, snap *Snapshot) error {
 	if snap.UDPRoutes, err = listKind[gatewayv1.UDPRouteList, gatewayv1.UDPRoute](ctx, s, KindUDPRoute, nil); err != nil {
 		return err
 	}
-	snap.BackendTLSPolicies, err = listKind[gatewayv1.BackendTLSPolicyList, gatewayv1.BackendTLSPolicy](ctx, s, KindBackendTLSPolicy, nil)
+	if snap.BackendTLSPolicies, err = listKind[gatewayv1.BackendTLSPolicyList, gatewayv1.BackendTLSPolicy](ctx, s, KindBackendTLSPolicy, nil); err != nil {
+		return err
+	}
+	snap.NamespaceLabels, err = s.namespaceLabels(ctx)
 	return err
+}
+
+// namespaceLabels reads the labels of every Namespace, from metadata only.
+func (s *Store) namespaceLabels(ctx context.Context) (map[string]map[string]string, error) {
+	list := namespaceMetadataList()
+	if err := s.list(ctx, KindNamespace, list); err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]string, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = list.Items[i].Labels
+	}
+	return out, nil
 }
 
 // listKind lists an optional kind (nothing when its CRD is not installed) and returns the

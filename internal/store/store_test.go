@@ -143,7 +143,26 @@ func TestStripForCache(t *testing.T) {
 }
 
 func TestReadKinds(t *testing.T) {
-	require.Equal(t, "IngressClass,Ingress,Service,EndpointSlice,Secret,ConfigMap", ReadKinds(nil).String())
+	require.Equal(t, "IngressClass,Ingress,Service,EndpointSlice,Secret,ConfigMap,Namespace", ReadKinds(nil).String())
 	require.True(t, ReadKinds(NewKindSet(KindKongPlugin)).Has(KindKongPlugin))
 	require.False(t, ReadKinds(NewKindSet(KindKongPlugin)).Has(KindKongClusterPlugin))
+}
+
+// Namespaces are read as metadata: their labels, every Namespace, watched or not (a
+// listener's allowedRoutes Selector may admit routes of any namespace it watches, and a
+// Gateway's own namespace may be outside --watch-namespace).
+func TestNamespaceLabels(t *testing.T) {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{"team": "a"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
+	}
+	st, err := NewForObjects(objs, Options{Namespaces: []string{"plain"}})
+	require.NoError(t, err)
+	snap, err := st.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"team": "a"}, snap.NamespaceLabels["team-a"])
+	require.Contains(t, snap.NamespaceLabels, "plain")
+	require.Equal(t, "namespaces", KindNamespace.Resource())
+	_, isMetadata := KindNamespace.NewObject().(*metav1.PartialObjectMetadata)
+	require.True(t, isMetadata, "the informer is a metadata informer")
 }

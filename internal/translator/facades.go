@@ -70,7 +70,7 @@ func (b *builder) backingService(ks *kongService) *backing {
 		if svc == nil {
 			return nil
 		}
-		ks.backing = &backing{svc: svc, owner: svc, gvk: gvkService}
+		ks.backing = &backing{svc: b.withBackendTLSPolicy(svc), owner: svc, gvk: gvkService}
 		return ks.backing
 	}
 	var f *incubatorv1alpha1.KongServiceFacade
@@ -96,6 +96,6 @@ func (b *builder) backingService(ks *kongService) *backing {
 		merged.Annotations = map[string]string{}
 	}
 	maps.Copy(merged.Annotations, f.Annotations)
-	ks.backing = &backing{svc: merged, owner: f, gvk: gvkKongServiceFacade}
+	ks.backing = &backing{svc: b.withBackendTLSPolicy(merged), owner: f, gvk: gvkKongServiceFacade}
 	return ks.backing
 }

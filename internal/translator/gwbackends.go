@@ -81,7 +81,7 @@ func (b *builder) populateGatewayService(ks *kongService) {
 		// Plugins, upstream policies and annotations of the one Service apply, as to an
 		// Ingress backend.
 		ks.namespace, ks.svcName = svc.Namespace, svc.Name
-		b.serviceAnnotations(ks, svc)
+		b.serviceAnnotations(ks, b.backingService(ks).svc)
 	} else {
 		tags = b.tags(gb.route, gb.gvk)
 	}
@@ -148,16 +148,15 @@ func leftOut(reason gatewayv1.RouteConditionReason, msg string) backendRefOutcom
 	return backendRefOutcome{reason: reason, message: msg, problem: msg + "; the backend is left out"}
 }
 
-// checkBackendRefs records on ra every backendRef of hr that does not resolve, for the
-// route's ResolvedRefs condition. It covers every rule, whether or not a parent accepted the
-// route or the rule could be translated: ResolvedRefs is about references, not translation.
-// Translation reports the problems of the rules it translates (populateGatewayService).
-func (b *builder) checkBackendRefs(hr *gatewayv1.HTTPRoute, ra *gatewayapi.RouteAttachment) {
-	for i, rule := range hr.Spec.Rules {
-		for j, be := range rule.BackendRefs {
-			if out := b.resolveBackendRef(hr, gvkHTTPRoute, be.BackendRef); out.reason != "" {
-				ra.AddRefProblem(out.reason, fmt.Sprintf("spec.rules[%d].backendRefs[%d]%s: %s", i, j, out.fieldSuffix, out.message))
-			}
+// checkBackendRefs records on ra every backendRef of the route obj that does not resolve,
+// for the route's ResolvedRefs condition. It covers every rule, whether or not a parent
+// accepted the route or the rule could be translated: ResolvedRefs is about references, not
+// translation. Translation reports the problems of the rules it translates
+// (populateGatewayService).
+func (b *builder) checkBackendRefs(obj client.Object, gvk schema.GroupVersionKind, ra *gatewayapi.RouteAttachment, refs []fieldBackendRef) {
+	for _, r := range refs {
+		if out := b.resolveBackendRef(obj, gvk, r.ref); out.reason != "" {
+			ra.AddRefProblem(out.reason, fmt.Sprintf("%s%s: %s", r.field, out.fieldSuffix, out.message))
 		}
 	}
 }

@@ -10,11 +10,12 @@ import (
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
-	"github.com/konductor/konductor/internal/store"
 )
 
 var (
@@ -43,19 +44,12 @@ func (b *builder) httpRoutes() {
 		if hr == nil {
 			continue
 		}
-		ra := b.gw.Route(gatewayapi.KindHTTPRoute, hr)
+		var refs []fieldBackendRef
+		for i, rule := range hr.Spec.Rules {
+			refs = append(refs, ruleBackendRefs(i, rule.BackendRefs, func(be gatewayv1.HTTPBackendRef) gatewayv1.BackendRef { return be.BackendRef })...)
+		}
+		ra := b.attachedRoute(hr, gvkHTTPRoute, gatewayapi.KindHTTPRoute, hr.Spec.ParentRefs, refs)
 		if ra == nil {
-			continue
-		}
-		for i, p := range ra.Parents {
-			gw := p.Gateway.Gateway
-			b.refer(hr, gvkHTTPRoute, ref(gvkGateway, gw.Namespace, gw.Name))
-			if !p.Accepted {
-				b.problem(hr, gvkHTTPRoute, parentField(hr.Spec.ParentRefs, p.Ref, i), "not accepted by Gateway %s/%s (%s): %s", gw.Namespace, gw.Name, p.Reason, p.Message)
-			}
-		}
-		b.checkBackendRefs(hr, ra)
-		if !ra.Accepted() {
 			continue
 		}
 		b.httpRoute(hr, ra.Hostnames)
@@ -223,9 +217,7 @@ func (b *builder) httpRuleGroup(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 	}
 	if failure != nil {
 		b.problem(hr, gvkHTTPRoute, failure.field, "HTTPRoute can't be routed: %s; the rule is left out", failure.msg)
-		for _, r := range routes {
-			delete(b.routeNames, *r.Name)
-		}
+		b.releaseRouteNames(routes)
 		return
 	}
 	sort.Slice(routes, func(i, j int) bool { return *routes[i].Name < *routes[j].Name })
@@ -300,6 +292,11 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		}
 	}
 	if len(ms) == 0 {
+		if len(hostnames) == 0 {
+			// Kong refuses an http route with neither hosts nor paths (nor methods,
+			// headers, snis); KIC refuses the rule the same way.
+			return nil, &routeError{field, "no match rules or hostnames specified"}
+		}
 		// KIC leaves strip_path unset on the route of a rule without matches, so Kong's
 		// default (true) applies.
 		r.StripPath = nil
@@ -332,13 +329,7 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 			r.Headers = headers
 		}
 	}
-	base := len(kongstate.RefFor(hr, gvkHTTPRoute).Tags())
-	tags := b.tags(hr, gvkHTTPRoute)
-	withRules := append([]string(nil), tags[:base]...)
-	for _, n := range ruleNames {
-		withRules = append(withRules, "k8s-named-route-rule:"+n)
-	}
-	r.Tags = kong.StringSlice(append(withRules, tags[base:]...)...)
+	r.Tags = b.ruleNameTags(hr, gvkHTTPRoute, ruleNames)
 
 	path := ""
 	if len(ms) > 0 && ms[0].m.Path != nil && ms[0].m.Path.Value != nil {
@@ -358,14 +349,9 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 			return nil, &routeError{field + ".matches", e}
 		}
 	}
-	if e := checkName(name); e != "" {
-		return nil, &routeError{field, "route " + e}
+	if e := b.claimRouteName(name); e != "" {
+		return nil, &routeError{field, e}
 	}
-	if _, taken := b.routeNames[name]; taken {
-		b.nameTaken = true
-		return nil, &routeError{field, fmt.Sprintf("route name %q is already used by another route", name)}
-	}
-	b.routeNames[name] = name
 	return []*routeEntry{{FRoute: r, src: hr, srcGVK: gvkHTTPRoute, extraPlugins: extensionRefs}}, nil
 }
 
@@ -604,26 +590,33 @@ func urlRewrite(t *transformer, f *gatewayv1.HTTPURLRewriteFilter, path string, 
 	return nil
 }
 
-// GatewayInput is what gatewayapi.Attach reads from a snapshot.
-func GatewayInput(snap *store.Snapshot, controllerName string) gatewayapi.Input {
-	in := gatewayapi.Input{ControllerName: controllerName, GatewayClasses: snap.GatewayClasses, Gateways: snap.Gateways}
-	for _, r := range snap.HTTPRoutes {
-		if r != nil {
-			in.Routes = append(in.Routes, gatewayapi.Route{Kind: gatewayapi.KindHTTPRoute, Object: r, ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames})
-		}
-	}
-	return in
-}
-
 // gatewayRouteSources are the Gateway API routes whose Kong routes plugins can attach to, in
 // the order they were translated.
 func (b *builder) gatewayRouteSources() []routeSource {
-	routes := append([]*gatewayv1.HTTPRoute(nil), b.snap.HTTPRoutes...)
-	sortByAge(routes)
-	out := make([]routeSource, 0, len(routes))
-	for _, r := range routes {
-		if r != nil {
-			out = append(out, routeSource{r, gvkHTTPRoute})
+	var out []routeSource
+	add := func(objs []client.Object, gvk schema.GroupVersionKind) {
+		sortByAge(objs)
+		for _, o := range objs {
+			out = append(out, routeSource{o, gvk})
+		}
+	}
+	add(objects(b.snap.HTTPRoutes), gvkHTTPRoute)
+	add(objects(b.snap.GRPCRoutes), gvkGRPCRoute)
+	add(objects(b.snap.TCPRoutes), gvkTCPRoute)
+	add(objects(b.snap.UDPRoutes), gvkUDPRoute)
+	add(objects(b.snap.TLSRoutes), gvkTLSRoute)
+	return out
+}
+
+// objects lists the non-nil objects of objs as client.Objects.
+func objects[E any, T interface {
+	*E
+	client.Object
+}](objs []T) []client.Object {
+	out := make([]client.Object, 0, len(objs))
+	for _, o := range objs {
+		if o != nil {
+			out = append(out, o)
 		}
 	}
 	return out

@@ -395,14 +395,6 @@ func objectMeta(ns, name, rv string) (m metav1.ObjectMeta) {
 	return m
 }
 
-func objects[T client.Object](l []T) []client.Object {
-	out := make([]client.Object, len(l))
-	for i, o := range l {
-		out[i] = o
-	}
-	return out
-}
-
 // replaceObject puts n where old is in s's slices.
 func replaceObject(s *store.Snapshot, old, n client.Object) {
 	v := reflect.ValueOf(s).Elem()

@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -83,6 +84,13 @@ func (r *Relevance) Relevant(old, new client.Object) bool {
 		return r.referred(obj, gvkKongUpstreamPolicy)
 	case *kongv1.KongIngress:
 		return r.referred(obj, gvkKongIngress)
+	case *metav1.PartialObjectMetadata:
+		// Namespaces, read as metadata: only their labels matter, and only to a Gateway
+		// that admits routes by namespace Selector.
+		if old != nil && new != nil && maps.Equal(old.GetLabels(), new.GetLabels()) {
+			return false
+		}
+		return r.referredRef(anyNamespaceLabels)
 	}
 	return true
 }

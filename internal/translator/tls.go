@@ -38,18 +38,22 @@ func (b *builder) tls() {
 	claimed := map[string]bool{}
 	bySecret := map[string]*tlsSecret{}
 	var order []*tlsSecret
+	secretFor := func(ns, name string) *tlsSecret {
+		key := ns + "/" + name
+		ts := bySecret[key]
+		if ts == nil {
+			ts = &tlsSecret{key: key, namespace: ns, name: name}
+			bySecret[key] = ts
+			order = append(order, ts)
+		}
+		return ts
+	}
 	claim := func(obj client.Object, gvk schema.GroupVersionKind, k int, hosts []string, secretName string) {
 		if len(hosts) == 0 || secretName == "" {
 			return
 		}
-		key := obj.GetNamespace() + "/" + secretName
 		b.refer(obj, gvk, ref(gvkSecret, obj.GetNamespace(), secretName))
-		ts := bySecret[key]
-		if ts == nil {
-			ts = &tlsSecret{key: key, namespace: obj.GetNamespace(), name: secretName}
-			bySecret[key] = ts
-			order = append(order, ts)
-		}
+		ts := secretFor(obj.GetNamespace(), secretName)
 		ts.addReferrer(obj, gvk, fmt.Sprintf("spec.tls[%d].secretName", k))
 		for h, host := range hosts {
 			if e := checkSNI(host); e != "" {
@@ -74,6 +78,15 @@ func (b *builder) tls() {
 			claim(ti, gvkTCPIngress, k, t.Hosts, t.SecretName)
 		}
 	}
+	// Then Gateway listeners: a host an Ingress claimed keeps the Ingress's certificate.
+	for _, lc := range b.gatewayListenerCerts() {
+		ts := secretFor(lc.namespace, lc.name)
+		ts.addReferrer(lc.gateway, gvkGateway, lc.field)
+		if !claimed[lc.sni] {
+			claimed[lc.sni] = true
+			ts.hosts = append(ts.hosts, lc.sni)
+		}
+	}
 
 	// Service client certificates (kic-compat.md §7.3): certificates without SNIs.
 	clientCerts := map[string][]*kongService{} // Secret ns/name -> Kong services using it
@@ -91,12 +104,7 @@ func (b *builder) tls() {
 			continue
 		}
 		key := svc.Namespace + "/" + name
-		ts := bySecret[key]
-		if ts == nil {
-			ts = &tlsSecret{key: key, namespace: svc.Namespace, name: name}
-			bySecret[key] = ts
-			order = append(order, ts)
-		}
+		ts := secretFor(svc.Namespace, name)
 		ts.addReferrer(svc, gvkService, annField(annClientCert))
 		clientCerts[key] = append(clientCerts[key], ks)
 	}

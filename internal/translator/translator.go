@@ -65,6 +65,10 @@ type Options struct {
 	// Enterprise is true when every gateway is Kong Gateway Enterprise: only then is a
 	// KongLicense rendered (license.go).
 	Enterprise bool `json:"enterprise,omitempty"`
+	// GatewayAlpha is KIC's GatewayAlpha gate: TCPRoutes, TLSRoutes and UDPRoutes attach and
+	// are translated, and BackendTLSPolicies apply, only with it (as in KIC, whose
+	// controllers for those kinds run only with the gate).
+	GatewayAlpha bool `json:"gatewayAlpha,omitempty"`
 	// Now is the time CA certificates must be valid at; zero skips the expiry check. The
 	// caller passes it so that translation reads no clock.
 	Now time.Time
@@ -129,7 +133,10 @@ func Build(snap *store.Snapshot, opts Options) Result {
 	b.ingressRules()
 	b.defaultBackend()
 	b.l4Ingresses()
+	b.gateways()
 	b.httpRoutes()
+	b.grpcRoutes()
+	b.l4Routes()
 	b.populateServices()
 	b.rewrites()
 	b.upstreamOverrides()
@@ -177,6 +184,8 @@ type builder struct {
 	problems     []Problem
 	graph        *Graph
 	gw           *gatewayapi.Attachment
+	// routeBackends are the Services HTTPRoutes of our Gateways use (backendtls.go).
+	routeBackends map[string]bool
 
 	// nameTaken is set when a route was refused because another had its name: which one
 	// wins depends on every route of the cluster, so Incremental translates everything.
@@ -201,7 +210,7 @@ func newBuilder(snap *store.Snapshot, opts Options) *builder {
 		graph:        newGraph(),
 		parts:        &resultParts{},
 		state:        &kongstate.State{},
-		gw:           gatewayapi.Attach(GatewayInput(snap, opts.GatewayControllerName)),
+		gw:           gatewayapi.Attach(GatewayInput(snap, opts)),
 	}
 	if p := snap.IngressClassParameters; p != nil {
 		// The IngressClass's parameters (kic-compat.md §1.4) add to the options.

@@ -1,0 +1,102 @@
+package translator
+
+import (
+	"maps"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+var gvkBackendTLSPolicy = gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy")
+
+// withBackendTLSPolicy is svc as KIC reads it once the BackendTLSPolicy targeting it applies
+// (its handleBackendTLSPolices, docs/kong-facts.md "BackendTLSPolicy"): a copy whose
+// annotations say konghq.com/protocol https, konghq.com/tls-verify true,
+// konghq.com/host-header the policy's validation hostname, the policy's caCertificateRefs
+// added to konghq.com/ca-certificates-configmaps, and konghq.com/tls-verify-depth from the
+// option tls-verify-depth when it is a number >= 0. The annotations then apply like the
+// user's, to every Kong service backed by the Service (Ingress backends too). Two policies
+// targeting one Service are reported and neither applies. svc itself is not modified. Only
+// with the GatewayAlpha gate, and only for a Service that an HTTPRoute of one of our Gateways
+// names as a backend (KIC applies a policy only when it has such ancestors).
+func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
+	if !b.opts.GatewayAlpha || !b.httpRouteBackends()[svc.Namespace+"/"+svc.Name] {
+		return svc
+	}
+	var policies []*gatewayv1.BackendTLSPolicy
+	for _, p := range b.snap.BackendTLSPolicies {
+		if p == nil || p.Namespace != svc.Namespace {
+			continue
+		}
+		for _, t := range p.Spec.TargetRefs {
+			if (t.Group == "" || t.Group == "core") && t.Kind == "Service" && string(t.Name) == svc.Name {
+				policies = append(policies, p)
+				b.refer(svc, gvkService, kongstate.RefFor(p, gvkBackendTLSPolicy))
+				break
+			}
+		}
+	}
+	if len(policies) == 0 {
+		return svc
+	}
+	if len(policies) > 1 {
+		b.problem(svc, gvkService, "", "Multiple BackendTLSPolicies attached to service")
+		return svc
+	}
+	p := policies[0]
+	out := svc.DeepCopy()
+	out.Annotations = maps.Clone(svc.Annotations)
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[annTLSVerify] = "true"
+	out.Annotations[annHostHeader] = string(p.Spec.Validation.Hostname)
+	out.Annotations[annProtocol] = "https"
+	var names []string
+	for _, r := range p.Spec.Validation.CACertificateRefs {
+		names = append(names, string(r.Name))
+	}
+	if existing := out.Annotations[annCACertConfigMaps]; existing != "" {
+		names = append([]string{existing}, names...)
+	}
+	out.Annotations[annCACertConfigMaps] = strings.Join(names, ",")
+	if v, ok := p.Spec.Options["tls-verify-depth"]; ok {
+		if depth, err := strconv.Atoi(string(v)); err == nil && depth >= 0 {
+			out.Annotations[annTLSVerifyDepth] = strconv.Itoa(depth)
+		}
+	}
+	return out
+}
+
+// httpRouteBackends are the Services (ns/name) that the HTTPRoutes naming one of our Gateways
+// as parent name as backends: the Services whose BackendTLSPolicy has ancestors in KIC's
+// sense. Computed once per translation.
+func (b *builder) httpRouteBackends() map[string]bool {
+	if b.routeBackends != nil {
+		return b.routeBackends
+	}
+	b.routeBackends = map[string]bool{}
+	for _, hr := range b.snap.HTTPRoutes {
+		if hr == nil || b.gw.Route(gatewayapi.KindHTTPRoute, hr) == nil {
+			continue
+		}
+		for _, rule := range hr.Spec.Rules {
+			for _, be := range rule.BackendRefs {
+				if (be.Group != nil && *be.Group != "" && *be.Group != "core") || (be.Kind != nil && *be.Kind != "Service") {
+					continue
+				}
+				ns := hr.Namespace
+				if be.Namespace != nil && *be.Namespace != "" {
+					ns = string(*be.Namespace)
+				}
+				b.routeBackends[ns+"/"+string(be.Name)] = true
+			}
+		}
+	}
+	return b.routeBackends
+}

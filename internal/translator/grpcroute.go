@@ -1,0 +1,220 @@
+package translator
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+// grpcRoutes translates the GRPCRoutes attached to our Gateways as KIC's traditional router
+// translation does (docs/kong-facts.md "GRPCRoute"), oldest first:
+//
+//   - Each rule is a Kong service grpcroute.<ns>.<name>.<rule>, protocol "grpc" when a parent
+//     listener (of the parentRef's sectionName) is HTTP, else "grpcs".
+//   - Each match is a Kong route grpcroute.<ns>.<name>.<rule>.<match>, protocols grpc and
+//     grpcs, path "~/<service>/<method>" from the method match, headers from the header
+//     matches; a rule without matches is route <rule>.0, on the route's hosts or, without
+//     any, on path "/".
+//   - Hosts are the route's hostnames, or else the hostnames of its parent listeners.
+//
+// A rule that cannot be translated (an invalid regex, ...) is left out and reported; the
+// other rules go on.
+func (b *builder) grpcRoutes() {
+	routes := append([]*gatewayv1.GRPCRoute(nil), b.snap.GRPCRoutes...)
+	sortByAge(routes)
+	for _, gr := range routes {
+		if gr == nil {
+			continue
+		}
+		var refs []fieldBackendRef
+		for i, rule := range gr.Spec.Rules {
+			refs = append(refs, ruleBackendRefs(i, rule.BackendRefs, func(be gatewayv1.GRPCBackendRef) gatewayv1.BackendRef { return be.BackendRef })...)
+		}
+		if b.attachedRoute(gr, gvkGRPCRoute, gatewayapi.KindGRPCRoute, gr.Spec.ParentRefs, refs) == nil {
+			continue
+		}
+		b.grpcRoute(gr)
+	}
+}
+
+func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute) {
+	if len(gr.Spec.Rules) == 0 {
+		b.problem(gr, gvkGRPCRoute, "spec.rules", "GRPCRoute can't be routed: no rules provided")
+		return
+	}
+	ro, ok := b.routeAnnotations(gr, gvkGRPCRoute)
+	if !ok {
+		return
+	}
+	listeners := b.parentListeners(gr, gr.Spec.ParentRefs)
+	protocol := "grpcs"
+	for _, l := range listeners {
+		if l.Protocol == gatewayv1.HTTPProtocolType {
+			protocol = "grpc"
+		}
+	}
+	var hosts []string
+	for _, h := range gr.Spec.Hostnames {
+		hosts = append(hosts, string(h))
+	}
+	if len(hosts) == 0 {
+		for _, l := range listeners {
+			if l.Hostname != nil {
+				hosts = append(hosts, string(*l.Hostname))
+			}
+		}
+	}
+	// KIC tags every route of a GRPCRoute with the names of all its rules.
+	var ruleNames []string
+	for _, rule := range gr.Spec.Rules {
+		if rule.Name != nil {
+			ruleNames = append(ruleNames, string(*rule.Name))
+		}
+	}
+	tags := b.ruleNameTags(gr, gvkGRPCRoute, ruleNames)
+	for i, rule := range gr.Spec.Rules {
+		field := fmt.Sprintf("spec.rules[%d]", i)
+		if len(rule.Filters) > 0 {
+			// KIC's traditional router translation ignores GRPCRoute filters; say so rather
+			// than drop them silently.
+			b.problem(gr, gvkGRPCRoute, field+".filters", "GRPCRoute filters are not supported; they are ignored")
+		}
+		routes, err := b.grpcRuleRoutes(gr, ro, i, hosts, tags)
+		if err != nil {
+			b.problem(gr, gvkGRPCRoute, err.field, "GRPCRoute can't be routed: %s; the rule is left out", err.msg)
+			b.releaseRouteNames(routes)
+			continue
+		}
+		var backendRefs []gatewayv1.BackendRef
+		for _, be := range rule.BackendRefs {
+			backendRefs = append(backendRefs, be.BackendRef)
+		}
+		name := fmt.Sprintf("grpcroute.%s.%s.%d", gr.Namespace, gr.Name, i)
+		b.gatewayRuleService(gr, gvkGRPCRoute, name, field, protocol, backendRefs, routes)
+	}
+}
+
+// grpcRuleRoutes builds the Kong routes of rule i: one per match.
+func (b *builder) grpcRuleRoutes(gr *gatewayv1.GRPCRoute, ro *routeOverrides, i int, hosts []string, tags []*string) ([]*routeEntry, *routeError) {
+	rule := gr.Spec.Rules[i]
+	var out []*routeEntry
+	newRoute := func(j int) (*file.FRoute, *routeError) {
+		name := fmt.Sprintf("grpcroute.%s.%s.%d.%d", gr.Namespace, gr.Name, i, j)
+		if e := b.claimRouteName(name); e != "" {
+			return nil, &routeError{fmt.Sprintf("spec.rules[%d]", i), e}
+		}
+		r := &file.FRoute{Route: kong.Route{
+			ID:        kong.String(kongstate.RouteID(b.opts.Workspace, name)),
+			Name:      kong.String(name),
+			Protocols: kong.StringSlice("grpc", "grpcs"),
+			Tags:      tags,
+		}}
+		for _, h := range hosts {
+			r.Hosts = append(r.Hosts, kong.String(h))
+		}
+		out = append(out, &routeEntry{FRoute: r, src: gr, srcGVK: gvkGRPCRoute})
+		return r, nil
+	}
+	if len(rule.Matches) == 0 {
+		r, err := newRoute(0)
+		if err != nil {
+			return out, err
+		}
+		if len(r.Hosts) == 0 {
+			// Kong needs hosts, headers or paths on a gRPC route: this one takes everything.
+			r.Paths = kong.StringSlice("/")
+		}
+		ro.apply(r)
+		return out, nil
+	}
+	for j, m := range rule.Matches {
+		r, err := newRoute(j)
+		if err != nil {
+			return out, err
+		}
+		mfield := fmt.Sprintf("spec.rules[%d].matches[%d]", i, j)
+		if m.Method != nil {
+			p, e := grpcMethodPath(m.Method)
+			if e != "" {
+				return out, &routeError{mfield + ".method", e}
+			}
+			if e := checkRoutePath(p); e != "" {
+				return out, &routeError{mfield + ".method", e}
+			}
+			r.Paths = kong.StringSlice(p)
+		}
+		headers, e := grpcHeaders(m.Headers)
+		if e != "" {
+			return out, &routeError{mfield + ".headers", e}
+		}
+		if len(headers) > 0 {
+			r.Headers = headers
+		}
+		ro.apply(r)
+	}
+	return out, nil
+}
+
+// grpcMethodPath is KIC's path of a gRPC method match, a regex path "~/<service>/<method>":
+// an omitted service is ".+"; an omitted method is "" for Exact and ".+" for
+// RegularExpression; Exact quotes the regex metacharacters of service and method and anchors
+// the method with "$" (so /svc/Echo does not also match /svc/EchoTwo).
+func grpcMethodPath(m *gatewayv1.GRPCMethodMatch) (string, string) {
+	t := gatewayv1.GRPCMethodMatchExact
+	if m.Type != nil && *m.Type != "" {
+		t = *m.Type
+	}
+	service, method := ".+", ""
+	switch t {
+	case gatewayv1.GRPCMethodMatchExact:
+		if m.Service != nil {
+			service = regexp.QuoteMeta(*m.Service)
+		}
+		if m.Method != nil {
+			method = regexp.QuoteMeta(*m.Method) + "$"
+		}
+	case gatewayv1.GRPCMethodMatchRegularExpression:
+		method = ".+"
+		if m.Service != nil {
+			service = *m.Service
+		}
+		if m.Method != nil {
+			method = *m.Method
+		}
+	default:
+		return "", fmt.Sprintf("unsupported method match type %q", t)
+	}
+	p := "/" + service + "/" + method
+	if e := checkPCRE(p); e != "" {
+		return "", fmt.Sprintf("invalid regex %q: %s", p, e)
+	}
+	return "~" + p, ""
+}
+
+// grpcHeaders maps header matches: Exact as the value (several matches of one name add
+// values, as in KIC), RegularExpression as "~*<v>" (KIC sends the regex as a plain value,
+// which matches only a header equal to the regex text).
+func grpcHeaders(hs []gatewayv1.GRPCHeaderMatch) (map[string][]string, string) {
+	out := map[string][]string{}
+	for _, h := range hs {
+		n := string(h.Name)
+		if e := checkHeaderName(n); e != "" {
+			return nil, e
+		}
+		v := h.Value
+		if h.Type != nil && *h.Type == gatewayv1.GRPCHeaderMatchRegularExpression {
+			if e := checkPCRE(v); e != "" {
+				return nil, fmt.Sprintf("invalid regex %q for header %s: %s", v, n, e)
+			}
+			v = "~*" + v
+		}
+		out[n] = append(out[n], v)
+	}
+	return out, ""
+}

@@ -1,0 +1,187 @@
+package translator
+
+import (
+	"fmt"
+
+	"github.com/kong/go-kong/kong"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// GroupVersionKinds of the Gateway API routes besides HTTPRoute.
+var (
+	gvkGRPCRoute = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindGRPCRoute)
+	gvkTCPRoute  = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindTCPRoute)
+	gvkTLSRoute  = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindTLSRoute)
+	gvkUDPRoute  = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindUDPRoute)
+)
+
+// GatewayInput is what gatewayapi.Attach reads from a snapshot: the route kinds translated
+// with opts (TCPRoute, TLSRoute and UDPRoute only with GatewayAlpha) with their parentRefs,
+// and the hostnames of the kinds that match on them.
+func GatewayInput(snap *store.Snapshot, opts Options) gatewayapi.Input {
+	in := gatewayapi.Input{ControllerName: opts.GatewayControllerName, GatewayClasses: snap.GatewayClasses, Gateways: snap.Gateways,
+		NamespaceLabels: snap.NamespaceLabels}
+	add := func(kind string, obj client.Object, refs []gatewayv1.ParentReference, hosts []gatewayv1.Hostname) {
+		in.Routes = append(in.Routes, gatewayapi.Route{Kind: kind, Object: obj, ParentRefs: refs, Hostnames: hosts})
+	}
+	for _, r := range snap.HTTPRoutes {
+		if r != nil {
+			add(gatewayapi.KindHTTPRoute, r, r.Spec.ParentRefs, r.Spec.Hostnames)
+		}
+	}
+	for _, r := range snap.GRPCRoutes {
+		if r != nil {
+			add(gatewayapi.KindGRPCRoute, r, r.Spec.ParentRefs, r.Spec.Hostnames)
+		}
+	}
+	if !opts.GatewayAlpha {
+		return in
+	}
+	for _, r := range snap.TCPRoutes {
+		if r != nil {
+			add(gatewayapi.KindTCPRoute, r, r.Spec.ParentRefs, nil)
+		}
+	}
+	for _, r := range snap.TLSRoutes {
+		if r != nil {
+			add(gatewayapi.KindTLSRoute, r, r.Spec.ParentRefs, r.Spec.Hostnames)
+		}
+	}
+	for _, r := range snap.UDPRoutes {
+		if r != nil {
+			add(gatewayapi.KindUDPRoute, r, r.Spec.ParentRefs, nil)
+		}
+	}
+	return in
+}
+
+// fieldBackendRef is one backendRef of a route with its field, for status and problems.
+type fieldBackendRef struct {
+	field string
+	ref   gatewayv1.BackendRef
+}
+
+// ruleBackendRefs are the backendRefs of rule i, with their fields.
+func ruleBackendRefs[R any](i int, refs []R, backendRef func(R) gatewayv1.BackendRef) []fieldBackendRef {
+	out := make([]fieldBackendRef, 0, len(refs))
+	for j, r := range refs {
+		out = append(out, fieldBackendRef{fmt.Sprintf("spec.rules[%d].backendRefs[%d]", i, j), backendRef(r)})
+	}
+	return out
+}
+
+// attachedRoute does what translation does first for a Gateway API route of any kind: it
+// records the route's Gateways in the graph, reports each parent that did not accept it,
+// and records its unresolved backendRefs for ResolvedRefs. It returns the route's
+// attachment when some parent accepted the route (then it is translated), else nil.
+func (b *builder) attachedRoute(obj client.Object, gvk schema.GroupVersionKind, kind string, parentRefs []gatewayv1.ParentReference,
+	refs []fieldBackendRef) *gatewayapi.RouteAttachment {
+	ra := b.gw.Route(kind, obj)
+	if ra == nil {
+		return nil
+	}
+	for i, p := range ra.Parents {
+		gw := p.Gateway.Gateway
+		b.refer(obj, gvk, ref(gvkGateway, gw.Namespace, gw.Name))
+		if !p.Accepted {
+			b.problem(obj, gvk, parentField(parentRefs, p.Ref, i), "not accepted by Gateway %s/%s (%s): %s", gw.Namespace, gw.Name, p.Reason, p.Message)
+		}
+	}
+	b.checkBackendRefs(obj, gvk, ra, refs)
+	if !ra.Accepted() {
+		return nil
+	}
+	return ra
+}
+
+// parentListeners are KIC's listeners of a route's parents (getGatewayListeningPorts and
+// the GRPCRoute hostnames): for each parentRef naming one of our Gateways, its listeners
+// of that sectionName, or all of them without one.
+func (b *builder) parentListeners(obj client.Object, parentRefs []gatewayv1.ParentReference) []*gatewayv1.Listener {
+	var out []*gatewayv1.Listener
+	for _, pr := range parentRefs {
+		if (pr.Group != nil && string(*pr.Group) != gatewayapi.Group) || (pr.Kind != nil && *pr.Kind != "Gateway") {
+			continue
+		}
+		ns := obj.GetNamespace()
+		if pr.Namespace != nil && *pr.Namespace != "" {
+			ns = string(*pr.Namespace)
+		}
+		gw := b.gw.Gateway(ns, string(pr.Name))
+		if gw == nil {
+			continue
+		}
+		for _, l := range gw.Listeners {
+			if pr.SectionName == nil || *pr.SectionName == l.Listener.Name {
+				out = append(out, l.Listener)
+			}
+		}
+	}
+	return out
+}
+
+// gatewayRuleService is the Kong service of one rule of a GRPCRoute, TCPRoute, TLSRoute or
+// UDPRoute (KIC's generateKongServiceFromBackendRefWithRuleNumber): named
+// <kind>.<ns>.<name>.<rule>, that name as host, KIC's timeouts and retries, the protocol
+// given, its backends resolved from refs (populateGatewayService) and routes.
+func (b *builder) gatewayRuleService(obj client.Object, gvk schema.GroupVersionKind, name, field, protocol string,
+	refs []gatewayv1.BackendRef, routes []*routeEntry) {
+	if e := checkName(name); e != "" {
+		b.problem(obj, gvk, field, "Kong service %s; the rule is left out", e)
+		return
+	}
+	if e := checkServiceHost(name); e != "" {
+		b.problem(obj, gvk, field, "Kong service %s; the rule is left out", e)
+		return
+	}
+	ks := &kongService{
+		routeByKey: map[string]*routeEntry{},
+		routes:     routes,
+		gateway:    &gatewayBackends{route: obj, gvk: gvk, field: field + ".backendRefs", refs: refs},
+		svc:        b.httpKongService(name, name),
+	}
+	ks.svc.Protocol = kong.String(protocol)
+	b.kongServices[name] = ks
+}
+
+// claimRouteName reserves a Kong route name, or says why it cannot be used.
+func (b *builder) claimRouteName(name string) string {
+	if e := checkName(name); e != "" {
+		return "route " + e
+	}
+	if _, taken := b.routeNames[name]; taken {
+		b.nameTaken = true
+		return fmt.Sprintf("route name %q is already used by another route", name)
+	}
+	b.routeNames[name] = name
+	return ""
+}
+
+// releaseRouteNames frees the names of routes left out.
+func (b *builder) releaseRouteNames(routes []*routeEntry) {
+	for _, r := range routes {
+		delete(b.routeNames, *r.Name)
+	}
+}
+
+// ruleNameTags are KIC's k8s-named-route-rule tags for the names given, inserted after the
+// object's own tags and before the user's (konghq.com/tags).
+func (b *builder) ruleNameTags(obj client.Object, gvk schema.GroupVersionKind, names []string) []*string {
+	tags := b.tags(obj, gvk)
+	base := len(kongstate.RefFor(obj, gvk).Tags())
+	out := append([]string(nil), tags[:base]...)
+	seen := map[string]bool{}
+	for _, n := range names {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, "k8s-named-route-rule:"+n)
+		}
+	}
+	return kong.StringSlice(append(out, tags[base:]...)...)
+}

@@ -1,0 +1,66 @@
+package translator
+
+import (
+	"fmt"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// listenerCert is the certificate a Gateway listener terminates TLS with, and the SNI it
+// serves it for.
+type listenerCert struct {
+	gateway         *gatewayv1.Gateway
+	field           string // of the certificateRef, for problems
+	namespace, name string // of the Secret
+	sni             string
+}
+
+// gatewayListenerCerts lists the certificates of our Gateways' listeners as KIC's
+// getGatewayCerts finds them (docs/kong-facts.md "Gateway listener certificates"): the one
+// Secret a listener's tls.certificateRefs names, for the listener's hostname as SNI, or "*"
+// (Kong's default certificate) without one. A listener naming more than one Secret, a
+// reference to something other than a core Secret, or one to another namespace that no
+// ReferenceGrant permits is left out and reported; the listener's ResolvedRefs condition
+// says the same (gatewayapi.ResolveCertificateRefs). A missing or invalid Secret is
+// reported by the certificate step (tls), as for Ingresses. Every Secret named is in the
+// graph, so that its change wakes translation.
+func (b *builder) gatewayListenerCerts() []listenerCert {
+	var out []listenerCert
+	for _, g := range b.gw.Gateways {
+		gw := g.Gateway
+		for i, l := range gw.Spec.Listeners {
+			if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
+				continue
+			}
+			if l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough {
+				continue
+			}
+			field := fmt.Sprintf("spec.listeners[%d].tls.certificateRefs", i)
+			if len(l.TLS.CertificateRefs) > 1 {
+				b.problem(gw, gvkGateway, field, "listener %q has more than one certificateRef, it's not supported; the listener gets no certificate", l.Name)
+				continue
+			}
+			cr := l.TLS.CertificateRefs[0]
+			field += "[0]"
+			ns := gw.Namespace
+			if cr.Namespace != nil && *cr.Namespace != "" {
+				ns = string(*cr.Namespace)
+			}
+			if (cr.Group != nil && *cr.Group != "" && *cr.Group != "core") || (cr.Kind != nil && *cr.Kind != "Secret") {
+				b.problem(gw, gvkGateway, field, "only core Secrets are certificates; the listener gets no certificate")
+				continue
+			}
+			b.refer(gw, gvkGateway, ref(gvkSecret, ns, string(cr.Name)))
+			if !b.granted(gw, gvkGateway, "", "Secret", ns, string(cr.Name)) {
+				b.problem(gw, gvkGateway, field, "Secret %s/%s is not permitted by any ReferenceGrant; the listener gets no certificate", ns, cr.Name)
+				continue
+			}
+			sni := "*"
+			if l.Hostname != nil && *l.Hostname != "" {
+				sni = string(*l.Hostname)
+			}
+			out = append(out, listenerCert{gateway: gw, field: field, namespace: ns, name: string(cr.Name), sni: sni})
+		}
+	}
+	return out
+}

@@ -1,0 +1,164 @@
+package translator
+
+import (
+	"fmt"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+// l4Rule is one rule of a TCPRoute, TLSRoute or UDPRoute reduced to what translation reads.
+type l4Rule struct {
+	name        *gatewayv1.SectionName
+	backendRefs []gatewayv1.BackendRef
+}
+
+// l4GatewayRoute is a TCPRoute, TLSRoute or UDPRoute reduced to what translation reads.
+type l4GatewayRoute struct {
+	obj        client.Object
+	gvk        schema.GroupVersionKind
+	kind       string
+	prefix     string // of Kong names: tcproute, tlsroute, udproute
+	parentRefs []gatewayv1.ParentReference
+	hostnames  []gatewayv1.Hostname
+	rules      []l4Rule
+}
+
+// l4Routes translates the TCPRoutes, UDPRoutes and TLSRoutes attached to our Gateways into
+// Kong stream routes as KIC does (docs/kong-facts.md "TCPRoute, UDPRoute, TLSRoute"), each
+// kind oldest first: every rule is a Kong service <kind>.<ns>.<name>.<rule> (protocol tcp,
+// or udp for a UDPRoute) with one route <kind>.<ns>.<name>.<rule>.0. A TCPRoute's or
+// UDPRoute's route matches the ports of its parent listeners of its protocol
+// (destinations); a TLSRoute's matches its hostnames (snis), with protocol tls, or
+// tls_passthrough when a parent listener passes TLS through.
+func (b *builder) l4Routes() {
+	var all []l4GatewayRoute
+	all = appendL4Routes(all, b.snap.TCPRoutes, func(r *gatewayv1.TCPRoute) l4GatewayRoute {
+		gr := l4GatewayRoute{obj: r, gvk: gvkTCPRoute, kind: gatewayapi.KindTCPRoute, prefix: "tcproute", parentRefs: r.Spec.ParentRefs}
+		for _, rule := range r.Spec.Rules {
+			gr.rules = append(gr.rules, l4Rule{rule.Name, rule.BackendRefs})
+		}
+		return gr
+	})
+	all = appendL4Routes(all, b.snap.UDPRoutes, func(r *gatewayv1.UDPRoute) l4GatewayRoute {
+		gr := l4GatewayRoute{obj: r, gvk: gvkUDPRoute, kind: gatewayapi.KindUDPRoute, prefix: "udproute", parentRefs: r.Spec.ParentRefs}
+		for _, rule := range r.Spec.Rules {
+			gr.rules = append(gr.rules, l4Rule{rule.Name, rule.BackendRefs})
+		}
+		return gr
+	})
+	all = appendL4Routes(all, b.snap.TLSRoutes, func(r *gatewayv1.TLSRoute) l4GatewayRoute {
+		gr := l4GatewayRoute{obj: r, gvk: gvkTLSRoute, kind: gatewayapi.KindTLSRoute, prefix: "tlsroute", parentRefs: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}
+		for _, rule := range r.Spec.Rules {
+			gr.rules = append(gr.rules, l4Rule{rule.Name, rule.BackendRefs})
+		}
+		return gr
+	})
+	for _, gr := range all {
+		var refs []fieldBackendRef
+		for i, rule := range gr.rules {
+			refs = append(refs, ruleBackendRefs(i, rule.backendRefs, func(be gatewayv1.BackendRef) gatewayv1.BackendRef { return be })...)
+		}
+		if b.attachedRoute(gr.obj, gr.gvk, gr.kind, gr.parentRefs, refs) == nil {
+			continue
+		}
+		b.l4GatewayRoute(gr)
+	}
+}
+
+// appendL4Routes appends the routes of objs, oldest first, reduced by reduce.
+func appendL4Routes[E any, T interface {
+	*E
+	client.Object
+}](all []l4GatewayRoute, objs []T, reduce func(T) l4GatewayRoute) []l4GatewayRoute {
+	sorted := objects(objs)
+	sortByAge(sorted)
+	for _, o := range sorted {
+		all = append(all, reduce(o.(T)))
+	}
+	return all
+}
+
+func (b *builder) l4GatewayRoute(gr l4GatewayRoute) {
+	fail := func(field, format string, args ...any) {
+		b.problem(gr.obj, gr.gvk, field, "%s can't be routed: %s", gr.kind, fmt.Sprintf(format, args...))
+	}
+	if gr.kind == gatewayapi.KindTLSRoute && len(gr.hostnames) == 0 {
+		fail("spec.hostnames", "no hostnames provided")
+		return
+	}
+	if len(gr.rules) == 0 {
+		fail("spec.rules", "no rules provided")
+		return
+	}
+	listeners := b.parentListeners(gr.obj, gr.parentRefs)
+	var protocols []string
+	var destinations []*kong.CIDRPort
+	serviceProtocol := "tcp"
+	switch gr.kind {
+	case gatewayapi.KindTCPRoute, gatewayapi.KindUDPRoute:
+		want := gatewayv1.TCPProtocolType
+		protocols = []string{"tcp"}
+		if gr.kind == gatewayapi.KindUDPRoute {
+			want, protocols, serviceProtocol = gatewayv1.UDPProtocolType, []string{"udp"}, "udp"
+		}
+		for _, l := range listeners {
+			if l.Protocol == want {
+				destinations = append(destinations, &kong.CIDRPort{Port: kong.Int(int(l.Port))})
+			}
+		}
+		if len(destinations) == 0 {
+			// KIC would send a stream route that matches nothing, which Kong refuses.
+			fail("spec.parentRefs", "no parent listener of protocol %s gives it a port", want)
+			return
+		}
+	case gatewayapi.KindTLSRoute:
+		protocols = []string{"tls"}
+		for _, l := range listeners {
+			if l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough {
+				protocols = []string{"tls_passthrough"}
+			}
+		}
+	}
+	// KIC stops at the first rule it cannot translate; the rules before it stay.
+	for i, rule := range gr.rules {
+		field := fmt.Sprintf("spec.rules[%d]", i)
+		if len(rule.backendRefs) == 0 && gr.kind != gatewayapi.KindTLSRoute {
+			fail(field+".backendRefs", "%s rules must include at least one backendRef", gr.kind)
+			return
+		}
+		name := fmt.Sprintf("%s.%s.%s.%d.0", gr.prefix, gr.obj.GetNamespace(), gr.obj.GetName(), i)
+		if e := b.claimRouteName(name); e != "" {
+			fail(field, "%s", e)
+			return
+		}
+		var ruleName []string
+		if rule.name != nil {
+			ruleName = []string{string(*rule.name)}
+		}
+		r := &file.FRoute{Route: kong.Route{
+			ID:           kong.String(kongstate.RouteID(b.opts.Workspace, name)),
+			Name:         kong.String(name),
+			Protocols:    kong.StringSlice(protocols...),
+			Destinations: destinations,
+			Tags:         b.ruleNameTags(gr.obj, gr.gvk, ruleName),
+		}}
+		for h, host := range gr.hostnames {
+			if e := checkSNI(string(host)); e != "" {
+				fail(fmt.Sprintf("spec.hostnames[%d]", h), "%s", e)
+				b.releaseRouteNames([]*routeEntry{{FRoute: r}})
+				return
+			}
+			r.SNIs = append(r.SNIs, kong.String(string(host)))
+		}
+		svcName := fmt.Sprintf("%s.%s.%s.%d", gr.prefix, gr.obj.GetNamespace(), gr.obj.GetName(), i)
+		b.gatewayRuleService(gr.obj, gr.gvk, svcName, field, serviceProtocol, rule.backendRefs,
+			[]*routeEntry{{FRoute: r, src: gr.obj, srcGVK: gr.gvk}})
+	}
+}
