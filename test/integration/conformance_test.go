@@ -43,9 +43,6 @@ var conformanceNamespaces = []string{
 // Reasons a conformance test of the profiles is not run here.
 const (
 	needsTraffic = "sends requests through the gateway: the integration tests run the Kong emulator, which proxies nothing"
-	// selectorUnsupported: its Gateways admit routes by allowedRoutes.namespaces Selector,
-	// which needs the namespaces' labels; the store does not read Namespaces yet.
-	selectorUnsupported = "allowedRoutes.namespaces.from Selector admits no namespace yet (the store reads no Namespaces)"
 )
 
 // conformanceSkipped are the tests of the GATEWAY-HTTP and GATEWAY-GRPC profiles' supported
@@ -56,7 +53,6 @@ var conformanceSkipped = map[string]string{
 	"GRPCRouteHeaderMatching":                           needsTraffic,
 	"GRPCRouteListenerHostnameMatching":                 needsTraffic,
 	"GRPCRouteWeight":                                   needsTraffic,
-	"GatewayWithAttachedRoutes":                         selectorUnsupported,
 	"HTTPRouteCrossNamespace":                           needsTraffic,
 	"HTTPRouteExactPathMatching":                        needsTraffic,
 	"HTTPRouteHTTPSListener":                            needsTraffic,
