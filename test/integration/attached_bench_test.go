@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -108,6 +109,30 @@ func (aw *attachedWatch) since(t time.Time) []attachedValue {
 	return out
 }
 
+// waitRoutesAccepted waits until n HTTPRoutes in ns carry an Accepted entry of controller,
+// and returns when that was seen.
+func waitRoutesAccepted(ctx context.Context, b *testing.B, ns, controller string, n int, timeout time.Duration) time.Time {
+	b.Helper()
+	accepted := 0
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		var routes gatewayv1.HTTPRouteList
+		require.NoError(b, admin.List(ctx, &routes, client.InNamespace(ns)))
+		accepted = 0
+		for _, hr := range routes.Items {
+			for _, p := range hr.Status.Parents {
+				if string(p.ControllerName) == controller && meta.IsStatusConditionTrue(p.Conditions, "Accepted") {
+					accepted++
+				}
+			}
+		}
+		if accepted == n {
+			return time.Now()
+		}
+	}
+	b.Fatalf("%d of %d routes accepted after %s", accepted, n, timeout)
+	return time.Time{}
+}
+
 // inParallel calls do with each of names, 32 at a time.
 func inParallel(names []string, do func(name string)) {
 	ch := make(chan string)
@@ -131,7 +156,8 @@ func inParallel(names []string, do func(name string)) {
 // reads 1,000 (attach-lag-s); then deletes them, 32 at a time (delete-s), and measures from
 // the last delete until the count reads 0 (detach-lag-s).
 // After each, the count must hold for holdFor: a count that moves once it was right is a
-// failure, not a slow result. Run it with `make bench-attached`.
+// failure, not a slow result. Between the two, every route's own parents entry must come
+// (routes-accepted-lag-s, from the last create; polled every 200 ms). Run it with `make bench-attached`.
 func BenchmarkAttachedRoutes(b *testing.B) {
 	const holdFor = 3 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
@@ -157,7 +183,7 @@ func BenchmarkAttachedRoutes(b *testing.B) {
 	fast, err := client.New(fastConfig, client.Options{Scheme: store.NewScheme()})
 	require.NoError(b, err)
 
-	var create, attachLag, deleteAll, detachLag time.Duration
+	var create, attachLag, routeStatus, deleteAll, detachLag time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		start := time.Now()
@@ -174,6 +200,10 @@ func BenchmarkAttachedRoutes(b *testing.B) {
 		for _, v := range aw.since(at) {
 			require.Equal(b, int32(attachedRoutesCount), v.count, "attachedRoutes moved after it read %d", attachedRoutesCount)
 		}
+
+		// Every route's own entry follows, later: a thousand writes at --apiserver-qps.
+		routesWritten := waitRoutesAccepted(ctx, b, ns, controller, attachedRoutesCount, 2*time.Minute)
+		routeStatus += routesWritten.Sub(created)
 
 		start = time.Now()
 		inParallel(names, func(name string) {
@@ -192,6 +222,7 @@ func BenchmarkAttachedRoutes(b *testing.B) {
 	per := func(d time.Duration) float64 { return d.Seconds() / float64(b.N) }
 	b.ReportMetric(per(create), "create-s")
 	b.ReportMetric(per(attachLag), "attach-lag-s")
+	b.ReportMetric(per(routeStatus), "routes-accepted-lag-s")
 	b.ReportMetric(per(deleteAll), "delete-s")
 	b.ReportMetric(per(detachLag), "detach-lag-s")
 	b.ReportMetric(0, "ns/op") // the op includes the hold periods: meaningless
