@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/konductor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-unit test-integration test-faults envtest-assets helm chart-sync bench lint manifests
+.PHONY: build run test test-unit test-integration test-faults envtest-assets helm chart-sync bench bench-attached lint manifests
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/konductor
@@ -47,6 +47,11 @@ test: test-unit test-integration
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+# 1,000 HTTPRoutes on one Gateway listener on a real kube-apiserver: how long until the
+# listener's attachedRoutes reads 1,000, and 0 after they are deleted (docs/performance.md).
+bench-attached:
+	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -count=1 -timeout 15m -run '^$$' -bench BenchmarkAttachedRoutes -benchtime 1x ./test/integration/
 
 # Renders both overlays (the integration tests also apply them to a real API server, dry run).
 manifests:

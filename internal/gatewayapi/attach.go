@@ -4,7 +4,6 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -281,12 +280,7 @@ func (l *Listener) admitsNamespace(gatewayNS, routeNS string, nsLabels map[strin
 		if sel == nil || sel.Selector == nil {
 			return false
 		}
-		s, err := metaLabelSelector(sel)
-		if err != nil {
-			return false
-		}
-		lbls, known := nsLabels[routeNS]
-		return known && s.Matches(labels.Set(lbls))
+		return selectorAdmits(sel.Selector, routeNS, nsLabels)
 	default:
 		return gatewayNS == routeNS
 	}

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -94,4 +95,86 @@ func TestGatewayAPIUpdater(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(gw), &gotGW))
 	require.Equal(t, "True/Programmed", condition(gotGW.Status.Conditions, "Programmed"))
 	require.Equal(t, "True/Programmed", condition(gotGW.Status.Listeners[0].Conditions, "Programmed"))
+}
+
+// A Gateway's attachedRoutes is written while the route statuses of an earlier translation
+// are still being written: with a thousand routes those are seconds of writes, and the
+// Gateway's count must not wait behind them.
+func TestGatewayAPIUpdaterGatewaysDoNotWaitForRoutes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
+	web := testRoute("default", "web", nil, parentRef("kong", ""))
+	api := testRoute("default", "api", nil, parentRef("kong", ""))
+	routeWriting, release := make(chan struct{}, 1), make(chan struct{})
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(gw, web, api).
+		WithStatusSubresource(&gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if _, isRoute := obj.(*gatewayv1.HTTPRoute); isRoute {
+				select { // a route write that takes until the test releases it
+				case routeWriting <- struct{}{}:
+				default:
+				}
+				<-release
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	u := NewGatewayAPIUpdater("", IngressOptions{}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+	done := make(chan error, 1)
+	go func() { done <- u.Start(ctx) }()
+	defer func() {
+		close(release)
+		cancel()
+		require.NoError(t, <-done)
+	}()
+
+	attached := func() int32 {
+		var g gatewayv1.Gateway
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(gw), &g))
+		if len(g.Status.Listeners) == 0 {
+			return -1
+		}
+		return g.Status.Listeners[0].AttachedRoutes
+	}
+	u.Report(ctx, dataplane.Round{GatewayAPI: attach(gw, web, api)})
+	<-routeWriting
+	require.Eventually(t, func() bool { return attached() == 2 }, 10*time.Second, 5*time.Millisecond)
+
+	// api leaves the Gateway while the first route write still hangs.
+	u.Report(ctx, dataplane.Round{GatewayAPI: attach(gw, web)})
+	require.Eventually(t, func() bool { return attached() == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the Gateway's count is written while a route write of the earlier translation hangs")
+}
+
+// Route statuses are written several at a time: each write waits for the API server's
+// answer, and one at a time a thousand of them took minutes on a loaded server.
+func TestGatewayAPIUpdaterWritesRoutesConcurrently(t *testing.T) {
+	ctx := context.Background()
+	gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
+	web := testRoute("default", "web", nil, parentRef("kong", ""))
+	api := testRoute("default", "api", nil, parentRef("kong", ""))
+	var inFlight atomic.Int32
+	bothArrived := make(chan struct{})
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(gw, web, api).
+		WithStatusSubresource(&gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if _, isRoute := obj.(*gatewayv1.HTTPRoute); isRoute {
+				if inFlight.Add(1) == 2 {
+					close(bothArrived)
+				}
+				select { // each route write answers once the other one is in flight too
+				case <-bothArrived:
+				case <-time.After(10 * time.Second):
+					return errors.New("the other route's write never came while this one was in flight")
+				}
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	u := NewGatewayAPIUpdater("", IngressOptions{}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+	u.Report(ctx, dataplane.Round{GatewayAPI: attach(gw, web, api)})
+	require.NoError(t, u.Update(ctx))
+	for _, hr := range []*gatewayv1.HTTPRoute{web, api} {
+		var got gatewayv1.HTTPRoute
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(hr), &got))
+		require.Len(t, got.Status.Parents, 1, hr.Name)
+	}
 }

@@ -30,7 +30,7 @@ import (
 type logBuffer struct {
 	mu    sync.Mutex
 	lines []string
-	t     *testing.T
+	t     testing.TB
 	name  string
 	ended atomic.Bool // the test is over: t.Log would panic
 }
@@ -106,7 +106,7 @@ type replicaSpec struct {
 }
 
 // startReplica assembles and starts a controller; it stops with the test.
-func startReplica(t *testing.T, spec replicaSpec) *replica {
+func startReplica(t testing.TB, spec replicaSpec) *replica {
 	t.Helper()
 	args := []string{
 		"--kong-admin-url", strings.Join(spec.gateways, ","),
@@ -152,7 +152,7 @@ func startReplica(t *testing.T, spec replicaSpec) *replica {
 
 // stop cancels the replica and waits until it has returned (with leader election, after it
 // released its lease unless KeepLeaseOnCancel).
-func (r *replica) stop(t *testing.T) {
+func (r *replica) stop(t testing.TB) {
 	r.stopOnce.Do(func() {
 		r.cancel()
 		select {
@@ -171,7 +171,7 @@ func (r *replica) firstSyncAt() time.Time {
 	return r.firstAt
 }
 
-func (r *replica) waitFirstSync(t *testing.T, within time.Duration) time.Duration {
+func (r *replica) waitFirstSync(t testing.TB, within time.Duration) time.Duration {
 	t.Helper()
 	select {
 	case <-r.firstSeen:
@@ -182,7 +182,7 @@ func (r *replica) waitFirstSync(t *testing.T, within time.Duration) time.Duratio
 	return 0
 }
 
-func startEmulator(t *testing.T, mode kongemu.Mode) *kongemu.Server {
+func startEmulator(t testing.TB, mode kongemu.Mode) *kongemu.Server {
 	t.Helper()
 	srv, err := kongemu.New(kongemu.Options{Mode: mode}).Start()
 	require.NoError(t, err)
@@ -191,7 +191,7 @@ func startEmulator(t *testing.T, mode kongemu.Mode) *kongemu.Server {
 }
 
 // newNamespace creates a namespace of its own for a test.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "it-"}}
 	require.NoError(t, admin.Create(context.Background(), ns))
@@ -228,7 +228,7 @@ func app(ns, name, host string) []client.Object {
 	}
 }
 
-func createAll(t *testing.T, objs []client.Object) {
+func createAll(t testing.TB, objs []client.Object) {
 	t.Helper()
 	for _, o := range objs {
 		require.NoError(t, admin.Create(context.Background(), o), "creating %T %s", o, o.GetName())
