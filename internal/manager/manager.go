@@ -158,11 +158,17 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			cacheOpts.DefaultNamespaces[svc.Namespace] = cache.Config{}
 		}
 	}
+	health, err := newAPIHealthFor(restCfg, log.WithName("kubernetes-api"))
+	if err != nil {
+		return nil, err
+	}
 	leaseDuration, renewDeadline, retryPeriod := cfg.ElectionLeaseDuration, cfg.ElectionRenewDeadline, cfg.ElectionRetryPeriod
 	mgr, err := ctrl.NewManager(restCfg, ctrlmanager.Options{
-		Scheme:                        cacheOpts.Scheme,
-		Logger:                        log,
-		Cache:                         cacheOpts,
+		Scheme: cacheOpts.Scheme,
+		Logger: log,
+		Cache:  cacheOpts,
+		// Informer requests wait out an API server outage instead of backing off (apihealth.go).
+		NewCache:                      health.newCache,
 		LeaderElection:                cfg.LeaderElect,
 		LeaderElectionID:              cfg.ElectionID,
 		LeaderElectionNamespace:       electionNS,
