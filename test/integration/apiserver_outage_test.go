@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -74,13 +75,13 @@ func (o *ownEnv) createAll(t *testing.T, objs []client.Object) {
 	}
 }
 
-// pushRecorder serves an emulator and records, after every POST /config, how many entities
-// the emulator holds: the history of what Kong held, push by push.
+// pushRecorder serves an emulator and records, after every POST /config, how many entities of
+// each type the emulator holds: the history of what Kong held, push by push.
 type pushRecorder struct {
 	kong *kongemu.Emulator
 	srv  *httptest.Server
 	mu   sync.Mutex
-	held []int
+	held []map[string]int
 }
 
 func startPushRecorder(t *testing.T) *pushRecorder {
@@ -90,12 +91,9 @@ func startPushRecorder(t *testing.T) *pushRecorder {
 		p.kong.ServeHTTP(w, r)
 		if r.Method == http.MethodPost && r.URL.Path == "/config" {
 			_, _ = io.Copy(io.Discard, r.Body)
-			total := 0
-			for _, n := range p.kong.Counts() {
-				total += n
-			}
+			counts := p.kong.Counts()
 			p.mu.Lock()
-			p.held = append(p.held, total)
+			p.held = append(p.held, counts)
 			p.mu.Unlock()
 		}
 	}))
@@ -103,10 +101,32 @@ func startPushRecorder(t *testing.T) *pushRecorder {
 	return p
 }
 
-func (p *pushRecorder) history() []int {
+// last is how many entities of the types named Kong held after the last push recorded (-1
+// before any).
+func (p *pushRecorder) last(types ...string) int {
+	h := p.history(types...)
+	if len(h) == 0 {
+		return -1
+	}
+	return h[len(h)-1]
+}
+
+// history is, push by push, how many entities of the types named Kong held (all types when
+// none is named).
+func (p *pushRecorder) history(types ...string) []int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]int(nil), p.held...)
+	out := make([]int, 0, len(p.held))
+	for _, counts := range p.held {
+		n := 0
+		for typ, c := range counts {
+			if len(types) == 0 || slices.Contains(types, typ) {
+				n += c
+			}
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // The case (c): DB-less, leader election off (KIC's choice for --kong-admin-url), the
@@ -127,9 +147,8 @@ func TestAPIServerOutage(t *testing.T) {
 	kong := startPushRecorder(t)
 	r := startReplica(t, replicaSpec{name: "r1", namespace: ns, gateways: []string{kong.srv.URL},
 		args: []string{"--leader-elect=false"}, restConfig: o.config})
-	require.Eventually(t, func() bool { return routesOf(kong.kong) == 5 }, time.Minute, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return kong.last("routes") == 5 }, time.Minute, 20*time.Millisecond)
 	before := kong.history()
-	require.NotEmpty(t, before)
 	held := before[len(before)-1]
 
 	apiServer := o.env.ControlPlane.GetAPIServer()
