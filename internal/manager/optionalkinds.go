@@ -57,6 +57,8 @@ type optionalKinds struct {
 	present map[string]bool
 	// syncTimeout bounds how long the worker waits for a new informer before it retries.
 	syncTimeout time.Duration
+	// removeGrace is how long a dropped kind's informer runs on after the kind left the set.
+	removeGrace time.Duration
 }
 
 func newOptionalKinds(c cache.Informers, barrier *dataplane.InformerBarrier, live *store.LiveKinds,
@@ -67,7 +69,7 @@ func newOptionalKinds(c cache.Informers, barrier *dataplane.InformerBarrier, liv
 			workqueue.NewTypedItemExponentialFailureRateLimiter[store.Kind](500*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[store.Kind]{Name: "optional-kinds"}),
 		byCRD: map[string]store.Kind{}, byType: map[string]store.Kind{}, informer: map[store.Kind]cache.Informer{}, present: map[string]bool{},
-		syncTimeout: 30 * time.Second,
+		syncTimeout: 30 * time.Second, removeGrace: 2 * time.Second,
 	}
 	for _, k := range store.AllKinds() {
 		if k.Optional() {
@@ -247,6 +249,13 @@ func (o *optionalKinds) drop(ctx context.Context, k store.Kind) error {
 		if inf, err = o.cache.GetInformer(ctx, k.NewObject(), cache.BlockUntilSynced(false)); err != nil {
 			return fmt.Errorf("finding the %s informer: %w", k, err)
 		}
+	}
+	// A snapshot that started before the kind left the set may still list it: stop the
+	// informer only once such a snapshot is long done, so that it does not fail.
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(o.removeGrace):
 	}
 	o.barrier.RemoveInformer(inf)
 	if err := o.cache.RemoveInformer(ctx, k.NewObject()); err != nil {

@@ -157,7 +157,14 @@ func TestAPIServerOutage(t *testing.T) {
 		return metricValue(t, "konductor_kubernetes_api_reachable", nil) == 0 &&
 			r.logs.contains("Kubernetes API server unreachable")
 	}, 30*time.Second, 50*time.Millisecond, "the outage is in the log and the metrics")
+	require.Zero(t, metricValue(t, "konductor_kubernetes_watch_up", map[string]string{"kind": "Ingress"}))
+	// Rounds go on during the outage from the cache, which still holds every object: the
+	// periodic resync translates it and finds the configuration Kong already holds.
+	translations := metricValue(t, "ingress_controller_translation_count", nil)
+	pushes := len(kong.history())
 	time.Sleep(outageDuration(t)) // the outage lasts; nothing is measured over it
+	require.Greater(t, metricValue(t, "ingress_controller_translation_count", nil), translations, "rounds ran during the outage")
+	require.Len(t, kong.history(), pushes, "nothing new to push during the outage: the translation was Kong's configuration")
 	require.NoError(t, apiServer.Start())
 	back := time.Now()
 
@@ -169,6 +176,7 @@ func TestAPIServerOutage(t *testing.T) {
 	require.Eventually(t, func() bool { return metricValue(t, "konductor_kubernetes_api_reachable", nil) == 1 },
 		30*time.Second, 50*time.Millisecond)
 	require.True(t, r.logs.contains("Kubernetes API server answers again"))
+	require.Equal(t, 1.0, metricValue(t, "konductor_kubernetes_watch_up", map[string]string{"kind": "Ingress"}))
 
 	select {
 	case err := <-r.done:
