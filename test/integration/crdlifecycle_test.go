@@ -16,8 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// consumerCRD is the KongConsumer CRD, installed and removed while the controller runs.
-var consumerCRD = filepath.Join(repoRoot(), "config", "crd", "configuration.konghq.com_kongconsumers.yaml")
+// consumerCRD is the KongConsumer CRD, installed and removed while the controller runs;
+// tcpRouteCRD a Gateway API CRD installed while it runs.
+var (
+	consumerCRD = filepath.Join(repoRoot(), "config", "crd", "configuration.konghq.com_kongconsumers.yaml")
+	tcpRouteCRD = filepath.Join(repoRoot(), "config", "crd", "gateway.networking.k8s.io_tcproutes.yaml")
+)
 
 // crdsExcept lists config/crd's CRD files but the ones named.
 func crdsExcept(t *testing.T, except ...string) []string {
@@ -35,12 +39,12 @@ func crdsExcept(t *testing.T, except ...string) []string {
 	return out
 }
 
-// A CRD installed after start is read without a restart: the KongConsumer CRD installed while
-// the controller runs, a KongConsumer made then reaches Kong. The CRD removed: once discovery
+// A CRD installed after start is read without a restart: the KongConsumer CRD (and a Gateway
+// API one, TCPRoute) installed while the controller runs, a KongConsumer made then reaches Kong. The CRD removed: once discovery
 // confirms, the kind is dropped and the consumer leaves Kong; no push in between left out
 // anything else (the routes of the Ingresses, push by push). Installed again, read again.
 func TestCRDInstalledAndRemovedWhileRunning(t *testing.T) {
-	o := startOwnEnv(t, crdsExcept(t, consumerCRD)...)
+	o := startOwnEnv(t, crdsExcept(t, consumerCRD, tcpRouteCRD)...)
 	ns := "crds"
 	o.createNamespace(t, ns)
 	o.createAll(t, app(ns, "web", "web.example.com"))
@@ -51,10 +55,11 @@ func TestCRDInstalledAndRemovedWhileRunning(t *testing.T) {
 	require.Eventually(t, func() bool { return routesOf(kong.kong) == 2 }, time.Minute, 20*time.Millisecond)
 	require.True(t, r.logs.contains("CRD not installed; kind skipped", "KongConsumer"))
 
-	_, err := envtest.InstallCRDs(o.config, envtest.CRDInstallOptions{Paths: []string{consumerCRD}})
+	_, err := envtest.InstallCRDs(o.config, envtest.CRDInstallOptions{Paths: []string{consumerCRD, tcpRouteCRD}})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return r.logs.contains("CRD installed; kind now read", "KongConsumer") },
-		time.Minute, 20*time.Millisecond, "the controller starts reading KongConsumers")
+	require.Eventually(t, func() bool {
+		return r.logs.contains("CRD installed; kind now read", "KongConsumer") && r.logs.contains("CRD installed; kind now read", "TCPRoute")
+	}, time.Minute, 20*time.Millisecond, "the controller starts reading KongConsumers and TCPRoutes")
 	o.createAll(t, []client.Object{consumer(ns, "alice")})
 	require.Eventually(t, func() bool { return kong.kong.Entity("consumers", "alice") != nil }, time.Minute, 20*time.Millisecond,
 		"a consumer of a CRD installed after start reaches Kong without a restart")
