@@ -44,6 +44,8 @@ type apiHealth struct {
 	probe         func(ctx context.Context) error
 	probeInterval time.Duration
 	log           logr.Logger
+	// stop ends a prober still polling (the controller stopping during an outage).
+	stop <-chan struct{}
 	// resources maps "group/resource" (core group "") to the kind name the store reads.
 	resources map[string]string
 
@@ -147,19 +149,29 @@ func (h *apiHealth) markDown(kind string, err error) <-chan struct{} {
 func (h *apiHealth) waitForServer(back chan struct{}) {
 	t := time.NewTicker(h.probeInterval)
 	defer t.Stop()
-	for range t.C {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := h.probe(ctx)
-		cancel()
-		if err == nil {
-			break
+	for answered := false; !answered; {
+		select {
+		case <-h.stop:
+			return // the held requests end with their own contexts
+		case <-t.C:
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		answered = h.probe(ctx) == nil
+		cancel()
 	}
 	h.mu.Lock()
 	since := h.downSince
 	h.down, h.back = false, nil
+	var kinds []string
+	for k, up := range h.watchUp {
+		if !up {
+			kinds = append(kinds, k)
+		}
+	}
 	h.mu.Unlock()
-	h.log.Info("Kubernetes API server answers again; informers list and watch again now", "outage", time.Since(since).Round(time.Millisecond).String())
+	sort.Strings(kinds)
+	h.log.Info("Kubernetes API server answers again; informers list and watch again now",
+		"outage", time.Since(since).Round(time.Millisecond).String(), "watchesDown", strings.Join(kinds, ","))
 	close(back)
 }
 
@@ -231,12 +243,13 @@ func boolGauge(b bool) float64 {
 // newAPIHealthFor is the apiHealth of the controller's API server, probing it with a client
 // of restCfg, and registered in controller-runtime's metrics registry (replacing the one of an
 // earlier controller of the same process, as tests start several).
-func newAPIHealthFor(restCfg *rest.Config, log logr.Logger) (*apiHealth, error) {
+func newAPIHealthFor(ctx context.Context, restCfg *rest.Config, log logr.Logger) (*apiHealth, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("API health probe client: %w", err)
 	}
 	h := newAPIHealth(probeReadyz(dc.RESTClient()), log)
+	h.stop = ctx.Done()
 	metrics.Registry.Unregister(h)
 	if err := metrics.Registry.Register(h); err != nil {
 		return nil, fmt.Errorf("registering the Kubernetes API metrics: %w", err)

@@ -165,7 +165,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			cacheOpts.DefaultNamespaces[svc.Namespace] = cache.Config{}
 		}
 	}
-	health, err := newAPIHealthFor(restCfg, log.WithName("kubernetes-api"))
+	health, err := newAPIHealthFor(ctx, restCfg, log.WithName("kubernetes-api"))
 	if err != nil {
 		return nil, err
 	}

@@ -175,7 +175,7 @@ func TestAPIServerOutage(t *testing.T) {
 		time.Since(back).Round(time.Millisecond), outageDuration(t))
 	require.Eventually(t, func() bool { return metricValue(t, "konductor_kubernetes_api_reachable", nil) == 1 },
 		30*time.Second, 50*time.Millisecond)
-	require.True(t, r.logs.contains("Kubernetes API server answers again"))
+	require.True(t, r.logs.contains("Kubernetes API server answers again", "watchesDown", "Ingress"), "the log names the watches that were down")
 	require.Equal(t, 1.0, metricValue(t, "konductor_kubernetes_watch_up", map[string]string{"kind": "Ingress"}))
 
 	select {
