@@ -126,7 +126,7 @@ through a ClusterRoleBinding, everything else through RoleBindings. A test check
 against the API server's discovery.
 */}}
 {{- define "konductor.clusterScopedResources" -}}
-ingressclasses,kongclusterplugins,kongvaults,kongclusterplugins/status,kongvaults/status,gatewayclasses,gatewayclasses/status
+ingressclasses,kongclusterplugins,kongvaults,kongclusterplugins/status,kongvaults/status,gatewayclasses,gatewayclasses/status,customresourcedefinitions
 {{- end }}
 
 {{/*
