@@ -3,8 +3,10 @@ package dataplane
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,6 +23,12 @@ type Barrier interface {
 type InformerBarrier struct {
 	informers []cache.Informer
 	checkers  []toolscache.DoneChecker
+
+	// Informers added after start (AddLateInformer) get every event handler, now and later;
+	// the barrier does not wait for them (their owner publishes their kind once synced).
+	mu       sync.Mutex
+	handlers []toolscache.ResourceEventHandler
+	late     []cache.Informer
 }
 
 // NewInformerBarrier registers (without waiting) an informer for each object's kind in c and
@@ -42,12 +50,42 @@ func NewInformerBarrier(ctx context.Context, c cache.Informers, objs ...client.O
 // AddEventHandler adds h to every informer the barrier waits for: the same set of kinds is
 // both what a sync waits for and what triggers one.
 func (b *InformerBarrier) AddEventHandler(h toolscache.ResourceEventHandler) error {
-	for _, inf := range b.informers {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, inf := range append(append([]cache.Informer(nil), b.informers...), b.late...) {
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return err
 		}
 	}
+	b.handlers = append(b.handlers, h)
 	return nil
+}
+
+// AddLateInformer gives an informer registered after start (the kind of a CRD installed
+// meanwhile) every event handler of the barrier. The barrier does not wait for it: whoever
+// added it lets the store read its kind only after it synced.
+func (b *InformerBarrier) AddLateInformer(inf cache.Informer) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, h := range b.handlers {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return err
+		}
+	}
+	b.late = append(b.late, inf)
+	return nil
+}
+
+// RemoveInformer forgets an informer, registered at start or late (its CRD was removed and
+// the informer stopped): the barrier no longer waits for it or reports it.
+func (b *InformerBarrier) RemoveInformer(inf cache.Informer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.late = slices.DeleteFunc(b.late, func(i cache.Informer) bool { return i == inf })
+	if i := slices.Index(b.informers, inf); i >= 0 {
+		b.informers = slices.Delete(b.informers, i, i+1)
+		b.checkers = slices.Delete(b.checkers, i, i+1)
+	}
 }
 
 type namedChecker struct {
@@ -59,7 +97,7 @@ func (n namedChecker) Name() string { return n.name }
 
 // WaitForCacheSync implements Barrier.
 func (b *InformerBarrier) WaitForCacheSync(ctx context.Context) error {
-	if toolscache.WaitFor(ctx, "", b.checkers...) {
+	if toolscache.WaitFor(ctx, "", b.currentCheckers()...) {
 		return nil
 	}
 	return fmt.Errorf("cache not synced (waiting for %s): %w", strings.Join(b.Pending(), ", "), ctx.Err())
@@ -67,7 +105,7 @@ func (b *InformerBarrier) WaitForCacheSync(ctx context.Context) error {
 
 // Synced reports, without blocking, whether every informer has synced.
 func (b *InformerBarrier) Synced() bool {
-	for _, c := range b.checkers {
+	for _, c := range b.currentCheckers() {
 		if !toolscache.IsDone(c) {
 			return false
 		}
@@ -78,11 +116,17 @@ func (b *InformerBarrier) Synced() bool {
 // Pending names the informers that have not synced yet.
 func (b *InformerBarrier) Pending() []string {
 	var out []string
-	for _, c := range b.checkers {
+	for _, c := range b.currentCheckers() {
 		if !toolscache.IsDone(c) {
 			out = append(out, c.Name())
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+func (b *InformerBarrier) currentCheckers() []toolscache.DoneChecker {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.checkers)
 }

@@ -132,10 +132,17 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}
 
+	// A list or watch failing with NotFound asks whether an optional kind's CRD is gone
+	// (optionalKinds, made once the manager exists).
+	var crds *optionalKinds
 	cacheOpts := cache.Options{
-		Scheme:                      store.NewScheme(),
-		DefaultTransform:            store.StripForCache,
-		DefaultWatchErrorHandler:    watchErrorLogger(log),
+		Scheme:           store.NewScheme(),
+		DefaultTransform: store.StripForCache,
+		DefaultWatchErrorHandler: watchErrorLogger(log, func(kind string, err error) {
+			if crds != nil {
+				crds.watchFailed(kind, err)
+			}
+		}),
 		ReaderFailOnMissingInformer: true, // every kind read must have been registered up front
 	}
 	for _, k := range readKinds.Sorted() {
@@ -158,11 +165,17 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			cacheOpts.DefaultNamespaces[svc.Namespace] = cache.Config{}
 		}
 	}
+	health, err := newAPIHealthFor(ctx, restCfg, log.WithName("kubernetes-api"))
+	if err != nil {
+		return nil, err
+	}
 	leaseDuration, renewDeadline, retryPeriod := cfg.ElectionLeaseDuration, cfg.ElectionRenewDeadline, cfg.ElectionRetryPeriod
 	mgr, err := ctrl.NewManager(restCfg, ctrlmanager.Options{
-		Scheme:                        cacheOpts.Scheme,
-		Logger:                        log,
-		Cache:                         cacheOpts,
+		Scheme: cacheOpts.Scheme,
+		Logger: log,
+		Cache:  cacheOpts,
+		// Informer requests wait out an API server outage instead of backing off (apihealth.go).
+		NewCache:                      health.newCache,
 		LeaderElection:                cfg.LeaderElect,
 		LeaderElectionID:              cfg.ElectionID,
 		LeaderElectionNamespace:       electionNS,
@@ -198,8 +211,21 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		return nil, err
 	}
 
+	// CRDs installed or removed while the controller runs change the kinds the store reads.
+	live := store.NewLiveKinds(optional)
+	served, err := servedByDiscovery(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	crds = newOptionalKinds(mgr.GetCache(), barrier, live, served, trigger.Request, health, log.WithName("crds"))
+	if err := crds.watchCRDs(ctx, mgr.GetCache(), restCfg); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(crds); err != nil {
+		return nil, err
+	}
 	st := store.New(mgr.GetCache(), store.Options{
-		IngressClass: cfg.IngressClass, Namespaces: cfg.WatchNamespaces, Kinds: optional,
+		IngressClass: cfg.IngressClass, Namespaces: cfg.WatchNamespaces, Kinds: optional, Live: live,
 	})
 	var source dataplane.SnapshotSource = st
 	if opts.SnapshotSourceForTesting != nil {
@@ -492,7 +518,7 @@ func readiness(b *dataplane.InformerBarrier, elected <-chan struct{}, loopReady 
 // permission is plain in the log while the first sync waits for it. The reflector retries
 // with backoff; the same error for the same kind is logged again only after watchErrorRepeat,
 // so a permission revoked again later is seen again.
-func watchErrorLogger(log logr.Logger) toolscache.WatchErrorHandlerWithContext {
+func watchErrorLogger(log logr.Logger, failed func(kind string, err error)) toolscache.WatchErrorHandlerWithContext {
 	type seen struct {
 		msg string
 		at  time.Time
@@ -504,6 +530,7 @@ func watchErrorLogger(log logr.Logger) toolscache.WatchErrorHandlerWithContext {
 			return // shutting down: not a permission or a server problem
 		}
 		kind := r.TypeDescription()
+		failed(kind, err)
 		now := time.Now()
 		mu.Lock()
 		prev := last[kind]
@@ -516,7 +543,10 @@ func watchErrorLogger(log logr.Logger) toolscache.WatchErrorHandlerWithContext {
 			return
 		}
 		msg := "cannot list/watch; the first sync waits until it can"
-		if strings.Contains(err.Error(), "forbidden") {
+		switch {
+		case apierrors.IsNotFound(err):
+			msg = "cannot list/watch: the API server does not serve this kind (its CRD removed?); the kind is dropped once API discovery confirms, its objects are kept meanwhile"
+		case strings.Contains(err.Error(), "forbidden"):
 			msg = "RBAC forbids list/watch; grant the controller's ServiceAccount list and watch on this kind. The first sync waits until it can"
 		}
 		log.Error(err, msg, "kind", kind)
@@ -542,16 +572,9 @@ func installedOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
 	}
 	sort.Strings(gvs)
 	for _, gv := range gvs {
-		list, err := dc.ServerResourcesForGroupVersion(gv)
+		have, err := servedResources(dc, gv)
 		if err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("discovering %s: %w", gv, err)
-		}
-		have := map[string]bool{}
-		for _, r := range list.APIResources {
-			have[r.Name] = true
+			return nil, err
 		}
 		for _, k := range byGV[gv] {
 			if have[k.Resource()] {

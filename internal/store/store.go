@@ -29,6 +29,9 @@ type Options struct {
 	// Kinds is the set of optional (CRD-backed) kinds whose CRD is installed. Kinds not listed
 	// here are never read. Required kinds are always read.
 	Kinds KindSet
+	// Live, when set, replaces Kinds: the set as it is when each Snapshot starts (CRDs
+	// installed or removed while the controller runs).
+	Live *LiveKinds
 }
 
 // DefaultIngressClass is KIC's default --ingress-class.
@@ -72,6 +75,11 @@ func (e *ListError) Unwrap() error { return e.Err }
 // Snapshot reads every kind the translator needs. It fails, returning a *ListError, when any
 // kind cannot be listed: a configuration that pretends a kind is empty must never reach Kong.
 func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
+	if s.opts.Live != nil {
+		fixed := *s
+		fixed.opts.Kinds = s.opts.Live.Load()
+		s = &fixed
+	}
 	snap := &Snapshot{IngressClass: s.opts.IngressClass}
 
 	var class netv1.IngressClass

@@ -246,6 +246,8 @@ func TestManifestsRBACIsLeastPrivilege(t *testing.T) {
 		"/events":                            {"create", "patch"},
 		"events.k8s.io/events":               {"create", "patch"},
 		"networking.k8s.io/ingresses/status": {"patch"}, // internal/status/ingress.go
+		// internal/manager/optionalkinds.go: CRDs installed or removed while running
+		"apiextensions.k8s.io/customresourcedefinitions": {"get", "list", "watch"},
 	}
 	for _, r := range []string{"kongplugins", "kongclusterplugins", "kongconsumers", "kongconsumergroups", "kongvaults", "kongcustomentities", "konglicenses"} {
 		want["configuration.konghq.com/"+r+"/status"] = []string{"patch"} // internal/status/programmed.go, license.go

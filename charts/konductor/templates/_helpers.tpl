@@ -126,7 +126,7 @@ through a ClusterRoleBinding, everything else through RoleBindings. A test check
 against the API server's discovery.
 */}}
 {{- define "konductor.clusterScopedResources" -}}
-ingressclasses,kongclusterplugins,kongvaults,konglicenses,kongclusterplugins/status,kongvaults/status,konglicenses/status,gatewayclasses,gatewayclasses/status,namespaces
+ingressclasses,kongclusterplugins,kongvaults,konglicenses,kongclusterplugins/status,kongvaults/status,konglicenses/status,gatewayclasses,gatewayclasses/status,namespaces,customresourcedefinitions
 {{- end }}
 
 {{/*
