@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/konductor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-unit test-integration test-faults envtest-assets helm chart-sync bench lint manifests
+.PHONY: build run test test-unit test-integration test-faults envtest-assets helm chart-sync bench bench-e2e lint manifests
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/konductor
@@ -47,6 +47,14 @@ test: test-unit test-integration
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+# The end-to-end benchmark (test/benche2e): a real kube-apiserver, a Kong that records every
+# POST /config, N Ingresses with their Services and EndpointSlices, K host changes, the
+# controller's binary as its own process. N=3000 K=20 by default; SECRETS=1000 adds unrelated
+# 100 KB Secrets, STATUS=off turns status writes off, KONG=emulator validates each push.
+# `make test` runs a tiny version (TestBenchE2ESmall).
+bench-e2e: build
+	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) run ./cmd/bench-e2e --binary $(BIN)
 
 # Renders both overlays (the integration tests also apply them to a real API server, dry run).
 manifests:

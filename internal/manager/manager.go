@@ -163,6 +163,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Scheme:                        cacheOpts.Scheme,
 		Logger:                        log,
 		Cache:                         cacheOpts,
+		NewCache:                      newPromptSyncCache,
 		LeaderElection:                cfg.LeaderElect,
 		LeaderElectionID:              cfg.ElectionID,
 		LeaderElectionNamespace:       electionNS,
