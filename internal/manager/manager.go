@@ -132,9 +132,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}
 
+	// Secrets the translation does not refer to are cached without their data; the manager's
+	// uncached reader loads one that becomes referenced (store.SecretPayloads).
+	payloads := store.NewSecretPayloads(nil)
 	cacheOpts := cache.Options{
 		Scheme:                      store.NewScheme(),
-		DefaultTransform:            store.StripForCache,
+		DefaultTransform:            payloads.Transform,
 		DefaultWatchErrorHandler:    watchErrorLogger(log),
 		ReaderFailOnMissingInformer: true, // every kind read must have been registered up front
 	}
@@ -202,7 +205,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	st := store.New(mgr.GetCache(), store.Options{
 		IngressClass: cfg.IngressClass, Namespaces: cfg.WatchNamespaces, Kinds: optional,
 	})
-	var source dataplane.SnapshotSource = st
+	payloads.SetReader(mgr.GetAPIReader())
+	var source dataplane.SnapshotSource = payloads.Source(st)
 	if opts.SnapshotSourceForTesting != nil {
 		source = opts.SnapshotSourceForTesting(mgr.GetCache())
 	}
@@ -226,6 +230,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	reporter = append(reporter, dataplane.ReporterFunc(func(_ context.Context, r dataplane.Round) {
 		if r.Graph != nil {
 			relevance.SetGraph(r.Graph)
+			payloads.SetReferenced(secretReferenced(r.Graph))
 		}
 	}))
 	reporter = append(reporter, status.NewReporter(mgr.GetEventRecorderFor("konductor"), //nolint:staticcheck // core/v1 events keep every message (see status.Reporter)
@@ -265,7 +270,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Translate: func(s *store.Snapshot) translator.Result {
 			opts := TranslatorOptions(cfg, time.Now())
 			opts.ExpressionRoutes = flavors.Expressions()
-			return translator.Build(s, opts)
+			return translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result { return translator.Build(s, opts) }, log)
 		},
 		Fallback:                      cfg.FeatureGates.Enabled(config.GateFallbackConfiguration),
 		UseLastValidConfigForFallback: cfg.UseLastValidConfigForFallback,
