@@ -290,7 +290,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 
 	var webhook *admission.Server
 	if cfg.AdmissionWebhook.Enabled() {
-		if webhook, err = admissionWebhook(cfg, st, barrier, gateways, discovered, mgr, log.WithName("admission")); err != nil {
+		// The webhook sees a Secret the cache keeps without its data as absent (it then warns
+		// that the Secret is awaited), never as empty.
+		if webhook, err = admissionWebhook(cfg, payloads.Source(st), barrier, gateways, discovered, mgr, log.WithName("admission")); err != nil {
 			return nil, err
 		}
 	}
@@ -358,7 +360,7 @@ func (c *Controller) AdmissionWebhookAddr() net.Addr {
 // from the start (reviews before the cache synced are allowed with a warning). Plugins whose
 // schema konductor does not know are checked by the gateways: the --kong-admin-url ones, or
 // the discovered ones.
-func admissionWebhook(cfg *config.Config, st *store.Store, barrier *dataplane.InformerBarrier, gateways []dataplane.Gateway,
+func admissionWebhook(cfg *config.Config, st admission.SnapshotSource, barrier *dataplane.InformerBarrier, gateways []dataplane.Gateway,
 	discovered dataplane.GatewaySet, mgr ctrlmanager.Manager, log logr.Logger) (*admission.Server, error) {
 	schemas, err := gatewaySchemas(cfg, gateways, discovered)
 	if err != nil {
