@@ -16,10 +16,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/konductor/konductor/test/benche2e"
 )
 
 func main() {
+	ctrllog.SetLogger(logr.Discard()) // envtest's own logging is not the benchmark's output
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
 		os.Exit(1)

@@ -108,6 +108,8 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	setupStart := time.Now()
 
 	env := &envtest.Environment{BinaryAssetsDirectory: cfg.Assets, CRDDirectoryPaths: []string{cfg.CRDs}, ErrorIfCRDPathMissing: true}
+	// A loaded machine can take longer than envtest's default to start the API server.
+	env.ControlPlaneStartTimeout = 3 * time.Minute
 	// envtest's default Service range is a /24: room for 10,000 Services and more.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
 	restCfg, err := env.Start()
