@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/konductor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-unit test-integration test-faults envtest-assets helm chart-sync bench bench-attached lint manifests
+.PHONY: build run test test-unit test-integration test-faults envtest-assets helm chart-sync bench bench-attached bench-e2e lint manifests
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/konductor
@@ -53,6 +53,14 @@ bench:
 # listener's attachedRoutes reads 1,000, and 0 after they are deleted (docs/performance.md).
 bench-attached:
 	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -count=1 -timeout 15m -run '^$$' -bench BenchmarkAttachedRoutes -benchtime 1x ./test/integration/
+
+# The end-to-end benchmark (test/benche2e): a real kube-apiserver, a Kong that records every
+# POST /config, N Ingresses with their Services and EndpointSlices, K host changes, the
+# controller's binary as its own process. N=3000 K=20 by default; SECRETS=1000 adds unrelated
+# 100 KB Secrets, STATUS=off turns status writes off, KONG=emulator validates each push.
+# `make test` runs a tiny version (TestBenchE2ESmall).
+bench-e2e: build
+	KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) run ./cmd/bench-e2e --binary $(BIN)
 
 # Renders both overlays (the integration tests also apply them to a real API server, dry run).
 manifests:

@@ -132,12 +132,15 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}
 
+	// Secrets the translation does not refer to are cached without their data; the manager's
+	// uncached reader loads one that becomes referenced (store.SecretPayloads).
+	payloads := store.NewSecretPayloads(nil)
 	// A list or watch failing with NotFound asks whether an optional kind's CRD is gone
 	// (optionalKinds, made once the manager exists).
 	var crds *optionalKinds
 	cacheOpts := cache.Options{
 		Scheme:           store.NewScheme(),
-		DefaultTransform: store.StripForCache,
+		DefaultTransform: payloads.Transform,
 		DefaultWatchErrorHandler: watchErrorLogger(log, func(kind string, err error) {
 			if crds != nil {
 				crds.watchFailed(kind, err)
@@ -174,8 +177,15 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Scheme: cacheOpts.Scheme,
 		Logger: log,
 		Cache:  cacheOpts,
-		// Informer requests wait out an API server outage instead of backing off (apihealth.go).
-		NewCache:                      health.newCache,
+		// Informer requests wait out an API server outage instead of backing off (apihealth.go);
+		// the cache's sync is waited for on the informers' channels (cachesync.go).
+		NewCache: func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+			c, err := health.newCache(cfg, opts)
+			if err != nil {
+				return nil, err
+			}
+			return promptSync(c), nil
+		},
 		LeaderElection:                cfg.LeaderElect,
 		LeaderElectionID:              cfg.ElectionID,
 		LeaderElectionNamespace:       electionNS,
@@ -227,7 +237,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	st := store.New(mgr.GetCache(), store.Options{
 		IngressClass: cfg.IngressClass, Namespaces: cfg.WatchNamespaces, Kinds: optional, Live: live,
 	})
-	var source dataplane.SnapshotSource = st
+	payloads.SetReader(mgr.GetAPIReader())
+	var source dataplane.SnapshotSource = payloads.Source(st)
 	if opts.SnapshotSourceForTesting != nil {
 		source = opts.SnapshotSourceForTesting(mgr.GetCache())
 	}
@@ -251,6 +262,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	reporter = append(reporter, dataplane.ReporterFunc(func(_ context.Context, r dataplane.Round) {
 		if r.Graph != nil {
 			relevance.SetGraph(r.Graph)
+			payloads.SetReferenced(secretReferenced(r.Graph))
 		}
 	}))
 	reporter = append(reporter, status.NewReporter(mgr.GetEventRecorderFor("konductor"), //nolint:staticcheck // core/v1 events keep every message (see status.Reporter)
@@ -307,12 +319,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Source:  source,
 		Barrier: barrier,
 		Translate: func(s *store.Snapshot) translator.Result {
-			return translator.Build(s, roundOptions(s))
+			opts := roundOptions(s)
+			return translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result { return translator.Build(s, opts) }, log)
 		},
 		// Rounds translate what changed since the previous one (issue #13).
 		TranslateRound: func(s *store.Snapshot) translator.Result {
 			full := incremental.Stats.Full
-			res := incremental.Build(s, roundOptions(s))
+			opts := roundOptions(s)
+			res := translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result { return incremental.Build(s, opts) }, log)
 			if incremental.Stats.Full > full {
 				log.V(1).Info("translated everything", "reason", incremental.Stats.LastReason)
 			}
@@ -336,7 +350,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 
 	var webhook *admission.Server
 	if cfg.AdmissionWebhook.Enabled() {
-		if webhook, err = admissionWebhook(cfg, st, barrier, gateways, discovered, mgr, log.WithName("admission")); err != nil {
+		// The webhook sees a Secret the cache keeps without its data as absent (it then warns
+		// that the Secret is awaited), never as empty.
+		if webhook, err = admissionWebhook(cfg, payloads.Source(st), barrier, gateways, discovered, mgr, log.WithName("admission")); err != nil {
 			return nil, err
 		}
 	}
@@ -404,7 +420,7 @@ func (c *Controller) AdmissionWebhookAddr() net.Addr {
 // from the start (reviews before the cache synced are allowed with a warning). Plugins whose
 // schema konductor does not know are checked by the gateways: the --kong-admin-url ones, or
 // the discovered ones.
-func admissionWebhook(cfg *config.Config, st *store.Store, barrier *dataplane.InformerBarrier, gateways []dataplane.Gateway,
+func admissionWebhook(cfg *config.Config, st admission.SnapshotSource, barrier *dataplane.InformerBarrier, gateways []dataplane.Gateway,
 	discovered dataplane.GatewaySet, mgr ctrlmanager.Manager, log logr.Logger) (*admission.Server, error) {
 	schemas, err := gatewaySchemas(cfg, gateways, discovered)
 	if err != nil {

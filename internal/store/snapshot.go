@@ -31,6 +31,10 @@ type Snapshot struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Secrets        []*corev1.Secret
+	// SecretsPending are Secrets the cache holds without their data (SecretPayloads) and
+	// whose data is not loaded yet: they are not in Secrets, so translation takes them for
+	// absent, never for empty.
+	SecretsPending []*corev1.Secret
 	// ConfigMaps holds only those labelled konghq.com/ca-cert: "true" (the cache keeps no others).
 	ConfigMaps []*corev1.ConfigMap
 

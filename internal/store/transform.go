@@ -2,6 +2,7 @@ package store
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 )
 
@@ -28,5 +29,27 @@ func StripForCache(in any) (any, error) {
 		secret.Data = nil
 		secret.StringData = nil
 	}
+	if es, ok := in.(*discoveryv1.EndpointSlice); ok {
+		stripEndpointSlice(es)
+	}
 	return in, nil
+}
+
+// stripEndpointSlice keeps what targets (internal/translator) and gateway discovery
+// (internal/dataplane/discovery) read of an EndpointSlice: its labels, address type, ports,
+// and per endpoint the addresses, conditions and the target's kind, namespace and name. An
+// EndpointSlice per Service is the largest kind of a big cluster after Secrets; its
+// annotations (the endpoints controller's trigger time), owner, and each endpoint's node,
+// zone, host name, hints and the target's UID and version change or weigh without mattering.
+func stripEndpointSlice(es *discoveryv1.EndpointSlice) {
+	es.Annotations = nil
+	es.OwnerReferences = nil
+	for i := range es.Endpoints {
+		ep := &es.Endpoints[i]
+		ep.Hostname, ep.NodeName, ep.Zone, ep.Hints, ep.DeprecatedTopology = nil, nil, nil, nil, nil
+		ep.Conditions.Serving = nil
+		if ep.TargetRef != nil {
+			ep.TargetRef = &corev1.ObjectReference{Kind: ep.TargetRef.Kind, Namespace: ep.TargetRef.Namespace, Name: ep.TargetRef.Name}
+		}
+	}
 }

@@ -94,7 +94,7 @@ func New(url string, httpClient *http.Client, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kong admin url %q: %w", url, err)
 	}
-	hc.Transport = newSchemaCache(hc.Transport, u.Path)
+	hc.Transport = newTargetPrefetch(newSchemaCache(hc.Transport, u.Path), opts.Concurrency)
 	client, err := kong.NewClient(kong.String(url), hc)
 	if err != nil {
 		return nil, fmt.Errorf("kong admin url %q: %w", url, err)

@@ -31,6 +31,27 @@ type cachedResponse struct {
 	body   []byte
 }
 
+// response is a fresh *http.Response of the remembered answer, for request r.
+func (e cachedResponse) response(r *http.Request) *http.Response {
+	return &http.Response{
+		Status: fmt.Sprintf("%d %s", e.status, http.StatusText(e.status)), StatusCode: e.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: e.header.Clone(), Body: io.NopCloser(bytes.NewReader(e.body)),
+		ContentLength: int64(len(e.body)), Request: r,
+	}
+}
+
+// readBody reads resp's body and gives resp a new one holding the same bytes, so that the
+// caller can keep the answer and still pass it on.
+func readBody(resp *http.Response) ([]byte, error) {
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
+}
+
 func newSchemaCache(next http.RoundTripper, basePath string) *schemaCache {
 	if next == nil {
 		next = http.DefaultTransport
@@ -50,11 +71,7 @@ func (c *schemaCache) RoundTrip(r *http.Request) (*http.Response, error) {
 		e, ok := c.entries[key]
 		c.mu.Unlock()
 		if ok {
-			return &http.Response{
-				Status: fmt.Sprintf("%d %s", e.status, http.StatusText(e.status)), StatusCode: e.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-				Header: e.header.Clone(), Body: io.NopCloser(bytes.NewReader(e.body)),
-				ContentLength: int64(len(e.body)), Request: r,
-			}, nil
+			return e.response(r), nil
 		}
 	}
 	resp, err := c.next.RoundTrip(r)
@@ -68,12 +85,10 @@ func (c *schemaCache) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !isSchema && !isRoot {
 		return resp, nil
 	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body, err := readBody(resp)
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if isSchema {

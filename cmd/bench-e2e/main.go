@@ -1,0 +1,86 @@
+// Command bench-e2e is konductor's end-to-end benchmark (`make bench-e2e`): see
+// test/benche2e. It takes its settings from flags, or from the environment variables the make
+// target passes (N, K, SECRETS, STATUS, KONG).
+//
+//	bench-e2e --binary bin/konductor --assets DIR [--ingresses 3000] [--changes 20]
+//	    [--secrets 0] [--status on|off] [--kong record|emulator] [--interval 500ms]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/konductor/konductor/test/benche2e"
+)
+
+func main() {
+	ctrllog.SetLogger(logr.Discard()) // envtest's own logging is not the benchmark's output
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
+		os.Exit(1)
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func run() error {
+	var cfg benche2e.Config
+	var status, kong string
+	flag.StringVar(&cfg.Binary, "binary", "bin/konductor", "the konductor binary")
+	flag.StringVar(&cfg.Assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "folder holding kube-apiserver and etcd")
+	flag.StringVar(&cfg.CRDs, "crds", "config/crd", "CRD folder to install")
+	flag.IntVar(&cfg.Ingresses, "ingresses", envInt("N", 3000), "Ingresses (each with a Service and an EndpointSlice)")
+	flag.IntVar(&cfg.Changes, "changes", envInt("K", 20), "host changes after the first complete push")
+	flag.IntVar(&cfg.Secrets, "secrets", envInt("SECRETS", 0), "unrelated 100 KB Secrets")
+	flag.StringVar(&status, "status", envString("STATUS", "on"), "status writes: on or off")
+	flag.StringVar(&kong, "kong", envString("KONG", "record"), "record (accepts anything) or emulator (validates)")
+	flag.DurationVar(&cfg.ChangeInterval, "interval", 500*time.Millisecond, "mean time between changes")
+	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the changes' order and intervals")
+	flag.StringVar(&cfg.LogDir, "log-dir", "", "folder for the controller's log (a temporary one by default)")
+	flag.Parse()
+	switch status {
+	case "on":
+		cfg.Status = true
+	case "off":
+	default:
+		return fmt.Errorf("--status must be on or off, not %q", status)
+	}
+	switch kong {
+	case "record":
+	case "emulator":
+		cfg.Emulator = true
+	default:
+		return fmt.Errorf("--kong must be record or emulator, not %q", kong)
+	}
+	cfg.Args = flag.Args()
+	cfg.Progress = os.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := benche2e.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	res.Report(os.Stdout, cfg)
+	return nil
+}

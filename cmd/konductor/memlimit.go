@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/go-logr/logr"
+)
+
+// cgroupMemoryFiles hold the container's memory limit: cgroup v2, then v1.
+var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// memoryLimitShare is the part of the container's limit given to the Go heap as its soft
+// limit: the rest is for stacks, the runtime and memory not yet returned to the system.
+const memoryLimitShare = 0.9
+
+// setMemoryLimit gives the Go runtime a soft memory limit of 90% of the container's, unless
+// GOMEMLIMIT says otherwise: near the limit the collector runs more often instead of the
+// kernel killing the controller (issue #13, memory). Without a limit (none, or "max") the
+// runtime's default, no limit, stays. It returns the limit set, 0 for none.
+func setMemoryLimit(log logr.Logger, files []string) int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	limit := cgroupMemoryLimit(files)
+	if limit <= 0 {
+		return 0
+	}
+	soft := int64(float64(limit) * memoryLimitShare)
+	debug.SetMemoryLimit(soft)
+	log.Info("Go memory limit set from the container's", "containerLimitBytes", limit, "goMemoryLimitBytes", soft)
+	return soft
+}
+
+// cgroupMemoryLimit reads the first limit found; 0 when there is none.
+func cgroupMemoryLimit(files []string) int64 {
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		v := strings.TrimSpace(string(b))
+		if v == "max" {
+			return 0
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		// cgroup v1 reports "no limit" as a huge number (a page-rounded int64 max).
+		if err != nil || n <= 0 || n >= 1<<60 {
+			return 0
+		}
+		return n
+	}
+	return 0
+}

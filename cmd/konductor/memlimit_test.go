@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"testing"
+
+	"github.com/go-logr/logr"
+)
+
+func TestCgroupMemoryLimit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, v string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		content string
+		want    int64
+	}{
+		{"268435456\n", 268435456},
+		{"max\n", 0},
+		{"9223372036854771712\n", 0}, // cgroup v1 without a limit
+		{"garbage", 0},
+	} {
+		if got := cgroupMemoryLimit([]string{write("limit", c.content)}); got != c.want {
+			t.Errorf("%q: %d, want %d", c.content, got, c.want)
+		}
+	}
+	if got := cgroupMemoryLimit([]string{filepath.Join(dir, "missing"), write("v1", "1000")}); got != 1000 {
+		t.Errorf("falls back to the second file: %d", got)
+	}
+}
+
+func TestSetMemoryLimitFromContainer(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	t.Setenv("GOMEMLIMIT", "")
+	p := filepath.Join(t.TempDir(), "memory.max")
+	if err := os.WriteFile(p, []byte("1000000000"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := setMemoryLimit(logr.Discard(), []string{p}); got != 900000000 {
+		t.Fatalf("set %d, want 90%% of the limit", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 900000000 {
+		t.Errorf("runtime limit %d", got)
+	}
+	t.Setenv("GOMEMLIMIT", "500MiB")
+	if got := setMemoryLimit(logr.Discard(), []string{p}); got != 0 {
+		t.Errorf("GOMEMLIMIT set, yet the limit was changed to %d", got)
+	}
+}

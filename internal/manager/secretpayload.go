@@ -1,0 +1,45 @@
+package manager
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
+
+// secretReferenced tells whether an object of graph refers to the Secret namespace/name.
+func secretReferenced(graph *translator.Graph) func(namespace, name string) bool {
+	return func(namespace, name string) bool {
+		ref := kongstate.ObjectRef{Group: secretGVK.Group, Version: secretGVK.Version, Kind: secretGVK.Kind, Namespace: namespace, Name: name}
+		return len(graph.ReferredBy(ref)) > 0
+	}
+}
+
+// translateWithPayloads translates s; when that translation refers to Secrets whose data the
+// cache does not hold (store.SecretPayloads: nothing referred to them when they were cached),
+// it loads them from the API server and translates again, so that the round's result has
+// them. Until then they are absent from the snapshot, never empty: if they cannot be read,
+// the first result stands, as if those Secrets did not exist yet, and the next round tries
+// again.
+func translateWithPayloads(ctx context.Context, payloads *store.SecretPayloads, s *store.Snapshot,
+	build func(*store.Snapshot) translator.Result, log logr.Logger) translator.Result {
+	res := build(s)
+	if len(s.SecretsPending) == 0 || res.Graph == nil {
+		return res
+	}
+	complete, err := payloads.Complete(ctx, s, secretReferenced(res.Graph))
+	if err != nil {
+		log.Error(err, "cannot read referenced Secrets that the cache keeps without their data; they count as missing until the next round")
+		return res
+	}
+	if complete == nil {
+		return res
+	}
+	return build(complete)
+}

@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+func payloadSecret(name string, typ corev1.SecretType, labels map[string]string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels, UID: "uid-" + "x"},
+		Type:       typ, Data: map[string][]byte{"key": []byte("value-of-" + name)},
+	}
+}
+
+func TestSecretPayloadsTransformKeepsWhatTranslationMayRead(t *testing.T) {
+	p := NewSecretPayloads(nil)
+	p.SetReferenced(func(ns, name string) bool { return ns == "default" && name == "referenced" })
+	for _, c := range []struct {
+		secret *corev1.Secret
+		kept   bool
+	}{
+		{payloadSecret("unrelated", corev1.SecretTypeOpaque, nil), false},
+		{payloadSecret("referenced", corev1.SecretTypeOpaque, nil), true},
+		{payloadSecret("tls", corev1.SecretTypeTLS, nil), true},
+		{payloadSecret("credential", corev1.SecretTypeOpaque, map[string]string{"konghq.com/credential": "key-auth"}), true},
+		{payloadSecret("ca", corev1.SecretTypeOpaque, map[string]string{CACertLabel: "true"}), true},
+		{payloadSecret("other-label", corev1.SecretTypeOpaque, map[string]string{"app": "x"}), false},
+	} {
+		out, err := p.Transform(c.secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := out.(*corev1.Secret)
+		if kept := len(s.Data) > 0; kept != c.kept {
+			t.Errorf("%s: payload kept %v, want %v", s.Name, kept, c.kept)
+		}
+		if PayloadNotCached(s) == c.kept {
+			t.Errorf("%s: marked %v, want %v", s.Name, PayloadNotCached(s), !c.kept)
+		}
+	}
+	// An empty Secret has nothing to drop: not marked, so it is taken as the empty Secret it is.
+	empty := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "empty"}}
+	if out, _ := p.Transform(empty); PayloadNotCached(out.(*corev1.Secret)) {
+		t.Error("an empty Secret is marked")
+	}
+}
+
+type fixedSource struct{ snap Snapshot }
+
+func (f fixedSource) Snapshot(context.Context) (*Snapshot, error) {
+	s := f.snap
+	s.Secrets = append([]*corev1.Secret(nil), f.snap.Secrets...)
+	return &s, nil
+}
+
+// countingReader counts the reads that reach the API server.
+type countingReader struct {
+	client.Reader
+	gets, lists int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.gets++
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.lists++
+	return c.Reader.List(ctx, list, opts...)
+}
+
+// A Secret cached without its data never shows empty: it is pending until loaded; loading
+// reads the referenced ones only, and the loaded copy serves the next snapshots while the
+// cache holds that version.
+func TestSecretPayloadsLoadReferencedSecrets(t *testing.T) {
+	for _, n := range []int{3, listThreshold + 5} {
+		t.Run(fmt.Sprintf("secrets=%d", n), func(t *testing.T) {
+			ctx := context.Background()
+			var apiObjects []client.Object
+			var cached []*corev1.Secret
+			p := NewSecretPayloads(nil)
+			for i := 0; i < n; i++ {
+				s := payloadSecret(fmt.Sprintf("s%d", i), corev1.SecretTypeOpaque, nil)
+				apiObjects = append(apiObjects, s.DeepCopy())
+			}
+			api := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(apiObjects...).Build()
+			for i := 0; i < n; i++ {
+				var s corev1.Secret
+				if err := api.Get(ctx, client.ObjectKey{Namespace: "default", Name: fmt.Sprintf("s%d", i)}, &s); err != nil {
+					t.Fatal(err)
+				}
+				out, _ := p.Transform(s.DeepCopy())
+				cached = append(cached, out.(*corev1.Secret))
+			}
+			reader := &countingReader{Reader: api}
+			p.SetReader(reader)
+			src := p.Source(fixedSource{Snapshot{Secrets: cached}})
+
+			snap, err := src.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Secrets) != 0 || len(snap.SecretsPending) != n {
+				t.Fatalf("%d Secrets shown, %d pending; want none shown, all pending", len(snap.Secrets), len(snap.SecretsPending))
+			}
+			// Nothing referenced: nothing read.
+			if c, err := p.Complete(ctx, snap, func(string, string) bool { return false }); err != nil || c != nil {
+				t.Fatalf("Complete with no reference = %v, %v", c, err)
+			}
+			if reader.gets+reader.lists != 0 {
+				t.Fatal("read the API server for unreferenced Secrets")
+			}
+			referenced := func(_, name string) bool { return name == "s1" || name == "s2" }
+			complete, err := p.Complete(ctx, snap, referenced)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(complete.Secrets) != 2 || len(complete.SecretsPending) != n-2 {
+				t.Fatalf("after loading: %d shown, %d pending", len(complete.Secrets), len(complete.SecretsPending))
+			}
+			for _, s := range complete.Secrets {
+				if string(s.Data["key"]) != "value-of-"+s.Name || PayloadNotCached(s) {
+					t.Errorf("%s loaded as %v (annotations %v)", s.Name, s.Data, s.Annotations)
+				}
+			}
+			reads := reader.gets + reader.lists
+			// The next snapshot shows the loaded copies without reading again.
+			next, err := src.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(next.Secrets) != 2 || reader.gets+reader.lists != reads {
+				t.Fatalf("next snapshot: %d shown, %d reads more", len(next.Secrets), reader.gets+reader.lists-reads)
+			}
+			// Another version cached (the Secret changed): the loaded copy no longer serves.
+			cached[1] = cached[1].DeepCopy()
+			cached[1].ResourceVersion = "12345"
+			src = p.Source(fixedSource{Snapshot{Secrets: cached}})
+			after, err := src.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(after.Secrets) != 1 || after.Secrets[0].Name != "s2" {
+				t.Fatalf("after s1 changed: shown %v", after.Secrets)
+			}
+		})
+	}
+}

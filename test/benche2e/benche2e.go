@@ -1,0 +1,376 @@
+// Package benche2e is konductor's end-to-end benchmark (`make bench-e2e`, issue #13): a real
+// kube-apiserver (envtest), a Kong that records every configuration it takes, N Ingresses with
+// their Services and EndpointSlices, and the controller's own binary as a separate process, so
+// that its memory and CPU time are its own. It measures start -> first complete push, change
+// -> push latency (an Ingress's host changed through the API until a POST /config carries it),
+// the number of pushes, the controller's RSS and CPU seconds.
+package benche2e
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	mathrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator/benchdata"
+)
+
+// Config is one run.
+type Config struct {
+	// Binary is the konductor binary to run (required).
+	Binary string
+	// Assets is the folder holding kube-apiserver and etcd (KUBEBUILDER_ASSETS).
+	Assets string
+	// CRDs is the folder of CRDs to install (the repository's config/crd).
+	CRDs string
+	// Ingresses is the number of Ingresses, each with its Service and EndpointSlice.
+	Ingresses int
+	// Changes is the number of host changes made after the first complete push.
+	Changes int
+	// ChangeInterval is the mean time between two changes; each interval is drawn uniformly
+	// from half to one and a half times it.
+	ChangeInterval time.Duration
+	// Secrets is the number of unrelated 100 KB Secrets created as well.
+	Secrets int
+	// Status turns the controller's status writes on (--update-status with a published address).
+	Status bool
+	// Emulator sends the configurations to the Kong emulator (which validates them) instead of
+	// the recording Kong that accepts anything: the times then include Kong's work.
+	Emulator bool
+	// Args are more flags for the controller.
+	Args []string
+	// LogDir receives the controller's log (controller.log); a temporary folder when empty.
+	LogDir string
+	// Seed makes the changes' order and intervals repeatable.
+	Seed uint64
+	// Progress, when set, receives a line per step.
+	Progress io.Writer
+}
+
+// Result is what a run measured.
+type Result struct {
+	Setup            time.Duration   // API server start and object creation, not part of the measure
+	StartToFirstPush time.Duration   // process start until a POST /config held every Ingress
+	ChangeLatencies  []time.Duration // per change seen, in the order made
+	Missed           int             // changes no push carried within changeTimeout
+	Pushes           int             // every POST /config
+	PushesAfterFirst int             // after the first complete push
+	RSSBytes         int64           // VmRSS at the end
+	PeakRSSBytes     int64           // VmHWM at the end
+	CPUSeconds       float64         // utime + stime at the end
+	Unserved         map[string]int  // requests the recording Kong does not serve
+	LogFile          string
+}
+
+// changeTimeout bounds the wait for one change; a change not seen by then is counted missed.
+const changeTimeout = 30 * time.Second
+
+// firstPushTimeout bounds the wait for the first complete push.
+const firstPushTimeout = 5 * time.Minute
+
+// ingressClass is the class the benchmark's Ingresses use and the controller serves.
+const ingressClass = "kong"
+
+// Run performs one run. It stops everything it started before it returns.
+func Run(ctx context.Context, cfg Config) (res Result, err error) {
+	if cfg.Binary == "" || cfg.Assets == "" || cfg.CRDs == "" {
+		return res, errors.New("benche2e: Binary, Assets and CRDs are required")
+	}
+	if cfg.ChangeInterval <= 0 {
+		cfg.ChangeInterval = 500 * time.Millisecond
+	}
+	progress := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "bench-e2e: "+format+"\n", args...)
+		}
+	}
+	setupStart := time.Now()
+
+	env := &envtest.Environment{BinaryAssetsDirectory: cfg.Assets, CRDDirectoryPaths: []string{cfg.CRDs}, ErrorIfCRDPathMissing: true}
+	// A loaded machine can take longer than envtest's default to start the API server.
+	env.ControlPlaneStartTimeout = 3 * time.Minute
+	// envtest's default Service range is a /24: room for 10,000 Services and more.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
+	restCfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+		return res, fmt.Errorf("starting kube-apiserver: %w", err)
+	}
+	defer func() {
+		if stopErr := env.Stop(); stopErr != nil && err == nil {
+			err = fmt.Errorf("stopping kube-apiserver: %w", stopErr)
+		}
+	}()
+	logDir := cfg.LogDir
+	if logDir == "" {
+		if logDir, err = os.MkdirTemp("", "bench-e2e-"); err != nil {
+			return res, err
+		}
+	} else if err = os.MkdirAll(logDir, 0o755); err != nil {
+		return res, err
+	}
+	kubeconfig, err := writeKubeconfig(env, logDir)
+	if err != nil {
+		return res, err
+	}
+	restCfg = rest.CopyConfig(restCfg)
+	restCfg.QPS, restCfg.Burst = -1, 0 // no client-side rate limit: creation is setup
+	c, err := client.New(restCfg, client.Options{Scheme: store.NewScheme()})
+	if err != nil {
+		return res, err
+	}
+	progress("API server up; creating %d Ingresses, Services and EndpointSlices and %d Secrets", cfg.Ingresses, cfg.Secrets)
+	if err := createObjects(ctx, c, cfg.Ingresses, cfg.Secrets); err != nil {
+		return res, err
+	}
+	warmUp(ctx, c)
+	res.Setup = time.Since(setupStart)
+	progress("objects created in %s", res.Setup.Round(time.Millisecond))
+
+	var next http.Handler
+	if cfg.Emulator {
+		next = kongemu.New(kongemu.Options{Mode: kongemu.DBLess})
+	}
+	kong := newRecordingKong(next, cfg.Ingresses)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	srv := &http.Server{Handler: kong, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	kongURL := "http://" + ln.Addr().String()
+
+	res.LogFile = filepath.Join(logDir, "controller.log")
+	logFile, err := os.Create(res.LogFile)
+	if err != nil {
+		return res, err
+	}
+	defer logFile.Close()
+	args := []string{"run", "--kubeconfig", kubeconfig, "--kong-admin-url", kongURL, "--ingress-class", ingressClass,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect=false",
+		fmt.Sprintf("--update-status=%t", cfg.Status)}
+	if cfg.Status {
+		args = append(args, "--publish-status-address", "192.0.2.10")
+	}
+	args = append(args, cfg.Args...)
+	cmd := exec.Command(cfg.Binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return res, fmt.Errorf("starting the controller: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	}
+	defer stop()
+	progress("controller started (pid %d, log %s)", cmd.Process.Pid, res.LogFile)
+
+	first, err := waitFor(ctx, kong, exited, firstPushTimeout, kong.firstCompletePush)
+	if err != nil {
+		return res, fmt.Errorf("waiting for the first complete push: %w (log: %s)", err, res.LogFile)
+	}
+	res.StartToFirstPush = first.Sub(start)
+	pushesAtFirst := kong.pushCount()
+	progress("first complete push after %s", res.StartToFirstPush.Round(time.Millisecond))
+
+	made, err := makeChanges(ctx, c, kong, cfg)
+	if err != nil {
+		return res, err
+	}
+	for _, ch := range made {
+		at, err := waitFor(ctx, kong, exited, time.Until(ch.at.Add(changeTimeout)), func() (time.Time, bool) {
+			t := kong.carriedAt(ch.host)
+			return t, !t.IsZero()
+		})
+		if err != nil {
+			res.Missed++
+			continue
+		}
+		res.ChangeLatencies = append(res.ChangeLatencies, at.Sub(ch.at))
+	}
+	if proc, err := readProc(cmd.Process.Pid); err == nil {
+		res.RSSBytes, res.PeakRSSBytes, res.CPUSeconds = proc.rss, proc.hwm, proc.cpuSeconds
+	} else {
+		return res, err
+	}
+	res.Pushes = kong.pushCount()
+	res.PushesAfterFirst = res.Pushes - pushesAtFirst
+	res.Unserved = kong.unserved()
+	stop()
+	return res, nil
+}
+
+// waitFor waits until cond holds, the controller exits, or timeout passes; every push wakes it.
+func waitFor(ctx context.Context, k *recordingKong, exited <-chan error, timeout time.Duration, cond func() (time.Time, bool)) (time.Time, error) {
+	deadline := time.NewTimer(max(timeout, 0))
+	defer deadline.Stop()
+	for {
+		if t, ok := cond(); ok {
+			return t, nil
+		}
+		select {
+		case <-k.notify:
+		case err := <-exited:
+			return time.Time{}, fmt.Errorf("the controller exited: %v", err)
+		case <-deadline.C:
+			return time.Time{}, errors.New("timed out")
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		}
+	}
+}
+
+type change struct {
+	host string
+	at   time.Time // just before the update was sent
+}
+
+// makeChanges changes the host of a random Ingress cfg.Changes times, at random intervals.
+func makeChanges(ctx context.Context, c client.Client, kong *recordingKong, cfg Config) ([]change, error) {
+	rng := mathrand.New(mathrand.NewPCG(cfg.Seed, 13))
+	var out []change
+	for i := 0; i < cfg.Changes; i++ {
+		wait := cfg.ChangeInterval/2 + time.Duration(rng.Int64N(int64(cfg.ChangeInterval)))
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		n := rng.IntN(cfg.Ingresses)
+		ing := &netv1.Ingress{}
+		key := client.ObjectKey{Namespace: fmt.Sprintf("ns-%d", n%10), Name: fmt.Sprintf("ing-%d", n)}
+		if err := c.Get(ctx, key, ing); err != nil {
+			return nil, fmt.Errorf("change %d: %w", i, err)
+		}
+		host := fmt.Sprintf("change-%d-%d.example.com", i, rng.Uint32())
+		ing.Spec.Rules[0].Host = host
+		kong.await(host)
+		ch := change{host: host, at: time.Now()}
+		if err := c.Update(ctx, ing); err != nil {
+			return nil, fmt.Errorf("change %d: %w", i, err)
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
+
+// createObjects creates the namespaces, the IngressClass, the Ingresses with their Services and
+// EndpointSlices (the translator benchmarks' objects, internal/translator/benchdata) and the
+// unrelated Secrets, with a few requests in flight at once.
+func createObjects(ctx context.Context, c client.Client, ingresses, secrets int) error {
+	for i := 0; i < 10; i++ {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns-%d", i)}}); err != nil {
+			return err
+		}
+	}
+	if err := c.Create(ctx, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: ingressClass},
+		Spec: netv1.IngressClassSpec{Controller: "ingress-controllers.konghq.com/kong"}}); err != nil {
+		return err
+	}
+	snap := benchdata.Snapshot(ingresses)
+	var objs []client.Object
+	for i := range snap.Ingresses {
+		objs = append(objs, snap.Services[i], snap.EndpointSlices[i], snap.Ingresses[i])
+	}
+	payload := make([]byte, 100*1024)
+	for i := 0; i < secrets; i++ {
+		_, _ = rand.Read(payload)
+		objs = append(objs, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%d", i), Namespace: fmt.Sprintf("ns-%d", i%10)},
+			Data:       map[string][]byte{"blob": slices.Clone(payload)},
+		})
+	}
+	work := make(chan client.Object)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := range work {
+				o.SetUID("")
+				if err := c.Create(ctx, o); err != nil {
+					select {
+					case errs <- fmt.Errorf("creating %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err):
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// warmUp lists every kind the controller reads once. A fresh kube-apiserver builds its
+// handler of a custom resource (schemas, CEL validation rules) on the first request for it:
+// 0.3-0.9 s each for Gateway API's routes on two cores. A cluster's API server has long
+// done that, so the benchmark does it before the controller starts, which then measures the
+// controller. Errors (a kind not served) do not matter here.
+func warmUp(ctx context.Context, c client.Client) {
+	for _, k := range store.AllKinds() {
+		_ = c.List(ctx, k.NewList(), client.Limit(1))
+	}
+}
+
+// writeKubeconfig adds an administrator to env and writes its kubeconfig into dir.
+func writeKubeconfig(env *envtest.Environment, dir string) (string, error) {
+	user, err := env.AddUser(envtest.User{Name: "bench-e2e", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	if _, err := clientcmd.Load(raw); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, raw, 0o600)
+}

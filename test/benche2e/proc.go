@@ -1,0 +1,76 @@
+package benche2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// procStats is what Linux reports of a process: its resident memory now and at its peak, and
+// the CPU time it used.
+type procStats struct {
+	rss, hwm   int64
+	cpuSeconds float64
+}
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat: 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100
+
+func readProc(pid int) (procStats, error) {
+	var out procStats
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return out, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch fields[0] {
+		case "VmRSS:":
+			out.rss = kb * 1024
+		case "VmHWM:":
+			out.hwm = kb * 1024
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return out, err
+	}
+	cpu, err := parseStatCPU(string(stat))
+	if err != nil {
+		return out, err
+	}
+	out.cpuSeconds = cpu
+	return out, nil
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) from /proc/<pid>/stat. The command
+// name (field 2) is in parentheses and may hold spaces, so fields are counted after its ')'.
+func parseStatCPU(stat string) (float64, error) {
+	end := strings.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("unexpected /proc stat line %q", stat)
+	}
+	fields := strings.Fields(stat[end+1:])
+	// fields[0] is field 3 (state): utime is field 14, stime field 15.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("unexpected /proc stat line %q", stat)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc stat line %q", stat)
+	}
+	return float64(utime+stime) / clockTicks, nil
+}

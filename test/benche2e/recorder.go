@@ -1,0 +1,221 @@
+package benche2e
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// recordingKong records every configuration a DB-less Kong takes: when POST /config arrived
+// and which change markers (hosts) it carried. Without next it is a Kong that validates
+// nothing, so that the benchmark measures the controller and not Kong: it answers GET / (a
+// DB-less 3.10 with the traditional_compatible router) and GET /status (the digest of the
+// last body as configuration_hash), which is all the controller asks. With next (the
+// emulator) every request goes there and a POST /config is recorded once it was accepted.
+type recordingKong struct {
+	next     http.Handler
+	complete int // distinct hosts of a complete configuration
+
+	mu      sync.Mutex
+	pushes  []push
+	digest  string
+	markers map[string]time.Time // host -> first push that carried it
+	other   map[string]int       // requests to paths it does not serve, for the report
+	notify  chan struct{}        // a tick per push
+}
+
+type push struct {
+	at     time.Time
+	digest string
+	hosts  int // distinct route hosts in the body, counted only until a complete push is seen
+}
+
+func newRecordingKong(next http.Handler, complete int) *recordingKong {
+	return &recordingKong{next: next, complete: complete, markers: map[string]time.Time{}, other: map[string]int{}, notify: make(chan struct{}, 1)}
+}
+
+// statusRecorder remembers the status code a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (k *recordingKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	isConfig := r.Method == http.MethodPost && r.URL.Path == "/config"
+	if k.next != nil {
+		if !isConfig {
+			k.next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sw := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		k.next.ServeHTTP(sw, r)
+		if sw.code < 300 {
+			k.record(time.Now(), body)
+		}
+		return
+	}
+	switch {
+	case isConfig:
+		body, err := io.ReadAll(r.Body)
+		at := time.Now()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		k.record(at, body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte("{}"))
+	case r.Method == http.MethodGet && r.URL.Path == "/status":
+		k.mu.Lock()
+		d := k.digest
+		k.mu.Unlock()
+		if d == "" {
+			d = "00000000000000000000000000000000"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"configuration_hash":%q,"server":{"connections_accepted":1}}`, d)
+	case r.Method == http.MethodGet && r.URL.Path == "/":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"version":"3.10.0","hostname":"recording-kong","node_id":"00000000-0000-4000-8000-000000000001",` +
+			`"configuration":{"database":"off","router_flavor":"traditional_compatible"},` +
+			`"plugins":{"available_on_server":{}}}`))
+	default:
+		k.mu.Lock()
+		k.other[r.Method+" "+r.URL.Path]++
+		k.mu.Unlock()
+		http.NotFound(w, r)
+	}
+}
+
+// record keeps the push and marks every awaited host the body carries.
+func (k *recordingKong) record(at time.Time, body []byte) {
+	sum := sha256.Sum256(body)
+	p := push{at: at, digest: hex.EncodeToString(sum[:16])}
+	k.mu.Lock()
+	awaited := make([]string, 0, len(k.markers))
+	for host, seen := range k.markers {
+		if seen.IsZero() {
+			awaited = append(awaited, host)
+		}
+	}
+	complete := k.completeLocked()
+	k.mu.Unlock()
+
+	if !complete {
+		p.hosts = countHosts(body)
+	}
+	var carried []string
+	for _, host := range awaited {
+		if bytes.Contains(body, []byte(`"`+host+`"`)) {
+			carried = append(carried, host)
+		}
+	}
+
+	k.mu.Lock()
+	k.pushes = append(k.pushes, p)
+	k.digest = p.digest
+	for _, host := range carried {
+		if k.markers[host].IsZero() {
+			k.markers[host] = at
+		}
+	}
+	k.mu.Unlock()
+	select {
+	case k.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (k *recordingKong) completeLocked() bool {
+	for _, p := range k.pushes {
+		if p.hosts >= k.complete {
+			return true
+		}
+	}
+	return false
+}
+
+// await registers host as the marker of a change; carriedAt reports when a push first held it.
+func (k *recordingKong) await(host string) {
+	k.mu.Lock()
+	k.markers[host] = time.Time{}
+	k.mu.Unlock()
+}
+
+func (k *recordingKong) carriedAt(host string) time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.markers[host]
+}
+
+// firstCompletePush returns the arrival of the first push carrying every host.
+func (k *recordingKong) firstCompletePush() (time.Time, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range k.pushes {
+		if p.hosts >= k.complete {
+			return p.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (k *recordingKong) pushCount() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.pushes)
+}
+
+func (k *recordingKong) unserved() map[string]int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return maps.Clone(k.other)
+}
+
+// countHosts counts the distinct route hosts of a declarative configuration.
+func countHosts(body []byte) int {
+	type route struct {
+		Hosts []string `json:"hosts"`
+	}
+	var cfg struct {
+		Services []struct {
+			Routes []route `json:"routes"`
+		} `json:"services"`
+		Routes []route `json:"routes"`
+	}
+	if err := json.Unmarshal(body, &cfg); err != nil {
+		return 0
+	}
+	seen := map[string]struct{}{}
+	add := func(rs []route) {
+		for _, r := range rs {
+			for _, h := range r.Hosts {
+				seen[h] = struct{}{}
+			}
+		}
+	}
+	add(cfg.Routes)
+	for _, s := range cfg.Services {
+		add(s.Routes)
+	}
+	return len(seen)
+}

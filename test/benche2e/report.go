@@ -1,0 +1,44 @@
+package benche2e
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Percentile is the p-th percentile (0-100) of ds by the nearest-rank method; 0 for none.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	rank := int(p/100*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(rank, 0), len(sorted)-1)]
+}
+
+// Report prints the run's figures, one per line.
+func (r Result) Report(w io.Writer, cfg Config) {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+	kong := "recording (no validation)"
+	if cfg.Emulator {
+		kong = "emulator (validates)"
+	}
+	status := "off"
+	if cfg.Status {
+		status = "on"
+	}
+	fmt.Fprintf(w, "Ingresses %d, unrelated 100 KB Secrets %d, status writes %s, Kong %s\n", cfg.Ingresses, cfg.Secrets, status, kong)
+	fmt.Fprintf(w, "setup (not measured)            %s\n", r.Setup.Round(time.Millisecond))
+	fmt.Fprintf(w, "start -> first complete push    %s\n", ms(r.StartToFirstPush))
+	fmt.Fprintf(w, "change -> push (%d of %d seen)  p50 %s  p90 %s  max %s\n", len(r.ChangeLatencies), len(r.ChangeLatencies)+r.Missed,
+		ms(Percentile(r.ChangeLatencies, 50)), ms(Percentile(r.ChangeLatencies, 90)), ms(Percentile(r.ChangeLatencies, 100)))
+	fmt.Fprintf(w, "pushes                          %d (%d after the first complete one)\n", r.Pushes, r.PushesAfterFirst)
+	fmt.Fprintf(w, "RSS / peak                      %.0f MB / %.0f MB\n", float64(r.RSSBytes)/(1<<20), float64(r.PeakRSSBytes)/(1<<20))
+	fmt.Fprintf(w, "CPU                             %.2f s\n", r.CPUSeconds)
+	if len(r.Unserved) > 0 {
+		fmt.Fprintf(w, "requests the recording Kong does not serve: %v\n", r.Unserved)
+	}
+	fmt.Fprintf(w, "controller log                  %s\n", r.LogFile)
+}

@@ -1,0 +1,57 @@
+package integration
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/konductor/konductor/test/benche2e"
+)
+
+// The end-to-end benchmark (`make bench-e2e`) in its tiny version, so that it keeps working:
+// 50 Ingresses, 3 changes, status writes on, the controller's own binary as a process. It
+// checks what the benchmark counts, never how fast (docs/performance.md has the figures).
+func TestBenchE2ESmall(t *testing.T) {
+	dir, err := assets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "konductor")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/konductor")
+	build.Dir = repoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building konductor: %v\n%s", err, out)
+	}
+	cfg := benche2e.Config{
+		Binary: bin, Assets: dir, CRDs: filepath.Join(repoRoot(), "config", "crd"),
+		Ingresses: 50, Changes: 3, ChangeInterval: 100 * time.Millisecond, Status: true, Secrets: 2,
+		LogDir: t.TempDir(), Seed: 1,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := benche2e.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report strings.Builder
+	res.Report(&report, cfg)
+	t.Log("\n" + report.String())
+	if res.StartToFirstPush <= 0 {
+		t.Errorf("no start -> first complete push measured: %v", res.StartToFirstPush)
+	}
+	if res.Missed != 0 || len(res.ChangeLatencies) != cfg.Changes {
+		t.Errorf("changes seen %d, missed %d; want all %d seen", len(res.ChangeLatencies), res.Missed, cfg.Changes)
+	}
+	if res.PushesAfterFirst < 1 {
+		t.Errorf("no push after the first complete one, yet %d changes were seen", len(res.ChangeLatencies))
+	}
+	if res.RSSBytes <= 0 || res.PeakRSSBytes < res.RSSBytes || res.CPUSeconds <= 0 {
+		t.Errorf("process figures not read: RSS %d, peak %d, CPU %v", res.RSSBytes, res.PeakRSSBytes, res.CPUSeconds)
+	}
+	if len(res.Unserved) != 0 {
+		t.Errorf("the controller asked the recording Kong what it does not serve: %v", res.Unserved)
+	}
+}
