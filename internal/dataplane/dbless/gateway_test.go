@@ -26,8 +26,8 @@ type fakeKong struct {
 	statuses int
 	// configReads counts GET /config
 	configReads int
-	reject   func(body []byte) bool // answer 400 for these bodies
-	fail     int                    // answer 503 to the next fail requests
+	reject      func(body []byte) bool // answer 400 for these bodies
+	fail        int                    // answer 503 to the next fail requests
 }
 
 func (f *fakeKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
