@@ -107,11 +107,12 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 		if err := g.learn(ctx); err != nil {
 			return Unchanged, err
 		}
-		if g.lastHash == kongHash(config) {
-			// The gateway already holds exactly this configuration (this controller, or the
-			// one before it, sent it): nothing to send after a restart of the controller.
-			g.lastDigest, g.lastGood = digest, config
-		}
+	}
+	if g.lastHash != "" && g.lastHash == kongHash(config) {
+		// The gateway held exactly this configuration when it last told us its hash (the
+		// controller before a restart sent it, or it is the fallback of a refused one):
+		// checked against its current hash below, and not sent again.
+		g.lastDigest, g.lastGood = digest, config
 	}
 	known := g.lastGood != nil && digest == g.lastDigest
 	rejectedBefore := g.rejectionOf(digest)

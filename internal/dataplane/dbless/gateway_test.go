@@ -318,3 +318,22 @@ func TestRestartedControllerRestoresWhatTheGatewayHeld(t *testing.T) {
 	posts, _ := f.counts()
 	require.Equal(t, 3, posts, "good, bad once, good restored")
 }
+
+// A restarted controller whose configuration is refused sends it once; the fallback it sends
+// next is what the gateway already holds (the previous leader's fallback): not sent again.
+func TestRestartedControllerDoesNotResendTheFallbackTheGatewayHolds(t *testing.T) {
+	f := &fakeKong{reject: func(b []byte) bool { return string(b) == "bad" }}
+	ctx := context.Background()
+	_, err := newGateway(t, f).Push(ctx, []byte("fallback"))
+	require.NoError(t, err)
+
+	g := connect(t, f)
+	_, err = g.Push(ctx, []byte("bad"))
+	var rej *RejectedError
+	require.ErrorAs(t, err, &rej)
+	out, err := g.Push(ctx, []byte("fallback"))
+	require.NoError(t, err)
+	require.Equal(t, Unchanged, out)
+	posts, _ := f.counts()
+	require.Equal(t, 2, posts, "the fallback once by the first controller, the refused one once by the second")
+}
