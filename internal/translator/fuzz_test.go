@@ -2,9 +2,11 @@ package translator
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/konductor/konductor/internal/manifest"
 	"github.com/konductor/konductor/internal/store"
@@ -29,6 +31,10 @@ func FuzzTranslate(f *testing.F) {
 		f.Add(uint8(i), b)
 	}
 	f.Fuzz(func(t *testing.T, opts uint8, data []byte) {
+		// A hang is a failure too (one object must not stop every sync): an input that
+		// takes longer than this crashes the worker, and the fuzzer keeps it.
+		watchdog := time.AfterFunc(fuzzHang, func() { panic(fmt.Sprintf("translation hangs on opts %d, input %q", opts, data)) })
+		defer watchdog.Stop()
 		loaded, err := manifest.Parse(data)
 		if err != nil {
 			return // not a manifest: the API server would not have stored it either
@@ -36,6 +42,10 @@ func FuzzTranslate(f *testing.F) {
 		translate(t, loaded, opts)
 	})
 }
+
+// fuzzHang is how long one fuzz input may take: far more than the slowest golden case needs,
+// on a loaded machine.
+const fuzzHang = 5 * time.Second
 
 // translate is one fuzz input through the controller's path, with the options opts's bits
 // switch on.
