@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/konductor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-unit test-integration test-faults envtest-assets helm chart-sync bench bench-attached bench-e2e lint manifests
+.PHONY: build run test test-unit test-integration test-faults test-fuzz fuzz soak envtest-assets helm chart-sync bench bench-attached bench-e2e lint manifests
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/konductor
@@ -43,8 +43,23 @@ test-faults:
 	KONDUCTOR_FAULT_SECONDS=60 KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -race -count=1 -timeout 10m -run TestAdminAPIFaultsAreSurvived ./test/integration/
 	KONDUCTOR_OUTAGE_SECONDS=30 KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -race -count=1 -timeout 10m -run TestAPIServerOutage -v ./test/integration/
 
-# Unit and integration tests, with the race detector.
-test: test-unit test-integration
+# The failover soak at full length: database mode, 2,000 objects, a writer changing Ingresses
+# throughout, 100 leader changes alternating clean stops and kills (`make test` runs a short
+# version: 120 objects, 3 leader changes, 10 changes). Recorded in docs/performance.md.
+soak:
+	KONDUCTOR_SOAK=full KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -race -count=1 -timeout 60m -v -run '^TestFailoverSoak$$' ./test/integration/
+
+# Fuzzing: random manifests (every translated kind, any annotation) through translation and
+# rendering must never panic. One fuzz target per run (go test allows one). FUZZTIME=10m for a
+# long run; `make test` runs it for 20 s.
+FUZZTIME ?= 20s
+test-fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzTranslate$$' -fuzztime $(FUZZTIME) ./internal/translator
+fuzz: FUZZTIME = 10m
+fuzz: test-fuzz
+
+# Unit, fuzz (short) and integration tests, with the race detector.
+test: test-unit test-fuzz test-integration
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...

@@ -533,7 +533,11 @@ func (e *Emulator) postConfig(w http.ResponseWriter, r *http.Request) {
 	var cfg map[string]any
 	var hash string
 	parseString := func(s string) bool {
-		j, err := yaml.YAMLToJSON([]byte(s))
+		// JSON is YAML; read as JSON when it looks like JSON (much faster for a large one).
+		j, err := []byte(s), error(nil)
+		if t := strings.TrimSpace(s); !strings.HasPrefix(t, "{") || !json.Valid([]byte(t)) {
+			j, err = yaml.YAMLToJSON([]byte(s))
+		}
 		if err == nil {
 			var v any
 			v, err = decodeJSON(j)

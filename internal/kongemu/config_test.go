@@ -188,6 +188,13 @@ func TestPostConfigCheckHash(t *testing.T) {
 	st, _, _ = post(t, e, "/config?check_hash=1", "application/json", okConfig)
 	require.Equal(t, 304, st)
 
+	// A JSON configuration sent as a string: the hash is the md5 of that string, which the
+	// sender can compute (a restarted controller compares it with what it would send).
+	st, _, _ = post(t, e, "/config?check_hash=1", "application/json", `{"config":`+jsonString(okConfig)+`}`)
+	require.Equal(t, 201, st)
+	require.Equal(t, md5hex([]byte(okConfig)), statusHash(t, e))
+	require.NotEmpty(t, e.Entities("services"))
+
 	// After a restart the hash is zeros and the same config loads again.
 	e.Restart()
 	require.Equal(t, emptyHash, statusHash(t, e))

@@ -53,40 +53,75 @@ type Loaded struct {
 // *.yml and *.json in sorted order. A file may hold many documents ("---"), and a document
 // may be a List. Objects of the same kind, namespace and name may appear only once.
 func LoadAll(paths ...string) (*Loaded, error) {
-	scheme := store.NewScheme()
-	dec := json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme, scheme, json.SerializerOptions{Strict: true})
-	read := map[schema.GroupVersionKind]bool{}
-	for _, k := range store.AllKinds() {
-		read[k.GroupVersionKind()] = true
-	}
-	out := &Loaded{}
-	seen := map[string]string{}
+	r := newReader()
 	for _, p := range paths {
 		files, err := expand(p)
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range files {
-			objs, err := loadFile(f, dec, out)
+			data, err := os.ReadFile(f)
 			if err != nil {
 				return nil, err
 			}
-			for _, o := range objs {
-				gvk := o.GetObjectKind().GroupVersionKind()
-				key := gvk.GroupKind().String() + " " + o.GetNamespace() + "/" + o.GetName()
-				if prev, dup := seen[key]; dup {
-					return nil, fmt.Errorf("%s: %s is also defined in %s", f, key, prev)
-				}
-				seen[key] = f
-				if !read[gvk] {
-					out.Skipped = append(out.Skipped, fmt.Sprintf("%s: %s %s: konductor does not read this kind; skipped", f, gvk.Kind, strings.TrimPrefix(o.GetNamespace()+"/"+o.GetName(), "/")))
-					continue
-				}
-				out.Objects = append(out.Objects, o)
+			if err := r.add(f, data); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return out, nil
+	return r.out, nil
+}
+
+// Parse reads the objects of one manifest held in memory, as LoadAll reads a file: the
+// objects of kinds konductor reads, the others skipped.
+func Parse(data []byte) (*Loaded, error) {
+	r := newReader()
+	if err := r.add("manifest", data); err != nil {
+		return nil, err
+	}
+	return r.out, nil
+}
+
+// reader accumulates the objects of several manifests.
+type reader struct {
+	dec  runtime.Decoder
+	read map[schema.GroupVersionKind]bool
+	seen map[string]string // object key -> the manifest that defined it
+	out  *Loaded
+}
+
+func newReader() *reader {
+	scheme := store.NewScheme()
+	r := &reader{
+		dec:  json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme, scheme, json.SerializerOptions{Strict: true}),
+		read: map[schema.GroupVersionKind]bool{}, seen: map[string]string{}, out: &Loaded{},
+	}
+	for _, k := range store.AllKinds() {
+		r.read[k.GroupVersionKind()] = true
+	}
+	return r
+}
+
+// add reads the manifest data, named name in messages.
+func (r *reader) add(name string, data []byte) error {
+	objs, err := loadFile(name, data, r.dec, r.out)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		key := gvk.GroupKind().String() + " " + o.GetNamespace() + "/" + o.GetName()
+		if prev, dup := r.seen[key]; dup {
+			return fmt.Errorf("%s: %s is also defined in %s", name, key, prev)
+		}
+		r.seen[key] = name
+		if !r.read[gvk] {
+			r.out.Skipped = append(r.out.Skipped, fmt.Sprintf("%s: %s %s: konductor does not read this kind; skipped", name, gvk.Kind, strings.TrimPrefix(o.GetNamespace()+"/"+o.GetName(), "/")))
+			continue
+		}
+		r.out.Objects = append(r.out.Objects, o)
+	}
+	return nil
 }
 
 func expand(p string) ([]string, error) {
@@ -118,11 +153,7 @@ func expand(p string) ([]string, error) {
 	return files, nil
 }
 
-func loadFile(path string, dec runtime.Decoder, l *Loaded) ([]client.Object, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+func loadFile(path string, data []byte, dec runtime.Decoder, l *Loaded) ([]client.Object, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var out []client.Object
 	for i := 0; ; i++ {

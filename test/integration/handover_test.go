@@ -23,6 +23,7 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/manager"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -317,6 +318,19 @@ func metav1Object(ns, name string) metav1.ObjectMeta {
 // expectedRoutes translates the cluster's objects in ns, as they are now, into route names.
 func expectedRoutes(t *testing.T, ns string) []string {
 	t.Helper()
+	var names []string
+	for _, svc := range clusterTranslation(t, ns).Content().Services {
+		for _, r := range svc.Routes {
+			names = append(names, *r.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// clusterTranslation is the translation of the cluster's objects in ns, as they are now.
+func clusterTranslation(t *testing.T, ns string) *kongstate.State {
+	t.Helper()
 	var objs []client.Object
 	for _, k := range store.AllKinds() {
 		list := k.NewList()
@@ -332,14 +346,7 @@ func expectedRoutes(t *testing.T, ns string) []string {
 	snap, err := s.Snapshot(context.Background())
 	require.NoError(t, err)
 	state, _ := translator.Translate(snap, translator.Options{})
-	var names []string
-	for _, svc := range state.Content().Services {
-		for _, r := range svc.Routes {
-			names = append(names, *r.Name)
-		}
-	}
-	sort.Strings(names)
-	return names
+	return state
 }
 
 func entityNames(es []map[string]any) []string {

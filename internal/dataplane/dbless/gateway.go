@@ -3,7 +3,9 @@ package dbless
 import (
 	"bytes"
 	"context"
+	"crypto/md5" //nolint:gosec // Kong's configuration_hash is an md5; compared, not trusted
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +54,10 @@ type Gateway struct {
 	lastDigest [sha256.Size]byte // of the configuration the gateway last accepted
 	lastGood   []byte
 	lastHash   string // the configuration_hash Kong reported right after taking lastGood
+	// learned is set once the gateway's state at this process's start was read (learn);
+	// heldAtStart is the configuration it held then (GET /config), nil when none.
+	learned     bool
+	heldAtStart []byte
 	// rejected are the configurations the gateway refused, newest last, at most
 	// rememberRejections: with fallback configuration the loop sends a refused configuration
 	// and then its fallback every round, and the refused one must not be sent again when the
@@ -97,6 +103,17 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 	defer g.mu.Unlock()
 
 	digest := sha256.Sum256(config)
+	if !g.learned {
+		if err := g.learn(ctx); err != nil {
+			return Unchanged, err
+		}
+	}
+	if g.lastHash != "" && g.lastHash == kongHash(config) {
+		// The gateway held exactly this configuration when it last told us its hash (the
+		// controller before a restart sent it, or it is the fallback of a refused one):
+		// checked against its current hash below, and not sent again.
+		g.lastDigest, g.lastGood = digest, config
+	}
 	known := g.lastGood != nil && digest == g.lastDigest
 	rejectedBefore := g.rejectionOf(digest)
 	if known || rejectedBefore != nil {
@@ -134,6 +151,67 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 	return Pushed, nil
 }
 
+// learn reads what the gateway holds when this process first talks to it, so that what it
+// knows survives a restart of the controller: the configuration hash (an unchanged first push
+// is not sent again) and, when the gateway holds a configuration, that configuration
+// (GET /config), which becomes the last good one: if the gateway later loses its
+// configuration (a Kong restart) while the current one is refused, it gets back what it held
+// rather than nothing. Which configurations the gateway refused before the restart cannot be
+// learned (Kong keeps no record of a refusal and konductor persists nothing, as KIC): a
+// refused configuration is sent once per controller process, then remembered.
+func (g *Gateway) learn(ctx context.Context) error {
+	st, err := g.client.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("reading /status: %w", err)
+	}
+	g.learned = true
+	if st.ConfigurationHash == EmptyConfigurationHash || st.ConfigurationHash == "" {
+		return nil
+	}
+	g.lastHash = st.ConfigurationHash
+	held, err := g.held(ctx)
+	if err != nil {
+		// Not needed to sync: without it a gateway that loses its configuration while the
+		// current one is refused stays empty until a good one comes, as before.
+		return nil //nolint:nilerr // best effort, see above
+	}
+	g.lastDigest, g.lastGood, g.heldAtStart = sha256.Sum256(held), held, held
+	return nil
+}
+
+// held is the configuration the gateway holds, as GET /config exports it ({"config": "<yaml>"}).
+func (g *Gateway) held(ctx context.Context) ([]byte, error) {
+	req, err := g.client.NewRequest(http.MethodGet, "/config", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var body struct {
+		Config string `json:"config"`
+	}
+	if _, err := g.client.Do(ctx, req, &body); err != nil {
+		return nil, fmt.Errorf("reading /config: %w", err)
+	}
+	if body.Config == "" {
+		return nil, errors.New("GET /config returned no configuration")
+	}
+	return []byte(body.Config), nil
+}
+
+// Held is the configuration the gateway held when this process first talked to it, as
+// GET /config exported it; nil when it held none, or before the first Push.
+func (g *Gateway) Held() []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.heldAtStart
+}
+
+// kongHash is the configuration_hash Kong reports after taking config as a string in
+// {"config": ...}: the md5 of the string.
+func kongHash(config []byte) string {
+	sum := md5.Sum(config) //nolint:gosec // Kong's hash
+	return hex.EncodeToString(sum[:])
+}
+
 // drifted reports whether the gateway no longer holds what it last took from us: it lost its
 // configuration (the all-zero hash: it restarted), or its hash changed since (another writer,
 // for example a previous leader's late POST, replaced it).
@@ -158,8 +236,17 @@ func (g *Gateway) currentHash(ctx context.Context) string {
 	return st.ConfigurationHash
 }
 
+// post sends config as {"config": "<config>"}: Kong then hashes the string itself (for a
+// JSON object body it hashes its own re-encoding), so that the configuration_hash it reports
+// is kongHash(config), which a restarted controller can compare with what it would send.
 func (g *Gateway) post(ctx context.Context, config []byte) error {
-	err := g.client.ReloadDeclarativeRawConfig(ctx, bytes.NewReader(config), true, true)
+	body, err := json.Marshal(struct {
+		Config string `json:"config"`
+	}{string(config)})
+	if err != nil {
+		return fmt.Errorf("encoding the configuration: %w", err)
+	}
+	err = g.client.ReloadDeclarativeRawConfig(ctx, bytes.NewReader(body), true, true)
 	if err == nil {
 		return nil
 	}

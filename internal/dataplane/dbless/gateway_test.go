@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +22,12 @@ type fakeKong struct {
 	mu       sync.Mutex
 	hash     string
 	posts    [][]byte
+	held     []byte // what GET /config exports: the last configuration taken
 	statuses int
-	reject   func(body []byte) bool // answer 400 for these bodies
-	fail     int                    // answer 503 to the next fail requests
+	// configReads counts GET /config
+	configReads int
+	reject      func(body []byte) bool // answer 400 for these bodies
+	fail        int                    // answer 503 to the next fail requests
 }
 
 func (f *fakeKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -45,6 +49,14 @@ func (f *fakeKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
+		var wrapped struct {
+			Config *string `json:"config"`
+		}
+		if json.Unmarshal(body, &wrapped) != nil || wrapped.Config == nil {
+			http.Error(w, "expected {\"config\": \"...\"}", http.StatusTeapot)
+			return
+		}
+		body = []byte(*wrapped.Config)
 		f.posts = append(f.posts, body)
 		if f.reject != nil && f.reject(body) {
 			w.WriteHeader(http.StatusBadRequest)
@@ -56,8 +68,13 @@ func (f *fakeKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		sum := md5.Sum(body)
 		f.hash = hex.EncodeToString(sum[:])
+		f.held = body
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, `{}`)
+	case r.Method == http.MethodGet && r.URL.Path == "/config":
+		f.configReads++
+		b, _ := json.Marshal(map[string]string{"config": string(f.held)})
+		_, _ = w.Write(b)
 	default:
 		http.NotFound(w, r)
 	}
@@ -78,6 +95,12 @@ func (f *fakeKong) counts() (posts, statuses int) {
 func newGateway(t *testing.T, f *fakeKong) *Gateway {
 	t.Helper()
 	f.hash = EmptyConfigurationHash
+	return connect(t, f)
+}
+
+// connect is a new Gateway (a restarted controller) for the Kong f, whatever it holds.
+func connect(t *testing.T, f *fakeKong) *Gateway {
+	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	c, err := kong.NewClient(kong.String(srv.URL), srv.Client())
@@ -99,7 +122,7 @@ func TestPushSkipsUnchangedConfiguration(t *testing.T) {
 	require.Equal(t, Unchanged, out)
 	posts, statuses := f.counts()
 	require.Equal(t, 1, posts, "an unchanged configuration is not sent again")
-	require.Equal(t, 2, statuses, "one GET /status after the push (to learn Kong's hash), one for the unchanged push")
+	require.Equal(t, 3, statuses, "one GET /status before the first push (what the gateway holds), one after it (to learn Kong's hash), one for the unchanged push")
 
 	out, err = g.Push(ctx, []byte(`{"_format_version":"3.0","services":[]}`))
 	require.NoError(t, err)
@@ -242,4 +265,75 @@ func TestRejectionIsRememberedWhenAnotherConfigurationIsTaken(t *testing.T) {
 	require.ErrorAs(t, err, &rej)
 	posts, _ = f.counts()
 	require.Equal(t, 2+rememberRejections+1, posts, "the first refusal fell out of the memory and was sent again")
+}
+
+// A restarted controller whose first configuration is the one the gateway holds sends nothing:
+// Kong's configuration_hash is the md5 of the configuration string it was sent.
+func TestRestartedControllerDoesNotResendWhatTheGatewayHolds(t *testing.T) {
+	f := &fakeKong{}
+	ctx := context.Background()
+	cfg := []byte(`{"_format_version":"3.0","upstreams":[{"name":"kong"}]}`)
+	_, err := newGateway(t, f).Push(ctx, cfg)
+	require.NoError(t, err)
+
+	g := connect(t, f) // the controller restarted
+	out, err := g.Push(ctx, cfg)
+	require.NoError(t, err)
+	require.Equal(t, Unchanged, out)
+	posts, _ := f.counts()
+	require.Equal(t, 1, posts)
+
+	// A different configuration is sent, once.
+	out, err = connect(t, f).Push(ctx, []byte(`{"_format_version":"3.0"}`))
+	require.NoError(t, err)
+	require.Equal(t, Pushed, out)
+}
+
+// A restarted controller learns what the gateway holds (GET /config). Its first configuration
+// is refused: the gateway keeps what it holds, the refusal is remembered (not sent again), and
+// when the gateway later loses its configuration (a Kong restart) it gets back what it held
+// before the controller restarted, not nothing.
+func TestRestartedControllerRestoresWhatTheGatewayHeld(t *testing.T) {
+	f := &fakeKong{reject: func(b []byte) bool { return string(b) == "bad" }}
+	ctx := context.Background()
+	_, err := newGateway(t, f).Push(ctx, []byte("good"))
+	require.NoError(t, err)
+
+	g := connect(t, f)
+	_, err = g.Push(ctx, []byte("bad"))
+	var rej *RejectedError
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, "good", string(g.Held()))
+	require.Equal(t, 1, f.configReads)
+
+	out, err := g.Push(ctx, []byte("bad"))
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, Unchanged, out, "the refusal is remembered")
+
+	f.restart()
+	out, err = g.Push(ctx, []byte("bad"))
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, Restored, out)
+	require.Equal(t, "good", string(f.posts[len(f.posts)-1]))
+	posts, _ := f.counts()
+	require.Equal(t, 3, posts, "good, bad once, good restored")
+}
+
+// A restarted controller whose configuration is refused sends it once; the fallback it sends
+// next is what the gateway already holds (the previous leader's fallback): not sent again.
+func TestRestartedControllerDoesNotResendTheFallbackTheGatewayHolds(t *testing.T) {
+	f := &fakeKong{reject: func(b []byte) bool { return string(b) == "bad" }}
+	ctx := context.Background()
+	_, err := newGateway(t, f).Push(ctx, []byte("fallback"))
+	require.NoError(t, err)
+
+	g := connect(t, f)
+	_, err = g.Push(ctx, []byte("bad"))
+	var rej *RejectedError
+	require.ErrorAs(t, err, &rej)
+	out, err := g.Push(ctx, []byte("fallback"))
+	require.NoError(t, err)
+	require.Equal(t, Unchanged, out)
+	posts, _ := f.counts()
+	require.Equal(t, 2, posts, "the fallback once by the first controller, the refused one once by the second")
 }

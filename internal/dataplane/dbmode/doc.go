@@ -25,7 +25,9 @@
 // most maxPasses times, so that one bad object does not hold back every other change
 // (invariant 5). A refused object's entities are left out of both the target and the
 // current state, so Kong keeps their last good version; dependents follow the rules of
-// isolate.go. Sync then returns a *dataplane.RejectedError naming every refused object. A
+// isolate.go. Before the first write, the plugins a sync would create or change are checked
+// by Kong's validator (validate.go), so that a refused plugin's route is never written
+// without it. Sync then returns a *dataplane.RejectedError naming every refused object. A
 // refused entity whose tags name no object cannot be left out: its rejection is returned
 // after the pass that met it.
 package dbmode

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/blang/semver/v4"
 	"github.com/go-logr/logr"
@@ -70,6 +71,10 @@ type Gateway struct {
 	digest   [sha256.Size]byte
 	rejected error
 	skipped  int
+
+	// noValidateEndpoint is set once Kong answered that it has no plugin validation
+	// endpoint (validate.go).
+	noValidateEndpoint atomic.Bool
 }
 
 var _ dataplane.Gateway = (*Gateway)(nil)
@@ -173,7 +178,7 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator
 
 	// A dry run makes no request Kong could refuse, so it never needs a second pass.
 	if dry {
-		res, errs, _, _, err := g.pass(ctx, s, nil, true)
+		res, errs, _, _, err := g.pass(ctx, s, &isolation{}, true)
 		if err != nil || len(errs) == 0 {
 			return res, err
 		}
@@ -184,12 +189,13 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator
 	// pass found refused, and a pass that ends with refusals of new objects only starts
 	// another. total merges what every pass did.
 	total := &Result{}
-	refused := map[kongstate.ObjectRef]bool{}
+	iso := &isolation{graph: graph, refused: map[kongstate.ObjectRef]bool{}}
+	refused := iso.refused
 	var rejections []*dataplane.RejectedError
 	var dependents []dataplane.EntityError
 	var excluded []kongstate.ObjectRef
 	for n := 1; ; n++ {
-		res, errs, deps, excl, err := g.pass(ctx, s, refused, false)
+		res, errs, deps, excl, err := g.pass(ctx, s, iso, false)
 		if res != nil {
 			total.add(res)
 		}
@@ -221,11 +227,8 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator
 				isolable = false // no object to leave out: the next pass would fail the same way
 				continue
 			}
-			if node := translator.Node(ent.Object); !refused[node] {
-				refused[node], found = true, true
-				for _, d := range graph.Dependents(node) {
-					refused[d] = true
-				}
+			if refuse(refused, graph, ent.Object) {
+				found = true
 			}
 		}
 		if !isolable || !found || n == maxPasses {
@@ -238,9 +241,35 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator
 	}
 }
 
+// isolation is what the passes of one sync share: the object graph of the target's
+// translation, the objects left out (refused, keyed by graph node) and the entities Kong held
+// when the sync began (by entity key), which are the only ones a refused object keeps.
+type isolation struct {
+	graph      *translator.Graph
+	refused    map[kongstate.ObjectRef]bool
+	heldBefore map[string]bool
+}
+
+// refuse adds obj and every object that depends on it in graph to refused, and reports
+// whether obj was new there.
+func refuse(refused map[kongstate.ObjectRef]bool, graph *translator.Graph, obj kongstate.ObjectRef) bool {
+	node := translator.Node(obj)
+	if refused[node] {
+		return false
+	}
+	refused[node] = true
+	for _, d := range graph.Dependents(node) {
+		refused[d] = true
+	}
+	return true
+}
+
 // pass is one dump, diff and apply, with the entities of the refused objects left out of
-// both sides. errs are the syncer's failures; err is a failure to get as far as the diff.
-func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kongstate.ObjectRef]bool, dry bool) (
+// both sides. Before it writes, it has Kong validate the plugins it would write
+// (validate.go); the objects of those Kong refuses join refused, with their dependents in
+// iso.graph, and are returned as dependents are. errs are the syncer's failures; err is a
+// failure to get as far as the diff.
+func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, dry bool) (
 	res *Result, errs []error, dependents []dataplane.EntityError, excluded []kongstate.ObjectRef, err error,
 ) {
 	version, err := g.kongVersion(ctx)
@@ -278,7 +307,21 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kong
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)
 	}
-	if dependents, excluded, err = isolate(current, target, refused); err != nil {
+	var invalid []dataplane.EntityError
+	if !dry {
+		if invalid, err = g.validateChangedPlugins(ctx, current, target); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		for _, e := range invalid {
+			refuse(iso.refused, iso.graph, e.Object)
+		}
+	}
+	if iso.heldBefore == nil {
+		if iso.heldBefore, err = entityKeys(current); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
+		}
+	}
+	if dependents, excluded, err = isolate(current, target, iso.refused, iso.heldBefore); err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("leaving refused objects out of the sync to %s: %w", g.url, err)
 	}
 
@@ -309,7 +352,7 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kong
 	<-done
 	res.Creates, res.Updates, res.Deletes = int(stats.CreateOps.Count()), int(stats.UpdateOps.Count()), int(stats.DeleteOps.Count())
 	res.sort()
-	return res, errs, dependents, excluded, nil
+	return res, errs, append(invalid, dependents...), excluded, nil
 }
 
 // mergedRejection is the rejection of a sync that took several passes: every entity Kong

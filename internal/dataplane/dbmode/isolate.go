@@ -162,6 +162,19 @@ func entities(ks *state.KongState) (map[string]*entity, error) {
 	return out, nil
 }
 
+// entityKeys are the keys of the entities of ks that isolation knows.
+func entityKeys(ks *state.KongState) (map[string]bool, error) {
+	ents, err := entities(ks)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(ents))
+	for k := range ents {
+		out[k] = true
+	}
+	return out, nil
+}
+
 // objectOf is the object whose k8s-* tags e carries.
 func objectOf(e *entity) (kongstate.ObjectRef, bool) {
 	return kongstate.ObjectRefFromTags(tagStrings(e.tags))
@@ -172,7 +185,12 @@ func objectOf(e *entity) (kongstate.ObjectRef, bool) {
 // exist without them, out of target and current (see maxPasses for the rules). It returns the
 // foreign-key dependents it left out of the target, reported on their own objects, and the
 // objects whose entities it left out because they are refused.
-func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]bool) ([]dataplane.EntityError, []kongstate.ObjectRef, error) {
+//
+// heldBefore (nil: every current entity) are the entities Kong held when the sync began: an
+// entity of a refused object that an earlier pass of the same sync created is not kept but
+// deleted, so that Kong holds for that object what it held before the sync (never a new
+// route without the plugin that was refused with it).
+func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]bool, heldBefore map[string]bool) ([]dataplane.EntityError, []kongstate.ObjectRef, error) {
 	if len(refused) == 0 {
 		return nil, nil, nil
 	}
@@ -201,7 +219,7 @@ func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]b
 		}
 	}
 	for k, e := range cur {
-		if isRefused(e) {
+		if isRefused(e) && (heldBefore == nil || heldBefore[k]) {
 			keep[k] = true
 		}
 	}
@@ -219,7 +237,7 @@ func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]b
 					continue
 				}
 				drop[k], changed = true, true
-				if cur[k] != nil {
+				if cur[k] != nil && (heldBefore == nil || heldBefore[k]) {
 					keep[k] = true
 				}
 				if ref, ok := objectOf(e); ok && !refused[translator.Node(ref)] {

@@ -1,0 +1,78 @@
+package translator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// FuzzTranslate runs any manifest the fuzzer makes of the golden cases (every kind the
+// translator reads, with their annotations) through the store, Build, and both renderings
+// (DB-less /config and database mode's decK content): no input may panic (invariant 5: bad
+// input is contained, never a crash). opts switches the translator's options.
+//
+// `make fuzz` runs it for a while; `make test` for a few seconds (make fuzz-short).
+func FuzzTranslate(f *testing.F) {
+	ins, err := filepath.Glob("testdata/*/in.yaml")
+	if err != nil || len(ins) == 0 {
+		f.Fatalf("no golden cases: %v", err)
+	}
+	for i, in := range ins {
+		b, err := os.ReadFile(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i), b)
+	}
+	f.Fuzz(func(t *testing.T, opts uint8, data []byte) {
+		// A hang is a failure too (one object must not stop every sync): an input that
+		// takes longer than this crashes the worker, and the fuzzer keeps it.
+		watchdog := time.AfterFunc(fuzzHang, func() { panic(fmt.Sprintf("translation hangs on opts %d, input %q", opts, data)) })
+		defer watchdog.Stop()
+		loaded, err := manifest.Parse(data)
+		if err != nil {
+			return // not a manifest: the API server would not have stored it either
+		}
+		translate(t, loaded, opts)
+	})
+}
+
+// fuzzHang is how long one fuzz input may take: far more than the slowest golden case needs,
+// on a loaded machine.
+const fuzzHang = 5 * time.Second
+
+// translate is one fuzz input through the controller's path, with the options opts's bits
+// switch on.
+func translate(t *testing.T, loaded *manifest.Loaded, opts uint8) {
+	t.Helper()
+	classes := []string{"", "kong", "other"}
+	st, err := store.NewForObjects(loaded.Objects, store.Options{IngressClass: classes[int(opts>>6)%len(classes)]})
+	if err != nil {
+		return
+	}
+	snap, err := st.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Build(snap, Options{
+		ExpressionRoutes:           opts&1 != 0,
+		EnableLegacyRegexDetection: opts&2 != 0,
+		ServiceUpstream:            opts&4 != 0,
+		KongServiceFacade:          opts&8 != 0,
+		RewriteURIs:                opts&16 != 0,
+		EnableDrainSupport:         opts&32 != 0,
+	})
+	if _, err := res.State.DeclarativeConfig(); err != nil {
+		t.Logf("rendering: %v", err)
+	}
+	_ = res.State.Content()
+	for _, p := range res.Problems {
+		_ = p.String()
+	}
+}
