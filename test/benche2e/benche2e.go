@@ -279,10 +279,13 @@ func makeChanges(ctx context.Context, c client.Client, kong *recordingKong, cfg 
 			return nil, fmt.Errorf("change %d: %w", i, err)
 		}
 		host := fmt.Sprintf("change-%d-%d.example.com", i, rng.Uint32())
+		// A patch, not an update: the controller writes the Ingress's status meanwhile, and
+		// an update from the copy read above would then fail with a conflict.
+		before := ing.DeepCopy()
 		ing.Spec.Rules[0].Host = host
 		kong.await(host)
 		ch := change{host: host, at: time.Now()}
-		if err := c.Update(ctx, ing); err != nil {
+		if err := c.Patch(ctx, ing, client.MergeFrom(before)); err != nil {
 			return nil, fmt.Errorf("change %d: %w", i, err)
 		}
 		out = append(out, ch)
