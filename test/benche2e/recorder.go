@@ -2,7 +2,7 @@ package benche2e
 
 import (
 	"bytes"
-	"crypto/sha256"
+	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -108,8 +108,16 @@ func (k *recordingKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // record keeps the push and marks every awaited host the body carries.
 func (k *recordingKong) record(at time.Time, body []byte) {
-	sum := sha256.Sum256(body)
-	p := push{at: at, digest: hex.EncodeToString(sum[:16])}
+	// konductor sends the configuration as a string, {"config": "..."}, as Kong accepts it;
+	// Kong's configuration_hash is then the md5 of that string.
+	var wrapped struct {
+		Config *string `json:"config"`
+	}
+	if json.Unmarshal(body, &wrapped) == nil && wrapped.Config != nil {
+		body = []byte(*wrapped.Config)
+	}
+	sum := md5.Sum(body) //nolint:gosec // Kong's configuration_hash, not a security check
+	p := push{at: at, digest: hex.EncodeToString(sum[:])}
 	k.mu.Lock()
 	awaited := make([]string, 0, len(k.markers))
 	for host, seen := range k.markers {
