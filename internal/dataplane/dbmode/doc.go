@@ -12,6 +12,16 @@
 //     and updates parents before children, then deletes children before parents, with at
 //     most --kong-admin-concurrency requests in flight.
 //
+// Licenses (Kong Gateway Enterprise only; an OSS Kong gets no license request) are synced as
+// KIC syncs them: go-database-reconciler with IncludeLicenses in both the dump and the
+// syncer. Kong's licenses have no tags field and Kong ignores the tags option on them, so the
+// dump lists every license, and the diff makes Kong hold exactly the target's: the chosen
+// KongLicense's entity (ID UUIDv5 of "KongLicense:<name>", so one KIC wrote is adopted),
+// created and its payload updated with PUT /licenses/{id} (go-kong's Licenses.Create, which
+// go-database-reconciler calls for both); every other license, one made by hand included, is deleted, and with no
+// KongLicense every license is. This is the one exception to invariant 8, KIC's behaviour
+// kept so that a switch changes nothing (docs/migration-from-kic.md).
+//
 // Every sync starts from a fresh dump: nothing learned from Kong is kept across syncs except
 // what cannot go stale while the Kong version stays the same (the version itself and the
 // entity schemas, which the schema cache drops when GET / reports another version). A sync
