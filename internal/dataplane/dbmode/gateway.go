@@ -282,7 +282,7 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kong
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)
 	}
-	if dependents, excluded, err = isolate(current, target, refused); err != nil {
+	if dependents, excluded, err = isolate(current, target, refused, licenseObjects(s)); err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("leaving refused objects out of the sync to %s: %w", g.url, err)
 	}
 
@@ -391,6 +391,9 @@ func (g *Gateway) syncError(s *kongstate.State, res *Result, errs []error) error
 			continue
 		}
 		ref, _ := kongstate.ObjectRefFromTags(c.Tags)
+		if c.Kind == "license" {
+			ref = licenseObjects(s)[c.Name] // licenses have no tags; Name is the ID
+		}
 		for _, fe := range fieldErrors(apiErr) {
 			rej.Entities = append(rej.Entities, dataplane.EntityError{
 				Object: ref, EntityType: c.Kind, EntityName: c.Name, Field: fe.field, Message: fe.message,

@@ -8,6 +8,7 @@ import (
 	"github.com/kong/go-kong/kong"
 	"github.com/stretchr/testify/require"
 
+	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/translator"
@@ -32,7 +33,7 @@ func withLicense(t *testing.T, payload string) *kongstate.State {
 	s := translate(t, objects(apps(1)...))
 	s.Licenses = []*kongstate.License{{
 		License: kong.License{ID: kong.String(translator.LicenseID("kong-license")), Payload: kong.String(payload)},
-		Object:  kongstate.ObjectRef{Kind: "KongLicense", Name: "kong-license"},
+		Object:  kongstate.ObjectRef{Group: "configuration.konghq.com", Version: "v1alpha1", Kind: "KongLicense", Name: "kong-license", UID: string(uid("KongLicense", 1))},
 	}}
 	return s
 }
@@ -82,6 +83,27 @@ func TestLicensesNotInTargetAreDeletedAsKICDoes(t *testing.T) {
 	res, err := g.Apply(ctx, translate(t, objects(apps(1)...)))
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Deletes, "changes: %+v", res.Changes)
+	require.Empty(t, e.Entities("licenses"))
+}
+
+// A license Kong refuses (Enterprise checks the payload's signature) is reported on its
+// KongLicense and held back alone: go-database-reconciler writes licenses before services,
+// and without isolation the refusal would stop every other change (invariant 5).
+func TestRefusedLicenseIsIsolated(t *testing.T) {
+	e, g := newKongEdition(t, kongemu.Enterprise)
+	e.InjectFault(kongemu.Fault{Method: http.MethodPut, PathPrefix: "/licenses", Status: http.StatusBadRequest})
+
+	err := g.Sync(ctx, target(withLicense(t, `{"license":"bad signature"}`)))
+	var rej *dataplane.RejectedError
+	require.ErrorAs(t, err, &rej)
+	require.True(t, rej.RestApplied, "the rest was synced: %v", err)
+	require.NotEmpty(t, rej.Entities)
+	for _, ent := range rej.Entities {
+		require.Equal(t, "KongLicense", ent.Object.Kind, "%+v", ent)
+		require.Equal(t, "kong-license", ent.Object.Name, "%+v", ent)
+	}
+	require.Len(t, e.Entities("services"), 1)
+	require.Len(t, e.Entities("routes"), 1)
 	require.Empty(t, e.Entities("licenses"))
 }
 
