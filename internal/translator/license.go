@@ -50,6 +50,7 @@ func (b *builder) license() {
 	if !b.opts.Enterprise {
 		return
 	}
+	b.state.LicensesKnown = true
 	l := ChooseLicense(b.snap.KongLicenses)
 	if l == nil {
 		return

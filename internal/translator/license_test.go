@@ -7,6 +7,8 @@ import (
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/konductor/konductor/internal/store"
 )
 
 func TestChooseLicenseIsKICs(t *testing.T) {
@@ -43,4 +45,13 @@ func TestLicenseIDIsUUIDv5OfTheNilNamespace(t *testing.T) {
 	assert.Equal(t, LicenseID("license-2026"), LicenseID("license-2026"))
 	assert.NotEqual(t, LicenseID("a"), LicenseID("b"))
 	assert.Equal(t, "a88e1c68-83d8-55b8-b3e9-c661f64e91eb", LicenseID("license-2026"))
+}
+
+// A translation for Kong Gateway Enterprise says so even without a KongLicense: database
+// mode then makes Kong hold no license; one for OSS (or an edition not learned yet) says
+// nothing of licenses.
+func TestLicensesKnownOnlyForEnterprise(t *testing.T) {
+	snap := &store.Snapshot{}
+	assert.True(t, Build(snap, Options{Enterprise: true}).State.LicensesKnown)
+	assert.False(t, Build(snap, Options{}).State.LicensesKnown)
 }

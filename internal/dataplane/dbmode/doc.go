@@ -18,9 +18,12 @@
 // dump lists every license, and the diff makes Kong hold exactly the target's: the chosen
 // KongLicense's entity (ID UUIDv5 of "KongLicense:<name>", so one KIC wrote is adopted),
 // created and its payload updated with PUT /licenses/{id} (go-kong's Licenses.Create, which
-// go-database-reconciler calls for both); every other license, one made by hand included, is deleted, and with no
-// KongLicense every license is. This is the one exception to invariant 8, KIC's behaviour
-// kept so that a switch changes nothing (docs/migration-from-kic.md).
+// go-database-reconciler calls for both); every other license, one made by hand included,
+// is deleted, and with no KongLicense every license is. This is the one exception to
+// invariant 8, KIC's behaviour kept so that a switch changes nothing
+// (docs/migration-from-kic.md). Only a target translated for Enterprise
+// (kongstate.State.LicensesKnown) diffs licenses: one translated before the gateways'
+// edition was learned leaves Kong's licenses as they are.
 //
 // Every sync starts from a fresh dump: nothing learned from Kong is kept across syncs except
 // what cannot go stale while the Kong version stays the same (the version itself and the

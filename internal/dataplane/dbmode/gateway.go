@@ -247,6 +247,9 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, refused map[kong
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	// A target translated before the gateways' edition was learned says nothing of
+	// licenses: Kong's are then left as they are rather than deleted.
+	enterprise = enterprise && s != nil && s.LicensesKnown
 	dumpConfig := dump.Config{
 		SelectorTags:                         []string{g.opts.FilterTag},
 		IsConsumerGroupScopedPluginSupported: utils.Kong340Version.LTE(version),

@@ -30,7 +30,7 @@ func newKongEdition(t *testing.T, edition kongemu.Edition) (*kongemu.Emulator, *
 // translator renders it for an Enterprise gateway.
 func withLicense(t *testing.T, payload string) *kongstate.State {
 	t.Helper()
-	s := translate(t, objects(apps(1)...))
+	s := forEnterprise(translate(t, objects(apps(1)...)))
 	s.Licenses = []*kongstate.License{{
 		License: kong.License{ID: kong.String(translator.LicenseID("kong-license")), Payload: kong.String(payload)},
 		Object:  kongstate.ObjectRef{Group: "configuration.konghq.com", Version: "v1alpha1", Kind: "KongLicense", Name: "kong-license", UID: string(uid("KongLicense", 1))},
@@ -80,10 +80,22 @@ func TestLicensesNotInTargetAreDeletedAsKICDoes(t *testing.T) {
 	require.Len(t, licenses, 1)
 	require.Equal(t, translator.LicenseID("kong-license"), licenses[0]["id"])
 
+	// A round translated before the edition was learned leaves the license alone.
 	res, err := g.Apply(ctx, translate(t, objects(apps(1)...)))
+	require.NoError(t, err)
+	require.Zero(t, res.Total(), "changes: %+v", res.Changes)
+	require.Len(t, e.Entities("licenses"), 1)
+
+	res, err = g.Apply(ctx, forEnterprise(translate(t, objects(apps(1)...))))
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Deletes, "changes: %+v", res.Changes)
 	require.Empty(t, e.Entities("licenses"))
+}
+
+// forEnterprise marks s as translated for Kong Gateway Enterprise (Options.Enterprise).
+func forEnterprise(s *kongstate.State) *kongstate.State {
+	s.LicensesKnown = true
+	return s
 }
 
 // A license Kong refuses (Enterprise checks the payload's signature) is reported on its
