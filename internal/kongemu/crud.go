@@ -267,7 +267,10 @@ func matchTags(ent map[string]any, tags []string, or bool) bool {
 func (e *Emulator) list(w http.ResponseWriter, r *http.Request, t *crudTarget) {
 	var tags []string
 	var or bool
-	if t.parent == nil {
+	// Kong reads the tags option only for an entity with a tags field (extract_options in
+	// kong/api/endpoints.lua) and ignores it otherwise: GET /licenses?tags=x lists every
+	// license, which is why a dump with select tags still sees all of them.
+	if t.parent == nil && t.s.field("tags") != nil {
 		var aerr *apiError
 		if tags, or, aerr = parseTags(r.URL.Query()); aerr != nil {
 			writeErr(w, aerr)

@@ -49,3 +49,18 @@ func TestEnterpriseEntitiesLicensesAndDegraphqlRoutes(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, status)
 	require.Equal(t, map[string]any{"degraphql_routes": "unknown field", "licenses": "unknown field"}, obj(body)["fields"])
 }
+
+// Kong ignores the tags option on a collection whose entity has no tags field
+// (extract_options in kong/api/endpoints.lua): GET /licenses?tags=x lists every license, as
+// go-database-reconciler's dump (select tags) then sees them.
+func TestTagsIgnoredOnEntitiesWithoutTags(t *testing.T) {
+	ee := New(Options{Mode: Postgres, Edition: Enterprise})
+	status, _, _ := call(t, ee, http.MethodPost, "/licenses", map[string]any{"payload": "{}"})
+	require.Equal(t, http.StatusCreated, status)
+	status, body, _ := call(t, ee, http.MethodGet, "/licenses?tags=managed-by-ingress-controller", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, obj(body)["data"].([]any), 1)
+	status, body, _ = call(t, ee, http.MethodGet, "/services?tags=managed-by-ingress-controller", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Empty(t, obj(body)["data"])
+}

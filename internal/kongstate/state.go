@@ -31,6 +31,11 @@ type State struct {
 	Vaults         []*file.FVault
 	// Licenses is Kong Enterprise's license, only for Enterprise gateways (custom.go).
 	Licenses []*License
+	// LicensesKnown is true when the State was translated for Kong Gateway Enterprise
+	// (translator.Options.Enterprise): Licenses is then every license Kong should hold, none
+	// included. Database mode diffs licenses only then (dbmode/doc.go), so that a round
+	// translated before the gateways' edition was learned deletes no license.
+	LicensesKnown bool
 	// CustomEntities are the entities of KongCustomEntities, in KIC's order; DB-less
 	// configuration only (custom.go).
 	CustomEntities []*CustomEntity

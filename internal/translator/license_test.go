@@ -7,6 +7,8 @@ import (
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/konductor/konductor/internal/store"
 )
 
 func TestChooseLicenseIsKICs(t *testing.T) {
@@ -43,4 +45,21 @@ func TestLicenseIDIsUUIDv5OfTheNilNamespace(t *testing.T) {
 	assert.Equal(t, LicenseID("license-2026"), LicenseID("license-2026"))
 	assert.NotEqual(t, LicenseID("a"), LicenseID("b"))
 	assert.Equal(t, "a88e1c68-83d8-55b8-b3e9-c661f64e91eb", LicenseID("license-2026"))
+}
+
+// Licenses are managed only for Kong Gateway Enterprise and only once the cluster holds a
+// KongLicense (enabled or not): without one, database mode leaves the licenses Kong holds as
+// they are (KIC deletes them; a license put in by hand would be lost on switching).
+func TestLicensesKnownOnlyForEnterpriseWithKongLicenses(t *testing.T) {
+	none := &store.Snapshot{}
+	assert.False(t, Build(none, Options{Enterprise: true}).State.LicensesKnown)
+	assert.False(t, Build(none, Options{}).State.LicensesKnown)
+
+	disabled := &store.Snapshot{KongLicenses: []*kongv1alpha1.KongLicense{{
+		ObjectMeta: metav1.ObjectMeta{Name: "old"}, RawLicenseString: "{}", Enabled: false,
+	}}}
+	res := Build(disabled, Options{Enterprise: true})
+	assert.True(t, res.State.LicensesKnown)
+	assert.Empty(t, res.State.Licenses)
+	assert.False(t, Build(disabled, Options{}).State.LicensesKnown)
 }

@@ -12,6 +12,21 @@
 //     and updates parents before children, then deletes children before parents, with at
 //     most --kong-admin-concurrency requests in flight.
 //
+// Licenses (Kong Gateway Enterprise only; an OSS Kong gets no license request) are synced as
+// KIC syncs them: go-database-reconciler with IncludeLicenses in both the dump and the
+// syncer. Kong's licenses have no tags field and Kong ignores the tags option on them, so the
+// dump lists every license, and the diff makes Kong hold exactly the target's: the chosen
+// KongLicense's entity (ID UUIDv5 of "KongLicense:<name>", so one KIC wrote is adopted),
+// created and its payload updated with PUT /licenses/{id} (go-kong's Licenses.Create, which
+// go-database-reconciler calls for both); every other license, one made by hand included,
+// is deleted, and with only disabled KongLicenses every license is. With no KongLicense at
+// all the translation says nothing of licenses and Kong's are left alone (KIC deletes them
+// then too: a license put in by hand would be lost on switching). This is the one exception to
+// invariant 8, KIC's behaviour kept so that a switch changes nothing
+// (docs/migration-from-kic.md). Only a target translated for Enterprise
+// (kongstate.State.LicensesKnown) diffs licenses: one translated before the gateways'
+// edition was learned leaves Kong's licenses as they are.
+//
 // Every sync starts from a fresh dump: nothing learned from Kong is kept across syncs except
 // what cannot go stale while the Kong version stays the same (the version itself and the
 // entity schemas, which the schema cache drops when GET / reports another version). A sync

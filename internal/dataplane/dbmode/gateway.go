@@ -272,13 +272,19 @@ func refuse(refused map[kongstate.ObjectRef]bool, graph *translator.Graph, obj k
 func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, dry bool) (
 	res *Result, errs []error, dependents []dataplane.EntityError, excluded []kongstate.ObjectRef, err error,
 ) {
-	version, err := g.kongVersion(ctx)
+	version, enterprise, err := g.kongVersion(ctx)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	// A target translated before the gateways' edition was learned says nothing of
+	// licenses: Kong's are then left as they are rather than deleted.
+	enterprise = enterprise && s != nil && s.LicensesKnown
 	dumpConfig := dump.Config{
 		SelectorTags:                         []string{g.opts.FilterTag},
 		IsConsumerGroupScopedPluginSupported: utils.Kong340Version.LTE(version),
+		// Licenses are synced to Kong Gateway Enterprise as KIC syncs them (license.go);
+		// Kong OSS has no licenses entity, so it gets no license request at all.
+		IncludeLicenses: enterprise,
 	}
 	raw, err := dump.Get(ctx, g.client, dumpConfig)
 	if err != nil {
@@ -290,13 +296,14 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 	}
 
 	content := s.Content()
-	// Licenses and custom entities (State.CustomEntities, not in Content) are not diffed in
-	// database mode: neither carries tags (Kong's licenses and degraphql_routes schemas have
-	// no tags field), so the ownership tag cannot scope them and a diff would delete those
-	// made by hand (invariant 8); go-database-reconciler lists custom entities without the
-	// select tags and knows only degraphql_routes. KIC sends no custom entities in database
-	// mode either; it does sync licenses there (docs/migration-from-kic.md).
-	content.Licenses = nil
+	// Custom entities (State.CustomEntities, not in Content) are not diffed in database
+	// mode: they carry no tags (degraphql_routes has no tags field), so the ownership tag
+	// cannot scope them and a diff would delete those made by hand (invariant 8);
+	// go-database-reconciler lists them without the select tags and knows only
+	// degraphql_routes. KIC sends no custom entities in database mode either.
+	if !enterprise {
+		content.Licenses = nil
+	}
 	// The select tag makes file.Get add the filter tag to every entity, as decK does.
 	content.Info = &file.Info{SelectorTags: []string{g.opts.FilterTag}}
 	targetRaw, err := file.Get(ctx, content, file.RenderConfig{CurrentState: current, KongVersion: version}, dumpConfig, g.client)
@@ -321,7 +328,7 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 			return nil, nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
 		}
 	}
-	if dependents, excluded, err = isolate(current, target, iso.refused, iso.heldBefore); err != nil {
+	if dependents, excluded, err = isolate(current, target, iso.refused, iso.heldBefore, licenseObjects(s)); err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("leaving refused objects out of the sync to %s: %w", g.url, err)
 	}
 
@@ -330,6 +337,7 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 		TargetState:         target,
 		KongClient:          g.client,
 		SilenceWarnings:     true,
+		IncludeLicenses:     enterprise,
 		EnableEntityActions: true,
 		// With entity actions the syncer prints only the changes it dropped after a
 		// failure; those go to the log rather than to stdout.
@@ -387,22 +395,23 @@ func (g *Gateway) printer() func(a ...any) {
 	return func(a ...any) { g.opts.Logger.V(1).Info(fmt.Sprintln(a...), "gateway", g.url) }
 }
 
-// kongVersion reads GET / once. A Kong's version cannot change without a restart of that
-// Kong, which the schema cache notices, and the version only selects go-database-reconciler's
-// compatibility paths (3.x throughout).
-func (g *Gateway) kongVersion(ctx context.Context) (semver.Version, error) {
+// kongVersion reads GET / once: the version and whether this Kong is Kong Gateway
+// Enterprise (dataplane.IsEnterprise, KIC's test). A Kong's version cannot change without a
+// restart of that Kong, which the schema cache notices, and the version only selects
+// go-database-reconciler's compatibility paths (3.x throughout).
+func (g *Gateway) kongVersion(ctx context.Context) (v semver.Version, enterprise bool, err error) {
 	// Asked on every pass, not remembered: a Kong upgraded in place answers with a new
 	// version, and this GET / is also what shows the schema cache a new node.
 	root, err := g.client.Root(ctx)
 	if err != nil {
-		return semver.Version{}, fmt.Errorf("reading the version of %s (GET /): %w", g.url, err)
+		return semver.Version{}, false, fmt.Errorf("reading the version of %s (GET /): %w", g.url, err)
 	}
 	s, _ := root["version"].(string)
-	v, err := utils.ParseKongVersion(s)
+	v, err = utils.ParseKongVersion(s)
 	if err != nil {
-		return semver.Version{}, fmt.Errorf("parsing the version %q of %s: %w", s, g.url, err)
+		return semver.Version{}, false, fmt.Errorf("parsing the version %q of %s: %w", s, g.url, err)
 	}
-	return v, nil
+	return v, dataplane.IsEnterprise(root), nil
 }
 
 // syncError turns the syncer's errors into the loop's terms: a RejectedError when every
@@ -428,6 +437,9 @@ func (g *Gateway) syncError(s *kongstate.State, res *Result, errs []error) error
 			continue
 		}
 		ref, _ := kongstate.ObjectRefFromTags(c.Tags)
+		if c.Kind == "license" {
+			ref = licenseObjects(s)[c.Name] // licenses have no tags; Name is the ID
+		}
 		for _, fe := range fieldErrors(apiErr) {
 			rej.Entities = append(rej.Entities, dataplane.EntityError{
 				Object: ref, EntityType: c.Kind, EntityName: c.Name, Field: fe.field, Message: fe.message,

@@ -54,9 +54,24 @@ type entity struct {
 
 // entities lists the entities of the kinds the translator generates. Other kinds (a
 // consumer someone tagged by hand) have no k8s-* tags of ours and are never isolated.
-func entities(ks *state.KongState) (map[string]*entity, error) {
+// Licenses have no tags: those of licenses, by ID, are given the tags of their KongLicense,
+// and a license that is not there (made by hand) is never isolated.
+func entities(ks *state.KongState, licenses map[string]kongstate.ObjectRef) (map[string]*entity, error) {
 	out := map[string]*entity{}
 	add := func(e *entity) { out[e.key] = e }
+	ls, err := ks.Licenses.GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range ls {
+		id := *l.ID
+		var tags []*string
+		if ref, ok := licenses[id]; ok {
+			tags = kong.StringSlice(ref.Tags()...)
+		}
+		add(&entity{key: "license/" + id, kind: "license", name: id, tags: tags,
+			remove: func(k *state.KongState) error { return k.Licenses.Delete(id) }})
+	}
 	ref := func(kind string, id *string) []string {
 		if id == nil || *id == "" {
 			return nil
@@ -164,7 +179,7 @@ func entities(ks *state.KongState) (map[string]*entity, error) {
 
 // entityKeys are the keys of the entities of ks that isolation knows.
 func entityKeys(ks *state.KongState) (map[string]bool, error) {
-	ents, err := entities(ks)
+	ents, err := entities(ks, nil) // keys only: which object a license belongs to does not matter here
 	if err != nil {
 		return nil, err
 	}
@@ -184,21 +199,22 @@ func objectOf(e *entity) (kongstate.ObjectRef, bool) {
 // refused and those that depend on them, translator.Graph), and the dependents that cannot
 // exist without them, out of target and current (see maxPasses for the rules). It returns the
 // foreign-key dependents it left out of the target, reported on their own objects, and the
-// objects whose entities it left out because they are refused.
+// objects whose entities it left out because they are refused. licenses names the
+// KongLicense of each license the target holds (licenseObjects).
 //
 // heldBefore (nil: every current entity) are the entities Kong held when the sync began: an
 // entity of a refused object that an earlier pass of the same sync created is not kept but
 // deleted, so that Kong holds for that object what it held before the sync (never a new
 // route without the plugin that was refused with it).
-func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]bool, heldBefore map[string]bool) ([]dataplane.EntityError, []kongstate.ObjectRef, error) {
+func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]bool, heldBefore map[string]bool, licenses map[string]kongstate.ObjectRef) ([]dataplane.EntityError, []kongstate.ObjectRef, error) {
 	if len(refused) == 0 {
 		return nil, nil, nil
 	}
-	cur, err := entities(current)
+	cur, err := entities(current, licenses)
 	if err != nil {
 		return nil, nil, fmt.Errorf("indexing the current entities: %w", err)
 	}
-	tgt, err := entities(target)
+	tgt, err := entities(target, licenses)
 	if err != nil {
 		return nil, nil, fmt.Errorf("indexing the target entities: %w", err)
 	}
@@ -286,4 +302,19 @@ func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]b
 		return a.EntityName < b.EntityName
 	})
 	return dependents, excluded, nil
+}
+
+// licenseObjects maps the ID of each license of s to its KongLicense: licenses carry no
+// tags, so a refused license is traced to its object here.
+func licenseObjects(s *kongstate.State) map[string]kongstate.ObjectRef {
+	if s == nil {
+		return nil
+	}
+	out := map[string]kongstate.ObjectRef{}
+	for _, l := range s.Licenses {
+		if l != nil && l.ID != nil {
+			out[*l.ID] = l.Object
+		}
+	}
+	return out
 }
