@@ -240,13 +240,7 @@ func (g *Gateway) currentHash(ctx context.Context) string {
 // JSON object body it hashes its own re-encoding), so that the configuration_hash it reports
 // is kongHash(config), which a restarted controller can compare with what it would send.
 func (g *Gateway) post(ctx context.Context, config []byte) error {
-	body, err := json.Marshal(struct {
-		Config string `json:"config"`
-	}{string(config)})
-	if err != nil {
-		return fmt.Errorf("encoding the configuration: %w", err)
-	}
-	err = g.client.ReloadDeclarativeRawConfig(ctx, bytes.NewReader(body), true, true)
+	err := g.client.ReloadDeclarativeRawConfig(ctx, bytes.NewReader(wrapConfig(config)), true, true)
 	if err == nil {
 		return nil
 	}
