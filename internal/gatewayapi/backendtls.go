@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -81,4 +82,41 @@ func JudgeBackendTLSPolicy(p *gatewayv1.BackendTLSPolicy, all []*gatewayv1.Backe
 		v.Accepted.Status, v.Accepted.Reason, v.Accepted.Message = metav1.ConditionFalse, string(reason), strings.Join(invalid, " - ")
 	}
 	return v
+}
+
+// CAObjects reports whether a ConfigMap or Secret (kind) namespace/name is among
+// configMaps and secrets: what JudgeBackendTLSPolicy asks of a caCertificateRef. The cache
+// holds only the ConfigMaps labelled as CA certificates.
+func CAObjects(configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) func(kind, namespace, name string) bool {
+	have := map[string]bool{}
+	for _, c := range configMaps {
+		if c != nil {
+			have["ConfigMap/"+c.Namespace+"/"+c.Name] = true
+		}
+	}
+	for _, s := range secrets {
+		if s != nil {
+			have["Secret/"+s.Namespace+"/"+s.Name] = true
+		}
+	}
+	return func(kind, namespace, name string) bool { return have[kind+"/"+namespace+"/"+name] }
+}
+
+// HTTPRouteServiceBackends are the Services (namespace/name) that route's rules name as
+// backendRefs: the Services whose BackendTLSPolicies route can make apply.
+func HTTPRouteServiceBackends(route *gatewayv1.HTTPRoute) []string {
+	var out []string
+	for _, rule := range route.Spec.Rules {
+		for _, be := range rule.BackendRefs {
+			if (be.Group != nil && *be.Group != "" && *be.Group != "core") || (be.Kind != nil && *be.Kind != "Service") {
+				continue
+			}
+			ns := route.Namespace
+			if be.Namespace != nil && *be.Namespace != "" {
+				ns = string(*be.Namespace)
+			}
+			out = append(out, ns+"/"+string(be.Name))
+		}
+	}
+	return out
 }

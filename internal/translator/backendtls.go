@@ -58,7 +58,7 @@ func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
 			b.refer(svc, gvkService, ref(gvkSecret, p.Namespace, string(r.Name)))
 		}
 	}
-	if v := gatewayapi.JudgeBackendTLSPolicy(p, b.snap.BackendTLSPolicies, b.caObjectExists); !v.Applies() {
+	if v := gatewayapi.JudgeBackendTLSPolicy(p, b.snap.BackendTLSPolicies, gatewayapi.CAObjects(b.snap.ConfigMaps, b.snap.Secrets)); !v.Applies() {
 		b.problem(p, gvkBackendTLSPolicy, "", "BackendTLSPolicy not applied to Service %s (%s): %s", svc.Name, v.Accepted.Reason, v.Accepted.Message)
 		return svc
 	}
@@ -86,26 +86,6 @@ func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
 	return out
 }
 
-// caObjectExists reports whether the ConfigMap (one labelled as a CA certificate: the cache
-// holds no others) or Secret kind namespace/name is in the snapshot.
-func (b *builder) caObjectExists(kind, namespace, name string) bool {
-	switch kind {
-	case "ConfigMap":
-		for _, c := range b.snap.ConfigMaps {
-			if c != nil && c.Namespace == namespace && c.Name == name {
-				return true
-			}
-		}
-	case "Secret":
-		for _, s := range b.snap.Secrets {
-			if s != nil && s.Namespace == namespace && s.Name == name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // httpRouteBackends are the Services (ns/name) that the HTTPRoutes naming one of our Gateways
 // as parent name as backends: the Services whose BackendTLSPolicy has ancestors in KIC's
 // sense. Computed once per translation.
@@ -118,17 +98,8 @@ func (b *builder) httpRouteBackends() map[string]bool {
 		if hr == nil || b.gw.Route(gatewayapi.KindHTTPRoute, hr) == nil {
 			continue
 		}
-		for _, rule := range hr.Spec.Rules {
-			for _, be := range rule.BackendRefs {
-				if (be.Group != nil && *be.Group != "" && *be.Group != "core") || (be.Kind != nil && *be.Kind != "Service") {
-					continue
-				}
-				ns := hr.Namespace
-				if be.Namespace != nil && *be.Namespace != "" {
-					ns = string(*be.Namespace)
-				}
-				b.routeBackends[ns+"/"+string(be.Name)] = true
-			}
+		for _, key := range gatewayapi.HTTPRouteServiceBackends(hr) {
+			b.routeBackends[key] = true
 		}
 	}
 	return b.routeBackends

@@ -23,14 +23,9 @@ func TestGatewayAPIL4Routes(t *testing.T) {
 	ns := newNamespace(t)
 	controller := "konductor.test/" + ns
 	createAll(t, app(ns, "echo", "echo.example.com")[:2])
-	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
-	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kong"}, Spec: gatewayv1.GatewaySpec{
-		GatewayClassName: gatewayv1.ObjectName(ns),
-		Listeners: []gatewayv1.Listener{
-			{Name: "tcp", Protocol: gatewayv1.TCPProtocolType, Port: 9000},
-			{Name: "udp", Protocol: gatewayv1.UDPProtocolType, Port: 9001},
-		},
-	}}
+	class, gw := ourGateway(ns, controller,
+		gatewayv1.Listener{Name: "tcp", Protocol: gatewayv1.TCPProtocolType, Port: 9000},
+		gatewayv1.Listener{Name: "udp", Protocol: gatewayv1.UDPProtocolType, Port: 9001})
 	port := gatewayv1.PortNumber(80)
 	backend := []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo", Port: &port}}}
 	tcp := &gatewayv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo-tcp"}, Spec: gatewayv1.TCPRouteSpec{
@@ -98,4 +93,13 @@ func TestGatewayAPIL4Routes(t *testing.T) {
 			return have == "True/"+c.typ
 		}, 30*time.Second, 50*time.Millisecond, "%s parent %s: have %s", c.what, c.typ, &have)
 	}
+}
+
+// ourGateway is a GatewayClass named ns of controller and a Gateway "kong" of it in ns with
+// listeners.
+func ourGateway(ns, controller string, listeners ...gatewayv1.Listener) (*gatewayv1.GatewayClass, *gatewayv1.Gateway) {
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kong"}, Spec: gatewayv1.GatewaySpec{
+		GatewayClassName: gatewayv1.ObjectName(ns), Listeners: listeners}}
+	return class, gw
 }
