@@ -286,6 +286,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	if cfg.UpdateStatus {
 		gatewayStatus := status.NewGatewayAPIUpdater(cfg.GatewayAPIControllerName, publish, st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("gateway-api-status"))
+		gatewayStatus.BackendTLSPolicies = cfg.FeatureGates.Enabled(config.GateGatewayAlpha)
 		reporter = append(reporter, gatewayStatus)
 		if err := mgr.Add(gatewayStatus); err != nil {
 			return nil, err

@@ -22,8 +22,8 @@ import (
 	"github.com/konductor/konductor/internal/store"
 )
 
-// GatewayAPIUpdater writes the status of our GatewayClasses, Gateways and routes (HTTPRoute,
-// GRPCRoute, TCPRoute, TLSRoute, UDPRoute)
+// GatewayAPIUpdater writes the status of our GatewayClasses, Gateways, routes (HTTPRoute,
+// GRPCRoute, TCPRoute, TLSRoute, UDPRoute) and BackendTLSPolicies (status.ancestors)
 // (gatewayapi.go computes it) from the attachment of the latest translation of the whole
 // snapshot. It is a leader-only runnable like IngressUpdater: rounds ask it to run, it
 // writes apart from the sync loop, and only objects whose status differs. A route's parents
@@ -44,6 +44,9 @@ type GatewayAPIUpdater struct {
 	reader     client.Reader // the API server: the publish Service, and routes after a conflict
 	writer     client.Client
 	now        func() time.Time
+	// BackendTLSPolicies is KIC's GatewayAlpha gate: only with it are BackendTLSPolicies
+	// applied, and their status.ancestors written.
+	BackendTLSPolicies bool
 
 	mu     sync.Mutex
 	latest *gatewayapi.Attachment // of the latest translation of the whole snapshot
@@ -179,6 +182,7 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 			}
 		}
 	}
+	u.updateBackendTLSPolicies(ctx, a, snap, now, &errs)
 	return errs.err()
 }
 

@@ -21,7 +21,8 @@ var gvkBackendTLSPolicy = gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolic
 // added to konghq.com/ca-certificates-configmaps, and konghq.com/tls-verify-depth from the
 // option tls-verify-depth when it is a number >= 0. The annotations then apply like the
 // user's, to every Kong service backed by the Service (Ingress backends too). Two policies
-// targeting one Service are reported and neither applies. svc itself is not modified. Only
+// targeting one Service are reported and neither applies; so is a policy KIC's
+// BackendTLSPolicy controller does not accept (gatewayapi.JudgeBackendTLSPolicy). svc itself is not modified. Only
 // with the GatewayAlpha gate, and only for a Service that an HTTPRoute of one of our Gateways
 // names as a backend (KIC applies a policy only when it has such ancestors).
 func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
@@ -49,6 +50,18 @@ func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
 		return svc
 	}
 	p := policies[0]
+	for _, r := range p.Spec.Validation.CACertificateRefs {
+		switch r.Kind { // a CA object created later makes the policy apply
+		case "ConfigMap":
+			b.refer(svc, gvkService, ref(gvkConfigMap, p.Namespace, string(r.Name)))
+		case "Secret":
+			b.refer(svc, gvkService, ref(gvkSecret, p.Namespace, string(r.Name)))
+		}
+	}
+	if v := gatewayapi.JudgeBackendTLSPolicy(p, b.snap.BackendTLSPolicies, gatewayapi.CAObjects(b.snap.ConfigMaps, b.snap.Secrets)); !v.Applies() {
+		b.problem(p, gvkBackendTLSPolicy, "", "BackendTLSPolicy not applied to Service %s (%s): %s", svc.Name, v.Accepted.Reason, v.Accepted.Message)
+		return svc
+	}
 	out := svc.DeepCopy()
 	out.Annotations = maps.Clone(svc.Annotations)
 	if out.Annotations == nil {
@@ -85,17 +98,8 @@ func (b *builder) httpRouteBackends() map[string]bool {
 		if hr == nil || b.gw.Route(gatewayapi.KindHTTPRoute, hr) == nil {
 			continue
 		}
-		for _, rule := range hr.Spec.Rules {
-			for _, be := range rule.BackendRefs {
-				if (be.Group != nil && *be.Group != "" && *be.Group != "core") || (be.Kind != nil && *be.Kind != "Service") {
-					continue
-				}
-				ns := hr.Namespace
-				if be.Namespace != nil && *be.Namespace != "" {
-					ns = string(*be.Namespace)
-				}
-				b.routeBackends[ns+"/"+string(be.Name)] = true
-			}
+		for _, key := range gatewayapi.HTTPRouteServiceBackends(hr) {
+			b.routeBackends[key] = true
 		}
 	}
 	return b.routeBackends

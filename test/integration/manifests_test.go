@@ -252,8 +252,11 @@ func TestManifestsRBACIsLeastPrivilege(t *testing.T) {
 	for _, r := range []string{"kongplugins", "kongclusterplugins", "kongconsumers", "kongconsumergroups", "kongvaults", "kongcustomentities", "konglicenses"} {
 		want["configuration.konghq.com/"+r+"/status"] = []string{"patch"} // internal/status/programmed.go, license.go
 	}
-	for _, r := range []string{"gatewayclasses", "gateways", "httproutes"} {
+	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tcproutes", "tlsroutes", "udproutes"} {
 		want["gateway.networking.k8s.io/"+r+"/status"] = []string{"patch"} // internal/status/gatewayapi_updater.go
+	}
+	for _, r := range []string{"backendtlspolicies"} {
+		want["gateway.networking.k8s.io/"+r+"/status"] = []string{"patch"} // internal/status/gatewayapi_policies.go
 	}
 	for _, k := range store.AllKinds() {
 		want[k.GroupVersionKind().Group+"/"+k.Resource()] = []string{"get", "list", "watch"}

@@ -1,0 +1,122 @@
+package gatewayapi
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// BackendTLSPolicyVerdict is what KIC's BackendTLSPolicy controller decides of a policy
+// (its validateBackendTLSPolicy): whether it applies, and the conditions its ancestors
+// entries carry. Translation applies only an accepted policy; status writes the conditions.
+type BackendTLSPolicyVerdict struct {
+	Accepted     metav1.Condition
+	ResolvedRefs metav1.Condition
+}
+
+// Applies reports whether the policy is accepted.
+func (v BackendTLSPolicyVerdict) Applies() bool { return v.Accepted.Status == metav1.ConditionTrue }
+
+// targetsService reports whether p targets the Service name in its namespace.
+func targetsService(p *gatewayv1.BackendTLSPolicy, name string) bool {
+	for _, t := range p.Spec.TargetRefs {
+		if (t.Group == "" || t.Group == "core") && t.Kind == "Service" && string(t.Name) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// JudgeBackendTLSPolicy judges p the way KIC does, in its order: a Service it targets is
+// targeted by another policy too (Accepted False, Conflicted); else a caCertificateRef
+// that is not a core ConfigMap or Secret (Invalid; ResolvedRefs False, InvalidKind), one
+// that does not exist (exists says; NoValidCACertificate, the spec's reason; ResolvedRefs
+// False, InvalidCACertificateRef), subjectAltNames or wellKnownCACertificates, which KIC
+// does not support (Invalid). all are the policies of the snapshot (p among them).
+func JudgeBackendTLSPolicy(p *gatewayv1.BackendTLSPolicy, all []*gatewayv1.BackendTLSPolicy, exists func(kind, namespace, name string) bool) BackendTLSPolicyVerdict {
+	v := BackendTLSPolicyVerdict{
+		Accepted: metav1.Condition{Type: string(gatewayv1.PolicyConditionAccepted), Status: metav1.ConditionTrue,
+			Reason: string(gatewayv1.PolicyReasonAccepted), Message: "policy accepted", ObservedGeneration: p.Generation},
+		ResolvedRefs: metav1.Condition{Type: string(gatewayv1.BackendTLSPolicyConditionResolvedRefs), Status: metav1.ConditionTrue,
+			Reason: string(gatewayv1.BackendTLSPolicyReasonResolvedRefs), Message: "all CA certificate references resolved", ObservedGeneration: p.Generation},
+	}
+	for _, t := range p.Spec.TargetRefs {
+		if (t.Group != "" && t.Group != "core") || t.Kind != "Service" {
+			continue
+		}
+		for _, o := range all {
+			if o != nil && o != p && o.Namespace == p.Namespace && targetsService(o, string(t.Name)) {
+				v.Accepted.Status, v.Accepted.Reason = metav1.ConditionFalse, string(gatewayv1.PolicyReasonConflicted)
+				v.Accepted.Message = fmt.Sprintf("Multiple BackendTLSPolicies target the same service (%s)", t.Name)
+				return v
+			}
+		}
+	}
+	var invalid []string
+	reason := gatewayv1.PolicyReasonInvalid
+	for _, ref := range p.Spec.Validation.CACertificateRefs {
+		if (ref.Group != "" && ref.Group != "core") || (ref.Kind != "ConfigMap" && ref.Kind != "Secret") {
+			invalid = append(invalid, "CACertificateRefs must reference ConfigMaps or Secrets in the core group")
+			v.ResolvedRefs.Status, v.ResolvedRefs.Reason = metav1.ConditionFalse, string(gatewayv1.BackendTLSPolicyReasonInvalidKind)
+			v.ResolvedRefs.Message = fmt.Sprintf("%s %s is not a core ConfigMap or Secret", ref.Kind, ref.Name)
+			break
+		}
+		if !exists(string(ref.Kind), p.Namespace, string(ref.Name)) {
+			invalid = append(invalid, fmt.Sprintf("%s %s/%s set as CACertificateRef not found", ref.Kind, p.Namespace, ref.Name))
+			reason = gatewayv1.BackendTLSPolicyReasonNoValidCACertificate
+			v.ResolvedRefs.Status, v.ResolvedRefs.Reason = metav1.ConditionFalse, string(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef)
+			v.ResolvedRefs.Message = invalid[len(invalid)-1]
+			break
+		}
+	}
+	if len(p.Spec.Validation.SubjectAltNames) > 0 {
+		invalid, reason = append(invalid, "SubjectAltNames feature is not currently supported"), gatewayv1.PolicyReasonInvalid
+	}
+	if p.Spec.Validation.WellKnownCACertificates != nil {
+		invalid, reason = append(invalid, "WellKnownCACertificates feature is not currently supported"), gatewayv1.PolicyReasonInvalid
+	}
+	if len(invalid) > 0 {
+		v.Accepted.Status, v.Accepted.Reason, v.Accepted.Message = metav1.ConditionFalse, string(reason), strings.Join(invalid, " - ")
+	}
+	return v
+}
+
+// CAObjects reports whether a ConfigMap or Secret (kind) namespace/name is among
+// configMaps and secrets: what JudgeBackendTLSPolicy asks of a caCertificateRef. The cache
+// holds only the ConfigMaps labelled as CA certificates.
+func CAObjects(configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) func(kind, namespace, name string) bool {
+	have := map[string]bool{}
+	for _, c := range configMaps {
+		if c != nil {
+			have["ConfigMap/"+c.Namespace+"/"+c.Name] = true
+		}
+	}
+	for _, s := range secrets {
+		if s != nil {
+			have["Secret/"+s.Namespace+"/"+s.Name] = true
+		}
+	}
+	return func(kind, namespace, name string) bool { return have[kind+"/"+namespace+"/"+name] }
+}
+
+// HTTPRouteServiceBackends are the Services (namespace/name) that route's rules name as
+// backendRefs: the Services whose BackendTLSPolicies route can make apply.
+func HTTPRouteServiceBackends(route *gatewayv1.HTTPRoute) []string {
+	var out []string
+	for _, rule := range route.Spec.Rules {
+		for _, be := range rule.BackendRefs {
+			if (be.Group != nil && *be.Group != "" && *be.Group != "core") || (be.Kind != nil && *be.Kind != "Service") {
+				continue
+			}
+			ns := route.Namespace
+			if be.Namespace != nil && *be.Namespace != "" {
+				ns = string(*be.Namespace)
+			}
+			out = append(out, ns+"/"+string(be.Name))
+		}
+	}
+	return out
+}

@@ -1,0 +1,54 @@
+package gatewayapi
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+func TestJudgeBackendTLSPolicy(t *testing.T) {
+	policy := func(name, svc string, v gatewayv1.BackendTLSPolicyValidation) *gatewayv1.BackendTLSPolicy {
+		return &gatewayv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Generation: 3},
+			Spec: gatewayv1.BackendTLSPolicySpec{
+				TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Kind: "Service", Name: gatewayv1.ObjectName(svc)}}},
+				Validation: v,
+			}}
+	}
+	ca := func(group, kind, name string) gatewayv1.BackendTLSPolicyValidation {
+		return gatewayv1.BackendTLSPolicyValidation{Hostname: "x.internal",
+			CACertificateRefs: []gatewayv1.LocalObjectReference{{Group: gatewayv1.Group(group), Kind: gatewayv1.Kind(kind), Name: gatewayv1.ObjectName(name)}}}
+	}
+	system := gatewayv1.WellKnownCACertificatesSystem
+	other := policy("other", "shared", ca("", "ConfigMap", "ca"))
+	exists := func(kind, ns, name string) bool { return kind == "ConfigMap" && ns == "default" && name == "ca" }
+	for _, tc := range []struct {
+		name              string
+		p                 *gatewayv1.BackendTLSPolicy
+		accepted, refs    string
+		acceptedMessageIn string
+	}{
+		{"accepted", policy("p", "svc", ca("", "ConfigMap", "ca")), "True/Accepted", "True/ResolvedRefs", ""},
+		{"core group", policy("p", "svc", ca("core", "ConfigMap", "ca")), "True/Accepted", "True/ResolvedRefs", ""},
+		{"conflicted", policy("p", "shared", ca("", "ConfigMap", "ca")), "False/Conflicted", "True/ResolvedRefs", "same service"},
+		{"missing ConfigMap", policy("p", "svc", ca("", "ConfigMap", "absent")), "False/NoValidCACertificate", "False/InvalidCACertificateRef", "absent"},
+		{"missing Secret", policy("p", "svc", ca("", "Secret", "ca")), "False/NoValidCACertificate", "False/InvalidCACertificateRef", "Secret default/ca"},
+		{"bad kind", policy("p", "svc", ca("example.com", "Bundle", "ca")), "False/Invalid", "False/InvalidKind", "core group"},
+		{"well known", policy("p", "svc", gatewayv1.BackendTLSPolicyValidation{Hostname: "x", WellKnownCACertificates: &system}), "False/Invalid", "True/ResolvedRefs", "WellKnownCACertificates"},
+		{"subjectAltNames", policy("p", "svc", func() gatewayv1.BackendTLSPolicyValidation {
+			v := ca("", "ConfigMap", "ca")
+			v.SubjectAltNames = []gatewayv1.SubjectAltName{{Type: gatewayv1.HostnameSubjectAltNameType, Hostname: "y"}}
+			return v
+		}()), "False/Invalid", "True/ResolvedRefs", "SubjectAltNames"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := JudgeBackendTLSPolicy(tc.p, []*gatewayv1.BackendTLSPolicy{other, tc.p}, exists)
+			require.Equal(t, tc.accepted, string(v.Accepted.Status)+"/"+v.Accepted.Reason)
+			require.Equal(t, tc.refs, string(v.ResolvedRefs.Status)+"/"+v.ResolvedRefs.Reason)
+			require.Contains(t, v.Accepted.Message, tc.acceptedMessageIn)
+			require.Equal(t, tc.accepted == "True/Accepted", v.Applies())
+			require.Equal(t, int64(3), v.Accepted.ObservedGeneration)
+		})
+	}
+}

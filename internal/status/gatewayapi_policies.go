@@ -1,0 +1,136 @@
+package status
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// maxAncestors is the Gateway API's limit of a policy's status.ancestors.
+const maxAncestors = 16
+
+// namespacedName is a Gateway's namespace and name.
+type namespacedName struct{ namespace, name string }
+
+// serviceGateways maps each Service (namespace/name) that an HTTPRoute names as a backend to
+// the Gateways that route is accepted by with all its references resolved: a
+// BackendTLSPolicy's ancestors in KIC's sense (its getBackendTLSPolicyAncestors).
+func serviceGateways(a *gatewayapi.Attachment, snap *store.Snapshot) map[string]map[namespacedName]bool {
+	out := map[string]map[namespacedName]bool{}
+	for _, hr := range snap.HTTPRoutes {
+		if hr == nil {
+			continue
+		}
+		ra := a.Route(gatewayapi.KindHTTPRoute, hr)
+		if ra == nil || len(ra.RefProblems) > 0 {
+			continue
+		}
+		var gws []namespacedName
+		for _, p := range ra.Parents {
+			if p.Accepted && p.Gateway != nil {
+				gws = append(gws, namespacedName{p.Gateway.Gateway.Namespace, p.Gateway.Gateway.Name})
+			}
+		}
+		for _, key := range gatewayapi.HTTPRouteServiceBackends(hr) {
+			for _, g := range gws {
+				if out[key] == nil {
+					out[key] = map[namespacedName]bool{}
+				}
+				out[key][g] = true
+			}
+		}
+	}
+	return out
+}
+
+// policyAncestors is status.ancestors of a BackendTLSPolicy: the entries of other controllers
+// as they are, then ours, one per Gateway (sorted by namespace and name) with the verdict's
+// Accepted and ResolvedRefs conditions (lastTransitionTime kept where the status did not
+// change), up to the API's 16 entries. Our entries for Gateways no longer ancestors go.
+func policyAncestors(have []gatewayv1.PolicyAncestorStatus, gateways []namespacedName, v gatewayapi.BackendTLSPolicyVerdict, controller string, gen int64, now time.Time) []gatewayv1.PolicyAncestorStatus {
+	out := make([]gatewayv1.PolicyAncestorStatus, 0, len(have)+len(gateways))
+	ours := map[namespacedName]gatewayv1.PolicyAncestorStatus{}
+	for _, h := range have {
+		if string(h.ControllerName) != controller {
+			out = append(out, h)
+			continue
+		}
+		ns := ""
+		if h.AncestorRef.Namespace != nil {
+			ns = string(*h.AncestorRef.Namespace)
+		}
+		ours[namespacedName{ns, string(h.AncestorRef.Name)}] = h
+	}
+	sort.Slice(gateways, func(i, j int) bool {
+		if gateways[i].namespace != gateways[j].namespace {
+			return gateways[i].namespace < gateways[j].namespace
+		}
+		return gateways[i].name < gateways[j].name
+	})
+	group, kind := gatewayv1.Group(gatewayv1.GroupName), gatewayv1.Kind("Gateway")
+	for _, g := range gateways {
+		if len(out) >= maxAncestors {
+			break
+		}
+		ns := gatewayv1.Namespace(g.namespace)
+		a := gatewayv1.PolicyAncestorStatus{
+			AncestorRef:    gatewayv1.ParentReference{Group: &group, Kind: &kind, Namespace: &ns, Name: gatewayv1.ObjectName(g.name)},
+			ControllerName: gatewayv1.GatewayController(controller),
+		}
+		if h, ok := ours[g]; ok {
+			a.Conditions = append(a.Conditions, h.Conditions...)
+		}
+		setCondition(&a.Conditions, v.Accepted, gen, now)
+		setCondition(&a.Conditions, v.ResolvedRefs, gen, now)
+		out = append(out, a)
+	}
+	return out
+}
+
+// updateBackendTLSPolicies writes status.ancestors of every BackendTLSPolicy whose entries of
+// our controller differ. The patch carries the resourceVersion, so that an entry another
+// controller wrote meanwhile is not lost: the conflict fails the pass, and the next pass
+// starts from the policy as it is then.
+func (u *GatewayAPIUpdater) updateBackendTLSPolicies(ctx context.Context, a *gatewayapi.Attachment, snap *store.Snapshot, now time.Time, errs *failures) {
+	if !u.BackendTLSPolicies || len(snap.BackendTLSPolicies) == 0 {
+		return
+	}
+	byService := serviceGateways(a, snap)
+	exists := gatewayapi.CAObjects(snap.ConfigMaps, snap.Secrets)
+	for _, p := range snap.BackendTLSPolicies {
+		if p == nil {
+			continue
+		}
+		set := map[namespacedName]bool{}
+		for _, t := range p.Spec.TargetRefs {
+			if (t.Group == "" || t.Group == "core") && t.Kind == "Service" {
+				for g := range byService[p.Namespace+"/"+string(t.Name)] {
+					set[g] = true
+				}
+			}
+		}
+		gateways := make([]namespacedName, 0, len(set))
+		for g := range set {
+			gateways = append(gateways, g)
+		}
+		v := gatewayapi.JudgeBackendTLSPolicy(p, snap.BackendTLSPolicies, exists)
+		want := policyAncestors(p.Status.Ancestors, gateways, v, u.controller, p.Generation, now)
+		if equality.Semantic.DeepEqual(want, p.Status.Ancestors) || len(want) == 0 && len(p.Status.Ancestors) == 0 {
+			continue
+		}
+		updated := p.DeepCopy()
+		updated.Status.Ancestors = want
+		err := u.writer.Status().Patch(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}))
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs.add("BackendTLSPolicy", p, err)
+		}
+	}
+}
