@@ -69,7 +69,7 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := newLogger(stderr, cfg.LogLevel)
 	log.Info("starting konductor", "version", version)
-	setMemoryLimit(log, cgroupMemoryFiles)
+	setGCPercent(log, setMemoryLimit(log, cgroupMemoryFiles))
 	c, err := manager.New(ctx, cfg, manager.Options{Logger: log})
 	if err != nil {
 		return err

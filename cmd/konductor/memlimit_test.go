@@ -55,3 +55,27 @@ func TestSetMemoryLimitFromContainer(t *testing.T) {
 		t.Errorf("GOMEMLIMIT set, yet the limit was changed to %d", got)
 	}
 }
+
+func TestSetGCPercentOnlyWithoutLimitOrGOGC(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	if got := setGCPercent(logr.Discard(), 1<<30); got != 0 {
+		t.Errorf("with a memory limit: set %d", got)
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with a memory limit the target changed to %d", got)
+	}
+	t.Setenv("GOGC", "200")
+	if got := setGCPercent(logr.Discard(), 0); got != 0 {
+		t.Errorf("with GOGC set: set %d", got)
+	}
+	t.Setenv("GOGC", "")
+	if got := setGCPercent(logr.Discard(), 0); got != defaultGCPercent {
+		t.Errorf("without limit or GOGC: set %d", got)
+	}
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("collector target is %d, want %d", got, defaultGCPercent)
+	}
+}

@@ -106,19 +106,22 @@ type Config struct {
 	// flags); off unless AdmissionWebhook.ListenAddr is set.
 	AdmissionWebhook AdmissionWebhook
 
+	// Profiling serves net/http/pprof at /debug/pprof/ on the metrics server (KIC's --profiling,
+	// which KIC serves on its diagnostics server): heap and CPU profiles of a running controller.
+	Profiling bool
+
 	// Ignored lists the KIC flags given that konductor accepts but that have no effect here,
 	// so that a KIC Deployment's arguments carry over; the controller logs each at start.
 	Ignored []string
 }
 
 // kicFlagsWithoutEffect are KIC flags konductor accepts and ignores: they tune things it does
-// not have (telemetry, profiling, config dumps, UDP status). The value says whether the flag is boolean (may stand bare: --profiling); the others
+// not have (telemetry, config dumps, UDP status). The value says whether the flag is boolean (may stand bare: --anonymous-reports); the others
 // also take their value as the next argument (--log-format json). A flag whose absence would change what Kong receives (for example
 // --kong-workspace) is deliberately not in this list: it fails as unknown.
 var kicFlagsWithoutEffect = map[string]bool{
 	"anonymous-reports":          true,
 	"log-format":                 false,
-	"profiling":                  true,
 	"dump-config":                true,
 	"dump-sensitive-config":      true,
 	"publish-service-udp":        false,
@@ -251,6 +254,7 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	fs.StringVar(&c.AdmissionWebhook.KeyFile, "admission-webhook-key-file", "", "PEM private key file of the admission webhook; with no key given, "+DefaultAdmissionWebhookKeyFile)
 	fs.StringVar(&c.AdmissionWebhook.Cert, "admission-webhook-cert", "", "PEM certificate of the admission webhook (instead of --admission-webhook-cert-file)")
 	fs.StringVar(&c.AdmissionWebhook.Key, "admission-webhook-key", "", "PEM private key of the admission webhook (instead of --admission-webhook-key-file)")
+	fs.BoolVar(&c.Profiling, "profiling", false, "serve net/http/pprof at /debug/pprof/ on the metrics endpoint")
 	var gates string
 	fs.StringVar(&gates, "feature-gates", "", "KIC's feature gates, Name=true|false comma-separated (see docs/migration-from-kic.md)")
 	fs.Float32Var(&c.APIServerQPS, "apiserver-qps", 100, "requests per second to the Kubernetes API")
@@ -258,7 +262,7 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	for name, boolean := range kicFlagsWithoutEffect {
 		f := fs.VarPF(&ignoredValue{}, name, "", "accepted for KIC compatibility; no effect")
 		if boolean {
-			f.NoOptDefVal = "true" // a bare --profiling must not eat the next argument
+			f.NoOptDefVal = "true" // a bare --anonymous-reports must not eat the next argument
 		}
 		f.Hidden = true
 	}

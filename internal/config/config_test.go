@@ -159,10 +159,10 @@ func TestReadmeListsEveryFlag(t *testing.T) {
 // (the controller logs them), and a bare boolean form does not swallow the next argument.
 func TestKICFlagsWithoutEffectAreAccepted(t *testing.T) {
 	c, err := Parse([]string{"--anonymous-reports", "--ingress-class", "internal", "--log-format=json", "--sync-period=10m"},
-		env(map[string]string{"CONTROLLER_PROFILING": "true"}))
+		env(map[string]string{"CONTROLLER_SKIP_CA_CERTIFICATES": "true"}))
 	require.NoError(t, err)
 	require.Equal(t, "internal", c.IngressClass)
-	require.ElementsMatch(t, []string{"anonymous-reports", "log-format", "sync-period", "profiling"}, c.Ignored)
+	require.ElementsMatch(t, []string{"anonymous-reports", "log-format", "sync-period", "skip-ca-certificates"}, c.Ignored)
 
 	_, err = Parse([]string{"--kong-workspace", "team-a"}, env(nil))
 	require.ErrorContains(t, err, "kong-workspace", "a flag that would change what Kong receives is not silently ignored")
@@ -189,9 +189,21 @@ func TestUnknownControllerVariableFails(t *testing.T) {
 
 // Value-taking ignored flags also take their value as the next argument.
 func TestIgnoredFlagsTakeSeparateValues(t *testing.T) {
-	c, err := Parse([]string{"--log-format", "json", "--publish-service-udp", "kong/udp", "--profiling", "--ingress-class", "x"}, env(nil))
+	c, err := Parse([]string{"--log-format", "json", "--publish-service-udp", "kong/udp", "--dump-config", "--ingress-class", "x"}, env(nil))
 	require.NoError(t, err)
 	require.Equal(t, "x", c.IngressClass)
+}
+
+// KIC's --profiling (also CONTROLLER_PROFILING) has an effect here: pprof on the metrics server.
+func TestProfilingFlag(t *testing.T) {
+	c, err := Parse([]string{"--profiling", "--ingress-class", "x"}, env(nil))
+	require.NoError(t, err)
+	require.True(t, c.Profiling)
+	require.Equal(t, "x", c.IngressClass, "a bare --profiling does not eat the next argument")
+	c, err = Parse(nil, env(map[string]string{"CONTROLLER_PROFILING": "true"}))
+	require.NoError(t, err)
+	require.True(t, c.Profiling)
+	require.Empty(t, c.Ignored)
 }
 
 // Gateway discovery takes KIC's flags and defaults; --gateway-discovery-dns-strategy, which

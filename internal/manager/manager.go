@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sort"
 	"strings"
@@ -194,7 +195,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		LeaseDuration:                 &leaseDuration,
 		RenewDeadline:                 &renewDeadline,
 		RetryPeriod:                   &retryPeriod,
-		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
+		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsBindAddress, ExtraHandlers: profilingHandlers(cfg.Profiling)},
 		HealthProbeBindAddress:        cfg.HealthProbeBindAddress,
 		GracefulShutdownTimeout:       &gracefulShutdown,
 	})
@@ -795,4 +796,19 @@ func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Kong-Admin-Token", t.token)
 	return t.next.RoundTrip(r)
+}
+
+// profilingHandlers are net/http/pprof's endpoints under /debug/pprof/ when --profiling is set
+// (KIC's flag; KIC serves them on its diagnostics server, konductor on the metrics server).
+func profilingHandlers(on bool) map[string]http.Handler {
+	if !on {
+		return nil
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }

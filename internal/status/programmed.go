@@ -140,8 +140,9 @@ func outcomeOf(r dataplane.Round) *outcome {
 			o.invalid[n] = msg
 		}
 	}
+	var ts []string // reused: one slice per entity was most of this function's garbage per round
 	eachEntityTags(r.State, func(tags []*string) {
-		var ts []string
+		ts = ts[:0]
 		for _, t := range tags {
 			if t != nil {
 				ts = append(ts, *t)

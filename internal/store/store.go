@@ -12,8 +12,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -96,28 +94,18 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 		return nil, &ListError{Kind: KindIngressClass.String(), Err: err}
 	}
 
-	var ingresses netv1.IngressList
-	if err := s.list(ctx, KindIngress, &ingresses); err != nil {
+	var err error
+	if snap.Ingresses, err = listShared[netv1.IngressList, netv1.Ingress](ctx, s, KindIngress, func(o client.Object) bool {
+		return IngressMatchesClass(o.(*netv1.Ingress), s.opts.IngressClass, snap.IngressClassIsDefault)
+	}); err != nil {
 		return nil, err
 	}
-	for i := range ingresses.Items {
-		ing := &ingresses.Items[i]
-		if s.inNamespace(ing.Namespace) && IngressMatchesClass(ing, s.opts.IngressClass, snap.IngressClassIsDefault) {
-			snap.Ingresses = append(snap.Ingresses, ing)
-		}
-	}
-
-	var services corev1.ServiceList
-	if err := s.list(ctx, KindService, &services); err != nil {
+	if snap.Services, err = listShared[corev1.ServiceList, corev1.Service](ctx, s, KindService, nil); err != nil {
 		return nil, err
 	}
-	snap.Services = filterNamespaced(s, services.Items)
-
-	var slices discoveryv1.EndpointSliceList
-	if err := s.list(ctx, KindEndpointSlice, &slices); err != nil {
+	if snap.EndpointSlices, err = listShared[discoveryv1.EndpointSliceList, discoveryv1.EndpointSlice](ctx, s, KindEndpointSlice, nil); err != nil {
 		return nil, err
 	}
-	snap.EndpointSlices = filterNamespaced(s, slices.Items)
 
 	var secrets corev1.SecretList
 	if err := s.list(ctx, KindSecret, &secrets); err != nil {
@@ -153,7 +141,6 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	classed := func(o client.Object) bool {
 		return AnnotationMatchesClass(o.GetAnnotations(), s.opts.IngressClass, snap.IngressClassIsDefault)
 	}
-	var err error
 	if snap.KongConsumers, err = listKind[kongv1.KongConsumerList, kongv1.KongConsumer](ctx, s, KindKongConsumer, classed); err != nil {
 		return nil, err
 	}
@@ -256,22 +243,7 @@ func listKind[L any, T any, PL interface {
 	if !s.opts.Kinds.Has(kind) {
 		return nil, nil
 	}
-	list := PL(new(L))
-	if err := s.list(ctx, kind, list); err != nil {
-		return nil, err
-	}
-	var out []PT
-	err := meta.EachListItem(list, func(o runtime.Object) error {
-		obj, ok := o.(PT)
-		if !ok {
-			return fmt.Errorf("%s list holds %T", kind, o)
-		}
-		if (obj.GetNamespace() == "" || s.inNamespace(obj.GetNamespace())) && (keep == nil || keep(obj)) {
-			out = append(out, obj)
-		}
-		return nil
-	})
-	return out, err
+	return listShared[L, T, PL, PT](ctx, s, kind, keep)
 }
 
 // classParameters resolves the IngressClass's spec.parameters to IngressClassParameters

@@ -60,6 +60,10 @@ type Config struct {
 	Emulator bool
 	// Args are more flags for the controller.
 	Args []string
+	// HeapProfile, when set, is the file that receives the controller's heap profile at the end
+	// of the run (taken through --profiling; read it with `go tool pprof -sample_index=inuse_space
+	// -top` or alloc_space).
+	HeapProfile string
 	// LogDir receives the controller's log (controller.log); a temporary folder when empty.
 	LogDir string
 	// Seed makes the changes' order and intervals repeatable.
@@ -174,6 +178,13 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	if cfg.Status {
 		args = append(args, "--publish-status-address", "192.0.2.10")
 	}
+	var pprofAddr string
+	if cfg.HeapProfile != "" {
+		if pprofAddr, err = freeLocalAddr(); err != nil {
+			return res, err
+		}
+		args = append(args, "--profiling", "--metrics-bind-address", pprofAddr)
+	}
 	args = append(args, cfg.Args...)
 	cmd := exec.Command(cfg.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -228,6 +239,12 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		res.RSSBytes, res.PeakRSSBytes, res.CPUSeconds = proc.rss, proc.hwm, proc.cpuSeconds
 	} else {
 		return res, err
+	}
+	if cfg.HeapProfile != "" {
+		if err := fetchHeapProfile(ctx, "http://"+pprofAddr+"/debug/pprof/heap", cfg.HeapProfile); err != nil {
+			return res, err
+		}
+		progress("heap profile written to %s", cfg.HeapProfile)
 	}
 	res.Pushes = kong.pushCount()
 	res.PushesAfterFirst = res.Pushes - pushesAtFirst
@@ -376,4 +393,39 @@ func writeKubeconfig(env *envtest.Environment, dir string) (string, error) {
 	}
 	path := filepath.Join(dir, "kubeconfig")
 	return path, os.WriteFile(path, raw, 0o600)
+}
+
+// freeLocalAddr is a loopback address with a port free at the time of the call.
+func freeLocalAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// fetchHeapProfile saves the controller's heap profile (after a GC, as pprof's ?gc=1 does).
+func fetchHeapProfile(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("fetching the heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fetching the heap profile: %s", resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

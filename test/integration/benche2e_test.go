@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -29,12 +30,16 @@ func TestBenchE2ESmall(t *testing.T) {
 		Binary: bin, Assets: dir, CRDs: filepath.Join(repoRoot(), "config", "crd"),
 		Ingresses: 50, Changes: 3, ChangeInterval: 100 * time.Millisecond, Status: true, Secrets: 2,
 		LogDir: t.TempDir(), Seed: 1,
+		HeapProfile: filepath.Join(t.TempDir(), "heap.pb.gz"), // through --profiling
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := benche2e.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fi, err := os.Stat(cfg.HeapProfile); err != nil || fi.Size() == 0 {
+		t.Errorf("no heap profile from --profiling's /debug/pprof/heap: %v", err)
 	}
 	var report strings.Builder
 	res.Report(&report, cfg)
