@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -82,24 +83,19 @@ func (u *ProgrammedUpdater) Report(_ context.Context, r dataplane.Round) {
 	u.trigger.Request()
 }
 
-// reachedAnyGateway: a gateway took the round's configuration, whole, all but refused
-// objects, or as a fallback configuration.
+// reachedAnyGateway: a gateway took the round's configuration.
 func reachedAnyGateway(r dataplane.Round) bool {
-	for _, g := range r.Gateways {
-		if g.Skipped {
-			continue
-		}
-		var rej *dataplane.RejectedError
-		switch {
-		case g.Err == nil:
-			return true
-		case errors.As(g.Err, &rej):
-			if rej.RestApplied || g.Fallback != nil && g.Fallback.Err == nil {
-				return true
-			}
-		}
+	return slices.ContainsFunc(r.Gateways, tookConfiguration)
+}
+
+// tookConfiguration: the gateway took the round's configuration, whole, all but refused
+// objects, or as a fallback configuration.
+func tookConfiguration(g dataplane.GatewayResult) bool {
+	if g.Skipped {
+		return false
 	}
-	return false
+	var rej *dataplane.RejectedError
+	return g.Err == nil || errors.As(g.Err, &rej) && (rej.RestApplied || g.Fallback != nil && g.Fallback.Err == nil)
 }
 
 // outcomeOf is what a round that reached a gateway says of each object.
@@ -107,26 +103,23 @@ func outcomeOf(r dataplane.Round) *outcome {
 	o := &outcome{programmed: map[kongstate.ObjectRef]bool{}, invalid: map[kongstate.ObjectRef]string{}}
 	excluded := map[kongstate.ObjectRef]bool{} // left out of a fallback configuration a gateway took
 	for _, g := range r.Gateways {
-		if g.Skipped {
-			continue
+		if tookConfiguration(g) {
+			o.dbless = o.dbless || g.Protocol == dataplane.ProtocolDBLess
 		}
 		var rej *dataplane.RejectedError
-		switch {
-		case g.Err == nil:
-			o.dbless = o.dbless || g.Protocol == dataplane.ProtocolDBLess
-		case errors.As(g.Err, &rej):
-			if fb := g.Fallback; fb != nil && fb.Err == nil {
-				// The gateway took the configuration without the refused objects and
-				// their dependents: the others are programmed.
-				o.dbless = o.dbless || g.Protocol == dataplane.ProtocolDBLess
-				for _, x := range fb.Excluded {
-					excluded[translator.Node(x)] = true
-				}
+		if g.Skipped || !errors.As(g.Err, &rej) {
+			continue
+		}
+		if fb := g.Fallback; fb != nil && fb.Err == nil {
+			// The gateway took the configuration without the refused objects and their
+			// dependents: the others are programmed.
+			for _, x := range fb.Excluded {
+				excluded[translator.Node(x)] = true
 			}
-			for _, e := range rej.Entities {
-				if e.Object.Name != "" {
-					o.invalid[translator.Node(e.Object)] = fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message)
-				}
+		}
+		for _, e := range rej.Entities {
+			if e.Object.Name != "" {
+				o.invalid[translator.Node(e.Object)] = fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message)
 			}
 		}
 	}
