@@ -30,15 +30,11 @@ func TestGatewayAPIGRPCRouteAndListenerTLS(t *testing.T) {
 	controller := "konductor.test/" + ns
 	createAll(t, app(ns, "echo", "echo.example.com")[:2])
 	host := gatewayv1.Hostname("grpc.example.com")
-	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
-	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kong"}, Spec: gatewayv1.GatewaySpec{
-		GatewayClassName: gatewayv1.ObjectName(ns),
-		Listeners: []gatewayv1.Listener{
-			{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
-			{Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, Hostname: &host, TLS: &gatewayv1.ListenerTLSConfig{
-				CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "grpc-cert"}}}},
-		},
-	}}
+	class, gw := ourGateway(ns, controller,
+		gatewayv1.Listener{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
+		gatewayv1.Listener{Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, Hostname: &host, TLS: &gatewayv1.ListenerTLSConfig{
+			CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "grpc-cert"}}}},
+	)
 	section := gatewayv1.SectionName("http")
 	service := "echo.Echo"
 	port := gatewayv1.PortNumber(80)

@@ -64,15 +64,10 @@ func parentSummary(hr *gatewayv1.HTTPRoute) []string {
 // and one controller per test) and its Gateway "kong" in ns with listeners http (80) and
 // alt (8080).
 func gatewayOf(ns, controller string) (*gatewayv1.GatewayClass, *gatewayv1.Gateway) {
-	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(controller)}}
-	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kong"}, Spec: gatewayv1.GatewaySpec{
-		GatewayClassName: gatewayv1.ObjectName(ns),
-		Listeners: []gatewayv1.Listener{
-			{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
-			{Name: "alt", Protocol: gatewayv1.HTTPProtocolType, Port: 8080},
-		},
-	}}
-	return class, gw
+	return ourGateway(ns, controller,
+		gatewayv1.Listener{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
+		gatewayv1.Listener{Name: "alt", Protocol: gatewayv1.HTTPProtocolType, Port: 8080},
+	)
 }
 
 // httpRoute is an HTTPRoute on listener section of Gateway "kong", host <name>.example.com,
