@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 
 	"github.com/konductor/konductor/internal/kongemu"
@@ -118,23 +119,32 @@ func unsyncedInformers(t *testing.T) (*informertest.FakeInformers, *InformerBarr
 		informers = append(informers, inf)
 		objs = append(objs, k.NewObject())
 	}
-	b, err := NewInformerBarrier(context.Background(), metadataAwareInformers{fi}, objs...)
+	b, err := NewInformerBarrier(context.Background(), registeredInformers{fi}, objs...)
 	require.NoError(t, err)
+	require.Len(t, b.Pending(), len(informers), "the barrier waits for every kind's informer")
 	return fi, b, informers
 }
 
-// metadataAwareInformers finds the informer of a kind read as metadata only
-// (PartialObjectMetadata, Namespaces) by its TypeMeta, as controller-runtime's cache does;
-// FakeInformers looks every object up in its scheme.
-type metadataAwareInformers struct{ *informertest.FakeInformers }
+// registeredInformers hands out only the informers the test registered, finding a kind read
+// as metadata only (PartialObjectMetadata, Namespaces) by its TypeMeta, as controller-runtime's
+// cache does. FakeInformers would look a metadata object up in its scheme and fail, and would
+// make an already synced informer for a kind not registered, which the barrier would then
+// silently not wait for: a miss is an error here.
+type registeredInformers struct{ *informertest.FakeInformers }
 
-func (m metadataAwareInformers) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
-	if p, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		if inf, ok := m.InformersByGVK[p.GroupVersionKind()]; ok {
-			return inf, nil
+func (m registeredInformers) GetInformer(_ context.Context, obj client.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if _, partial := obj.(*metav1.PartialObjectMetadata); !partial {
+		var err error
+		if gvk, err = apiutil.GVKForObject(obj, m.Scheme); err != nil {
+			return nil, err
 		}
 	}
-	return m.FakeInformers.GetInformer(ctx, obj, opts...)
+	inf, ok := m.InformersByGVK[gvk]
+	if !ok {
+		return nil, fmt.Errorf("no informer registered for %s", gvk)
+	}
+	return inf, nil
 }
 
 // The barrier invariant: nothing reaches Kong until every informer has synced. The same test
