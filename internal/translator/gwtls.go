@@ -36,21 +36,24 @@ func (b *builder) gatewayListenerCerts() []listenerCert {
 				continue
 			}
 			field := fmt.Sprintf("spec.listeners[%d].tls.certificateRefs", i)
+			// Every Secret named is read by the listener's ResolvedRefs condition, even on a
+			// listener that gets no certificate: each is in the graph.
+			for _, cr := range l.TLS.CertificateRefs {
+				if ns, isSecret := listenerSecretRef(gw, cr); isSecret {
+					b.refer(gw, gvkGateway, ref(gvkSecret, ns, string(cr.Name)))
+				}
+			}
 			if len(l.TLS.CertificateRefs) > 1 {
 				b.problem(gw, gvkGateway, field, "listener %q has more than one certificateRef, it's not supported; the listener gets no certificate", l.Name)
 				continue
 			}
 			cr := l.TLS.CertificateRefs[0]
 			field += "[0]"
-			ns := gw.Namespace
-			if cr.Namespace != nil && *cr.Namespace != "" {
-				ns = string(*cr.Namespace)
-			}
-			if (cr.Group != nil && *cr.Group != "" && *cr.Group != "core") || (cr.Kind != nil && *cr.Kind != "Secret") {
+			ns, isSecret := listenerSecretRef(gw, cr)
+			if !isSecret {
 				b.problem(gw, gvkGateway, field, "only core Secrets are certificates; the listener gets no certificate")
 				continue
 			}
-			b.refer(gw, gvkGateway, ref(gvkSecret, ns, string(cr.Name)))
 			if !b.granted(gw, gvkGateway, "", "Secret", ns, string(cr.Name)) {
 				b.problem(gw, gvkGateway, field, "Secret %s/%s is not permitted by any ReferenceGrant; the listener gets no certificate", ns, cr.Name)
 				continue
@@ -63,4 +66,14 @@ func (b *builder) gatewayListenerCerts() []listenerCert {
 		}
 	}
 	return out
+}
+
+// listenerSecretRef is the namespace of the Secret a listener's certificateRef names (the
+// Gateway's when it names none), and whether it names a core Secret at all.
+func listenerSecretRef(gw *gatewayv1.Gateway, cr gatewayv1.SecretObjectReference) (string, bool) {
+	ns := gw.Namespace
+	if cr.Namespace != nil && *cr.Namespace != "" {
+		ns = string(*cr.Namespace)
+	}
+	return ns, (cr.Group == nil || *cr.Group == "" || *cr.Group == "core") && (cr.Kind == nil || *cr.Kind == "Secret")
 }

@@ -1,13 +1,18 @@
 package translator
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/store"
 )
 
 // A Gateway refers to the Secrets of its listeners' certificateRefs, granted or not, and to
@@ -29,4 +34,31 @@ func TestGatewayListenerCertsInGraph(t *testing.T) {
 		require.True(t, r.Relevant(nil, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: name}}), name)
 	}
 	require.False(t, r.Relevant(nil, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "unrelated"}}))
+}
+
+// A listener naming more than one Secret gets no certificate, but its Secrets are still in
+// the graph: the Gateway's ResolvedRefs condition reads each of them, so creating or fixing
+// one must wake translation and status.
+func TestGatewayListenerWithTwoCertsRefersToBoth(t *testing.T) {
+	objs, err := manifest.Load(filepath.Join("testdata", "gateway-tls", "in.yaml"))
+	require.NoError(t, err)
+	for _, o := range objs {
+		if gw, ok := o.(*gatewayv1.Gateway); ok {
+			for i := range gw.Spec.Listeners {
+				if gw.Spec.Listeners[i].Name == "https-two" {
+					gw.Spec.Listeners[i].TLS.CertificateRefs = []gatewayv1.SecretObjectReference{{Name: "two-rsa"}, {Name: "two-ecdsa"}}
+				}
+			}
+		}
+	}
+	st, err := store.NewForObjects(objs, store.Options{})
+	require.NoError(t, err)
+	snap, err := st.Snapshot(context.Background())
+	require.NoError(t, err)
+	res := Build(snap, Options{})
+
+	refs := res.Graph.References(ref(gvkGateway, "default", "kong"))
+	for _, name := range []string{"two-rsa", "two-ecdsa"} {
+		require.Contains(t, refs, Node(ref(gvkSecret, "default", name)), name)
+	}
 }
