@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -462,15 +463,33 @@ func gatewaySchemas(cfg *config.Config, gateways []dataplane.Gateway, discovered
 	if err != nil {
 		return nil, err
 	}
+	// Translation asks for the clients every round: one client per URL, made once.
+	var mu sync.Mutex
+	clients := map[string]*kong.Client{}
 	return func() []*kong.Client {
 		current := gateways
 		if discovered != nil {
 			current = discovered.Gateways()
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		out := make([]*kong.Client, 0, len(current))
 		for _, g := range current {
-			if c, err := kong.NewClient(kong.String(g.URL()), httpClient); err == nil {
-				out = append(out, c)
+			c, ok := clients[g.URL()]
+			if !ok {
+				var err error
+				if c, err = kong.NewClient(kong.String(g.URL()), httpClient); err != nil {
+					continue
+				}
+				clients[g.URL()] = c
+			}
+			out = append(out, c)
+		}
+		if len(clients) > len(out) { // discovered gateways that went away
+			for url := range clients {
+				if !slices.ContainsFunc(current, func(g dataplane.Gateway) bool { return g.URL() == url }) {
+					delete(clients, url)
+				}
 			}
 		}
 		return out
