@@ -10,9 +10,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
 	"sort"
 	"strings"
-	"slices"
 	"sync"
 	"time"
 
