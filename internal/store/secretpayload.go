@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -165,12 +166,26 @@ func (p *SecretPayloads) Complete(ctx context.Context, snap *Snapshot, reference
 	if len(want) == 0 {
 		return nil, nil
 	}
-	if p.reader == nil {
-		return nil, fmt.Errorf("loading %d referenced Secrets: no API reader", len(want))
+	// A Secret loaded already at this version (the round's snapshot completed again, for a
+	// fallback translation) is not read again.
+	got := make(map[types.NamespacedName]*corev1.Secret, len(want))
+	p.mu.Lock()
+	for key, s := range want {
+		if l := p.loaded[key]; l != nil && l.UID == s.UID && l.ResourceVersion == s.ResourceVersion {
+			got[key] = l
+			delete(want, key)
+		}
 	}
-	got, err := p.load(ctx, want)
-	if err != nil {
-		return nil, err
+	p.mu.Unlock()
+	if len(want) > 0 {
+		if p.reader == nil {
+			return nil, fmt.Errorf("loading %d referenced Secrets: no API reader", len(want))
+		}
+		read, err := p.load(ctx, want)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(got, read)
 	}
 	out := *snap
 	out.Secrets = append(make([]*corev1.Secret, 0, len(snap.Secrets)+len(got)), snap.Secrets...)

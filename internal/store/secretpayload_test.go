@@ -130,6 +130,15 @@ func TestSecretPayloadsLoadReferencedSecrets(t *testing.T) {
 				}
 			}
 			reads := reader.gets + reader.lists
+			// The same snapshot completed again (a fallback translation of the round's
+			// snapshot) shows the loaded copies without reading again.
+			again, err := p.Complete(ctx, snap, referenced)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(again.Secrets) != 2 || len(again.SecretsPending) != n-2 || reader.gets+reader.lists != reads {
+				t.Fatalf("completed again: %d shown, %d pending, %d reads more", len(again.Secrets), len(again.SecretsPending), reader.gets+reader.lists-reads)
+			}
 			// The next snapshot shows the loaded copies without reading again.
 			next, err := src.Snapshot(ctx)
 			if err != nil {
