@@ -23,11 +23,17 @@ func (v BackendTLSPolicyVerdict) Applies() bool { return v.Accepted.Status == me
 // targetsService reports whether p targets the Service name in its namespace.
 func targetsService(p *gatewayv1.BackendTLSPolicy, name string) bool {
 	for _, t := range p.Spec.TargetRefs {
-		if (t.Group == "" || t.Group == "core") && t.Kind == "Service" && string(t.Name) == name {
+		if IsServiceTarget(t) && string(t.Name) == name {
 			return true
 		}
 	}
 	return false
+}
+
+// IsServiceTarget reports whether a policy's targetRef names a core Service (KIC counts group
+// "" or "core").
+func IsServiceTarget(t gatewayv1.LocalPolicyTargetReferenceWithSectionName) bool {
+	return (t.Group == "" || t.Group == "core") && t.Kind == "Service"
 }
 
 // JudgeBackendTLSPolicy judges p the way KIC does, in its order: a Service it targets is

@@ -111,7 +111,7 @@ func (u *GatewayAPIUpdater) updateBackendTLSPolicies(ctx context.Context, a *gat
 		}
 		set := map[namespacedName]bool{}
 		for _, t := range p.Spec.TargetRefs {
-			if (t.Group == "" || t.Group == "core") && t.Kind == "Service" {
+			if gatewayapi.IsServiceTarget(t) {
 				for g := range byService[p.Namespace+"/"+string(t.Name)] {
 					set[g] = true
 				}

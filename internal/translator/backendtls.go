@@ -35,7 +35,7 @@ func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
 			continue
 		}
 		for _, t := range p.Spec.TargetRefs {
-			if (t.Group == "" || t.Group == "core") && t.Kind == "Service" && string(t.Name) == svc.Name {
+			if gatewayapi.IsServiceTarget(t) && string(t.Name) == svc.Name {
 				policies = append(policies, p)
 				b.refer(svc, gvkService, kongstate.RefFor(p, gvkBackendTLSPolicy))
 				break
