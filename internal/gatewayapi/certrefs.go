@@ -22,12 +22,9 @@ func ResolveCertificateRefs(gw *gatewayv1.Gateway, l *gatewayv1.Listener, secret
 	}
 	from := gatewayv1.SchemeGroupVersion.WithKind("Gateway")
 	for i, ref := range l.TLS.CertificateRefs {
-		ns := gw.Namespace
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = string(*ref.Namespace)
-		}
+		ns, isSecret := CertificateSecretRef(gw, ref)
 		where := fmt.Sprintf("tls.certificateRefs[%d] %s/%s", i, ns, ref.Name)
-		if (ref.Group != nil && *ref.Group != "" && *ref.Group != "core") || (ref.Kind != nil && *ref.Kind != "Secret") {
+		if !isSecret {
 			return gatewayv1.ListenerReasonInvalidCertificateRef, where + ": only core Secrets are certificates"
 		}
 		if _, ok := GrantAllows(grants, from, gw.Namespace, "", "Secret", ns, string(ref.Name)); !ok {
@@ -42,4 +39,14 @@ func ResolveCertificateRefs(gw *gatewayv1.Gateway, l *gatewayv1.Listener, secret
 		}
 	}
 	return "", ""
+}
+
+// CertificateSecretRef is the namespace of the Secret a listener's certificateRef names (the
+// Gateway's when it names none), and whether it names a core Secret at all.
+func CertificateSecretRef(gw *gatewayv1.Gateway, ref gatewayv1.SecretObjectReference) (string, bool) {
+	ns := gw.Namespace
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	return ns, (ref.Group == nil || *ref.Group == "" || *ref.Group == "core") && (ref.Kind == nil || *ref.Kind == "Secret")
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/gatewayapi"
 )
 
 // listenerCert is the certificate a Gateway listener terminates TLS with, and the SNI it
@@ -39,7 +41,7 @@ func (b *builder) gatewayListenerCerts() []listenerCert {
 			// Every Secret named is read by the listener's ResolvedRefs condition, even on a
 			// listener that gets no certificate: each is in the graph.
 			for _, cr := range l.TLS.CertificateRefs {
-				if ns, isSecret := listenerSecretRef(gw, cr); isSecret {
+				if ns, isSecret := gatewayapi.CertificateSecretRef(gw, cr); isSecret {
 					b.refer(gw, gvkGateway, ref(gvkSecret, ns, string(cr.Name)))
 				}
 			}
@@ -49,7 +51,7 @@ func (b *builder) gatewayListenerCerts() []listenerCert {
 			}
 			cr := l.TLS.CertificateRefs[0]
 			field += "[0]"
-			ns, isSecret := listenerSecretRef(gw, cr)
+			ns, isSecret := gatewayapi.CertificateSecretRef(gw, cr)
 			if !isSecret {
 				b.problem(gw, gvkGateway, field, "only core Secrets are certificates; the listener gets no certificate")
 				continue
@@ -66,14 +68,4 @@ func (b *builder) gatewayListenerCerts() []listenerCert {
 		}
 	}
 	return out
-}
-
-// listenerSecretRef is the namespace of the Secret a listener's certificateRef names (the
-// Gateway's when it names none), and whether it names a core Secret at all.
-func listenerSecretRef(gw *gatewayv1.Gateway, cr gatewayv1.SecretObjectReference) (string, bool) {
-	ns := gw.Namespace
-	if cr.Namespace != nil && *cr.Namespace != "" {
-		ns = string(*cr.Namespace)
-	}
-	return ns, (cr.Group == nil || *cr.Group == "" || *cr.Group == "core") && (cr.Kind == nil || *cr.Kind == "Secret")
 }
