@@ -108,8 +108,7 @@ func TestFailoverSoak(t *testing.T) {
 	}
 	kong := startEmulator(t, kongemu.Postgres)
 
-	// Replica k leads for leader change k; it is killed when k is odd, so it must start
-	// with KeepLeaseOnCancel.
+	// The n-th replica started is killed when n is odd, so it starts with KeepLeaseOnCancel.
 	args := handoverArgs(ns)
 	if size.renewDeadline > 0 {
 		// A renew deadline that survives a loaded machine: a leader that cannot renew in
@@ -137,9 +136,41 @@ func TestFailoverSoak(t *testing.T) {
 			}
 		})
 	}
-	leader := start(0)
-	waitElected(t, leader, time.Minute)
-	leader.waitFirstSync(t, 5*time.Minute)
+	// leads waits until r, elected, completes its first sync; false when r lost the lease
+	// before that (a leader that cannot renew in time on a loaded machine exits, an unplanned
+	// leader change the soak survives by starting another replica).
+	leads := func(r *replica) bool {
+		select {
+		case <-r.firstSeen:
+			return true
+		case err := <-r.done:
+			r.stopOnce.Do(func() {}) // stopped already: stop(r) has nothing left to do
+			if err != nil && strings.Contains(err.Error(), "leader election lost") {
+				lost++
+				return false
+			}
+			t.Fatalf("%s stopped before its first sync: %v", r.name, err)
+		case <-time.After(5 * time.Minute):
+			t.Fatalf("%s: no first sync within 5m0s", r.name)
+		}
+		return false
+	}
+	replicas := 0
+	next := func() *replica {
+		replicas++
+		return start(replicas - 1)
+	}
+	// elect makes cand, or the replicas started after it when it loses the lease, the leader.
+	elect := func(cand *replica) *replica {
+		for {
+			waitElected(t, cand, time.Minute)
+			if leads(cand) {
+				return cand
+			}
+			cand = next()
+		}
+	}
+	leader := elect(next())
 	startedAt := time.Now()
 	mark := kong.AuditMark()
 	// Targets carry no tags (as KIC makes them): they belong to their upstream's object.
@@ -197,13 +228,12 @@ func TestFailoverSoak(t *testing.T) {
 		}
 	}()
 
-	standby := start(1)
+	standby := next()
 	for k := 0; k < size.leaderChanges; k++ {
 		require.Eventually(t, standby.ctrl.CacheSynced, time.Minute, 5*time.Millisecond, "the standby's cache")
-		stop(leader) // clean when k is even, a kill (the lease kept) when k is odd
-		waitElected(t, standby, time.Minute)
-		standby.waitFirstSync(t, 5*time.Minute)
-		leader, standby = standby, start(k+2)
+		stop(leader) // clean when its number is even, a kill (the lease kept) when odd
+		leader = elect(standby)
+		standby = next()
 		if (k+1)%10 == 0 {
 			t.Logf("%d leader changes, %d changes made, %s", k+1, changes.Load(), time.Since(startedAt).Round(time.Second))
 		}
