@@ -73,7 +73,9 @@ func BenchmarkNewLeaderFirstSync(b *testing.B) {
 // split into its phases (Result.Phases, ms/op each) and run twice: with the target lists
 // prefetched in parallel (as New builds the gateway) and with go-database-reconciler's own
 // order, one upstream after the other. cpu-ms/op is the CPU time of the whole process (the
-// emulator's included), which the shared machine's load does not inflate as it does wall time.
+// emulator's included), which the shared machine's load inflates less than wall time. With
+// latency, every GET waits that long in the emulator first, as a Kong reading its database
+// would: the order of the requests, not the CPU, then makes the dump's time.
 func BenchmarkNewLeaderFirstSyncPhases(b *testing.B) {
 	for _, n := range []int{2000} {
 		e, g := newKong(b, Options{})
@@ -81,8 +83,17 @@ func BenchmarkNewLeaderFirstSyncPhases(b *testing.B) {
 		if err := g.Sync(ctx, target(s)); err != nil {
 			b.Fatal(err)
 		}
-		for _, prefetch := range []bool{true, false} {
-			b.Run(fmt.Sprintf("ingresses=%d/prefetch=%t", n, prefetch), func(b *testing.B) {
+		for _, c := range []struct {
+			latency  time.Duration
+			prefetch bool
+		}{{0, true}, {0, false}, {2 * time.Millisecond, true}, {2 * time.Millisecond, false}} {
+			prefetch := c.prefetch
+			b.Run(fmt.Sprintf("ingresses=%d/latency=%s/prefetch=%t", n, c.latency, prefetch), func(b *testing.B) {
+				e.ClearFaults()
+				if c.latency > 0 {
+					e.InjectFault(kongemu.Fault{Method: http.MethodGet, Latency: c.latency})
+					defer e.ClearFaults()
+				}
 				var phases Phases
 				cpu := processCPU()
 				reportRequests(b, e, func(int) {
