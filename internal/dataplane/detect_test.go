@@ -35,8 +35,8 @@ func countingClient(t *testing.T, url string) (*kong.Client, *rootCounter) {
 	return c, counter
 }
 
-// Detect, called while the cache syncs, asks GET / so that the first Sync does not: the
-// gateway's router is known to the first translation and the first Sync sends no GET /.
+// Detect, called while the cache syncs, asks GET / so that the first Sync does not; the first
+// Sync still checks the target's router against the answer.
 func TestDetectBeforeTheFirstSyncAsksOnce(t *testing.T) {
 	ctx := context.Background()
 	s, err := kongemu.New(kongemu.Options{RouterFlavor: kongemu.RouterExpressions}).Start()
@@ -48,13 +48,18 @@ func TestDetectBeforeTheFirstSyncAsksOnce(t *testing.T) {
 
 	require.NoError(t, g.Detect(ctx))
 	require.Equal(t, int32(1), counter.n.Load())
-	require.True(t, g.Flavors.Expressions(), "the router is known before any translation")
+	require.False(t, g.Flavors.Expressions(), "the router is reported by the first Sync, against its target")
 	require.NoError(t, g.Detect(ctx))
 	require.Equal(t, int32(1), counter.n.Load(), "asked once")
 
+	// The target was rendered for the traditional router: the first Sync refuses it, on
+	// Detect's answer, and reports the router so that the next round renders for it.
+	require.ErrorContains(t, g.Sync(ctx, &Target{State: &kongstate.State{}}), "rendered again")
+	require.Equal(t, int32(1), counter.n.Load(), "the first Sync took Detect's answer")
+	require.True(t, g.Flavors.Expressions())
 	require.NoError(t, g.Sync(ctx, &Target{State: &kongstate.State{}}))
 	require.Equal(t, ProtocolDBLess, g.Protocol())
-	require.Equal(t, int32(1), counter.n.Load(), "the first Sync took Detect's answer")
+	require.Equal(t, int32(2), counter.n.Load(), "a refused first Sync leaves the next one to ask")
 }
 
 // A Detect that failed leaves the question to the first Sync, which asks again.

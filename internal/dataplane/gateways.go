@@ -149,10 +149,11 @@ func (g *DetectingGateway) Sync(ctx context.Context, t *Target) error {
 	return inner.Sync(ctx, t)
 }
 
-// Detect asks the gateway GET / now, unless its mode is known, and tells Flavors its router,
-// so that neither the first translation nor the first Sync waits for that request: the
-// controller calls it while its cache syncs (issue #13). The first Sync takes the answer as
-// if it had asked itself; a failure is the first Sync's to meet again.
+// Detect asks the gateway GET / now, unless its mode is known, so that the first Sync does
+// not wait for that request: the controller calls it while its cache syncs (issue #13). The
+// first Sync takes the answer as if it had asked itself, router check included; a failure is
+// the first Sync's to meet again. Flavors is told nothing here: a target translated before
+// the answer arrived would then pass Sync's router check rendered for the other router.
 func (g *DetectingGateway) Detect(ctx context.Context) error {
 	g.rootMu.Lock()
 	defer g.rootMu.Unlock()
@@ -167,7 +168,6 @@ func (g *DetectingGateway) Detect(ctx context.Context) error {
 		return err
 	}
 	g.probed = &root
-	g.Flavors.Report(g.url, root.RouterFlavor)
 	return nil
 }
 
