@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/go-logr/logr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,6 +103,24 @@ func (b *InformerBarrier) WaitForCacheSync(ctx context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("cache not synced (waiting for %s): %w", strings.Join(b.Pending(), ", "), ctx.Err())
+}
+
+// LogEachSync logs (at V(1)) each informer's sync as it happens, with the time since since:
+// the start's timeline (docs/performance.md), which shows which kind's first list the first
+// sync waited for. It returns at once; its goroutines end with ctx.
+func (b *InformerBarrier) LogEachSync(ctx context.Context, log logr.Logger, since time.Time) {
+	if !log.V(1).Enabled() {
+		return
+	}
+	for _, c := range b.currentCheckers() {
+		go func() {
+			select {
+			case <-c.Done():
+				log.V(1).Info("informer synced", "kind", c.Name(), "sinceStart", time.Since(since).String())
+			case <-ctx.Done():
+			}
+		}()
+	}
 }
 
 // Synced reports, without blocking, whether every informer has synced.

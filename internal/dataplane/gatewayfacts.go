@@ -68,7 +68,7 @@ func (f *GatewayFacts) Learn(ctx context.Context, types []string) (enterprise bo
 		url := c.BaseRootURL()
 		ee, ok := f.editions[url]
 		if !ok && f.due(f.rootFail[url]) {
-			ee, ok = f.askEdition(ctx, c)
+			ee, ok = f.askEdition(ctx, c, true)
 		}
 		if ok {
 			known++
@@ -94,17 +94,37 @@ func (f *GatewayFacts) Learn(ctx context.Context, types []string) (enterprise bo
 	return known > 0 && allEnterprise, schemas
 }
 
+// AskEditions asks every current gateway whose edition is not known yet GET / now, so that
+// the first round need not (the controller calls it while its cache syncs, issue #13). A
+// failure is not recorded: the first round asks again rather than wait RetryAfter.
+func (f *GatewayFacts) AskEditions(ctx context.Context) {
+	if f == nil {
+		return
+	}
+	clients := f.clients()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range clients {
+		if _, ok := f.editions[c.BaseRootURL()]; !ok {
+			f.askEdition(ctx, c, false)
+		}
+	}
+}
+
 func (f *GatewayFacts) due(failedAt time.Time) bool {
 	return failedAt.IsZero() || f.now().Sub(failedAt) >= f.RetryAfter
 }
 
-// askEdition is GET / of one gateway. Caller holds mu.
-func (f *GatewayFacts) askEdition(ctx context.Context, c *kong.Client) (bool, bool) {
+// askEdition is GET / of one gateway; a failure is kept (rootFail) when recordFailure. Caller
+// holds mu.
+func (f *GatewayFacts) askEdition(ctx context.Context, c *kong.Client, recordFailure bool) (bool, bool) {
 	cctx, cancel := context.WithTimeout(ctx, f.Timeout)
 	defer cancel()
 	root, err := c.Root(cctx)
 	if err != nil {
-		f.rootFail[c.BaseRootURL()] = f.now()
+		if recordFailure {
+			f.rootFail[c.BaseRootURL()] = f.now()
+		}
 		return false, false
 	}
 	ee := IsEnterprise(root)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/kong/go-kong/kong"
@@ -34,13 +35,16 @@ func (g *DBLessGateway) Protocol() string { return ProtocolDBLess }
 
 // Sync implements Gateway.
 func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
+	renderStart := time.Now()
 	cfg, err := t.DeclarativeConfig()
 	if err != nil {
 		return fmt.Errorf("rendering declarative configuration: %w", err)
 	}
+	pushStart := time.Now()
 	out, err := g.gw.Push(ctx, cfg)
 	if out != dbless.Unchanged {
-		g.log.V(1).Info("configuration sent", "gateway", g.url, "outcome", out.String(), "bytes", len(cfg))
+		g.log.V(1).Info("configuration sent", "gateway", g.url, "outcome", out.String(), "bytes", len(cfg),
+			"render", pushStart.Sub(renderStart).String(), "push", time.Since(pushStart).String())
 	}
 	var rej *dbless.RejectedError
 	if errors.As(err, &rej) {
@@ -84,6 +88,12 @@ type DetectingGateway struct {
 
 	mu    sync.Mutex
 	inner Gateway
+
+	// rootMu is held while GET / is asked for detection, so that a Sync waits for the answer
+	// of a Detect in flight instead of asking again; probed is that answer, for the first
+	// Sync to take.
+	rootMu sync.Mutex
+	probed *Root
 }
 
 // NewDetectingGateway returns a Gateway for the Kong at url. dbMode may be nil when database
@@ -112,7 +122,7 @@ func (g *DetectingGateway) Sync(ctx context.Context, t *Target) error {
 	inner := g.inner
 	g.mu.Unlock()
 	if inner == nil {
-		root, err := ReadRoot(ctx, g.client)
+		root, err := g.root(ctx)
 		if err != nil {
 			return err
 		}
@@ -137,6 +147,39 @@ func (g *DetectingGateway) Sync(ctx context.Context, t *Target) error {
 		g.mu.Unlock()
 	}
 	return inner.Sync(ctx, t)
+}
+
+// Detect asks the gateway GET / now, unless its mode is known, so that the first Sync does
+// not wait for that request: the controller calls it while its cache syncs (issue #13). The
+// first Sync takes the answer as if it had asked itself, router check included; a failure is
+// the first Sync's to meet again. Flavors is told nothing here: a target translated before
+// the answer arrived would then pass Sync's router check rendered for the other router.
+func (g *DetectingGateway) Detect(ctx context.Context) error {
+	g.rootMu.Lock()
+	defer g.rootMu.Unlock()
+	g.mu.Lock()
+	known := g.inner != nil
+	g.mu.Unlock()
+	if known || g.probed != nil {
+		return nil
+	}
+	root, err := ReadRoot(ctx, g.client)
+	if err != nil {
+		return err
+	}
+	g.probed = &root
+	return nil
+}
+
+// root is Detect's answer, taken once, or else GET /.
+func (g *DetectingGateway) root(ctx context.Context) (Root, error) {
+	g.rootMu.Lock()
+	defer g.rootMu.Unlock()
+	if p := g.probed; p != nil {
+		g.probed = nil
+		return *p, nil
+	}
+	return ReadRoot(ctx, g.client)
 }
 
 // HasDatabase asks a Kong (GET /) whether it is database-backed.

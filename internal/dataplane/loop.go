@@ -515,6 +515,9 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	}
 	l.target = newTarget(res, snap, fb, l.renderer)
 	l.seq++
+	if l.seq == 1 {
+		log.V(1).Info("first translation done", "took", translated.String(), "sinceStart", l.opts.Clock.Since(started).String())
+	}
 	if !eventAt.IsZero() {
 		for _, g := range l.gateways {
 			if g.eventAt.IsZero() {

@@ -11,7 +11,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +21,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,6 +71,8 @@ type Controller struct {
 	cfg      *config.Config // leader election decided
 	election LeaderElection
 	log      logr.Logger
+	gateways []dataplane.Gateway // the --kong-admin-url ones (none with discovery)
+	facts    *dataplane.GatewayFacts
 }
 
 // New builds the controller. It talks to the Kubernetes API (discovery) and, when leader
@@ -80,6 +80,8 @@ type Controller struct {
 // configuration.
 func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, error) {
 	log := opts.Logger
+	// The steps of the start log their time since here at V(1) (docs/performance.md, Start).
+	started := time.Now()
 	restCfg := opts.RestConfig
 	if restCfg == nil {
 		var err error
@@ -103,6 +105,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		log.Info("--kong-admin-url is not used with gateway discovery (--kong-admin-svc), as in KIC", "urls", cfg.KongAdminURLs)
 	}
 
+	// Discovery's requests, one per group version, all go out at once (startdiscovery.go).
+	kongKindsServed := make(chan []string, 1)
+	go func() { kongKindsServed <- servedKongKinds(restCfg) }()
 	optional, err := installedOptionalKinds(restCfg)
 	if err != nil {
 		return nil, err
@@ -113,10 +118,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}
 	readKinds := store.ReadKinds(optional)
-	if kinds := untranslatedKongKinds(restCfg, readKinds); len(kinds) > 0 {
+	if kinds := untranslatedKongKinds(<-kongKindsServed, readKinds); len(kinds) > 0 {
 		log.Info("Kong CRDs installed whose objects konductor does not translate yet; in DB-less mode what KIC made of such objects does not survive the switch (docs/migration-from-kic.md)",
 			"kinds", strings.Join(kinds, ","))
 	}
+	log.V(1).Info("start: API discovery done", "sinceStart", time.Since(started).String())
 
 	election, err := DecideLeaderElection(ctx, cfg, log)
 	if err != nil {
@@ -203,6 +209,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
+	log.V(1).Info("start: manager constructed", "sinceStart", time.Since(started).String())
 
 	// Register every informer now, before the manager starts: the cache then starts them on
 	// every replica, so a standby's cache is warm when it gains the lease (invariant 3).
@@ -218,6 +225,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err != nil {
 		return nil, err
 	}
+	log.V(1).Info("start: informers registered", "sinceStart", time.Since(started).String())
+	barrier.LogEachSync(ctx, log.WithName("cache"), started)
 	relevance := &translator.Relevance{IngressClass: cfg.IngressClass}
 	if err := barrier.AddEventHandler(trigger.FilteredEventHandler(relevance)); err != nil {
 		return nil, err
@@ -372,17 +381,59 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", gatewaysLog,
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
-	return &Controller{mgr: mgr, webhook: webhook, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log}, nil
+	return &Controller{mgr: mgr, webhook: webhook, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log,
+		gateways: gateways, facts: facts}, nil
 }
 
-// Start runs the controller until ctx ends. Without leader election it first checks that no
-// gateway has a database (RequireLeaderElection).
+// Start runs the controller until ctx ends. Without leader election it checks that no
+// gateway has a database (RequireLeaderElection), while the cache syncs, and stops with that
+// error if one has: the database-mode gateway refuses to write without leader election
+// meanwhile (DBModeFactory).
 func (c *Controller) Start(ctx context.Context) error {
-	if !c.election.GatewaysProbed {
-		if err := RequireLeaderElection(ctx, c.cfg, c.log); err != nil {
-			return err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	refused := make(chan error, 1)
+	go func() {
+		if !c.election.GatewaysProbed {
+			if err := RequireLeaderElection(ctx, c.cfg, c.log); err != nil {
+				refused <- err
+				cancel()
+				return
+			}
+		}
+		c.askGateways(ctx)
+	}()
+	err := c.run(ctx)
+	select {
+	case r := <-refused:
+		return r
+	default:
+		return err
+	}
+}
+
+// askGateways asks the --kong-admin-url gateways, while the cache syncs, what the first round
+// would otherwise ask them after it (issue #13: each GET / was a round trip on the path from
+// start to first push): their database mode and router (DetectingGateway.Detect) and their
+// edition (GatewayFacts). Failures are left for the first round to meet again. Only reads:
+// every replica may ask, leader or not.
+func (c *Controller) askGateways(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, startCheckTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, g := range c.gateways {
+		if d, ok := g.(*dataplane.DetectingGateway); ok {
+			wg.Go(func() { _ = d.Detect(ctx) })
 		}
 	}
+	if len(c.gateways) > 0 {
+		wg.Go(func() { c.facts.AskEditions(ctx) })
+	}
+	wg.Wait()
+}
+
+// run starts the manager and returns when it stopped, or ShutdownGrace after ctx ended.
+func (c *Controller) run(ctx context.Context) error {
 	if c.webhook != nil && c.webhook.Certificates != nil {
 		go func() {
 			if err := c.webhook.Certificates.Start(ctx); err != nil {
@@ -588,78 +639,6 @@ func watchErrorLogger(log logr.Logger, failed func(kind string, err error)) tool
 		}
 		log.Error(err, msg, "kind", kind)
 	}
-}
-
-func installedOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("discovery client: %w", err)
-	}
-	out := store.KindSet{}
-	byGV := map[string][]store.Kind{}
-	for _, k := range store.AllKinds() {
-		if k.Optional() {
-			gv := k.GroupVersionKind().GroupVersion().String()
-			byGV[gv] = append(byGV[gv], k)
-		}
-	}
-	gvs := make([]string, 0, len(byGV))
-	for gv := range byGV {
-		gvs = append(gvs, gv)
-	}
-	sort.Strings(gvs)
-	for _, gv := range gvs {
-		have, err := servedResources(dc, gv)
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range byGV[gv] {
-			if have[k.Resource()] {
-				out[k] = struct{}{}
-			}
-		}
-	}
-	return out, nil
-}
-
-// untranslatedKongKinds lists the kinds of Kong's API groups the cluster serves and konductor
-// does not read. Discovery only: it needs no permission on those kinds. Errors are not fatal
-// (the list only feeds a log line), so they give an empty list.
-func untranslatedKongKinds(cfg *rest.Config, read store.KindSet) []string {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil
-	}
-	groups, err := dc.ServerGroups()
-	if err != nil {
-		return nil
-	}
-	readNames := map[string]bool{}
-	for k := range read {
-		readNames[k.String()] = true
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, g := range groups.Groups {
-		if !strings.HasSuffix(g.Name, "konghq.com") {
-			continue
-		}
-		for _, v := range g.Versions {
-			list, err := dc.ServerResourcesForGroupVersion(v.GroupVersion)
-			if err != nil {
-				continue
-			}
-			for _, r := range list.APIResources {
-				if strings.Contains(r.Name, "/") || readNames[r.Kind] || seen[r.Kind] {
-					continue
-				}
-				seen[r.Kind] = true
-				out = append(out, r.Kind)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

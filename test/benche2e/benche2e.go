@@ -83,8 +83,10 @@ type Result struct {
 	RSSBytes         int64           // VmRSS at the end
 	PeakRSSBytes     int64           // VmHWM at the end
 	CPUSeconds       float64         // utime + stime at the end
-	Unserved         map[string]int  // requests the recording Kong does not serve
-	LogFile          string
+	// CPUSecondsAtFirstPush is utime + stime when the first complete push had arrived.
+	CPUSecondsAtFirstPush float64
+	Unserved              map[string]int // requests the recording Kong does not serve
+	LogFile               string
 }
 
 // changeTimeout bounds the wait for one change; a change not seen by then is counted missed.
@@ -210,7 +212,8 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		}
 	}
 	defer stop()
-	progress("controller started (pid %d, log %s)", cmd.Process.Pid, res.LogFile)
+	// The start's wall-clock time, to read the controller log's timestamps against.
+	progress("controller started at %s (pid %d, log %s)", start.UTC().Format("15:04:05.000000"), cmd.Process.Pid, res.LogFile)
 
 	first, err := waitFor(ctx, kong, exited, firstPushTimeout, kong.firstCompletePush)
 	if err != nil {
@@ -218,7 +221,12 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	res.StartToFirstPush = first.Sub(start)
 	pushesAtFirst := kong.pushCount()
-	progress("first complete push after %s", res.StartToFirstPush.Round(time.Millisecond))
+	// Read at once: the CPU the start took, which a loaded machine does not inflate as it
+	// inflates wall time (status writes and the next rounds add some while this is read).
+	if proc, err := readProc(cmd.Process.Pid); err == nil {
+		res.CPUSecondsAtFirstPush = proc.cpuSeconds
+	}
+	progress("first complete push after %s (controller CPU %.2f s)", res.StartToFirstPush.Round(time.Millisecond), res.CPUSecondsAtFirstPush)
 
 	made, err := makeChanges(ctx, c, kong, cfg)
 	if err != nil {

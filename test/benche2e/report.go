@@ -31,7 +31,7 @@ func (r Result) Report(w io.Writer, cfg Config) {
 	}
 	fmt.Fprintf(w, "Ingresses %d, unrelated 100 KB Secrets %d, status writes %s, Kong %s\n", cfg.Ingresses, cfg.Secrets, status, kong)
 	fmt.Fprintf(w, "setup (not measured)            %s\n", r.Setup.Round(time.Millisecond))
-	fmt.Fprintf(w, "start -> first complete push    %s\n", ms(r.StartToFirstPush))
+	fmt.Fprintf(w, "start -> first complete push    %s (controller CPU %.2f s)\n", ms(r.StartToFirstPush), r.CPUSecondsAtFirstPush)
 	fmt.Fprintf(w, "change -> push (%d of %d seen)  p50 %s  p90 %s  max %s\n", len(r.ChangeLatencies), len(r.ChangeLatencies)+r.Missed,
 		ms(Percentile(r.ChangeLatencies, 50)), ms(Percentile(r.ChangeLatencies, 90)), ms(Percentile(r.ChangeLatencies, 100)))
 	fmt.Fprintf(w, "pushes                          %d (%d after the first complete one)\n", r.Pushes, r.PushesAfterFirst)

@@ -2,7 +2,12 @@ package dbmode
 
 import (
 	"fmt"
+	"net/http"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/kong/go-kong/kong"
 
 	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/kongstate"
@@ -62,6 +67,76 @@ func BenchmarkNewLeaderFirstSync(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkNewLeaderFirstSyncPhases: the same first sync as BenchmarkNewLeaderFirstSync,
+// split into its phases (Result.Phases, ms/op each) and run twice: with the target lists
+// prefetched in parallel (as New builds the gateway) and with go-database-reconciler's own
+// order, one upstream after the other. cpu-ms/op is the CPU time of the whole process (the
+// emulator's included), which the shared machine's load inflates less than wall time. With
+// latency, every GET waits that long in the emulator first, as a Kong reading its database
+// would: the order of the requests, not the CPU, then makes the dump's time.
+func BenchmarkNewLeaderFirstSyncPhases(b *testing.B) {
+	for _, n := range []int{2000} {
+		e, g := newKong(b, Options{})
+		s := translate(b, objects(apps(n)...))
+		if err := g.Sync(ctx, target(s)); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range []struct {
+			latency  time.Duration
+			prefetch bool
+		}{{0, true}, {0, false}, {2 * time.Millisecond, true}, {2 * time.Millisecond, false}} {
+			prefetch := c.prefetch
+			b.Run(fmt.Sprintf("ingresses=%d/latency=%s/prefetch=%t", n, c.latency, prefetch), func(b *testing.B) {
+				e.ClearFaults()
+				if c.latency > 0 {
+					e.InjectFault(kongemu.Fault{Method: http.MethodGet, Latency: c.latency})
+					defer e.ClearFaults()
+				}
+				var phases Phases
+				cpu := processCPU()
+				reportRequests(b, e, func(int) {
+					fresh, err := New(g.url, nil, Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !prefetch {
+						// The transport New builds, without the prefetch.
+						t := http.DefaultTransport.(*http.Transport).Clone()
+						t.MaxIdleConnsPerHost = DefaultConcurrency
+						hc := &http.Client{Transport: newSchemaCache(t, "")}
+						if fresh.client, err = kong.NewClient(kong.String(g.url), hc); err != nil {
+							b.Fatal(err)
+						}
+					}
+					res, err := fresh.Apply(ctx, s)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res.Total() != 0 {
+						b.Fatalf("%d changes, want none", res.Total())
+					}
+					phases.add(res.Phases)
+				})
+				ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
+				b.ReportMetric(ms(phases.Dump), "dump-ms/op")
+				b.ReportMetric(ms(phases.Index), "index-ms/op")
+				b.ReportMetric(ms(phases.Target), "target-ms/op")
+				b.ReportMetric(ms(phases.Solve), "solve-ms/op")
+				b.ReportMetric(ms(processCPU()-cpu), "cpu-ms/op")
+			})
+		}
+	}
+}
+
+// processCPU is the user and system CPU time the process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkSyncOneIngressChanged: 200 Ingresses, one path changes at each sync. Target:

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/blang/semver/v4"
 	"github.com/go-logr/logr"
@@ -80,7 +81,8 @@ type Gateway struct {
 var _ dataplane.Gateway = (*Gateway)(nil)
 
 // New returns the Gateway of the database-backed Kong at url. httpClient carries TLS and
-// the admin token (manager.AdminHTTPClient); nil means http.DefaultClient's settings. The
+// the admin token (manager.AdminHTTPClient); nil means Go's default transport, keeping
+// Concurrency idle connections to Kong instead of 2. The
 // Gateway wraps its transport with a cache of entity schemas (GET /schemas/...), which
 // go-database-reconciler reads on every sync and which change only with the Kong version.
 func New(url string, httpClient *http.Client, opts Options) (*Gateway, error) {
@@ -98,6 +100,13 @@ func New(url string, httpClient *http.Client, opts Options) (*Gateway, error) {
 	u, err := neturl.Parse(url)
 	if err != nil {
 		return nil, fmt.Errorf("kong admin url %q: %w", url, err)
+	}
+	if hc.Transport == nil {
+		// Go's default keeps 2 idle connections per host: the other requests of
+		// Concurrency in flight (writes, target lists) would each open a new one.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = opts.Concurrency
+		hc.Transport = t
 	}
 	hc.Transport = newTargetPrefetch(newSchemaCache(hc.Transport, u.Path), opts.Concurrency)
 	client, err := kong.NewClient(kong.String(url), hc)
@@ -127,6 +136,11 @@ func (g *Gateway) Sync(ctx context.Context, t *dataplane.Target) error {
 		return rejected
 	}
 	res, err := g.run(ctx, t.State, t.Graph, false)
+	if res != nil {
+		p := res.Phases
+		g.opts.Logger.V(1).Info("database sync", "gateway", g.url, "dump", p.Dump.String(), "index", p.Index.String(),
+			"target", p.Target.String(), "solve", p.Solve.String())
+	}
 	if res != nil && res.Total() > 0 {
 		g.opts.Logger.Info("database synced", "gateway", g.url,
 			"created", res.Creates, "updated", res.Updates, "deleted", res.Deletes, "failed", res.Failed())
@@ -272,6 +286,12 @@ func refuse(refused map[kongstate.ObjectRef]bool, graph *translator.Graph, obj k
 func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, dry bool) (
 	res *Result, errs []error, dependents []dataplane.EntityError, excluded []kongstate.ObjectRef, err error,
 ) {
+	var phases Phases
+	mark := time.Now()
+	lap := func(d *time.Duration) {
+		now := time.Now()
+		*d, mark = now.Sub(mark), now
+	}
 	version, enterprise, err := g.kongVersion(ctx)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -290,10 +310,12 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
 	}
+	lap(&phases.Dump)
 	current, err := state.Get(raw)
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
 	}
+	lap(&phases.Index)
 
 	content := s.Content()
 	// Custom entities (State.CustomEntities, not in Content) are not diffed in database
@@ -314,6 +336,7 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)
 	}
+	lap(&phases.Target)
 	var invalid []dataplane.EntityError
 	if !dry {
 		if invalid, err = g.validateChangedPlugins(ctx, current, target); err != nil {
@@ -359,6 +382,8 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 	stats, errs, _ := syncer.Solve(ctx, g.opts.Concurrency, dry, false)
 	<-done
 	res.Creates, res.Updates, res.Deletes = int(stats.CreateOps.Count()), int(stats.UpdateOps.Count()), int(stats.DeleteOps.Count())
+	lap(&phases.Solve)
+	res.Phases = phases
 	res.sort()
 	return res, errs, append(invalid, dependents...), excluded, nil
 }
@@ -502,6 +527,24 @@ type Result struct {
 	Changes []Change
 	// Creates, Updates and Deletes count the changes applied (in a dry run: to apply).
 	Creates, Updates, Deletes int
+	// Phases is where the time of the sync went, every pass added up.
+	Phases Phases
+}
+
+// Phases of a sync, in order: a new leader's first sync is a dump of Kong and a diff that
+// finds nothing (issue #13); these say which of them its time is.
+type Phases struct {
+	Dump   time.Duration // GET / and dump.Get: the list requests
+	Index  time.Duration // Kong's entities into go-database-reconciler's state (go-memdb)
+	Target time.Duration // the target state built and indexed (file.Get, state.Get)
+	Solve  time.Duration // plugin validation, isolation, the diff and its writes
+}
+
+func (p *Phases) add(o Phases) {
+	p.Dump += o.Dump
+	p.Index += o.Index
+	p.Target += o.Target
+	p.Solve += o.Solve
 }
 
 // add merges the changes of another pass into r.
@@ -510,6 +553,7 @@ func (r *Result) add(o *Result) {
 	r.Creates += o.Creates
 	r.Updates += o.Updates
 	r.Deletes += o.Deletes
+	r.Phases.add(o.Phases)
 	r.sort()
 }
 

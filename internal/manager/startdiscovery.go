@@ -1,0 +1,119 @@
+package manager
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+
+	"github.com/konductor/konductor/internal/store"
+)
+
+// At start the controller asks API discovery which optional kinds the cluster serves (their
+// informers are registered before the manager starts) and which of Kong's kinds it does not
+// translate (a log line). Each is one request per group version; they used to go out one
+// after the other, a dozen round trips on the path from start to first push (issue #13).
+// Here every group version's request goes out at once.
+
+func installedOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	byGV := map[string][]store.Kind{}
+	for _, k := range store.AllKinds() {
+		if k.Optional() {
+			gv := k.GroupVersionKind().GroupVersion().String()
+			byGV[gv] = append(byGV[gv], k)
+		}
+	}
+	gvs := make([]string, 0, len(byGV))
+	for gv := range byGV {
+		gvs = append(gvs, gv)
+	}
+	sort.Strings(gvs)
+	served, errs := eachGroupVersion(gvs, func(gv string) (map[string]bool, error) { return servedResources(dc, gv) })
+	out := store.KindSet{}
+	for i, gv := range gvs {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		for _, k := range byGV[gv] {
+			if served[i][k.Resource()] {
+				out[k] = struct{}{}
+			}
+		}
+	}
+	return out, nil
+}
+
+// servedKongKinds lists the kinds of Kong's API groups the cluster serves, top-level resources
+// only. Discovery only: it needs no permission on those kinds. Errors are not fatal (the list
+// only feeds a log line): a group version that cannot be read is left out.
+func servedKongKinds(cfg *rest.Config) []string {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil
+	}
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		return nil
+	}
+	var gvs []string
+	for _, g := range groups.Groups {
+		if strings.HasSuffix(g.Name, "konghq.com") {
+			for _, v := range g.Versions {
+				gvs = append(gvs, v.GroupVersion)
+			}
+		}
+	}
+	lists, _ := eachGroupVersion(gvs, func(gv string) (*metav1.APIResourceList, error) { return dc.ServerResourcesForGroupVersion(gv) })
+	var out []string
+	for _, list := range lists {
+		if list == nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if !strings.Contains(r.Name, "/") {
+				out = append(out, r.Kind)
+			}
+		}
+	}
+	return out
+}
+
+// untranslatedKongKinds are the kinds of served (servedKongKinds) that konductor does not
+// read, sorted, each once.
+func untranslatedKongKinds(served []string, read store.KindSet) []string {
+	readNames := map[string]bool{}
+	for k := range read {
+		readNames[k.String()] = true
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, kind := range served {
+		if readNames[kind] || seen[kind] {
+			continue
+		}
+		seen[kind] = true
+		out = append(out, kind)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// eachGroupVersion calls ask for every group version at once and returns the answers and
+// errors in the order of gvs.
+func eachGroupVersion[T any](gvs []string, ask func(gv string) (T, error)) ([]T, []error) {
+	out, errs := make([]T, len(gvs)), make([]error, len(gvs))
+	var wg sync.WaitGroup
+	for i, gv := range gvs {
+		wg.Go(func() { out[i], errs[i] = ask(gv) })
+	}
+	wg.Wait()
+	return out, errs
+}
