@@ -155,6 +155,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			}
 		}),
 		ReaderFailOnMissingInformer: true, // every kind read must have been registered up front
+		// The Secrets' list is read in pages whose payloads are dropped page by page, so their
+		// first list never holds every Secret's data at once (store.PagedList).
+		NewInformer: newInformerPagingSecrets(payloads.Transform),
 	}
 	for _, k := range readKinds.Sorted() {
 		if sel := k.CacheSelector(); sel != nil {

@@ -2,9 +2,12 @@ package manager
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
@@ -42,4 +45,17 @@ func translateWithPayloads(ctx context.Context, payloads *store.SecretPayloads, 
 		return res
 	}
 	return build(complete)
+}
+
+// newInformerPagingSecrets is the cache's informer constructor: client-go's, with the Secrets'
+// lists read in pages whose Secrets go through transform (the cache's, which drops the data
+// of unreferenced Secrets) page by page (store.PagedList). Without it the first list of the
+// Secrets held every Secret's data at once, however few of them translation reads.
+func newInformerPagingSecrets(transform toolscache.TransformFunc) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		if _, ok := obj.(*corev1.Secret); ok {
+			lw = store.PagedList(lw, store.SecretListPageSize, transform)
+		}
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	}
 }

@@ -32,7 +32,26 @@ func StripForCache(in any) (any, error) {
 	if es, ok := in.(*discoveryv1.EndpointSlice); ok {
 		stripEndpointSlice(es)
 	}
+	if svc, ok := in.(*corev1.Service); ok {
+		stripService(svc)
+	}
 	return in, nil
+}
+
+// stripService keeps of a Service what translation reads (its type, ports, external name,
+// labels and annotations) and what Ingress status reads of the publish Service (its cluster
+// IP, external IPs and load balancer status). A Service per application is, with its
+// EndpointSlice, what a big cluster has most of; its selector (a map, often of several
+// labels: the EndpointSlices say which Pods it selects), its IP families, traffic and session
+// policies are never read.
+func stripService(svc *corev1.Service) {
+	spec := &svc.Spec
+	spec.Selector = nil
+	spec.ClusterIPs, spec.IPFamilies, spec.IPFamilyPolicy = nil, nil, nil
+	spec.SessionAffinity, spec.SessionAffinityConfig = "", nil
+	spec.ExternalTrafficPolicy, spec.InternalTrafficPolicy, spec.TrafficDistribution = "", nil, nil
+	spec.HealthCheckNodePort, spec.AllocateLoadBalancerNodePorts = 0, nil
+	spec.LoadBalancerSourceRanges, spec.LoadBalancerClass = nil, nil
 }
 
 // stripEndpointSlice keeps what targets (internal/translator) and gateway discovery

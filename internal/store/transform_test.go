@@ -7,6 +7,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // The cache keeps of an EndpointSlice what targets and gateway discovery read.
@@ -45,5 +46,50 @@ func TestStripForCacheKeepsWhatEndpointSlicesAreReadFor(t *testing.T) {
 	}
 	if got.Annotations != nil || got.OwnerReferences != nil {
 		t.Errorf("annotations or owner kept: %v %v", got.Annotations, got.OwnerReferences)
+	}
+}
+
+// The cache keeps of a Service what translation and Ingress status read.
+func TestStripForCacheKeepsWhatServicesAreReadFor(t *testing.T) {
+	policy, local := corev1.IPFamilyPolicySingleStack, corev1.ServiceInternalTrafficPolicyLocal
+	class, distribution, alloc, timeout := "lb", "PreferClose", true, int32(10)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "u", ResourceVersion: "3", Generation: 2,
+			Labels:      map[string]string{"app": "web"},
+			Annotations: map[string]string{"konghq.com/protocol": "https", "ingress.kubernetes.io/service-upstream": "true"}},
+		Spec: corev1.ServiceSpec{
+			Type:         corev1.ServiceTypeLoadBalancer,
+			Ports:        []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("web"), Protocol: corev1.ProtocolTCP, AppProtocol: ptr("http"), NodePort: 30080}},
+			ClusterIP:    "10.96.0.10",
+			ExternalIPs:  []string{"192.0.2.1"},
+			ExternalName: "",
+			Selector:     map[string]string{"app": "web", "tier": "front"},
+			ClusterIPs:   []string{"10.96.0.10"}, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: &policy,
+			SessionAffinity: corev1.ServiceAffinityClientIP, SessionAffinityConfig: &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &timeout}},
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal, InternalTrafficPolicy: &local, TrafficDistribution: &distribution,
+			HealthCheckNodePort: 31000, AllocateLoadBalancerNodePorts: &alloc,
+			LoadBalancerSourceRanges: []string{"0.0.0.0/0"}, LoadBalancerClass: &class,
+		},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}}},
+	}
+	want := svc.DeepCopy()
+	want.Spec = corev1.ServiceSpec{
+		Type:        corev1.ServiceTypeLoadBalancer,
+		Ports:       []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("web"), Protocol: corev1.ProtocolTCP, AppProtocol: ptr("http"), NodePort: 30080}},
+		ClusterIP:   "10.96.0.10",
+		ExternalIPs: []string{"192.0.2.1"},
+	}
+	out, err := StripForCache(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.(*corev1.Service); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("stripped Service\n got %+v\nwant %+v", got, want)
+	}
+
+	external := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "api.example.com", Ports: []corev1.ServicePort{{Port: 443}}}}
+	out, _ = StripForCache(external.DeepCopy())
+	if !equality.Semantic.DeepEqual(out, external) {
+		t.Errorf("an ExternalName Service changed: %+v", out)
 	}
 }

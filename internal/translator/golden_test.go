@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/konductor/konductor/internal/manifest"
@@ -30,12 +31,18 @@ type goldenOptions struct {
 // as YAML with sorted keys and the problems, one a line.
 func renderCase(t *testing.T, dir string) (string, string) {
 	t.Helper()
+	objs, err := manifest.Load(filepath.Join(dir, "in.yaml"))
+	require.NoError(t, err)
+	return renderObjects(t, dir, objs)
+}
+
+// renderObjects is renderCase with the case's objects given (changed by the caller).
+func renderObjects(t *testing.T, dir string, objs []client.Object) (string, string) {
+	t.Helper()
 	var opts goldenOptions
 	if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
 		require.NoError(t, sigsyaml.UnmarshalStrict(b, &opts))
 	}
-	objs, err := manifest.Load(filepath.Join(dir, "in.yaml"))
-	require.NoError(t, err)
 	st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
 	require.NoError(t, err)
 	snap, err := st.Snapshot(context.Background())
@@ -53,29 +60,34 @@ func renderCase(t *testing.T, dir string) (string, string) {
 	return string(y), sb.String()
 }
 
-func TestGolden(t *testing.T) {
+// eachGoldenCase runs test as a subtest per case folder of testdata.
+func eachGoldenCase(t *testing.T, test func(t *testing.T, dir string)) {
 	dirs, err := filepath.Glob("testdata/*/in.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs)
 	for _, in := range dirs {
 		dir := filepath.Dir(in)
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			out, problems := renderCase(t, dir)
-			outPath := filepath.Join(dir, "out_golden.yaml")
-			probPath := filepath.Join(dir, "problems_golden.txt")
-			if *update {
-				require.NoError(t, os.WriteFile(outPath, []byte(out), 0o644))
-				require.NoError(t, os.WriteFile(probPath, []byte(problems), 0o644))
-				return
-			}
-			want, err := os.ReadFile(outPath)
-			require.NoError(t, err, "run go test ./internal/translator -update")
-			assert.Equal(t, string(want), out)
-			wantP, err := os.ReadFile(probPath)
-			require.NoError(t, err)
-			assert.Equal(t, string(wantP), problems)
-		})
+		t.Run(filepath.Base(dir), func(t *testing.T) { test(t, dir) })
 	}
+}
+
+func TestGolden(t *testing.T) {
+	eachGoldenCase(t, func(t *testing.T, dir string) {
+		out, problems := renderCase(t, dir)
+		outPath := filepath.Join(dir, "out_golden.yaml")
+		probPath := filepath.Join(dir, "problems_golden.txt")
+		if *update {
+			require.NoError(t, os.WriteFile(outPath, []byte(out), 0o644))
+			require.NoError(t, os.WriteFile(probPath, []byte(problems), 0o644))
+			return
+		}
+		want, err := os.ReadFile(outPath)
+		require.NoError(t, err, "run go test ./internal/translator -update")
+		assert.Equal(t, string(want), out)
+		wantP, err := os.ReadFile(probPath)
+		require.NoError(t, err)
+		assert.Equal(t, string(wantP), problems)
+	})
 }
 
 // goldenConfig loads a case's golden output as generic JSON, for assertions on KIC's [G]

@@ -82,6 +82,8 @@ type Result struct {
 	PushesAfterFirst int             // after the first complete push
 	RSSBytes         int64           // VmRSS at the end
 	PeakRSSBytes     int64           // VmHWM at the end
+	RSSAnonBytes     int64           // RssAnon at the end: heap, stacks, runtime
+	RSSFileBytes     int64           // RssFile at the end: the binary's (and libraries') pages read
 	CPUSeconds       float64         // utime + stime at the end
 	// CPUSecondsAtFirstPush is utime + stime when the first complete push had arrived.
 	CPUSecondsAtFirstPush float64
@@ -245,6 +247,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	if proc, err := readProc(cmd.Process.Pid); err == nil {
 		res.RSSBytes, res.PeakRSSBytes, res.CPUSeconds = proc.rss, proc.hwm, proc.cpuSeconds
+		res.RSSAnonBytes, res.RSSFileBytes = proc.rssAnon, proc.rssFile
 	} else {
 		return res, err
 	}

@@ -9,11 +9,13 @@ import (
 	"strings"
 )
 
-// procStats is what Linux reports of a process: its resident memory now and at its peak, and
-// the CPU time it used.
+// procStats is what Linux reports of a process: its resident memory now and at its peak, the
+// anonymous (heap, stacks) and file-backed (the binary's pages read) parts of it now, and the
+// CPU time it used.
 type procStats struct {
-	rss, hwm   int64
-	cpuSeconds float64
+	rss, hwm         int64
+	rssAnon, rssFile int64
+	cpuSeconds       float64
 }
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat: 100 on every Linux
@@ -41,6 +43,10 @@ func readProc(pid int) (procStats, error) {
 			out.rss = kb * 1024
 		case "VmHWM:":
 			out.hwm = kb * 1024
+		case "RssAnon:":
+			out.rssAnon = kb * 1024
+		case "RssFile:":
+			out.rssFile = kb * 1024
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

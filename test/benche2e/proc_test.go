@@ -29,6 +29,9 @@ func TestReadProcSelf(t *testing.T) {
 	if st.rss <= 0 || st.hwm < st.rss {
 		t.Errorf("rss %d, hwm %d", st.rss, st.hwm)
 	}
+	if st.rssAnon <= 0 || st.rssFile <= 0 || st.rssAnon+st.rssFile > st.rss+1<<20 {
+		t.Errorf("rss %d: anonymous %d, file-backed %d", st.rss, st.rssAnon, st.rssFile)
+	}
 }
 
 func TestPercentile(t *testing.T) {

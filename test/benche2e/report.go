@@ -35,7 +35,8 @@ func (r Result) Report(w io.Writer, cfg Config) {
 	fmt.Fprintf(w, "change -> push (%d of %d seen)  p50 %s  p90 %s  max %s\n", len(r.ChangeLatencies), len(r.ChangeLatencies)+r.Missed,
 		ms(Percentile(r.ChangeLatencies, 50)), ms(Percentile(r.ChangeLatencies, 90)), ms(Percentile(r.ChangeLatencies, 100)))
 	fmt.Fprintf(w, "pushes                          %d (%d after the first complete one)\n", r.Pushes, r.PushesAfterFirst)
-	fmt.Fprintf(w, "RSS / peak                      %.0f MB / %.0f MB\n", float64(r.RSSBytes)/(1<<20), float64(r.PeakRSSBytes)/(1<<20))
+	fmt.Fprintf(w, "RSS / peak                      %.0f MB / %.0f MB (now: anonymous %.0f MB, file-backed %.0f MB)\n",
+		float64(r.RSSBytes)/(1<<20), float64(r.PeakRSSBytes)/(1<<20), float64(r.RSSAnonBytes)/(1<<20), float64(r.RSSFileBytes)/(1<<20))
 	fmt.Fprintf(w, "CPU                             %.2f s\n", r.CPUSeconds)
 	if len(r.Unserved) > 0 {
 		fmt.Fprintf(w, "requests the recording Kong does not serve: %v\n", r.Unserved)

@@ -53,8 +53,9 @@ func TestBenchE2ESmall(t *testing.T) {
 	if res.PushesAfterFirst < 1 {
 		t.Errorf("no push after the first complete one, yet %d changes were seen", len(res.ChangeLatencies))
 	}
-	if res.RSSBytes <= 0 || res.PeakRSSBytes < res.RSSBytes || res.CPUSeconds <= 0 {
-		t.Errorf("process figures not read: RSS %d, peak %d, CPU %v", res.RSSBytes, res.PeakRSSBytes, res.CPUSeconds)
+	if res.RSSBytes <= 0 || res.PeakRSSBytes < res.RSSBytes || res.CPUSeconds <= 0 || res.RSSAnonBytes <= 0 || res.RSSFileBytes <= 0 {
+		t.Errorf("process figures not read: RSS %d (anonymous %d, file-backed %d), peak %d, CPU %v",
+			res.RSSBytes, res.RSSAnonBytes, res.RSSFileBytes, res.PeakRSSBytes, res.CPUSeconds)
 	}
 	if len(res.Unserved) != 0 {
 		t.Errorf("the controller asked the recording Kong what it does not serve: %v", res.Unserved)
