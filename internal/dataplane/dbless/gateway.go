@@ -50,10 +50,13 @@ func (o Outcome) String() string {
 type Gateway struct {
 	client *kong.Client
 
-	mu         sync.Mutex
-	lastDigest [sha256.Size]byte // of the configuration the gateway last accepted
-	lastGood   []byte
-	lastHash   string // the configuration_hash Kong reported right after taking lastGood
+	mu       sync.Mutex
+	lastGood []byte // the configuration the gateway last accepted
+	lastHash string // the configuration_hash Kong reported right after taking lastGood
+	// lastHashOfLastGood is set when lastHash was read right after this process sent
+	// lastGood: it is then kongHash(lastGood), so a configuration has that hash exactly when
+	// it is lastGood, and the md5 of every new configuration (megabytes) need not be taken.
+	lastHashOfLastGood bool
 	// learned is set once the gateway's state at this process's start was read (learn);
 	// heldAtStart is the configuration it held then (GET /config), nil when none.
 	learned     bool
@@ -65,7 +68,10 @@ type Gateway struct {
 	rejected []rejection
 }
 
+// rejection is a refused configuration, by its size and digest: the digest of a
+// configuration is only taken when a refused one has its size.
 type rejection struct {
+	size   int
 	digest [sha256.Size]byte
 	err    *RejectedError
 }
@@ -73,20 +79,28 @@ type rejection struct {
 // rememberRejections bounds the refused configurations remembered per gateway.
 const rememberRejections = 8
 
-func (g *Gateway) rejectionOf(digest [sha256.Size]byte) *RejectedError {
+func (g *Gateway) rejectionOf(config []byte) *RejectedError {
+	var digest *[sha256.Size]byte
 	for _, r := range g.rejected {
-		if r.digest == digest {
+		if r.size != len(config) {
+			continue
+		}
+		if digest == nil {
+			d := sha256.Sum256(config)
+			digest = &d
+		}
+		if r.digest == *digest {
 			return r.err
 		}
 	}
 	return nil
 }
 
-func (g *Gateway) remember(digest [sha256.Size]byte, err *RejectedError) {
+func (g *Gateway) remember(config []byte, err *RejectedError) {
 	if len(g.rejected) == rememberRejections {
 		g.rejected = g.rejected[1:]
 	}
-	g.rejected = append(g.rejected, rejection{digest, err})
+	g.rejected = append(g.rejected, rejection{len(config), sha256.Sum256(config), err})
 }
 
 // New returns a Gateway that talks through client.
@@ -102,20 +116,20 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 
-	digest := sha256.Sum256(config)
 	if !g.learned {
 		if err := g.learn(ctx); err != nil {
 			return Unchanged, err
 		}
 	}
-	if g.lastHash != "" && g.lastHash == kongHash(config) {
+	if g.lastHash != "" && !g.lastHashOfLastGood && g.lastHash == kongHash(config) {
 		// The gateway held exactly this configuration when it last told us its hash (the
-		// controller before a restart sent it, or it is the fallback of a refused one):
-		// checked against its current hash below, and not sent again.
-		g.lastDigest, g.lastGood = digest, config
+		// controller before a restart sent it): checked against its current hash below,
+		// and not sent again.
+		g.lastGood, g.lastHashOfLastGood = config, true
 	}
-	known := g.lastGood != nil && digest == g.lastDigest
-	rejectedBefore := g.rejectionOf(digest)
+	// Megabytes compared only when the sizes are equal: a change almost always changes it.
+	known := g.lastGood != nil && bytes.Equal(config, g.lastGood)
+	rejectedBefore := g.rejectionOf(config)
 	if known || rejectedBefore != nil {
 		lost, err := g.drifted(ctx)
 		if err != nil {
@@ -132,7 +146,7 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 			if err := g.post(ctx, g.lastGood); err != nil {
 				return Restored, err
 			}
-			g.lastHash = g.currentHash(ctx)
+			g.lastHash, g.lastHashOfLastGood = g.currentHash(ctx), true
 			return Restored, rejectedBefore
 		default:
 			return Unchanged, rejectedBefore
@@ -142,12 +156,12 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 	if err := g.post(ctx, config); err != nil {
 		var rej *RejectedError
 		if errors.As(err, &rej) {
-			g.remember(digest, rej)
+			g.remember(config, rej)
 		}
 		return Pushed, err
 	}
-	g.lastDigest, g.lastGood = digest, config
-	g.lastHash = g.currentHash(ctx)
+	g.lastGood = config
+	g.lastHash, g.lastHashOfLastGood = g.currentHash(ctx), true
 	return Pushed, nil
 }
 
@@ -175,7 +189,7 @@ func (g *Gateway) learn(ctx context.Context) error {
 		// current one is refused stays empty until a good one comes, as before.
 		return nil //nolint:nilerr // best effort, see above
 	}
-	g.lastDigest, g.lastGood, g.heldAtStart = sha256.Sum256(held), held, held
+	g.lastGood, g.heldAtStart = held, held
 	return nil
 }
 
