@@ -177,7 +177,7 @@ func TestRendererMatchesDeclarativeConfig(t *testing.T) {
 		}
 		return u
 	}
-	a, b := svc("a", "/x", "/y"), svc("b", "/<&>")
+	a, b := svc("a", "/x", "/y"), svc("b", "/<&>", `~/x\d+"é`)
 	ua, ub := up("a.svc", "10.0.0.1:80", "10.0.0.2:80"), up("b.svc")
 	first := &State{Services: []*file.FService{a, b}, Upstreams: []*file.FUpstream{ua, ub},
 		Consumers:      []*file.FConsumer{{Consumer: kong.Consumer{Username: kong.String("c")}, Groups: []*kong.ConsumerGroup{{Name: kong.String("g")}}}},
@@ -196,5 +196,11 @@ func TestRendererMatchesDeclarativeConfig(t *testing.T) {
 		got, err := r.DeclarativeConfig(s)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got), "state %d", i)
+		quoted, err := r.QuotedDeclarativeConfig(s, `{"config":"`, `"}`)
+		require.NoError(t, err)
+		require.Equal(t, string(QuotedBody(want, `{"config":"`, `"}`)), string(quoted), "state %d, quoted", i)
+		var body struct{ Config string }
+		require.NoError(t, json.Unmarshal(quoted, &body), "state %d, quoted", i)
+		require.Equal(t, string(want), body.Config, "state %d, quoted", i)
 	}
 }

@@ -23,10 +23,20 @@ import (
 // upstreams are most of a configuration of Ingresses; the other collections are rendered each
 // time.
 //
-// A Renderer may be used by several goroutines (one at a time); the cache is that of the body
-// rendered last.
+// It renders the body as it is (DeclarativeConfig) or as the content of a JSON string
+// (QuotedDeclarativeConfig, what a DB-less Kong is sent), each with its own cache of entity
+// bytes, so that neither form is derived from the other by a pass over megabytes each round.
+//
+// A Renderer may be used by several goroutines (one at a time); each cache is that of the
+// body of its form rendered last.
 type Renderer struct {
-	mu        sync.Mutex
+	mu     sync.Mutex
+	plain  renderCache
+	quoted renderCache
+}
+
+// renderCache is the rendered entities of one form of the last body.
+type renderCache struct {
 	services  rendered[file.FService]
 	upstreams rendered[file.FUpstream]
 }
@@ -87,25 +97,58 @@ func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render 
 // DeclarativeConfig is s.DeclarativeConfig(), re-using the bytes of the entities it rendered
 // for the previous body.
 func (r *Renderer) DeclarativeConfig(s *State) ([]byte, error) {
+	return r.render(s, &r.plain, false, "", "")
+}
+
+// QuotedDeclarativeConfig is prefix, then s.DeclarativeConfig() escaped as the content of a
+// JSON string (AppendJSONStringContent), then suffix, in one slice: a body such as
+// {"config":"..."} without a copy of the configuration. It re-uses the escaped bytes of the
+// entities it rendered for the previous body.
+func (r *Renderer) QuotedDeclarativeConfig(s *State, prefix, suffix string) ([]byte, error) {
+	return r.render(s, &r.quoted, true, prefix, suffix)
+}
+
+// QuotedBody is prefix, config escaped as the content of a JSON string, then suffix.
+func QuotedBody(config []byte, prefix, suffix string) []byte {
+	out := make([]byte, 0, len(prefix)+len(config)+len(config)/4+len(suffix))
+	out = AppendJSONStringContent(append(out, prefix...), config)
+	return append(out, suffix...)
+}
+
+func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suffix string) ([]byte, error) {
+	whole := func() ([]byte, error) {
+		b, err := s.DeclarativeConfig()
+		if err != nil || !quote {
+			return b, err
+		}
+		return QuotedBody(b, prefix, suffix), nil
+	}
 	if s == nil || len(s.Services) == 0 || len(s.Upstreams) == 0 || len(s.CustomEntities) > 0 {
 		// Custom entities are spliced into the body by DeclarativeConfig itself.
-		return s.DeclarativeConfig()
+		return whole()
+	}
+	marshal := func(v any) ([]byte, error) {
+		b, err := json.Marshal(v)
+		if err != nil || !quote {
+			return b, err
+		}
+		return AppendJSONStringContent(nil, b), nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	svcs, services, err := renderAll(r.services, s.Services, func(svc *file.FService) string { return str(svc.Name) },
-		func(svc *file.FService) ([]byte, error) { return json.Marshal(renderService(svc)) })
+	svcs, services, err := renderAll(cache.services, s.Services, func(svc *file.FService) string { return str(svc.Name) },
+		func(svc *file.FService) ([]byte, error) { return marshal(renderService(svc)) })
 	if err != nil {
 		return nil, err
 	}
-	ups, upstreams, err := renderAll(r.upstreams, s.Upstreams, func(u *file.FUpstream) string { return str(u.Name) },
-		func(u *file.FUpstream) ([]byte, error) { return json.Marshal(renderUpstream(u)) })
+	ups, upstreams, err := renderAll(cache.upstreams, s.Upstreams, func(u *file.FUpstream) string { return str(u.Name) },
+		func(u *file.FUpstream) ([]byte, error) { return marshal(renderUpstream(u)) })
 	if err != nil {
 		return nil, err
 	}
-	r.services, r.upstreams = services, upstreams
+	cache.services, cache.upstreams = services, upstreams
 	if len(svcs) == 0 || len(ups) == 0 {
-		return s.DeclarativeConfig()
+		return whole()
 	}
 	sortByNameDesc(svcs)
 	sortByNameDesc(ups)
@@ -115,11 +158,51 @@ func (r *Renderer) DeclarativeConfig(s *State) ([]byte, error) {
 	rest.Services, rest.Upstreams = nil, nil
 	c := rest.Content()
 	c.Services, c.Upstreams = []file.FService{markerService}, []file.FUpstream{markerUpstream}
-	skeleton, err := json.Marshal(dbless(c, true))
+	skeleton, err := marshal(dbless(c, true))
 	if err != nil {
 		return nil, err
 	}
-	return splice(skeleton, []any{markerService, markerUpstream}, [][]renderedEntity{svcs, ups})
+	markers := make([][]byte, 2)
+	for i, m := range []any{markerService, markerUpstream} {
+		if markers[i], err = marshal(m); err != nil {
+			return nil, err
+		}
+	}
+	// Escaping maps each byte on its own, and a placeholder starts with '{', which no
+	// escape sequence holds: the escaped placeholder is found where the placeholder was.
+	return splice(prefix, skeleton, suffix, markers, [][]renderedEntity{svcs, ups})
+}
+
+// AppendJSONStringContent appends b to dst escaped as the content of a JSON string (between
+// its quotes): what encoding/json gives for a string, without its cost. encoding/json escapes
+// every byte of a multi-megabyte configuration through its generic string encoder (and also
+// escapes <, > and &, which JSON does not need); only the quote, the backslash and control
+// bytes must be escaped, and valid UTF-8, which is all a rendered configuration holds, passes
+// as it is. An invalid UTF-8 byte also passes as it is; a JSON decoder then refuses the
+// string rather than reading a replaced character.
+func AppendJSONStringContent(dst, b []byte) []byte {
+	const hex = "0123456789abcdef"
+	start := 0
+	for i, c := range b {
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, b[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	return append(dst, b[start:]...)
 }
 
 // sortByNameDesc is Content's order: by name, descending, stable. Names are usually unique
@@ -150,17 +233,13 @@ func sortByNameDesc(es []renderedEntity) {
 	}
 }
 
-// splice replaces the rendering of each marker in skeleton (in the order given) by its
-// entities, comma-separated.
-func splice(skeleton []byte, markers []any, entities [][]renderedEntity) ([]byte, error) {
+// splice is prefix, then skeleton with each marker's bytes (in the order given, each found
+// once) replaced by its entities, comma-separated, then suffix.
+func splice(prefix string, skeleton []byte, suffix string, markers [][]byte, entities [][]renderedEntity) ([]byte, error) {
 	type cut struct{ at, end int }
 	cuts := make([]cut, len(markers))
-	size, from := len(skeleton), 0
-	for k, marker := range markers {
-		m, err := json.Marshal(marker)
-		if err != nil {
-			return nil, err
-		}
+	size, from := len(prefix)+len(skeleton)+len(suffix), 0
+	for k, m := range markers {
 		i := bytes.Index(skeleton[from:], m)
 		if i < 0 || bytes.Contains(skeleton[from+i+len(m):], m) {
 			return nil, fmt.Errorf("rendering: placeholder %s not found once in the configuration", m)
@@ -173,6 +252,7 @@ func splice(skeleton []byte, markers []any, entities [][]renderedEntity) ([]byte
 		}
 	}
 	out := make([]byte, 0, size)
+	out = append(out, prefix...)
 	prev := 0
 	for k, c := range cuts {
 		out = append(out, skeleton[prev:c.at]...)
@@ -184,5 +264,6 @@ func splice(skeleton []byte, markers []any, entities [][]renderedEntity) ([]byte
 		}
 		prev = c.end
 	}
-	return append(out, skeleton[prev:]...), nil
+	out = append(out, skeleton[prev:]...)
+	return append(out, suffix...), nil
 }

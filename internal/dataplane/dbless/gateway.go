@@ -51,11 +51,12 @@ type Gateway struct {
 	client *kong.Client
 
 	mu       sync.Mutex
-	lastGood []byte // the configuration the gateway last accepted
+	lastGood []byte // the body (Body) of the configuration the gateway last accepted
 	lastHash string // the configuration_hash Kong reported right after taking lastGood
 	// lastHashOfLastGood is set when lastHash was read right after this process sent
-	// lastGood: it is then kongHash(lastGood), so a configuration has that hash exactly when
-	// it is lastGood, and the md5 of every new configuration (megabytes) need not be taken.
+	// lastGood: it is then kongHash of lastGood's configuration, so a configuration has that
+	// hash exactly when it is lastGood's, and the md5 of every new configuration (megabytes)
+	// need not be taken.
 	lastHashOfLastGood bool
 	// learned is set once the gateway's state at this process's start was read (learn);
 	// heldAtStart is the configuration it held then (GET /config), nil when none.
@@ -79,14 +80,14 @@ type rejection struct {
 // rememberRejections bounds the refused configurations remembered per gateway.
 const rememberRejections = 8
 
-func (g *Gateway) rejectionOf(config []byte) *RejectedError {
+func (g *Gateway) rejectionOf(body []byte) *RejectedError {
 	var digest *[sha256.Size]byte
 	for _, r := range g.rejected {
-		if r.size != len(config) {
+		if r.size != len(body) {
 			continue
 		}
 		if digest == nil {
-			d := sha256.Sum256(config)
+			d := sha256.Sum256(body)
 			digest = &d
 		}
 		if r.digest == *digest {
@@ -96,11 +97,11 @@ func (g *Gateway) rejectionOf(config []byte) *RejectedError {
 	return nil
 }
 
-func (g *Gateway) remember(config []byte, err *RejectedError) {
+func (g *Gateway) remember(body []byte, err *RejectedError) {
 	if len(g.rejected) == rememberRejections {
 		g.rejected = g.rejected[1:]
 	}
-	g.rejected = append(g.rejected, rejection{len(config), sha256.Sum256(config), err})
+	g.rejected = append(g.rejected, rejection{len(body), sha256.Sum256(body), err})
 }
 
 // New returns a Gateway that talks through client.
@@ -113,6 +114,13 @@ func New(client *kong.Client) *Gateway {
 // again; any other error (network, 5xx, 429) is returned as is, for the caller to retry with
 // backoff.
 func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
+	return g.PushBody(ctx, Body(config))
+}
+
+// PushBody is Push of the configuration body holds: Body(config), which a
+// kongstate.Renderer gives without escaping the whole configuration each time
+// (QuotedDeclarativeConfig with BodyPrefix and BodySuffix).
+func (g *Gateway) PushBody(ctx context.Context, body []byte) (Outcome, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 
@@ -121,15 +129,15 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 			return Unchanged, err
 		}
 	}
-	if g.lastHash != "" && !g.lastHashOfLastGood && g.lastHash == kongHash(config) {
+	if g.lastHash != "" && !g.lastHashOfLastGood && g.lastHash == kongHashOfBody(body) {
 		// The gateway held exactly this configuration when it last told us its hash (the
 		// controller before a restart sent it): checked against its current hash below,
 		// and not sent again.
-		g.lastGood, g.lastHashOfLastGood = config, true
+		g.lastGood, g.lastHashOfLastGood = body, true
 	}
 	// Megabytes compared only when the sizes are equal: a change almost always changes it.
-	known := g.lastGood != nil && bytes.Equal(config, g.lastGood)
-	rejectedBefore := g.rejectionOf(config)
+	known := g.lastGood != nil && bytes.Equal(body, g.lastGood)
+	rejectedBefore := g.rejectionOf(body)
 	if known || rejectedBefore != nil {
 		lost, err := g.drifted(ctx)
 		if err != nil {
@@ -153,14 +161,14 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 		}
 	}
 
-	if err := g.post(ctx, config); err != nil {
+	if err := g.post(ctx, body); err != nil {
 		var rej *RejectedError
 		if errors.As(err, &rej) {
-			g.remember(config, rej)
+			g.remember(body, rej)
 		}
 		return Pushed, err
 	}
-	g.lastGood = config
+	g.lastGood = body
 	g.lastHash, g.lastHashOfLastGood = g.currentHash(ctx), true
 	return Pushed, nil
 }
@@ -189,7 +197,7 @@ func (g *Gateway) learn(ctx context.Context) error {
 		// current one is refused stays empty until a good one comes, as before.
 		return nil //nolint:nilerr // best effort, see above
 	}
-	g.lastGood, g.heldAtStart = held, held
+	g.lastGood, g.heldAtStart = Body(held), held
 	return nil
 }
 
@@ -226,6 +234,15 @@ func kongHash(config []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// kongHashOfBody is kongHash of the configuration body holds ("" when it holds none).
+func kongHashOfBody(body []byte) string {
+	config, err := configOf(body)
+	if err != nil {
+		return ""
+	}
+	return kongHash(config)
+}
+
 // drifted reports whether the gateway no longer holds what it last took from us: it lost its
 // configuration (the all-zero hash: it restarted), or its hash changed since (another writer,
 // for example a previous leader's late POST, replaced it).
@@ -250,11 +267,12 @@ func (g *Gateway) currentHash(ctx context.Context) string {
 	return st.ConfigurationHash
 }
 
-// post sends config as {"config": "<config>"}: Kong then hashes the string itself (for a
-// JSON object body it hashes its own re-encoding), so that the configuration_hash it reports
-// is kongHash(config), which a restarted controller can compare with what it would send.
-func (g *Gateway) post(ctx context.Context, config []byte) error {
-	err := g.client.ReloadDeclarativeRawConfig(ctx, bytes.NewReader(wrapConfig(config)), true, true)
+// post sends body, a configuration as {"config": "<config>"} (Body): Kong then hashes the
+// string itself (for a JSON object body it hashes its own re-encoding), so that the
+// configuration_hash it reports is kongHash(config), which a restarted controller can compare
+// with what it would send.
+func (g *Gateway) post(ctx context.Context, body []byte) error {
+	err := g.client.ReloadDeclarativeRawConfig(ctx, bytes.NewReader(body), true, true)
 	if err == nil {
 		return nil
 	}
