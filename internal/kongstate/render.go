@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -41,11 +40,19 @@ type renderCache struct {
 	upstreams rendered[file.FUpstream]
 }
 
-// rendered is a list of the last body's entities, in the State's order, with their bytes.
+// rendered is a list of the last body's entities, in the State's order, with their names
+// and bytes, and their order in the body (descending names) as indexes into that list: nil
+// when two had the same name (their order then follows the State's, which may change).
 type rendered[E any] struct {
 	entities []*E
+	names    []string
 	bytes    [][]byte
+	order    []int32
 }
+
+// maxInserted is how many new entities a body's order takes by insertion into the previous
+// one's before the whole list is sorted again instead.
+const maxInserted = 64
 
 // reuseWindow is how far past the expected position an entity of the new State is looked for
 // among the previous one's: a round changes a few entities, which shift the others by a few.
@@ -65,33 +72,95 @@ type renderedEntity struct {
 
 // renderAll renders every entity of list, re-using the bytes of prev's where the entity is
 // the same pointer (found by walking both lists in order, which is a State's stable order),
-// and returns them and the list as rendered.
+// and returns them in the body's order (bodyOrder) and the list as rendered.
 func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render func(*E) ([]byte, error)) ([]renderedEntity, rendered[E], error) {
-	out := make([]renderedEntity, 0, len(list))
-	next := rendered[E]{entities: make([]*E, 0, len(list)), bytes: make([][]byte, 0, len(list))}
+	next := rendered[E]{entities: make([]*E, 0, len(list)), names: make([]string, 0, len(list)), bytes: make([][]byte, 0, len(list))}
+	from := make([]int32, 0, len(list)) // the index in prev of each entity re-used, -1 for a new one
 	j := 0
 	for _, e := range list {
 		if e == nil {
 			continue
 		}
-		var b []byte
+		at := int32(-1)
 		for k := j; k < len(prev.entities) && k <= j+reuseWindow; k++ {
 			if prev.entities[k] == e {
-				b, j = prev.bytes[k], k+1
+				at, j = int32(k), k+1
 				break
 			}
 		}
-		if b == nil {
-			var err error
-			if b, err = render(e); err != nil {
+		if at >= 0 {
+			next.names = append(next.names, prev.names[at])
+			next.bytes = append(next.bytes, prev.bytes[at])
+		} else {
+			b, err := render(e)
+			if err != nil {
 				return nil, rendered[E]{}, err
 			}
+			next.names = append(next.names, name(e))
+			next.bytes = append(next.bytes, b)
 		}
-		out = append(out, renderedEntity{name(e), b})
 		next.entities = append(next.entities, e)
-		next.bytes = append(next.bytes, b)
+		from = append(from, at)
+	}
+	next.order = bodyOrder(prev.order, len(prev.entities), from, next.names)
+	order := next.order
+	if order == nil {
+		order = sortedByNameDesc(next.names)
+	}
+	out := make([]renderedEntity, len(order))
+	for i, k := range order {
+		out[i] = renderedEntity{next.names[k], next.bytes[k]}
 	}
 	return out, next, nil
+}
+
+// bodyOrder is the order of names (indexes, by name descending) when no two are equal, nil
+// otherwise. It is derived from the previous list's order (prevOrder over prevLen entities;
+// from maps each entity to its index there, -1 for a new one) when that is known and few
+// entities are new: those that stay keep their order (the same entity has the same name),
+// and each new one is inserted where its name goes. Otherwise it sorts.
+func bodyOrder(prevOrder []int32, prevLen int, from []int32, names []string) []int32 {
+	var fresh []int32
+	for k, f := range from {
+		if f < 0 {
+			if fresh = append(fresh, int32(k)); len(fresh) > maxInserted {
+				break
+			}
+		}
+	}
+	if prevOrder == nil || len(fresh) > maxInserted {
+		order := sortedByNameDesc(names)
+		for i := 1; i < len(order); i++ {
+			if names[order[i-1]] == names[order[i]] {
+				return nil
+			}
+		}
+		return order
+	}
+	nextOf := make([]int32, prevLen)
+	for i := range nextOf {
+		nextOf[i] = -1
+	}
+	for k, f := range from {
+		if f >= 0 {
+			nextOf[f] = int32(k)
+		}
+	}
+	order := make([]int32, 0, len(names))
+	for _, p := range prevOrder {
+		if k := nextOf[p]; k >= 0 {
+			order = append(order, k)
+		}
+	}
+	for _, k := range fresh {
+		n := names[k]
+		at, _ := slices.BinarySearchFunc(order, n, func(o int32, n string) int { return strings.Compare(n, names[o]) })
+		if at < len(order) && names[order[at]] == n {
+			return bodyOrder(nil, 0, from, names) // a name twice
+		}
+		order = slices.Insert(order, at, k)
+	}
+	return order
 }
 
 // DeclarativeConfig is s.DeclarativeConfig(), re-using the bytes of the entities it rendered
@@ -150,8 +219,6 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 	if len(svcs) == 0 || len(ups) == 0 {
 		return whole()
 	}
-	sortByNameDesc(svcs)
-	sortByNameDesc(ups)
 
 	// The rest of the body, with one placeholder service and upstream.
 	rest := *s
@@ -205,32 +272,33 @@ func AppendJSONStringContent(dst, b []byte) []byte {
 	return append(dst, b[start:]...)
 }
 
-// sortByNameDesc is Content's order: by name, descending, stable. Names are usually unique
-// (and a translated State's services come in ascending order), so it first tries what is
-// cheaper than a stable sort.
-func sortByNameDesc(es []renderedEntity) {
+// sortedByNameDesc is the indexes of names in Content's order: by name, descending, stable
+// (equal names in the order of the list). Names are usually unique (and a translated State's
+// services come in ascending order), so it first tries what is cheaper than sorting.
+func sortedByNameDesc(names []string) []int32 {
+	order := make([]int32, len(names))
+	for i := range order {
+		order[i] = int32(i)
+	}
 	ascending, descending := true, true
-	for i := 1; i < len(es); i++ {
-		ascending = ascending && es[i-1].name < es[i].name
-		descending = descending && es[i-1].name > es[i].name
+	for i := 1; i < len(names); i++ {
+		ascending = ascending && names[i-1] < names[i]
+		descending = descending && names[i-1] > names[i]
 	}
 	switch {
 	case descending:
-		return
 	case ascending:
-		slices.Reverse(es)
-		return
+		slices.Reverse(order)
+	default:
+		// The index breaks ties: the order is total, so an unstable sort gives the stable one.
+		slices.SortFunc(order, func(a, b int32) int {
+			if c := strings.Compare(names[b], names[a]); c != 0 {
+				return c
+			}
+			return int(a - b)
+		})
 	}
-	orig := slices.Clone(es)
-	slices.SortFunc(es, func(a, b renderedEntity) int { return strings.Compare(b.name, a.name) })
-	for i := 1; i < len(es); i++ {
-		if es[i-1].name == es[i].name {
-			// Equal names keep the State's order, which the unstable sort lost.
-			copy(es, orig)
-			sort.SliceStable(es, func(i, j int) bool { return es[i].name > es[j].name })
-			return
-		}
-	}
+	return order
 }
 
 // splice is prefix, then skeleton with each marker's bytes (in the order given, each found
