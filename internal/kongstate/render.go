@@ -102,10 +102,9 @@ func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render 
 		next.entities = append(next.entities, e)
 		from = append(from, at)
 	}
-	next.order = bodyOrder(prev.order, len(prev.entities), from, next.names)
-	order := next.order
-	if order == nil {
-		order = sortedByNameDesc(next.names)
+	order, unique := bodyOrder(prev.order, len(prev.entities), from, next.names)
+	if unique {
+		next.order = order
 	}
 	out := make([]renderedEntity, len(order))
 	for i, k := range order {
@@ -114,12 +113,13 @@ func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render 
 	return out, next, nil
 }
 
-// bodyOrder is the order of names (indexes, by name descending) when no two are equal, nil
-// otherwise. It is derived from the previous list's order (prevOrder over prevLen entities;
-// from maps each entity to its index there, -1 for a new one) when that is known and few
-// entities are new: those that stay keep their order (the same entity has the same name),
-// and each new one is inserted where its name goes. Otherwise it sorts.
-func bodyOrder(prevOrder []int32, prevLen int, from []int32, names []string) []int32 {
+// bodyOrder is the order of names in the body (indexes, by name descending, stable), and
+// whether no two names are equal. It is derived from the previous list's order (prevOrder
+// over prevLen entities, nil when unknown; from maps each entity to its index there, -1 for a
+// new one) when that is known and few entities are new: those that stay keep their order (the
+// same entity has the same name), and each new one is inserted where its name goes.
+// Otherwise it sorts.
+func bodyOrder(prevOrder []int32, prevLen int, from []int32, names []string) ([]int32, bool) {
 	var fresh []int32
 	for k, f := range from {
 		if f < 0 {
@@ -132,10 +132,10 @@ func bodyOrder(prevOrder []int32, prevLen int, from []int32, names []string) []i
 		order := sortedByNameDesc(names)
 		for i := 1; i < len(order); i++ {
 			if names[order[i-1]] == names[order[i]] {
-				return nil
+				return order, false
 			}
 		}
-		return order
+		return order, true
 	}
 	nextOf := make([]int32, prevLen)
 	for i := range nextOf {
@@ -156,11 +156,11 @@ func bodyOrder(prevOrder []int32, prevLen int, from []int32, names []string) []i
 		n := names[k]
 		at, _ := slices.BinarySearchFunc(order, n, func(o int32, n string) int { return strings.Compare(n, names[o]) })
 		if at < len(order) && names[order[at]] == n {
-			return bodyOrder(nil, 0, from, names) // a name twice
+			return bodyOrder(nil, 0, from, names) // a name twice: sorted
 		}
 		order = slices.Insert(order, at, k)
 	}
-	return order
+	return order, true
 }
 
 // DeclarativeConfig is s.DeclarativeConfig(), re-using the bytes of the entities it rendered
