@@ -36,14 +36,14 @@ func (g *DBLessGateway) Protocol() string { return ProtocolDBLess }
 // Sync implements Gateway.
 func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 	renderStart := time.Now()
-	cfg, err := t.DeclarativeConfig()
+	body, err := t.DBLessBody()
 	if err != nil {
 		return fmt.Errorf("rendering declarative configuration: %w", err)
 	}
 	pushStart := time.Now()
-	out, err := g.gw.Push(ctx, cfg)
+	out, err := g.gw.PushBody(ctx, body)
 	if out != dbless.Unchanged {
-		g.log.V(1).Info("configuration sent", "gateway", g.url, "outcome", out.String(), "bytes", len(cfg),
+		g.log.V(1).Info("configuration sent", "gateway", g.url, "outcome", out.String(), "bytes", len(body),
 			"render", pushStart.Sub(renderStart).String(), "push", time.Since(pushStart).String())
 	}
 	var rej *dbless.RejectedError

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 
+	"github.com/konductor/konductor/internal/dataplane/dbless"
 	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/redact"
@@ -76,6 +77,10 @@ type Target struct {
 	once   sync.Once
 	config []byte
 	err    error
+
+	bodyOnce sync.Once
+	body     []byte
+	bodyErr  error
 }
 
 func newTarget(res translator.Result, snap *store.Snapshot, fb *fallbacks, r *kongstate.Renderer) *Target {
@@ -92,6 +97,38 @@ func (t *Target) DeclarativeConfig() ([]byte, error) {
 		}
 	})
 	return t.config, t.err
+}
+
+// DBLessBody is the body of a DB-less Kong's POST /config for the target (dbless.Body of
+// DeclarativeConfig), rendered once, without rendering DeclarativeConfig when nothing else
+// asks for it: the renderer keeps the entities' bytes escaped.
+func (t *Target) DBLessBody() ([]byte, error) {
+	t.bodyOnce.Do(func() {
+		if t.renderer != nil {
+			t.body, t.bodyErr = t.renderer.QuotedDeclarativeConfig(t.State, dbless.BodyPrefix, dbless.BodySuffix)
+			return
+		}
+		cfg, err := t.DeclarativeConfig()
+		if err != nil {
+			t.bodyErr = err
+			return
+		}
+		t.body = dbless.Body(cfg)
+	})
+	return t.body, t.bodyErr
+}
+
+// sentSize is the size of what a gateway of protocol was sent of the target: the body of
+// POST /config for a DB-less one, the configuration otherwise; 0 when it cannot be rendered.
+func (t *Target) sentSize(protocol string) int {
+	render := t.DeclarativeConfig
+	if protocol == ProtocolDBLess {
+		render = t.DBLessBody
+	}
+	if b, err := render(); err == nil {
+		return len(b)
+	}
+	return 0
 }
 
 // RejectedError is a gateway's refusal of a configuration, with the entities it named.
@@ -756,9 +793,7 @@ func (l *Loop) timedSync(g *gatewayState, target *Target) (error, time.Duration,
 	took := l.opts.Clock.Since(start)
 	size := 0
 	if target.State != nil {
-		if cfg, rerr := target.DeclarativeConfig(); rerr == nil {
-			size = len(cfg)
-		}
+		size = target.sentSize(protocolOf(g.Gateway))
 	}
 	return err, took, size
 }

@@ -2,6 +2,10 @@ package kongstate
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
@@ -177,7 +181,7 @@ func TestRendererMatchesDeclarativeConfig(t *testing.T) {
 		}
 		return u
 	}
-	a, b := svc("a", "/x", "/y"), svc("b", "/<&>")
+	a, b := svc("a", "/x", "/y"), svc("b", "/<&>", `~/x\d+"é`)
 	ua, ub := up("a.svc", "10.0.0.1:80", "10.0.0.2:80"), up("b.svc")
 	first := &State{Services: []*file.FService{a, b}, Upstreams: []*file.FUpstream{ua, ub},
 		Consumers:      []*file.FConsumer{{Consumer: kong.Consumer{Username: kong.String("c")}, Groups: []*kong.ConsumerGroup{{Name: kong.String("g")}}}},
@@ -196,5 +200,61 @@ func TestRendererMatchesDeclarativeConfig(t *testing.T) {
 		got, err := r.DeclarativeConfig(s)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got), "state %d", i)
+		quoted, err := r.QuotedDeclarativeConfig(s, `{"config":"`, `"}`)
+		require.NoError(t, err)
+		require.Equal(t, string(QuotedBody(want, `{"config":"`, `"}`)), string(quoted), "state %d, quoted", i)
+		var body struct{ Config string }
+		require.NoError(t, json.Unmarshal(quoted, &body), "state %d, quoted", i)
+		require.Equal(t, string(want), body.Config, "state %d, quoted", i)
+	}
+}
+
+// A Renderer gives State.DeclarativeConfig's bytes after any sequence of States made of
+// entities old and new, some with the same name, in any order (the body's order of names is
+// carried over from one body to the next).
+func TestRendererMatchesDeclarativeConfigAfterRandomChanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 13))
+	name := func() string {
+		if rng.IntN(100) == 0 {
+			return "same" // a name twice, now and then
+		}
+		return fmt.Sprintf("s%06d", rng.IntN(1000000))
+	}
+	newService := func() *file.FService {
+		return &file.FService{Service: kong.Service{Name: kong.String(name()), Host: kong.String("h")}}
+	}
+	newUpstream := func() *file.FUpstream { return &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(name())}} }
+	s := &State{}
+	for range 200 {
+		s.Services = append(s.Services, newService())
+		s.Upstreams = append(s.Upstreams, newUpstream())
+	}
+	r := &Renderer{}
+	for step := range 120 {
+		next := *s
+		next.Services, next.Upstreams = slices.Clone(s.Services), slices.Clone(s.Upstreams)
+		for range 1 + rng.IntN(4) {
+			switch i := rng.IntN(min(len(next.Services), len(next.Upstreams))); rng.IntN(4) {
+			case 0:
+				next.Services[i] = newService()
+			case 1:
+				next.Upstreams[i] = newUpstream()
+			case 2:
+				next.Services = slices.Delete(next.Services, i, i+1)
+				next.Upstreams = slices.Insert(next.Upstreams, i, newUpstream())
+			default:
+				next.Upstreams = slices.Delete(next.Upstreams, i, i+1)
+				next.Services = slices.Insert(next.Services, i, newService())
+			}
+		}
+		if step%50 == 0 {
+			slices.SortFunc(next.Upstreams, func(a, b *file.FUpstream) int { return strings.Compare(*a.Name, *b.Name) })
+		}
+		s = &next
+		want, err := s.DeclarativeConfig()
+		require.NoError(t, err)
+		got, err := r.DeclarativeConfig(s)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "step %d", step)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -23,19 +22,37 @@ import (
 // upstreams are most of a configuration of Ingresses; the other collections are rendered each
 // time.
 //
-// A Renderer may be used by several goroutines (one at a time); the cache is that of the body
-// rendered last.
+// It renders the body as it is (DeclarativeConfig) or as the content of a JSON string
+// (QuotedDeclarativeConfig, what a DB-less Kong is sent), each with its own cache of entity
+// bytes, so that neither form is derived from the other by a pass over megabytes each round.
+//
+// A Renderer may be used by several goroutines (one at a time); each cache is that of the
+// body of its form rendered last.
 type Renderer struct {
-	mu        sync.Mutex
+	mu     sync.Mutex
+	plain  renderCache
+	quoted renderCache
+}
+
+// renderCache is the rendered entities of one form of the last body.
+type renderCache struct {
 	services  rendered[file.FService]
 	upstreams rendered[file.FUpstream]
 }
 
-// rendered is a list of the last body's entities, in the State's order, with their bytes.
+// rendered is a list of the last body's entities, in the State's order, with their names
+// and bytes, and their order in the body (descending names) as indexes into that list: nil
+// when two had the same name (their order then follows the State's, which may change).
 type rendered[E any] struct {
 	entities []*E
+	names    []string
 	bytes    [][]byte
+	order    []int32
 }
+
+// maxInserted is how many new entities a body's order takes by insertion into the previous
+// one's before the whole list is sorted again instead.
+const maxInserted = 64
 
 // reuseWindow is how far past the expected position an entity of the new State is looked for
 // among the previous one's: a round changes a few entities, which shift the others by a few.
@@ -55,112 +72,242 @@ type renderedEntity struct {
 
 // renderAll renders every entity of list, re-using the bytes of prev's where the entity is
 // the same pointer (found by walking both lists in order, which is a State's stable order),
-// and returns them and the list as rendered.
+// and returns them in the body's order (bodyOrder) and the list as rendered.
 func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render func(*E) ([]byte, error)) ([]renderedEntity, rendered[E], error) {
-	out := make([]renderedEntity, 0, len(list))
-	next := rendered[E]{entities: make([]*E, 0, len(list)), bytes: make([][]byte, 0, len(list))}
+	next := rendered[E]{entities: make([]*E, 0, len(list)), names: make([]string, 0, len(list)), bytes: make([][]byte, 0, len(list))}
+	from := make([]int32, 0, len(list)) // the index in prev of each entity re-used, -1 for a new one
 	j := 0
 	for _, e := range list {
 		if e == nil {
 			continue
 		}
-		var b []byte
+		at := int32(-1)
 		for k := j; k < len(prev.entities) && k <= j+reuseWindow; k++ {
 			if prev.entities[k] == e {
-				b, j = prev.bytes[k], k+1
+				at, j = int32(k), k+1
 				break
 			}
 		}
-		if b == nil {
-			var err error
-			if b, err = render(e); err != nil {
+		if at >= 0 {
+			next.names = append(next.names, prev.names[at])
+			next.bytes = append(next.bytes, prev.bytes[at])
+		} else {
+			b, err := render(e)
+			if err != nil {
 				return nil, rendered[E]{}, err
 			}
+			next.names = append(next.names, name(e))
+			next.bytes = append(next.bytes, b)
 		}
-		out = append(out, renderedEntity{name(e), b})
 		next.entities = append(next.entities, e)
-		next.bytes = append(next.bytes, b)
+		from = append(from, at)
+	}
+	order, unique := bodyOrder(prev.order, len(prev.entities), from, next.names)
+	if unique {
+		next.order = order
+	}
+	out := make([]renderedEntity, len(order))
+	for i, k := range order {
+		out[i] = renderedEntity{next.names[k], next.bytes[k]}
 	}
 	return out, next, nil
+}
+
+// bodyOrder is the order of names in the body (indexes, by name descending, stable), and
+// whether no two names are equal. It is derived from the previous list's order (prevOrder
+// over prevLen entities, nil when unknown; from maps each entity to its index there, -1 for a
+// new one) when that is known and few entities are new: those that stay keep their order (the
+// same entity has the same name), and each new one is inserted where its name goes.
+// Otherwise it sorts.
+func bodyOrder(prevOrder []int32, prevLen int, from []int32, names []string) ([]int32, bool) {
+	var fresh []int32
+	for k, f := range from {
+		if f < 0 {
+			if fresh = append(fresh, int32(k)); len(fresh) > maxInserted {
+				break
+			}
+		}
+	}
+	if prevOrder == nil || len(fresh) > maxInserted {
+		order := sortedByNameDesc(names)
+		for i := 1; i < len(order); i++ {
+			if names[order[i-1]] == names[order[i]] {
+				return order, false
+			}
+		}
+		return order, true
+	}
+	nextOf := make([]int32, prevLen)
+	for i := range nextOf {
+		nextOf[i] = -1
+	}
+	for k, f := range from {
+		if f >= 0 {
+			nextOf[f] = int32(k)
+		}
+	}
+	order := make([]int32, 0, len(names))
+	for _, p := range prevOrder {
+		if k := nextOf[p]; k >= 0 {
+			order = append(order, k)
+		}
+	}
+	for _, k := range fresh {
+		n := names[k]
+		at, _ := slices.BinarySearchFunc(order, n, func(o int32, n string) int { return strings.Compare(n, names[o]) })
+		if at < len(order) && names[order[at]] == n {
+			return bodyOrder(nil, 0, from, names) // a name twice: sorted
+		}
+		order = slices.Insert(order, at, k)
+	}
+	return order, true
 }
 
 // DeclarativeConfig is s.DeclarativeConfig(), re-using the bytes of the entities it rendered
 // for the previous body.
 func (r *Renderer) DeclarativeConfig(s *State) ([]byte, error) {
+	return r.render(s, &r.plain, false, "", "")
+}
+
+// QuotedDeclarativeConfig is prefix, then s.DeclarativeConfig() escaped as the content of a
+// JSON string (AppendJSONStringContent), then suffix, in one slice: a body such as
+// {"config":"..."} without a copy of the configuration. It re-uses the escaped bytes of the
+// entities it rendered for the previous body.
+func (r *Renderer) QuotedDeclarativeConfig(s *State, prefix, suffix string) ([]byte, error) {
+	return r.render(s, &r.quoted, true, prefix, suffix)
+}
+
+// QuotedBody is prefix, config escaped as the content of a JSON string, then suffix.
+func QuotedBody(config []byte, prefix, suffix string) []byte {
+	out := make([]byte, 0, len(prefix)+len(config)+len(config)/4+len(suffix))
+	out = AppendJSONStringContent(append(out, prefix...), config)
+	return append(out, suffix...)
+}
+
+func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suffix string) ([]byte, error) {
+	whole := func() ([]byte, error) {
+		b, err := s.DeclarativeConfig()
+		if err != nil || !quote {
+			return b, err
+		}
+		return QuotedBody(b, prefix, suffix), nil
+	}
 	if s == nil || len(s.Services) == 0 || len(s.Upstreams) == 0 || len(s.CustomEntities) > 0 {
 		// Custom entities are spliced into the body by DeclarativeConfig itself.
-		return s.DeclarativeConfig()
+		return whole()
+	}
+	marshal := func(v any) ([]byte, error) {
+		b, err := json.Marshal(v)
+		if err != nil || !quote {
+			return b, err
+		}
+		return AppendJSONStringContent(nil, b), nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	svcs, services, err := renderAll(r.services, s.Services, func(svc *file.FService) string { return str(svc.Name) },
-		func(svc *file.FService) ([]byte, error) { return json.Marshal(renderService(svc)) })
+	svcs, services, err := renderAll(cache.services, s.Services, func(svc *file.FService) string { return str(svc.Name) },
+		func(svc *file.FService) ([]byte, error) { return marshal(renderService(svc)) })
 	if err != nil {
 		return nil, err
 	}
-	ups, upstreams, err := renderAll(r.upstreams, s.Upstreams, func(u *file.FUpstream) string { return str(u.Name) },
-		func(u *file.FUpstream) ([]byte, error) { return json.Marshal(renderUpstream(u)) })
+	ups, upstreams, err := renderAll(cache.upstreams, s.Upstreams, func(u *file.FUpstream) string { return str(u.Name) },
+		func(u *file.FUpstream) ([]byte, error) { return marshal(renderUpstream(u)) })
 	if err != nil {
 		return nil, err
 	}
-	r.services, r.upstreams = services, upstreams
+	cache.services, cache.upstreams = services, upstreams
 	if len(svcs) == 0 || len(ups) == 0 {
-		return s.DeclarativeConfig()
+		return whole()
 	}
-	sortByNameDesc(svcs)
-	sortByNameDesc(ups)
 
 	// The rest of the body, with one placeholder service and upstream.
 	rest := *s
 	rest.Services, rest.Upstreams = nil, nil
 	c := rest.Content()
 	c.Services, c.Upstreams = []file.FService{markerService}, []file.FUpstream{markerUpstream}
-	skeleton, err := json.Marshal(dbless(c, true))
+	skeleton, err := marshal(dbless(c, true))
 	if err != nil {
 		return nil, err
 	}
-	return splice(skeleton, []any{markerService, markerUpstream}, [][]renderedEntity{svcs, ups})
+	markers := make([][]byte, 2)
+	for i, m := range []any{markerService, markerUpstream} {
+		if markers[i], err = marshal(m); err != nil {
+			return nil, err
+		}
+	}
+	// Escaping maps each byte on its own, and a placeholder starts with '{', which no
+	// escape sequence holds: the escaped placeholder is found where the placeholder was.
+	return splice(prefix, skeleton, suffix, markers, [][]renderedEntity{svcs, ups})
 }
 
-// sortByNameDesc is Content's order: by name, descending, stable. Names are usually unique
-// (and a translated State's services come in ascending order), so it first tries what is
-// cheaper than a stable sort.
-func sortByNameDesc(es []renderedEntity) {
+// AppendJSONStringContent appends b to dst escaped as the content of a JSON string (between
+// its quotes): what encoding/json gives for a string, without its cost. encoding/json escapes
+// every byte of a multi-megabyte configuration through its generic string encoder (and also
+// escapes <, > and &, which JSON does not need); only the quote, the backslash and control
+// bytes must be escaped, and valid UTF-8, which is all a rendered configuration holds, passes
+// as it is. An invalid UTF-8 byte also passes as it is; a JSON decoder then refuses the
+// string rather than reading a replaced character.
+func AppendJSONStringContent(dst, b []byte) []byte {
+	const hex = "0123456789abcdef"
+	start := 0
+	for i, c := range b {
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, b[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	return append(dst, b[start:]...)
+}
+
+// sortedByNameDesc is the indexes of names in Content's order: by name, descending, stable
+// (equal names in the order of the list). Names are usually unique (and a translated State's
+// services come in ascending order), so it first tries what is cheaper than sorting.
+func sortedByNameDesc(names []string) []int32 {
+	order := make([]int32, len(names))
+	for i := range order {
+		order[i] = int32(i)
+	}
 	ascending, descending := true, true
-	for i := 1; i < len(es); i++ {
-		ascending = ascending && es[i-1].name < es[i].name
-		descending = descending && es[i-1].name > es[i].name
+	for i := 1; i < len(names); i++ {
+		ascending = ascending && names[i-1] < names[i]
+		descending = descending && names[i-1] > names[i]
 	}
 	switch {
 	case descending:
-		return
 	case ascending:
-		slices.Reverse(es)
-		return
+		slices.Reverse(order)
+	default:
+		// The index breaks ties: the order is total, so an unstable sort gives the stable one.
+		slices.SortFunc(order, func(a, b int32) int {
+			if c := strings.Compare(names[b], names[a]); c != 0 {
+				return c
+			}
+			return int(a - b)
+		})
 	}
-	orig := slices.Clone(es)
-	slices.SortFunc(es, func(a, b renderedEntity) int { return strings.Compare(b.name, a.name) })
-	for i := 1; i < len(es); i++ {
-		if es[i-1].name == es[i].name {
-			// Equal names keep the State's order, which the unstable sort lost.
-			copy(es, orig)
-			sort.SliceStable(es, func(i, j int) bool { return es[i].name > es[j].name })
-			return
-		}
-	}
+	return order
 }
 
-// splice replaces the rendering of each marker in skeleton (in the order given) by its
-// entities, comma-separated.
-func splice(skeleton []byte, markers []any, entities [][]renderedEntity) ([]byte, error) {
+// splice is prefix, then skeleton with each marker's bytes (in the order given, each found
+// once) replaced by its entities, comma-separated, then suffix.
+func splice(prefix string, skeleton []byte, suffix string, markers [][]byte, entities [][]renderedEntity) ([]byte, error) {
 	type cut struct{ at, end int }
 	cuts := make([]cut, len(markers))
-	size, from := len(skeleton), 0
-	for k, marker := range markers {
-		m, err := json.Marshal(marker)
-		if err != nil {
-			return nil, err
-		}
+	size, from := len(prefix)+len(skeleton)+len(suffix), 0
+	for k, m := range markers {
 		i := bytes.Index(skeleton[from:], m)
 		if i < 0 || bytes.Contains(skeleton[from+i+len(m):], m) {
 			return nil, fmt.Errorf("rendering: placeholder %s not found once in the configuration", m)
@@ -173,6 +320,7 @@ func splice(skeleton []byte, markers []any, entities [][]renderedEntity) ([]byte
 		}
 	}
 	out := make([]byte, 0, size)
+	out = append(out, prefix...)
 	prev := 0
 	for k, c := range cuts {
 		out = append(out, skeleton[prev:c.at]...)
@@ -184,5 +332,6 @@ func splice(skeleton []byte, markers []any, entities [][]renderedEntity) ([]byte
 		}
 		prev = c.end
 	}
-	return append(out, skeleton[prev:]...), nil
+	out = append(out, skeleton[prev:]...)
+	return append(out, suffix...), nil
 }

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,14 +76,22 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// One merge patch serves every Ingress: it sets status.loadBalancer.ingress (a list, which
+	// a merge patch replaces whole) and nothing else, which is what a diff of each Ingress
+	// with its copy gave, without copying, marshalling and diffing each one (a fresh leader
+	// writes thousands).
+	lb, err := json.Marshal(want)
+	if err != nil {
+		return err
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"loadBalancer":{"ingress":`+string(lb)+`}}}`))
 	var errs []string
 	for _, ing := range snap.Ingresses {
 		if slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalLB) {
 			continue
 		}
-		patch := client.MergeFrom(ing)
-		updated := ing.DeepCopy() // the snapshot's objects belong to the cache
-		updated.Status.LoadBalancer.Ingress = want
+		// The answer is decoded into a new object: the snapshot's objects belong to the cache.
+		updated := &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}}
 		if err := u.writer.Status().Patch(ctx, updated, patch); err != nil {
 			errs = append(errs, fmt.Sprintf("Ingress %s/%s: %v", ing.Namespace, ing.Name, err))
 		}

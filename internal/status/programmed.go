@@ -49,8 +49,14 @@ type ProgrammedUpdater struct {
 	LicenseControllerName string
 
 	mu      sync.Mutex
-	reached *dataplane.Round // the latest round that reached a gateway, not yet walked
-	last    *outcome         // of the latest round that reached a gateway
+	reached *dataplane.Round // the latest round that reached a gateway, not yet taken by Update
+
+	// Only Update's goroutine reads and writes these. unwalked is the latest round that
+	// reached a gateway when its entities were not walked yet: walking them (every entity's
+	// tags, tens of thousands at 10,000 Ingresses) waits until an object with a condition
+	// needs the outcome, which a cluster of Ingresses alone never does.
+	unwalked *dataplane.Round
+	last     *outcome // of the latest round that reached a gateway, once walked
 }
 
 // outcome is what one round says of each object, keyed by translator.Node.
@@ -208,11 +214,10 @@ func (u *ProgrammedUpdater) Update(ctx context.Context) error {
 	u.reached = nil
 	u.mu.Unlock()
 	if r != nil {
-		u.last = outcomeOf(*r) // only Update's goroutine reads and writes last
+		u.unwalked = r
 	}
-	o := u.last
-	if o == nil {
-		return nil
+	if u.unwalked == nil && u.last == nil {
+		return nil // no round reached a gateway yet
 	}
 	snap, err := u.source.Snapshot(ctx)
 	if err != nil {
@@ -237,6 +242,13 @@ func (u *ProgrammedUpdater) Update(ctx context.Context) error {
 	for _, e := range snap.KongCustomEntities {
 		objs = append(objs, conditioned{e, gvkOf(e), customEntityConditions})
 	}
+	if len(objs) == 0 && len(snap.KongLicenses) == 0 {
+		return nil
+	}
+	if u.unwalked != nil {
+		u.last, u.unwalked = outcomeOf(*u.unwalked), nil
+	}
+	o := u.last
 	var errs []string
 	errs = append(errs, u.updateLicenses(ctx, o, snap.KongLicenses)...)
 	for _, c := range objs {

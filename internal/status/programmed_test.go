@@ -101,3 +101,34 @@ func programmed(t *testing.T, c client.Client, obj client.Object, name string) *
 	t.Fatalf("%T", obj)
 	return nil
 }
+
+// The outcome of a round is kept for objects with a condition that appear after it, also when
+// there was none to write when the round came (its entities are then walked later).
+func TestProgrammedConditionOfAnObjectThatAppearsAfterTheRound(t *testing.T) {
+	ctx := context.Background()
+	class := "kong"
+	prefix := netv1.PathTypePrefix
+	plugin := &kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "used", UID: "u-used", Generation: 1}, PluginName: "correlation-id"}
+	objs := []client.Object{
+		&netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-ing", Annotations: map[string]string{"konghq.com/plugins": "used"}},
+			Spec: netv1.IngressSpec{IngressClassName: &class, Rules: []netv1.IngressRule{{Host: "web.example.com", IngressRuleValue: netv1.IngressRuleValue{HTTP: &netv1.HTTPIngressRuleValue{
+				Paths: []netv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: "web", Port: netv1.ServiceBackendPort{Number: 80}}}}}}}}}}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-svc"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
+		plugin,
+	}
+	withPlugin := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(objs...).Build()
+	snap, err := store.New(withPlugin, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}).Snapshot(ctx)
+	require.NoError(t, err)
+	state, problems := translator.Translate(snap, translator.Options{})
+
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(objs[:2]...).WithStatusSubresource(&kongv1.KongPlugin{}).Build()
+	u := NewProgrammedUpdater(store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, logr.Discard())
+	u.Report(ctx, dataplane.Round{State: state, Problems: problems, Gateways: []dataplane.GatewayResult{{URL: "http://kong"}}})
+	require.NoError(t, u.Update(ctx))
+
+	created := plugin.DeepCopy()
+	created.ResourceVersion = ""
+	require.NoError(t, c.Create(ctx, created))
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, metav1.ConditionTrue, programmed(t, c, &kongv1.KongPlugin{}, "used").Status)
+}

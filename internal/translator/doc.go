@@ -4,7 +4,7 @@
 //
 // Translate is a pure function: no I/O, no clock, no randomness, and every map is read in
 // sorted order, so the same objects give the same bytes however the cache happened to list
-// them. That is what lets the DB-less sync skip a push by comparing digests.
+// them. That is what lets the DB-less sync skip a push by comparing bodies.
 //
 // Bad input never stops the rest. Whatever cannot be translated is left out and reported as
 // a Problem naming the object and the field. Where KIC passes a value on and lets Kong reject

@@ -213,9 +213,17 @@ func unchanged(old, new client.Object) bool {
 	return ot.Equal(&nt) && sameContent(old, new)
 }
 
-// objectIndex holds one kind's objects of the latest snapshot by namespace and name.
-type objectIndex[T client.Object] struct {
+// objectIndex holds one kind's objects of the latest snapshot by namespace and name, and by
+// object: a snapshot lists, in no stable order, the cache's own objects, and an object that
+// did not change is the same pointer as in the previous snapshot, found in byObj without
+// reading the object (its name and namespace are scattered in memory: reading them for every
+// object was most of the cost of finding what changed).
+type objectIndex[T interface {
+	comparable
+	client.Object
+}] struct {
 	m     map[nsName]*indexed[T]
+	byObj map[T]*indexed[T]
 	round uint64
 }
 
@@ -224,8 +232,11 @@ type indexed[T client.Object] struct {
 	round uint64 // the last update that listed it
 }
 
-func newObjectIndex[T client.Object](objs []T) objectIndex[T] {
-	ix := objectIndex[T]{m: make(map[nsName]*indexed[T], len(objs))}
+func newObjectIndex[T interface {
+	comparable
+	client.Object
+}](objs []T) objectIndex[T] {
+	ix := objectIndex[T]{m: make(map[nsName]*indexed[T], len(objs)), byObj: make(map[T]*indexed[T], len(objs))}
 	ix.update(objs)
 	return ix
 }
@@ -247,7 +258,15 @@ func (ix *objectIndex[T]) update(objs []T) (changed map[nsName]T, ok bool) {
 	var zero T
 	listed := 0
 	for _, o := range objs {
-		if any(o) == any(zero) {
+		if o == zero {
+			continue
+		}
+		if e := ix.byObj[o]; e != nil {
+			if e.round == ix.round {
+				return nil, false
+			}
+			e.round = ix.round
+			listed++
 			continue
 		}
 		k := keyOf(o)
@@ -255,15 +274,18 @@ func (ix *objectIndex[T]) update(objs []T) (changed map[nsName]T, ok bool) {
 		switch {
 		case e == nil:
 			changed[k] = zero
-			ix.m[k] = &indexed[T]{o, ix.round}
+			e = &indexed[T]{o, ix.round}
+			ix.m[k] = e
 		case e.round == ix.round:
 			return nil, false
 		default:
 			if !unchanged(e.obj, o) {
 				changed[k] = e.obj
 			}
+			delete(ix.byObj, e.obj)
 			e.obj, e.round = o, ix.round
 		}
+		ix.byObj[o] = e
 		listed++
 	}
 	if len(ix.m) != listed {
@@ -271,6 +293,7 @@ func (ix *objectIndex[T]) update(objs []T) (changed map[nsName]T, ok bool) {
 			if e.round != ix.round {
 				changed[k] = e.obj
 				delete(ix.m, k)
+				delete(ix.byObj, e.obj)
 			}
 		}
 	}

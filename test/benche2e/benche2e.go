@@ -64,6 +64,10 @@ type Config struct {
 	// of the run (taken through --profiling; read it with `go tool pprof -sample_index=inuse_space
 	// -top` or alloc_space).
 	HeapProfile string
+	// CPUProfile, when set, is the file that receives the controller's CPU profile of the
+	// change phase (from the first complete push until the changes are made; through
+	// --profiling): what a change costs, with the status writes that go on meanwhile.
+	CPUProfile string
 	// LogDir receives the controller's log (controller.log); a temporary folder when empty.
 	LogDir string
 	// Seed makes the changes' order and intervals repeatable.
@@ -87,8 +91,11 @@ type Result struct {
 	CPUSeconds       float64         // utime + stime at the end
 	// CPUSecondsAtFirstPush is utime + stime when the first complete push had arrived.
 	CPUSecondsAtFirstPush float64
-	Unserved              map[string]int // requests the recording Kong does not serve
-	LogFile               string
+	// ChangeCPUSeconds is the controller's CPU time from the first complete push to the end:
+	// the work of the changes (and of whatever else ran meanwhile, such as status writes).
+	ChangeCPUSeconds float64
+	Unserved         map[string]int // requests the recording Kong does not serve
+	LogFile          string
 }
 
 // changeTimeout bounds the wait for one change; a change not seen by then is counted missed.
@@ -183,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		args = append(args, "--publish-status-address", "192.0.2.10")
 	}
 	var pprofAddr string
-	if cfg.HeapProfile != "" {
+	if cfg.HeapProfile != "" || cfg.CPUProfile != "" {
 		if pprofAddr, err = freeLocalAddr(); err != nil {
 			return res, err
 		}
@@ -225,11 +232,23 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	pushesAtFirst := kong.pushCount()
 	// Read at once: the CPU the start took, which a loaded machine does not inflate as it
 	// inflates wall time (status writes and the next rounds add some while this is read).
-	if proc, err := readProc(cmd.Process.Pid); err == nil {
-		res.CPUSecondsAtFirstPush = proc.cpuSeconds
+	atFirst, err := readProc(cmd.Process.Pid)
+	if err != nil {
+		return res, err
 	}
+	res.CPUSecondsAtFirstPush = atFirst.cpuSeconds
 	progress("first complete push after %s (controller CPU %.2f s)", res.StartToFirstPush.Round(time.Millisecond), res.CPUSecondsAtFirstPush)
 
+	profiled := make(chan error, 1)
+	if cfg.CPUProfile != "" {
+		// The changes take about Changes * ChangeInterval; the profile covers them.
+		seconds := int((time.Duration(cfg.Changes)*cfg.ChangeInterval)/time.Second) + 1
+		go func() {
+			profiled <- fetchProfile(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, seconds), cfg.CPUProfile)
+		}()
+	} else {
+		profiled <- nil
+	}
 	made, err := makeChanges(ctx, c, kong, cfg)
 	if err != nil {
 		return res, err
@@ -248,11 +267,18 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	if proc, err := readProc(cmd.Process.Pid); err == nil {
 		res.RSSBytes, res.PeakRSSBytes, res.CPUSeconds = proc.rss, proc.hwm, proc.cpuSeconds
 		res.RSSAnonBytes, res.RSSFileBytes = proc.rssAnon, proc.rssFile
+		res.ChangeCPUSeconds = proc.cpuSeconds - atFirst.cpuSeconds
 	} else {
 		return res, err
 	}
+	if err := <-profiled; err != nil {
+		return res, err
+	}
+	if cfg.CPUProfile != "" {
+		progress("CPU profile written to %s", cfg.CPUProfile)
+	}
 	if cfg.HeapProfile != "" {
-		if err := fetchHeapProfile(ctx, "http://"+pprofAddr+"/debug/pprof/heap", cfg.HeapProfile); err != nil {
+		if err := fetchProfile(ctx, "http://"+pprofAddr+"/debug/pprof/heap?gc=1", cfg.HeapProfile); err != nil {
 			return res, err
 		}
 		progress("heap profile written to %s", cfg.HeapProfile)
@@ -416,19 +442,20 @@ func freeLocalAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// fetchHeapProfile saves the controller's heap profile (after a GC, as pprof's ?gc=1 does).
-func fetchHeapProfile(ctx context.Context, url, file string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"?gc=1", nil)
+// fetchProfile saves a profile of the controller's pprof endpoint url (the heap one with
+// ?gc=1 after a GC, the CPU one over ?seconds=).
+func fetchProfile(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("fetching the heap profile: %w", err)
+		return fmt.Errorf("fetching the profile %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("fetching the heap profile: %s", resp.Status)
+		return fmt.Errorf("fetching the profile %s: %s", url, resp.Status)
 	}
 	f, err := os.Create(file)
 	if err != nil {

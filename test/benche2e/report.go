@@ -38,6 +38,9 @@ func (r Result) Report(w io.Writer, cfg Config) {
 	fmt.Fprintf(w, "RSS / peak                      %.0f MB / %.0f MB (now: anonymous %.0f MB, file-backed %.0f MB)\n",
 		float64(r.RSSBytes)/(1<<20), float64(r.PeakRSSBytes)/(1<<20), float64(r.RSSAnonBytes)/(1<<20), float64(r.RSSFileBytes)/(1<<20))
 	fmt.Fprintf(w, "CPU                             %.2f s\n", r.CPUSeconds)
+	if n := len(r.ChangeLatencies) + r.Missed; n > 0 {
+		fmt.Fprintf(w, "CPU after the first push        %.2f s (%.1f ms per change)\n", r.ChangeCPUSeconds, r.ChangeCPUSeconds*1000/float64(n))
+	}
 	if len(r.Unserved) > 0 {
 		fmt.Fprintf(w, "requests the recording Kong does not serve: %v\n", r.Unserved)
 	}

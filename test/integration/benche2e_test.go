@@ -31,6 +31,7 @@ func TestBenchE2ESmall(t *testing.T) {
 		Ingresses: 50, Changes: 3, ChangeInterval: 100 * time.Millisecond, Status: true, Secrets: 2,
 		LogDir: t.TempDir(), Seed: 1,
 		HeapProfile: filepath.Join(t.TempDir(), "heap.pb.gz"), // through --profiling
+		CPUProfile:  filepath.Join(t.TempDir(), "cpu.pb.gz"),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -40,6 +41,9 @@ func TestBenchE2ESmall(t *testing.T) {
 	}
 	if fi, err := os.Stat(cfg.HeapProfile); err != nil || fi.Size() == 0 {
 		t.Errorf("no heap profile from --profiling's /debug/pprof/heap: %v", err)
+	}
+	if fi, err := os.Stat(cfg.CPUProfile); err != nil || fi.Size() == 0 {
+		t.Errorf("no CPU profile from --profiling's /debug/pprof/profile: %v", err)
 	}
 	var report strings.Builder
 	res.Report(&report, cfg)
@@ -53,9 +57,10 @@ func TestBenchE2ESmall(t *testing.T) {
 	if res.PushesAfterFirst < 1 {
 		t.Errorf("no push after the first complete one, yet %d changes were seen", len(res.ChangeLatencies))
 	}
-	if res.RSSBytes <= 0 || res.PeakRSSBytes < res.RSSBytes || res.CPUSeconds <= 0 || res.RSSAnonBytes <= 0 || res.RSSFileBytes <= 0 {
-		t.Errorf("process figures not read: RSS %d (anonymous %d, file-backed %d), peak %d, CPU %v",
-			res.RSSBytes, res.RSSAnonBytes, res.RSSFileBytes, res.PeakRSSBytes, res.CPUSeconds)
+	if res.RSSBytes <= 0 || res.PeakRSSBytes < res.RSSBytes || res.CPUSeconds <= 0 || res.RSSAnonBytes <= 0 || res.RSSFileBytes <= 0 ||
+		res.ChangeCPUSeconds <= 0 || res.ChangeCPUSeconds > res.CPUSeconds {
+		t.Errorf("process figures not read: RSS %d (anonymous %d, file-backed %d), peak %d, CPU %v, after the first push %v",
+			res.RSSBytes, res.RSSAnonBytes, res.RSSFileBytes, res.PeakRSSBytes, res.CPUSeconds, res.ChangeCPUSeconds)
 	}
 	if len(res.Unserved) != 0 {
 		t.Errorf("the controller asked the recording Kong what it does not serve: %v", res.Unserved)

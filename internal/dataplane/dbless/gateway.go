@@ -50,10 +50,14 @@ func (o Outcome) String() string {
 type Gateway struct {
 	client *kong.Client
 
-	mu         sync.Mutex
-	lastDigest [sha256.Size]byte // of the configuration the gateway last accepted
-	lastGood   []byte
-	lastHash   string // the configuration_hash Kong reported right after taking lastGood
+	mu       sync.Mutex
+	lastGood []byte // the body (Body) of the configuration the gateway last accepted
+	lastHash string // the configuration_hash Kong reported right after taking lastGood
+	// lastHashOfLastGood is set when lastHash was read right after this process sent
+	// lastGood: it is then kongHash of lastGood's configuration, so a configuration has that
+	// hash exactly when it is lastGood's, and the md5 of every new configuration (megabytes)
+	// need not be taken.
+	lastHashOfLastGood bool
 	// learned is set once the gateway's state at this process's start was read (learn);
 	// heldAtStart is the configuration it held then (GET /config), nil when none.
 	learned     bool
@@ -65,7 +69,10 @@ type Gateway struct {
 	rejected []rejection
 }
 
+// rejection is a refused configuration, by its size and digest: the digest of a
+// configuration is only taken when a refused one has its size.
 type rejection struct {
+	size   int
 	digest [sha256.Size]byte
 	err    *RejectedError
 }
@@ -73,20 +80,28 @@ type rejection struct {
 // rememberRejections bounds the refused configurations remembered per gateway.
 const rememberRejections = 8
 
-func (g *Gateway) rejectionOf(digest [sha256.Size]byte) *RejectedError {
+func (g *Gateway) rejectionOf(body []byte) *RejectedError {
+	var digest *[sha256.Size]byte
 	for _, r := range g.rejected {
-		if r.digest == digest {
+		if r.size != len(body) {
+			continue
+		}
+		if digest == nil {
+			d := sha256.Sum256(body)
+			digest = &d
+		}
+		if r.digest == *digest {
 			return r.err
 		}
 	}
 	return nil
 }
 
-func (g *Gateway) remember(digest [sha256.Size]byte, err *RejectedError) {
+func (g *Gateway) remember(body []byte, err *RejectedError) {
 	if len(g.rejected) == rememberRejections {
 		g.rejected = g.rejected[1:]
 	}
-	g.rejected = append(g.rejected, rejection{digest, err})
+	g.rejected = append(g.rejected, rejection{len(body), sha256.Sum256(body), err})
 }
 
 // New returns a Gateway that talks through client.
@@ -99,23 +114,30 @@ func New(client *kong.Client) *Gateway {
 // again; any other error (network, 5xx, 429) is returned as is, for the caller to retry with
 // backoff.
 func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
+	return g.PushBody(ctx, Body(config))
+}
+
+// PushBody is Push of the configuration body holds: Body(config), which a
+// kongstate.Renderer gives without escaping the whole configuration each time
+// (QuotedDeclarativeConfig with BodyPrefix and BodySuffix).
+func (g *Gateway) PushBody(ctx context.Context, body []byte) (Outcome, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 
-	digest := sha256.Sum256(config)
 	if !g.learned {
 		if err := g.learn(ctx); err != nil {
 			return Unchanged, err
 		}
 	}
-	if g.lastHash != "" && g.lastHash == kongHash(config) {
+	if g.lastHash != "" && !g.lastHashOfLastGood && g.lastHash == kongHashOfBody(body) {
 		// The gateway held exactly this configuration when it last told us its hash (the
-		// controller before a restart sent it, or it is the fallback of a refused one):
-		// checked against its current hash below, and not sent again.
-		g.lastDigest, g.lastGood = digest, config
+		// controller before a restart sent it): checked against its current hash below,
+		// and not sent again.
+		g.lastGood, g.lastHashOfLastGood = body, true
 	}
-	known := g.lastGood != nil && digest == g.lastDigest
-	rejectedBefore := g.rejectionOf(digest)
+	// Megabytes compared only when the sizes are equal: a change almost always changes it.
+	known := g.lastGood != nil && bytes.Equal(body, g.lastGood)
+	rejectedBefore := g.rejectionOf(body)
 	if known || rejectedBefore != nil {
 		lost, err := g.drifted(ctx)
 		if err != nil {
@@ -132,22 +154,22 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 			if err := g.post(ctx, g.lastGood); err != nil {
 				return Restored, err
 			}
-			g.lastHash = g.currentHash(ctx)
+			g.lastHash, g.lastHashOfLastGood = g.currentHash(ctx), true
 			return Restored, rejectedBefore
 		default:
 			return Unchanged, rejectedBefore
 		}
 	}
 
-	if err := g.post(ctx, config); err != nil {
+	if err := g.post(ctx, body); err != nil {
 		var rej *RejectedError
 		if errors.As(err, &rej) {
-			g.remember(digest, rej)
+			g.remember(body, rej)
 		}
 		return Pushed, err
 	}
-	g.lastDigest, g.lastGood = digest, config
-	g.lastHash = g.currentHash(ctx)
+	g.lastGood = body
+	g.lastHash, g.lastHashOfLastGood = g.currentHash(ctx), true
 	return Pushed, nil
 }
 
@@ -175,7 +197,7 @@ func (g *Gateway) learn(ctx context.Context) error {
 		// current one is refused stays empty until a good one comes, as before.
 		return nil //nolint:nilerr // best effort, see above
 	}
-	g.lastDigest, g.lastGood, g.heldAtStart = sha256.Sum256(held), held, held
+	g.lastGood, g.heldAtStart = Body(held), held
 	return nil
 }
 
@@ -212,6 +234,15 @@ func kongHash(config []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// kongHashOfBody is kongHash of the configuration body holds ("" when it holds none).
+func kongHashOfBody(body []byte) string {
+	config, err := configOf(body)
+	if err != nil {
+		return ""
+	}
+	return kongHash(config)
+}
+
 // drifted reports whether the gateway no longer holds what it last took from us: it lost its
 // configuration (the all-zero hash: it restarted), or its hash changed since (another writer,
 // for example a previous leader's late POST, replaced it).
@@ -236,11 +267,12 @@ func (g *Gateway) currentHash(ctx context.Context) string {
 	return st.ConfigurationHash
 }
 
-// post sends config as {"config": "<config>"}: Kong then hashes the string itself (for a
-// JSON object body it hashes its own re-encoding), so that the configuration_hash it reports
-// is kongHash(config), which a restarted controller can compare with what it would send.
-func (g *Gateway) post(ctx context.Context, config []byte) error {
-	err := g.client.ReloadDeclarativeRawConfig(ctx, bytes.NewReader(wrapConfig(config)), true, true)
+// post sends body, a configuration as {"config": "<config>"} (Body): Kong then hashes the
+// string itself (for a JSON object body it hashes its own re-encoding), so that the
+// configuration_hash it reports is kongHash(config), which a restarted controller can compare
+// with what it would send.
+func (g *Gateway) post(ctx context.Context, body []byte) error {
+	err := g.client.ReloadDeclarativeRawConfig(ctx, bytes.NewReader(body), true, true)
 	if err == nil {
 		return nil
 	}

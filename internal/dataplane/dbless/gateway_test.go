@@ -213,6 +213,35 @@ func TestRejectedConfigurationKeepsLastGoodAndIsNotResent(t *testing.T) {
 	require.Equal(t, Pushed, out)
 }
 
+// Configurations are told apart by content, not size: one of the size of a refused one, or of
+// the last good one, is sent.
+func TestConfigurationsOfTheSameSizeAreToldApart(t *testing.T) {
+	f := &fakeKong{reject: func(b []byte) bool { return string(b) == "bad1" }}
+	g := newGateway(t, f)
+	ctx := context.Background()
+
+	_, err := g.Push(ctx, []byte("good"))
+	require.NoError(t, err)
+	_, err = g.Push(ctx, []byte("bad1"))
+	var rej *RejectedError
+	require.ErrorAs(t, err, &rej)
+
+	out, err := g.Push(ctx, []byte("bad2"))
+	require.NoError(t, err)
+	require.Equal(t, Pushed, out)
+	out, err = g.Push(ctx, []byte("good"))
+	require.NoError(t, err)
+	require.Equal(t, Pushed, out)
+	out, err = g.Push(ctx, []byte("good"))
+	require.NoError(t, err)
+	require.Equal(t, Unchanged, out)
+	out, err = g.Push(ctx, []byte("bad1"))
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, Unchanged, out)
+	posts, _ := f.counts()
+	require.Equal(t, 4, posts)
+}
+
 func TestServerErrorsAreNotRejections(t *testing.T) {
 	f := &fakeKong{fail: 1}
 	g := newGateway(t, f)

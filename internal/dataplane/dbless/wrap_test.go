@@ -10,7 +10,7 @@ import (
 
 // The body decodes to exactly the configuration, whatever bytes it holds, as json.Marshal's
 // does.
-func TestWrapConfigDecodesToTheConfiguration(t *testing.T) {
+func TestBodyDecodesToTheConfiguration(t *testing.T) {
 	for _, config := range []string{
 		``,
 		`{"_format_version":"3.0","services":[{"name":"a","host":"x"}]}`,
@@ -21,7 +21,7 @@ func TestWrapConfigDecodesToTheConfiguration(t *testing.T) {
 		var got struct {
 			Config *string `json:"config"`
 		}
-		require.NoError(t, json.Unmarshal(wrapConfig([]byte(config)), &got), "%q", config)
+		require.NoError(t, json.Unmarshal(Body([]byte(config)), &got), "%q", config)
 		require.NotNil(t, got.Config)
 		require.Equal(t, config, *got.Config)
 
@@ -32,14 +32,18 @@ func TestWrapConfigDecodesToTheConfiguration(t *testing.T) {
 		var fromMarshal struct{ Config string }
 		require.NoError(t, json.Unmarshal(want, &fromMarshal))
 		require.Equal(t, fromMarshal.Config, *got.Config)
+
+		back, err := configOf(Body([]byte(config)))
+		require.NoError(t, err)
+		require.Equal(t, config, string(back))
 	}
 }
 
-func FuzzWrapConfig(f *testing.F) {
+func FuzzBody(f *testing.F) {
 	f.Add([]byte(`{"a":"b\"c\\d"}`))
 	f.Fuzz(func(t *testing.T, config []byte) {
 		var got struct{ Config string }
-		require.NoError(t, json.Unmarshal(wrapConfig(config), &got))
+		require.NoError(t, json.Unmarshal(Body(config), &got))
 		want, err := json.Marshal(struct{ Config string }{string(config)})
 		require.NoError(t, err)
 		var fromMarshal struct{ Config string }
@@ -48,12 +52,12 @@ func FuzzWrapConfig(f *testing.F) {
 	})
 }
 
-func BenchmarkWrapConfig(b *testing.B) {
+func BenchmarkBody(b *testing.B) {
 	config := []byte(strings.Repeat(`{"name":"ns.svc.80","host":"svc.ns.80.svc","routes":[{"paths":["/api"]}]},`, 50000))
-	b.Run("wrapConfig", func(b *testing.B) {
+	b.Run("Body", func(b *testing.B) {
 		b.SetBytes(int64(len(config)))
 		for b.Loop() {
-			_ = wrapConfig(config)
+			_ = Body(config)
 		}
 	})
 	b.Run("json.Marshal", func(b *testing.B) {
