@@ -41,9 +41,11 @@ import (
 // (backends, plugins, Secrets, parentRefs, KongIngress and upstream policy annotations,
 // consumer groups, facades, ReferenceGrants) find their targets often; values come from
 // pools of good and bad ones, and now and then from the input bytes themselves. Input that
-// runs out reads as zeros: every input makes a snapshot.
+// runs out is read again from its start (an empty one reads as zeros), so that every input
+// makes a snapshot and an edit of it.
 type objectGen struct {
 	data []byte
+	pos  int
 	rv   int
 	cert testCertPEM
 }
@@ -80,8 +82,8 @@ func (g *objectGen) byte() byte {
 	if len(g.data) == 0 {
 		return 0
 	}
-	b := g.data[0]
-	g.data = g.data[1:]
+	b := g.data[g.pos%len(g.data)]
+	g.pos++
 	return b
 }
 
@@ -103,13 +105,11 @@ func oneOf[T any](g *objectGen, l ...T) T { return l[g.intn(len(l))] }
 // str is a value of pool, or one time in 16 a few raw input bytes (any string at all).
 func (g *objectGen) str(pool ...string) string {
 	if g.intn(16) == 0 {
-		n := g.intn(12)
-		if n > len(g.data) {
-			n = len(g.data)
+		b := make([]byte, g.intn(12))
+		for i := range b {
+			b[i] = g.byte()
 		}
-		s := string(g.data[:n])
-		g.data = g.data[n:]
-		return s
+		return string(b)
 	}
 	return oneOf(g, pool...)
 }
@@ -188,7 +188,7 @@ func (g *objectGen) snapshot() *store.Snapshot {
 			Spec: kongv1alpha1.IngressClassParametersSpec{ServiceUpstream: g.bool(), EnableLegacyRegexDetection: g.bool()}}
 	}
 	// Each step adds a few objects of one kind; the bytes choose the order and the counts.
-	for steps := 6 + g.intn(20); steps > 0 && len(g.data) > 0; steps-- {
+	for steps := g.intn(26); steps > 0; steps-- {
 		switch g.intn(26) {
 		case 0, 1:
 			s.Ingresses = append(s.Ingresses, g.ingress())
@@ -699,6 +699,7 @@ func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 				n := g.ingress()
 				n.ObjectMeta = *c.Ingresses[i].ObjectMeta.DeepCopy()
 				n.ResourceVersion = g.version()
+				n.Generation++ // a change to the spec, as the API server counts it
 				c.Ingresses[i] = n
 			}
 		case 2:
@@ -714,6 +715,7 @@ func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 				n := g.service()
 				n.ObjectMeta = *c.Services[i].ObjectMeta.DeepCopy()
 				n.ResourceVersion = g.version()
+				n.Generation++ // a change to the spec, as the API server counts it
 				c.Services[i] = n
 			}
 		default:
