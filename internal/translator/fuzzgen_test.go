@@ -158,7 +158,7 @@ func (g *objectGen) meta(namespaced bool) metav1.ObjectMeta {
 	if namespaced {
 		m.Namespace = oneOf(g, fuzzNamespaces...)
 	}
-	m.UID = types.UID(m.Namespace + "/" + m.Name + "/" + string(rune('0'+g.intn(2))))
+	m.UID = types.UID(m.Namespace + "/" + m.Name + "/" + m.ResourceVersion) // a new object, a new UID
 	m.CreationTimestamp = metav1.NewTime(time.Date(2024, 1, 1, 0, g.intn(4), 0, 0, time.UTC))
 	for n := g.intn(4); n > 0; n-- {
 		if m.Annotations == nil {
