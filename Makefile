@@ -49,11 +49,19 @@ test-faults:
 soak:
 	KONDUCTOR_SOAK=full KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -race -count=1 -timeout 60m -v -run '^TestFailoverSoak$$' ./test/integration/
 
-# Fuzzing: random manifests (every translated kind, any annotation) through translation and
-# rendering must never panic. One fuzz target per run (go test allows one). FUZZTIME=10m for a
-# long run; `make test` runs it for 20 s.
-FUZZTIME ?= 20s
+# Fuzzing: translation and rendering must never panic or hang, whatever the objects.
+# FuzzTranslateObjects builds objects of every translated kind straight from the input bytes
+# (references between them, random values and annotations; thousands of inputs a second) and
+# also checks Incremental against a full Build; FuzzTranslate mutates the golden cases' YAML
+# through the manifest parser and the store (class filtering). go test runs one fuzz target
+# at a time, so each gets FUZZTIME: 15 s each in `make test`; FUZZTIME=10m for a long run
+# (`make fuzz`). Crashers land in internal/translator/testdata/fuzz/<target>/ and are kept
+# there as regression seeds, which every `go test` runs. Each input that reaches new code is
+# minimized for at most 1 s (go's default, 60 s, stalls the search for minutes on these
+# inputs of up to a kilobyte).
+FUZZTIME ?= 15s
 test-fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzTranslateObjects$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzTranslate$$' -fuzztime $(FUZZTIME) ./internal/translator
 fuzz: FUZZTIME = 10m
 fuzz: test-fuzz

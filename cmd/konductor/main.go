@@ -72,6 +72,11 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 	setGCPercent(log, setMemoryLimit(log, cgroupMemoryFiles))
 	c, err := manager.New(ctx, cfg, manager.Options{Logger: log})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped while assembling (waiting for the API server): a clean stop.
+			log.Info("stopped before the controller started", "reason", err.Error())
+			return nil
+		}
 		return err
 	}
 	return c.Start(ctx)

@@ -75,9 +75,9 @@ type Controller struct {
 	facts    *dataplane.GatewayFacts
 }
 
-// New builds the controller. It talks to the Kubernetes API (discovery) and, when leader
-// election is left to it, asks each gateway GET / (DecideLeaderElection); it sends Kong no
-// configuration.
+// New builds the controller. It waits for the Kubernetes API server to answer (apiwait.go),
+// then talks to it (discovery) and, when leader election is left to it, asks each gateway
+// GET / (DecideLeaderElection); it sends Kong no configuration.
 func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, error) {
 	log := opts.Logger
 	// The steps of the start log their time since here at V(1) (docs/performance.md, Start).
@@ -105,6 +105,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		log.Info("--kong-admin-url is not used with gateway discovery (--kong-admin-svc), as in KIC", "urls", cfg.KongAdminURLs)
 	}
 
+	health, err := newAPIHealthFor(ctx, restCfg, log.WithName("kubernetes-api"))
+	if err != nil {
+		return nil, err
+	}
+	// An API server away at start is waited for, not a reason to exit (apiwait.go).
+	if err := health.waitUntilServing(ctx, startEndpoints{healthProbe: cfg.HealthProbeBindAddress, metrics: cfg.MetricsBindAddress}); err != nil {
+		return nil, fmt.Errorf("waiting for the Kubernetes API server: %w", err)
+	}
 	// Discovery's requests, one per group version, all go out at once (startdiscovery.go).
 	kongKindsServed := make(chan []string, 1)
 	go func() { kongKindsServed <- servedKongKinds(restCfg) }()
@@ -178,10 +186,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		for _, svc := range cfg.KongAdminSvc {
 			cacheOpts.DefaultNamespaces[svc.Namespace] = cache.Config{}
 		}
-	}
-	health, err := newAPIHealthFor(ctx, restCfg, log.WithName("kubernetes-api"))
-	if err != nil {
-		return nil, err
 	}
 	leaseDuration, renewDeadline, retryPeriod := cfg.ElectionLeaseDuration, cfg.ElectionRenewDeadline, cfg.ElectionRetryPeriod
 	mgr, err := ctrl.NewManager(restCfg, ctrlmanager.Options{

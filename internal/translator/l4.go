@@ -65,6 +65,9 @@ func (b *builder) l4Ingresses() {
 		}
 	}
 	for name, ks := range tcp {
+		if len(ks.routes) == 0 {
+			continue // every rule on it was left out: it replaces nothing
+		}
 		if old, ok := b.kongServices[name]; ok && len(old.routes) > 0 {
 			b.problem(ks.referrers[0].obj, gvkTCPIngress, ks.referrers[0].field,
 				"Kong service %s is also the service of Ingress routes; as in KIC, the TCPIngress's replaces it and those routes are left out", name)
