@@ -100,7 +100,7 @@ func policyAncestors(have []gatewayv1.PolicyAncestorStatus, gateways []namespace
 // controller wrote meanwhile is not lost: the conflict fails the pass, and the next pass
 // starts from the policy as it is then.
 func (u *GatewayAPIUpdater) updateBackendTLSPolicies(ctx context.Context, a *gatewayapi.Attachment, snap *store.Snapshot, now time.Time, errs *failures) {
-	if !u.BackendTLSPolicies || len(snap.BackendTLSPolicies) == 0 {
+	if !u.GatewayAlpha || len(snap.BackendTLSPolicies) == 0 {
 		return
 	}
 	byService := serviceGateways(a, snap)
