@@ -87,8 +87,9 @@ func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render 
 // DeclarativeConfig is s.DeclarativeConfig(), re-using the bytes of the entities it rendered
 // for the previous body.
 func (r *Renderer) DeclarativeConfig(s *State) ([]byte, error) {
-	if s == nil || len(s.Services) == 0 || len(s.Upstreams) == 0 || len(s.CustomEntities) > 0 {
-		// Custom entities are spliced into the body by DeclarativeConfig itself.
+	if s == nil || len(s.Services) == 0 || len(s.Upstreams) == 0 || len(s.CustomEntities) > 0 || len(s.CertificateAlts) > 0 {
+		// Custom entities and alternative certificates are spliced into the body by
+		// DeclarativeConfig itself.
 		return s.DeclarativeConfig()
 	}
 	r.mu.Lock()
