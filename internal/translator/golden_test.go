@@ -25,15 +25,22 @@ type goldenOptions struct {
 	Translator   Options `json:"translator"`
 }
 
-// renderCase runs a case the way `konductor translate` does: manifest.Load ->
-// store.NewForObjects -> Snapshot -> Translate -> DeclarativeConfig, and returns the config
-// as YAML with sorted keys and the problems, one a line.
-func renderCase(t *testing.T, dir string) (string, string) {
+// readGoldenOptions reads the case's options.yaml, if any.
+func readGoldenOptions(t *testing.T, dir string) goldenOptions {
 	t.Helper()
 	var opts goldenOptions
 	if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
 		require.NoError(t, sigsyaml.UnmarshalStrict(b, &opts))
 	}
+	return opts
+}
+
+// renderCase runs a case the way `konductor translate` does: manifest.Load ->
+// store.NewForObjects -> Snapshot -> Translate -> DeclarativeConfig, and returns the config
+// as YAML with sorted keys and the problems, one a line.
+func renderCase(t *testing.T, dir string) (string, string) {
+	t.Helper()
+	opts := readGoldenOptions(t, dir)
 	objs, err := manifest.Load(filepath.Join(dir, "in.yaml"))
 	require.NoError(t, err)
 	st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
