@@ -8,6 +8,7 @@ import (
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/kongstate"
@@ -176,13 +177,7 @@ func (b *builder) httpSplitRoute(s *httpSplitMatch) (*routeEntry, *routeError) {
 	if _, err := httpRouteHeaders(s.m.Headers); err != nil {
 		return nil, &routeError{mfield + ".headers", err.Error()}
 	}
-	var snis []*matcher
-	if s.ro.snisSet {
-		for _, sni := range s.ro.snis {
-			snis = append(snis, predicate("tls.sni", "==", sni))
-		}
-	}
-	expr := group("&&", httpHostMatcher(s.hostname), group("||", snis...), httpMatchMatcher(s.m))
+	expr := group("&&", httpHostMatcher(s.hostname), s.ro.sniMatcher(), httpMatchMatcher(s.m))
 	r.Expression = kong.String(catchAllHTTPExpression)
 	if expr != nil {
 		r.Expression = kong.String(expr.expression())
@@ -214,6 +209,29 @@ func (b *builder) httpSplitRoute(s *httpSplitMatch) (*routeEntry, *routeError) {
 		return nil, &routeError{field, e}
 	}
 	return &routeEntry{FRoute: r, src: hr, srcGVK: gvkHTTPRoute, extraPlugins: extensionRefs}, nil
+}
+
+// sniMatcher is the konghq.com/snis annotation as KIC's expression routes match it:
+// "tls.sni ==" each, ORed; nil without one.
+func (ro *routeOverrides) sniMatcher() *matcher {
+	if !ro.snisSet {
+		return nil
+	}
+	var snis []*matcher
+	for _, sni := range ro.snis {
+		snis = append(snis, predicate("tls.sni", "==", sni))
+	}
+	return group("||", snis...)
+}
+
+// headerPredicate is KIC's matcher of one header: "http.headers.<name lowercased, - as _>",
+// "==" the value or "~" a regex.
+func headerPredicate(name string, regex bool, value string) *matcher {
+	op := "=="
+	if regex {
+		op = "~"
+	}
+	return predicate("http.headers."+strings.ReplaceAll(strings.ToLower(name), "-", "_"), op, value)
 }
 
 // httpHostMatcher is KIC's hostMatcherFromHosts of one hostname: "http.host ==", or "=^"
@@ -258,12 +276,7 @@ func httpMatchMatcher(m gatewayv1.HTTPRouteMatch) *matcher {
 	sort.SliceStable(headers, func(i, j int) bool { return headers[i].Name < headers[j].Name })
 	var hs []*matcher
 	for _, h := range headers {
-		field := "http.headers." + strings.ReplaceAll(strings.ToLower(string(h.Name)), "-", "_")
-		op := "=="
-		if h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression {
-			op = "~"
-		}
-		hs = append(hs, predicate(field, op, h.Value))
+		hs = append(hs, headerPredicate(string(h.Name), h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression, h.Value))
 	}
 	queries := append([]gatewayv1.HTTPQueryParamMatch(nil), m.QueryParams...)
 	sort.SliceStable(queries, func(i, j int) bool { return queries[i].Name < queries[j].Name })
@@ -287,13 +300,7 @@ func httpMatchMatcher(m gatewayv1.HTTPRouteMatch) *matcher {
 // hostname length, Exact path, RegularExpression path, path length - 1, method, number of
 // headers, number of query parameters.
 func httpMatchPriority(s *httpSplitMatch) uint64 {
-	p := httpRoutePriorityBase
-	if s.hostname != "" {
-		if !strings.HasPrefix(s.hostname, "*") {
-			p += 1 << 43
-		}
-		p += uint64(len(s.hostname)) << 35
-	}
+	p := httpRoutePriorityBase + hostnamePriority(s.hostname)
 	if path := s.m.Path; path != nil {
 		if path.Type != nil && *path.Type == gatewayv1.PathMatchExact {
 			p += 1 << 34
@@ -313,38 +320,63 @@ func httpMatchPriority(s *httpSplitMatch) uint64 {
 	return p
 }
 
+// hostnamePriority is the hostname's part of a split's priority, the same for HTTPRoutes and
+// GRPCRoutes: bit 43 for a hostname without "*", its length from bit 35.
+func hostnamePriority(h string) uint64 {
+	if h == "" {
+		return 0
+	}
+	p := uint64(len(h)) << 35
+	if !strings.HasPrefix(h, "*") {
+		p += 1 << 43
+	}
+	return p
+}
+
 // httpRelativeOrderBits are the low bits of a priority that order splits of one priority.
 const httpRelativeOrderBits = 12
 
-// assignHTTPPriorities is KIC's AssignRoutePriorityToSplitHTTPRouteMatches: splits alone at
-// their priority get all relative-order bits set; splits that share one are sorted (oldest
-// route, then namespace, name, rule and match) and get all bits set, minus one, minus
-// two, ... (at least 0).
+// assignHTTPPriorities is KIC's AssignRoutePriorityToSplitHTTPRouteMatches (assignPriorities
+// with 12 bits of relative order).
 func assignHTTPPriorities(splits []*httpSplitMatch) {
-	byPriority := map[uint64][]*httpSplitMatch{}
+	assignPriorities(splits, httpRelativeOrderBits, httpMatchPriority,
+		func(a, b *httpSplitMatch) bool {
+			return splitBefore(a.route, b.route, a.rule, b.rule, a.match, b.match)
+		},
+		func(s *httpSplitMatch, p uint64) { s.priority = p })
+}
+
+// assignPriorities is KIC's scheme for split routes: splits alone at their priority get all
+// relative-order bits set; splits that share one are sorted (before) and get all bits set,
+// minus one, minus two, ... (at least 0).
+func assignPriorities[S any](splits []S, relativeBits int, priority func(S) uint64, before func(a, b S) bool, set func(S, uint64)) {
+	byPriority := map[uint64][]S{}
 	for _, s := range splits {
-		p := httpMatchPriority(s)
+		p := priority(s)
 		byPriority[p] = append(byPriority[p], s)
 	}
-	top := uint64(1)<<httpRelativeOrderBits - 1
+	top := uint64(1)<<relativeBits - 1
 	for p, ss := range byPriority {
-		sort.SliceStable(ss, func(i, j int) bool {
-			a, b := ss[i], ss[j]
-			ta, tb := a.route.CreationTimestamp, b.route.CreationTimestamp
-			switch {
-			case !ta.Equal(&tb):
-				return ta.Before(&tb)
-			case a.route.Namespace != b.route.Namespace:
-				return a.route.Namespace < b.route.Namespace
-			case a.route.Name != b.route.Name:
-				return a.route.Name < b.route.Name
-			case a.rule != b.rule:
-				return a.rule < b.rule
-			}
-			return a.match < b.match
-		})
+		sort.SliceStable(ss, func(i, j int) bool { return before(ss[i], ss[j]) })
 		for i, s := range ss {
-			s.priority = p + top - min(uint64(i), top)
+			set(s, p+top-min(uint64(i), top))
 		}
 	}
+}
+
+// splitBefore is KIC's order of splits of one priority (compareSplitHTTPRouteMatchesRelativePriority,
+// and the GRPCRoute one): the older route first, then by namespace, name, rule and match.
+func splitBefore(ra, rb client.Object, ruleA, ruleB, matchA, matchB int) bool {
+	ta, tb := ra.GetCreationTimestamp(), rb.GetCreationTimestamp()
+	switch {
+	case !ta.Equal(&tb):
+		return ta.Before(&tb)
+	case ra.GetNamespace() != rb.GetNamespace():
+		return ra.GetNamespace() < rb.GetNamespace()
+	case ra.GetName() != rb.GetName():
+		return ra.GetName() < rb.GetName()
+	case ruleA != ruleB:
+		return ruleA < ruleB
+	}
+	return matchA < matchB
 }
