@@ -9,6 +9,10 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
+// MaxCertificateRefs is how many certificateRefs a listener may name, as in KIC: one
+// certificate, or an RSA and an ECDSA one for the same names (Kong's cert_alt/key_alt).
+const MaxCertificateRefs = 2
+
 // ResolveCertificateRefs resolves the TLS certificateRefs of listener l of Gateway gw, for
 // the listener's ResolvedRefs condition, with KIC's rules: a reference to another namespace
 // needs a ReferenceGrant from the Gateway (RefNotPermitted); only core Secrets are

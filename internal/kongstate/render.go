@@ -192,8 +192,9 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 		}
 		return QuotedBody(b, prefix, suffix), nil
 	}
-	if s == nil || len(s.Services) == 0 || len(s.Upstreams) == 0 || len(s.CustomEntities) > 0 {
-		// Custom entities are spliced into the body by DeclarativeConfig itself.
+	if s == nil || len(s.Services) == 0 || len(s.Upstreams) == 0 || len(s.CustomEntities) > 0 || len(s.CertificateAlts) > 0 {
+		// Custom entities and alternative certificates are spliced into the body by
+		// DeclarativeConfig itself.
 		return whole()
 	}
 	marshal := func(v any) ([]byte, error) {

@@ -39,6 +39,9 @@ type State struct {
 	// CustomEntities are the entities of KongCustomEntities, in KIC's order; DB-less
 	// configuration only (custom.go).
 	CustomEntities []*CustomEntity
+	// CertificateAlts are the alternative (ECDSA) pairs of certificates, by certificate ID:
+	// Kong's cert_alt/key_alt, which decK's file.FCertificate cannot carry (certalt.go).
+	CertificateAlts map[string]CertificateAlt
 }
 
 // Content renders the decK file content (kic-compat.md §11): _format_version "3.0", the
@@ -177,8 +180,15 @@ func (s *State) DeclarativeConfig() ([]byte, error) {
 	if s != nil {
 		custom = s.CustomEntities
 	}
+	var alts map[string]CertificateAlt
+	if s != nil {
+		alts = s.CertificateAlts
+	}
 	body, err := json.Marshal(dbless(s.Content(), len(custom) == 0))
 	if err != nil {
+		return nil, err
+	}
+	if body, err = withCertificateAlts(body, alts); err != nil {
 		return nil, err
 	}
 	return withCustomEntities(body, custom)

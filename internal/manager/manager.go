@@ -304,8 +304,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	if cfg.UpdateStatus {
 		gatewayStatus := status.NewGatewayAPIUpdater(cfg.GatewayAPIControllerName, publish, st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("gateway-api-status"))
-		gatewayStatus.BackendTLSPolicies = cfg.FeatureGates.Enabled(config.GateGatewayAlpha)
+		gatewayStatus.GatewayAlpha = cfg.FeatureGates.Enabled(config.GateGatewayAlpha)
 		reporter = append(reporter, gatewayStatus)
+		// Gateway API events also wake the Gateways' status directly: attachedRoutes follows
+		// the cache, not the sync loop.
+		if err := barrier.AddEventHandler(gatewayStatus.EventHandler()); err != nil {
+			return nil, err
+		}
 		if err := mgr.Add(gatewayStatus); err != nil {
 			return nil, err
 		}

@@ -3,10 +3,12 @@ package status
 import (
 	"context"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -22,15 +24,17 @@ type namespacedName struct{ namespace, name string }
 
 // serviceGateways maps each Service (namespace/name) that an HTTPRoute names as a backend to
 // the Gateways that route is accepted by with all its references resolved: a
-// BackendTLSPolicy's ancestors in KIC's sense (its getBackendTLSPolicyAncestors).
-func serviceGateways(a *gatewayapi.Attachment, snap *store.Snapshot) map[string]map[namespacedName]bool {
+// BackendTLSPolicy's ancestors in KIC's sense (its getBackendTLSPolicyAncestors). With
+// unresolved, routes whose references do not all resolve count too (the ancestors of a
+// policy whose Service does not exist: a route naming it cannot resolve it).
+func serviceGateways(a *gatewayapi.Attachment, snap *store.Snapshot, unresolved bool) map[string]map[namespacedName]bool {
 	out := map[string]map[namespacedName]bool{}
 	for _, hr := range snap.HTTPRoutes {
 		if hr == nil {
 			continue
 		}
 		ra := a.Route(gatewayapi.KindHTTPRoute, hr)
-		if ra == nil || len(ra.RefProblems) > 0 {
+		if ra == nil || len(ra.RefProblems) > 0 && !unresolved {
 			continue
 		}
 		var gws []namespacedName
@@ -100,28 +104,55 @@ func policyAncestors(have []gatewayv1.PolicyAncestorStatus, gateways []namespace
 // controller wrote meanwhile is not lost: the conflict fails the pass, and the next pass
 // starts from the policy as it is then.
 func (u *GatewayAPIUpdater) updateBackendTLSPolicies(ctx context.Context, a *gatewayapi.Attachment, snap *store.Snapshot, now time.Time, errs *failures) {
-	if !u.BackendTLSPolicies || len(snap.BackendTLSPolicies) == 0 {
+	if !u.GatewayAlpha || len(snap.BackendTLSPolicies) == 0 {
 		return
 	}
-	byService := serviceGateways(a, snap)
+	byService := serviceGateways(a, snap, false)
+	var byAnyService map[string]map[namespacedName]bool // made when a policy needs it
+	services := make(map[string]bool, len(snap.Services))
+	for _, svc := range snap.Services {
+		if svc != nil {
+			services[svc.Namespace+"/"+svc.Name] = true
+		}
+	}
 	exists := gatewayapi.CAObjects(snap.ConfigMaps, snap.Secrets)
 	for _, p := range snap.BackendTLSPolicies {
 		if p == nil {
 			continue
 		}
-		set := map[namespacedName]bool{}
+		var targets, missing []string
 		for _, t := range p.Spec.TargetRefs {
 			if gatewayapi.IsServiceTarget(t) {
-				for g := range byService[p.Namespace+"/"+string(t.Name)] {
-					set[g] = true
+				key := p.Namespace + "/" + string(t.Name)
+				targets = append(targets, key)
+				if !services[key] {
+					missing = append(missing, key)
 				}
+			}
+		}
+		v := gatewayapi.JudgeBackendTLSPolicy(p, snap.BackendTLSPolicies, exists)
+		ancestors := byService
+		if len(targets) > 0 && len(missing) == len(targets) {
+			// No Service it targets exists: the spec's TargetNotFound, on the Gateways of the
+			// routes that name one (whose references cannot resolve, so KIC, which takes
+			// ancestors only from resolved routes, writes nothing).
+			if byAnyService == nil {
+				byAnyService = serviceGateways(a, snap, true)
+			}
+			ancestors = byAnyService
+			v.Accepted = metav1.Condition{Type: string(gatewayv1.PolicyConditionAccepted), Status: metav1.ConditionFalse,
+				Reason: string(gatewayv1.PolicyReasonTargetNotFound), Message: "Service " + strings.Join(missing, ", Service ") + " not found"}
+		}
+		set := map[namespacedName]bool{}
+		for _, key := range targets {
+			for g := range ancestors[key] {
+				set[g] = true
 			}
 		}
 		gateways := make([]namespacedName, 0, len(set))
 		for g := range set {
 			gateways = append(gateways, g)
 		}
-		v := gatewayapi.JudgeBackendTLSPolicy(p, snap.BackendTLSPolicies, exists)
 		want := policyAncestors(p.Status.Ancestors, gateways, v, u.controller, p.Generation, now)
 		if equality.Semantic.DeepEqual(want, p.Status.Ancestors) || len(want) == 0 && len(p.Status.Ancestors) == 0 {
 			continue

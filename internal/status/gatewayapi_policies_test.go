@@ -1,16 +1,23 @@
 package status
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/store"
 )
 
 // Our ancestors entries follow the verdict and the Gateways; another controller's entries
@@ -63,4 +70,53 @@ func TestPolicyAncestors(t *testing.T) {
 		many = append(many, namespacedName{"ns", fmt.Sprintf("g%02d", i)})
 	}
 	require.Len(t, policyAncestors([]gatewayv1.PolicyAncestorStatus{theirs}, many, accepted, us, 1, t0), 16)
+}
+
+// A policy whose target Service does not exist is Accepted False TargetNotFound (the spec's
+// reason) on the Gateways of the routes that name the Service, although those routes cannot
+// resolve it (KIC takes ancestors only from resolved routes and writes nothing); a policy
+// whose Service exists and whose route resolves is Accepted.
+func TestBackendTLSPolicyTargetNotFound(t *testing.T) {
+	ctx := context.Background()
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}
+	gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
+	backend := func(route *gatewayv1.HTTPRoute, svc string) *gatewayv1.HTTPRoute {
+		route.Spec.Rules = []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+			BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(svc)}}}}}}
+		return route
+	}
+	toMissing := backend(testRoute("default", "to-missing", nil, parentRef("kong", "")), "missing")
+	toEcho := backend(testRoute("default", "to-echo", nil, parentRef("kong", "")), "echo")
+	echo := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"}}
+	policy := func(name, svc string) *gatewayv1.BackendTLSPolicy {
+		return &gatewayv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Generation: 4},
+			Spec: gatewayv1.BackendTLSPolicySpec{
+				TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{
+					Group: "", Kind: "Service", Name: gatewayv1.ObjectName(svc)}}},
+				Validation: gatewayv1.BackendTLSPolicyValidation{Hostname: "echo.example.com",
+					WellKnownCACertificates: nil, CACertificateRefs: []gatewayv1.LocalObjectReference{{Group: "", Kind: "ConfigMap", Name: "ca"}}},
+			}}
+	}
+	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca", Labels: map[string]string{"konghq.com/ca-cert": "true"}}}
+	onMissing, onEcho := policy("on-missing", "missing"), policy("on-echo", "echo")
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(class, gw, toMissing, toEcho, echo, ca, onMissing, onEcho).
+		WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.BackendTLSPolicy{}).Build()
+	u := NewGatewayAPIUpdater("", IngressOptions{}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+	u.GatewayAlpha = true
+	a := attach(gw, toMissing, toEcho)
+	a.Route(gatewayapi.KindHTTPRoute, toMissing).AddRefProblem(gatewayv1.RouteReasonBackendNotFound, "Service default/missing not found")
+	u.Report(ctx, dataplane.Round{GatewayAPI: a})
+	require.NoError(t, u.Update(ctx))
+
+	var got gatewayv1.BackendTLSPolicy
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(onMissing), &got))
+	require.Len(t, got.Status.Ancestors, 1)
+	require.Equal(t, "kong", string(got.Status.Ancestors[0].AncestorRef.Name))
+	require.Equal(t, "False/TargetNotFound", condition(got.Status.Ancestors[0].Conditions, "Accepted"))
+	require.Contains(t, meta.FindStatusCondition(got.Status.Ancestors[0].Conditions, "Accepted").Message, "default/missing")
+	require.EqualValues(t, 4, got.Status.Ancestors[0].Conditions[0].ObservedGeneration)
+
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(onEcho), &got))
+	require.Len(t, got.Status.Ancestors, 1)
+	require.Equal(t, "True/Accepted", condition(got.Status.Ancestors[0].Conditions, "Accepted"))
 }

@@ -45,6 +45,7 @@ func TestGatewayAPIUpdaterOtherRouteKinds(t *testing.T) {
 		WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.GRPCRoute{}, &gatewayv1.TCPRoute{}, &gatewayv1.UDPRoute{}).Build()
 	u := NewGatewayAPIUpdater("", IngressOptions{PublishAddresses: []string{"192.0.2.1"}}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
 	u.now = func() time.Time { return t0 }
+	u.GatewayAlpha = true // L4 routes attach only with it, as in translation
 
 	in := gatewayapi.Input{GatewayClasses: []*gatewayv1.GatewayClass{class}, Gateways: []*gatewayv1.Gateway{gw}}
 	in.Routes = append(in.Routes,

@@ -32,7 +32,11 @@ import (
 //
 // Classes and Gateways are written by one loop, routes by another: a change to a thousand
 // routes is a thousand writes (ten seconds at the default --apiserver-qps), and the
-// Gateways' attachedRoutes must not wait behind them. The route loop drops a pass as soon
+// Gateways' attachedRoutes must not wait behind them. The classes-and-Gateways loop also
+// runs on every Gateway API event (EventHandler) and computes attachment from the cache as
+// it is then, not from the latest translation: attachedRoutes follows a change within a
+// pass, without waiting for a round. Passes run one at a time, each from a newer cache, so
+// a count once written is never replaced by an older one. The route loop drops a pass as soon
 // as a newer translation is reported (the next pass starts from it; what was written is not
 // written again, as it no longer differs).
 type GatewayAPIUpdater struct {
@@ -44,9 +48,10 @@ type GatewayAPIUpdater struct {
 	reader     client.Reader // the API server: the publish Service, and routes after a conflict
 	writer     client.Client
 	now        func() time.Time
-	// BackendTLSPolicies is KIC's GatewayAlpha gate: only with it are BackendTLSPolicies
-	// applied, and their status.ancestors written.
-	BackendTLSPolicies bool
+	// GatewayAlpha is KIC's gate: only with it do TCPRoutes, TLSRoutes and UDPRoutes attach
+	// (translation's rule, translator.Options.GatewayAlpha) and are BackendTLSPolicies
+	// applied and their status.ancestors written.
+	GatewayAlpha bool
 
 	mu     sync.Mutex
 	latest *gatewayapi.Attachment // of the latest translation of the whole snapshot
@@ -131,12 +136,17 @@ func (u *GatewayAPIUpdater) startPass(ctx context.Context) (*gatewayapi.Attachme
 	return a, programmed, snap, err
 }
 
-// updateGateways writes the status of every class and Gateway whose status differs.
+// updateGateways writes the status of every class and Gateway whose status differs. Which
+// classes and Gateways are ours and how routes attach to their listeners are computed from
+// the cache now (the translation's attachment may be older); whether a Gateway is
+// Programmed, and the BackendTLSPolicies' ancestors (which need the routes' resolved
+// references), come from the latest translation.
 func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
-	a, programmed, snap, err := u.startPass(ctx)
-	if a == nil || err != nil {
-		return err
+	translated, programmed, snap, err := u.startPass(ctx)
+	if translated == nil || err != nil {
+		return err // nothing before the first translation: the cache may not have synced
 	}
+	a := u.attach(snap)
 	now := u.now()
 	var errs failures
 	for _, c := range snap.GatewayClasses {
@@ -182,7 +192,7 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 			}
 		}
 	}
-	u.updateBackendTLSPolicies(ctx, a, snap, now, &errs)
+	u.updateBackendTLSPolicies(ctx, translated, snap, now, &errs)
 	return errs.err()
 }
 

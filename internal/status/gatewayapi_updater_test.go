@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,11 +103,12 @@ func TestGatewayAPIUpdater(t *testing.T) {
 // Gateway's count must not wait behind them.
 func TestGatewayAPIUpdaterGatewaysDoNotWaitForRoutes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}
 	gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
 	web := testRoute("default", "web", nil, parentRef("kong", ""))
 	api := testRoute("default", "api", nil, parentRef("kong", ""))
 	routeWriting, release := make(chan struct{}, 1), make(chan struct{})
-	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(gw, web, api).
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(class, gw, web, api).
 		WithStatusSubresource(&gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			if _, isRoute := obj.(*gatewayv1.HTTPRoute); isRoute {
@@ -140,6 +142,7 @@ func TestGatewayAPIUpdaterGatewaysDoNotWaitForRoutes(t *testing.T) {
 	require.Eventually(t, func() bool { return attached() == 2 }, 10*time.Second, 5*time.Millisecond)
 
 	// api leaves the Gateway while the first route write still hangs.
+	require.NoError(t, c.Delete(ctx, api))
 	u.Report(ctx, dataplane.Round{GatewayAPI: attach(gw, web)})
 	require.Eventually(t, func() bool { return attached() == 1 }, 10*time.Second, 5*time.Millisecond,
 		"the Gateway's count is written while a route write of the earlier translation hangs")
@@ -177,4 +180,63 @@ func TestGatewayAPIUpdaterWritesRoutesConcurrently(t *testing.T) {
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(hr), &got))
 		require.Len(t, got.Status.Parents, 1, hr.Name)
 	}
+}
+
+// A listener's attachedRoutes follows the cache: a route created or deleted is counted by
+// the next pass of the Gateways' loop, which the route's event asks for, with no new
+// translation reported; a status write (the generation does not move) asks for nothing.
+func TestGatewayAPIUpdaterAttachedRoutesFollowTheCache(t *testing.T) {
+	ctx := context.Background()
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}
+	gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
+	web := testRoute("default", "web", nil, parentRef("kong", ""))
+	api := testRoute("default", "api", nil, parentRef("kong", ""))
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(class, gw, web).
+		WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}).Build()
+	u := NewGatewayAPIUpdater("", IngressOptions{}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+	attached := func() int32 {
+		var g gatewayv1.Gateway
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(gw), &g))
+		require.Len(t, g.Status.Listeners, 1)
+		return g.Status.Listeners[0].AttachedRoutes
+	}
+	requested := func() bool {
+		select {
+		case <-u.trigger.C():
+			return true
+		default:
+			return false
+		}
+	}
+	events := u.EventHandler()
+
+	u.Report(ctx, dataplane.Round{GatewayAPI: attach(gw, web)})
+	require.True(t, requested())
+	require.NoError(t, u.updateGateways(ctx))
+	require.EqualValues(t, 1, attached())
+
+	require.NoError(t, c.Create(ctx, api))
+	events.OnAdd(api, false)
+	require.True(t, requested(), "a route created asks for a pass")
+	require.NoError(t, u.updateGateways(ctx))
+	require.EqualValues(t, 2, attached(), "counted from the cache, before any translation has it")
+
+	written := api.DeepCopy()
+	written.Status.Parents = []gatewayv1.RouteParentStatus{{ParentRef: parentRef("kong", ""), ControllerName: ours}}
+	events.OnUpdate(api, written)
+	require.False(t, requested(), "a status write asks for nothing")
+	moved := api.DeepCopy()
+	moved.Generation++
+	events.OnUpdate(api, moved)
+	require.True(t, requested(), "a spec change asks for a pass")
+
+	require.NoError(t, c.Delete(ctx, web))
+	events.OnDelete(web)
+	require.True(t, requested(), "a route deleted asks for a pass")
+	require.NoError(t, u.updateGateways(ctx))
+	require.EqualValues(t, 1, attached())
+
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"}}
+	events.OnAdd(svc, false)
+	require.False(t, requested(), "a Service does not change attachment")
 }

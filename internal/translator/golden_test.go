@@ -26,6 +26,16 @@ type goldenOptions struct {
 	Translator   Options `json:"translator"`
 }
 
+// readGoldenOptions reads the case's options.yaml, if any.
+func readGoldenOptions(t *testing.T, dir string) goldenOptions {
+	t.Helper()
+	var opts goldenOptions
+	if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
+		require.NoError(t, sigsyaml.UnmarshalStrict(b, &opts))
+	}
+	return opts
+}
+
 // renderCase runs a case the way `konductor translate` does: manifest.Load ->
 // store.NewForObjects -> Snapshot -> Translate -> DeclarativeConfig, and returns the config
 // as YAML with sorted keys and the problems, one a line.
@@ -39,10 +49,7 @@ func renderCase(t *testing.T, dir string) (string, string) {
 // renderObjects is renderCase with the case's objects given (changed by the caller).
 func renderObjects(t *testing.T, dir string, objs []client.Object) (string, string) {
 	t.Helper()
-	var opts goldenOptions
-	if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
-		require.NoError(t, sigsyaml.UnmarshalStrict(b, &opts))
-	}
+	opts := readGoldenOptions(t, dir)
 	st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
 	require.NoError(t, err)
 	snap, err := st.Snapshot(context.Background())

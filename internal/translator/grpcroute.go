@@ -28,6 +28,7 @@ import (
 func (b *builder) grpcRoutes() {
 	routes := append([]*gatewayv1.GRPCRoute(nil), b.snap.GRPCRoutes...)
 	sortByAge(routes)
+	var expressions []*gatewayv1.GRPCRoute
 	for _, gr := range routes {
 		if gr == nil {
 			continue
@@ -39,7 +40,14 @@ func (b *builder) grpcRoutes() {
 		if b.attachedRoute(gr, gvkGRPCRoute, gatewayapi.KindGRPCRoute, gr.Spec.ParentRefs, refs) == nil {
 			continue
 		}
+		if b.opts.ExpressionRoutes {
+			expressions = append(expressions, gr)
+			continue
+		}
 		b.grpcRoute(gr)
+	}
+	if b.opts.ExpressionRoutes {
+		b.grpcRoutesExpressions(expressions)
 	}
 }
 
@@ -53,12 +61,7 @@ func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute) {
 		return
 	}
 	listeners := b.parentListeners(gr, gr.Spec.ParentRefs)
-	protocol := "grpcs"
-	for _, l := range listeners {
-		if l.Protocol == gatewayv1.HTTPProtocolType {
-			protocol = "grpc"
-		}
-	}
+	protocol := b.grpcServiceProtocol(gr)
 	var hosts []string
 	for _, h := range gr.Spec.Hostnames {
 		hosts = append(hosts, string(h))
@@ -98,6 +101,17 @@ func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute) {
 		name := fmt.Sprintf("grpcroute.%s.%s.%d", gr.Namespace, gr.Name, i)
 		b.gatewayRuleService(gr, gvkGRPCRoute, name, field, protocol, backendRefs, routes)
 	}
+}
+
+// grpcServiceProtocol is the protocol of gr's Kong services: "grpc" when a parent listener
+// (of the parentRef's sectionName) is HTTP, else "grpcs".
+func (b *builder) grpcServiceProtocol(gr *gatewayv1.GRPCRoute) string {
+	for _, l := range b.parentListeners(gr, gr.Spec.ParentRefs) {
+		if l.Protocol == gatewayv1.HTTPProtocolType {
+			return "grpc"
+		}
+	}
+	return "grpcs"
 }
 
 // grpcRuleRoutes builds the Kong routes of rule i: one per match.

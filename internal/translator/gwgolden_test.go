@@ -28,7 +28,11 @@ func TestGatewayGoldenAcceptedByKong(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, "/config", strings.NewReader(out))
 			req.Header.Set("Content-Type", "application/yaml")
 			w := httptest.NewRecorder()
-			kongemu.New(kongemu.Options{Mode: kongemu.DBLess}).ServeHTTP(w, req)
+			emu := kongemu.Options{Mode: kongemu.DBLess}
+			if readGoldenOptions(t, dir).Translator.ExpressionRoutes {
+				emu.RouterFlavor = kongemu.RouterExpressions
+			}
+			kongemu.New(emu).ServeHTTP(w, req)
 			require.Equal(t, http.StatusCreated, w.Code, "%s", w.Body.String())
 		})
 	}

@@ -12,20 +12,25 @@ import (
 // serves it for.
 type listenerCert struct {
 	gateway         *gatewayv1.Gateway
-	field           string // of the certificateRef, for problems
+	field           string // of the certificateRefs, for problems
 	namespace, name string // of the Secret
-	sni             string
+	// altNamespace and altName are the second Secret of a listener with two
+	// certificateRefs ("" for one): one RSA and one ECDSA pair make one Kong certificate,
+	// the RSA pair in cert/key and the ECDSA pair in cert_alt/key_alt (dualCertificate).
+	altNamespace, altName string
+	sni                   string
 }
 
 // gatewayListenerCerts lists the certificates of our Gateways' listeners as KIC's
-// getGatewayCerts finds them (docs/kong-facts.md "Gateway listener certificates"): the one
-// Secret a listener's tls.certificateRefs names, for the listener's hostname as SNI, or "*"
-// (Kong's default certificate) without one. A listener naming more than one Secret, a
-// reference to something other than a core Secret, or one to another namespace that no
-// ReferenceGrant permits is left out and reported; the listener's ResolvedRefs condition
-// says the same (gatewayapi.ResolveCertificateRefs). A missing or invalid Secret is
-// reported by the certificate step (tls), as for Ingresses. Every Secret named is in the
-// graph, so that its change wakes translation.
+// getGatewayCerts finds them (docs/kong-facts.md "Gateway listener certificates"): the
+// Secrets a listener's tls.certificateRefs name (one, or two: an RSA and an ECDSA pair), for
+// the listener's hostname as SNI, or "*" (Kong's default certificate) without one. A
+// listener naming more than two Secrets, a reference to something other than a core
+// Secret, or one to another namespace that no ReferenceGrant permits is left out and
+// reported; the listener's ResolvedRefs condition says the same
+// (gatewayapi.ResolveCertificateRefs). A missing or invalid Secret, and two pairs that do
+// not make one certificate, are reported by the certificate step (tls), as for Ingresses.
+// Every Secret named is in the graph, so that its change wakes translation.
 func (b *builder) gatewayListenerCerts() []listenerCert {
 	var out []listenerCert
 	for _, g := range b.gw.Gateways {
@@ -45,26 +50,41 @@ func (b *builder) gatewayListenerCerts() []listenerCert {
 					b.refer(gw, gvkGateway, ref(gvkSecret, ns, string(cr.Name)))
 				}
 			}
-			if len(l.TLS.CertificateRefs) > 1 {
-				b.problem(gw, gvkGateway, field, "listener %q has more than one certificateRef, it's not supported; the listener gets no certificate", l.Name)
+			if len(l.TLS.CertificateRefs) > gatewayapi.MaxCertificateRefs {
+				b.problem(gw, gvkGateway, field, "listener %q has more than two certificateRefs, at most two are supported; the listener gets no certificate", l.Name)
 				continue
 			}
-			cr := l.TLS.CertificateRefs[0]
-			field += "[0]"
-			ns, isSecret := gatewayapi.CertificateSecretRef(gw, cr)
-			if !isSecret {
-				b.problem(gw, gvkGateway, field, "only core Secrets are certificates; the listener gets no certificate")
-				continue
-			}
-			if !b.granted(gw, gvkGateway, "", "Secret", ns, string(cr.Name)) {
-				b.problem(gw, gvkGateway, field, "Secret %s/%s is not permitted by any ReferenceGrant; the listener gets no certificate", ns, cr.Name)
-				continue
-			}
-			sni := "*"
+			lc := listenerCert{gateway: gw, field: field, sni: "*"}
 			if l.Hostname != nil && *l.Hostname != "" {
-				sni = string(*l.Hostname)
+				lc.sni = string(*l.Hostname)
 			}
-			out = append(out, listenerCert{gateway: gw, field: field, namespace: ns, name: string(cr.Name), sni: sni})
+			usable := true
+			for k, cr := range l.TLS.CertificateRefs {
+				crField := fmt.Sprintf("%s[%d]", field, k)
+				ns, isSecret := gatewayapi.CertificateSecretRef(gw, cr)
+				if !isSecret {
+					b.problem(gw, gvkGateway, crField, "only core Secrets are certificates; the listener gets no certificate")
+					usable = false
+					break
+				}
+				if !b.granted(gw, gvkGateway, "", "Secret", ns, string(cr.Name)) {
+					b.problem(gw, gvkGateway, crField, "Secret %s/%s is not permitted by any ReferenceGrant; the listener gets no certificate", ns, cr.Name)
+					usable = false
+					break
+				}
+				if k == 0 {
+					lc.namespace, lc.name = ns, string(cr.Name)
+				} else {
+					lc.altNamespace, lc.altName = ns, string(cr.Name)
+				}
+			}
+			if !usable {
+				continue
+			}
+			if lc.altName == "" {
+				lc.field += "[0]"
+			}
+			out = append(out, lc)
 		}
 	}
 	return out

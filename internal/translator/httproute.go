@@ -40,6 +40,7 @@ const kongDefaultTimeout = 60000
 func (b *builder) httpRoutes() {
 	routes := append([]*gatewayv1.HTTPRoute(nil), b.snap.HTTPRoutes...)
 	sortByAge(routes)
+	var expressions []attachedHTTPRoute
 	for _, hr := range routes {
 		if hr == nil {
 			continue
@@ -52,7 +53,14 @@ func (b *builder) httpRoutes() {
 		if ra == nil {
 			continue
 		}
+		if b.opts.ExpressionRoutes {
+			expressions = append(expressions, attachedHTTPRoute{hr, ra.Hostnames})
+			continue
+		}
 		b.httpRoute(hr, ra.Hostnames)
+	}
+	if b.opts.ExpressionRoutes {
+		b.httpRoutesExpressions(expressions)
 	}
 }
 
@@ -154,11 +162,7 @@ func (b *builder) httpRuleGroup(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 	first := g.rules[0]
 	name := fmt.Sprintf("httproute.%s.%s.%d", hr.Namespace, hr.Name, first)
 	field := fmt.Sprintf("spec.rules[%d]", first)
-	if e := checkName(name); e != "" {
-		b.problem(hr, gvkHTTPRoute, field, "Kong service %s; the rule is left out", e)
-		return
-	}
-	if e := checkServiceHost(name); e != "" {
+	if e := checkServiceName(name); e != "" {
 		b.problem(hr, gvkHTTPRoute, field, "Kong service %s; the rule is left out", e)
 		return
 	}
@@ -222,15 +226,8 @@ func (b *builder) httpRuleGroup(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 	}
 	sort.Slice(routes, func(i, j int) bool { return *routes[i].Name < *routes[j].Name })
 
-	ks := &kongService{
-		routeByKey: map[string]*routeEntry{},
-		routes:     routes,
-		gateway:    &gatewayBackends{route: hr, gvk: gvkHTTPRoute, field: field + ".backendRefs"},
-		svc:        b.httpKongService(name, name),
-	}
-	for _, be := range hr.Spec.Rules[first].BackendRefs {
-		ks.gateway.refs = append(ks.gateway.refs, be.BackendRef)
-	}
+	ks := b.httpRouteKongService(hr, first, name)
+	ks.routes = routes
 	// The timeout of the last rule that sets one other than the default wins, as in KIC.
 	for _, i := range g.rules {
 		t := hr.Spec.Rules[i].Timeouts
@@ -246,6 +243,28 @@ func (b *builder) httpRuleGroup(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		}
 	}
 	b.kongServices[name] = ks
+}
+
+// checkServiceName says why name cannot be a Kong service's name and host, "" when it can.
+func checkServiceName(name string) string {
+	if e := checkName(name); e != "" {
+		return e
+	}
+	return checkServiceHost(name)
+}
+
+// httpRouteKongService is the Kong service name (also its host) of rule of hr, to the
+// rule's backendRefs; routes are added by the caller.
+func (b *builder) httpRouteKongService(hr *gatewayv1.HTTPRoute, rule int, name string) *kongService {
+	ks := &kongService{
+		routeByKey: map[string]*routeEntry{},
+		gateway:    &gatewayBackends{route: hr, gvk: gvkHTTPRoute, field: fmt.Sprintf("spec.rules[%d].backendRefs", rule)},
+		svc:        b.httpKongService(name, name),
+	}
+	for _, be := range hr.Spec.Rules[rule].BackendRefs {
+		ks.gateway.refs = append(ks.gateway.refs, be.BackendRef)
+	}
+	return ks
 }
 
 // httpKongRoute builds the Kong route(s) of matches ms (all with the same method, headers and
@@ -335,13 +354,9 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 	if len(ms) > 0 && ms[0].m.Path != nil && ms[0].m.Path.Value != nil {
 		path = *ms[0].m.Path.Value
 	}
-	plugins, extensionRefs, err := httpFilterPlugins(filters, path, r)
-	if err != nil {
-		return nil, &routeError{field + ".filters", err.Error()}
-	}
-	for _, p := range plugins {
-		p.Tags = r.Tags
-		r.Plugins = append(r.Plugins, p)
+	extensionRefs, rerr := addFilterPlugins(filters, path, field, r)
+	if rerr != nil {
+		return nil, rerr
 	}
 	ro.apply(r)
 	for _, kp := range r.Paths {
@@ -353,6 +368,20 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		return nil, &routeError{field, e}
 	}
 	return []*routeEntry{{FRoute: r, src: hr, srcGVK: gvkHTTPRoute, extraPlugins: extensionRefs}}, nil
+}
+
+// addFilterPlugins gives route r the plugins of filters (httpFilterPlugins), tagged as r,
+// and returns the KongPlugins ExtensionRefs name; field is the rule's, for the error.
+func addFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path, field string, r *file.FRoute) ([]string, *routeError) {
+	plugins, extensionRefs, err := httpFilterPlugins(filters, path, r)
+	if err != nil {
+		return nil, &routeError{field + ".filters", err.Error()}
+	}
+	for _, p := range plugins {
+		p.Tags = r.Tags
+		r.Plugins = append(r.Plugins, p)
+	}
+	return extensionRefs, nil
 }
 
 // httpRoutePaths maps a path match to Kong paths (KIC): Exact "~<v>$"; PathPrefix "~<v>$"

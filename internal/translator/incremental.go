@@ -768,7 +768,7 @@ func (t *Incremental) spliceable(part Result, subjects map[kongstate.ObjectRef]s
 		case "LicensesKnown":
 			continue // follows from the options, the same as the previous round's (sameOptions)
 		}
-		if f := st.Field(i); f.Kind() != reflect.Slice || f.Len() != 0 {
+		if f := st.Field(i); (f.Kind() != reflect.Slice && f.Kind() != reflect.Map) || f.Len() != 0 {
 			return "the change makes " + st.Type().Field(i).Name
 		}
 	}

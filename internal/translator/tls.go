@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/kongstate"
 )
 
 // derivedCertNamespace keys certificate IDs of Secrets that have no UID (manifests given to
@@ -23,11 +25,13 @@ const annClientCert = "konghq.com/client-cert"
 // certificate and CA certificates make sense (kic-compat.md §7.3).
 var tlsProtocols = map[string]bool{"https": true, "grpcs": true, "tls": true, "wss": true}
 
-// tlsSecret is one Secret referenced by Ingress TLS, with the hosts it won.
+// tlsSecret is one Secret referenced by Ingress TLS, with the hosts it won; or, with alt
+// set, the two Secrets of a listener with an RSA and an ECDSA certificate.
 type tlsSecret struct {
-	key       string // ns/name
+	key       string // ns/name, or ns/name+ns/name for two
 	namespace string
 	name      string
+	alt       string // the second Secret's ns/name, "" for one
 	hosts     []string
 	referrers []referrer
 }
@@ -46,6 +50,11 @@ func (b *builder) tls() {
 			bySecret[key] = ts
 			order = append(order, ts)
 		}
+		return ts
+	}
+	secretPairFor := func(ns, name, altNS, altName string) *tlsSecret {
+		ts := secretFor(ns, name+"+"+altNS+"/"+altName)
+		ts.name, ts.alt = name, altNS+"/"+altName
 		return ts
 	}
 	claim := func(obj client.Object, gvk schema.GroupVersionKind, k int, hosts []string, secretName string) {
@@ -80,7 +89,12 @@ func (b *builder) tls() {
 	}
 	// Then Gateway listeners: a host an Ingress claimed keeps the Ingress's certificate.
 	for _, lc := range b.gatewayListenerCerts() {
-		ts := secretFor(lc.namespace, lc.name)
+		var ts *tlsSecret
+		if lc.altName == "" {
+			ts = secretFor(lc.namespace, lc.name)
+		} else {
+			ts = secretPairFor(lc.namespace, lc.name, lc.altNamespace, lc.altName)
+		}
 		ts.addReferrer(lc.gateway, gvkGateway, lc.field)
 		if !claimed[lc.sni] {
 			claimed[lc.sni] = true
@@ -114,7 +128,29 @@ func (b *builder) tls() {
 	byPair := map[string]*file.FCertificate{}
 	owner := map[string]*corev1.Secret{}
 	var certs []*file.FCertificate
+	pairKeys := map[*file.FCertificate]string{} // certificates with cert_alt: the ns/name+ns/name their ID is from
+	alts := map[*file.FCertificate]kongstate.CertificateAlt{}
 	for _, ts := range order {
+		if ts.alt != "" {
+			fc, alt, secret, identity := b.dualCertificate(ts)
+			if fc == nil {
+				continue
+			}
+			if byPair[identity] == nil {
+				byPair[identity], owner[identity] = fc, secret
+				certs = append(certs, fc)
+				pairKeys[fc], alts[fc] = ts.key, alt
+			} else if older(secret, owner[identity]) {
+				byPair[identity].ID = fc.ID
+				owner[identity] = secret
+				pairKeys[byPair[identity]] = ts.key
+			}
+			fc = byPair[identity]
+			for _, h := range ts.hosts {
+				fc.SNIs = append(fc.SNIs, kong.SNI{Name: kong.String(h)})
+			}
+			continue
+		}
 		secret := b.secrets[ts.key]
 		if secret == nil {
 			for _, r := range ts.referrers {
@@ -151,6 +187,24 @@ func (b *builder) tls() {
 		for _, h := range ts.hosts {
 			fc.SNIs = append(fc.SNIs, kong.SNI{Name: kong.String(h)})
 		}
+	}
+	// A certificate with cert_alt takes its RSA Secret's UID, as in KIC; when that Secret is
+	// also a certificate of its own (KIC then sends two certificates with one ID, which Kong
+	// refuses), the pair's ID is derived from both Secrets' names instead.
+	single := map[string]bool{}
+	for _, fc := range certs {
+		if _, isPair := alts[fc]; !isPair {
+			single[*fc.ID] = true
+		}
+	}
+	for fc, key := range pairKeys {
+		if single[*fc.ID] {
+			fc.ID = kong.String(uuid.NewSHA1(derivedCertNamespace, []byte(key)).String())
+		}
+		if b.state.CertificateAlts == nil {
+			b.state.CertificateAlts = map[string]kongstate.CertificateAlt{}
+		}
+		b.state.CertificateAlts[*fc.ID] = alts[fc]
 	}
 	for key, kss := range clientCerts {
 		if fc := fcByKey[key]; fc != nil {

@@ -332,6 +332,7 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("building the target state for %s: %w", g.url, err)
 	}
+	s.SetCertificateAlts(targetRaw)
 	target, err := state.Get(targetRaw)
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)

@@ -1,0 +1,52 @@
+package status
+
+import (
+	"maps"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+// EventHandler wakes the classes-and-Gateways loop on every change that can change how
+// routes attach (a class, a Gateway, a route of any kind, a ReferenceGrant, a Namespace's
+// labels), so that a listener's attachedRoutes follows the cache itself and not the sync
+// loop: a round that started before the last change would otherwise have to end, push
+// included, before the count moves. Status writes (the generation does not move) wake
+// nothing. Register it on every informer (the barrier's AddEventHandler).
+func (u *GatewayAPIUpdater) EventHandler() toolscache.ResourceEventHandler {
+	return u.trigger.FilteredEventHandler(attachmentEvents{})
+}
+
+// attachmentEvents tells the changes attachment reads from the others.
+type attachmentEvents struct{}
+
+func (attachmentEvents) Relevant(old, new client.Object) bool {
+	obj := new
+	if obj == nil {
+		obj = old
+	}
+	switch obj.(type) {
+	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
+		*gatewayv1.TCPRoute, *gatewayv1.TLSRoute, *gatewayv1.UDPRoute, *gatewayv1beta1.ReferenceGrant:
+		return old == nil || new == nil || old.GetGeneration() != new.GetGeneration()
+	case *metav1.PartialObjectMetadata: // Namespaces, read as metadata for their labels
+		return old == nil || new == nil || !maps.Equal(old.GetLabels(), new.GetLabels())
+	}
+	return false
+}
+
+// attach is how routes attach in snap: the code translation runs (translator.GatewayInput,
+// gatewayapi.Attach), with the same controllerName and GatewayAlpha gate, so that status
+// and translation never disagree on what attaches where.
+func (u *GatewayAPIUpdater) attach(snap *store.Snapshot) *gatewayapi.Attachment {
+	return gatewayapi.Attach(translator.GatewayInput(snap, translator.Options{
+		GatewayControllerName: u.controller, GatewayAlpha: u.GatewayAlpha,
+	}))
+}

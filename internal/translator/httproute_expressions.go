@@ -1,0 +1,382 @@
+package translator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/kongstate"
+)
+
+// Priorities of KIC's expression routes by source kind (the two highest bits: Ingress 3,
+// HTTPRoute 2, GRPCRoute 1; docs/gateway-api.md "Expressions router").
+const httpRoutePriorityBase = uint64(2) << 44
+
+// catchAllHTTPExpression is KIC's expression of a route that matches nothing in particular:
+// Kong refuses an empty expression.
+const catchAllHTTPExpression = `(net.protocol == "http") || (net.protocol == "https")`
+
+// httpSplitMatch is one hostname, rule and match of an HTTPRoute: one Kong route under the
+// expressions router (KIC's SplitHTTPRouteMatch). A rule without matches is one split with
+// an empty match, index 0.
+type httpSplitMatch struct {
+	route       *gatewayv1.HTTPRoute
+	ro          *routeOverrides
+	hostname    string
+	rule, match int
+	m           gatewayv1.HTTPRouteMatch
+	priority    uint64
+}
+
+// attachedHTTPRoute is an HTTPRoute to translate with the hostnames it serves.
+type attachedHTTPRoute struct {
+	route     *gatewayv1.HTTPRoute
+	hostnames []string
+}
+
+// httpRoutesExpressions translates HTTPRoutes for Kong's expressions router as KIC does
+// (ingressRulesFromHTTPRoutesUsingExpressionRoutes): every route is split by hostname, rule
+// and match; each split is a Kong route httproute.<ns>.<name>.<host>.<rule>.<match> with an
+// expression and KIC's priority, in the Kong service httproute.<ns>.<name>.<host>.<rule> of
+// its hostname and rule. Priorities order splits across all HTTPRoutes, so every split is
+// made before any is translated.
+func (b *builder) httpRoutesExpressions(routes []attachedHTTPRoute) {
+	var splits []*httpSplitMatch
+	for _, ar := range routes {
+		hr := ar.route
+		if len(hr.Spec.Rules) == 0 {
+			b.problem(hr, gvkHTTPRoute, "spec.rules", "HTTPRoute can't be routed: no rules provided")
+			continue
+		}
+		ro, ok := b.routeAnnotations(hr, gvkHTTPRoute)
+		if !ok {
+			continue
+		}
+		hosts := ar.hostnames
+		if len(hosts) == 0 {
+			hosts = []string{""}
+		}
+		for _, h := range hosts {
+			for i, rule := range hr.Spec.Rules {
+				if len(rule.Matches) == 0 {
+					splits = append(splits, &httpSplitMatch{route: hr, ro: ro, hostname: h, rule: i})
+				}
+				for j, m := range rule.Matches {
+					splits = append(splits, &httpSplitMatch{route: hr, ro: ro, hostname: h, rule: i, match: j, m: m})
+				}
+			}
+		}
+	}
+	assignHTTPPriorities(splits)
+
+	services := map[*gatewayv1.HTTPRoute][]string{}
+	failed := map[*gatewayv1.HTTPRoute]bool{}
+	for _, s := range splits {
+		hr := s.route
+		name := httpSplitServiceName(s)
+		field := fmt.Sprintf("spec.rules[%d]", s.rule)
+		ks := b.kongServices[name]
+		if ks == nil {
+			if e := checkServiceName(name); e != "" {
+				b.problem(hr, gvkHTTPRoute, field, "Kong service %s; the rule is left out", e)
+				continue
+			}
+		}
+		r, err := b.httpSplitRoute(s)
+		if err != nil {
+			// The other splits of the route go on, as in KIC (which sends an invalid
+			// regex on to Kong; konductor leaves that match out).
+			b.problem(hr, gvkHTTPRoute, err.field, "HTTPRoute can't be routed: %s; the match is left out", err.msg)
+			failed[hr] = true
+			continue
+		}
+		if ks == nil {
+			ks = b.httpRouteKongService(hr, s.rule, name)
+			b.kongServices[name] = ks
+			services[hr] = append(services[hr], name)
+		}
+		ks.routes = append(ks.routes, r)
+	}
+	for _, ar := range routes {
+		hr := ar.route
+		for _, n := range services[hr] {
+			sort.Slice(b.kongServices[n].routes, func(i, j int) bool {
+				return *b.kongServices[n].routes[i].Name < *b.kongServices[n].routes[j].Name
+			})
+		}
+		// KIC sets the route's timeout only when none of its splits failed.
+		if ms, ok := httpRouteTimeout(hr); ok && !failed[hr] {
+			for _, n := range services[hr] {
+				svc := &b.kongServices[n].svc
+				svc.ConnectTimeout, svc.ReadTimeout, svc.WriteTimeout = kong.Int(ms), kong.Int(ms), kong.Int(ms)
+			}
+		}
+	}
+}
+
+// httpRouteTimeout is the backendRequest timeout of the last rule of hr that sets one, when
+// it is not Kong's default: KIC gives it to every Kong service of the route
+// (applyTimeoutsToService).
+func httpRouteTimeout(hr *gatewayv1.HTTPRoute) (int, bool) {
+	ms := kongDefaultTimeout
+	for _, rule := range hr.Spec.Rules {
+		if rule.Timeouts == nil || rule.Timeouts.BackendRequest == nil {
+			continue
+		}
+		d, err := time.ParseDuration(string(*rule.Timeouts.BackendRequest))
+		if err != nil || d <= 0 {
+			continue
+		}
+		ms = int(d.Milliseconds())
+	}
+	return ms, ms != kongDefaultTimeout
+}
+
+// hostnameInName is a split's hostname as KIC puts it in names: "*" as "_", "_" for none.
+func hostnameInName(h string) string {
+	if h == "" {
+		return "_"
+	}
+	return strings.ReplaceAll(h, "*", "_")
+}
+
+func httpSplitServiceName(s *httpSplitMatch) string {
+	return fmt.Sprintf("httproute.%s.%s.%s.%d", s.route.Namespace, s.route.Name, hostnameInName(s.hostname), s.rule)
+}
+
+// httpSplitRoute is the Kong route of one split: KIC's
+// KongExpressionRouteFromHTTPRouteMatchWithPriority.
+func (b *builder) httpSplitRoute(s *httpSplitMatch) (*routeEntry, *routeError) {
+	hr := s.route
+	name := fmt.Sprintf("httproute.%s.%s.%s.%d.%d", hr.Namespace, hr.Name, hostnameInName(s.hostname), s.rule, s.match)
+	field := fmt.Sprintf("spec.rules[%d]", s.rule)
+	mfield := fmt.Sprintf("spec.rules[%d].matches[%d]", s.rule, s.match)
+	r := &file.FRoute{Route: kong.Route{
+		ID:           kong.String(kongstate.RouteID(b.opts.Workspace, name)),
+		Name:         kong.String(name),
+		PreserveHost: kong.Bool(true),
+		StripPath:    kong.Bool(false),
+	}}
+	var ruleNames []string
+	if n := hr.Spec.Rules[s.rule].Name; n != nil && *n != "" {
+		ruleNames = append(ruleNames, string(*n))
+	}
+	r.Tags = b.ruleNameTags(hr, gvkHTTPRoute, ruleNames)
+
+	if p := s.m.Path; p != nil {
+		if _, err := httpRoutePaths(p); err != nil { // an invalid regex
+			return nil, &routeError{mfield + ".path", err.Error()}
+		}
+	}
+	if _, err := httpRouteHeaders(s.m.Headers); err != nil {
+		return nil, &routeError{mfield + ".headers", err.Error()}
+	}
+	expr := group("&&", httpHostMatcher(s.hostname), s.ro.sniMatcher(), httpMatchMatcher(s.m))
+	r.Expression = kong.String(catchAllHTTPExpression)
+	if expr != nil {
+		r.Expression = kong.String(expr.expression())
+	}
+	r.Priority = kong.Uint64(s.priority)
+
+	filters := hr.Spec.Rules[s.rule].Filters
+	for _, f := range filters {
+		if f.Type == gatewayv1.HTTPRouteFilterURLRewrite && f.URLRewrite != nil && f.URLRewrite.Path != nil &&
+			f.URLRewrite.Path.Type == gatewayv1.PrefixMatchHTTPPathModifier {
+			// The traditional translation captures the rest of the path in the route's
+			// paths; an expression route has none.
+			return nil, &routeError{field + ".filters", "URLRewrite ReplacePrefixMatch is not supported with the expressions router"}
+		}
+	}
+	path := ""
+	if s.m.Path != nil && s.m.Path.Value != nil {
+		path = *s.m.Path.Value
+	}
+	extensionRefs, rerr := addFilterPlugins(filters, path, field, r)
+	if rerr != nil {
+		return nil, rerr
+	}
+	s.ro.apply(r)
+	// The expression carries what the traditional fields would: annotations' protocols,
+	// methods and SNIs do not apply as fields.
+	r.Protocols, r.Methods, r.SNIs, r.Hosts, r.Paths, r.Headers, r.RegexPriority = nil, nil, nil, nil, nil, nil, nil
+	if e := b.claimRouteName(name); e != "" {
+		return nil, &routeError{field, e}
+	}
+	return &routeEntry{FRoute: r, src: hr, srcGVK: gvkHTTPRoute, extraPlugins: extensionRefs}, nil
+}
+
+// sniMatcher is the konghq.com/snis annotation as KIC's expression routes match it:
+// "tls.sni ==" each, ORed; nil without one.
+func (ro *routeOverrides) sniMatcher() *matcher {
+	if !ro.snisSet {
+		return nil
+	}
+	var snis []*matcher
+	for _, sni := range ro.snis {
+		snis = append(snis, predicate("tls.sni", "==", sni))
+	}
+	return group("||", snis...)
+}
+
+// headerPredicate is KIC's matcher of one header: "http.headers.<name lowercased, - as _>",
+// "==" the value or "~" a regex.
+func headerPredicate(name string, regex bool, value string) *matcher {
+	op := "=="
+	if regex {
+		op = "~"
+	}
+	return predicate("http.headers."+strings.ReplaceAll(strings.ToLower(name), "-", "_"), op, value)
+}
+
+// httpHostMatcher is KIC's hostMatcherFromHosts of one hostname: "http.host ==", or "=^"
+// (suffix) for a wildcard; nil for none.
+func httpHostMatcher(h string) *matcher {
+	switch {
+	case h == "":
+		return nil
+	case strings.HasPrefix(h, "*"):
+		return predicate("http.host", "=^", strings.TrimPrefix(h, "*"))
+	}
+	return predicate("http.host", "==", h)
+}
+
+// httpMatchMatcher is KIC's generateMatcherFromHTTPRouteMatch: path, headers (by name),
+// query parameters (by name) and method, ANDed.
+func httpMatchMatcher(m gatewayv1.HTTPRouteMatch) *matcher {
+	var path *matcher
+	if p := m.Path; p != nil && p.Type != nil {
+		v := ""
+		if p.Value != nil {
+			v = *p.Value
+		}
+		switch *p.Type {
+		case gatewayv1.PathMatchExact:
+			path = predicate("http.path", "==", v)
+		case gatewayv1.PathMatchPathPrefix:
+			if v == "" || v == "/" {
+				path = predicate("http.path", "^=", "/")
+			} else {
+				v = strings.TrimSuffix(v, "/")
+				path = group("||", predicate("http.path", "==", v), predicate("http.path", "^=", v+"/"))
+			}
+		case gatewayv1.PathMatchRegularExpression:
+			if !strings.HasPrefix(v, "^") {
+				v = "^" + v
+			}
+			path = predicate("http.path", "~", v)
+		}
+	}
+	headers := append([]gatewayv1.HTTPHeaderMatch(nil), m.Headers...)
+	sort.SliceStable(headers, func(i, j int) bool { return headers[i].Name < headers[j].Name })
+	var hs []*matcher
+	for _, h := range headers {
+		hs = append(hs, headerPredicate(string(h.Name), h.Type != nil && *h.Type == gatewayv1.HeaderMatchRegularExpression, h.Value))
+	}
+	queries := append([]gatewayv1.HTTPQueryParamMatch(nil), m.QueryParams...)
+	sort.SliceStable(queries, func(i, j int) bool { return queries[i].Name < queries[j].Name })
+	var qs []*matcher
+	for _, q := range queries {
+		op := "=="
+		if q.Type != nil && *q.Type == gatewayv1.QueryParamMatchRegularExpression {
+			op = "~"
+		}
+		qs = append(qs, predicate("http.queries."+string(q.Name), op, q.Value))
+	}
+	var method *matcher
+	if m.Method != nil {
+		method = predicate("http.method", "==", string(*m.Method))
+	}
+	return group("&&", path, group("&&", hs...), group("&&", qs...), method)
+}
+
+// httpMatchPriority is KIC's priority of a split without its 12 bits of relative order
+// (CalculateHTTPRouteMatchPriorityTraits, EncodeToPriority): kind, precise hostname,
+// hostname length, Exact path, RegularExpression path, path length - 1, method, number of
+// headers, number of query parameters.
+func httpMatchPriority(s *httpSplitMatch) uint64 {
+	p := httpRoutePriorityBase + hostnamePriority(s.hostname)
+	if path := s.m.Path; path != nil {
+		if path.Type != nil && *path.Type == gatewayv1.PathMatchExact {
+			p += 1 << 34
+		}
+		if path.Type != nil && *path.Type == gatewayv1.PathMatchRegularExpression {
+			p += 1 << 33
+		}
+		if path.Value != nil && len(*path.Value) > 0 {
+			p += uint64(len(*path.Value)-1) << 23
+		}
+	}
+	if s.m.Method != nil {
+		p += 1 << 22
+	}
+	p += uint64(len(s.m.Headers)) << 17
+	p += uint64(len(s.m.QueryParams)) << 12
+	return p
+}
+
+// hostnamePriority is the hostname's part of a split's priority, the same for HTTPRoutes and
+// GRPCRoutes: bit 43 for a hostname without "*", its length from bit 35.
+func hostnamePriority(h string) uint64 {
+	if h == "" {
+		return 0
+	}
+	p := uint64(len(h)) << 35
+	if !strings.HasPrefix(h, "*") {
+		p += 1 << 43
+	}
+	return p
+}
+
+// httpRelativeOrderBits are the low bits of a priority that order splits of one priority.
+const httpRelativeOrderBits = 12
+
+// assignHTTPPriorities is KIC's AssignRoutePriorityToSplitHTTPRouteMatches (assignPriorities
+// with 12 bits of relative order).
+func assignHTTPPriorities(splits []*httpSplitMatch) {
+	assignPriorities(splits, httpRelativeOrderBits, httpMatchPriority,
+		func(a, b *httpSplitMatch) bool {
+			return splitBefore(a.route, b.route, a.rule, b.rule, a.match, b.match)
+		},
+		func(s *httpSplitMatch, p uint64) { s.priority = p })
+}
+
+// assignPriorities is KIC's scheme for split routes: splits alone at their priority get all
+// relative-order bits set; splits that share one are sorted (before) and get all bits set,
+// minus one, minus two, ... (at least 0).
+func assignPriorities[S any](splits []S, relativeBits int, priority func(S) uint64, before func(a, b S) bool, set func(S, uint64)) {
+	byPriority := map[uint64][]S{}
+	for _, s := range splits {
+		p := priority(s)
+		byPriority[p] = append(byPriority[p], s)
+	}
+	top := uint64(1)<<relativeBits - 1
+	for p, ss := range byPriority {
+		sort.SliceStable(ss, func(i, j int) bool { return before(ss[i], ss[j]) })
+		for i, s := range ss {
+			set(s, p+top-min(uint64(i), top))
+		}
+	}
+}
+
+// splitBefore is KIC's order of splits of one priority (compareSplitHTTPRouteMatchesRelativePriority,
+// and the GRPCRoute one): the older route first, then by namespace, name, rule and match.
+func splitBefore(ra, rb client.Object, ruleA, ruleB, matchA, matchB int) bool {
+	ta, tb := ra.GetCreationTimestamp(), rb.GetCreationTimestamp()
+	switch {
+	case !ta.Equal(&tb):
+		return ta.Before(&tb)
+	case ra.GetNamespace() != rb.GetNamespace():
+		return ra.GetNamespace() < rb.GetNamespace()
+	case ra.GetName() != rb.GetName():
+		return ra.GetName() < rb.GetName()
+	case ruleA != ruleB:
+		return ruleA < ruleB
+	}
+	return matchA < matchB
+}
