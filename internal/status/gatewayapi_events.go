@@ -3,6 +3,7 @@ package status
 import (
 	"maps"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +20,8 @@ import (
 // labels), so that a listener's attachedRoutes follows the cache itself and not the sync
 // loop: a round that started before the last change would otherwise have to end, push
 // included, before the count moves. Status writes (the generation does not move) wake
-// nothing. Register it on every informer (the barrier's AddEventHandler).
+// nothing, except a Gateway's (see Relevant). Register it on every informer (the
+// barrier's AddEventHandler).
 func (u *GatewayAPIUpdater) EventHandler() toolscache.ResourceEventHandler {
 	return u.trigger.FilteredEventHandler(attachmentEvents{})
 }
@@ -32,8 +34,16 @@ func (attachmentEvents) Relevant(old, new client.Object) bool {
 	if obj == nil {
 		obj = old
 	}
-	switch obj.(type) {
-	case *gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
+	switch obj := obj.(type) {
+	case *gatewayv1.Gateway:
+		// Its status too: a pass that started right after our last write compared with a
+		// cache that may not have shown that write yet, and skipped a count that equalled the
+		// stale one (a route added, then deleted). The write's own event makes a pass look
+		// again; it writes nothing when the status is right.
+		oldGW, _ := old.(*gatewayv1.Gateway)
+		return old == nil || new == nil || old.GetGeneration() != new.GetGeneration() ||
+			oldGW == nil || !equality.Semantic.DeepEqual(oldGW.Status, obj.Status)
+	case *gatewayv1.GatewayClass, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
 		*gatewayv1.TCPRoute, *gatewayv1.TLSRoute, *gatewayv1.UDPRoute, *gatewayv1beta1.ReferenceGrant:
 		return old == nil || new == nil || old.GetGeneration() != new.GetGeneration()
 	case *metav1.PartialObjectMetadata: // Namespaces, read as metadata for their labels
