@@ -579,13 +579,7 @@ func urlRewrite(t *transformer, f *gatewayv1.HTTPURLRewriteFilter, path string, 
 				t.replaceURI = *f.Path.ReplaceFullPath
 			}
 		case gatewayv1.PrefixMatchHTTPPathModifier:
-			p := path
-			if p == "" || p == "/" {
-				p = "/"
-			} else {
-				p = strings.TrimSuffix(p, "/")
-			}
-			root := p == "/"
+			p, root := rewritePrefix(path)
 			uri := "/"
 			if rp := f.Path.ReplacePrefixMatch; rp != nil {
 				repl := strings.TrimSuffix(*rp, "/")
@@ -603,11 +597,15 @@ func urlRewrite(t *transformer, f *gatewayv1.HTTPURLRewriteFilter, path string, 
 			if t.replaceURI == "" {
 				t.replaceURI = uri
 			}
-			rest := "~" + p + "(/.*)"
-			if root {
-				rest = "~/(.*)"
+			// The prefix goes into regexes unescaped, as KIC puts it; one that breaks them
+			// (PathPrefix allows "(") would make Kong refuse the whole configuration.
+			capture := rewritePrefixCapture(path)
+			for _, re := range []string{p + "$", capture} {
+				if e := checkPCRE(re); e != "" {
+					return fmt.Errorf("URLRewrite ReplacePrefixMatch of path %q makes the invalid regex %q: %s", p, re, e)
+				}
 			}
-			r.Paths = kong.StringSlice("~"+p+"$", rest)
+			r.Paths = kong.StringSlice("~"+p+"$", "~"+capture)
 		default:
 			return fmt.Errorf("unsupported path type %s for URLRewrite", f.Path.Type)
 		}
@@ -617,6 +615,40 @@ func urlRewrite(t *transformer, f *gatewayv1.HTTPURLRewriteFilter, path string, 
 		t.addHeaders = append(t.addHeaders, "host:"+string(*f.Hostname))
 	}
 	return nil
+}
+
+// rewritePrefix is the prefix a ReplacePrefixMatch rewrite replaces (KIC's normalizePath):
+// "/" for an empty or root path, else the path without its trailing "/"; root says which.
+func rewritePrefix(path string) (prefix string, root bool) {
+	if path == "" || path == "/" {
+		return "/", true
+	}
+	return strings.TrimSuffix(path, "/"), false
+}
+
+// rewritePrefixCapture is the regex, without Kong's "~", that matches the paths below the
+// prefix of a ReplacePrefixMatch rewrite and captures the rest as uri_captures[1]: "/(.*)"
+// for the root (a Kong path cannot start with a capture, so the "/" stays out of it), else
+// "<prefix>(/.*)" so "/prefix/" keeps its slash. The traditional route's second path and, with
+// "^" added, the expression route's second predicate.
+func rewritePrefixCapture(path string) string {
+	p, root := rewritePrefix(path)
+	if root {
+		return "/(.*)"
+	}
+	return p + "(/.*)"
+}
+
+// hasPrefixRewrite says whether filters hold a URLRewrite of type ReplacePrefixMatch (with
+// or without a replacement): KIC then matches the rule's PathPrefix matches with a capture.
+func hasPrefixRewrite(filters []gatewayv1.HTTPRouteFilter) bool {
+	for _, f := range filters {
+		if f.Type == gatewayv1.HTTPRouteFilterURLRewrite && f.URLRewrite != nil && f.URLRewrite.Path != nil &&
+			f.URLRewrite.Path.Type == gatewayv1.PrefixMatchHTTPPathModifier {
+			return true
+		}
+	}
+	return false
 }
 
 // gatewayRouteSources are the Gateway API routes whose Kong routes plugins can attach to, in

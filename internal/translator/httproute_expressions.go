@@ -177,22 +177,17 @@ func (b *builder) httpSplitRoute(s *httpSplitMatch) (*routeEntry, *routeError) {
 	if _, err := httpRouteHeaders(s.m.Headers); err != nil {
 		return nil, &routeError{mfield + ".headers", err.Error()}
 	}
-	expr := group("&&", httpHostMatcher(s.hostname), s.ro.sniMatcher(), httpMatchMatcher(s.m))
+	filters := hr.Spec.Rules[s.rule].Filters
+	expr := group("&&", httpHostMatcher(s.hostname), s.ro.sniMatcher(), httpMatchMatcher(s.m, hasPrefixRewrite(filters)))
 	r.Expression = kong.String(catchAllHTTPExpression)
 	if expr != nil {
 		r.Expression = kong.String(expr.expression())
 	}
 	r.Priority = kong.Uint64(s.priority)
 
-	filters := hr.Spec.Rules[s.rule].Filters
-	for _, f := range filters {
-		if f.Type == gatewayv1.HTTPRouteFilterURLRewrite && f.URLRewrite != nil && f.URLRewrite.Path != nil &&
-			f.URLRewrite.Path.Type == gatewayv1.PrefixMatchHTTPPathModifier {
-			// The traditional translation captures the rest of the path in the route's
-			// paths; an expression route has none.
-			return nil, &routeError{field + ".filters", "URLRewrite ReplacePrefixMatch is not supported with the expressions router"}
-		}
-	}
+	// A ReplacePrefixMatch rewrite gives request-transformer the same replace.uri as under the
+	// traditional router; the paths it sets for the capture are cleared below, the capture
+	// being in the expression (httpMatchMatcher).
 	path := ""
 	if s.m.Path != nil && s.m.Path.Value != nil {
 		path = *s.m.Path.Value
@@ -247,8 +242,12 @@ func httpHostMatcher(h string) *matcher {
 }
 
 // httpMatchMatcher is KIC's generateMatcherFromHTTPRouteMatch: path, headers (by name),
-// query parameters (by name) and method, ANDed.
-func httpMatchMatcher(m gatewayv1.HTTPRouteMatch) *matcher {
+// query parameters (by name) and method, ANDed. With capturePrefix (the rule has a
+// ReplacePrefixMatch rewrite) a PathPrefix match is KIC's (http.path == "<prefix>") ||
+// (http.path ~ "^<prefix>(/.*)"), whose capture request-transformer's replace.uri appends
+// (KIC PR #7269, 2025; before it, the rewrite replaced the whole expression by that path
+// matcher, dropping hostname, headers and the rest: KIC issue #7081).
+func httpMatchMatcher(m gatewayv1.HTTPRouteMatch, capturePrefix bool) *matcher {
 	var path *matcher
 	if p := m.Path; p != nil && p.Type != nil {
 		v := ""
@@ -259,6 +258,11 @@ func httpMatchMatcher(m gatewayv1.HTTPRouteMatch) *matcher {
 		case gatewayv1.PathMatchExact:
 			path = predicate("http.path", "==", v)
 		case gatewayv1.PathMatchPathPrefix:
+			if capturePrefix {
+				p, _ := rewritePrefix(v)
+				path = group("||", predicate("http.path", "==", p), predicate("http.path", "~", "^"+rewritePrefixCapture(v)))
+				break
+			}
 			if v == "" || v == "/" {
 				path = predicate("http.path", "^=", "/")
 			} else {
