@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -254,9 +255,12 @@ func TestFailoverSoak(t *testing.T) {
 	// Converged: a diff of Kong against the translation of the cluster finds nothing to do.
 	gw, err := dbmode.New(kong.URL, &http.Client{}, dbmode.Options{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	// On failure the last diff is reported: what Kong still differs in (at most 20 changes).
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		res, err := gw.Diff(context.Background(), clusterTranslation(t, ns))
-		return err == nil && res.Total() == 0
+		require.NoError(c, err)
+		left := res.Changes[:min(len(res.Changes), 20)]
+		require.Zero(c, res.Total(), "diff left: %d creates, %d updates, %d deletes, first ones: %+v", res.Creates, res.Updates, res.Deletes, left)
 	}, time.Minute, 100*time.Millisecond, "Kong never matched the translation of the cluster")
 
 	// No entity was deleted while its app existed.
