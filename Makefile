@@ -47,7 +47,7 @@ test-faults:
 # throughout, 100 leader changes alternating clean stops and kills (`make test` runs a short
 # version: 120 objects, 3 leader changes, 10 changes). Recorded in docs/performance.md.
 soak:
-	KONDUCTOR_SOAK=full KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -race -count=1 -timeout 60m -v -run '^TestFailoverSoak$$' ./test/integration/
+	KONDUCTOR_SOAK=full KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -race -count=1 -timeout 150m -v -run '^TestFailoverSoak$$' ./test/integration/
 
 # Fuzzing: translation and rendering must never panic or hang, whatever the objects.
 # FuzzTranslateObjects builds objects of every translated kind straight from the input bytes
