@@ -459,13 +459,14 @@ func (c *Controller) askGateways(ctx context.Context) map[string]rootAnswer {
 		if d, ok := g.(*dataplane.DetectingGateway); ok {
 			wg.Go(func() {
 				root, err := d.Detect(ctx)
-				if err == nil && root == nil {
-					return // its mode is known: it synced already
-				}
 				a := rootAnswer{err: err}
-				if root != nil {
+				switch {
+				case root != nil:
 					a.root = *root
 					c.facts.RecordRoot(d.AdminRootURL(), *root)
+				case err == nil:
+					// Its first Sync came first and asked: its protocol says what it found.
+					a.root.Database = d.Protocol() != dataplane.ProtocolDBLess
 				}
 				mu.Lock()
 				answers[d.URL()] = a

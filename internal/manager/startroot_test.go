@@ -76,3 +76,18 @@ func controllerForStart(t *testing.T, ctx context.Context, cfg *config.Config) *
 	require.NoError(t, err)
 	return &Controller{cfg: &decided, election: election, log: log, gateways: gateways, facts: dataplane.NewGatewayFacts(clients)}
 }
+
+// A gateway whose first Sync came before the start's questions (it asked GET / itself) is
+// not asked again, and counts as the DB-less gateway it synced as, not as one that did not
+// answer.
+func TestStartAfterTheFirstSyncAsksNothing(t *testing.T) {
+	ctx := context.Background()
+	a, roots := countedKong(t)
+	c := controllerForStart(t, ctx, parse(t, "--kong-admin-url", a, "--leader-elect=false"))
+	require.NoError(t, c.gateways[0].Sync(ctx, &dataplane.Target{State: &kongstate.State{}}))
+	got, ok := c.askGateways(ctx)[a]
+	require.True(t, ok, "the gateway's answer is its first Sync's")
+	require.Equal(t, rootAnswer{root: dataplane.Root{Database: false}}, got)
+	require.NoError(t, c.askGatewaysAtStart(ctx))
+	require.Equal(t, int32(1), roots.Load())
+}
