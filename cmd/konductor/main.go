@@ -70,6 +70,8 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 	log := newLogger(stderr, cfg.LogLevel)
 	log.Info("starting konductor", "version", version)
 	setGCPercent(log, setMemoryLimit(log, cgroupMemoryFiles))
+	startDone := make(chan struct{})
+	relaxCollectorUntil(ctx, log, startDone)
 	c, err := manager.New(ctx, cfg, manager.Options{Logger: log})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -79,6 +81,10 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return err
 	}
+	go func() {
+		<-c.FirstSyncDone()
+		close(startDone)
+	}()
 	return c.Start(ctx)
 }
 

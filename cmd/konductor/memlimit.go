@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 )
@@ -72,4 +74,46 @@ func setGCPercent(log logr.Logger, memoryLimit int64) int {
 	debug.SetGCPercent(defaultGCPercent)
 	log.V(1).Info("Go collector target set", "gcPercent", defaultGCPercent)
 	return defaultGCPercent
+}
+
+// startGCPercent is the collector's target from the process start until its first push. During the start the heap mostly grows
+// (the cache's first lists, the first full translation and rendering: at 3,000 Ingresses
+// about 65 MB allocated by the first round alone), so a collection finds little garbage; at
+// GOGC 50 the collector was a fifth of the CPU up to the first push (docs/performance.md,
+// "Start: the collector"). 200 lets the heap reach three times the live heap meanwhile; a
+// memory limit (GOMEMLIMIT or the container's) still bounds it.
+const startGCPercent = 200
+
+// startGCWindow bounds how long the start's target holds without a first push: a standby
+// replica (its cache synced, it allocates little until it leads), or a gateway unreachable.
+// The steady target comes back then.
+const startGCWindow = time.Minute
+
+// relaxCollectorUntil raises the collector's target to startGCPercent until done closes,
+// ctx ends or startGCWindow passed, then restores the target it found. It does nothing when
+// GOGC is set (the operator's choice) or the target is already as high. It returns at once,
+// with a channel closed once the target is restored (nil when it did nothing).
+func relaxCollectorUntil(ctx context.Context, log logr.Logger, done <-chan struct{}) <-chan struct{} {
+	if os.Getenv("GOGC") != "" {
+		return nil
+	}
+	steady := debug.SetGCPercent(startGCPercent)
+	if steady < 0 || steady >= startGCPercent {
+		debug.SetGCPercent(steady)
+		return nil
+	}
+	restored := make(chan struct{})
+	go func() {
+		defer close(restored)
+		timer := time.NewTimer(startGCWindow)
+		defer timer.Stop()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		case <-timer.C:
+		}
+		debug.SetGCPercent(steady)
+		log.V(1).Info("start over: Go collector target restored", "gcPercent", steady)
+	}()
+	return restored
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCgroupMemoryLimit(t *testing.T) {
@@ -78,4 +80,38 @@ func TestSetGCPercentOnlyWithoutLimitOrGOGC(t *testing.T) {
 	if got := debug.SetGCPercent(100); got != defaultGCPercent {
 		t.Errorf("collector target is %d, want %d", got, defaultGCPercent)
 	}
+}
+
+// Until the start is over the collector's target is startGCPercent; then the steady one
+// (GOGC 50 without a limit, Go's 100 with one) comes back. GOGC set is left alone.
+func TestCollectorRelaxedUntilTheStartIsOver(t *testing.T) {
+	prev := debug.SetGCPercent(defaultGCPercent)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	t.Setenv("GOGC", "")
+	done := make(chan struct{})
+	restored := relaxCollectorUntil(context.Background(), logr.Discard(), done)
+	require.NotNil(t, restored)
+	require.Equal(t, startGCPercent, gcPercent())
+	close(done)
+	<-restored
+	require.Equal(t, defaultGCPercent, gcPercent())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	restored = relaxCollectorUntil(ctx, logr.Discard(), nil)
+	require.Equal(t, startGCPercent, gcPercent())
+	cancel()
+	<-restored
+	require.Equal(t, defaultGCPercent, gcPercent(), "restored when the process stops starting")
+
+	t.Setenv("GOGC", "75")
+	debug.SetGCPercent(75)
+	require.Nil(t, relaxCollectorUntil(context.Background(), logr.Discard(), nil))
+	require.Equal(t, 75, gcPercent(), "GOGC set: left alone")
+}
+
+// gcPercent reads the collector's target.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
 }

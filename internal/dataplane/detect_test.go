@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -35,21 +36,31 @@ func countingClient(t *testing.T, url string) (*kong.Client, *rootCounter) {
 	return c, counter
 }
 
+// countedGateway is a DetectingGateway of a Kong emulator of opts, its GET / counted.
+func countedGateway(t *testing.T, opts kongemu.Options) (*kongemu.Server, *DetectingGateway, *rootCounter) {
+	t.Helper()
+	s, err := kongemu.New(opts).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	c, counter := countingClient(t, s.URL)
+	return s, NewDetectingGateway(s.URL, c, nil, logr.Discard()), counter
+}
+
 // Detect, called while the cache syncs, asks GET / so that the first Sync does not; the first
 // Sync still checks the target's router against the answer.
 func TestDetectBeforeTheFirstSyncAsksOnce(t *testing.T) {
 	ctx := context.Background()
-	s, err := kongemu.New(kongemu.Options{RouterFlavor: kongemu.RouterExpressions}).Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	c, counter := countingClient(t, s.URL)
-	g := NewDetectingGateway(s.URL, c, nil, logr.Discard())
+	_, g, counter := countedGateway(t, kongemu.Options{RouterFlavor: kongemu.RouterExpressions})
 	g.Flavors = NewRouterFlavors(nil)
 
-	require.NoError(t, g.Detect(ctx))
+	root, err := g.Detect(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "expressions", root.RouterFlavor)
 	require.Equal(t, int32(1), counter.n.Load())
 	require.False(t, g.Flavors.Expressions(), "the router is reported by the first Sync, against its target")
-	require.NoError(t, g.Detect(ctx))
+	again, err := g.Detect(ctx)
+	require.NoError(t, err)
+	require.Equal(t, root, again, "the same answer")
 	require.Equal(t, int32(1), counter.n.Load(), "asked once")
 
 	// The target was rendered for the traditional router: the first Sync refuses it, on
@@ -65,33 +76,81 @@ func TestDetectBeforeTheFirstSyncAsksOnce(t *testing.T) {
 // A Detect that failed leaves the question to the first Sync, which asks again.
 func TestDetectFailureIsAskedAgainBySync(t *testing.T) {
 	ctx := context.Background()
-	s, err := kongemu.New(kongemu.Options{}).Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	c, counter := countingClient(t, s.URL)
-	g := NewDetectingGateway(s.URL, c, nil, logr.Discard())
+	s, g, counter := countedGateway(t, kongemu.Options{})
 
 	s.InjectFault(kongemu.Fault{Method: http.MethodGet, Status: http.StatusServiceUnavailable})
-	require.Error(t, g.Detect(ctx))
+	_, err := g.Detect(ctx)
+	require.Error(t, err)
 	s.ClearFaults()
 	require.NoError(t, g.Sync(ctx, &Target{State: &kongstate.State{}}))
 	require.Equal(t, ProtocolDBLess, g.Protocol())
 	require.Equal(t, int32(2), counter.n.Load())
 }
 
-// AskEditions, called while the cache syncs, does not record a failure: the first round asks
-// again at once instead of waiting RetryAfter.
-func TestAskEditionsLeavesAFailureToTheFirstRound(t *testing.T) {
+// An answer handed over (DecideLeaderElection asked GET / before the gateway was made) is
+// what Detect returns and the first Sync takes: the gateway is not asked again.
+func TestAnsweredGatewayIsNotAskedAgain(t *testing.T) {
 	ctx := context.Background()
-	f, servers := factsFor(t, kongemu.Enterprise)
-	servers[0].InjectFault(kongemu.Fault{Method: http.MethodGet, Status: http.StatusServiceUnavailable})
-	f.AskEditions(ctx)
-	servers[0].ClearFaults()
-	ee, _ := f.Learn(ctx, nil)
-	require.True(t, ee, "asked again by the round")
+	_, g, counter := countedGateway(t, kongemu.Options{})
+	g.Answered(Root{RouterFlavor: "traditional_compatible"})
+	root, err := g.Detect(ctx)
+	require.NoError(t, err)
+	require.Equal(t, Root{RouterFlavor: "traditional_compatible"}, *root)
+	require.NoError(t, g.Sync(ctx, &Target{State: &kongstate.State{}}))
+	require.Equal(t, ProtocolDBLess, g.Protocol())
+	require.Equal(t, int32(0), counter.n.Load())
+	root, err = g.Detect(ctx)
+	require.NoError(t, err)
+	require.Nil(t, root, "the mode is known: nothing to ask")
+}
 
-	f, _ = factsFor(t, kongemu.Enterprise)
-	f.AskEditions(ctx)
+// A gateway's edition recorded from the start's GET / (RecordRoot) is not asked again by
+// the first round; a failed start leaves the question to the round, which asks at once.
+func TestRecordRootSparesTheFirstRoundItsQuestion(t *testing.T) {
+	ctx := context.Background()
+	s, err := kongemu.New(kongemu.Options{Edition: kongemu.Enterprise}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	c, counter := countingClient(t, s.URL)
+	f := NewGatewayFacts(func() []*kong.Client { return []*kong.Client{c} })
+	f.RecordRoot(c.BaseRootURL(), Root{Enterprise: true})
+	ee, _ := f.Learn(ctx, nil)
+	require.True(t, ee)
+	require.Equal(t, int32(0), counter.n.Load())
+
+	f = NewGatewayFacts(func() []*kong.Client { return []*kong.Client{c} })
 	ee, _ = f.Learn(ctx, nil)
-	require.True(t, ee, "answered before the round")
+	require.True(t, ee, "asked by the round")
+	require.Equal(t, int32(1), counter.n.Load())
+}
+
+// Learn asks the gateways without holding GatewayFacts' lock: a gateway slow to answer does
+// not hold up RecordRoot or another Learn.
+func TestLearnDoesNotHoldTheLockWhileAsking(t *testing.T) {
+	asked, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			close(asked)
+			<-release
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"version":"3.9.0","configuration":{"database":"off"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := kong.NewClient(kong.String(srv.URL), srv.Client())
+	require.NoError(t, err)
+	f := NewGatewayFacts(func() []*kong.Client { return []*kong.Client{c} })
+	done := make(chan bool)
+	go func() {
+		ee, _ := f.Learn(context.Background(), nil)
+		done <- ee
+	}()
+	<-asked
+	locked := f.mu.TryLock()
+	if locked {
+		f.mu.Unlock()
+	}
+	close(release)
+	require.False(t, <-done)
+	require.True(t, locked, "GatewayFacts.mu held while GET / was asked")
 }

@@ -55,6 +55,8 @@ func NewGatewayFacts(clients func() []*kong.Client) *GatewayFacts {
 
 // Learn asks what is not known yet and returns whether every current gateway that answered
 // is Kong Gateway Enterprise (false when none answered), and the schema answers of types.
+// The questions are asked without holding the lock: a gateway slow to answer holds up this
+// Learn only, not RecordRoot or another Learn.
 func (f *GatewayFacts) Learn(ctx context.Context, types []string) (enterprise bool, schemas map[string]translator.EntitySchemaAnswer) {
 	if f == nil {
 		return false, nil
@@ -62,15 +64,38 @@ func (f *GatewayFacts) Learn(ctx context.Context, types []string) (enterprise bo
 	clients := f.clients()
 	sort.Slice(clients, func(i, j int) bool { return clients[i].BaseRootURL() < clients[j].BaseRootURL() })
 	f.mu.Lock()
+	var askRoot []*kong.Client
+	for _, c := range clients {
+		url := c.BaseRootURL()
+		if _, ok := f.editions[url]; !ok && f.due(f.rootFail[url]) {
+			askRoot = append(askRoot, c)
+		}
+	}
+	var askTypes []string
+	for _, t := range types {
+		if _, ok := f.schemas[t]; ok {
+			continue
+		}
+		if failed, ok := f.schemaErr[t]; ok && !f.due(failed.at) {
+			continue
+		}
+		askTypes = append(askTypes, t)
+	}
+	f.mu.Unlock()
+
+	for _, c := range askRoot {
+		f.askEdition(ctx, c)
+	}
+	asked := map[string]*translator.EntitySchemaAnswer{} // nil: no gateway to ask
+	for _, t := range askTypes {
+		asked[t] = f.askSchema(ctx, clients, t)
+	}
+
+	f.mu.Lock()
 	defer f.mu.Unlock()
 	known, allEnterprise := 0, true
 	for _, c := range clients {
-		url := c.BaseRootURL()
-		ee, ok := f.editions[url]
-		if !ok && f.due(f.rootFail[url]) {
-			ee, ok = f.askEdition(ctx, c, true)
-		}
-		if ok {
+		if ee, ok := f.editions[c.BaseRootURL()]; ok {
 			known++
 			allEnterprise = allEnterprise && ee
 		}
@@ -79,58 +104,51 @@ func (f *GatewayFacts) Learn(ctx context.Context, types []string) (enterprise bo
 		schemas = map[string]translator.EntitySchemaAnswer{}
 	}
 	for _, t := range types {
+		if a, ok := asked[t]; ok {
+			if a != nil {
+				schemas[t] = *a
+			}
+			continue
+		}
 		if a, ok := f.schemas[t]; ok {
 			schemas[t] = a
-			continue
-		}
-		if failed, ok := f.schemaErr[t]; ok && !f.due(failed.at) {
+		} else if failed, ok := f.schemaErr[t]; ok {
 			schemas[t] = translator.EntitySchemaAnswer{Error: failed.err}
-			continue
-		}
-		if a, ok := f.askSchema(ctx, clients, t); ok {
-			schemas[t] = a
 		}
 	}
 	return known > 0 && allEnterprise, schemas
 }
 
-// AskEditions asks every current gateway whose edition is not known yet GET / now, so that
-// the first round need not (the controller calls it while its cache syncs, issue #13). A
-// failure is not recorded: the first round asks again rather than wait RetryAfter.
-func (f *GatewayFacts) AskEditions(ctx context.Context) {
+// RecordRoot keeps what a gateway's answer to GET / says of its edition, so that Learn does
+// not ask it again: the controller asks each gateway GET / once at start
+// (DetectingGateway.Detect) and hands the answer over (issue #13). baseRootURL is the
+// gateway's kong.Client.BaseRootURL.
+func (f *GatewayFacts) RecordRoot(baseRootURL string, root Root) {
 	if f == nil {
 		return
 	}
-	clients := f.clients()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, c := range clients {
-		if _, ok := f.editions[c.BaseRootURL()]; !ok {
-			f.askEdition(ctx, c, false)
-		}
-	}
+	f.editions[baseRootURL] = root.Enterprise
+	delete(f.rootFail, baseRootURL)
 }
 
 func (f *GatewayFacts) due(failedAt time.Time) bool {
 	return failedAt.IsZero() || f.now().Sub(failedAt) >= f.RetryAfter
 }
 
-// askEdition is GET / of one gateway; a failure is kept (rootFail) when recordFailure. Caller
-// holds mu.
-func (f *GatewayFacts) askEdition(ctx context.Context, c *kong.Client, recordFailure bool) (bool, bool) {
+// askEdition is GET / of one gateway, its answer or failure kept. Caller does not hold mu.
+func (f *GatewayFacts) askEdition(ctx context.Context, c *kong.Client) {
 	cctx, cancel := context.WithTimeout(ctx, f.Timeout)
 	defer cancel()
-	root, err := c.Root(cctx)
+	root, err := ReadRoot(cctx, c)
 	if err != nil {
-		if recordFailure {
-			f.rootFail[c.BaseRootURL()] = f.now()
-		}
-		return false, false
+		f.mu.Lock()
+		f.rootFail[c.BaseRootURL()] = f.now()
+		f.mu.Unlock()
+		return
 	}
-	ee := IsEnterprise(root)
-	f.editions[c.BaseRootURL()] = ee
-	delete(f.rootFail, c.BaseRootURL())
-	return ee, true
+	f.RecordRoot(c.BaseRootURL(), root)
 }
 
 // IsEnterprise reads Kong Gateway Enterprise from a GET / answer: Kong reports "edition"
@@ -148,8 +166,8 @@ func IsEnterprise(root map[string]any) bool {
 // askSchema is GET /schemas/<t> of every gateway. A gateway's 404 is an answer (Kong has no
 // such entity) and wins over another's schema: the same configuration goes to every gateway,
 // and one that does not know the type would refuse all of it. When no gateway answers, the
-// failure is remembered. Caller holds mu.
-func (f *GatewayFacts) askSchema(ctx context.Context, clients []*kong.Client, t string) (translator.EntitySchemaAnswer, bool) {
+// failure is remembered; nil when there is no gateway to ask. Caller does not hold mu.
+func (f *GatewayFacts) askSchema(ctx context.Context, clients []*kong.Client, t string) *translator.EntitySchemaAnswer {
 	var lastErr error
 	var found *translator.EntitySchemaAnswer
 	for _, c := range clients {
@@ -171,14 +189,16 @@ func (f *GatewayFacts) askSchema(ctx context.Context, clients []*kong.Client, t 
 			break
 		}
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if found != nil {
 		f.schemas[t] = *found
 		delete(f.schemaErr, t)
-		return *found, true
+		return found
 	}
 	if lastErr == nil {
-		return translator.EntitySchemaAnswer{}, false // no gateway to ask
+		return nil // no gateway to ask
 	}
 	f.schemaErr[t] = failedQuestion{at: f.now(), err: lastErr.Error()}
-	return translator.EntitySchemaAnswer{Error: lastErr.Error()}, true
+	return &translator.EntitySchemaAnswer{Error: lastErr.Error()}
 }

@@ -149,27 +149,50 @@ func (g *DetectingGateway) Sync(ctx context.Context, t *Target) error {
 	return inner.Sync(ctx, t)
 }
 
-// Detect asks the gateway GET / now, unless its mode is known, so that the first Sync does
-// not wait for that request: the controller calls it while its cache syncs (issue #13). The
-// first Sync takes the answer as if it had asked itself, router check included; a failure is
-// the first Sync's to meet again. Flavors is told nothing here: a target translated before
-// the answer arrived would then pass Sync's router check rendered for the other router.
-func (g *DetectingGateway) Detect(ctx context.Context) error {
+// Detect asks the gateway GET / now, unless its mode is known or an answer is at hand
+// (Answered), so that the first Sync does not wait for that request: the controller calls it
+// while its cache syncs (issue #13). It returns the answer (nil when the mode is known), for
+// the other questions of the start (the edition, a database without leader election), so that
+// each gateway is asked GET / once. The first Sync takes the answer as if it had asked
+// itself, router check included; a failure is the first Sync's to meet again. Flavors is told
+// nothing here: a target translated before the answer arrived would then pass Sync's router
+// check rendered for the other router.
+func (g *DetectingGateway) Detect(ctx context.Context) (*Root, error) {
 	g.rootMu.Lock()
 	defer g.rootMu.Unlock()
 	g.mu.Lock()
 	known := g.inner != nil
 	g.mu.Unlock()
-	if known || g.probed != nil {
-		return nil
+	if known {
+		return nil, nil
 	}
-	root, err := ReadRoot(ctx, g.client)
-	if err != nil {
-		return err
+	if g.probed == nil {
+		root, err := ReadRoot(ctx, g.client)
+		if err != nil {
+			return nil, err
+		}
+		g.probed = &root
 	}
-	g.probed = &root
-	return nil
+	root := *g.probed
+	return &root, nil
 }
+
+// Answered gives the gateway an answer of GET / asked before it was made (leader election
+// decided by asking each gateway), for Detect and the first Sync to take instead of asking.
+func (g *DetectingGateway) Answered(root Root) {
+	g.rootMu.Lock()
+	defer g.rootMu.Unlock()
+	g.mu.Lock()
+	known := g.inner != nil
+	g.mu.Unlock()
+	if !known {
+		g.probed = &root
+	}
+}
+
+// AdminRootURL is the root URL of the gateway's Admin API client (kong.Client.BaseRootURL),
+// by which GatewayFacts knows it.
+func (g *DetectingGateway) AdminRootURL() string { return g.client.BaseRootURL() }
 
 // root is Detect's answer, taken once, or else GET /.
 func (g *DetectingGateway) root(ctx context.Context) (Root, error) {
@@ -192,6 +215,7 @@ func HasDatabase(ctx context.Context, client *kong.Client) (bool, error) {
 type Root struct {
 	Database     bool   // configuration.database is not "off"
 	RouterFlavor string // configuration.router_flavor: traditional, traditional_compatible or expressions
+	Enterprise   bool   // Kong Gateway Enterprise (IsEnterprise)
 }
 
 // ReadRoot asks a Kong GET /.
@@ -203,7 +227,7 @@ func ReadRoot(ctx context.Context, client *kong.Client) (Root, error) {
 	conf, _ := root["configuration"].(map[string]any)
 	db, _ := conf["database"].(string)
 	flavor, _ := conf["router_flavor"].(string)
-	return Root{Database: db != "" && db != "off", RouterFlavor: flavor}, nil
+	return Root{Database: db != "" && db != "off", RouterFlavor: flavor, Enterprise: IsEnterprise(root)}, nil
 }
 
 // RouterFlavors is what the gateways said of their router, shared by the gateways that learn

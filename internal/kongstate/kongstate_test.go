@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -224,8 +226,11 @@ func TestRendererMatchesDeclarativeConfigAfterRandomChanges(t *testing.T) {
 		return &file.FService{Service: kong.Service{Name: kong.String(name()), Host: kong.String("h")}}
 	}
 	newUpstream := func() *file.FUpstream { return &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(name())}} }
+	// Enough entities, and cores, that a body rendered whole is rendered in parallel
+	// (renderEach), whatever the machine.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	s := &State{}
-	for range 200 {
+	for range 2 * parallelRenderMin {
 		s.Services = append(s.Services, newService())
 		s.Upstreams = append(s.Upstreams, newUpstream())
 	}
@@ -233,6 +238,14 @@ func TestRendererMatchesDeclarativeConfigAfterRandomChanges(t *testing.T) {
 	for step := range 120 {
 		next := *s
 		next.Services, next.Upstreams = slices.Clone(s.Services), slices.Clone(s.Upstreams)
+		if step%40 == 20 { // every entity new: the whole body rendered again
+			for i := range next.Services {
+				next.Services[i] = newService()
+			}
+			for i := range next.Upstreams {
+				next.Upstreams[i] = newUpstream()
+			}
+		}
 		for range 1 + rng.IntN(4) {
 			switch i := rng.IntN(min(len(next.Services), len(next.Upstreams))); rng.IntN(4) {
 			case 0:
@@ -256,5 +269,44 @@ func TestRendererMatchesDeclarativeConfigAfterRandomChanges(t *testing.T) {
 		got, err := r.DeclarativeConfig(s)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got), "step %d", step)
+	}
+}
+
+// renderEach, in parallel or not, puts each entity's bytes in its place and returns the
+// error of the first entity (in the order given) that failed, as rendering one after the
+// other would.
+func TestRenderEach(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for _, n := range []int{7, parallelRenderMin, 10 * parallelRenderMin} {
+		entities := make([]*int, n)
+		var todo []int
+		for i := range entities {
+			v := i
+			entities[i] = &v
+			if i%3 != 1 {
+				todo = append(todo, i)
+			}
+		}
+		out := make([][]byte, n)
+		render := func(v *int) ([]byte, error) { return []byte(strconv.Itoa(*v)), nil }
+		require.NoError(t, renderEach(todo, entities, out, render))
+		for i := range out {
+			if i%3 == 1 {
+				require.Nil(t, out[i], "entity %d is not to render", i)
+			} else {
+				require.Equal(t, strconv.Itoa(i), string(out[i]))
+			}
+		}
+		failing := func(v *int) ([]byte, error) {
+			if *v >= n/2 && *v%3 == 0 {
+				return nil, fmt.Errorf("entity %d", *v)
+			}
+			return nil, nil
+		}
+		first := n / 2
+		for first%3 != 0 {
+			first++
+		}
+		require.EqualError(t, renderEach(todo, entities, make([][]byte, n), failing), fmt.Sprintf("entity %d", first), "n=%d", n)
 	}
 }

@@ -1,13 +1,11 @@
 package manager
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/kong/go-kong/kong"
 	"k8s.io/client-go/rest"
 
 	"github.com/konductor/konductor/internal/config"
@@ -21,30 +19,21 @@ const startCheckTimeout = 10 * time.Second
 
 // RequireLeaderElection refuses to run without leader election when a gateway has a
 // database: two replicas would then both diff and write the same entities, each deleting what
-// the other just created. It asks every gateway GET / once. A gateway that does not answer is
-// logged and let through; the database-mode gateway refuses to sync without leader election
-// too, when it first reaches that Kong.
-func RequireLeaderElection(ctx context.Context, cfg *config.Config, log logr.Logger) error {
+// the other just created. root is each --kong-admin-url gateway's answer to GET / (asked once
+// at start, Controller.askGateways). A gateway that did not answer is logged and let
+// through; the database-mode gateway refuses to sync without leader election too, when it
+// first reaches that Kong.
+func RequireLeaderElection(cfg *config.Config, root func(url string) (dataplane.Root, error), log logr.Logger) error {
 	if cfg.LeaderElect || cfg.Discovery() {
 		return nil // discovered gateways: DBModeFactory refuses a database without leader election
 	}
-	httpClient, err := AdminHTTPClient(cfg)
-	if err != nil {
-		return err
-	}
 	for _, u := range cfg.KongAdminURLs {
-		c, err := kong.NewClient(kong.String(u), httpClient)
-		if err != nil {
-			return fmt.Errorf("--kong-admin-url %q: %w", u, err)
-		}
-		cctx, cancel := context.WithTimeout(ctx, startCheckTimeout)
-		db, err := dataplane.HasDatabase(cctx, c)
-		cancel()
+		r, err := root(u)
 		if err != nil {
 			log.Error(err, "cannot tell whether the gateway has a database; its first sync will", "gateway", u)
 			continue
 		}
-		if db {
+		if r.Database {
 			return fmt.Errorf("gateway %s is database-backed: leader election is required with a database, remove --leader-elect=false (CONTROLLER_LEADER_ELECT=false)", u)
 		}
 	}

@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/kong/go-kong/kong"
 	"github.com/stretchr/testify/require"
 
 	"github.com/konductor/konductor/internal/config"
+	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/dataplane/dbmode"
 	"github.com/konductor/konductor/internal/kongemu"
 )
@@ -30,15 +32,20 @@ func parse(t *testing.T, args ...string) *config.Config {
 func TestRequireLeaderElectionWithDatabase(t *testing.T) {
 	ctx := context.Background()
 	dbless, db := kongURL(t, kongemu.DBLess), kongURL(t, kongemu.Postgres)
+	// Each gateway's answer to GET /, as the start asks it.
+	ask := func(url string) (dataplane.Root, error) {
+		c, err := kong.NewClient(kong.String(url), nil)
+		require.NoError(t, err)
+		return dataplane.ReadRoot(ctx, c)
+	}
 
-	err := RequireLeaderElection(ctx, parse(t, "--kong-admin-url", dbless+","+db, "--leader-elect=false"), logr.Discard())
-	require.ErrorContains(t, err, "--leader-elect")
+	err := RequireLeaderElection(parse(t, "--kong-admin-url", dbless+","+db, "--leader-elect=false"), ask, logr.Discard())
 	require.ErrorContains(t, err, db)
 
-	require.NoError(t, RequireLeaderElection(ctx, parse(t, "--kong-admin-url", dbless, "--leader-elect=false"), logr.Discard()))
-	require.NoError(t, RequireLeaderElection(ctx, parse(t, "--kong-admin-url", db), logr.Discard()), "with leader election")
+	require.NoError(t, RequireLeaderElection(parse(t, "--kong-admin-url", dbless, "--leader-elect=false"), ask, logr.Discard()))
+	require.NoError(t, RequireLeaderElection(parse(t, "--kong-admin-url", db), ask, logr.Discard()), "with leader election")
 	// A gateway that does not answer does not stop the start; its first sync decides.
-	require.NoError(t, RequireLeaderElection(ctx, parse(t, "--kong-admin-url", "http://127.0.0.1:1", "--leader-elect=false"), logr.Discard()))
+	require.NoError(t, RequireLeaderElection(parse(t, "--kong-admin-url", "http://127.0.0.1:1", "--leader-elect=false"), ask, logr.Discard()))
 }
 
 func TestDBModeFactoryRequiresLeaderElection(t *testing.T) {

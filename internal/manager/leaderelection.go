@@ -20,6 +20,9 @@ type LeaderElection struct {
 	// GatewaysProbed: every gateway answered GET / and none has a database, so Start need
 	// not ask again (RequireLeaderElection).
 	GatewaysProbed bool
+	// Roots is each gateway's answer to GET / when deciding asked it (by --kong-admin-url),
+	// handed to the gateways so that none is asked again at start.
+	Roots map[string]dataplane.Root
 }
 
 // DecideLeaderElection decides as KIC does (its leaderElectionEnabled): an explicit choice
@@ -48,18 +51,20 @@ func DecideLeaderElection(ctx context.Context, cfg *config.Config, log logr.Logg
 		return LeaderElection{}, err
 	}
 	var withDB, without []string
+	roots := map[string]dataplane.Root{}
 	for _, u := range cfg.KongAdminURLs {
 		c, err := kong.NewClient(kong.String(u), httpClient)
 		if err != nil {
 			return LeaderElection{}, fmt.Errorf("--kong-admin-url %q: %w", u, err)
 		}
-		db, err := probeDatabase(ctx, c, cfg.KongAdminInitRetries, cfg.KongAdminInitRetryDelay, func(attempt int, err error) {
+		root, err := probeRoot(ctx, c, cfg.KongAdminInitRetries, cfg.KongAdminInitRetryDelay, func(attempt int, err error) {
 			log.Info("gateway not answering yet; its database mode decides leader election", "gateway", u, "attempt", attempt, "error", err.Error())
 		})
 		if err != nil {
 			return LeaderElection{}, fmt.Errorf("deciding leader election: gateway %s: %w (retries: --kong-admin-init-retries, --kong-admin-init-retry-delay; or decide with --leader-elect)", u, err)
 		}
-		if db {
+		roots[u] = root
+		if root.Database {
 			withDB = append(withDB, u)
 		} else {
 			without = append(without, u)
@@ -70,26 +75,26 @@ func DecideLeaderElection(ctx context.Context, cfg *config.Config, log logr.Logg
 		return LeaderElection{}, fmt.Errorf("gateways disagree on the database: %s have one, %s are DB-less; every --kong-admin-url must be the same kind of Kong",
 			strings.Join(withDB, ", "), strings.Join(without, ", "))
 	case len(withDB) > 0:
-		return LeaderElection{Enabled: true, Reason: "database mode detected: replicas share the database, one of them writes"}, nil
+		return LeaderElection{Enabled: true, Roots: roots, Reason: "database mode detected: replicas share the database, one of them writes"}, nil
 	default:
-		return LeaderElection{Enabled: false, GatewaysProbed: true,
+		return LeaderElection{Enabled: false, GatewaysProbed: true, Roots: roots,
 			Reason: "DB-less mode detected: each replica configures its own gateways (set --leader-elect=true to have one replica write to all)"}, nil
 	}
 }
 
-// probeDatabase asks GET / until the gateway answers, at most 1+retries times.
-func probeDatabase(ctx context.Context, c *kong.Client, retries int, delay time.Duration, onRetry func(int, error)) (bool, error) {
+// probeRoot asks GET / until the gateway answers, at most 1+retries times.
+func probeRoot(ctx context.Context, c *kong.Client, retries int, delay time.Duration, onRetry func(int, error)) (dataplane.Root, error) {
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, startCheckTimeout)
-		db, err := dataplane.HasDatabase(cctx, c)
+		root, err := dataplane.ReadRoot(cctx, c)
 		cancel()
 		if err == nil || attempt >= retries {
-			return db, err
+			return root, err
 		}
 		onRetry(attempt+1, err)
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return dataplane.Root{}, ctx.Err()
 		case <-time.After(delay):
 		}
 	}

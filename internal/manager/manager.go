@@ -271,7 +271,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		if discovered, err = gatewayDiscovery(ctx, cfg, mgr.GetCache(), dbMode, flavors, log.WithName("discovery")); err != nil {
 			return nil, err
 		}
-	} else if gateways, err = buildGateways(cfg, dbMode, flavors, log); err != nil {
+	} else if gateways, err = buildGateways(cfg, dbMode, flavors, election.Roots, log); err != nil {
 		return nil, err
 	}
 	var reporter dataplane.Reporters
@@ -406,14 +406,10 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer cancel()
 	refused := make(chan error, 1)
 	go func() {
-		if !c.election.GatewaysProbed {
-			if err := RequireLeaderElection(ctx, c.cfg, c.log); err != nil {
-				refused <- err
-				cancel()
-				return
-			}
+		if err := c.askGatewaysAtStart(ctx); err != nil {
+			refused <- err
+			cancel()
 		}
-		c.askGateways(ctx)
 	}()
 	err := c.run(ctx)
 	select {
@@ -424,24 +420,62 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 }
 
+// askGatewaysAtStart is what Start asks the gateways while the cache syncs: whether one has
+// a database though leader election is off (an error then), and what the first round needs.
+func (c *Controller) askGatewaysAtStart(ctx context.Context) error {
+	roots := c.askGateways(ctx)
+	if c.election.GatewaysProbed {
+		return nil
+	}
+	return RequireLeaderElection(c.cfg, func(url string) (dataplane.Root, error) {
+		a, ok := roots[url]
+		if !ok {
+			return dataplane.Root{}, errors.New("not asked")
+		}
+		return a.root, a.err
+	}, c.log)
+}
+
+// rootAnswer is a gateway's answer to GET /, or why there is none.
+type rootAnswer struct {
+	root dataplane.Root
+	err  error
+}
+
 // askGateways asks the --kong-admin-url gateways, while the cache syncs, what the first round
 // would otherwise ask them after it (issue #13: each GET / was a round trip on the path from
-// start to first push): their database mode and router (DetectingGateway.Detect) and their
-// edition (GatewayFacts). Failures are left for the first round to meet again. Only reads:
-// every replica may ask, leader or not.
-func (c *Controller) askGateways(ctx context.Context) {
+// start to first push), one GET / each (DetectingGateway.Detect, or the answer
+// DecideLeaderElection got): their database mode and router, for their first Sync, and their
+// edition, handed to GatewayFacts for the first round's translation. It returns the answers
+// by URL. Failures are left for the first round to meet again. Only reads: every replica may
+// ask, leader or not.
+func (c *Controller) askGateways(ctx context.Context) map[string]rootAnswer {
 	ctx, cancel := context.WithTimeout(ctx, startCheckTimeout)
 	defer cancel()
+	var mu sync.Mutex
+	answers := map[string]rootAnswer{}
 	var wg sync.WaitGroup
 	for _, g := range c.gateways {
 		if d, ok := g.(*dataplane.DetectingGateway); ok {
-			wg.Go(func() { _ = d.Detect(ctx) })
+			wg.Go(func() {
+				root, err := d.Detect(ctx)
+				a := rootAnswer{err: err}
+				switch {
+				case root != nil:
+					a.root = *root
+					c.facts.RecordRoot(d.AdminRootURL(), *root)
+				case err == nil:
+					// Its first Sync came first and asked: its protocol says what it found.
+					a.root.Database = d.Protocol() != dataplane.ProtocolDBLess
+				}
+				mu.Lock()
+				answers[d.URL()] = a
+				mu.Unlock()
+			})
 		}
 	}
-	if len(c.gateways) > 0 {
-		wg.Go(func() { c.facts.AskEditions(ctx) })
-	}
 	wg.Wait()
+	return answers
 }
 
 // run starts the manager and returns when it stopped, or ShutdownGrace after ctx ended.
@@ -696,8 +730,9 @@ func instanceID() string {
 	return name
 }
 
-// buildGateways makes one Gateway per --kong-admin-url.
-func buildGateways(cfg *config.Config, dbMode dataplane.DBModeFactory, flavors *dataplane.RouterFlavors, log logr.Logger) ([]dataplane.Gateway, error) {
+// buildGateways makes one Gateway per --kong-admin-url, each given its answer to GET / from
+// roots when DecideLeaderElection asked it, so that it is not asked again.
+func buildGateways(cfg *config.Config, dbMode dataplane.DBModeFactory, flavors *dataplane.RouterFlavors, roots map[string]dataplane.Root, log logr.Logger) ([]dataplane.Gateway, error) {
 	httpClient, err := AdminHTTPClient(cfg)
 	if err != nil {
 		return nil, err
@@ -710,6 +745,9 @@ func buildGateways(cfg *config.Config, dbMode dataplane.DBModeFactory, flavors *
 		}
 		g := dataplane.NewDetectingGateway(u, c, dbMode, log)
 		g.Flavors = flavors
+		if root, ok := roots[u]; ok {
+			g.Answered(root)
+		}
 		out = append(out, g)
 	}
 	return out, nil

@@ -120,18 +120,22 @@ func (t *Incremental) Build(snap *store.Snapshot, opts Options) Result {
 	} else {
 		t.Stats.LastReason = "first translation"
 	}
+	// The snapshot's indexes do not depend on the translation: they are built on another
+	// core meanwhile (a full translation is the first round of the start, issue #13).
+	indexed := make(chan *incrementalRound, 1)
+	go func() { indexed <- indexSnapshot(snap) }()
 	res := Build(snap, opts)
 	t.Stats.Full++
-	t.prev = newIncrementalRound(snap, opts, res)
+	t.prev = (<-indexed).withResult(opts, res)
 	return res
 }
 
-func newIncrementalRound(snap *store.Snapshot, opts Options, res Result) *incrementalRound {
-	r := &incrementalRound{snap: snap, opts: opts, res: res,
+// indexSnapshot is a round's indexes of snap's objects, without its result (withResult).
+func indexSnapshot(snap *store.Snapshot) *incrementalRound {
+	r := &incrementalRound{snap: snap,
 		ingresses: newObjectIndex(snap.Ingresses), services: newObjectIndex(snap.Services),
 		slices: newObjectIndex(snap.EndpointSlices), slicesOf: slicesByService{},
-		parts: res.parts.services, routeOwner: map[string]string{},
-		kongServicesOf: map[nsName][]string{}, ingressesNaming: map[nsName]map[nsName]struct{}{},
+		ingressesNaming: map[nsName]map[nsName]struct{}{},
 	}
 	for _, e := range r.ingresses.m {
 		r.addNaming(e.obj)
@@ -139,6 +143,13 @@ func newIncrementalRound(snap *store.Snapshot, opts Options, res Result) *increm
 	for _, e := range r.slices.m {
 		r.slicesOf.add(e.obj)
 	}
+	return r
+}
+
+// withResult completes r with the translation of its snapshot.
+func (r *incrementalRound) withResult(opts Options, res Result) *incrementalRound {
+	r.opts, r.res = opts, res
+	r.parts, r.routeOwner, r.kongServicesOf = res.parts.services, map[string]string{}, map[nsName][]string{}
 	for _, p := range r.parts {
 		r.addPart(p)
 	}
