@@ -355,7 +355,7 @@ func othersUnchanged(a, b *store.Snapshot, g *Graph) bool {
 // Secret, a token).
 func secretsUnchanged(a, b []*corev1.Secret, g *Graph) bool {
 	unread := func(s *corev1.Secret) bool {
-		return s.Labels[store.CACertLabel] != "true" && len(g.rdepsOf(Node(ref(gvkSecret, s.Namespace, s.Name)))) == 0
+		return s.Labels[store.CACertLabel] != "true" && g.rdepsOf(Node(ref(gvkSecret, s.Namespace, s.Name))).Len() == 0
 	}
 	index := make(map[nsName]*corev1.Secret, len(a))
 	listed := 0
@@ -781,7 +781,7 @@ func (t *Incremental) spliceable(part Result, subjects map[kongstate.ObjectRef]s
 		if _, in := subjects[from]; !in {
 			return "the change gives " + from.String() + " a reference"
 		}
-		for to := range tos {
+		for to := range tos.All() {
 			if !(to.Kind == gvkService.Kind && to.Group == "") && !(to.Kind == gvkIngressClass.Kind && to.Group == gvkIngressClass.Group) {
 				return "the change refers to a " + to.Kind
 			}
@@ -797,16 +797,11 @@ var maxGraphDepth = 32
 // with's edges instead. g is not modified (it may be read elsewhere): the new graph holds
 // what changed and reads the rest through g.
 func (g *Graph) replaceEdgesFrom(from map[kongstate.ObjectRef]struct{}, with *Graph) *Graph {
-	out := &Graph{deps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{},
-		rdeps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{}, base: g, depth: g.depth + 1}
-	rdepsOf := func(to kongstate.ObjectRef) map[kongstate.ObjectRef]struct{} {
+	out := &Graph{deps: map[kongstate.ObjectRef]*refSet{}, rdeps: map[kongstate.ObjectRef]*refSet{}, base: g, depth: g.depth + 1}
+	rdepsOf := func(to kongstate.ObjectRef) *refSet {
 		m, ok := out.rdeps[to]
 		if !ok {
-			old := g.rdepsOf(to)
-			m = make(map[kongstate.ObjectRef]struct{}, len(old)+1)
-			for k := range old {
-				m[k] = struct{}{}
-			}
+			m = g.rdepsOf(to).clone()
 			out.rdeps[to] = m
 		}
 		return m
@@ -815,9 +810,9 @@ func (g *Graph) replaceEdgesFrom(from map[kongstate.ObjectRef]struct{}, with *Gr
 	// references (an Ingress to its IngressClass, which every Ingress refers to) copies none.
 	for f := range from {
 		now := with.deps[f]
-		for to := range g.depsOf(f) {
-			if _, kept := now[to]; !kept {
-				delete(rdepsOf(to), f)
+		for to := range g.depsOf(f).All() {
+			if !now.Has(to) {
+				rdepsOf(to).Remove(f)
 			}
 		}
 		out.deps[f] = nil // no edges, whatever the base says
@@ -825,11 +820,11 @@ func (g *Graph) replaceEdgesFrom(from map[kongstate.ObjectRef]struct{}, with *Gr
 	for f, tos := range with.deps {
 		_, replaced := from[f]
 		before := g.depsOf(f)
-		m := make(map[kongstate.ObjectRef]struct{}, len(tos))
-		for to := range tos {
-			m[to] = struct{}{}
-			if _, had := before[to]; !had || !replaced {
-				rdepsOf(to)[f] = struct{}{}
+		m := newRefSet(tos.Len())
+		for to := range tos.All() {
+			m.Add(to)
+			if !before.Has(to) || !replaced {
+				rdepsOf(to).Add(f)
 			}
 		}
 		out.deps[f] = m
@@ -849,8 +844,7 @@ func (g *Graph) squash() *Graph {
 		chain = append(chain, bottom)
 		bottom = bottom.base
 	}
-	merged := &Graph{deps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{},
-		rdeps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{}, base: bottom, depth: 1}
+	merged := &Graph{deps: map[kongstate.ObjectRef]*refSet{}, rdeps: map[kongstate.ObjectRef]*refSet{}, base: bottom, depth: 1}
 	for i := len(chain) - 1; i >= 0; i-- {
 		for k, v := range chain[i].deps {
 			merged.deps[k] = v
@@ -884,12 +878,12 @@ func (g *Graph) flat() *Graph {
 		}
 	}
 	for k, v := range out.deps {
-		if len(v) == 0 {
+		if v.Len() == 0 {
 			delete(out.deps, k)
 		}
 	}
 	for k, v := range out.rdeps {
-		if len(v) == 0 {
+		if v.Len() == 0 {
 			delete(out.rdeps, k)
 		}
 	}
