@@ -259,6 +259,19 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 // string rather than reading a replaced character.
 func AppendJSONStringContent(dst, b []byte) []byte {
 	const hex = "0123456789abcdef"
+	// Grown once to the size it will have: appended to a short slice (a rendered entity's
+	// leading comma), appends would double its capacity, and the Renderer keeps these bytes
+	// (17.5 MB at 10,000 Ingresses, of which a few MB were unused capacity).
+	grow := len(b)
+	for _, c := range b {
+		switch {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			grow++
+		case c < 0x20:
+			grow += 5
+		}
+	}
+	dst = slices.Grow(dst, grow)
 	start := 0
 	for i, c := range b {
 		if c >= 0x20 && c != '"' && c != '\\' {
