@@ -99,7 +99,7 @@ type incrementalRound struct {
 	// Ingresses whose spec names each Service (old and new versions of a changed Ingress are
 	// both in the closure, so this index of the previous snapshot is enough).
 	kongServicesOf  map[nsName][]string
-	ingressesNaming map[nsName]map[nsName]struct{}
+	ingressesNaming map[nsName]*smallSet[nsName]
 }
 
 // maxClosureShare: a closure above this share of the Ingresses is translated in full.
@@ -131,7 +131,7 @@ func newIncrementalRound(snap *store.Snapshot, opts Options, res Result) *increm
 		ingresses: newObjectIndex(snap.Ingresses), services: newObjectIndex(snap.Services),
 		slices: newObjectIndex(snap.EndpointSlices), slicesOf: slicesByService{},
 		parts: res.parts.services, routeOwner: map[string]string{},
-		kongServicesOf: map[nsName][]string{}, ingressesNaming: map[nsName]map[nsName]struct{}{},
+		kongServicesOf: map[nsName][]string{}, ingressesNaming: map[nsName]*smallSet[nsName]{},
 	}
 	for _, e := range r.ingresses.m {
 		r.addNaming(e.obj)
@@ -159,17 +159,21 @@ func (r *incrementalRound) addNaming(ing *netv1.Ingress) {
 	for _, s := range servicesNamed(ing) {
 		m := r.ingressesNaming[s]
 		if m == nil {
-			m = map[nsName]struct{}{}
+			m = newSmallSet[nsName](1)
 			r.ingressesNaming[s] = m
 		}
-		m[keyOf(ing)] = struct{}{}
+		m.Add(keyOf(ing))
 	}
 }
 
 func (r *incrementalRound) removeNaming(ing *netv1.Ingress) {
 	for _, s := range servicesNamed(ing) {
-		delete(r.ingressesNaming[s], keyOf(ing))
-		if len(r.ingressesNaming[s]) == 0 {
+		m := r.ingressesNaming[s]
+		if m == nil {
+			continue
+		}
+		m.Remove(keyOf(ing))
+		if m.Len() == 0 {
 			delete(r.ingressesNaming, s)
 		}
 	}
@@ -538,7 +542,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 				}
 				addIngress(nsName{from.Namespace, from.Name})
 			}
-			for k := range prev.ingressesNaming[s] {
+			for k := range prev.ingressesNaming[s].All() {
 				addIngress(k)
 			}
 			if refs := prev.res.Graph.References(ref(gvkService, s.ns, s.name)); len(refs) > 0 {

@@ -16,24 +16,31 @@ import (
 //
 // A refSet held by a Graph is never modified once that graph is built: replaceEdgesFrom
 // copies the ones it changes (clone).
-type refSet struct {
-	few  []kongstate.ObjectRef
-	many map[kongstate.ObjectRef]struct{}
+type refSet = smallSet[kongstate.ObjectRef]
+
+// smallSet is a set kept as a slice while it holds at most fewSize members, as a map
+// beyond: refSet, and the Incremental translator's Ingresses that name each Service.
+type smallSet[T comparable] struct {
+	few  []T
+	many map[T]struct{}
 }
 
 // fewSize is the largest set kept as a slice: a lookup compares at most this many refs.
 const fewSize = 8
 
 // newRefSet is an empty set for about n nodes.
-func newRefSet(n int) *refSet {
+func newRefSet(n int) *refSet { return newSmallSet[kongstate.ObjectRef](n) }
+
+// newSmallSet is an empty set for about n members.
+func newSmallSet[T comparable](n int) *smallSet[T] {
 	if n > fewSize {
-		return &refSet{many: make(map[kongstate.ObjectRef]struct{}, n)}
+		return &smallSet[T]{many: make(map[T]struct{}, n)}
 	}
-	return &refSet{few: make([]kongstate.ObjectRef, 0, n)}
+	return &smallSet[T]{few: make([]T, 0, n)}
 }
 
 // Len is the number of nodes in s (0 for nil).
-func (s *refSet) Len() int {
+func (s *smallSet[T]) Len() int {
 	switch {
 	case s == nil:
 		return 0
@@ -45,7 +52,7 @@ func (s *refSet) Len() int {
 }
 
 // Has says whether n is in s.
-func (s *refSet) Has(n kongstate.ObjectRef) bool {
+func (s *smallSet[T]) Has(n T) bool {
 	switch {
 	case s == nil:
 		return false
@@ -58,7 +65,7 @@ func (s *refSet) Has(n kongstate.ObjectRef) bool {
 }
 
 // Add puts n in s.
-func (s *refSet) Add(n kongstate.ObjectRef) {
+func (s *smallSet[T]) Add(n T) {
 	switch {
 	case s.many != nil:
 		s.many[n] = struct{}{}
@@ -66,7 +73,7 @@ func (s *refSet) Add(n kongstate.ObjectRef) {
 	case len(s.few) < fewSize:
 		s.few = append(s.few, n)
 	default:
-		s.many = make(map[kongstate.ObjectRef]struct{}, 2*fewSize)
+		s.many = make(map[T]struct{}, 2*fewSize)
 		for _, r := range s.few {
 			s.many[r] = struct{}{}
 		}
@@ -76,7 +83,7 @@ func (s *refSet) Add(n kongstate.ObjectRef) {
 }
 
 // Remove takes n out of s. A map stays a map: sets that shrink are rare.
-func (s *refSet) Remove(n kongstate.ObjectRef) {
+func (s *smallSet[T]) Remove(n T) {
 	if s.many != nil {
 		delete(s.many, n)
 		return
@@ -87,8 +94,8 @@ func (s *refSet) Remove(n kongstate.ObjectRef) {
 }
 
 // All is every node of s, in no particular order.
-func (s *refSet) All() iter.Seq[kongstate.ObjectRef] {
-	return func(yield func(kongstate.ObjectRef) bool) {
+func (s *smallSet[T]) All() iter.Seq[T] {
+	return func(yield func(T) bool) {
 		if s == nil {
 			return
 		}
@@ -109,8 +116,8 @@ func (s *refSet) All() iter.Seq[kongstate.ObjectRef] {
 }
 
 // clone is a copy of s with room for one more node.
-func (s *refSet) clone() *refSet {
-	out := newRefSet(s.Len() + 1)
+func (s *smallSet[T]) clone() *smallSet[T] {
+	out := newSmallSet[T](s.Len() + 1)
 	for n := range s.All() {
 		out.Add(n)
 	}
