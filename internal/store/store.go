@@ -133,18 +133,14 @@ func (s *Store) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error)
 		}
 	}
 	if reads(KindSecret) {
-		var secrets corev1.SecretList
-		if err := s.list(ctx, KindSecret, &secrets); err != nil {
+		if snap.Secrets, err = listShared[corev1.SecretList, corev1.Secret](ctx, s, KindSecret, nil); err != nil {
 			return nil, err
 		}
-		snap.Secrets = filterNamespaced(s, secrets.Items)
 	}
 	if reads(KindConfigMap) {
-		var configMaps corev1.ConfigMapList
-		if err := s.list(ctx, KindConfigMap, &configMaps); err != nil {
+		if snap.ConfigMaps, err = listShared[corev1.ConfigMapList, corev1.ConfigMap](ctx, s, KindConfigMap, nil); err != nil {
 			return nil, err
 		}
-		snap.ConfigMaps = filterNamespaced(s, configMaps.Items)
 	}
 
 	if s.opts.Kinds.Has(KindKongPlugin) {
