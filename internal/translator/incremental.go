@@ -310,21 +310,22 @@ func serviceOf(es *discoveryv1.EndpointSlice) (nsName, bool) {
 	return nsName{es.Namespace, s}, s != ""
 }
 
-type slicesByService map[nsName]map[nsName]struct{}
+// slicesByService is the EndpointSlices of each Service (usually one: a small set).
+type slicesByService map[nsName]*smallSet[nsName]
 
 func (m slicesByService) add(es *discoveryv1.EndpointSlice) {
 	if s, ok := serviceOf(es); ok {
 		if m[s] == nil {
-			m[s] = map[nsName]struct{}{}
+			m[s] = newSmallSet[nsName](1)
 		}
-		m[s][keyOf(es)] = struct{}{}
+		m[s].Add(keyOf(es))
 	}
 }
 
 func (m slicesByService) remove(es *discoveryv1.EndpointSlice) {
-	if s, ok := serviceOf(es); ok {
-		delete(m[s], keyOf(es))
-		if len(m[s]) == 0 {
+	if s, ok := serviceOf(es); ok && m[s] != nil {
+		m[s].Remove(keyOf(es))
+		if m[s].Len() == 0 {
 			delete(m, s)
 		}
 	}
@@ -604,7 +605,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		subjects[Node(ref(gvkService, s.ns, s.name))] = struct{}{}
 	}
 	for s := range services {
-		for k := range prev.slicesOf[s] {
+		for k := range prev.slicesOf[s].All() {
 			sub.EndpointSlices = append(sub.EndpointSlices, prev.slices.get(k))
 			subjects[Node(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
 		}
