@@ -43,7 +43,7 @@ func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 	pushStart := time.Now()
 	out, err := g.gw.PushBody(ctx, body)
 	if out != dbless.Unchanged {
-		g.log.V(1).Info("configuration sent", "gateway", g.url, "outcome", out.String(), "bytes", len(body),
+		g.log.V(1).Info("configuration sent", "gateway", g.url, "outcome", out.String(), "bytes", body.Len(),
 			"render", pushStart.Sub(renderStart).String(), "push", time.Since(pushStart).String())
 	}
 	var rej *dbless.RejectedError

@@ -79,7 +79,7 @@ type Target struct {
 	err    error
 
 	bodyOnce sync.Once
-	body     []byte
+	body     kongstate.Body
 	bodyErr  error
 }
 
@@ -102,7 +102,7 @@ func (t *Target) DeclarativeConfig() ([]byte, error) {
 // DBLessBody is the body of a DB-less Kong's POST /config for the target (dbless.Body of
 // DeclarativeConfig), rendered once, without rendering DeclarativeConfig when nothing else
 // asks for it: the renderer keeps the entities' bytes escaped.
-func (t *Target) DBLessBody() ([]byte, error) {
+func (t *Target) DBLessBody() (kongstate.Body, error) {
 	t.bodyOnce.Do(func() {
 		if t.renderer != nil {
 			t.body, t.bodyErr = t.renderer.QuotedDeclarativeConfig(t.State, dbless.BodyPrefix, dbless.BodySuffix)
@@ -113,7 +113,7 @@ func (t *Target) DBLessBody() ([]byte, error) {
 			t.bodyErr = err
 			return
 		}
-		t.body = dbless.Body(cfg)
+		t.body = kongstate.BodyOf(dbless.Body(cfg))
 	})
 	return t.body, t.bodyErr
 }
@@ -121,11 +121,13 @@ func (t *Target) DBLessBody() ([]byte, error) {
 // sentSize is the size of what a gateway of protocol was sent of the target: the body of
 // POST /config for a DB-less one, the configuration otherwise; 0 when it cannot be rendered.
 func (t *Target) sentSize(protocol string) int {
-	render := t.DeclarativeConfig
 	if protocol == ProtocolDBLess {
-		render = t.DBLessBody
+		if b, err := t.DBLessBody(); err == nil {
+			return b.Len()
+		}
+		return 0
 	}
-	if b, err := render(); err == nil {
+	if b, err := t.DeclarativeConfig(); err == nil {
 		return len(b)
 	}
 	return 0

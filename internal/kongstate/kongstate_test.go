@@ -3,6 +3,7 @@ package kongstate
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -204,9 +205,15 @@ func TestRendererMatchesDeclarativeConfig(t *testing.T) {
 		require.Equal(t, string(want), string(got), "state %d", i)
 		quoted, err := r.QuotedDeclarativeConfig(s, `{"config":"`, `"}`)
 		require.NoError(t, err)
-		require.Equal(t, string(QuotedBody(want, `{"config":"`, `"}`)), string(quoted), "state %d, quoted", i)
+		wantQuoted := QuotedBody(want, `{"config":"`, `"}`)
+		require.Equal(t, string(wantQuoted), quoted.String(), "state %d, quoted", i)
+		require.Equal(t, len(wantQuoted), quoted.Len(), "state %d, quoted", i)
+		require.True(t, quoted.Equal(BodyOf(wantQuoted)), "state %d, quoted", i)
+		read, err := io.ReadAll(quoted.Reader())
+		require.NoError(t, err)
+		require.Equal(t, string(wantQuoted), string(read), "state %d, quoted, read", i)
 		var body struct{ Config string }
-		require.NoError(t, json.Unmarshal(quoted, &body), "state %d, quoted", i)
+		require.NoError(t, json.Unmarshal(quoted.Bytes(), &body), "state %d, quoted", i)
 		require.Equal(t, string(want), body.Config, "state %d, quoted", i)
 	}
 }

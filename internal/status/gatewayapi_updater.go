@@ -132,7 +132,14 @@ func (u *GatewayAPIUpdater) startPass(ctx context.Context) (*gatewayapi.Attachme
 	if a == nil {
 		return nil, nil, nil, nil
 	}
-	snap, err := u.source.Snapshot(ctx)
+	read := store.NewKindSet(store.KindGatewayClass, store.KindGateway, store.KindHTTPRoute, store.KindGRPCRoute,
+		store.KindTCPRoute, store.KindTLSRoute, store.KindUDPRoute, store.KindReferenceGrant, store.KindNamespace,
+		store.KindSecret, store.KindConfigMap)
+	if u.GatewayAlpha {
+		// BackendTLSPolicies (alpha) are the only reader of Services: not listed otherwise.
+		read[store.KindBackendTLSPolicy], read[store.KindService] = struct{}{}, struct{}{}
+	}
+	snap, err := store.SnapshotOf(ctx, u.source, read)
 	return a, programmed, snap, err
 }
 

@@ -72,7 +72,7 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	snap, err := u.source.Snapshot(ctx)
+	snap, err := store.SnapshotOf(ctx, u.source, store.NewKindSet(store.KindIngress))
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
 
@@ -199,6 +200,10 @@ func eachEntityTags(s *kongstate.State, f func([]*string)) {
 	}
 }
 
+// programmedKinds are the kinds Update reads: those with the condition.
+var programmedKinds = store.NewKindSet(store.KindKongPlugin, store.KindKongClusterPlugin, store.KindKongConsumer,
+	store.KindKongConsumerGroup, store.KindKongVault, store.KindKongCustomEntity, store.KindKongLicense)
+
 // conditioned is an object with status conditions, and its kind.
 type conditioned struct {
 	obj        client.Object
@@ -219,7 +224,7 @@ func (u *ProgrammedUpdater) Update(ctx context.Context) error {
 	if u.unwalked == nil && u.last == nil {
 		return nil // no round reached a gateway yet
 	}
-	snap, err := u.source.Snapshot(ctx)
+	snap, err := store.SnapshotOf(ctx, u.source, programmedKinds)
 	if err != nil {
 		return err
 	}

@@ -112,12 +112,34 @@ type payloadSource struct {
 }
 
 func (s payloadSource) Snapshot(ctx context.Context) (*Snapshot, error) {
-	snap, err := s.inner.Snapshot(ctx)
+	return s.SnapshotOf(ctx, nil)
+}
+
+// SnapshotOf is Store.SnapshotOf through the payloads (inner's Snapshot when inner lists
+// every kind only). A snapshot without Secrets leaves the loaded copies alone: fill forgets
+// those of Secrets it does not see.
+func (s payloadSource) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error) {
+	snap, err := SnapshotOf(ctx, s.inner, read)
 	if err != nil {
 		return nil, err
 	}
-	s.p.fill(snap)
+	if read == nil || read.Has(KindSecret) {
+		s.p.fill(snap)
+	} else {
+		// Not asked for, and not filled: never shown without their data.
+		snap.Secrets, snap.SecretsPending = nil, nil
+	}
 	return snap, nil
+}
+
+// SnapshotOf is source's SnapshotOf(ctx, read) when it has one, else its whole Snapshot.
+func SnapshotOf(ctx context.Context, source SnapshotSource, read KindSet) (*Snapshot, error) {
+	if partial, ok := source.(interface {
+		SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error)
+	}); ok {
+		return partial.SnapshotOf(ctx, read)
+	}
+	return source.Snapshot(ctx)
 }
 
 // fill replaces the payload-less Secrets of snap with their loaded copies, or moves them to

@@ -147,6 +147,18 @@ func TestSecretPayloadsLoadReferencedSecrets(t *testing.T) {
 			if len(next.Secrets) != 2 || reader.gets+reader.lists != reads {
 				t.Fatalf("next snapshot: %d shown, %d reads more", len(next.Secrets), reader.gets+reader.lists-reads)
 			}
+			// A snapshot without Secrets (a status updater's) shows none and forgets no
+			// loaded copy.
+			noSecrets, err := src.(payloadSource).SnapshotOf(ctx, NewKindSet(KindIngress))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(noSecrets.Secrets)+len(noSecrets.SecretsPending) != 0 {
+				t.Fatalf("snapshot without Secrets: %d shown, %d pending", len(noSecrets.Secrets), len(noSecrets.SecretsPending))
+			}
+			if next, err = src.Snapshot(ctx); err != nil || len(next.Secrets) != 2 || reader.gets+reader.lists != reads {
+				t.Fatalf("after a snapshot without Secrets: %d shown, %d reads more (%v)", len(next.Secrets), reader.gets+reader.lists-reads, err)
+			}
 			// Another version cached (the Secret changed): the loaded copy no longer serves.
 			cached[1] = cached[1].DeepCopy()
 			cached[1].ResourceVersion = "12345"

@@ -166,3 +166,39 @@ func TestNamespaceLabels(t *testing.T) {
 	_, isMetadata := KindNamespace.NewObject().(*metav1.PartialObjectMetadata)
 	require.True(t, isMetadata, "the informer is a metadata informer")
 }
+
+// TestSnapshotOfReadsOnlyTheKindsAsked: a snapshot of some kinds holds those, filtered as a
+// whole snapshot filters them, and nothing of the others.
+func TestSnapshotOfReadsOnlyTheKindsAsked(t *testing.T) {
+	ns := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "a", Name: name} }
+	s, err := NewForObjects([]client.Object{
+		&netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "kong", Annotations: map[string]string{DefaultClassAnnotation: "true"}}},
+		ingress("a", "no-class", nil, ""),
+		ingress("a", "other", ptr("other"), ""),
+		&corev1.Service{ObjectMeta: ns("svc")},
+		&corev1.Secret{ObjectMeta: ns("secret")},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "ca", Labels: map[string]string{CACertLabel: "true"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}},
+	}, Options{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	whole, err := s.Snapshot(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a/no-class"}, names(whole.Ingresses))
+	require.Len(t, whole.Services, 1)
+	require.Len(t, whole.Secrets, 1)
+	require.Contains(t, whole.NamespaceLabels, "a")
+
+	all, err := s.SnapshotOf(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, whole, all)
+
+	ingresses, err := s.SnapshotOf(ctx, NewKindSet(KindIngress))
+	require.NoError(t, err)
+	require.Equal(t, &Snapshot{IngressClass: "kong", IngressClassIsDefault: true, Ingresses: whole.Ingresses}, ingresses)
+
+	gateways, err := s.SnapshotOf(ctx, NewKindSet(KindSecret, KindConfigMap, KindNamespace))
+	require.NoError(t, err)
+	require.Equal(t, &Snapshot{IngressClass: "kong", IngressClassIsDefault: true, Secrets: whole.Secrets,
+		ConfigMaps: whole.ConfigMaps, NamespaceLabels: whole.NamespaceLabels}, gateways)
+}

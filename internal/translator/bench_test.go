@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"runtime"
 	"syscall"
 	"testing"
 
@@ -199,10 +200,94 @@ func BenchmarkFirstRound(b *testing.B) {
 				if len(res.Problems) != 0 || len(res.State.Services) != n {
 					b.Fatalf("unexpected result: %d services, problems %v", len(res.State.Services), res.Problems)
 				}
-				size = len(body)
+				size = body.Len()
 			}
 			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 			b.ReportMetric(float64(size), "bytes/body")
+		})
+	}
+}
+
+// BenchmarkGraphRetained measures what a translation's object graph keeps alive: the heap
+// after a collection with the graph held, less the heap once it is dropped (graph-MB). The
+// graph lives as long as the controller's latest result.
+func BenchmarkGraphRetained(b *testing.B) {
+	for _, n := range []int{3000, 10000} {
+		snap := benchdata.Snapshot(n)
+		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
+			var retained float64
+			for b.Loop() {
+				g := Build(snap, Options{}).Graph
+				with := liveHeap()
+				if len(g.ReferredBy(kongstate.ObjectRef{Kind: "Service", Namespace: snap.Services[0].Namespace, Name: snap.Services[0].Name})) != 1 {
+					b.Fatal("the Service's Ingress is not in the graph")
+				}
+				g = nil
+				retained += float64(with - liveHeap())
+			}
+			b.ReportMetric(retained/float64(b.N)/1e6, "graph-MB")
+		})
+	}
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkRendererRetained measures what a kongstate.Renderer keeps of the last body of
+// POST /config it rendered (the escaped bytes of every service and upstream, which the next
+// body re-uses): the heap after a collection with the renderer held, less the heap without
+// it (renderer-MB), and the body's size (body-MB).
+func BenchmarkRendererRetained(b *testing.B) {
+	for _, n := range []int{3000, 10000} {
+		state := Build(benchdata.Snapshot(n), Options{}).State
+		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
+			var retained, size float64
+			for b.Loop() {
+				r := &kongstate.Renderer{}
+				body, err := r.QuotedDeclarativeConfig(state, `{"config":"`, `"}`)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size += float64(body.Len())
+				body = kongstate.Body{}
+				with := liveHeap()
+				if _, err := r.QuotedDeclarativeConfig(state, `{"config":"`, `"}`); err != nil {
+					b.Fatal(err)
+				}
+				r = nil
+				retained += float64(with - liveHeap())
+			}
+			b.ReportMetric(retained/float64(b.N)/1e6, "renderer-MB")
+			b.ReportMetric(size/float64(b.N)/1e6, "body-MB")
+		})
+	}
+}
+
+// BenchmarkIncrementalRetained measures what an Incremental translator keeps between rounds
+// (the previous result with its object graph, and its indexes of the snapshot): the heap
+// after a collection with it held, less the heap without it (incremental-MB). The snapshot's
+// objects, which the cache holds anyway, are not counted.
+func BenchmarkIncrementalRetained(b *testing.B) {
+	for _, n := range []int{3000, 10000} {
+		snap := benchdata.Snapshot(n)
+		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
+			var retained float64
+			for b.Loop() {
+				inc := &Incremental{}
+				inc.Build(snap, Options{})
+				with := liveHeap()
+				if inc.Build(snap, Options{}).State == nil {
+					b.Fatal("no state")
+				}
+				inc = nil
+				retained += float64(with - liveHeap())
+			}
+			b.ReportMetric(retained/float64(b.N)/1e6, "incremental-MB")
 		})
 	}
 }

@@ -1,6 +1,8 @@
 package translator
 
 import (
+	"iter"
+	"maps"
 	"sort"
 
 	"github.com/konductor/konductor/internal/kongstate"
@@ -15,8 +17,8 @@ import (
 // Nodes are keyed by group, kind, namespace and name (no UID, no version), so a reference
 // made by name meets the object it names.
 type Graph struct {
-	deps  map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{} // object -> what it refers to
-	rdeps map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{} // object -> what refers to it
+	deps  map[kongstate.ObjectRef]*refSet // object -> what it refers to
+	rdeps map[kongstate.ObjectRef]*refSet // object -> what refers to it
 	// base, when set, holds the edges of the nodes that deps and rdeps do not mention: an
 	// Incremental round's graph is the previous one with the edges of the objects it
 	// translated again replaced (replaceEdgesFrom), so that a round copies no more than it
@@ -26,7 +28,7 @@ type Graph struct {
 }
 
 // depsOf is what n refers to (read-only).
-func (g *Graph) depsOf(n kongstate.ObjectRef) map[kongstate.ObjectRef]struct{} {
+func (g *Graph) depsOf(n kongstate.ObjectRef) *refSet {
 	for x := g; x != nil; x = x.base {
 		if m, ok := x.deps[n]; ok {
 			return m
@@ -36,7 +38,7 @@ func (g *Graph) depsOf(n kongstate.ObjectRef) map[kongstate.ObjectRef]struct{} {
 }
 
 // rdepsOf is what refers to n (read-only).
-func (g *Graph) rdepsOf(n kongstate.ObjectRef) map[kongstate.ObjectRef]struct{} {
+func (g *Graph) rdepsOf(n kongstate.ObjectRef) *refSet {
 	for x := g; x != nil; x = x.base {
 		if m, ok := x.rdeps[n]; ok {
 			return m
@@ -46,7 +48,7 @@ func (g *Graph) rdepsOf(n kongstate.ObjectRef) map[kongstate.ObjectRef]struct{} 
 }
 
 func newGraph() *Graph {
-	return &Graph{deps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{}, rdeps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{}}
+	return &Graph{deps: map[kongstate.ObjectRef]*refSet{}, rdeps: map[kongstate.ObjectRef]*refSet{}}
 }
 
 // Node is the key of ref in the graph: its group, kind, namespace and name.
@@ -61,13 +63,13 @@ func (g *Graph) refer(from, to kongstate.ObjectRef) {
 		return
 	}
 	if g.deps[from] == nil {
-		g.deps[from] = map[kongstate.ObjectRef]struct{}{}
+		g.deps[from] = newRefSet(1)
 	}
-	g.deps[from][to] = struct{}{}
+	g.deps[from].Add(to)
 	if g.rdeps[to] == nil {
-		g.rdeps[to] = map[kongstate.ObjectRef]struct{}{}
+		g.rdeps[to] = newRefSet(1)
 	}
-	g.rdeps[to][from] = struct{}{}
+	g.rdeps[to].Add(from)
 }
 
 // References lists the objects ref refers to, sorted.
@@ -75,7 +77,7 @@ func (g *Graph) References(ref kongstate.ObjectRef) []kongstate.ObjectRef {
 	if g == nil {
 		return nil
 	}
-	return sortedRefs(g.depsOf(Node(ref)))
+	return sortedRefs(g.depsOf(Node(ref)).All())
 }
 
 // ReferredBy lists the objects that refer to ref, sorted.
@@ -83,7 +85,7 @@ func (g *Graph) ReferredBy(ref kongstate.ObjectRef) []kongstate.ObjectRef {
 	if g == nil {
 		return nil
 	}
-	return sortedRefs(g.rdepsOf(Node(ref)))
+	return sortedRefs(g.rdepsOf(Node(ref)).All())
 }
 
 // Dependents lists refs and every object that refers to one of them, directly or through
@@ -102,16 +104,16 @@ func (g *Graph) Dependents(refs ...kongstate.ObjectRef) []kongstate.ObjectRef {
 		}
 		seen[n] = struct{}{}
 		if g != nil {
-			for d := range g.rdepsOf(n) {
+			for d := range g.rdepsOf(n).All() {
 				queue = append(queue, d)
 			}
 		}
 	}
-	return sortedRefs(seen)
+	return sortedRefs(maps.Keys(seen))
 }
 
-func sortedRefs(set map[kongstate.ObjectRef]struct{}) []kongstate.ObjectRef {
-	out := make([]kongstate.ObjectRef, 0, len(set))
+func sortedRefs(set iter.Seq[kongstate.ObjectRef]) []kongstate.ObjectRef {
+	var out []kongstate.ObjectRef
 	for r := range set {
 		out = append(out, r)
 	}

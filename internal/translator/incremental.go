@@ -99,7 +99,7 @@ type incrementalRound struct {
 	// Ingresses whose spec names each Service (old and new versions of a changed Ingress are
 	// both in the closure, so this index of the previous snapshot is enough).
 	kongServicesOf  map[nsName][]string
-	ingressesNaming map[nsName]map[nsName]struct{}
+	ingressesNaming map[nsName]*smallSet[nsName]
 }
 
 // maxClosureShare: a closure above this share of the Ingresses is translated in full.
@@ -135,7 +135,7 @@ func indexSnapshot(snap *store.Snapshot) *incrementalRound {
 	r := &incrementalRound{snap: snap,
 		ingresses: newObjectIndex(snap.Ingresses), services: newObjectIndex(snap.Services),
 		slices: newObjectIndex(snap.EndpointSlices), slicesOf: slicesByService{},
-		ingressesNaming: map[nsName]map[nsName]struct{}{},
+		ingressesNaming: map[nsName]*smallSet[nsName]{},
 	}
 	for _, e := range r.ingresses.m {
 		r.addNaming(e.obj)
@@ -170,17 +170,21 @@ func (r *incrementalRound) addNaming(ing *netv1.Ingress) {
 	for _, s := range servicesNamed(ing) {
 		m := r.ingressesNaming[s]
 		if m == nil {
-			m = map[nsName]struct{}{}
+			m = newSmallSet[nsName](1)
 			r.ingressesNaming[s] = m
 		}
-		m[keyOf(ing)] = struct{}{}
+		m.Add(keyOf(ing))
 	}
 }
 
 func (r *incrementalRound) removeNaming(ing *netv1.Ingress) {
 	for _, s := range servicesNamed(ing) {
-		delete(r.ingressesNaming[s], keyOf(ing))
-		if len(r.ingressesNaming[s]) == 0 {
+		m := r.ingressesNaming[s]
+		if m == nil {
+			continue
+		}
+		m.Remove(keyOf(ing))
+		if m.Len() == 0 {
 			delete(r.ingressesNaming, s)
 		}
 	}
@@ -317,21 +321,22 @@ func serviceOf(es *discoveryv1.EndpointSlice) (nsName, bool) {
 	return nsName{es.Namespace, s}, s != ""
 }
 
-type slicesByService map[nsName]map[nsName]struct{}
+// slicesByService is the EndpointSlices of each Service (usually one: a small set).
+type slicesByService map[nsName]*smallSet[nsName]
 
 func (m slicesByService) add(es *discoveryv1.EndpointSlice) {
 	if s, ok := serviceOf(es); ok {
 		if m[s] == nil {
-			m[s] = map[nsName]struct{}{}
+			m[s] = newSmallSet[nsName](1)
 		}
-		m[s][keyOf(es)] = struct{}{}
+		m[s].Add(keyOf(es))
 	}
 }
 
 func (m slicesByService) remove(es *discoveryv1.EndpointSlice) {
-	if s, ok := serviceOf(es); ok {
-		delete(m[s], keyOf(es))
-		if len(m[s]) == 0 {
+	if s, ok := serviceOf(es); ok && m[s] != nil {
+		m[s].Remove(keyOf(es))
+		if m[s].Len() == 0 {
 			delete(m, s)
 		}
 	}
@@ -366,7 +371,7 @@ func othersUnchanged(a, b *store.Snapshot, g *Graph) bool {
 // Secret, a token).
 func secretsUnchanged(a, b []*corev1.Secret, g *Graph) bool {
 	unread := func(s *corev1.Secret) bool {
-		return s.Labels[store.CACertLabel] != "true" && len(g.rdepsOf(Node(ref(gvkSecret, s.Namespace, s.Name)))) == 0
+		return s.Labels[store.CACertLabel] != "true" && g.rdepsOf(Node(ref(gvkSecret, s.Namespace, s.Name))).Len() == 0
 	}
 	index := make(map[nsName]*corev1.Secret, len(a))
 	listed := 0
@@ -549,7 +554,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 				}
 				addIngress(nsName{from.Namespace, from.Name})
 			}
-			for k := range prev.ingressesNaming[s] {
+			for k := range prev.ingressesNaming[s].All() {
 				addIngress(k)
 			}
 			if refs := prev.res.Graph.References(ref(gvkService, s.ns, s.name)); len(refs) > 0 {
@@ -611,7 +616,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		subjects[Node(ref(gvkService, s.ns, s.name))] = struct{}{}
 	}
 	for s := range services {
-		for k := range prev.slicesOf[s] {
+		for k := range prev.slicesOf[s].All() {
 			sub.EndpointSlices = append(sub.EndpointSlices, prev.slices.get(k))
 			subjects[Node(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
 		}
@@ -792,7 +797,7 @@ func (t *Incremental) spliceable(part Result, subjects map[kongstate.ObjectRef]s
 		if _, in := subjects[from]; !in {
 			return "the change gives " + from.String() + " a reference"
 		}
-		for to := range tos {
+		for to := range tos.All() {
 			if !(to.Kind == gvkService.Kind && to.Group == "") && !(to.Kind == gvkIngressClass.Kind && to.Group == gvkIngressClass.Group) {
 				return "the change refers to a " + to.Kind
 			}
@@ -808,16 +813,11 @@ var maxGraphDepth = 32
 // with's edges instead. g is not modified (it may be read elsewhere): the new graph holds
 // what changed and reads the rest through g.
 func (g *Graph) replaceEdgesFrom(from map[kongstate.ObjectRef]struct{}, with *Graph) *Graph {
-	out := &Graph{deps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{},
-		rdeps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{}, base: g, depth: g.depth + 1}
-	rdepsOf := func(to kongstate.ObjectRef) map[kongstate.ObjectRef]struct{} {
+	out := &Graph{deps: map[kongstate.ObjectRef]*refSet{}, rdeps: map[kongstate.ObjectRef]*refSet{}, base: g, depth: g.depth + 1}
+	rdepsOf := func(to kongstate.ObjectRef) *refSet {
 		m, ok := out.rdeps[to]
 		if !ok {
-			old := g.rdepsOf(to)
-			m = make(map[kongstate.ObjectRef]struct{}, len(old)+1)
-			for k := range old {
-				m[k] = struct{}{}
-			}
+			m = g.rdepsOf(to).clone()
 			out.rdeps[to] = m
 		}
 		return m
@@ -826,9 +826,9 @@ func (g *Graph) replaceEdgesFrom(from map[kongstate.ObjectRef]struct{}, with *Gr
 	// references (an Ingress to its IngressClass, which every Ingress refers to) copies none.
 	for f := range from {
 		now := with.deps[f]
-		for to := range g.depsOf(f) {
-			if _, kept := now[to]; !kept {
-				delete(rdepsOf(to), f)
+		for to := range g.depsOf(f).All() {
+			if !now.Has(to) {
+				rdepsOf(to).Remove(f)
 			}
 		}
 		out.deps[f] = nil // no edges, whatever the base says
@@ -836,11 +836,11 @@ func (g *Graph) replaceEdgesFrom(from map[kongstate.ObjectRef]struct{}, with *Gr
 	for f, tos := range with.deps {
 		_, replaced := from[f]
 		before := g.depsOf(f)
-		m := make(map[kongstate.ObjectRef]struct{}, len(tos))
-		for to := range tos {
-			m[to] = struct{}{}
-			if _, had := before[to]; !had || !replaced {
-				rdepsOf(to)[f] = struct{}{}
+		m := newRefSet(tos.Len())
+		for to := range tos.All() {
+			m.Add(to)
+			if !before.Has(to) || !replaced {
+				rdepsOf(to).Add(f)
 			}
 		}
 		out.deps[f] = m
@@ -860,8 +860,7 @@ func (g *Graph) squash() *Graph {
 		chain = append(chain, bottom)
 		bottom = bottom.base
 	}
-	merged := &Graph{deps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{},
-		rdeps: map[kongstate.ObjectRef]map[kongstate.ObjectRef]struct{}{}, base: bottom, depth: 1}
+	merged := &Graph{deps: map[kongstate.ObjectRef]*refSet{}, rdeps: map[kongstate.ObjectRef]*refSet{}, base: bottom, depth: 1}
 	for i := len(chain) - 1; i >= 0; i-- {
 		for k, v := range chain[i].deps {
 			merged.deps[k] = v
@@ -895,12 +894,12 @@ func (g *Graph) flat() *Graph {
 		}
 	}
 	for k, v := range out.deps {
-		if len(v) == 0 {
+		if v.Len() == 0 {
 			delete(out.deps, k)
 		}
 	}
 	for k, v := range out.rdeps {
-		if len(v) == 0 {
+		if v.Len() == 0 {
 			delete(out.rdeps, k)
 		}
 	}

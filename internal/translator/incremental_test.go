@@ -102,7 +102,7 @@ func requireSameResult(t *testing.T, step string, renderer *kongstate.Renderer, 
 	require.Equal(t, string(wantCfg), string(gotCfg), "%s: rendered configuration", step)
 	gotQuoted, err := renderer.QuotedDeclarativeConfig(got.State, "", "")
 	require.NoError(t, err)
-	require.Equal(t, string(kongstate.AppendJSONStringContent(nil, wantCfg)), string(gotQuoted), "%s: rendered configuration, quoted", step)
+	require.Equal(t, string(kongstate.AppendJSONStringContent(nil, wantCfg)), gotQuoted.String(), "%s: rendered configuration, quoted", step)
 	require.Equal(t, want.Problems, got.Problems, "%s: problems", step)
 	require.Equal(t, graphString(want.Graph), graphString(got.Graph), "%s: graph", step)
 	ws, gs := reflect.ValueOf(want.State).Elem(), reflect.ValueOf(got.State).Elem()

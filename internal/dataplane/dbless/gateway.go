@@ -9,11 +9,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/kong/go-kong/kong"
+
+	"github.com/konductor/konductor/internal/kongstate"
 )
 
 // EmptyConfigurationHash is what GET /status reports while a DB-less Kong holds no
@@ -51,8 +54,8 @@ type Gateway struct {
 	client *kong.Client
 
 	mu       sync.Mutex
-	lastGood []byte // the body (Body) of the configuration the gateway last accepted
-	lastHash string // the configuration_hash Kong reported right after taking lastGood
+	lastGood kongstate.Body // the body (Body) of the configuration the gateway last accepted
+	lastHash string         // the configuration_hash Kong reported right after taking lastGood
 	// lastHashOfLastGood is set when lastHash was read right after this process sent
 	// lastGood: it is then kongHash of lastGood's configuration, so a configuration has that
 	// hash exactly when it is lastGood's, and the md5 of every new configuration (megabytes)
@@ -80,28 +83,29 @@ type rejection struct {
 // rememberRejections bounds the refused configurations remembered per gateway.
 const rememberRejections = 8
 
-func (g *Gateway) rejectionOf(body []byte) *RejectedError {
-	var digest *[sha256.Size]byte
+func (g *Gateway) rejectionOf(body kongstate.Body) *RejectedError {
+	var digest []byte
 	for _, r := range g.rejected {
-		if r.size != len(body) {
+		if r.size != body.Len() {
 			continue
 		}
 		if digest == nil {
-			d := sha256.Sum256(body)
-			digest = &d
+			digest = body.Hash(sha256.New())
 		}
-		if r.digest == *digest {
+		if bytes.Equal(r.digest[:], digest) {
 			return r.err
 		}
 	}
 	return nil
 }
 
-func (g *Gateway) remember(body []byte, err *RejectedError) {
+func (g *Gateway) remember(body kongstate.Body, err *RejectedError) {
 	if len(g.rejected) == rememberRejections {
 		g.rejected = g.rejected[1:]
 	}
-	g.rejected = append(g.rejected, rejection{len(body), sha256.Sum256(body), err})
+	r := rejection{size: body.Len(), err: err}
+	copy(r.digest[:], body.Hash(sha256.New()))
+	g.rejected = append(g.rejected, r)
 }
 
 // New returns a Gateway that talks through client.
@@ -114,13 +118,13 @@ func New(client *kong.Client) *Gateway {
 // again; any other error (network, 5xx, 429) is returned as is, for the caller to retry with
 // backoff.
 func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
-	return g.PushBody(ctx, Body(config))
+	return g.PushBody(ctx, kongstate.BodyOf(Body(config)))
 }
 
 // PushBody is Push of the configuration body holds: Body(config), which a
-// kongstate.Renderer gives without escaping the whole configuration each time
-// (QuotedDeclarativeConfig with BodyPrefix and BodySuffix).
-func (g *Gateway) PushBody(ctx context.Context, body []byte) (Outcome, error) {
+// kongstate.Renderer gives without escaping the whole configuration each time, nor copying
+// it (QuotedDeclarativeConfig with BodyPrefix and BodySuffix).
+func (g *Gateway) PushBody(ctx context.Context, body kongstate.Body) (Outcome, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 
@@ -136,7 +140,7 @@ func (g *Gateway) PushBody(ctx context.Context, body []byte) (Outcome, error) {
 		g.lastGood, g.lastHashOfLastGood = body, true
 	}
 	// Megabytes compared only when the sizes are equal: a change almost always changes it.
-	known := g.lastGood != nil && bytes.Equal(body, g.lastGood)
+	known := !g.lastGood.IsNil() && body.Equal(g.lastGood)
 	rejectedBefore := g.rejectionOf(body)
 	if known || rejectedBefore != nil {
 		lost, err := g.drifted(ctx)
@@ -150,7 +154,7 @@ func (g *Gateway) PushBody(ctx context.Context, body []byte) (Outcome, error) {
 			return Unchanged, rejectedBefore
 		case known:
 			// The gateway restarted: send what it held.
-		case g.lastGood != nil:
+		case !g.lastGood.IsNil():
 			if err := g.post(ctx, g.lastGood); err != nil {
 				return Restored, err
 			}
@@ -197,7 +201,7 @@ func (g *Gateway) learn(ctx context.Context) error {
 		// current one is refused stays empty until a good one comes, as before.
 		return nil //nolint:nilerr // best effort, see above
 	}
-	g.lastGood, g.heldAtStart = Body(held), held
+	g.lastGood, g.heldAtStart = kongstate.BodyOf(Body(held)), held
 	return nil
 }
 
@@ -235,8 +239,8 @@ func kongHash(config []byte) string {
 }
 
 // kongHashOfBody is kongHash of the configuration body holds ("" when it holds none).
-func kongHashOfBody(body []byte) string {
-	config, err := configOf(body)
+func kongHashOfBody(body kongstate.Body) string {
+	config, err := configOf(body.Bytes())
 	if err != nil {
 		return ""
 	}
@@ -271,8 +275,8 @@ func (g *Gateway) currentHash(ctx context.Context) string {
 // string itself (for a JSON object body it hashes its own re-encoding), so that the
 // configuration_hash it reports is kongHash(config), which a restarted controller can compare
 // with what it would send.
-func (g *Gateway) post(ctx context.Context, body []byte) error {
-	err := g.client.ReloadDeclarativeRawConfig(ctx, bytes.NewReader(body), true, true)
+func (g *Gateway) post(ctx context.Context, body kongstate.Body) error {
+	err := g.reloadConfig(ctx, body)
 	if err == nil {
 		return nil
 	}
@@ -281,6 +285,35 @@ func (g *Gateway) post(ctx context.Context, body []byte) error {
 		return parseRejection(apiErr.Raw())
 	}
 	return err
+}
+
+// reloadConfig is go-kong's ReloadDeclarativeRawConfig (check_hash and flatten_errors on) of
+// a Body read piece by piece, with its length: the request is sent as one with a
+// Content-Length, as go-kong sends a []byte, without the body being copied into one slice.
+func (g *Gateway) reloadConfig(ctx context.Context, body kongstate.Body) error {
+	params := struct {
+		CheckHash     int `url:"check_hash,omitempty"`
+		FlattenErrors int `url:"flatten_errors,omitempty"`
+	}{CheckHash: 1, FlattenErrors: 1}
+	req, err := g.client.NewRequest(http.MethodPost, "/config", params, body.Reader())
+	if err != nil {
+		return fmt.Errorf("creating new HTTP request for /config: %w", err)
+	}
+	req.ContentLength = int64(body.Len())
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.Reader()), nil }
+	resp, err := g.client.DoRAW(ctx, req)
+	if err != nil {
+		return fmt.Errorf("failed posting new config to /config: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("could not read /config %d status response body: %w", resp.StatusCode, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+		return kong.NewAPIErrorWithRaw(resp.StatusCode, "failed posting new config to /config", b)
+	}
+	return nil
 }
 
 // RejectedError is Kong's 400 answer to POST /config: the configuration is invalid. Kong keeps

@@ -49,6 +49,11 @@ func (f *fakeKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
+		if len(r.TransferEncoding) > 0 || r.ContentLength != int64(len(body)) {
+			// Sent as go-kong sends a []byte: with its length, not chunked.
+			http.Error(w, fmt.Sprintf("Content-Length %d, Transfer-Encoding %v, %d bytes", r.ContentLength, r.TransferEncoding, len(body)), http.StatusLengthRequired)
+			return
+		}
 		var wrapped struct {
 			Config *string `json:"config"`
 		}
