@@ -69,7 +69,8 @@
 //     overrides (/consumer_groups/{g}/overrides) are not emulated.
 //   - Under the expressions router (Options.RouterFlavor) an expression is
 //     parsed and type-checked by kongrules.Expression, a parser of the ATC
-//     grammar; a "~" pattern is not compiled. The traditional fields of a
+//     grammar; a "~" pattern is compiled as the Rust regex crate would
+//     (kongrules.RustRegex, an approximation: docs/kong-facts.md). The traditional fields of a
 //     route are not turned into an expression and checked as Kong does.
 //   - Listing order is by id (Kong's primary key order in postgres); offsets
 //     are opaque but positional.
