@@ -40,6 +40,10 @@ func pathProblem(p string, f kongrules.Fault) string {
 // checkPCRE reports why PCRE would refuse pattern, or "".
 func checkPCRE(pattern string) string { return kongrules.PCRE(pattern) }
 
+// noRegexCheck accepts every pattern: for the expressions router, whose regexes are checked
+// in the expression (matcher.refused).
+func noRegexCheck(string) string { return "" }
+
 // hostKind classifies s as "name", "ipv4" or "ipv6" and reports whether it has a port and
 // whether it is valid at all.
 func hostKind(s string) (kind string, hasPort, ok bool) {
