@@ -363,6 +363,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	roundOptions := func(s *store.Snapshot) translator.Options {
 		opts := TranslatorOptions(cfg, time.Now())
 		opts.ExpressionRoutes = flavors.Expressions()
+		opts.RustRegexes = flavors.RustRegexes()
 		var types []string
 		if !opts.NoCustomEntities {
 			types = translator.CustomEntityTypes(s)

@@ -158,12 +158,12 @@ func (b *builder) grpcRuleRoutes(gr *gatewayv1.GRPCRoute, ro *routeOverrides, i 
 			if e != "" {
 				return out, &routeError{mfield + ".method", e}
 			}
-			if e := checkRoutePath(p); e != "" {
+			if e := b.routePath(p); e != "" {
 				return out, &routeError{mfield + ".method", e}
 			}
 			r.Paths = kong.StringSlice(p)
 		}
-		headers, e := grpcHeaders(m.Headers, checkPCRE)
+		headers, e := grpcHeaders(m.Headers, b.headerRegex)
 		if e != "" {
 			return out, &routeError{mfield + ".headers", e}
 		}

@@ -327,7 +327,7 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		addRuleName(m.rule)
 		mfield := fmt.Sprintf("spec.rules[%d].matches[%d]", m.rule, m.match)
 		if p := m.m.Path; p != nil {
-			paths, err := httpRoutePaths(p, checkPCRE)
+			paths, err := httpRoutePaths(p, b.pathRegex)
 			if err != nil {
 				return nil, &routeError{mfield + ".path", err.Error()}
 			}
@@ -341,7 +341,7 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		}
 	}
 	if len(ms) > 0 {
-		headers, err := httpRouteHeaders(ms[0].m.Headers, checkPCRE)
+		headers, err := httpRouteHeaders(ms[0].m.Headers, b.headerRegex)
 		if err != nil {
 			return nil, &routeError{fmt.Sprintf("spec.rules[%d].matches[%d].headers", ms[0].rule, ms[0].match), err.Error()}
 		}
@@ -361,7 +361,7 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 	}
 	ro.apply(r)
 	for _, kp := range r.Paths {
-		if e := checkRoutePath(*kp); e != "" {
+		if e := b.routePath(*kp); e != "" {
 			return nil, &routeError{field + ".matches", e}
 		}
 	}

@@ -178,7 +178,7 @@ func (b *builder) ingressRules() {
 				var paths []*string
 				for _, kp := range kongPaths(p, pt) {
 					kp = applyRegexPrefix(kp, prefix, b.opts.EnableLegacyRegexDetection)
-					if e := checkRoutePath(kp); e != "" {
+					if e := b.routePath(kp); e != "" {
 						b.problem(ing, gvkIngress, field+".path", "%s; the path is left out", e)
 						continue
 					}
