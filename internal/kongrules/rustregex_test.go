@@ -72,3 +72,16 @@ func TestExpressionRefusesAnInvalidRegex(t *testing.T) {
 	require.Contains(t, Expression(`http.path ~ "(" && net.foo == 1`, false), "regex parse error", "before the unknown field")
 	require.Empty(t, Expression(`http.path ~ "^/v1/\\{id\\}$"`, false))
 }
+
+// No pattern or expression, however malformed, makes the checks panic (they run on user input
+// in the translator and the emulator).
+func FuzzRustRegex(f *testing.F) {
+	for _, s := range []string{`^/v1/{id}`, `[[]`, `a**`, `\b{start}`, `(?x)a b`, `\u{1F600}`, `[a[b]]`, `(?<!a)`, `a{2}{3}`, `\`, `[`, `{`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_ = RustRegex(s)
+		_ = Expression(`http.path ~ "`+s+`"`, false)
+		_ = Expression(s, false)
+	})
+}
