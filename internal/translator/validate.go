@@ -23,7 +23,7 @@ func (b *builder) routePath(p string) string {
 	if e := checkRoutePath(p); e != "" {
 		return e
 	}
-	if re, ok := strings.CutPrefix(p, "~"); ok && b.opts.RustRegexes {
+	if re, ok := strings.CutPrefix(p, "~"); ok && b.rustRegexes() {
 		if e := b.pathRegex(re); e != "" {
 			return fmt.Sprintf("invalid regex %q: %s", p, e)
 		}
@@ -58,7 +58,7 @@ func checkPCRE(pattern string) string { return kongrules.PCRE(pattern) }
 // syntax, and with Options.RustRegexes the Rust regex crate's on the pattern Kong's
 // traditional_compatible router makes of it ("^" prepended, "(?<" as "(?P<").
 func (b *builder) pathRegex(pattern string) string {
-	if e := checkPCRE(pattern); e != "" || !b.opts.RustRegexes {
+	if e := checkPCRE(pattern); e != "" || !b.rustRegexes() {
 		return e
 	}
 	if e := kongrules.RustRegexError("^" + strings.ReplaceAll(pattern, "?<", "?P<")); e != "" {
@@ -70,7 +70,7 @@ func (b *builder) pathRegex(pattern string) string {
 // headerRegex is pathRegex for a header regex (without its "~*"), which the
 // traditional_compatible router lowercases before it compiles it.
 func (b *builder) headerRegex(pattern string) string {
-	if e := checkPCRE(pattern); e != "" || !b.opts.RustRegexes {
+	if e := checkPCRE(pattern); e != "" || !b.rustRegexes() {
 		return e
 	}
 	if e := kongrules.RustRegexError(strings.ToLower(pattern)); e != "" {
@@ -79,7 +79,11 @@ func (b *builder) headerRegex(pattern string) string {
 	return ""
 }
 
-const rustCompatible = "Kong's traditional_compatible router compiles it with Rust's regex syntax: "
+// rustRegexes: a gateway compiles regexes with the Rust regex crate (Options.RustRegexes, or
+// the expressions router, which always does).
+func (b *builder) rustRegexes() bool { return b.opts.RustRegexes || b.opts.ExpressionRoutes }
+
+const rustCompatible = "Kong's router compiles it with Rust's regex syntax: "
 
 // noRegexCheck accepts every pattern: for the expressions router, whose regexes are checked
 // in the expression (matcher.refused).
