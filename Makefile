@@ -63,6 +63,7 @@ FUZZTIME ?= 15s
 test-fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzTranslateObjects$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzTranslate$$' -fuzztime $(FUZZTIME) ./internal/translator
+	$(GO) test -run '^$$' -fuzz '^FuzzRustRegex$$' -fuzztime $(FUZZTIME) ./internal/kongrules
 fuzz: FUZZTIME = 10m
 fuzz: test-fuzz
 

@@ -25,3 +25,25 @@ func TestRouterFlavors(t *testing.T) {
 	none.Report("http://a", "expressions")
 	require.False(t, none.Expressions())
 }
+
+// Regexes are checked as the Rust regex crate's once a gateway that answered runs any flavor
+// but "traditional" (traditional_compatible and expressions compile them with Rust); the
+// answer changing asks for a new round.
+func TestRouterFlavorsRustRegexes(t *testing.T) {
+	changes := 0
+	f := NewRouterFlavors(func() { changes++ })
+	require.False(t, f.RustRegexes(), "nothing known: PCRE's syntax only")
+	f.Report("http://a", "traditional")
+	require.False(t, f.RustRegexes())
+	require.Equal(t, 0, changes)
+	f.Report("http://b", "traditional_compatible")
+	require.True(t, f.RustRegexes(), "one gateway compiles them with Rust")
+	require.Equal(t, 1, changes)
+	f.Report("http://b", "traditional")
+	require.False(t, f.RustRegexes())
+	require.Equal(t, 2, changes)
+	f.Report("http://c", "")
+	require.False(t, f.RustRegexes(), "no flavor (Kong before 3): traditional")
+	var none *RouterFlavors
+	require.False(t, none.RustRegexes())
+}

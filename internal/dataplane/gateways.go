@@ -252,9 +252,9 @@ func (f *RouterFlavors) Report(url, flavor string) {
 		return
 	}
 	f.mu.Lock()
-	before := f.expressions()
+	before, beforeRust := f.expressions(), f.rustRegexes()
 	f.byURL[url] = flavor
-	changed := before != f.expressions()
+	changed := before != f.expressions() || beforeRust != f.rustRegexes()
 	f.mu.Unlock()
 	if changed && f.onChange != nil {
 		f.onChange()
@@ -262,13 +262,31 @@ func (f *RouterFlavors) Report(url, flavor string) {
 }
 
 // Expressions reports whether routes are to be rendered for the expressions router.
-func (f *RouterFlavors) Expressions() bool {
+func (f *RouterFlavors) Expressions() bool { return f.locked(f.expressions) }
+
+// locked is answer under the lock; false for a nil *RouterFlavors.
+func (f *RouterFlavors) locked(answer func() bool) bool {
 	if f == nil {
 		return false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.expressions()
+	return answer()
+}
+
+// RustRegexes reports whether a gateway that answered compiles route regexes with the Rust
+// regex crate: every router flavor but "traditional" does (traditional_compatible, Kong 3's
+// default, turns a traditional route into an expression, kong/router/transform.lua), so the
+// translation must leave out the regexes Rust refuses, not only those PCRE refuses.
+func (f *RouterFlavors) RustRegexes() bool { return f.locked(f.rustRegexes) }
+
+func (f *RouterFlavors) rustRegexes() bool {
+	for _, fl := range f.byURL {
+		if fl != "" && fl != "traditional" {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *RouterFlavors) expressions() bool {

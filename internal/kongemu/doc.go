@@ -69,8 +69,11 @@
 //     overrides (/consumer_groups/{g}/overrides) are not emulated.
 //   - Under the expressions router (Options.RouterFlavor) an expression is
 //     parsed and type-checked by kongrules.Expression, a parser of the ATC
-//     grammar; a "~" pattern is not compiled. The traditional fields of a
-//     route are not turned into an expression and checked as Kong does.
+//     grammar; a "~" pattern is compiled as the Rust regex crate would
+//     (kongrules.RustRegex, an approximation: docs/kong-facts.md). Of the traditional
+//     fields of a route, under either flavor, the regex paths and header regexes are checked
+//     as the expression Kong makes of them (checkTraditionalRegexes); the rest is not turned
+//     into an expression.
 //   - Listing order is by id (Kong's primary key order in postgres); offsets
 //     are opaque but positional.
 package kongemu

@@ -53,6 +53,11 @@ func TestRouteRules(t *testing.T) {
 			`{"@entity":["Router Expression failed validation: Unknown LHS field"]}`},
 		{"http field in a stream route", expr, `{"protocols":["tcp"],"expression":"http.path == \"/\""}`,
 			`{"@entity":["Router Expression failed validation: Unknown LHS field"]}`},
+		{"expression with a regex Rust refuses", expr, `{"expression":"http.path ~ \"^/v1/{id}$\""}`,
+			`{"@entity":["Router Expression failed validation:  --> 1:1\n  |\n1 | http.path ~ \"^/v1/{id}$\"\n  | ^----------------------^\n  |\n  = regex parse error:\n    ^/v1/{id}$\nerror: repetition quantifier expects a valid decimal"]}`},
+		{"header regex Rust refuses", expr, `{"expression":"http.headers.x_v ~ \"[[]\""}`,
+			`{"@entity":["Router Expression failed validation:  --> 1:1\n  |\n1 | http.headers.x_v ~ \"[[]\"\n  | ^----------------------^\n  |\n  = regex parse error:\n    [[]\nerror: unclosed character class"]}`},
+		{"expression with a regex Rust accepts", expr, `{"expression":"http.path ~ \"^/a{1001}\\\\d**\""}`, ""},
 		{"priority range", expr, `{"expression":"http.path == \"/\"","priority":-1}`,
 			`{"priority":"value should be between 0 and 70368744177663"}`},
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/konductor/konductor/internal/kongrules"
@@ -86,6 +87,9 @@ func checkRoute(e map[string]any) ([]string, map[string]any) {
 		}
 	} else {
 		ent = append(ent, routeSubschema(e, errs)...)
+	}
+	if msg := checkTraditionalRegexes(e); msg != "" && len(ent) == 0 {
+		ent = append(ent, "Router Expression failed validation: "+msg)
 	}
 	if len(errs) == 0 {
 		errs = nil
@@ -175,6 +179,55 @@ func checkExpressionRoute(e map[string]any) string {
 		return "" // a traditional route: Kong checks the expression it generates from the fields
 	}
 	return kongrules.Expression(expr, !hasAny(e["protocols"], "http", "https", "grpc", "grpcs", "ws", "wss"))
+}
+
+// checkTraditionalRegexes is the check both of the emulator's router flavors
+// (traditional_compatible and expressions, which compile regexes with the Rust regex crate)
+// make of a traditional route's regexes: Kong turns the route into an expression
+// (kong/router/transform.lua: a path "~<re>" into http.path ~ "^<re>" with "?<" as "?P<", a
+// header value "~*<re>" into any(lower(http.headers.<name>)) ~ "<re lowercased>") and refuses
+// it when Rust refuses a regex. The message is the expression parser's over that one
+// predicate (a header's without any() and lower()); Kong's spans the whole expression it
+// generated (an approximation).
+func checkTraditionalRegexes(e map[string]any) string {
+	var preds []string
+	if paths, ok := e["paths"].([]any); ok {
+		for _, p := range paths {
+			if s, ok := p.(string); ok && strings.HasPrefix(s, "~") {
+				preds = append(preds, "http.path ~ "+atcString("^"+strings.ReplaceAll(s[1:], "?<", "?P<")))
+			}
+		}
+	}
+	if headers, ok := e["headers"].(map[string]any); ok {
+		names := make([]string, 0, len(headers))
+		for n := range headers {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			values, _ := headers[n].([]any)
+			for _, v := range values {
+				if s, ok := v.(string); ok && strings.HasPrefix(s, "~*") {
+					field := "http.headers." + strings.ReplaceAll(strings.ToLower(n), "-", "_")
+					preds = append(preds, field+" ~ "+atcString(strings.ToLower(s[2:])))
+				}
+			}
+		}
+	}
+	for _, pred := range preds {
+		if msg := kongrules.Expression(pred, false); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// atcString is s as transform.lua's escape_str writes it: a raw string unless s holds `"#`.
+func atcString(s string) string {
+	if !strings.Contains(s, `"#`) {
+		return `r#"` + s + `"#`
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
 func isZero(v any) bool {

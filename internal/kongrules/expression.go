@@ -12,7 +12,10 @@ import (
 // offers for the route's subsystem (http, or stream for tcp/tls/udp routes). It returns ""
 // when Kong accepts it, else the router's error: a parse error in pest's layout, or the
 // semantic error ("Unknown LHS field", "Type mismatch between the LHS and RHS values of
-// predicate", ...). Kong prefixes either with "Router Expression failed validation: ".
+// predicate", ...). A "~" whose regex the Rust regex crate refuses (RustRegex) is an error of
+// the parse, over the predicate's span, after any syntax error and before any semantic one
+// (atc-router's parser.rs compiles it while it builds the tree). Kong prefixes each with
+// "Router Expression failed validation: ".
 func Expression(expr string, stream bool) string {
 	p := &atcParser{src: expr, stream: stream}
 	p.skipSpace()
@@ -22,6 +25,9 @@ func Expression(expr string, stream bool) string {
 	p.skipSpace()
 	if p.pos < len(p.src) {
 		return p.fail("EOI, logical_operator")
+	}
+	if p.regex != "" {
+		return p.regex
 	}
 	return p.semantic
 }
@@ -65,13 +71,36 @@ type atcParser struct {
 	pos      int
 	stream   bool
 	semantic string // first semantic error; parsing goes on to find syntax errors first
+	regex    string // first regex the Rust regex crate refuses, as the parse error Kong gives
 }
 
 // fail renders a parse error at the current position as pest does.
 func (p *atcParser) fail(expected string) string {
-	line, col := 1, 1
+	line, col, text := p.lineOf(p.pos)
+	num := strconv.Itoa(line)
+	pad := strings.Repeat(" ", len(num))
+	return fmt.Sprintf("%s--> %d:%d\n%s |\n%s | %s\n%s | %s^---\n%s |\n%s = expected %s",
+		pad, line, col, pad, num, text, pad, strings.Repeat(" ", col-1), pad, pad, expected)
+}
+
+// failSpan renders pest's custom error over src[start:end] (on one line) with message.
+func (p *atcParser) failSpan(start, end int, message string) string {
+	line, col, text := p.lineOf(start)
+	num := strconv.Itoa(line)
+	pad := strings.Repeat(" ", len(num))
+	mark := "^"
+	if n := len([]rune(p.src[start:end])); n > 1 {
+		mark = "^" + strings.Repeat("-", n-2) + "^"
+	}
+	return fmt.Sprintf("%s--> %d:%d\n%s |\n%s | %s\n%s | %s%s\n%s |\n%s = %s",
+		pad, line, col, pad, num, text, pad, strings.Repeat(" ", col-1), mark, pad, pad, message)
+}
+
+// lineOf is the line and column (from 1) of src[pos] and the text of its line.
+func (p *atcParser) lineOf(pos int) (line, col int, text string) {
+	line, col = 1, 1
 	lineStart := 0
-	for i := 0; i < p.pos && i < len(p.src); i++ {
+	for i := 0; i < pos && i < len(p.src); i++ {
 		if p.src[i] == '\n' {
 			line++
 			col = 1
@@ -80,14 +109,11 @@ func (p *atcParser) fail(expected string) string {
 		}
 		col++
 	}
-	text := p.src[lineStart:]
+	text = p.src[lineStart:]
 	if i := strings.IndexByte(text, '\n'); i >= 0 {
 		text = text[:i]
 	}
-	num := strconv.Itoa(line)
-	pad := strings.Repeat(" ", len(num))
-	return fmt.Sprintf("%s--> %d:%d\n%s |\n%s | %s\n%s | %s^---\n%s |\n%s = expected %s",
-		pad, line, col, pad, num, text, pad, strings.Repeat(" ", col-1), pad, pad, expected)
+	return line, col, text
 }
 
 func (p *atcParser) skipSpace() {
@@ -164,6 +190,7 @@ var atcOperators = []string{"==", "!=", "~", "^=", "=^", ">=", ">", "<=", "<", "
 
 // predicate = lhs binary_operator rhs; lhs = ident | ident "(" ident ")"
 func (p *atcParser) predicate() string {
+	start := p.pos
 	name := p.ident()
 	if name == "" {
 		return p.fail("term")
@@ -204,9 +231,14 @@ func (p *atcParser) predicate() string {
 		op = "not in"
 	}
 	p.skipSpace()
-	rhs, err := p.rhs()
+	rhs, value, err := p.rhs()
 	if err != "" {
 		return err
+	}
+	if op == "~" && rhs == atcString && p.regex == "" {
+		if e := RustRegex(value); e != "" {
+			p.regex = p.failSpan(start, p.pos, e)
+		}
 	}
 	if p.semantic == "" {
 		p.semantic = p.check(name, transform, op, rhs)
@@ -214,33 +246,39 @@ func (p *atcParser) predicate() string {
 	return ""
 }
 
-// rhs = str_literal | raw string | ip_literal | int_literal; it returns the literal's type.
-func (p *atcParser) rhs() (atcType, string) {
+// rhs = str_literal | raw string | ip_literal | int_literal; it returns the literal's type and,
+// for a string, its value (escapes resolved).
+func (p *atcParser) rhs() (atcType, string, string) {
 	switch {
 	case p.peek(`"`):
 		p.pos++
+		var value strings.Builder
 		for p.pos < len(p.src) && p.src[p.pos] != '"' {
-			if p.src[p.pos] == '\\' {
+			c := p.src[p.pos]
+			if c == '\\' {
 				if p.pos+1 >= len(p.src) || strings.IndexByte(`"\nrt`, p.src[p.pos+1]) < 0 {
-					return 0, p.fail(`"\"", "\\", "n", "r" or "t"`)
+					return 0, "", p.fail(`"\"", "\\", "n", "r" or "t"`)
 				}
 				p.pos++
+				c = map[byte]byte{'"': '"', '\\': '\\', 'n': '\n', 'r': '\r', 't': '\t'}[p.src[p.pos]]
 			}
+			value.WriteByte(c)
 			p.pos++
 		}
 		if p.pos >= len(p.src) {
-			return 0, p.fail(`"\""`)
+			return 0, "", p.fail(`"\""`)
 		}
 		p.pos++
-		return atcString, ""
+		return atcString, value.String(), ""
 	case p.peek(`r#"`):
 		end := strings.Index(p.src[p.pos+3:], `"#`)
 		if end < 0 {
 			p.pos = len(p.src)
-			return 0, p.fail(`"\"#"`)
+			return 0, "", p.fail(`"\"#"`)
 		}
+		value := p.src[p.pos+3 : p.pos+3+end]
 		p.pos += 3 + end + 2
-		return atcString, ""
+		return atcString, value, ""
 	}
 	start := p.pos
 	for p.pos < len(p.src) && strings.IndexByte("0123456789abcdefABCDEFx:./-", p.src[p.pos]) >= 0 {
@@ -248,16 +286,16 @@ func (p *atcParser) rhs() (atcType, string) {
 	}
 	lit := p.src[start:p.pos]
 	if ip, _, err := net.ParseCIDR(lit); err == nil && ip != nil {
-		return atcCIDR, ""
+		return atcCIDR, "", ""
 	}
 	if net.ParseIP(lit) != nil {
-		return atcIP, ""
+		return atcIP, "", ""
 	}
 	if _, err := strconv.ParseInt(lit, 0, 64); err == nil && lit != "" {
-		return atcInt, ""
+		return atcInt, "", ""
 	}
 	p.pos = start
-	return 0, p.fail("rhs")
+	return 0, "", p.fail("rhs")
 }
 
 // check is the router's semantic validation of one predicate.
@@ -282,7 +320,7 @@ func (p *atcParser) check(name, transform, op string, rhs atcType) string {
 		if lhs != atcString || rhs != atcString {
 			return "Regex operators only supports string operands"
 		}
-		// A '~' pattern is a Rust regex; RE2's syntax is close enough to check it.
+		// Its pattern was compiled while parsing (RustRegex).
 	case "^=", "=^":
 		if rhs != atcString {
 			return "Regex/Prefix/Postfix operators only supports string operands"

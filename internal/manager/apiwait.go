@@ -3,11 +3,15 @@ package manager
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -19,6 +23,12 @@ import (
 // (the process is alive: no restart helps) and /readyz does not (it has configured nothing).
 // Nothing is sent to Kong meanwhile: the sync loop does not exist yet, and once it does it
 // waits for the cache to sync (the barrier, invariant 2) like any start.
+//
+// The server can answer /readyz and be gone a moment later. Every later step of the start that
+// asks it something before the manager runs (discovery of the optional kinds, the REST mappings
+// of the kinds read, the CRDs' list) waits for it the same way (startStep), and a discovery
+// that failed is never read as "CRD not installed" (servedResources): that would drop a kind and
+// read as no objects.
 
 // apiWaitBackoff is the first and the longest pause between two attempts to reach the API
 // server at start: doubling from the first to the longest, so a server that is back is seen
@@ -32,14 +42,28 @@ type startEndpoints struct {
 }
 
 // waitUntilServing returns once the API server answers the probe, at once when it does at the
-// first attempt. Until then it retries with backoff, logs each failed attempt, reads as down
-// in the metrics, and serves /healthz (ok), /readyz (not ready) and /metrics on the addresses
-// of ep, which it frees before it returns (the manager listens on them next). It returns
-// ctx's error when ctx ends first.
+// first attempt. Until then it retries as startStep does, whatever the probe's error.
 func (h *apiHealth) waitUntilServing(ctx context.Context, ep startEndpoints) error {
-	err := h.probeOnce(ctx)
-	if err == nil {
-		return nil
+	return h.retryAtStart(ctx, ep, "probe /readyz", func() error { return h.probeOnce(ctx) }, func(error) bool { return true })
+}
+
+// startStep runs step, one of the start's requests to the API server before the manager runs
+// (discovery, the informers' REST mappings, the CRDs' list), again and again while it fails
+// because the API server is away (apiServerAway): the server can answer /readyz and be gone
+// a moment later. Any other error is returned as it is.
+func (h *apiHealth) startStep(ctx context.Context, ep startEndpoints, name string, step func() error) error {
+	return h.retryAtStart(ctx, ep, name, step, apiServerAway)
+}
+
+// retryAtStart runs step until it succeeds or fails with an error retry does not accept. While
+// it is retried it backs off, logs each failed attempt, reads as down in the metrics, and
+// serves /healthz (ok), /readyz (not ready) and /metrics on the addresses of ep, which it
+// frees before it returns (the manager listens on them next). It returns ctx's error when ctx
+// ends first.
+func (h *apiHealth) retryAtStart(ctx context.Context, ep startEndpoints, name string, step func() error, retry func(error) bool) error {
+	err := step()
+	if err == nil || !retry(err) {
+		return err
 	}
 	started := time.Now()
 	h.mu.Lock()
@@ -51,14 +75,20 @@ func (h *apiHealth) waitUntilServing(ctx context.Context, ep startEndpoints) err
 	delay := apiWaitBackoff.first
 	for attempt := 1; ; attempt++ {
 		h.log.Error(err, "Kubernetes API server unreachable at start: waiting for it (nothing is sent to Kong before the cache has synced); /readyz reports not ready meanwhile",
-			"attempt", attempt, "nextAttemptIn", delay.String(), "waiting", time.Since(started).Round(time.Millisecond).String())
+			"step", name, "attempt", attempt, "nextAttemptIn", delay.String(), "waiting", time.Since(started).Round(time.Millisecond).String())
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(delay):
 		}
-		if err = h.probeOnce(ctx); err == nil {
+		if err = step(); err == nil {
 			break
+		}
+		if !retry(err) {
+			h.mu.Lock()
+			h.down = false
+			h.mu.Unlock()
+			return err
 		}
 		if delay *= 2; delay > apiWaitBackoff.max {
 			delay = apiWaitBackoff.max
@@ -67,8 +97,27 @@ func (h *apiHealth) waitUntilServing(ctx context.Context, ep startEndpoints) err
 	h.mu.Lock()
 	h.down = false
 	h.mu.Unlock()
-	h.log.Info("Kubernetes API server answers; starting", "waited", time.Since(started).Round(time.Millisecond).String())
+	h.log.Info("Kubernetes API server answers; starting", "step", name, "waited", time.Since(started).Round(time.Millisecond).String())
 	return nil
+}
+
+// apiServerAway tells an error of the API server's absence (no answer: connection refused or
+// reset, a timeout; or an answer that it cannot serve now: 5xx, 429) from one that trying
+// again does not change (a kind not served, RBAC, a bad request).
+func apiServerAway(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code >= http.StatusInternalServerError || code == http.StatusTooManyRequests ||
+			apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
+	}
+	var urlErr *url.Error
+	var netErr net.Error
+	return errors.As(err, &urlErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func (h *apiHealth) probeOnce(ctx context.Context) error {

@@ -3,14 +3,20 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func statusOf(t *testing.T, url string) int {
@@ -82,4 +88,40 @@ func TestWaitUntilServingReturnsAtOnceOrOnStop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	require.ErrorIs(t, h.waitUntilServing(ctx, startEndpoints{}), context.Canceled)
+}
+
+// A step of the start fails while the API server is away (no answer, 5xx, 429) and is tried
+// again until it succeeds; an error that trying again does not change ends the start at once.
+func TestStartStepRetriesOnlyWhileTheAPIServerIsAway(t *testing.T) {
+	defer func(b struct{ first, max time.Duration }) { apiWaitBackoff = b }(apiWaitBackoff)
+	apiWaitBackoff.first, apiWaitBackoff.max = time.Millisecond, 2*time.Millisecond
+	h := newAPIHealth(func(context.Context) error { return nil }, logr.Discard())
+	away := []error{
+		&url.Error{Op: "Get", URL: "https://10.0.0.1/apis", Err: syscall.ECONNREFUSED},
+		apierrors.NewServiceUnavailable("shutting down"),
+		apierrors.NewInternalError(errors.New("etcd")),
+		apierrors.NewTooManyRequests("later", 1),
+		fmt.Errorf("discovering x/v1: %w", apierrors.NewTimeoutError("slow", 1)),
+	}
+	calls := 0
+	require.NoError(t, h.startStep(context.Background(), startEndpoints{}, "step", func() error {
+		defer func() { calls++ }()
+		if calls < len(away) {
+			return away[calls]
+		}
+		return nil
+	}))
+	require.Equal(t, len(away)+1, calls, "tried again after each error of an absent server")
+	require.True(t, h.Reachable())
+
+	for _, permanent := range []error{
+		apierrors.NewForbidden(schema.GroupResource{Resource: "customresourcedefinitions"}, "", errors.New("rbac")),
+		&meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "x", Kind: "Y"}},
+		context.Canceled,
+	} {
+		calls = 0
+		err := h.startStep(context.Background(), startEndpoints{}, "step", func() error { calls++; return permanent })
+		require.ErrorIs(t, err, permanent)
+		require.Equal(t, 1, calls, "%v is not retried", permanent)
+	}
 }

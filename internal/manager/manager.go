@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -109,15 +110,20 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err != nil {
 		return nil, err
 	}
-	// An API server away at start is waited for, not a reason to exit (apiwait.go).
-	if err := health.waitUntilServing(ctx, startEndpoints{healthProbe: cfg.HealthProbeBindAddress, metrics: cfg.MetricsBindAddress}); err != nil {
+	// An API server away at start is waited for, not a reason to exit (apiwait.go); so is one
+	// gone again at any later step that talks to it before the manager runs (startStep).
+	ep := startEndpoints{healthProbe: cfg.HealthProbeBindAddress, metrics: cfg.MetricsBindAddress}
+	if err := health.waitUntilServing(ctx, ep); err != nil {
 		return nil, fmt.Errorf("waiting for the Kubernetes API server: %w", err)
 	}
 	// Discovery's requests, one per group version, all go out at once (startdiscovery.go).
 	kongKindsServed := make(chan []string, 1)
 	go func() { kongKindsServed <- servedKongKinds(restCfg) }()
-	optional, err := installedOptionalKinds(restCfg)
-	if err != nil {
+	var optional store.KindSet
+	if err := health.startStep(ctx, ep, "API discovery of the optional kinds", func() (err error) {
+		optional, err = installedOptionalKinds(restCfg)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	for _, k := range store.AllKinds() {
@@ -187,31 +193,57 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			cacheOpts.DefaultNamespaces[svc.Namespace] = cache.Config{}
 		}
 	}
+	// The REST mappings of the kinds read, and whether CRDs may be listed, are asked now, while
+	// an API server gone again can still be waited for with the probes served (the manager
+	// binds the probes' address when it is constructed); the informers registered below then
+	// ask the API server nothing.
+	mapper, err := restMapperFor(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := health.startStep(ctx, ep, "REST mappings of the kinds read", func() error {
+		return mapKinds(mapper, cacheOpts.Scheme, readKinds)
+	}); err != nil {
+		return nil, err
+	}
+	var crdsListable bool
+	if err := health.startStep(ctx, ep, "listing the CustomResourceDefinitions", func() (err error) {
+		crdsListable, err = mayListCRDs(ctx, restCfg, log.WithName("crds"))
+		return err
+	}); err != nil {
+		return nil, err
+	}
 	leaseDuration, renewDeadline, retryPeriod := cfg.ElectionLeaseDuration, cfg.ElectionRenewDeadline, cfg.ElectionRetryPeriod
-	mgr, err := ctrl.NewManager(restCfg, ctrlmanager.Options{
-		Scheme: cacheOpts.Scheme,
-		Logger: log,
-		Cache:  cacheOpts,
-		// Informer requests wait out an API server outage instead of backing off (apihealth.go);
-		// the cache's sync is waited for on the informers' channels (cachesync.go).
-		NewCache: func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
-			c, err := health.newCache(cfg, opts)
-			if err != nil {
-				return nil, err
-			}
-			return promptSync(c), nil
-		},
-		LeaderElection:                cfg.LeaderElect,
-		LeaderElectionID:              cfg.ElectionID,
-		LeaderElectionNamespace:       electionNS,
-		LeaderElectionResourceLock:    "leases",
-		LeaderElectionReleaseOnCancel: !opts.KeepLeaseOnCancel,
-		LeaseDuration:                 &leaseDuration,
-		RenewDeadline:                 &renewDeadline,
-		RetryPeriod:                   &retryPeriod,
-		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsBindAddress, ExtraHandlers: profilingHandlers(cfg.Profiling)},
-		HealthProbeBindAddress:        cfg.HealthProbeBindAddress,
-		GracefulShutdownTimeout:       &gracefulShutdown,
+	// Constructing the manager asks discovery whether the kinds with options are namespaced.
+	var mgr ctrlmanager.Manager
+	err = health.startStep(ctx, ep, "constructing the manager", func() (err error) {
+		mgr, err = ctrl.NewManager(restCfg, ctrlmanager.Options{
+			Scheme:         cacheOpts.Scheme,
+			Logger:         log,
+			Cache:          cacheOpts,
+			MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
+			// Informer requests wait out an API server outage instead of backing off (apihealth.go);
+			// the cache's sync is waited for on the informers' channels (cachesync.go).
+			NewCache: func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+				c, err := health.newCache(cfg, opts)
+				if err != nil {
+					return nil, err
+				}
+				return promptSync(c), nil
+			},
+			LeaderElection:                cfg.LeaderElect,
+			LeaderElectionID:              cfg.ElectionID,
+			LeaderElectionNamespace:       electionNS,
+			LeaderElectionResourceLock:    "leases",
+			LeaderElectionReleaseOnCancel: !opts.KeepLeaseOnCancel,
+			LeaseDuration:                 &leaseDuration,
+			RenewDeadline:                 &renewDeadline,
+			RetryPeriod:                   &retryPeriod,
+			Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsBindAddress, ExtraHandlers: profilingHandlers(cfg.Profiling)},
+			HealthProbeBindAddress:        cfg.HealthProbeBindAddress,
+			GracefulShutdownTimeout:       &gracefulShutdown,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -246,7 +278,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		return nil, err
 	}
 	crds = newOptionalKinds(mgr.GetCache(), barrier, live, served, trigger.Request, health, log.WithName("crds"))
-	if err := crds.watchCRDs(ctx, mgr.GetCache(), restCfg); err != nil {
+	if err := crds.watchCRDs(ctx, mgr.GetCache(), crdsListable); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(crds); err != nil {
@@ -331,6 +363,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	roundOptions := func(s *store.Snapshot) translator.Options {
 		opts := TranslatorOptions(cfg, time.Now())
 		opts.ExpressionRoutes = flavors.Expressions()
+		opts.RustRegexes = flavors.RustRegexes()
 		var types []string
 		if !opts.NoCustomEntities {
 			types = translator.CustomEntityTypes(s)

@@ -86,22 +86,30 @@ func crdName(k store.Kind) string { return k.Resource() + "." + k.GroupVersionKi
 // crdGVK is the CustomResourceDefinition kind, watched as metadata only.
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
-// watchCRDs registers the CRD metadata informer in c (before the manager starts) with a
-// handler that asks about the CRDs of optional kinds. It first checks that the controller may
-// list CRDs: without that permission, a registered informer would hold the manager's start
-// forever; the controller then learns of CRDs only at start, and says so.
-func (o *optionalKinds) watchCRDs(ctx context.Context, c cache.Informers, restCfg *rest.Config) error {
+// mayListCRDs reports whether the controller may list CRDs: without that permission, a
+// registered CRD informer would hold the manager's start forever; the controller then learns
+// of CRDs only at start, and says so. Asked before the manager is constructed (startStep).
+func mayListCRDs(ctx context.Context, restCfg *rest.Config, log logr.Logger) (bool, error) {
 	mc, err := metadata.NewForConfig(restCfg)
 	if err != nil {
-		return err
+		return false, err
 	}
 	gvr := crdGVK.GroupVersion().WithResource("customresourcedefinitions")
 	if _, err := mc.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 		if apierrors.IsForbidden(err) {
-			o.log.Info("cannot list CustomResourceDefinitions (RBAC); a CRD installed after start is read only after a restart. Grant get, list and watch on customresourcedefinitions (config/rbac)")
-			return nil
+			log.Info("cannot list CustomResourceDefinitions (RBAC); a CRD installed after start is read only after a restart. Grant get, list and watch on customresourcedefinitions (config/rbac)")
+			return false, nil
 		}
-		return fmt.Errorf("listing CustomResourceDefinitions: %w", err)
+		return false, fmt.Errorf("listing CustomResourceDefinitions: %w", err)
+	}
+	return true, nil
+}
+
+// watchCRDs registers the CRD metadata informer in c (before the manager starts) with a
+// handler that asks about the CRDs of optional kinds, when allowed (mayListCRDs).
+func (o *optionalKinds) watchCRDs(ctx context.Context, c cache.Informers, allowed bool) error {
+	if !allowed {
+		return nil
 	}
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(crdGVK)

@@ -6,9 +6,13 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/konductor/konductor/internal/store"
 )
@@ -116,4 +120,34 @@ func eachGroupVersion[T any](gvs []string, ask func(gv string) (T, error)) ([]T,
 	}
 	wg.Wait()
 	return out, errs
+}
+
+// restMapperFor is the manager's REST mapper (MapperProvider), made before the manager so that
+// mapKinds can fill it while an API server gone again is waited for.
+func restMapperFor(restCfg *rest.Config) (meta.RESTMapper, error) {
+	httpClient, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("REST mapper client: %w", err)
+	}
+	return apiutil.NewDynamicRESTMapper(restCfg, httpClient)
+}
+
+// mapKinds asks mapper for the REST mapping of every kind read and of the CRDs (each group's
+// discovery once; the mapper keeps what it learnt), so that constructing the manager and
+// registering the informers ask the API server nothing more.
+func mapKinds(mapper meta.RESTMapper, scheme *runtime.Scheme, kinds store.KindSet) error {
+	gvks := []schema.GroupVersionKind{crdGVK}
+	for _, k := range kinds.Sorted() {
+		gvk, err := apiutil.GVKForObject(k.NewObject(), scheme)
+		if err != nil {
+			return err
+		}
+		gvks = append(gvks, gvk)
+	}
+	for _, gvk := range gvks {
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			return fmt.Errorf("REST mapping of %s: %w", gvk, err)
+		}
+	}
+	return nil
 }

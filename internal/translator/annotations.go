@@ -202,7 +202,7 @@ func (b *builder) routeAnnotations(ing client.Object, gvk schema.GroupVersionKin
 		}
 		for _, v := range vals {
 			if strings.HasPrefix(v, "~*") {
-				if e := checkPCRE(v[2:]); e != "" {
+				if e := b.headerRegex(v[2:]); e != "" {
 					b.problem(ing, gvk, annField(k), "invalid regex %q: %s; the %s's routes are left out", v, e, gvk.Kind)
 					ok = false
 				}

@@ -1,12 +1,15 @@
 package translator
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/kong/go-kong/kong"
 	netv1 "k8s.io/api/networking/v1"
+
+	"github.com/konductor/konductor/internal/kongrules"
 )
 
 // Priorities of KIC's expression routes (kic-compat.md §13).
@@ -20,11 +23,47 @@ const (
 type matcher struct {
 	op      string // "||" or "&&"; "" for a predicate
 	pred    string
+	regex   string // the pattern of a "~" predicate
 	members []*matcher
 }
 
 func predicate(field, op, value string) *matcher {
-	return &matcher{pred: field + " " + op + " " + strconv.Quote(value)}
+	m := &matcher{pred: field + " " + op + " " + strconv.Quote(value)}
+	if op == "~" {
+		m.regex = value
+	}
+	return m
+}
+
+// refused says why Kong's expressions router would refuse the route of m's expression, ""
+// when it accepts it: first a regex the Rust regex crate refuses (the pattern named, as the
+// traditional router's check names PCRE's), then anything else the router refuses (Kong's
+// message). A route so refused would make a DB-less gateway refuse the whole configuration.
+func (m *matcher) refused() string {
+	var bad string
+	var walk func(*matcher)
+	walk = func(m *matcher) {
+		if bad != "" {
+			return
+		}
+		if m.regex != "" {
+			if e := kongrules.RustRegexError(m.regex); e != "" {
+				bad = fmt.Sprintf("invalid regex %q (Kong's expressions router, Rust's regex syntax): %s", m.regex, e)
+				return
+			}
+		}
+		for _, c := range m.members {
+			walk(c)
+		}
+	}
+	walk(m)
+	if bad != "" {
+		return bad
+	}
+	if e := kongrules.Expression(m.expression(), false); e != "" {
+		return "Kong's expressions router refuses the expression: " + e
+	}
+	return ""
 }
 
 func group(op string, ms ...*matcher) *matcher {

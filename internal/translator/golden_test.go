@@ -24,6 +24,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 type goldenOptions struct {
 	IngressClass string  `json:"ingressClass"`
 	Translator   Options `json:"translator"`
+	// RouterFlavor "traditional" marks a case for Kong's traditional router flavor (PCRE
+	// regexes), which the emulator does not emulate (TestGatewayGoldenAcceptedByKong).
+	RouterFlavor string `json:"routerFlavor"`
 }
 
 // readGoldenOptions reads the case's options.yaml, if any.

@@ -158,12 +158,12 @@ func (b *builder) grpcRuleRoutes(gr *gatewayv1.GRPCRoute, ro *routeOverrides, i 
 			if e != "" {
 				return out, &routeError{mfield + ".method", e}
 			}
-			if e := checkRoutePath(p); e != "" {
+			if e := b.routePath(p); e != "" {
 				return out, &routeError{mfield + ".method", e}
 			}
 			r.Paths = kong.StringSlice(p)
 		}
-		headers, e := grpcHeaders(m.Headers)
+		headers, e := grpcHeaders(m.Headers, b.headerRegex)
 		if e != "" {
 			return out, &routeError{mfield + ".headers", e}
 		}
@@ -214,7 +214,7 @@ func grpcMethodPath(m *gatewayv1.GRPCMethodMatch) (string, string) {
 // grpcHeaders maps header matches: Exact as the value (several matches of one name add
 // values, as in KIC), RegularExpression as "~*<v>" (KIC sends the regex as a plain value,
 // which matches only a header equal to the regex text).
-func grpcHeaders(hs []gatewayv1.GRPCHeaderMatch) (map[string][]string, string) {
+func grpcHeaders(hs []gatewayv1.GRPCHeaderMatch, checkRegex func(string) string) (map[string][]string, string) {
 	out := map[string][]string{}
 	for _, h := range hs {
 		n := string(h.Name)
@@ -223,7 +223,7 @@ func grpcHeaders(hs []gatewayv1.GRPCHeaderMatch) (map[string][]string, string) {
 		}
 		v := h.Value
 		if h.Type != nil && *h.Type == gatewayv1.GRPCHeaderMatchRegularExpression {
-			if e := checkPCRE(v); e != "" {
+			if e := checkRegex(v); e != "" {
 				return nil, fmt.Sprintf("invalid regex %q for header %s: %s", v, n, e)
 			}
 			v = "~*" + v

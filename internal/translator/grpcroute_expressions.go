@@ -107,7 +107,7 @@ func (b *builder) grpcSplitRoute(s *grpcSplitMatch) (*routeEntry, *routeError) {
 	if e != "" {
 		return nil, &routeError{mfield + ".method", e}
 	}
-	if _, e := grpcHeaders(s.m.Headers); e != "" {
+	if _, e := grpcHeaders(s.m.Headers, noRegexCheck); e != "" {
 		return nil, &routeError{mfield + ".headers", e}
 	}
 	headers := append([]gatewayv1.GRPCHeaderMatch(nil), s.m.Headers...)
@@ -133,6 +133,9 @@ func (b *builder) grpcSplitRoute(s *grpcSplitMatch) (*routeEntry, *routeError) {
 	expr := group("&&", method, group("&&", hs...), httpHostMatcher(s.hostname), s.ro.sniMatcher())
 	r.Expression = kong.String(catchAllHTTPExpression)
 	if expr != nil {
+		if e := expr.refused(); e != "" {
+			return nil, &routeError{mfield, e}
+		}
 		r.Expression = kong.String(expr.expression())
 	}
 	s.ro.apply(r)
@@ -175,11 +178,8 @@ func grpcMethodMatcher(m *gatewayv1.GRPCMethodMatch) (*matcher, string) {
 		if m.Method != nil {
 			method = *m.Method
 		}
-		re := "^/" + service + "/" + method
-		if e := checkPCRE(re); e != "" {
-			return nil, fmt.Sprintf("invalid regex %q: %s", re, e)
-		}
-		return predicate("http.path", "~", re), ""
+		// The regex is checked with the whole expression (matcher.refused).
+		return predicate("http.path", "~", "^/"+service+"/"+method), ""
 	}
 	return nil, fmt.Sprintf("unsupported method match type %q", t)
 }

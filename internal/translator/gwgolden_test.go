@@ -24,6 +24,9 @@ func TestGatewayGoldenAcceptedByKong(t *testing.T) {
 	require.NotEmpty(t, dirs)
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
+			if readGoldenOptions(t, dir).RouterFlavor == "traditional" {
+				t.Skip("the emulator's flavors compile regexes with Rust; this case's regexes are for the traditional flavor's PCRE")
+			}
 			out, _ := renderCase(t, dir)
 			req := httptest.NewRequest(http.MethodPost, "/config", strings.NewReader(out))
 			req.Header.Set("Content-Type", "application/yaml")

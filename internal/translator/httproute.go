@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	pathlib "path"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -326,7 +327,7 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		addRuleName(m.rule)
 		mfield := fmt.Sprintf("spec.rules[%d].matches[%d]", m.rule, m.match)
 		if p := m.m.Path; p != nil {
-			paths, err := httpRoutePaths(p)
+			paths, err := httpRoutePaths(p, b.pathRegex)
 			if err != nil {
 				return nil, &routeError{mfield + ".path", err.Error()}
 			}
@@ -340,7 +341,7 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		}
 	}
 	if len(ms) > 0 {
-		headers, err := httpRouteHeaders(ms[0].m.Headers)
+		headers, err := httpRouteHeaders(ms[0].m.Headers, b.headerRegex)
 		if err != nil {
 			return nil, &routeError{fmt.Sprintf("spec.rules[%d].matches[%d].headers", ms[0].rule, ms[0].match), err.Error()}
 		}
@@ -360,7 +361,7 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 	}
 	ro.apply(r)
 	for _, kp := range r.Paths {
-		if e := checkRoutePath(*kp); e != "" {
+		if e := b.routePath(*kp); e != "" {
 			return nil, &routeError{field + ".matches", e}
 		}
 	}
@@ -385,8 +386,12 @@ func addFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path, field string, r
 }
 
 // httpRoutePaths maps a path match to Kong paths (KIC): Exact "~<v>$"; PathPrefix "~<v>$"
-// and "<v>/" ("<v>" when it ends in "/"); RegularExpression "~<v>".
-func httpRoutePaths(p *gatewayv1.HTTPPathMatch) ([]string, error) {
+// and "<v>/" ("<v>" when it ends in "/"); RegularExpression "~<v>". Unlike KIC, the <v> of
+// Exact and PathPrefix is a literal in the regex (regexp.QuoteMeta): the spec's Exact "/a.b"
+// matches "/a.b" only, not "/aXb", and "/x(y" makes a regex Kong compiles, not one it refuses
+// with the whole configuration (docs/migration-from-kic.md). A path without regex
+// metacharacters, nearly every one, is KIC's.
+func httpRoutePaths(p *gatewayv1.HTTPPathMatch, checkRegex func(string) string) ([]string, error) {
 	v := "/"
 	if p.Value != nil {
 		v = *p.Value
@@ -397,15 +402,15 @@ func httpRoutePaths(p *gatewayv1.HTTPPathMatch) ([]string, error) {
 	}
 	switch t {
 	case gatewayv1.PathMatchExact:
-		return []string{"~" + v + "$"}, nil
+		return []string{"~" + regexp.QuoteMeta(v) + "$"}, nil
 	case gatewayv1.PathMatchPathPrefix:
 		prefix := v
 		if !strings.HasSuffix(prefix, "/") {
 			prefix += "/"
 		}
-		return []string{"~" + v + "$", prefix}, nil
+		return []string{"~" + regexp.QuoteMeta(v) + "$", prefix}, nil
 	case gatewayv1.PathMatchRegularExpression:
-		if e := checkPCRE(v); e != "" {
+		if e := checkRegex(v); e != "" {
 			return nil, fmt.Errorf("invalid regex %q: %s", v, e)
 		}
 		return []string{"~" + v}, nil
@@ -414,7 +419,7 @@ func httpRoutePaths(p *gatewayv1.HTTPPathMatch) ([]string, error) {
 }
 
 // httpRouteHeaders maps header matches: Exact as the value, RegularExpression as "~*<v>".
-func httpRouteHeaders(hs []gatewayv1.HTTPHeaderMatch) (map[string][]string, error) {
+func httpRouteHeaders(hs []gatewayv1.HTTPHeaderMatch, checkRegex func(string) string) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, h := range hs {
 		n := string(h.Name)
@@ -428,7 +433,7 @@ func httpRouteHeaders(hs []gatewayv1.HTTPHeaderMatch) (map[string][]string, erro
 		case h.Type == nil || *h.Type == gatewayv1.HeaderMatchExact:
 			out[n] = []string{h.Value}
 		case *h.Type == gatewayv1.HeaderMatchRegularExpression:
-			if e := checkPCRE(h.Value); e != "" {
+			if e := checkRegex(h.Value); e != "" {
 				return nil, fmt.Errorf("invalid regex %q for header %s: %s", h.Value, n, e)
 			}
 			out[n] = []string{"~*" + h.Value}
@@ -597,15 +602,10 @@ func urlRewrite(t *transformer, f *gatewayv1.HTTPURLRewriteFilter, path string, 
 			if t.replaceURI == "" {
 				t.replaceURI = uri
 			}
-			// The prefix goes into regexes unescaped, as KIC puts it; one that breaks them
-			// (PathPrefix allows "(") would make Kong refuse the whole configuration.
+			// The prefix is a literal in the regexes (KIC puts it in unescaped: PathPrefix
+			// allows "(", which would make Kong refuse the whole configuration).
 			capture := rewritePrefixCapture(path)
-			for _, re := range []string{p + "$", capture} {
-				if e := checkPCRE(re); e != "" {
-					return fmt.Errorf("URLRewrite ReplacePrefixMatch of path %q makes the invalid regex %q: %s", p, re, e)
-				}
-			}
-			r.Paths = kong.StringSlice("~"+p+"$", "~"+capture)
+			r.Paths = kong.StringSlice("~"+regexp.QuoteMeta(p)+"$", "~"+capture)
 		default:
 			return fmt.Errorf("unsupported path type %s for URLRewrite", f.Path.Type)
 		}
@@ -629,14 +629,14 @@ func rewritePrefix(path string) (prefix string, root bool) {
 // rewritePrefixCapture is the regex, without Kong's "~", that matches the paths below the
 // prefix of a ReplacePrefixMatch rewrite and captures the rest as uri_captures[1]: "/(.*)"
 // for the root (a Kong path cannot start with a capture, so the "/" stays out of it), else
-// "<prefix>(/.*)" so "/prefix/" keeps its slash. The traditional route's second path and, with
+// "<prefix>(/.*)" so "/prefix/" keeps its slash, the prefix a literal (regexp.QuoteMeta). The traditional route's second path and, with
 // "^" added, the expression route's second predicate.
 func rewritePrefixCapture(path string) string {
 	p, root := rewritePrefix(path)
 	if root {
 		return "/(.*)"
 	}
-	return p + "(/.*)"
+	return regexp.QuoteMeta(p) + "(/.*)"
 }
 
 // hasPrefixRewrite says whether filters hold a URLRewrite of type ReplacePrefixMatch (with

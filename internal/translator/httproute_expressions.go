@@ -169,18 +169,22 @@ func (b *builder) httpSplitRoute(s *httpSplitMatch) (*routeEntry, *routeError) {
 	}
 	r.Tags = b.ruleNameTags(hr, gvkHTTPRoute, ruleNames)
 
+	// Regexes are checked in the expression, as the Rust regex crate would (refused).
 	if p := s.m.Path; p != nil {
-		if _, err := httpRoutePaths(p); err != nil { // an invalid regex
+		if _, err := httpRoutePaths(p, noRegexCheck); err != nil {
 			return nil, &routeError{mfield + ".path", err.Error()}
 		}
 	}
-	if _, err := httpRouteHeaders(s.m.Headers); err != nil {
+	if _, err := httpRouteHeaders(s.m.Headers, noRegexCheck); err != nil {
 		return nil, &routeError{mfield + ".headers", err.Error()}
 	}
 	filters := hr.Spec.Rules[s.rule].Filters
 	expr := group("&&", httpHostMatcher(s.hostname), s.ro.sniMatcher(), httpMatchMatcher(s.m, hasPrefixRewrite(filters)))
 	r.Expression = kong.String(catchAllHTTPExpression)
 	if expr != nil {
+		if e := expr.refused(); e != "" {
+			return nil, &routeError{mfield, e}
+		}
 		r.Expression = kong.String(expr.expression())
 	}
 	r.Priority = kong.Uint64(s.priority)

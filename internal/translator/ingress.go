@@ -178,11 +178,22 @@ func (b *builder) ingressRules() {
 				var paths []*string
 				for _, kp := range kongPaths(p, pt) {
 					kp = applyRegexPrefix(kp, prefix, b.opts.EnableLegacyRegexDetection)
-					if e := checkRoutePath(kp); e != "" {
+					if e := b.routePath(kp); e != "" {
 						b.problem(ing, gvkIngress, field+".path", "%s; the path is left out", e)
 						continue
 					}
 					paths = append(paths, kong.String(kp))
+				}
+				// The expressions router compiles a regex path with the Rust regex crate, which
+				// refuses some that PCRE takes ("/v1/{id}"): such a path is left out here rather
+				// than make Kong refuse the whole configuration.
+				if b.opts.ExpressionRoutes && len(paths) > 0 {
+					if m, _, _ := pathMatcher(sourcePath{pathType: pt, path: p, regexPrefix: prefix}); m != nil {
+						if e := m.refused(); e != "" {
+							b.problem(ing, gvkIngress, field+".path", "%s; the path is left out", e)
+							paths = nil
+						}
+					}
 				}
 				key := strings.Join([]string{ing.Namespace, ing.Name, rule.Host, be.Name, ks.portKey, ks.facade}, "\x00")
 				ks.addReferrer(ing, gvkIngress, refField)

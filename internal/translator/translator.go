@@ -42,6 +42,12 @@ type Options struct {
 	// "expressions", kic-compat.md §13): an expression and a priority instead of paths, hosts
 	// and the other matching fields.
 	ExpressionRoutes bool
+	// RustRegexes: a gateway compiles the regexes of traditional routes with the Rust regex
+	// crate (router_flavor traditional_compatible, Kong 3's default, which turns each route
+	// into an expression: http.path ~ "^<regex>", header regexes lowercased;
+	// kong/router/transform.lua), so a regex path or header is also checked so (validate.go).
+	// Off (flavor "traditional", or not known yet): PCRE's syntax only.
+	RustRegexes bool
 	// KongServiceFacade is KIC's KongServiceFacade gate: Ingress backends may be
 	// KongServiceFacades (kic-compat.md §3.8).
 	KongServiceFacade bool

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/konductor/konductor/internal/kongrules"
 )
@@ -15,6 +16,19 @@ import (
 // checkRoutePath returns why Kong would reject p as a route path, or "".
 func checkRoutePath(p string) string {
 	return pathProblem(p, kongrules.RoutePath(p))
+}
+
+// routePath is checkRoutePath with a regex path ("~...") also checked by pathRegex.
+func (b *builder) routePath(p string) string {
+	if e := checkRoutePath(p); e != "" {
+		return e
+	}
+	if re, ok := strings.CutPrefix(p, "~"); ok && b.rustRegexes() {
+		if e := b.pathRegex(re); e != "" {
+			return fmt.Sprintf("invalid regex %q: %s", p, e)
+		}
+	}
+	return ""
 }
 
 // checkServicePath is Kong's rule for a service path: a plain path, no empty segments.
@@ -39,6 +53,41 @@ func pathProblem(p string, f kongrules.Fault) string {
 
 // checkPCRE reports why PCRE would refuse pattern, or "".
 func checkPCRE(pattern string) string { return kongrules.PCRE(pattern) }
+
+// pathRegex is the check of a traditional route's regex path (without its "~"): PCRE's
+// syntax, and with Options.RustRegexes the Rust regex crate's on the pattern Kong's
+// traditional_compatible router makes of it ("^" prepended, "(?<" as "(?P<").
+func (b *builder) pathRegex(pattern string) string {
+	if e := checkPCRE(pattern); e != "" || !b.rustRegexes() {
+		return e
+	}
+	if e := kongrules.RustRegexError("^" + strings.ReplaceAll(pattern, "?<", "?P<")); e != "" {
+		return rustCompatible + e
+	}
+	return ""
+}
+
+// headerRegex is pathRegex for a header regex (without its "~*"), which the
+// traditional_compatible router lowercases before it compiles it.
+func (b *builder) headerRegex(pattern string) string {
+	if e := checkPCRE(pattern); e != "" || !b.rustRegexes() {
+		return e
+	}
+	if e := kongrules.RustRegexError(strings.ToLower(pattern)); e != "" {
+		return rustCompatible + e
+	}
+	return ""
+}
+
+// rustRegexes: a gateway compiles regexes with the Rust regex crate (Options.RustRegexes, or
+// the expressions router, which always does).
+func (b *builder) rustRegexes() bool { return b.opts.RustRegexes || b.opts.ExpressionRoutes }
+
+const rustCompatible = "Kong's router compiles it with Rust's regex syntax: "
+
+// noRegexCheck accepts every pattern: for the expressions router, whose regexes are checked
+// in the expression (matcher.refused).
+func noRegexCheck(string) string { return "" }
 
 // hostKind classifies s as "name", "ipv4" or "ipv6" and reports whether it has a port and
 // whether it is valid at all.
