@@ -54,7 +54,8 @@ type Options struct {
 }
 
 // Gateway syncs one database-backed Kong by difference. It implements dataplane.Gateway.
-// Sync and Diff may be called from several goroutines; they run one at a time.
+// Sync and Diff may be called from several goroutines; they run one at a time. Prepare runs
+// beside them, never in their way.
 type Gateway struct {
 	url    string
 	client *kong.Client
@@ -73,7 +74,8 @@ type Gateway struct {
 	rejected error
 	skipped  int
 
-	// prepared is the work Prepare did for the next sync (prepare.go); guarded by mu.
+	// prepared is the work Prepare did for the next sync (prepare.go).
+	prepMu   sync.Mutex
 	prepared *prepared
 
 	// noValidateEndpoint is set once Kong answered that it has no plugin validation

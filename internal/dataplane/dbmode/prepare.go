@@ -53,17 +53,20 @@ type prepared struct {
 
 // Prepare dumps Kong and builds the states a sync of t would diff, without writing: the
 // next Sync of a target with the same rendered digest, if the dump it takes then is the
-// same, goes straight to the diff. It only reads Kong, so a standby may call it. A
-// Prepare replaces the one before it.
+// same, skips the index, the target and the diff. It only reads Kong, so a standby may call it. A
+// Prepare that keeps its states replaces the one before it.
 func (g *Gateway) Prepare(ctx context.Context, t *dataplane.Target) error {
 	cfg, err := t.DeclarativeConfig()
 	if err != nil {
 		return fmt.Errorf("rendering the target: %w", err)
 	}
 	content := sha256.Sum256(cfg)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.prepared = nil
+	// Not under mu: a sync never waits for a Prepare (the new leader's first sync would
+	// wait for the CPU of a Prepare that the lease made useless). Prepare builds states of
+	// its own and only reads Kong; it shares the client and the schema cache, which are
+	// safe for concurrent use. A Prepare that fails, is cancelled or finds Kong short of
+	// the target leaves the previous one in place: the sync checks whatever it takes
+	// against its own dump anyway.
 	version, enterprise, dumpConfig, err := g.dumpSettings(ctx, t.State)
 	if err != nil {
 		return err
@@ -79,8 +82,14 @@ func (g *Gateway) Prepare(ctx context.Context, t *dataplane.Target) error {
 	if err != nil {
 		return fmt.Errorf("indexing the entities of %s: %w", g.url, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return err // the CPU of the steps that follow is the sync's now
+	}
 	target, err := g.targetState(ctx, t.State, current, version, enterprise, dumpConfig)
 	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// The diff, dry: when Kong already holds the target (the old leader synced it), the
@@ -88,15 +97,26 @@ func (g *Gateway) Prepare(ctx context.Context, t *dataplane.Target) error {
 	// would change into the current state as well, so states that differ are not kept.
 	res, errs, err := g.solve(ctx, current, target, enterprise, true)
 	if err != nil || len(errs) > 0 || res.Total() > 0 || len(res.Changes) > 0 {
+		if err == nil {
+			g.opts.Logger.V(1).Info("prepared nothing: Kong does not hold the target yet", "gateway", g.url, "changes", len(res.Changes))
+		}
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	g.prepMu.Lock()
 	g.prepared = &prepared{version: version, enterprise: enterprise, dump: digest, current: current,
 		content: content, target: target, inSync: true}
+	g.prepMu.Unlock()
+	g.opts.Logger.V(1).Info("prepared the next sync", "gateway", g.url)
 	return nil
 }
 
 // takePrepared returns the prepared states and forgets them (one sync uses them at most).
 func (g *Gateway) takePrepared() *prepared {
+	g.prepMu.Lock()
+	defer g.prepMu.Unlock()
 	p := g.prepared
 	g.prepared = nil
 	return p

@@ -96,3 +96,20 @@ func TestPrepareOfAChangeKeepsNothing(t *testing.T) {
 	require.Equal(t, 4, res.Creates)
 	require.Len(t, e.Entities("routes"), 6)
 }
+
+// A sync does not wait for a Prepare in flight, and the two share the gateway safely (run
+// with -race): Kong ends holding the target whatever their order.
+func TestPrepareAndSyncAtOnce(t *testing.T) {
+	e, g := newKong(t, Options{})
+	s := translate(t, objects(apps(5)...))
+	require.NoError(t, g.Sync(ctx, target(s)))
+	s6 := translate(t, objects(apps(6)...))
+	prepared := make(chan error, 1)
+	go func() { prepared <- g.Prepare(ctx, target(s6)) }()
+	require.NoError(t, g.Sync(ctx, target(s6)))
+	require.NoError(t, <-prepared)
+	require.Len(t, e.Entities("routes"), 6)
+	res, err := g.sync(ctx, target(s6))
+	require.NoError(t, err)
+	require.Zero(t, res.Total())
+}
