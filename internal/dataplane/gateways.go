@@ -116,37 +116,73 @@ func (g *DetectingGateway) Protocol() string {
 	return protocolOf(g.inner)
 }
 
+// Preparer is a Gateway that can do a sync's work but the writes ahead of time: a standby
+// replica calls Prepare with its own translation so that its first sync as leader is short
+// (dbmode.Gateway.Prepare). Prepare only reads the gateway. ErrNothingToPrepare means it
+// never will have anything to prepare (a DB-less Kong).
+type Preparer interface {
+	Prepare(ctx context.Context, t *Target) error
+}
+
+// ErrNothingToPrepare is a Preparer's answer when there is nothing to prepare, now or later.
+var ErrNothingToPrepare = errors.New("nothing to prepare")
+
+// Prepare implements Preparer: it learns the gateway's mode as Sync does, and prepares a
+// database-backed gateway's next sync; a DB-less gateway has nothing to prepare.
+func (g *DetectingGateway) Prepare(ctx context.Context, t *Target) error {
+	inner, err := g.detected(ctx)
+	if err != nil {
+		return err
+	}
+	if p, ok := inner.(Preparer); ok {
+		return p.Prepare(ctx, t)
+	}
+	return ErrNothingToPrepare
+}
+
 // Sync implements Gateway.
 func (g *DetectingGateway) Sync(ctx context.Context, t *Target) error {
+	inner, err := g.detected(ctx)
+	if err != nil {
+		return err
+	}
+	return inner.Sync(ctx, t)
+}
+
+// detected is the gateway of the mode the Kong has, learned the first time.
+func (g *DetectingGateway) detected(ctx context.Context) (Gateway, error) {
 	g.mu.Lock()
 	inner := g.inner
 	g.mu.Unlock()
 	if inner == nil {
 		root, err := g.root(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		db := root.Database
 		if g.Flavors != nil && g.Flavors.Expressions() != (root.RouterFlavor == "expressions") {
 			// The target was rendered for the other router; a new round renders it again
 			// (RouterFlavors asks for it), and this gateway takes that one.
 			g.Flavors.Report(g.url, root.RouterFlavor)
-			return fmt.Errorf("gateway %s uses the %s router: configuration to be rendered again", g.url, root.RouterFlavor)
+			return nil, fmt.Errorf("gateway %s uses the %s router: configuration to be rendered again", g.url, root.RouterFlavor)
 		}
 		g.Flavors.Report(g.url, root.RouterFlavor)
 		if !db {
 			inner = NewDBLessGateway(g.url, g.client, g.log)
 		} else if g.dbMode == nil {
-			return fmt.Errorf("gateway %s has a database, which this build cannot sync", g.url)
+			return nil, fmt.Errorf("gateway %s has a database, which this build cannot sync", g.url)
 		} else if inner, err = g.dbMode(g.url, nil); err != nil {
-			return err
+			return nil, err
 		}
 		g.log.Info("gateway mode detected", "gateway", g.url, "database", db)
 		g.mu.Lock()
-		g.inner = inner
+		if g.inner == nil {
+			g.inner = inner
+		}
+		inner = g.inner // a Prepare and a Sync that detected at once share the first one
 		g.mu.Unlock()
 	}
-	return inner.Sync(ctx, t)
+	return inner, nil
 }
 
 // Detect asks the gateway GET / now, unless its mode is known or an answer is at hand

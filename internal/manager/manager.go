@@ -404,6 +404,22 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err := mgr.Add(loop); err != nil {
 		return nil, err
 	}
+	if cfg.LeaderElect && len(gateways) > 0 && opts.SnapshotSourceForTesting == nil {
+		// A standby prepares its first sync to database-backed gateways (discovered ones
+		// are not: their set is the leader's to follow). Not in the control test of the
+		// pre-konductor design (SnapshotSourceForTesting), which had no standby work: its
+		// store starts filling at its first read, which must be the new leader's.
+		// Its own incremental translator: each translates from its own previous snapshot.
+		standbyIncremental := &translator.Incremental{}
+		translate := func(s *store.Snapshot) translator.Result {
+			opts := roundOptions(s)
+			return translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result { return standbyIncremental.Build(s, opts) }, log)
+		}
+		if err := mgr.Add(&standbyPreparer{elected: mgr.Elected(), barrier: barrier, source: source,
+			translate: translate, gateways: gateways, period: cfg.ProxySyncPeriod, log: log.WithName("standby")}); err != nil {
+			return nil, err
+		}
+	}
 
 	var webhook *admission.Server
 	if cfg.AdmissionWebhook.Enabled() {

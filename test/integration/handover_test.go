@@ -156,11 +156,17 @@ func TestHandoverCleanStop(t *testing.T) {
 		t.Fatal("the standby leads while the first replica holds the lease")
 	default:
 	}
+	// The standby prepares its first sync (dbmode.Gateway.Prepare) once its cache synced.
+	require.Eventually(t, func() bool { return second.logs.count(`"prepared the next sync"`) > 0 }, time.Minute, 5*time.Millisecond)
 	stopped := time.Now()
 	h.first.stop(t)
 	waitElected(t, second, time.Minute)
 	t.Logf("clean stop to new leader: %s", time.Since(stopped))
 	h.assertNothingWritten(t, second, elected, mark)
+	// Kong is as the standby prepared it (the old leader wrote nothing since): the first
+	// sync dumped Kong, found the same answers, and took both prepared states.
+	require.Positive(t, second.logs.count(`"database sync"`, `"preparedCurrent"=true`, `"preparedTarget"=true`),
+		"the first sync took the prepared states")
 }
 
 // B: the leader is killed without releasing the lease; the standby takes it when it expires.

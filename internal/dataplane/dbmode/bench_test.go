@@ -86,15 +86,20 @@ func BenchmarkNewLeaderFirstSyncPhases(b *testing.B) {
 		for _, c := range []struct {
 			latency  time.Duration
 			prefetch bool
-		}{{0, true}, {0, false}, {2 * time.Millisecond, true}, {2 * time.Millisecond, false}} {
+			prepared bool
+		}{
+			{0, true, false}, {0, false, false}, {2 * time.Millisecond, true, false}, {2 * time.Millisecond, false, false},
+			{0, true, true}, {2 * time.Millisecond, true, true},
+		} {
 			prefetch := c.prefetch
-			b.Run(fmt.Sprintf("ingresses=%d/latency=%s/prefetch=%t", n, c.latency, prefetch), func(b *testing.B) {
+			b.Run(fmt.Sprintf("ingresses=%d/latency=%s/prefetch=%t/prepared=%t", n, c.latency, prefetch, c.prepared), func(b *testing.B) {
 				e.ClearFaults()
 				if c.latency > 0 {
 					e.InjectFault(kongemu.Fault{Method: http.MethodGet, Latency: c.latency})
 					defer e.ClearFaults()
 				}
 				var phases Phases
+				prepareRequests := 0 // counted in requests/op too
 				cpu := processCPU()
 				reportRequests(b, e, func(int) {
 					fresh, err := New(g.url, nil, Options{})
@@ -110,7 +115,17 @@ func BenchmarkNewLeaderFirstSyncPhases(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					res, err := fresh.Apply(ctx, s)
+					if c.prepared {
+						// As a standby does before it gains the lease: not timed.
+						b.StopTimer()
+						before := e.RequestCount("", "")
+						if err := fresh.Prepare(ctx, target(s)); err != nil {
+							b.Fatal(err)
+						}
+						prepareRequests += e.RequestCount("", "") - before
+						b.StartTimer()
+					}
+					res, err := fresh.sync(ctx, target(s))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -125,6 +140,9 @@ func BenchmarkNewLeaderFirstSyncPhases(b *testing.B) {
 				b.ReportMetric(ms(phases.Target), "target-ms/op")
 				b.ReportMetric(ms(phases.Solve), "solve-ms/op")
 				b.ReportMetric(ms(processCPU()-cpu), "cpu-ms/op")
+				if c.prepared {
+					b.ReportMetric(float64(prepareRequests)/float64(b.N), "prepare-requests/op")
+				}
 			})
 		}
 	}

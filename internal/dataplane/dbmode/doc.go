@@ -31,7 +31,9 @@
 // what cannot go stale while the Kong version stays the same (the version itself and the
 // entity schemas, which the schema cache drops when GET / reports another version). A sync
 // that finds nothing to change costs only the list calls, and a periodic resync repairs any
-// drift (an entity deleted by hand, a restored database).
+// drift (an entity deleted by hand, a restored database). Prepare (prepare.go) does a sync's
+// work but the writes ahead of time, for a standby about to lead; the sync that follows still
+// dumps Kong and uses that work only if Kong answered that dump exactly as before.
 //
 // Failures: the syncer stops at the first failed request, so a sync can be half-applied.
 // Sync then returns an error and the loop retries it with backoff; the next sync dumps the

@@ -54,7 +54,8 @@ type Options struct {
 }
 
 // Gateway syncs one database-backed Kong by difference. It implements dataplane.Gateway.
-// Sync and Diff may be called from several goroutines; they run one at a time.
+// Sync and Diff may be called from several goroutines; they run one at a time. Prepare runs
+// beside them, never in their way.
 type Gateway struct {
 	url    string
 	client *kong.Client
@@ -73,12 +74,19 @@ type Gateway struct {
 	rejected error
 	skipped  int
 
+	// prepared is the work Prepare did for the next sync (prepare.go).
+	prepMu   sync.Mutex
+	prepared *prepared
+
 	// noValidateEndpoint is set once Kong answered that it has no plugin validation
 	// endpoint (validate.go).
 	noValidateEndpoint atomic.Bool
 }
 
-var _ dataplane.Gateway = (*Gateway)(nil)
+var (
+	_ dataplane.Gateway  = (*Gateway)(nil)
+	_ dataplane.Preparer = (*Gateway)(nil)
+)
 
 // New returns the Gateway of the database-backed Kong at url. httpClient carries TLS and
 // the admin token (manager.AdminHTTPClient); nil means Go's default transport, keeping
@@ -108,7 +116,7 @@ func New(url string, httpClient *http.Client, opts Options) (*Gateway, error) {
 		t.MaxIdleConnsPerHost = opts.Concurrency
 		hc.Transport = t
 	}
-	hc.Transport = newTargetPrefetch(newSchemaCache(hc.Transport, u.Path), opts.Concurrency)
+	hc.Transport = dumpDigests{next: newTargetPrefetch(newSchemaCache(hc.Transport, u.Path), opts.Concurrency)}
 	client, err := kong.NewClient(kong.String(url), hc)
 	if err != nil {
 		return nil, fmt.Errorf("kong admin url %q: %w", url, err)
@@ -125,21 +133,28 @@ func (g *Gateway) Protocol() string { return dataplane.ProtocolDeck }
 // Sync implements dataplane.Gateway: it makes the entities carrying the filter tag equal to
 // the target, and touches no other entity.
 func (g *Gateway) Sync(ctx context.Context, t *dataplane.Target) error {
+	_, err := g.sync(ctx, t)
+	return err
+}
+
+// sync is Sync, with what it did (nil when it skipped the dump or failed before the diff).
+func (g *Gateway) sync(ctx context.Context, t *dataplane.Target) (*Result, error) {
 	// The rendered configuration is computed once per round for every gateway; its digest
 	// tells whether the target changed.
 	cfg, err := t.DeclarativeConfig()
 	if err != nil {
-		return fmt.Errorf("rendering the target: %w", err)
+		return nil, fmt.Errorf("rendering the target: %w", err)
 	}
 	digest := sha256.Sum256(cfg)
 	if skipped, rejected := g.skip(digest); skipped {
-		return rejected
+		return nil, rejected
 	}
-	res, err := g.run(ctx, t.State, t.Graph, false)
+	res, err := g.run(ctx, t.State, t.Graph, false, &digest)
 	if res != nil {
 		p := res.Phases
 		g.opts.Logger.V(1).Info("database sync", "gateway", g.url, "dump", p.Dump.String(), "index", p.Index.String(),
-			"target", p.Target.String(), "solve", p.Solve.String())
+			"target", p.Target.String(), "solve", p.Solve.String(),
+			"preparedCurrent", res.PreparedCurrent, "preparedTarget", res.PreparedTarget)
 	}
 	if res != nil && res.Total() > 0 {
 		g.opts.Logger.Info("database synced", "gateway", g.url,
@@ -155,7 +170,7 @@ func (g *Gateway) Sync(ctx context.Context, t *dataplane.Target) error {
 	default:
 		g.synced = false
 	}
-	return err
+	return res, err
 }
 
 // skip reports whether a sync of the target with this digest can be left out, and the
@@ -175,24 +190,27 @@ func (g *Gateway) skip(digest [sha256.Size]byte) (bool, error) {
 // the error is then a *dataplane.RejectedError naming every refused object. The Result
 // merges every pass: the changes made and those that failed (Change.Err).
 func (g *Gateway) Apply(ctx context.Context, s *kongstate.State) (*Result, error) {
-	return g.run(ctx, s, nil, false)
+	return g.run(ctx, s, nil, false, nil)
 }
 
 // Diff returns what Apply would do, without changing anything: it only reads.
 func (g *Gateway) Diff(ctx context.Context, s *kongstate.State) (*Result, error) {
-	return g.run(ctx, s, nil, true)
+	return g.run(ctx, s, nil, true, nil)
 }
 
 // run syncs s; graph, when set, is the object graph of its translation: an object Kong
 // refuses takes the objects that depend on it out too, as a DB-less fallback configuration
 // does (dataplane/fallback.go), so both modes leave out the same objects.
-func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator.Graph, dry bool) (*Result, error) {
+//
+// content, when known, is the digest of s rendered (dataplane.Target.DeclarativeConfig): a
+// target state Prepare built from the same digest can then be used (prepare.go).
+func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator.Graph, dry bool, content *[sha256.Size]byte) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 
 	// A dry run makes no request Kong could refuse, so it never needs a second pass.
 	if dry {
-		res, errs, _, _, err := g.pass(ctx, s, &isolation{}, true)
+		res, errs, _, _, err := g.pass(ctx, s, &isolation{}, true, content)
 		if err != nil || len(errs) == 0 {
 			return res, err
 		}
@@ -209,7 +227,8 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator
 	var dependents []dataplane.EntityError
 	var excluded []kongstate.ObjectRef
 	for n := 1; ; n++ {
-		res, errs, deps, excl, err := g.pass(ctx, s, iso, false)
+		res, errs, deps, excl, err := g.pass(ctx, s, iso, false, content)
+		content = nil // Prepare's states serve the first pass at most
 		if res != nil {
 			total.add(res)
 		}
@@ -283,7 +302,7 @@ func refuse(refused map[kongstate.ObjectRef]bool, graph *translator.Graph, obj k
 // (validate.go); the objects of those Kong refuses join refused, with their dependents in
 // iso.graph, and are returned as dependents are. errs are the syncer's failures; err is a
 // failure to get as far as the diff.
-func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, dry bool) (
+func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, dry bool, content *[sha256.Size]byte) (
 	res *Result, errs []error, dependents []dataplane.EntityError, excluded []kongstate.ObjectRef, err error,
 ) {
 	var phases Phases
@@ -292,31 +311,130 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 		now := time.Now()
 		*d, mark = now.Sub(mark), now
 	}
-	version, enterprise, err := g.kongVersion(ctx)
+	// Prepared states are taken by the first pass only, and by no other sync after it.
+	prep := g.takePrepared()
+	version, enterprise, dumpConfig, err := g.dumpSettings(ctx, s)
 	if err != nil {
 		return nil, nil, nil, nil, err
+	}
+	raw, digest, digested, err := g.dump(ctx, dumpConfig)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if iso.heldBefore == nil {
+		iso.heldBefore = rawEntityKeys(raw)
+	}
+	lap(&phases.Dump)
+	var current, target *state.KongState
+	reuse := digested && prep.matches(version, enterprise, digest)
+	if reuse {
+		current = prep.current
+	} else if current, err = state.Get(raw); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
+	}
+	lap(&phases.Index)
+	reuseTarget := reuse && content != nil && prep.content == *content
+	if reuseTarget {
+		target = prep.target
+	} else if target, err = g.targetState(ctx, s, current, version, enterprise, dumpConfig); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	lap(&phases.Target)
+	var invalid []dataplane.EntityError
+	if !dry {
+		if invalid, err = g.validateChangedPlugins(ctx, current, target); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		for _, e := range invalid {
+			refuse(iso.refused, iso.graph, e.Object)
+		}
+	}
+	if dependents, excluded, err = isolate(current, target, iso.refused, iso.heldBefore, licenseObjects(s)); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("leaving refused objects out of the sync to %s: %w", g.url, err)
+	}
+
+	if reuseTarget && prep.inSync && len(iso.refused) == 0 {
+		// Prepare's dry run diffed these very states and found nothing to do.
+		res = &Result{}
+	} else if res, errs, err = g.solve(ctx, current, target, enterprise, dry); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	lap(&phases.Solve)
+	res.Phases = phases
+	res.PreparedCurrent, res.PreparedTarget = reuse, reuseTarget
+	return res, errs, append(invalid, dependents...), excluded, nil
+}
+
+// solve diffs current against target and applies the difference (in a dry run: only
+// lists it), at most Concurrency requests in flight. errs are the syncer's failures.
+func (g *Gateway) solve(ctx context.Context, current, target *state.KongState, enterprise, dry bool) (*Result, []error, error) {
+	syncer, err := diff.NewSyncer(diff.SyncerOpts{
+		CurrentState:        current,
+		TargetState:         target,
+		KongClient:          g.client,
+		SilenceWarnings:     true,
+		IncludeLicenses:     enterprise,
+		EnableEntityActions: true,
+		// With entity actions the syncer prints only the changes it dropped after a
+		// failure; those go to the log rather than to stdout.
+		CreatePrintln: g.printer(), UpdatePrintln: g.printer(), DeletePrintln: g.printer(),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("diffing %s: %w", g.url, err)
+	}
+
+	res := &Result{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// The syncer blocks until every action is read, and closes the channel when done.
+		for a := range syncer.GetResultChan() {
+			res.Changes = append(res.Changes, changeOf(a))
+		}
+	}()
+	stats, errs, _ := syncer.Solve(ctx, g.opts.Concurrency, dry, false)
+	<-done
+	res.Creates, res.Updates, res.Deletes = int(stats.CreateOps.Count()), int(stats.UpdateOps.Count()), int(stats.DeleteOps.Count())
+	res.sort()
+	return res, errs, nil
+}
+
+// dumpSettings reads Kong's version (GET /) and returns the dump configuration of a sync of
+// s, and whether licenses are diffed.
+func (g *Gateway) dumpSettings(ctx context.Context, s *kongstate.State) (semver.Version, bool, dump.Config, error) {
+	version, enterprise, err := g.kongVersion(ctx)
+	if err != nil {
+		return semver.Version{}, false, dump.Config{}, err
 	}
 	// A target translated before the gateways' edition was learned says nothing of
 	// licenses: Kong's are then left as they are rather than deleted.
 	enterprise = enterprise && s != nil && s.LicensesKnown
-	dumpConfig := dump.Config{
+	return version, enterprise, dump.Config{
 		SelectorTags:                         []string{g.opts.FilterTag},
 		IsConsumerGroupScopedPluginSupported: utils.Kong340Version.LTE(version),
 		// Licenses are synced to Kong Gateway Enterprise as KIC syncs them (license.go);
 		// Kong OSS has no licenses entity, so it gets no license request at all.
 		IncludeLicenses: enterprise,
-	}
-	raw, err := dump.Get(ctx, g.client, dumpConfig)
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
-	}
-	lap(&phases.Dump)
-	current, err := state.Get(raw)
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
-	}
-	lap(&phases.Index)
+	}, nil
+}
 
+// dump lists the entities carrying the filter tag, and returns the digest of Kong's answers
+// (dumpdigest.go); ok is false when there is none to compare.
+func (g *Gateway) dump(ctx context.Context, dumpConfig dump.Config) (raw *utils.KongRawState, digest [sha256.Size]byte, ok bool, err error) {
+	d := &dumpDigest{}
+	raw, err = dump.Get(withDumpDigest(ctx, d), g.client, dumpConfig)
+	if err != nil {
+		return nil, digest, false, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
+	}
+	digest, ok = d.sum()
+	return raw, digest, ok, nil
+}
+
+// targetState builds the target of a sync of s against current: file.Get, which reuses the
+// IDs of current entities of the same name and fills Kong's defaults, then its go-memdb state.
+func (g *Gateway) targetState(ctx context.Context, s *kongstate.State, current *state.KongState,
+	version semver.Version, enterprise bool, dumpConfig dump.Config,
+) (*state.KongState, error) {
 	content := s.Content()
 	// Custom entities (State.CustomEntities, not in Content) are not diffed in database
 	// mode: they carry no tags (degraphql_routes has no tags field), so the ownership tag
@@ -330,63 +448,14 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 	content.Info = &file.Info{SelectorTags: []string{g.opts.FilterTag}}
 	targetRaw, err := file.Get(ctx, content, file.RenderConfig{CurrentState: current, KongVersion: version}, dumpConfig, g.client)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("building the target state for %s: %w", g.url, err)
+		return nil, fmt.Errorf("building the target state for %s: %w", g.url, err)
 	}
 	s.SetCertificateAlts(targetRaw)
 	target, err := state.Get(targetRaw)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)
+		return nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)
 	}
-	lap(&phases.Target)
-	var invalid []dataplane.EntityError
-	if !dry {
-		if invalid, err = g.validateChangedPlugins(ctx, current, target); err != nil {
-			return nil, nil, nil, nil, err
-		}
-		for _, e := range invalid {
-			refuse(iso.refused, iso.graph, e.Object)
-		}
-	}
-	if iso.heldBefore == nil {
-		if iso.heldBefore, err = entityKeys(current); err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
-		}
-	}
-	if dependents, excluded, err = isolate(current, target, iso.refused, iso.heldBefore, licenseObjects(s)); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("leaving refused objects out of the sync to %s: %w", g.url, err)
-	}
-
-	syncer, err := diff.NewSyncer(diff.SyncerOpts{
-		CurrentState:        current,
-		TargetState:         target,
-		KongClient:          g.client,
-		SilenceWarnings:     true,
-		IncludeLicenses:     enterprise,
-		EnableEntityActions: true,
-		// With entity actions the syncer prints only the changes it dropped after a
-		// failure; those go to the log rather than to stdout.
-		CreatePrintln: g.printer(), UpdatePrintln: g.printer(), DeletePrintln: g.printer(),
-	})
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("diffing %s: %w", g.url, err)
-	}
-
-	res = &Result{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// The syncer blocks until every action is read, and closes the channel when done.
-		for a := range syncer.GetResultChan() {
-			res.Changes = append(res.Changes, changeOf(a))
-		}
-	}()
-	stats, errs, _ := syncer.Solve(ctx, g.opts.Concurrency, dry, false)
-	<-done
-	res.Creates, res.Updates, res.Deletes = int(stats.CreateOps.Count()), int(stats.UpdateOps.Count()), int(stats.DeleteOps.Count())
-	lap(&phases.Solve)
-	res.Phases = phases
-	res.sort()
-	return res, errs, append(invalid, dependents...), excluded, nil
+	return target, nil
 }
 
 // mergedRejection is the rejection of a sync that took several passes: every entity Kong
@@ -530,6 +599,9 @@ type Result struct {
 	Creates, Updates, Deletes int
 	// Phases is where the time of the sync went, every pass added up.
 	Phases Phases
+	// PreparedCurrent and PreparedTarget tell whether the first pass took the current and
+	// the target state Prepare built, rather than building them (prepare.go).
+	PreparedCurrent, PreparedTarget bool
 }
 
 // Phases of a sync, in order: a new leader's first sync is a dump of Kong and a diff that
@@ -555,6 +627,8 @@ func (r *Result) add(o *Result) {
 	r.Updates += o.Updates
 	r.Deletes += o.Deletes
 	r.Phases.add(o.Phases)
+	r.PreparedCurrent = r.PreparedCurrent || o.PreparedCurrent
+	r.PreparedTarget = r.PreparedTarget || o.PreparedTarget
 	r.sort()
 }
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/kong/go-database-reconciler/pkg/state"
+	"github.com/kong/go-database-reconciler/pkg/utils"
 	"github.com/kong/go-kong/kong"
 
 	"github.com/konductor/konductor/internal/dataplane"
@@ -177,17 +178,29 @@ func entities(ks *state.KongState, licenses map[string]kongstate.ObjectRef) (map
 	return out, nil
 }
 
-// entityKeys are the keys of the entities of ks that isolation knows.
-func entityKeys(ks *state.KongState) (map[string]bool, error) {
-	ents, err := entities(ks, nil) // keys only: which object a license belongs to does not matter here
-	if err != nil {
-		return nil, err
+// rawEntityKeys are the keys entities gives the entities of a dump: read from the dump's
+// lists rather than from its go-memdb state, whose GetAll copies every entity, because a
+// sync needs them before it knows whether anything will be refused.
+func rawEntityKeys(raw *utils.KongRawState) map[string]bool {
+	out := map[string]bool{}
+	addKeys(out, "license", raw.Licenses, func(e *kong.License) *string { return e.ID })
+	addKeys(out, "service", raw.Services, func(e *kong.Service) *string { return e.ID })
+	addKeys(out, "route", raw.Routes, func(e *kong.Route) *string { return e.ID })
+	addKeys(out, "upstream", raw.Upstreams, func(e *kong.Upstream) *string { return e.ID })
+	addKeys(out, "target", raw.Targets, func(e *kong.Target) *string { return e.ID })
+	addKeys(out, "certificate", raw.Certificates, func(e *kong.Certificate) *string { return e.ID })
+	addKeys(out, "sni", raw.SNIs, func(e *kong.SNI) *string { return e.ID })
+	addKeys(out, "plugin", raw.Plugins, func(e *kong.Plugin) *string { return e.ID })
+	return out
+}
+
+// addKeys adds kind/ID to keys for every entity of list that has an ID.
+func addKeys[E any](keys map[string]bool, kind string, list []E, id func(E) *string) {
+	for _, e := range list {
+		if v := id(e); v != nil {
+			keys[kind+"/"+*v] = true
+		}
 	}
-	out := make(map[string]bool, len(ents))
-	for k := range ents {
-		out[k] = true
-	}
-	return out, nil
 }
 
 // objectOf is the object whose k8s-* tags e carries.

@@ -1,0 +1,115 @@
+package dbmode
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A standby prepares; Kong is the same when it leads: its first sync diffs the prepared
+// states, writes nothing, and the states serve that one sync only.
+func TestPreparedStatesServeTheNextSync(t *testing.T) {
+	e, old := newKong(t, Options{})
+	s := translate(t, objects(apps(5)...))
+	require.NoError(t, old.Sync(ctx, target(s)))
+
+	standby, err := New(old.url, nil, Options{})
+	require.NoError(t, err)
+	require.NoError(t, standby.Prepare(ctx, target(s)))
+	mark := e.AuditMark()
+	res, err := standby.sync(ctx, target(translate(t, objects(apps(5)...))))
+	require.NoError(t, err)
+	require.True(t, res.PreparedCurrent, "Kong unchanged: the prepared current state is used")
+	require.True(t, res.PreparedTarget, "same rendered target: the prepared target state is used")
+	require.Zero(t, res.Total())
+	require.Empty(t, e.AuditSince(mark))
+
+	res, err = standby.sync(ctx, target(s))
+	require.NoError(t, err)
+	require.False(t, res.PreparedCurrent, "a prepared state serves one sync")
+	require.False(t, res.PreparedTarget)
+}
+
+// The translation changed after Prepare: the prepared current state still serves (Kong is
+// the same), the target is built again, and Kong gets the new target.
+func TestPreparedCurrentStateWithANewTarget(t *testing.T) {
+	e, old := newKong(t, Options{})
+	require.NoError(t, old.Sync(ctx, target(translate(t, objects(apps(5)...)))))
+
+	standby, err := New(old.url, nil, Options{})
+	require.NoError(t, err)
+	require.NoError(t, standby.Prepare(ctx, target(translate(t, objects(apps(5)...)))))
+	res, err := standby.sync(ctx, target(translate(t, objects(apps(6)...))))
+	require.NoError(t, err)
+	require.True(t, res.PreparedCurrent)
+	require.False(t, res.PreparedTarget)
+	require.Equal(t, 4, res.Creates, "service, route, upstream, target of the sixth Ingress")
+	require.Len(t, e.Entities("routes"), 6)
+}
+
+// Kong changed after Prepare (the old leader wrote, someone deleted a route by hand): the
+// new leader's sync never assumes the prepared current state; it indexes its own dump and
+// repairs Kong.
+func TestPreparedStatesAreNotUsedWhenKongChanged(t *testing.T) {
+	e, old := newKong(t, Options{})
+	s5, s6 := translate(t, objects(apps(5)...)), translate(t, objects(apps(6)...))
+	require.NoError(t, old.Sync(ctx, target(s5)))
+
+	standby, err := New(old.url, nil, Options{})
+	require.NoError(t, err)
+	require.NoError(t, standby.Prepare(ctx, target(s6)))
+
+	// The old leader is still writing, and a route goes by hand.
+	require.NoError(t, old.Sync(ctx, target(s6)))
+	route := *s6.Services[0].Routes[0].ID
+	req, err := http.NewRequest(http.MethodDelete, old.url+"/routes/"+route, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.Nil(t, e.Entity("routes", route))
+
+	res, err := standby.sync(ctx, target(s6))
+	require.NoError(t, err)
+	require.False(t, res.PreparedCurrent, "Kong changed since Prepare")
+	require.False(t, res.PreparedTarget)
+	require.Equal(t, 1, res.Creates, "the route deleted by hand is created again")
+	require.NotNil(t, e.Entity("routes", route))
+	require.Len(t, e.Entities("routes"), 6)
+}
+
+// Prepare of a target Kong does not hold yet keeps nothing (its dry run recorded the
+// changes in the current state): the sync builds its states and writes the difference.
+func TestPrepareOfAChangeKeepsNothing(t *testing.T) {
+	e, old := newKong(t, Options{})
+	require.NoError(t, old.Sync(ctx, target(translate(t, objects(apps(5)...)))))
+
+	standby, err := New(old.url, nil, Options{})
+	require.NoError(t, err)
+	s6 := translate(t, objects(apps(6)...))
+	require.NoError(t, standby.Prepare(ctx, target(s6)))
+	res, err := standby.sync(ctx, target(s6))
+	require.NoError(t, err)
+	require.False(t, res.PreparedCurrent)
+	require.Equal(t, 4, res.Creates)
+	require.Len(t, e.Entities("routes"), 6)
+}
+
+// A sync does not wait for a Prepare in flight, and the two share the gateway safely (run
+// with -race): Kong ends holding the target whatever their order.
+func TestPrepareAndSyncAtOnce(t *testing.T) {
+	e, g := newKong(t, Options{})
+	s := translate(t, objects(apps(5)...))
+	require.NoError(t, g.Sync(ctx, target(s)))
+	s6 := translate(t, objects(apps(6)...))
+	prepared := make(chan error, 1)
+	go func() { prepared <- g.Prepare(ctx, target(s6)) }()
+	require.NoError(t, g.Sync(ctx, target(s6)))
+	require.NoError(t, <-prepared)
+	require.Len(t, e.Entities("routes"), 6)
+	res, err := g.sync(ctx, target(s6))
+	require.NoError(t, err)
+	require.Zero(t, res.Total())
+}

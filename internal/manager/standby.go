@@ -1,0 +1,126 @@
+package manager
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+// standbyRefreshEvery: a standby prepares again after this many unchanged periods, so that
+// what it prepared follows what the leader and people write to Kong (each Prepare is one
+// dump of Kong: a minute at the default --proxy-sync-seconds, as often as the leader's own
+// full resync, manager.DBModeFullSyncEvery).
+const standbyRefreshEvery = DBModeFullSyncEvery
+
+// standbyPreparer makes a standby replica's first sync as leader short (issue #13): while
+// the replica does not lead, it translates its warm cache every period and has each
+// database-backed gateway prepare the sync of that translation (dataplane.Preparer,
+// dbmode.Gateway.Prepare: Kong dumped and indexed, the target built, the diff run dry). It
+// only reads Kong (invariant 7), and only once the cache synced (invariant 2). It prepares
+// when the translation changed and again the period after (by then the leader has
+// synced the change, which the first Prepare saw missing from Kong), and every
+// standbyRefreshEvery periods. It stops the moment this replica leads: a Prepare in flight
+// is cancelled, so the first sync does not wait for it. The sync that follows dumps Kong
+// anyway and uses the prepared work only if Kong answers exactly as it did (dbmode/prepare.go).
+type standbyPreparer struct {
+	elected   <-chan struct{}
+	barrier   interface{ WaitForCacheSync(context.Context) error }
+	source    dataplane.SnapshotSource
+	translate func(*store.Snapshot) translator.Result
+	gateways  []dataplane.Gateway
+	period    time.Duration
+	log       logr.Logger
+}
+
+// NeedLeaderElection: it runs on every replica, and stops when this one leads.
+func (p *standbyPreparer) NeedLeaderElection() bool { return false }
+
+// Start implements manager.Runnable.
+func (p *standbyPreparer) Start(ctx context.Context) error {
+	var preparers []dataplane.Preparer
+	for _, g := range p.gateways {
+		if pr, ok := g.(dataplane.Preparer); ok {
+			preparers = append(preparers, pr)
+		}
+	}
+	if len(preparers) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.elected:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := p.barrier.WaitForCacheSync(ctx); err != nil {
+		return nil //nolint:nilerr // elected or stopped before the cache synced: nothing to prepare
+	}
+	period := p.period
+	if period <= 0 {
+		period = time.Second
+	}
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	var last [sha256.Size]byte
+	again, unchanged := false, 0
+	for len(preparers) > 0 {
+		if digest, t, ok := p.target(ctx); ok {
+			changed := digest != last
+			if changed || again || unchanged+1 >= standbyRefreshEvery {
+				preparers = p.prepare(ctx, preparers, t)
+				again, unchanged, last = changed, 0, digest
+			} else {
+				unchanged++
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+	return nil // no database-backed gateway: nothing to prepare
+}
+
+// prepare has each gateway prepare t, and returns those that may have something to prepare
+// next time (a DB-less gateway never has).
+func (p *standbyPreparer) prepare(ctx context.Context, preparers []dataplane.Preparer, t *dataplane.Target) []dataplane.Preparer {
+	keep := preparers[:0]
+	for _, pr := range preparers {
+		err := pr.Prepare(ctx, t)
+		switch {
+		case errors.Is(err, dataplane.ErrNothingToPrepare):
+			continue
+		case err != nil && ctx.Err() == nil:
+			p.log.V(1).Info("standby: preparing the first sync failed; the first sync will do all its work", "error", err.Error())
+		}
+		keep = append(keep, pr)
+	}
+	return keep
+}
+
+// target translates the current snapshot; ok is false when there is none to prepare (a
+// kind cannot be listed: fail closed, as the loop does).
+func (p *standbyPreparer) target(ctx context.Context) ([sha256.Size]byte, *dataplane.Target, bool) {
+	snap, err := p.source.Snapshot(ctx)
+	if err != nil {
+		return [sha256.Size]byte{}, nil, false
+	}
+	res := p.translate(snap)
+	t := &dataplane.Target{State: res.State, Problems: res.Problems, Graph: res.Graph}
+	cfg, err := t.DeclarativeConfig()
+	if err != nil {
+		return [sha256.Size]byte{}, nil, false
+	}
+	return sha256.Sum256(cfg), t, true
+}

@@ -1,0 +1,101 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+// gatedBarrier's cache syncs when synced is closed.
+type gatedBarrier struct{ synced chan struct{} }
+
+func (b gatedBarrier) WaitForCacheSync(ctx context.Context) error {
+	select {
+	case <-b.synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type emptySource struct{}
+
+func (emptySource) Snapshot(context.Context) (*store.Snapshot, error) { return &store.Snapshot{}, nil }
+
+// preparingGateway records its Prepare calls; answer is what they return.
+type preparingGateway struct {
+	url    string
+	answer error
+	calls  chan *dataplane.Target
+	mu     sync.Mutex
+	n      int
+}
+
+func (g *preparingGateway) URL() string { return g.url }
+func (g *preparingGateway) Sync(context.Context, *dataplane.Target) error {
+	return errors.New("a standby never syncs")
+}
+func (g *preparingGateway) Prepare(_ context.Context, t *dataplane.Target) error {
+	g.mu.Lock()
+	g.n++
+	g.mu.Unlock()
+	select {
+	case g.calls <- t:
+	default:
+	}
+	return g.answer
+}
+
+func (g *preparingGateway) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// A standby prepares its database-backed gateways only once its cache synced, drops a
+// gateway that has nothing to prepare (DB-less), and stops when it gains the lease.
+func TestStandbyPreparesAfterTheCacheSyncedUntilElected(t *testing.T) {
+	barrier := gatedBarrier{synced: make(chan struct{})}
+	elected := make(chan struct{})
+	db := &preparingGateway{url: "http://db", calls: make(chan *dataplane.Target, 100)}
+	dbless := &preparingGateway{url: "http://dbless", answer: dataplane.ErrNothingToPrepare, calls: make(chan *dataplane.Target, 100)}
+	translated := make(chan struct{}, 100)
+	p := &standbyPreparer{
+		elected: elected, barrier: barrier, source: emptySource{},
+		translate: func(*store.Snapshot) translator.Result {
+			translated <- struct{}{}
+			return translator.Result{State: &kongstate.State{}}
+		},
+		gateways: []dataplane.Gateway{db, dbless}, period: time.Millisecond, log: logr.Discard(),
+	}
+	require.False(t, p.NeedLeaderElection())
+	done := make(chan error, 1)
+	go func() { done <- p.Start(context.Background()) }()
+
+	// Not before the cache synced: the preparer is parked in WaitForCacheSync, and neither
+	// translates nor prepares.
+	select {
+	case <-translated:
+		t.Fatal("translated before the cache synced")
+	case <-db.calls:
+		t.Fatal("prepared before the cache synced")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(barrier.synced)
+	<-db.calls // the first translation
+	<-db.calls // the period after a change, again
+	require.Equal(t, 1, dbless.count(), "a DB-less gateway is asked once")
+
+	close(elected)
+	require.NoError(t, <-done, "Start returns when this replica leads")
+}
