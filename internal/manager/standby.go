@@ -24,9 +24,8 @@ const standbyRefreshEvery = DBModeFullSyncEvery
 // database-backed gateway prepare the sync of that translation (dataplane.Preparer,
 // dbmode.Gateway.Prepare: Kong dumped and indexed, the target built, the diff run dry). It
 // only reads Kong (invariant 7), and only once the cache synced (invariant 2). It prepares
-// when the translation changed and again the period after (by then the leader has
-// synced the change, which the first Prepare saw missing from Kong), and every
-// standbyRefreshEvery periods. It stops the moment this replica leads: a Prepare in flight
+// once the translation has settled (prepareSchedule), and every standbyRefreshEvery
+// periods after that. It stops the moment this replica leads: a Prepare in flight
 // is cancelled, so the first sync does not wait for it. The sync that follows dumps Kong
 // anyway and uses the prepared work only if Kong answers exactly as it did (dbmode/prepare.go).
 type standbyPreparer struct {
@@ -71,17 +70,10 @@ func (p *standbyPreparer) Start(ctx context.Context) error {
 	}
 	tick := time.NewTicker(period)
 	defer tick.Stop()
-	var last [sha256.Size]byte
-	again, unchanged := false, 0
+	var schedule prepareSchedule
 	for len(preparers) > 0 {
-		if digest, t, ok := p.target(ctx); ok {
-			changed := digest != last
-			if changed || again || unchanged+1 >= standbyRefreshEvery {
-				preparers = p.prepare(ctx, preparers, t)
-				again, unchanged, last = changed, 0, digest
-			} else {
-				unchanged++
-			}
+		if digest, t, ok := p.target(ctx); ok && schedule.due(digest) {
+			preparers = p.prepare(ctx, preparers, t)
 		}
 		select {
 		case <-ctx.Done():
@@ -90,6 +82,33 @@ func (p *standbyPreparer) Start(ctx context.Context) error {
 		}
 	}
 	return nil // no database-backed gateway: nothing to prepare
+}
+
+// prepareSchedule decides, once per period, whether a standby prepares: when the
+// translation has settled (unchanged for a whole period since it last changed, so that the
+// leader has had its period to sync it) and then every standbyRefreshEvery unchanged periods.
+// Each Prepare is a dump of Kong, and one that finds Kong behind the translation keeps
+// nothing; while the cluster keeps changing a standby therefore leaves Kong alone instead of
+// dumping it every period for nothing.
+type prepareSchedule struct {
+	last      [sha256.Size]byte
+	seen      bool
+	prepared  bool // prepared since the translation last changed
+	unchanged int  // periods since the last change or Prepare
+}
+
+// due records this period's translation digest and says whether to prepare now.
+func (s *prepareSchedule) due(digest [sha256.Size]byte) bool {
+	if !s.seen || digest != s.last {
+		s.last, s.seen, s.prepared, s.unchanged = digest, true, false, 0
+		return false
+	}
+	s.unchanged++
+	if s.prepared && s.unchanged < standbyRefreshEvery {
+		return false
+	}
+	s.prepared, s.unchanged = true, 0
+	return true
 }
 
 // prepare has each gateway prepare t, and returns those that may have something to prepare

@@ -92,10 +92,27 @@ func TestStandbyPreparesAfterTheCacheSyncedUntilElected(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	close(barrier.synced)
-	<-db.calls // the first translation
-	<-db.calls // the period after a change, again
+	<-db.calls // once the translation settled
+	<-db.calls // the refresh, standbyRefreshEvery periods later
 	require.Equal(t, 1, dbless.count(), "a DB-less gateway is asked once")
 
 	close(elected)
 	require.NoError(t, <-done, "Start returns when this replica leads")
+}
+
+// A standby prepares once the translation has been unchanged for a period, then only every
+// standbyRefreshEvery periods; while the translation changes every period it never dumps Kong.
+func TestPrepareScheduleWaitsForTheTranslationToSettle(t *testing.T) {
+	d := func(b byte) (x [32]byte) { x[0] = b; return x }
+	var s prepareSchedule
+	for i := byte(1); i <= 50; i++ {
+		require.False(t, s.due(d(i)), "period %d: the translation changed, a Prepare would find Kong behind it", i)
+	}
+	require.True(t, s.due(d(50)), "settled: prepare")
+	for i := 1; i < standbyRefreshEvery; i++ {
+		require.False(t, s.due(d(50)), "unchanged period %d after a Prepare", i)
+	}
+	require.True(t, s.due(d(50)), "the refresh")
+	require.False(t, s.due(d(51)), "changed")
+	require.True(t, s.due(d(51)), "settled again: prepare at once, not at the next refresh")
 }
