@@ -83,6 +83,12 @@ type Target struct {
 	bodyErr  error
 }
 
+// NewTarget is the target of a translation outside the loop (a standby's preparation):
+// rendered with r, which re-uses the bytes of entities it rendered for earlier targets.
+func NewTarget(res translator.Result, r *kongstate.Renderer) *Target {
+	return newTarget(res, nil, nil, r)
+}
+
 func newTarget(res translator.Result, snap *store.Snapshot, fb *fallbacks, r *kongstate.Renderer) *Target {
 	return &Target{State: res.State, Problems: res.Problems, Graph: res.Graph, snapshot: snap, fallbacks: fb, renderer: r}
 }
