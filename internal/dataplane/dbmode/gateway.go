@@ -353,8 +353,9 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 		return nil, nil, nil, nil, fmt.Errorf("leaving refused objects out of the sync to %s: %w", g.url, err)
 	}
 
-	if reuseTarget && prep.inSync && len(iso.refused) == 0 {
-		// Prepare's dry run diffed these very states and found nothing to do.
+	if reuseTarget && len(iso.refused) == 0 {
+		// Prepare's dry run diffed these very states and found nothing to do (it keeps
+		// nothing otherwise).
 		res = &Result{}
 	} else if res, errs, err = g.solve(ctx, current, target, enterprise, dry); err != nil {
 		return nil, nil, nil, nil, err

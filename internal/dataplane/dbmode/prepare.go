@@ -40,7 +40,8 @@ import (
 // state only if Prepare built one since. A sync that does not use it drops it as well, so
 // that memory does not hold two dumps' worth of go-memdb for longer than one sync.
 
-// prepared is the work of Prepare, waiting for the next sync.
+// prepared is the work of Prepare, waiting for the next sync. It exists only when a dry
+// run of the diff of current and target found nothing to change.
 type prepared struct {
 	version    semver.Version
 	enterprise bool              // licenses diffed (pass: Kong Enterprise and a target that knows licenses)
@@ -48,7 +49,6 @@ type prepared struct {
 	current    *state.KongState
 	content    [sha256.Size]byte
 	target     *state.KongState
-	inSync     bool // a dry run of the diff of current and target found nothing to change
 }
 
 // Prepare dumps Kong and builds the states a sync of t would diff, without writing: the
@@ -107,7 +107,7 @@ func (g *Gateway) Prepare(ctx context.Context, t *dataplane.Target) error {
 	}
 	g.prepMu.Lock()
 	g.prepared = &prepared{version: version, enterprise: enterprise, dump: digest, current: current,
-		content: content, target: target, inSync: true}
+		content: content, target: target}
 	g.prepMu.Unlock()
 	g.opts.Logger.V(1).Info("prepared the next sync", "gateway", g.url)
 	return nil
