@@ -74,9 +74,17 @@ func (e *Emulator) handleCRUD(w http.ResponseWriter, r *http.Request, segs []str
 			return
 		}
 	}
+	// The answer is written to the connection after mu is released: a client reading a
+	// large page slowly holds no other request back (Kong's workers answer concurrently).
+	buf := &bufferedAnswer{header: w.Header()}
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.serveCRUD(buf, r, segs, body)
+	e.mu.Unlock()
+	buf.writeTo(w)
+}
 
+// serveCRUD is handleCRUD's work under mu.
+func (e *Emulator) serveCRUD(w http.ResponseWriter, r *http.Request, segs []string, body map[string]any) {
 	if e.isConsumerGroupSpecial(r, segs) {
 		e.consumerGroupSpecial(w, r, segs, body)
 		return
@@ -288,18 +296,21 @@ func (e *Emulator) list(w http.ResponseWriter, r *http.Request, t *crudTarget) {
 	default:
 		ids = e.db.sortedIDs(t.s.Name)
 	}
-	e.paginateFunc(w, r, t.basePath, len(ids), func(i int) any {
-		return e.db.render(t.s, e.db.ents[t.s.Name][ids[i]])
+	e.paginateFunc(w, r, t.basePath, len(ids), func(i int) []byte {
+		return e.db.renderJSON(t.s, e.db.ents[t.s.Name][ids[i]])
 	})
 }
 
 // paginate writes {data, offset, next} for rows.
 func (e *Emulator) paginate(w http.ResponseWriter, r *http.Request, basePath string, rows []map[string]any) {
-	e.paginateFunc(w, r, basePath, len(rows), func(i int) any { return rows[i] })
+	e.paginateFunc(w, r, basePath, len(rows), func(i int) []byte { return marshalJSON(rows[i]) })
 }
 
-// paginateFunc writes {data, offset, next} for n rows, calling row only for the page's rows.
-func (e *Emulator) paginateFunc(w http.ResponseWriter, r *http.Request, basePath string, n int, row func(i int) any) {
+// paginateFunc writes {data, offset, next} for n rows, calling row (a row's JSON) only for
+// the page's rows. The page is the bytes json.Marshal gives for the map {data, next,
+// offset} (keys in order), assembled from the rows' bytes, which the database keeps per
+// entity (db.renderJSON) rather than encoding every entity of every page again.
+func (e *Emulator) paginateFunc(w http.ResponseWriter, r *http.Request, basePath string, n int, row func(i int) []byte) {
 	q := r.URL.Query()
 	size := 100
 	if s := q.Get("size"); s != "" {
@@ -328,21 +339,34 @@ func (e *Emulator) paginateFunc(w http.ResponseWriter, r *http.Request, basePath
 	if end > n {
 		end = n
 	}
-	data := make([]any, 0, end-start)
+	rows := make([][]byte, 0, end-start)
+	capacity := 128 + 2*len(basePath)
 	for i := start; i < end; i++ {
-		data = append(data, row(i))
+		rows = append(rows, row(i))
+		capacity += len(rows[len(rows)-1]) + 1
 	}
-	out := map[string]any{"data": data, "next": nil}
+	out := append(make([]byte, 0, capacity), `{"data":[`...)
+	for i, b := range rows {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, b...)
+	}
+	out = append(out, `],"next":`...)
 	if end < n {
 		off := base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
-		out["offset"] = off
 		next := basePath + "?offset=" + url.QueryEscape(off) + "&size=" + strconv.Itoa(size)
 		if tg := q.Get("tags"); tg != "" {
 			next += "&tags=" + url.QueryEscape(tg)
 		}
-		out["next"] = next
+		out = append(out, marshalJSON(next)...)
+		out = append(out, `,"offset":`...)
+		out = append(out, marshalJSON(off)...)
+	} else {
+		out = append(out, "null"...)
 	}
-	writeJSON(w, http.StatusOK, out)
+	out = append(out, '}')
+	writeJSONBytes(w, http.StatusOK, out)
 }
 
 // prepare validates body as a new version of an entity (old is nil on insert)
@@ -551,4 +575,36 @@ func (e *Emulator) remove(w http.ResponseWriter, r *http.Request, t *crudTarget)
 		e.audited(r, schemas[g.kind], g.ent)
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// bufferedAnswer is an http.ResponseWriter that keeps the status and body until writeTo.
+type bufferedAnswer struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (b *bufferedAnswer) Header() http.Header { return b.header }
+
+func (b *bufferedAnswer) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+func (b *bufferedAnswer) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	b.body = append(b.body, p...)
+	return len(p), nil
+}
+
+// writeTo sends the answer kept to w.
+func (b *bufferedAnswer) writeTo(w http.ResponseWriter) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	w.WriteHeader(b.status)
+	if len(b.body) > 0 {
+		_, _ = w.Write(b.body)
+	}
 }

@@ -1,6 +1,7 @@
 package kongemu
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -312,4 +313,48 @@ func TestCRUDFormBodies(t *testing.T) {
 	require.Equal(t, float64(5), obj(b["config"])["minute"])
 	st, _ = form("POST", "/services", "name=t&host=h&port=x")
 	require.Equal(t, 400, st)
+}
+
+// TestListPagesFollowWrites: list pages are assembled from each entity's JSON, kept between
+// answers (db.renderJSON); they must be the bytes json.Marshal gives for the page as a map,
+// and show every write at once (an update, a delete, an upsert by PUT).
+func TestListPagesFollowWrites(t *testing.T) {
+	e := New(Options{Mode: Postgres})
+	for i := 0; i < 3; i++ {
+		st, _, _ := call(t, e, "POST", "/services", map[string]any{"name": fmt.Sprintf("s%d", i), "host": "h", "tags": []any{"a&b<c>", "x"}})
+		require.Equal(t, 201, st)
+	}
+	page := func(path string) (raw string, decoded map[string]any) {
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		require.Equal(t, 200, rec.Code, path)
+		return rec.Body.String(), obj(jsonOf(t, rec.Body.String()))
+	}
+	marshal := func(v any) string {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		return string(b)
+	}
+	for _, path := range []string{"/services?size=2&tags=a%26b%3Cc%3E", "/services", "/services?size=1000&tags=x"} {
+		raw, decoded := page(path)
+		require.Equal(t, marshal(decoded), raw, path) // json.Marshal's bytes (keys in order, HTML escaped)
+		raw2, _ := page(path)
+		require.Equal(t, raw, raw2, "the same page twice: %s", path)
+	}
+	hosts := func() []string {
+		_, b := page("/services")
+		var out []string
+		for _, d := range b["data"].([]any) {
+			out = append(out, obj(d)["name"].(string)+"="+obj(d)["host"].(string))
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"s0=h", "s1=h", "s2=h"}, hosts())
+	st, _, _ := call(t, e, "PATCH", "/services/s1", map[string]any{"host": "patched"})
+	require.Equal(t, 200, st)
+	st, _, _ = call(t, e, "PUT", "/services/s2", map[string]any{"host": "put"})
+	require.Equal(t, 200, st)
+	st, _, _ = call(t, e, "DELETE", "/services/s0", nil)
+	require.Equal(t, 204, st)
+	require.ElementsMatch(t, []string{"s1=patched", "s2=put"}, hosts())
 }

@@ -23,10 +23,13 @@ import (
 type db struct {
 	ents map[string]map[string]map[string]any
 	idx  map[string]*kindIndex
+	// encoded holds entities' JSON by schema name and id (renderJSON); put and del drop it.
+	encoded map[string]map[string][]byte
 }
 
 func newDB() *db {
-	d := &db{ents: map[string]map[string]map[string]any{}, idx: map[string]*kindIndex{}}
+	d := &db{ents: map[string]map[string]map[string]any{}, idx: map[string]*kindIndex{},
+		encoded: map[string]map[string][]byte{}}
 	for name, s := range schemas {
 		d.ents[name] = map[string]map[string]any{}
 		d.idx[name] = newKindIndex(s)
@@ -420,6 +423,28 @@ func (d *db) deleteCascade(kind, id string, out *[]deleted) {
 		*out = append(*out, deleted{kind, ent})
 		d.del(kind, id)
 	}
+}
+
+// renderJSON is render's result as JSON. Kong's workers answer list pages from its database
+// concurrently; the emulator answers under one mutex in the process of its client, so the
+// encoding of every entity of every page (a dump of Kong is thousands of them) is CPU taken
+// from the client. Each entity's bytes are kept until db.put or db.del changes it: the
+// same bytes json.Marshal gives for render's result. Certificates, whose answer holds their
+// SNIs (other entities), are encoded on every answer.
+func (d *db) renderJSON(s *schema, e map[string]any) []byte {
+	if s.Name == "certificates" {
+		return marshalJSON(d.render(s, e))
+	}
+	id, _ := e["id"].(string)
+	if b, ok := d.encoded[s.Name][id]; ok {
+		return b
+	}
+	b := marshalJSON(e) // render is a copy of e: the same bytes
+	if d.encoded[s.Name] == nil {
+		d.encoded[s.Name] = map[string][]byte{}
+	}
+	d.encoded[s.Name][id] = b
+	return b
 }
 
 // render returns the response form of an entity (certificates gain their snis).

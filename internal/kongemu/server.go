@@ -158,11 +158,23 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	if body == nil {
 		return
 	}
-	b, err := json.Marshal(body)
+	_, _ = w.Write(marshalJSON(body))
+}
+
+// writeJSONBytes writes body, already JSON, as writeJSON writes a value.
+func writeJSONBytes(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// marshalJSON is json.Marshal, with Kong's answer to an error of its own in case of failure.
+func marshalJSON(v any) []byte {
+	b, err := json.Marshal(v)
 	if err != nil {
-		b = []byte(`{"message":"An unexpected error occurred"}`)
+		return []byte(`{"message":"An unexpected error occurred"}`)
 	}
-	_, _ = w.Write(b)
+	return b
 }
 
 func writeErr(w http.ResponseWriter, err *apiError) { writeJSON(w, err.Status, err.Body) }
