@@ -6,7 +6,6 @@ import (
 	"hash"
 	"io"
 	"net/http"
-	"sort"
 	"sync"
 )
 
@@ -44,8 +43,7 @@ func (t dumpDigests) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		return resp, err
 	}
-	h := sha256.New()
-	_, _ = io.WriteString(h, resp.Status+"\n")
+	h := answerHash(resp.Status)
 	d.mu.Lock()
 	d.open++
 	d.mu.Unlock()
@@ -77,33 +75,6 @@ func (d *dumpDigest) add(key string, sum [sha256.Size]byte) {
 	d.open--
 }
 
-// sum is the digest of every answer, in the order of their requests; ok is false when an
-// answer was not read to its end or not closed.
-func (d *dumpDigest) sum() (sum [sha256.Size]byte, ok bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.broken || d.open != 0 {
-		return sum, false
-	}
-	keys := make([]string, 0, len(d.answers))
-	for k := range d.answers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		sums := d.answers[k]
-		// The same request twice: its answers in a fixed order.
-		sort.Slice(sums, func(i, j int) bool { return string(sums[i][:]) < string(sums[j][:]) })
-		_, _ = io.WriteString(h, k+"\n")
-		for _, s := range sums {
-			h.Write(s[:])
-		}
-	}
-	h.Sum(sum[:0])
-	return sum, true
-}
-
 // digestedBody hashes what is read through it; Close reads the rest first, so that the
 // digest covers the whole body however much of it the decoder read.
 type digestedBody struct {
@@ -123,7 +94,7 @@ func (b *digestedBody) Read(p []byte) (int, error) {
 }
 
 func (b *digestedBody) Close() error {
-	_, err := io.Copy(b.h, b.body)
+	err := copyInto(b.h, b.body)
 	b.once.Do(func() { b.done(err == nil) })
 	return b.body.Close()
 }

@@ -60,6 +60,10 @@ type Gateway struct {
 	url    string
 	client *kong.Client
 	opts   Options
+	// origin (scheme and host of url) and replay, the client's transport without the
+	// target prefetch and the digests, serve replayDump (dumpreplay.go).
+	origin string
+	replay *http.Client
 
 	// mu serializes syncs: two concurrent diffs against the same Kong would each apply
 	// the other's changes again.
@@ -116,12 +120,14 @@ func New(url string, httpClient *http.Client, opts Options) (*Gateway, error) {
 		t.MaxIdleConnsPerHost = opts.Concurrency
 		hc.Transport = t
 	}
-	hc.Transport = dumpDigests{next: newTargetPrefetch(newSchemaCache(hc.Transport, u.Path), opts.Concurrency)}
+	schemas := newSchemaCache(hc.Transport, u.Path)
+	replay := &http.Client{Transport: schemas, Timeout: hc.Timeout}
+	hc.Transport = dumpDigests{next: newTargetPrefetch(schemas, opts.Concurrency)}
 	client, err := kong.NewClient(kong.String(url), hc)
 	if err != nil {
 		return nil, fmt.Errorf("kong admin url %q: %w", url, err)
 	}
-	return &Gateway{url: url, client: client, opts: opts}, nil
+	return &Gateway{url: url, client: client, opts: opts, origin: u.Scheme + "://" + u.Host, replay: replay}, nil
 }
 
 // URL implements dataplane.Gateway.
@@ -317,16 +323,29 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	raw, digest, digested, err := g.dump(ctx, dumpConfig)
-	if err != nil {
-		return nil, nil, nil, nil, err
+	// With a prepared state, Kong's answers to Prepare's dump are asked again first: when
+	// every one is the same, so would be a dump's (dumpreplay.go).
+	reuse := false
+	if prep.sameSettings(version, enterprise) {
+		if reuse, err = g.replayDump(ctx, prep.answers); err != nil {
+			return nil, nil, nil, nil, err
+		}
 	}
-	if iso.heldBefore == nil {
-		iso.heldBefore = rawEntityKeys(raw)
+	var raw *utils.KongRawState
+	if reuse {
+		if iso.heldBefore == nil {
+			iso.heldBefore = prep.heldBefore
+		}
+	} else {
+		if raw, _, err = g.dump(ctx, dumpConfig); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if iso.heldBefore == nil {
+			iso.heldBefore = rawEntityKeys(raw)
+		}
 	}
 	lap(&phases.Dump)
 	var current, target *state.KongState
-	reuse := digested && prep.matches(version, enterprise, digest)
 	if reuse {
 		current = prep.current
 	} else if current, err = state.Get(raw); err != nil {
@@ -419,16 +438,15 @@ func (g *Gateway) dumpSettings(ctx context.Context, s *kongstate.State) (semver.
 	}, nil
 }
 
-// dump lists the entities carrying the filter tag, and returns the digest of Kong's answers
-// (dumpdigest.go); ok is false when there is none to compare.
-func (g *Gateway) dump(ctx context.Context, dumpConfig dump.Config) (raw *utils.KongRawState, digest [sha256.Size]byte, ok bool, err error) {
+// dump lists the entities carrying the filter tag, and returns the digests of Kong's
+// answers by request (dumpdigest.go); nil when there are none to compare.
+func (g *Gateway) dump(ctx context.Context, dumpConfig dump.Config) (raw *utils.KongRawState, answers map[string][][sha256.Size]byte, err error) {
 	d := &dumpDigest{}
 	raw, err = dump.Get(withDumpDigest(ctx, d), g.client, dumpConfig)
 	if err != nil {
-		return nil, digest, false, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
+		return nil, nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
 	}
-	digest, ok = d.sum()
-	return raw, digest, ok, nil
+	return raw, d.answersByRequest(), nil
 }
 
 // targetState builds the target of a sync of s against current: file.Get, which reuses the

@@ -44,8 +44,9 @@ import (
 // run of the diff of current and target found nothing to change.
 type prepared struct {
 	version    semver.Version
-	enterprise bool              // licenses diffed (pass: Kong Enterprise and a target that knows licenses)
-	dump       [sha256.Size]byte // of Kong's answers to the dump (dumpdigest.go)
+	enterprise bool                           // licenses diffed (pass: Kong Enterprise and a target that knows licenses)
+	answers    map[string][][sha256.Size]byte // of Kong's answers to the dump, by request (dumpdigest.go)
+	heldBefore map[string]bool                // the entity keys of the dump (isolation.heldBefore)
 	current    *state.KongState
 	content    [sha256.Size]byte
 	target     *state.KongState
@@ -71,11 +72,11 @@ func (g *Gateway) Prepare(ctx context.Context, t *dataplane.Target) error {
 	if err != nil {
 		return err
 	}
-	raw, digest, ok, err := g.dump(ctx, dumpConfig)
+	raw, answers, err := g.dump(ctx, dumpConfig)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if answers == nil {
 		return nil // nothing to compare a later dump with: the sync does all its work
 	}
 	current, err := state.Get(raw)
@@ -106,8 +107,8 @@ func (g *Gateway) Prepare(ctx context.Context, t *dataplane.Target) error {
 		return err
 	}
 	g.prepMu.Lock()
-	g.prepared = &prepared{version: version, enterprise: enterprise, dump: digest, current: current,
-		content: content, target: target}
+	g.prepared = &prepared{version: version, enterprise: enterprise, answers: answers, heldBefore: rawEntityKeys(raw),
+		current: current, content: content, target: target}
 	g.prepMu.Unlock()
 	g.opts.Logger.V(1).Info("prepared the next sync", "gateway", g.url)
 	return nil
@@ -122,8 +123,9 @@ func (g *Gateway) takePrepared() *prepared {
 	return p
 }
 
-// matches reports whether p's current state is what state.Get would build from a dump whose
-// answers have digest d, taken with this version and license setting.
-func (p *prepared) matches(version semver.Version, enterprise bool, d [sha256.Size]byte) bool {
-	return p != nil && p.version.Equals(version) && p.enterprise == enterprise && p.dump == d
+// sameSettings reports whether p was dumped with the dump configuration a sync with this
+// version and license setting uses: p's current state is then what state.Get would build
+// from a dump made now, if Kong answers its requests as it answered them (replayDump).
+func (p *prepared) sameSettings(version semver.Version, enterprise bool) bool {
+	return p != nil && p.version.Equals(version) && p.enterprise == enterprise
 }

@@ -113,3 +113,44 @@ func TestPrepareAndSyncAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, res.Total())
 }
+
+// The new leader's sync asks Kong Prepare's requests again rather than dumping (dumpreplay.go):
+// when every answer is the same it makes exactly those requests (and GET /), each once;
+// when a single answer deep in the dump differs (one upstream's targets, changed by hand),
+// it dumps and repairs Kong.
+func TestPreparedDumpIsReplayed(t *testing.T) {
+	e, old := newKong(t, Options{})
+	s := translate(t, objects(apps(5)...))
+	require.NoError(t, old.Sync(ctx, target(s)))
+
+	standby, err := New(old.url, nil, Options{})
+	require.NoError(t, err)
+	require.NoError(t, standby.Prepare(ctx, target(s))) // reads the schemas, which the gateway keeps
+	before := e.RequestCount("", "")
+	require.NoError(t, standby.Prepare(ctx, target(s))) // GET / and the dump
+	prepareRequests := e.RequestCount("", "") - before
+	before = e.RequestCount("", "")
+	res, err := standby.sync(ctx, target(s))
+	require.NoError(t, err)
+	require.True(t, res.PreparedCurrent)
+	require.Equal(t, prepareRequests, e.RequestCount("", "")-before, "GET / and the dump's requests, once each")
+
+	// One target deleted by hand: only the answer of its upstream's target list changes.
+	require.NoError(t, standby.Prepare(ctx, target(s)))
+	tg := e.Entities("targets")[2]
+	upstream := tg["upstream"].(map[string]any)["id"].(string)
+	req, err := http.NewRequest(http.MethodDelete, old.url+"/upstreams/"+upstream+"/targets/"+tg["id"].(string), nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.Len(t, e.Entities("targets"), 4)
+
+	res, err = standby.sync(ctx, target(s))
+	require.NoError(t, err)
+	require.False(t, res.PreparedCurrent, "one target list answered differently")
+	require.False(t, res.PreparedTarget)
+	require.Equal(t, 1, res.Creates, "the target deleted by hand is created again")
+	require.Len(t, e.Entities("targets"), 5)
+}
