@@ -241,6 +241,9 @@ type Options struct {
 	// the loop's goroutine calls it, one round after the other, so it may keep what it needs
 	// to translate only what changed since the previous round (translator.Incremental).
 	TranslateRound TranslateFunc
+	// Renderer renders the rounds' targets; nil: the loop's own. A standby replica that
+	// rendered its translations with it hands the loop entity bytes already rendered.
+	Renderer *kongstate.Renderer
 	// Gateways is a fixed set of gateways; Discovery, when set, replaces it.
 	Gateways  []Gateway
 	Discovery GatewaySet
@@ -374,7 +377,11 @@ func NewLoop(opts Options) *Loop {
 	if opts.TranslateRound == nil {
 		opts.TranslateRound = opts.Translate
 	}
-	return &Loop{opts: opts, firstSync: make(chan struct{}), renderer: &kongstate.Renderer{},
+	renderer := opts.Renderer
+	if renderer == nil {
+		renderer = &kongstate.Renderer{}
+	}
+	return &Loop{opts: opts, firstSync: make(chan struct{}), renderer: renderer,
 		done: make(chan syncDone, opts.MaxConcurrentSyncs), sem: make(chan struct{}, opts.MaxConcurrentSyncs)}
 }
 

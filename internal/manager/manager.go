@@ -36,6 +36,7 @@ import (
 	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
 	gatewaydiscovery "github.com/konductor/konductor/internal/dataplane/discovery"
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/status"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -371,7 +372,20 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		opts.Enterprise, opts.EntitySchemas = facts.Learn(context.Background(), types)
 		return opts
 	}
-	incremental := &translator.Incremental{}
+	// One incremental translation and one renderer for the standby and then the leader
+	// (handover.go): the new leader's first round starts from the standby's last.
+	rounds := &roundTranslator{}
+	renderer := &kongstate.Renderer{}
+	translateRound := func(s *store.Snapshot, who logr.Logger) translator.Result {
+		opts := roundOptions(s)
+		return translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result {
+			res, full, reason := rounds.build(s, opts)
+			if full {
+				who.V(1).Info("translated everything", "reason", reason)
+			}
+			return res
+		}, log)
+	}
 	loop := dataplane.NewLoop(dataplane.Options{
 		Source:  source,
 		Barrier: barrier,
@@ -380,15 +394,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			return translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result { return translator.Build(s, opts) }, log)
 		},
 		// Rounds translate what changed since the previous one (issue #13).
-		TranslateRound: func(s *store.Snapshot) translator.Result {
-			full := incremental.Stats.Full
-			opts := roundOptions(s)
-			res := translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result { return incremental.Build(s, opts) }, log)
-			if incremental.Stats.Full > full {
-				log.V(1).Info("translated everything", "reason", incremental.Stats.LastReason)
-			}
-			return res
-		},
+		TranslateRound:                func(s *store.Snapshot) translator.Result { return translateRound(s, log) },
+		Renderer:                      renderer,
 		Fallback:                      cfg.FeatureGates.Enabled(config.GateFallbackConfiguration),
 		UseLastValidConfigForFallback: cfg.UseLastValidConfigForFallback,
 		Gateways:                      gateways,
@@ -409,14 +416,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		// are not: their set is the leader's to follow). Not in the control test of the
 		// pre-konductor design (SnapshotSourceForTesting), which had no standby work: its
 		// store starts filling at its first read, which must be the new leader's.
-		// Its own incremental translator: each translates from its own previous snapshot.
-		standbyIncremental := &translator.Incremental{}
-		translate := func(s *store.Snapshot) translator.Result {
-			opts := roundOptions(s)
-			return translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result { return standbyIncremental.Build(s, opts) }, log)
-		}
+		// It translates with the loop's incremental translator and renderer, which the loop
+		// takes over when this replica leads (handover.go).
+		standbyLog := log.WithName("standby")
 		if err := mgr.Add(&standbyPreparer{elected: mgr.Elected(), barrier: barrier, source: source,
-			translate: translate, gateways: gateways, period: cfg.ProxySyncPeriod, log: log.WithName("standby")}); err != nil {
+			translate: func(s *store.Snapshot) translator.Result { return translateRound(s, standbyLog) },
+			gateways:  gateways, period: cfg.ProxySyncPeriod, log: standbyLog, renderer: renderer}); err != nil {
 			return nil, err
 		}
 	}

@@ -21,7 +21,8 @@ import (
 const standbyRefreshEvery = DBModeFullSyncEvery
 
 // standbyPreparer makes a standby replica's first sync as leader short (issue #13): while
-// the replica does not lead, it translates its warm cache every period and has each
+// the replica does not lead, it translates its warm cache every period, with the
+// translator and renderer the loop takes over on the lease (handover.go), and has each
 // database-backed gateway prepare the sync of that translation (dataplane.Preparer,
 // dbmode.Gateway.Prepare: Kong dumped and indexed, the target built, the diff run dry). It
 // only reads Kong (invariant 7), and only once the cache synced (invariant 2). It prepares
@@ -51,9 +52,6 @@ func (p *standbyPreparer) Start(ctx context.Context) error {
 			preparers = append(preparers, pr)
 		}
 	}
-	if len(preparers) == 0 {
-		return nil
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -73,9 +71,13 @@ func (p *standbyPreparer) Start(ctx context.Context) error {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	var schedule prepareSchedule
-	for len(preparers) > 0 {
-		if digest, t, ok := p.target(ctx); ok && schedule.due(digest) {
-			preparers = p.prepare(ctx, preparers, t)
+	for {
+		if len(preparers) > 0 {
+			if digest, t, ok := p.target(ctx); ok && schedule.due(digest) {
+				preparers = p.prepare(ctx, preparers, t)
+			}
+		} else {
+			p.keepWarm(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -83,7 +85,22 @@ func (p *standbyPreparer) Start(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-	return nil // no database-backed gateway: nothing to prepare
+}
+
+// keepWarm is a DB-less standby's period: nothing to prepare on the gateways, but the
+// translation and the rendered DB-less body, which the loop takes over on the lease
+// (handover.go), follow the cache, so the new leader's first round translates and renders
+// what changed since the last period instead of everything. Each period is one
+// incremental translation and the body assembled from the renderer's kept entity bytes.
+func (p *standbyPreparer) keepWarm(ctx context.Context) {
+	snap, err := p.source.Snapshot(ctx)
+	if err != nil {
+		return
+	}
+	if p.renderer == nil {
+		p.renderer = &kongstate.Renderer{}
+	}
+	_, _ = dataplane.NewTarget(p.translate(snap), p.renderer).DBLessBody()
 }
 
 // prepareSchedule decides, once per period, whether a standby prepares: when the

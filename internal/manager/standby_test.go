@@ -116,3 +116,33 @@ func TestPrepareScheduleWaitsForTheTranslationToSettle(t *testing.T) {
 	require.False(t, s.due(d(51)), "changed")
 	require.True(t, s.due(d(51)), "settled again: prepare at once, not at the next refresh")
 }
+
+// A DB-less standby has nothing to prepare, but keeps translating every period (with the
+// translator and renderer the loop takes over, handover.go) until it leads.
+func TestDBLessStandbyKeepsItsTranslationWarm(t *testing.T) {
+	barrier := gatedBarrier{synced: make(chan struct{})}
+	elected := make(chan struct{})
+	dbless := &preparingGateway{url: "http://dbless", answer: dataplane.ErrNothingToPrepare, calls: make(chan *dataplane.Target, 100)}
+	translated := make(chan struct{}, 100)
+	p := &standbyPreparer{
+		elected: elected, barrier: barrier, source: emptySource{},
+		translate: func(*store.Snapshot) translator.Result {
+			select {
+			case translated <- struct{}{}:
+			default:
+			}
+			return translator.Result{State: &kongstate.State{}}
+		},
+		gateways: []dataplane.Gateway{dbless}, period: time.Millisecond, log: logr.Discard(),
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Start(context.Background()) }()
+	close(barrier.synced)
+	for i := 0; i < 3; i++ {
+		<-translated // the first period's, then periods with nothing to prepare
+	}
+	require.Equal(t, 1, dbless.count(), "a DB-less gateway is asked once")
+	require.NotNil(t, p.renderer, "the DB-less body was rendered")
+	close(elected)
+	require.NoError(t, <-done)
+}
