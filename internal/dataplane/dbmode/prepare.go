@@ -19,12 +19,13 @@ import (
 // state), then the diff. A standby replica has a warm cache and the same translation: it can
 // do all of this but the diff before it leads. Prepare does it and keeps the two states.
 //
-// What Kong holds is never assumed: the sync that uses a prepared state still dumps Kong
-// first, and takes the prepared current state only when Kong answered that dump's requests
-// with the same bytes as the dump it was built from (dumpdigest.go: go-database-reconciler
-// decodes the same answers into the same entities). Anything the old leader wrote in between (an entity created,
-// changed, deleted: each also changes updated_at) makes the digests differ, and the sync
-// then indexes its own dump as always. The prepared target state is taken only when, in
+// What Kong holds is never assumed: the sync that uses a prepared state first asks Kong
+// every request of Prepare's dump again, and takes the prepared current state only when
+// each answer has the same bytes as then (dumpdigest.go, dumpreplay.go: the same answers
+// make the same dump, and go-database-reconciler decodes them into the same entities).
+// Anything the old leader wrote in between (an entity created, changed, deleted: each also
+// changes updated_at) makes an answer differ, and the sync then dumps Kong and indexes that
+// dump as always. The prepared target state is taken only when, in
 // addition, the rendered target has the digest it was built from: file.Get's inputs are
 // then the same (the content, the current state, the Kong version, and the schemas the
 // gateway caches per version), so its output is too.
