@@ -104,8 +104,10 @@ var returnFreedMemory = debug.FreeOSMemory
 // stay in the process's RSS long after the steady target comes back, since Go's background
 // scavenger returns them slowly (about 1% of a core) and only down to a little over the
 // steady heap goal. A collection and a scavenge of everything free once, right after the
-// first push, costs one collection (which the lower target starts anyway) and the page
-// faults of the heap growing back to its steady goal (issue #13, memory; docs/performance.md).
+// first push, costs one collection and the page faults of the heap growing back to its
+// steady goal (issue #13, memory; docs/performance.md). Waiting for the next collection
+// instead was tried and not kept: the first status writes, still in flight then, kept the
+// live heap as high as at the first push.
 func relaxCollectorUntil(ctx context.Context, log logr.Logger, done <-chan struct{}) <-chan struct{} {
 	if os.Getenv("GOGC") != "" {
 		return nil
