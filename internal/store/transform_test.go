@@ -47,6 +47,20 @@ func TestStripForCacheKeepsWhatEndpointSlicesAreReadFor(t *testing.T) {
 	if got.Annotations != nil || got.OwnerReferences != nil {
 		t.Errorf("annotations or owner kept: %v %v", got.Annotations, got.OwnerReferences)
 	}
+
+	// Endpoints decoded into a larger array are kept in one of their size.
+	grown := make([]discoveryv1.Endpoint, 3, 4)
+	for i := range grown {
+		grown[i] = discoveryv1.Endpoint{Addresses: []string{"10.0.0." + string(rune('1'+i))}}
+	}
+	out, err = StripForCache(&discoveryv1.EndpointSlice{Endpoints: grown})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = out.(*discoveryv1.EndpointSlice)
+	if len(got.Endpoints) != 3 || cap(got.Endpoints) != 3 || got.Endpoints[2].Addresses[0] != "10.0.0.3" {
+		t.Errorf("endpoints kept as %+v (cap %d), want the 3 in an array of 3", got.Endpoints, cap(got.Endpoints))
+	}
 }
 
 // The cache keeps of a Service what translation and Ingress status read.
