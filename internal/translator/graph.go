@@ -36,8 +36,9 @@ type node struct {
 	namespace, name string
 }
 
-// groupKind is a node's group and kind, interned by package unique: the handles of the kinds
-// no graph names any more are collected.
+// groupKind is a node's group and kind, interned by package unique (imported as intern: a
+// test helper of this package is named unique): the handle of a kind that no graph names any
+// more is collected, so kinds users write in references do not accumulate.
 type groupKind struct{ group, kind string }
 
 // nodeOf is the node of ref in the graph (Node(ref)).
