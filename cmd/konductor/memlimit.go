@@ -89,10 +89,25 @@ const startGCPercent = 200
 // The steady target comes back then.
 const startGCWindow = time.Minute
 
+// returnFreedMemory collects and returns the heap's free pages to the system at once
+// (a variable for tests).
+var returnFreedMemory = debug.FreeOSMemory
+
 // relaxCollectorUntil raises the collector's target to startGCPercent until done closes,
-// ctx ends or startGCWindow passed, then restores the target it found. It does nothing when
-// GOGC is set (the operator's choice) or the target is already as high. It returns at once,
-// with a channel closed once the target is restored (nil when it did nothing).
+// ctx ends or startGCWindow passed, then restores the target it found and, unless ctx ended,
+// returns the start's freed memory to the system once. It does nothing when GOGC is set (the
+// operator's choice) or the target is already as high. It returns at once, with a channel
+// closed once the target is restored (nil when it did nothing).
+//
+// Why return the memory: at the start's target the heap grew to about three times what
+// survived (the cache's first lists, the first translation and rendering), and those pages
+// stay in the process's RSS long after the steady target comes back, since Go's background
+// scavenger returns them slowly (about 1% of a core) and only down to a little over the
+// steady heap goal. A collection and a scavenge of everything free once, right after the
+// first push, costs one collection and the page faults of the heap growing back to its
+// steady goal (issue #13, memory; docs/performance.md). Waiting for the next collection
+// instead was tried and not kept: the first status writes, still in flight then, kept the
+// live heap as high as at the first push.
 func relaxCollectorUntil(ctx context.Context, log logr.Logger, done <-chan struct{}) <-chan struct{} {
 	if os.Getenv("GOGC") != "" {
 		return nil
@@ -114,6 +129,9 @@ func relaxCollectorUntil(ctx context.Context, log logr.Logger, done <-chan struc
 		}
 		debug.SetGCPercent(steady)
 		log.V(1).Info("start over: Go collector target restored", "gcPercent", steady)
+		if ctx.Err() == nil {
+			returnFreedMemory()
+		}
 	}()
 	return restored
 }

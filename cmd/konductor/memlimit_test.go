@@ -83,18 +83,26 @@ func TestSetGCPercentOnlyWithoutLimitOrGOGC(t *testing.T) {
 }
 
 // Until the start is over the collector's target is startGCPercent; then the steady one
-// (GOGC 50 without a limit, Go's 100 with one) comes back. GOGC set is left alone.
+// (GOGC 50 without a limit, Go's 100 with one) comes back, and the start's freed memory is
+// returned to the system once (not when the process stops). GOGC set is left alone.
 func TestCollectorRelaxedUntilTheStartIsOver(t *testing.T) {
 	prev := debug.SetGCPercent(defaultGCPercent)
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
 	t.Setenv("GOGC", "")
+	returned := 0
+	prevReturn := returnFreedMemory
+	returnFreedMemory = func() { returned++ }
+	t.Cleanup(func() { returnFreedMemory = prevReturn })
+
 	done := make(chan struct{})
 	restored := relaxCollectorUntil(context.Background(), logr.Discard(), done)
 	require.NotNil(t, restored)
 	require.Equal(t, startGCPercent, gcPercent())
+	require.Zero(t, returned, "nothing returned while the start goes on")
 	close(done)
 	<-restored
 	require.Equal(t, defaultGCPercent, gcPercent())
+	require.Equal(t, 1, returned, "the start's freed memory returned once")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	restored = relaxCollectorUntil(ctx, logr.Discard(), nil)
@@ -102,6 +110,7 @@ func TestCollectorRelaxedUntilTheStartIsOver(t *testing.T) {
 	cancel()
 	<-restored
 	require.Equal(t, defaultGCPercent, gcPercent(), "restored when the process stops starting")
+	require.Equal(t, 1, returned, "nothing returned when the process stops")
 
 	t.Setenv("GOGC", "75")
 	debug.SetGCPercent(75)

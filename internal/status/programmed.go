@@ -148,7 +148,7 @@ func outcomeOf(r dataplane.Round) *outcome {
 				ts = append(ts, *t)
 			}
 		}
-		if ref, ok := kongstate.ObjectRefFromTags(ts); ok {
+		if ref, ok := kongstate.ObjectRefFromTags(ts); ok && conditionedKinds[ref.Kind] {
 			o.programmed[translator.Node(ref)] = true
 		}
 	})
@@ -203,6 +203,17 @@ func eachEntityTags(s *kongstate.State, f func([]*string)) {
 // programmedKinds are the kinds Update reads: those with the condition.
 var programmedKinds = store.NewKindSet(store.KindKongPlugin, store.KindKongClusterPlugin, store.KindKongConsumer,
 	store.KindKongConsumerGroup, store.KindKongVault, store.KindKongCustomEntity, store.KindKongLicense)
+
+// conditionedKinds are the names of programmedKinds. An outcome records only their objects as
+// programmed: the Ingresses and Services behind most entities have no condition to write, and
+// at 10,000 Ingresses their entries were 15 MB of the live heap (issue #13, memory).
+var conditionedKinds = func() map[string]bool {
+	names := map[string]bool{}
+	for k := range programmedKinds {
+		names[k.String()] = true
+	}
+	return names
+}()
 
 // conditioned is an object with status conditions, and its kind.
 type conditioned struct {

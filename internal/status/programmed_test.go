@@ -2,6 +2,8 @@ package status
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -67,6 +69,12 @@ func TestProgrammedCondition(t *testing.T) {
 	require.Equal(t, metav1.ConditionUnknown, unused.Status)
 	require.Equal(t, ReasonPending, unused.Reason)
 	require.Equal(t, metav1.ConditionTrue, programmed(t, c, &kongv1.KongConsumer{}, "alice").Status)
+	// The outcome records only objects with the condition, not the Ingress and Service whose
+	// entities the gateway took too.
+	require.ElementsMatch(t, []kongstate.ObjectRef{
+		{Group: "configuration.konghq.com", Kind: "KongPlugin", Namespace: "ns", Name: "used"},
+		{Group: "configuration.konghq.com", Kind: "KongConsumer", Namespace: "ns", Name: "alice"},
+	}, slices.Collect(maps.Keys(u.last.programmed)))
 
 	// Nothing differs: nothing is written.
 	var before kongv1.KongPlugin

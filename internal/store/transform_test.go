@@ -16,7 +16,8 @@ func TestStripForCacheKeepsWhatEndpointSlicesAreReadFor(t *testing.T) {
 	node, zone, host := "node-1", "zone-a", "h"
 	port, name := int32(8080), "http"
 	es := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "svc-abc", Labels: map[string]string{discoveryv1.LabelServiceName: "svc"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "svc-abc", Labels: map[string]string{discoveryv1.LabelServiceName: "svc",
+			"endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io", "app.kubernetes.io/name": "svc"},
 			Annotations:     map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": "2026-12-02T00:00:00Z"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "Service", Name: "svc"}}},
 		AddressType: discoveryv1.AddressTypeIPv4,
@@ -46,6 +47,23 @@ func TestStripForCacheKeepsWhatEndpointSlicesAreReadFor(t *testing.T) {
 	}
 	if got.Annotations != nil || got.OwnerReferences != nil {
 		t.Errorf("annotations or owner kept: %v %v", got.Annotations, got.OwnerReferences)
+	}
+	if len(got.Labels) != 1 {
+		t.Errorf("labels kept as %v, want the Service's name alone", got.Labels)
+	}
+
+	// Endpoints decoded into a larger array are kept in one of their size.
+	grown := make([]discoveryv1.Endpoint, 3, 4)
+	for i := range grown {
+		grown[i] = discoveryv1.Endpoint{Addresses: []string{"10.0.0." + string(rune('1'+i))}}
+	}
+	out, err = StripForCache(&discoveryv1.EndpointSlice{Endpoints: grown})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = out.(*discoveryv1.EndpointSlice)
+	if len(got.Endpoints) != 3 || cap(got.Endpoints) != 3 || got.Endpoints[2].Addresses[0] != "10.0.0.3" {
+		t.Errorf("endpoints kept as %+v (cap %d), want the 3 in an array of 3", got.Endpoints, cap(got.Endpoints))
 	}
 }
 

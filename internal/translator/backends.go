@@ -13,8 +13,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/konductor/konductor/internal/kongstate"
 )
 
 // Service annotations of kic-compat.md §10.2.
@@ -65,8 +63,8 @@ func (b *builder) populateServices() {
 				for _, r := range ks.referrers {
 					b.problem(r.obj, r.gvk, r.field, "failed to get backend for KongServiceFacade %s/%s: not found", ks.namespace, ks.facade)
 				}
-				tags := kongstate.PlaceholderServiceTags()
-				ks.svc.Tags, ks.upstream.Tags = kong.StringSlice(tags...), kong.StringSlice(tags...)
+				ks.svc.Tags = b.placeholderServiceTags()
+				ks.upstream.Tags = ks.svc.Tags
 				continue
 			}
 		} else {
@@ -84,14 +82,12 @@ func (b *builder) populateServices() {
 					ks.namespace, ks.svcName, ks.namespace, ks.svcName)
 				b.problem(r.obj, r.gvk, r.field, "can't add target for backend %s: no kubernetes service found", ks.svcName)
 			}
-			tags := kongstate.PlaceholderServiceTags()
-			ks.svc.Tags = kong.StringSlice(tags...)
-			ks.upstream.Tags = kong.StringSlice(tags...)
+			ks.svc.Tags = b.placeholderServiceTags()
+			ks.upstream.Tags = ks.svc.Tags
 			continue
 		}
-		tags := b.tags(bk.owner, bk.gvk)
-		ks.svc.Tags = kong.StringSlice(tags...)
-		ks.upstream.Tags = kong.StringSlice(tags...)
+		ks.svc.Tags = b.entityTags(bk.owner, bk.gvk)
+		ks.upstream.Tags = ks.svc.Tags
 
 		sp, err := findPort(svc, ks.port)
 		if err != nil {

@@ -100,7 +100,7 @@ func (b *builder) caCertificates() {
 		b.state.CACertificates = append(b.state.CACertificates, &file.FCACertificate{CACertificate: kong.CACertificate{
 			ID:   kong.String(id),
 			Cert: kong.String(cert),
-			Tags: kong.StringSlice(b.tags(src.obj, src.gvk)...),
+			Tags: b.entityTags(src.obj, src.gvk),
 		}})
 	}
 

@@ -152,7 +152,7 @@ func (b *builder) consumer(kc *kongv1.KongConsumer, groups map[string]bool) *con
 		b.problem(kc, gvkKongConsumer, "username", "no username or custom_id specified")
 		return nil
 	}
-	fc := &file.FConsumer{Consumer: kong.Consumer{Tags: kong.StringSlice(b.tags(kc, gvkKongConsumer)...)}}
+	fc := &file.FConsumer{Consumer: kong.Consumer{Tags: b.entityTags(kc, gvkKongConsumer)}}
 	if kc.Username != "" {
 		fc.Username = kong.String(kc.Username)
 		fc.ID = kong.String(kongstate.ConsumerID(b.opts.Workspace, kc.Username))
@@ -293,7 +293,7 @@ func (b *builder) consumerGroups() {
 		b.state.ConsumerGroups = append(b.state.ConsumerGroups, &file.FConsumerGroupObject{ConsumerGroup: kong.ConsumerGroup{
 			ID:   kong.String(kongstate.ConsumerGroupID(b.opts.Workspace, g.Name)),
 			Name: kong.String(g.Name),
-			Tags: kong.StringSlice(b.tags(g, gvkKongConsumerGroup)...),
+			Tags: b.entityTags(g, gvkKongConsumerGroup),
 		}})
 	}
 }

@@ -76,7 +76,7 @@ func (b *builder) dualCertificate(ts *tlsSecret) (*file.FCertificate, kongstate.
 		ID:   kong.String(certID(rsa.secret)),
 		Cert: kong.String(rsa.cert),
 		Key:  kong.String(rsa.key),
-		Tags: kong.StringSlice(b.tags(rsa.secret, gvkSecret)...),
+		Tags: b.entityTags(rsa.secret, gvkSecret),
 	}
 	return fc, kongstate.CertificateAlt{Cert: ecdsa.cert, Key: ecdsa.key}, rsa.secret, strings.Join([]string{rsa.cert, rsa.key, ecdsa.cert, ecdsa.key}, "\x00")
 }

@@ -69,3 +69,18 @@ func TestGraphRecordsReferences(t *testing.T) {
 		Node(ref(gvkService, "default", "web")),
 	}, up.Dependents(ref(gvkKongUpstreamPolicy, "default", "sticky-ish")))
 }
+
+// A graph node keeps what Node keeps of a reference: the same key for the same object,
+// whatever its version and UID.
+func TestNodeKeepsWhatNodeKeeps(t *testing.T) {
+	for _, r := range []kongstate.ObjectRef{
+		{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Namespace: "ns", Name: "a", UID: "u1"},
+		{Kind: "Service", Namespace: "ns", Name: "a"},
+		{Group: "networking.k8s.io", Kind: "IngressClass", Name: "kong"},
+	} {
+		require.Equal(t, Node(r), nodeOf(r).ref())
+		require.Equal(t, nodeOf(Node(r)), nodeOf(r))
+	}
+	require.NotEqual(t, nodeOf(kongstate.ObjectRef{Kind: "Service", Namespace: "ns", Name: "a"}),
+		nodeOf(kongstate.ObjectRef{Group: "x.io", Kind: "Service", Namespace: "ns", Name: "a"}), "the group tells nodes apart")
+}

@@ -74,19 +74,18 @@ func (b *builder) populateGatewayService(ks *kongService) {
 	for _, t := range order {
 		ks.upstream.Targets = append(ks.upstream.Targets, targets[t])
 	}
-	var tags []string
+	var tags []*string
 	if len(resolved) == 1 {
 		svc := resolved[0]
-		tags = b.tags(svc, gvkService)
+		tags = b.entityTags(svc, gvkService)
 		// Plugins, upstream policies and annotations of the one Service apply, as to an
 		// Ingress backend.
 		ks.namespace, ks.svcName = svc.Namespace, svc.Name
 		b.serviceAnnotations(ks, b.backingService(ks).svc)
 	} else {
-		tags = b.tags(gb.route, gb.gvk)
+		tags = b.entityTags(gb.route, gb.gvk)
 	}
-	ks.svc.Tags = kong.StringSlice(tags...)
-	ks.upstream.Tags = kong.StringSlice(tags...)
+	ks.svc.Tags, ks.upstream.Tags = tags, tags
 	if len(resolved) == 0 && len(gb.refs) > 0 {
 		ks.svc.Plugins = append(ks.svc.Plugins, &file.FPlugin{Plugin: kong.Plugin{
 			Name:   kong.String("request-termination"),

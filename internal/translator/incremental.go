@@ -10,7 +10,6 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -371,7 +370,7 @@ func othersUnchanged(a, b *store.Snapshot, g *Graph) bool {
 // Secret, a token).
 func secretsUnchanged(a, b []*corev1.Secret, g *Graph) bool {
 	unread := func(s *corev1.Secret) bool {
-		return s.Labels[store.CACertLabel] != "true" && g.rdepsOf(Node(ref(gvkSecret, s.Namespace, s.Name))).Len() == 0
+		return s.Labels[store.CACertLabel] != "true" && g.rdepsOf(nodeOf(ref(gvkSecret, s.Namespace, s.Name))).Len() == 0
 	}
 	index := make(map[nsName]*corev1.Secret, len(a))
 	listed := 0
@@ -608,17 +607,17 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	}
 	// Problem subjects replaced: the closure's Ingresses and Services and the
 	// EndpointSlices of those Services, old and new.
-	subjects := map[kongstate.ObjectRef]struct{}{}
+	subjects := map[node]struct{}{}
 	for k := range closure {
-		subjects[Node(ref(gvkIngress, k.ns, k.name))] = struct{}{}
+		subjects[nodeOf(ref(gvkIngress, k.ns, k.name))] = struct{}{}
 	}
 	for s := range services {
-		subjects[Node(ref(gvkService, s.ns, s.name))] = struct{}{}
+		subjects[nodeOf(ref(gvkService, s.ns, s.name))] = struct{}{}
 	}
 	for s := range services {
 		for k := range prev.slicesOf[s].All() {
 			sub.EndpointSlices = append(sub.EndpointSlices, prev.slices.get(k))
-			subjects[Node(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
+			subjects[nodeOf(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
 		}
 	}
 	for k := range sliceChanges {
@@ -630,7 +629,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		if old != nil {
 			if s, ok := serviceOf(old); ok {
 				if _, in := services[s]; in {
-					subjects[Node(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
+					subjects[nodeOf(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
 				}
 			}
 		}
@@ -697,18 +696,18 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	}
 	problems := make([]Problem, 0, len(prev.res.Problems)+len(part.Problems))
 	for _, p := range prev.res.Problems {
-		if _, in := subjects[Node(p.Object)]; !in {
+		if _, in := subjects[nodeOf(p.Object)]; !in {
 			problems = append(problems, p)
 		}
 	}
 	problems = sortProblems(append(problems, part.Problems...))
 
-	outEdges := map[kongstate.ObjectRef]struct{}{}
+	outEdges := map[node]struct{}{}
 	for k := range closure {
-		outEdges[Node(ref(gvkIngress, k.ns, k.name))] = struct{}{}
+		outEdges[nodeOf(ref(gvkIngress, k.ns, k.name))] = struct{}{}
 	}
 	for s := range services {
-		outEdges[Node(ref(gvkService, s.ns, s.name))] = struct{}{}
+		outEdges[nodeOf(ref(gvkService, s.ns, s.name))] = struct{}{}
 	}
 	res := prev.res
 	res.State, res.Problems = &state, problems
@@ -769,7 +768,7 @@ func localIngress(ing *netv1.Ingress) string {
 }
 
 // spliceable says why the partial result cannot replace its part of the previous one.
-func (t *Incremental) spliceable(part Result, subjects map[kongstate.ObjectRef]struct{}) string {
+func (t *Incremental) spliceable(part Result, subjects map[node]struct{}) string {
 	if part.parts.nameTaken {
 		return "a route name was taken"
 	}
@@ -789,7 +788,7 @@ func (t *Incremental) spliceable(part Result, subjects map[kongstate.ObjectRef]s
 		}
 	}
 	for _, p := range part.Problems {
-		if _, in := subjects[Node(p.Object)]; !in {
+		if _, in := subjects[nodeOf(p.Object)]; !in {
 			return "the change is reported on " + p.Object.String()
 		}
 	}
@@ -798,8 +797,8 @@ func (t *Incremental) spliceable(part Result, subjects map[kongstate.ObjectRef]s
 			return "the change gives " + from.String() + " a reference"
 		}
 		for to := range tos.All() {
-			if !(to.Kind == gvkService.Kind && to.Group == "") && !(to.Kind == gvkIngressClass.Kind && to.Group == gvkIngressClass.Group) {
-				return "the change refers to a " + to.Kind
+			if gk := to.kind.Value(); !(gk.kind == gvkService.Kind && gk.group == "") && !(gk.kind == gvkIngressClass.Kind && gk.group == gvkIngressClass.Group) {
+				return "the change refers to a " + gk.kind
 			}
 		}
 	}
@@ -812,9 +811,9 @@ var maxGraphDepth = 32
 // replaceEdgesFrom returns a graph with g's edges but those out of the nodes from, and
 // with's edges instead. g is not modified (it may be read elsewhere): the new graph holds
 // what changed and reads the rest through g.
-func (g *Graph) replaceEdgesFrom(from map[kongstate.ObjectRef]struct{}, with *Graph) *Graph {
-	out := &Graph{deps: map[kongstate.ObjectRef]*refSet{}, rdeps: map[kongstate.ObjectRef]*refSet{}, base: g, depth: g.depth + 1}
-	rdepsOf := func(to kongstate.ObjectRef) *refSet {
+func (g *Graph) replaceEdgesFrom(from map[node]struct{}, with *Graph) *Graph {
+	out := &Graph{deps: map[node]*refSet{}, rdeps: map[node]*refSet{}, base: g, depth: g.depth + 1}
+	rdepsOf := func(to node) *refSet {
 		m, ok := out.rdeps[to]
 		if !ok {
 			m = g.rdepsOf(to).clone()
@@ -860,7 +859,7 @@ func (g *Graph) squash() *Graph {
 		chain = append(chain, bottom)
 		bottom = bottom.base
 	}
-	merged := &Graph{deps: map[kongstate.ObjectRef]*refSet{}, rdeps: map[kongstate.ObjectRef]*refSet{}, base: bottom, depth: 1}
+	merged := &Graph{deps: map[node]*refSet{}, rdeps: map[node]*refSet{}, base: bottom, depth: 1}
 	for i := len(chain) - 1; i >= 0; i-- {
 		for k, v := range chain[i].deps {
 			merged.deps[k] = v

@@ -116,12 +116,12 @@ func graphString(g *Graph) string {
 	g = g.flat()
 	var lines []string
 	for from := range g.deps {
-		for _, to := range g.References(from) {
+		for _, to := range g.References(from.ref()) {
 			lines = append(lines, from.String()+" -> "+to.String())
 		}
 	}
 	for to := range g.rdeps {
-		for _, from := range g.ReferredBy(to) {
+		for _, from := range g.ReferredBy(to.ref()) {
 			lines = append(lines, to.String()+" <- "+from.String())
 		}
 	}

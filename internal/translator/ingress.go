@@ -257,7 +257,7 @@ func (b *builder) newRoute(ing *netv1.Ingress, ro *routeOverrides, field, key, n
 		RegexPriority:     kong.Int(0),
 		RequestBuffering:  kong.Bool(true),
 		ResponseBuffering: kong.Bool(true),
-		Tags:              kong.StringSlice(b.tags(ing, gvkIngress)...),
+		Tags:              b.entityTags(ing, gvkIngress),
 	}}
 	if host != "" {
 		r.Hosts = []*string{kong.String(host)}

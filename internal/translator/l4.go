@@ -152,6 +152,6 @@ func (b *builder) l4Route(obj client.Object, gvk schema.GroupVersionKind, field,
 		ID:        kong.String(kongstate.RouteID(b.opts.Workspace, name)),
 		Name:      kong.String(name),
 		Protocols: kong.StringSlice(protocols...),
-		Tags:      kong.StringSlice(b.tags(obj, gvk)...),
+		Tags:      b.entityTags(obj, gvk),
 	}}, src: obj, srcGVK: gvk}
 }

@@ -416,7 +416,7 @@ func (b *builder) pluginEntity(p *pluginSource, rel pluginRelation) *file.FPlugi
 	fp := &file.FPlugin{Plugin: kong.Plugin{
 		ID:   kong.String(kongstate.PluginID(b.opts.Workspace, p.name, rel.service, rel.route, rel.consumer, rel.consumerGroup)),
 		Name: kong.String(p.name),
-		Tags: kong.StringSlice(b.tags(p.obj, p.gvk)...),
+		Tags: b.entityTags(p.obj, p.gvk),
 	}}
 	relation := ""
 	if rel.service != "" {
@@ -493,7 +493,7 @@ func (b *builder) globalPlugins() {
 		fp := &file.FPlugin{Plugin: kong.Plugin{
 			ID:   kong.String(kongstate.PluginID(b.opts.Workspace, p.name, "", "", "", "")),
 			Name: kong.String(p.name),
-			Tags: kong.StringSlice(b.tags(p.obj, p.gvk)...),
+			Tags: b.entityTags(p.obj, p.gvk),
 		}}
 		b.fillPlugin(fp, p)
 		if p.instanceName != "" {

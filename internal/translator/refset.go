@@ -3,8 +3,6 @@ package translator
 import (
 	"iter"
 	"slices"
-
-	"github.com/konductor/konductor/internal/kongstate"
 )
 
 // refSet is a set of graph nodes, the edges of one node. Most nodes have one or two (an
@@ -16,7 +14,7 @@ import (
 //
 // A refSet held by a Graph is never modified once that graph is built: replaceEdgesFrom
 // copies the ones it changes (clone).
-type refSet = smallSet[kongstate.ObjectRef]
+type refSet = smallSet[node]
 
 // smallSet is a set kept as a slice while it holds at most fewSize members, as a map
 // beyond: refSet, and the Incremental translator's Ingresses that name each Service.
@@ -29,7 +27,7 @@ type smallSet[T comparable] struct {
 const fewSize = 8
 
 // newRefSet is an empty set for about n nodes.
-func newRefSet(n int) *refSet { return newSmallSet[kongstate.ObjectRef](n) }
+func newRefSet(n int) *refSet { return newSmallSet[node](n) }
 
 // newSmallSet is an empty set for about n members.
 func newSmallSet[T comparable](n int) *smallSet[T] {

@@ -15,13 +15,13 @@ import (
 // map gives, and a clone is independent of its original.
 func TestRefSetActsAsAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	node := func(i int) kongstate.ObjectRef {
-		return kongstate.ObjectRef{Kind: "Ingress", Namespace: "ns", Name: fmt.Sprintf("n%d", i)}
+	nodeAt := func(i int) node {
+		return nodeOf(kongstate.ObjectRef{Kind: "Ingress", Namespace: "ns", Name: fmt.Sprintf("n%d", i)})
 	}
 	for round := 0; round < 200; round++ {
-		s, model := newRefSet(rng.IntN(3*fewSize)), map[kongstate.ObjectRef]struct{}{}
+		s, model := newRefSet(rng.IntN(3*fewSize)), map[node]struct{}{}
 		for step := 0; step < 60; step++ {
-			n := node(rng.IntN(3 * fewSize))
+			n := nodeAt(rng.IntN(3 * fewSize))
 			if rng.IntN(3) == 0 {
 				s.Remove(n)
 				delete(model, n)
@@ -31,20 +31,20 @@ func TestRefSetActsAsAMap(t *testing.T) {
 			}
 			require.Equal(t, len(model), s.Len())
 			for i := 0; i < 3*fewSize; i++ {
-				_, want := model[node(i)]
-				require.Equal(t, want, s.Has(node(i)), "node %d", i)
+				_, want := model[nodeAt(i)]
+				require.Equal(t, want, s.Has(nodeAt(i)), "node %d", i)
 			}
 			got := slices.Collect(s.All())
 			require.Len(t, got, len(model))
 			c := s.clone()
-			c.Add(node(1000))
-			require.False(t, s.Has(node(1000)), "a clone's add reaches the original")
+			c.Add(nodeAt(1000))
+			require.False(t, s.Has(nodeAt(1000)), "a clone's add reaches the original")
 			require.Equal(t, s.Len()+1, c.Len())
 		}
 	}
 	var none *refSet
 	require.Zero(t, none.Len())
-	require.False(t, none.Has(node(0)))
+	require.False(t, none.Has(nodeAt(0)))
 	require.Empty(t, slices.Collect(none.All()))
 	require.Zero(t, none.clone().Len())
 }

@@ -122,7 +122,7 @@ func (r *Relevance) referred(obj client.Object, gvk schema.GroupVersionKind) boo
 // referredRef: before the first translation (no graph) everything counts.
 func (r *Relevance) referredRef(ref kongstate.ObjectRef) bool {
 	g := r.graph.Load()
-	return g == nil || g.rdepsOf(Node(ref)).Len() > 0
+	return g == nil || g.rdepsOf(nodeOf(ref)).Len() > 0
 }
 
 func labelled(old, new client.Object, key, value string) bool {

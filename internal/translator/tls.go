@@ -174,7 +174,7 @@ func (b *builder) tls() {
 				ID:   kong.String(certID(secret)),
 				Cert: kong.String(cert),
 				Key:  kong.String(key),
-				Tags: kong.StringSlice(b.tags(secret, gvkSecret)...),
+				Tags: b.entityTags(secret, gvkSecret),
 			}
 			byPair[pair] = fc
 			owner[pair] = secret

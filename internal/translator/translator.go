@@ -199,6 +199,7 @@ type builder struct {
 	// readClock is set when the result depended on Options.Now (a CA certificate's expiry).
 	readClock bool
 	parts     *resultParts
+	tagCache  entityTagCache
 
 	state *kongstate.State
 }

@@ -44,7 +44,7 @@ func (b *builder) vaults() {
 			Name:   kong.String(v.Spec.Backend),
 			Prefix: kong.String(v.Spec.Prefix),
 			Config: config,
-			Tags:   kong.StringSlice(b.tags(v, gvkKongVault)...),
+			Tags:   b.entityTags(v, gvkKongVault),
 		}}
 		if v.Spec.Description != "" {
 			fv.Description = kong.String(v.Spec.Description)
