@@ -2,6 +2,7 @@ package translator
 
 import (
 	"reflect"
+	"runtime"
 	"time"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
@@ -121,10 +122,11 @@ func (t *Incremental) Build(snap *store.Snapshot, opts Options) Result {
 		t.Stats.LastReason = "first translation"
 	}
 	// The snapshot's indexes do not depend on the translation: they are built on another
-	// core meanwhile (a full translation is the first round of the start, issue #13).
+	// core meanwhile (a full translation is the first round of the start, issue #13), and a
+	// large translation is itself spread over the cores (buildParallel).
 	indexed := make(chan *incrementalRound, 1)
 	go func() { indexed <- indexSnapshot(snap) }()
-	res := Build(snap, opts)
+	res, _ := buildParallel(snap, opts, runtime.GOMAXPROCS(0))
 	t.Stats.Full++
 	t.prev = (<-indexed).withResult(opts, res)
 	return res
@@ -776,17 +778,8 @@ func (t *Incremental) spliceable(part Result, subjects map[kongstate.ObjectRef]s
 	if part.parts.readClock && !t.prev.res.parts.readClock {
 		return "the translation read the clock"
 	}
-	st := reflect.ValueOf(part.State).Elem()
-	for i := 0; i < st.NumField(); i++ {
-		switch st.Type().Field(i).Name {
-		case "Services", "Upstreams":
-			continue
-		case "LicensesKnown":
-			continue // follows from the options, the same as the previous round's (sameOptions)
-		}
-		if f := st.Field(i); (f.Kind() != reflect.Slice && f.Kind() != reflect.Map) || f.Len() != 0 {
-			return "the change makes " + st.Type().Field(i).Name
-		}
+	if other := otherEntities(part.State); other != "" {
+		return "the change makes " + other
 	}
 	for _, p := range part.Problems {
 		if _, in := subjects[Node(p.Object)]; !in {
@@ -801,6 +794,25 @@ func (t *Incremental) spliceable(part Result, subjects map[kongstate.ObjectRef]s
 			if !(to.Kind == gvkService.Kind && to.Group == "") && !(to.Kind == gvkIngressClass.Kind && to.Group == gvkIngressClass.Group) {
 				return "the change refers to a " + to.Kind
 			}
+		}
+	}
+	return ""
+}
+
+// otherEntities names a field of st other than Services and Upstreams that holds something
+// ("" when none does): a partial translation that makes more than Kong services and upstreams
+// cannot be spliced into, or assembled with, the rest's.
+func otherEntities(st *kongstate.State) string {
+	v := reflect.ValueOf(st).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		switch v.Type().Field(i).Name {
+		case "Services", "Upstreams":
+			continue
+		case "LicensesKnown":
+			continue // follows from the options, the same in every part (sameOptions)
+		}
+		if f := v.Field(i); (f.Kind() != reflect.Slice && f.Kind() != reflect.Map) || f.Len() != 0 {
+			return v.Type().Field(i).Name
 		}
 	}
 	return ""
