@@ -320,15 +320,11 @@ func AppendJSONStringContent(dst, b []byte) []byte {
 	// Grown once to the size it will have: appended to a short slice (a rendered entity's
 	// leading comma), appends would double its capacity, and the Renderer keeps these bytes
 	// (17.5 MB at 10,000 Ingresses, of which a few MB were unused capacity).
-	grow := len(b)
-	for _, c := range b {
-		switch {
-		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
-			grow++
-		case c < 0x20:
-			grow += 5
-		}
-	}
+	// Counted by bytes.Count, whose assembly reads many bytes at a time (a loop over the bytes
+	// was a third of the escaping's CPU in the first round, issue #13): the quotes and
+	// backslashes, which JSON has plenty of, and not the control bytes, which a body rendered
+	// by encoding/json never holds raw (any there make an append grow dst once more).
+	grow := len(b) + bytes.Count(b, []byte{'"'}) + bytes.Count(b, []byte{'\\'})
 	dst = slices.Grow(dst, grow)
 	start := 0
 	for i, c := range b {
