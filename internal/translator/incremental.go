@@ -35,7 +35,9 @@ import (
 //     EndpointSlices: a reference to a plugin, a Secret, a KongIngress, a facade, or from an
 //     HTTPRoute or TCPIngress, is a full Build;
 //   - no closure Ingress has a default backend (the oldest one wins cluster-wide) or
-//     konghq.com/plugins (plugin entities are merged across objects);
+//     konghq.com/plugins (plugin entities are merged across objects), and no closure Service
+//     has konghq.com/plugins (a plugin of another namespace needs a ReferenceGrant, which the
+//     closure's snapshot does not hold, and one refused leaves no edge in the graph);
 //   - the partial result has nothing but services and upstreams, problems only about the
 //     closure, no route name that another route has, and neither result refused a route
 //     for a taken name (the winner depends on every route).
@@ -550,6 +552,11 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		if len(svcQueue) > 0 {
 			s := svcQueue[0]
 			svcQueue = svcQueue[1:]
+			for _, svc := range []*corev1.Service{svcChanges[s], prev.services.get(s)} {
+				if svc != nil && !localService(svc) {
+					return Result{}, false, "a Service of the change has plugins"
+				}
+			}
 			for _, from := range prev.res.Graph.ReferredBy(ref(gvkService, s.ns, s.name)) {
 				if from.Kind != gvkIngress.Kind || from.Group != gvkIngress.Group {
 					return Result{}, false, "a Service of the change is referred to by a " + from.Kind

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
@@ -152,17 +153,45 @@ func sideBySide(snaps []*store.Snapshot) *store.Snapshot {
 func TestParallelBuildKeepsServicesWithPluginsInTheRest(t *testing.T) {
 	snap := benchdata.Snapshot(20)
 	svc := snap.Services[3]
+	grantServicesPlugin(snap, svc.Namespace)
 	svc.Annotations = map[string]string{annPlugins: "shared:auth"}
-	snap.KongPlugins = append(snap.KongPlugins, &kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Name: "auth", Namespace: "shared"}, PluginName: "key-auth"})
-	snap.ReferenceGrants = append(snap.ReferenceGrants, &gatewayv1beta1.ReferenceGrant{
-		ObjectMeta: metav1.ObjectMeta{Name: "services", Namespace: "shared"},
-		Spec: gatewayv1beta1.ReferenceGrantSpec{
-			From: []gatewayv1beta1.ReferenceGrantFrom{{Group: "", Kind: "Service", Namespace: gatewayv1beta1.Namespace(svc.Namespace)}},
-			To:   []gatewayv1beta1.ReferenceGrantTo{{Group: "configuration.konghq.com", Kind: "KongPlugin"}},
-		}})
 	want := Build(snap, Options{})
 	require.Len(t, want.State.Plugins, 1, "the plugin applies to the Service")
 	got, notSpread := buildSpread(snap, Options{}, 2, 0)
 	require.Empty(t, notSpread)
 	requireSameResult(t, "spread", &kongstate.Renderer{}, got, want)
+}
+
+// grantServicesPlugin adds KongPlugin shared/auth and a ReferenceGrant that lets the Services
+// of namespace ns use it.
+func grantServicesPlugin(snap *store.Snapshot, ns string) {
+	snap.KongPlugins = append(snap.KongPlugins, &kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Name: "auth", Namespace: "shared"}, PluginName: "key-auth"})
+	snap.ReferenceGrants = append(snap.ReferenceGrants, &gatewayv1beta1.ReferenceGrant{
+		ObjectMeta: metav1.ObjectMeta{Name: "services", Namespace: "shared"},
+		Spec: gatewayv1beta1.ReferenceGrantSpec{
+			From: []gatewayv1beta1.ReferenceGrantFrom{{Group: "", Kind: "Service", Namespace: gatewayv1beta1.Namespace(ns)}},
+			To:   []gatewayv1beta1.ReferenceGrantTo{{Group: "configuration.konghq.com", Kind: "KongPlugin"}},
+		}})
+}
+
+// TestIncrementalTranslatesAllWhenAServiceGainsAGrantedPlugin: the splice translates the
+// closure without the cluster's ReferenceGrants, and a plugin of another namespace that no
+// grant allows leaves no edge in the graph; a Service of the change that names plugins is a
+// full Build.
+func TestIncrementalTranslatesAllWhenAServiceGainsAGrantedPlugin(t *testing.T) {
+	snap := benchdata.Snapshot(20)
+	old := snap.Services[3]
+	grantServicesPlugin(snap, old.Namespace)
+	inc := &Incremental{noSizeLimit: true}
+	inc.Build(snap, Options{})
+
+	next := *snap
+	next.Services = slices.Clone(snap.Services)
+	svc := old.DeepCopy()
+	svc.ResourceVersion = "2"
+	svc.Annotations = map[string]string{annPlugins: "shared:auth"}
+	replaceObject(&next, old, svc)
+	want := Build(&next, Options{})
+	require.Len(t, want.State.Plugins, 1, "the plugin applies to the Service")
+	requireSameResult(t, "the Service names the plugin", &kongstate.Renderer{}, inc.Build(&next, Options{}), want)
 }
