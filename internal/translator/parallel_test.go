@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -112,6 +113,23 @@ func requireSameTranslation(t *testing.T, step string, got, want Result) {
 	}
 	require.True(t, reflect.DeepEqual(want.Gateway, got.Gateway), "%s: Gateway API attachment", step)
 	require.Equal(t, want.parts.readClock, got.parts.readClock, "%s: read the clock", step)
+	require.Equal(t, want.parts.nameTaken, got.parts.nameTaken, "%s: a route name taken", step)
+	// What the next Incremental round splices into: each Kong service's Ingresses.
+	require.Equal(t, partsString(want.parts.services), partsString(got.parts.services), "%s: parts", step)
+}
+
+// partsString is each Kong service part's name, whether it holds other routes than
+// Ingresses', and its Ingresses in order.
+func partsString(ps []servicePart) []string {
+	var out []string
+	for _, p := range ps {
+		line := fmt.Sprintf("%s foreign=%v upstream=%v:", p.name, p.foreign, p.upstream != nil)
+		for _, o := range p.owners {
+			line += " " + o.Namespace + "/" + o.Name
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // sideBySide is one snapshot of several: the objects of the i-th (i > 0) in namespaces of
@@ -194,4 +212,22 @@ func TestIncrementalTranslatesAllWhenAServiceGainsAGrantedPlugin(t *testing.T) {
 	want := Build(&next, Options{})
 	require.Len(t, want.State.Plugins, 1, "the plugin applies to the Service")
 	requireSameResult(t, "the Service names the plugin", &kongstate.Renderer{}, inc.Build(&next, Options{}), want)
+}
+
+// TestIncrementalAfterASpreadBuild: an Incremental whose full translation was spread splices
+// its next rounds into that result as into Build's.
+func TestIncrementalAfterASpreadBuild(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	snap := benchdata.Snapshot(parallelMinIngresses + 100)
+	_, notSpread := buildParallel(snap, Options{}, runtime.GOMAXPROCS(0))
+	require.Empty(t, notSpread, "the snapshot is spread")
+	inc := &Incremental{}
+	renderer := &kongstate.Renderer{}
+	requireSameResult(t, "start", renderer, inc.Build(snap, Options{}), Build(snap, Options{}))
+	ed := &editor{rng: rand.New(rand.NewPCG(7, 1)), snap: snap}
+	for step := range 12 {
+		what := ed.edit()
+		requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, inc.Build(ed.snap, Options{}), Build(ed.snap, Options{}))
+	}
+	require.Positive(t, inc.Stats.Partial, "no round was spliced")
 }
