@@ -43,7 +43,7 @@ func TestParallelBuildMatchesBuild(t *testing.T) {
 	cert, err := newTestCertPEM()
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(5, 17))
-	random := 300
+	random := 150
 	if testing.Short() {
 		random = 60
 	}
