@@ -305,7 +305,7 @@ func BenchmarkFullBuild(b *testing.B) {
 			for b.Loop() {
 				if !spread {
 					Build(snap, Options{})
-				} else if _, why := buildParallel(snap, Options{}, runtime.GOMAXPROCS(0)); why != "" {
+				} else if _, why := buildParallel(snap, Options{}, runtime.GOMAXPROCS(0), nil); why != "" {
 					b.Fatal("not spread: ", why)
 				}
 			}

@@ -123,7 +123,7 @@ func translateObjects(t *testing.T, cert testCertPEM, data []byte) {
 	}
 
 	if _, err := res.State.DeclarativeConfig(); err == nil {
-		spread, _ := buildSpread(snap, opts, 3, 0)
+		spread, _ := buildSpread(snap, opts, 3, 0, nil)
 		requireSameResult(t, "spread over 3 goroutines: "+describe(snap), &kongstate.Renderer{}, spread, res)
 	}
 

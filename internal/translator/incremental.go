@@ -128,7 +128,11 @@ func (t *Incremental) Build(snap *store.Snapshot, opts Options) Result {
 	// large translation is itself spread over the cores (buildParallel).
 	indexed := make(chan *incrementalRound, 1)
 	go func() { indexed <- indexSnapshot(snap) }()
-	res, _ := buildParallel(snap, opts, runtime.GOMAXPROCS(0))
+	var hint *Graph
+	if t.prev != nil {
+		hint = t.prev.res.Graph
+	}
+	res, _ := buildParallel(snap, opts, runtime.GOMAXPROCS(0), hint)
 	t.Stats.Full++
 	t.prev = (<-indexed).withResult(opts, res)
 	return res

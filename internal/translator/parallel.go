@@ -29,17 +29,22 @@ const parallelMinIngresses = 1024
 // Result is Build's, byte for byte once rendered (TestParallelBuildMatchesBuild). notSpread
 // says why Build did it alone ("" when it was spread): a small cluster, nothing to spread, or
 // a check that failed.
-func buildParallel(snap *store.Snapshot, opts Options, procs int) (res Result, notSpread string) {
-	return buildSpread(snap, opts, procs, parallelMinIngresses)
+//
+// hint, when not nil, is the object graph of an earlier translation of the cluster: an
+// Ingress or Service that other kinds referred to there (an HTTPRoute's backend, a facade's
+// Service, a TCPIngress's) is kept in the rest from the start, so that a cluster where they
+// meet is not translated twice at every full translation.
+func buildParallel(snap *store.Snapshot, opts Options, procs int, hint *Graph) (res Result, notSpread string) {
+	return buildSpread(snap, opts, procs, parallelMinIngresses, hint)
 }
 
 // buildSpread is buildParallel with its threshold: snapshots of at least minIngresses
 // Ingresses are spread (tests spread small ones).
-func buildSpread(snap *store.Snapshot, opts Options, procs, minIngresses int) (res Result, notSpread string) {
+func buildSpread(snap *store.Snapshot, opts Options, procs, minIngresses int, hint *Graph) (res Result, notSpread string) {
 	if procs < 2 || len(snap.Ingresses) < minIngresses {
 		return Build(snap, opts), "small"
 	}
-	plan, why := planParallel(snap, procs, minIngresses)
+	plan, why := planParallel(snap, procs, minIngresses, hint)
 	if why != "" {
 		return Build(snap, opts), why
 	}
@@ -90,7 +95,7 @@ func (p *parallelPlan) groupOf(n kongstate.ObjectRef) (group int, ok bool) {
 // other that names one of its Services, and the rest. It says why not ("" when it did) when
 // there is not enough to spread, or when the snapshot lists an object twice (Build then
 // decides which one wins).
-func planParallel(snap *store.Snapshot, procs, minIngresses int) (*parallelPlan, string) {
+func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*parallelPlan, string) {
 	services := make(map[nsName]*corev1.Service, len(snap.Services))
 	for _, s := range snap.Services {
 		if s == nil {
@@ -127,10 +132,10 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int) (*parallelPlan,
 			return nil, "an Ingress twice"
 		}
 		plan.ingressAt[keyOf(ing)] = i
-		local[i] = localIngress(ing) == ""
+		local[i] = localIngress(ing) == "" && !referredByOthers(hint, ref(gvkIngress, ing.Namespace, ing.Name))
 		named[i] = servicesNamed(ing)
 		for _, s := range named[i] {
-			if svc := services[s]; svc != nil && !localService(svc) {
+			if svc := services[s]; svc != nil && !localService(svc) || referredByOthers(hint, ref(gvkService, s.ns, s.name)) {
 				local[i] = false
 			}
 			if j, ok := owner[s]; ok {
@@ -234,6 +239,20 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int) (*parallelPlan,
 	}
 	plan.rest = &rest
 	return plan, ""
+}
+
+// referredByOthers reports whether, in the graph g (nil: nothing known), an object other than
+// an Ingress refers to n.
+func referredByOthers(g *Graph, n kongstate.ObjectRef) bool {
+	if g == nil {
+		return false
+	}
+	for from := range g.rdepsOf(Node(n)).All() {
+		if from.Kind != gvkIngress.Kind || from.Group != gvkIngress.Group {
+			return true
+		}
+	}
+	return false
 }
 
 // localService reports whether a Service's translation reads no other object, or leaves an

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,8 +78,10 @@ func TestParallelBuildMatchesBuild(t *testing.T) {
 	for _, c := range clusters {
 		want := Build(c.snap, c.opts)
 		for _, procs := range []int{2, 3, 5} {
-			got, notSpread := buildSpread(c.snap, c.opts, procs, 0)
+			got, notSpread := buildSpread(c.snap, c.opts, procs, 0, nil)
 			requireSameTranslation(t, fmt.Sprintf("%s, %d goroutines", c.name, procs), got, want)
+			hinted, _ := buildSpread(c.snap, c.opts, procs, 0, want.Graph)
+			requireSameTranslation(t, fmt.Sprintf("%s, %d goroutines, with the graph", c.name, procs), hinted, want)
 			if c.several {
 				tries++
 			}
@@ -175,7 +178,7 @@ func TestParallelBuildKeepsServicesWithPluginsInTheRest(t *testing.T) {
 	svc.Annotations = map[string]string{annPlugins: "shared:auth"}
 	want := Build(snap, Options{})
 	require.Len(t, want.State.Plugins, 1, "the plugin applies to the Service")
-	got, notSpread := buildSpread(snap, Options{}, 2, 0)
+	got, notSpread := buildSpread(snap, Options{}, 2, 0, nil)
 	require.Empty(t, notSpread)
 	requireSameResult(t, "spread", &kongstate.Renderer{}, got, want)
 }
@@ -219,7 +222,7 @@ func TestIncrementalTranslatesAllWhenAServiceGainsAGrantedPlugin(t *testing.T) {
 func TestIncrementalAfterASpreadBuild(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	snap := benchdata.Snapshot(parallelMinIngresses + 100)
-	_, notSpread := buildParallel(snap, Options{}, runtime.GOMAXPROCS(0))
+	_, notSpread := buildParallel(snap, Options{}, runtime.GOMAXPROCS(0), nil)
 	require.Empty(t, notSpread, "the snapshot is spread")
 	inc := &Incremental{}
 	renderer := &kongstate.Renderer{}
@@ -230,4 +233,25 @@ func TestIncrementalAfterASpreadBuild(t *testing.T) {
 		requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, inc.Build(ed.snap, Options{}), Build(ed.snap, Options{}))
 	}
 	require.Positive(t, inc.Stats.Partial, "no round was spliced")
+}
+
+// TestParallelBuildLearnsFromTheLastGraph: a TCPIngress that names an Ingress's Service makes
+// the spread translation fall back to one Build (the rest refers to a group's object); given
+// the graph of that translation, the next one keeps that Service's Ingresses in the rest and
+// is spread, with Build's result.
+func TestParallelBuildLearnsFromTheLastGraph(t *testing.T) {
+	snap := benchdata.Snapshot(20)
+	svc := snap.Services[3]
+	snap.TCPIngresses = append(snap.TCPIngresses, &kongv1beta1.TCPIngress{
+		ObjectMeta: metav1.ObjectMeta{Name: "tcp", Namespace: svc.Namespace},
+		Spec: kongv1beta1.TCPIngressSpec{Rules: []kongv1beta1.IngressRule{{Port: 9000,
+			Backend: kongv1beta1.IngressBackend{ServiceName: svc.Name, ServicePort: 80}}}},
+	})
+	want := Build(snap, Options{})
+	first, notSpread := buildSpread(snap, Options{}, 2, 0, nil)
+	require.Equal(t, "the rest refers to a group's object", notSpread)
+	requireSameResult(t, "without a hint", &kongstate.Renderer{}, first, want)
+	next, notSpread := buildSpread(snap, Options{}, 2, 0, first.Graph)
+	require.Empty(t, notSpread)
+	requireSameResult(t, "with the last graph", &kongstate.Renderer{}, next, want)
 }
