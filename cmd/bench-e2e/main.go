@@ -3,7 +3,7 @@
 // target passes (N, K, SECRETS, STATUS, KONG).
 //
 //	bench-e2e --binary bin/konductor --assets DIR [--ingresses 3000] [--changes 20]
-//	    [--secrets 0] [--status on|off] [--kong record|emulator] [--interval 500ms] [--heap-profile FILE] [--cpu-profile FILE]
+//	    [--secrets 0] [--status on|off] [--kong record|emulator] [--interval 500ms] [--heap-profile FILE] [--cpu-profile FILE] [--start-cpu-profile FILE]
 package main
 
 import (
@@ -59,6 +59,7 @@ func run() error {
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the changes' order and intervals")
 	flag.StringVar(&cfg.HeapProfile, "heap-profile", os.Getenv("HEAP_PROFILE"), "file that receives the controller's heap profile at the end (go tool pprof)")
 	flag.StringVar(&cfg.CPUProfile, "cpu-profile", os.Getenv("CPU_PROFILE"), "file that receives the controller's CPU profile of the change phase (go tool pprof)")
+	flag.StringVar(&cfg.StartCPUProfile, "start-cpu-profile", os.Getenv("START_CPU_PROFILE"), "file that receives the controller's CPU profile from its start to its first complete push (go tool pprof)")
 	flag.StringVar(&cfg.LogDir, "log-dir", "", "folder for the controller's log (a temporary one by default)")
 	flag.Parse()
 	switch status {

@@ -72,6 +72,7 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 	setGCPercent(log, setMemoryLimit(log, cgroupMemoryFiles))
 	startDone := make(chan struct{})
 	relaxCollectorUntil(ctx, log, startDone)
+	profileStartUntil(ctx, log, startDone)
 	c, err := manager.New(ctx, cfg, manager.Options{Logger: log})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -184,7 +184,37 @@ func PCRE(pattern string) string {
 	return ""
 }
 
-var hostnameRe = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_\-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_\-]*[A-Za-z0-9_])?)*\.?$`)
+// isHostname is Kong's hostname pattern,
+// ^[A-Za-z0-9_]([A-Za-z0-9_\-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_\-]*[A-Za-z0-9_])?)*\.?$:
+// labels of letters, digits, '_' and inner '-', joined by dots, with an optional final dot.
+// Written out rather than matched by a regexp: every route host and target of a translation
+// is checked (issue #13, the first round's CPU); TestHostnameAndNameMatchTheirPatterns holds
+// it to the pattern.
+func isHostname(h string) bool {
+	h = strings.TrimSuffix(h, ".")
+	if h == "" {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(h); i++ {
+		if i < len(h) && h[i] != '.' {
+			if c := h[i]; !isWordByte(c) && c != '-' {
+				return false
+			}
+			continue
+		}
+		if i == start || h[start] == '-' || h[i-1] == '-' { // an empty label, or '-' at its edge
+			return false
+		}
+		start = i + 1
+	}
+	return true
+}
+
+// isWordByte is [A-Za-z0-9_].
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+}
 
 // Port values SplitHostPort returns besides a port number.
 const (
@@ -243,7 +273,7 @@ func SplitHostPort(s string) (host string, port int, kind string, ok bool) {
 	if isDottedNumeric(h) {
 		return h, port, "", false
 	}
-	if !hostnameRe.MatchString(h) || len(h) > 253 {
+	if !isHostname(h) || len(h) > 253 {
 		return h, port, "", false
 	}
 	return h, port, "name", true
@@ -316,14 +346,24 @@ func SNI(s string) Fault {
 	return Fault{}
 }
 
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9._~\-\x{80}-\x{10FFFF}]+$`)
+// isName is Kong's name pattern, ^[A-Za-z0-9._~\-\x{80}-\x{10FFFF}]+$, on valid UTF-8 (where
+// every byte from 0x80 is part of a character from U+0080), written out rather than matched
+// by a regexp: every service and route name of a translation is checked.
+func isName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x80 && !isWordByte(c) && c != '.' && c != '~' && c != '-' {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // Name is Kong's rule for entity names (services, routes, workspaces...).
 func Name(s string) string {
 	if !utf8.ValidString(s) {
 		return "invalid utf-8 character sequence detected"
 	}
-	if !nameRe.MatchString(s) {
+	if !isName(s) {
 		return "invalid value '" + s + "': the only accepted ascii characters are alphanumerics or ., -, _, and ~"
 	}
 	return ""

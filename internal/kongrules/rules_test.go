@@ -1,6 +1,12 @@
 package kongrules
 
-import "testing"
+import (
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestRoutePath(t *testing.T) {
 	cases := []struct {
@@ -211,5 +217,32 @@ func TestNameTagHeader(t *testing.T) {
 	}
 	if !IsHostHeader("Host") || IsHostHeader("x-host") {
 		t.Error("IsHostHeader")
+	}
+}
+
+// TestHostnameAndNameMatchTheirPatterns: isHostname and isName, written out for speed, accept
+// exactly what Kong's patterns accept, over strings of the bytes that matter.
+func TestHostnameAndNameMatchTheirPatterns(t *testing.T) {
+	hostnamePattern := regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_\-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_\-]*[A-Za-z0-9_])?)*\.?$`)
+	namePattern := regexp.MustCompile(`^[A-Za-z0-9._~\-\x{80}-\x{10FFFF}]+$`)
+	alphabet := []string{"a", "Z", "0", "_", "-", ".", "~", "*", ":", " ", "\n", "é", "\u2028", "/", "%"}
+	rng := rand.New(rand.NewPCG(3, 9))
+	check := func(s string) {
+		if want, got := hostnamePattern.MatchString(s), isHostname(s); want != got {
+			t.Fatalf("hostname %q: the pattern says %v, isHostname %v", s, want, got)
+		}
+		if want, got := namePattern.MatchString(s), isName(s); utf8.ValidString(s) && want != got {
+			t.Fatalf("name %q: the pattern says %v, isName %v", s, want, got)
+		}
+	}
+	for _, s := range []string{"", ".", "..", "a.", "a..", ".a", "-a", "a-", "a-b", "a.-b", "a.b-", "_", "a.b.c.", "a\n", "é"} {
+		check(s)
+	}
+	for range 50000 {
+		var b strings.Builder
+		for n := rng.IntN(8); n > 0; n-- {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		check(b.String())
 	}
 }

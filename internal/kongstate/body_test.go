@@ -3,6 +3,7 @@ package kongstate
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -68,4 +69,20 @@ func TestBodyActsAsItsBytes(t *testing.T) {
 	}
 	require.False(t, Body{}.Equal(BodyOf([]byte{})), "no body is not an empty body")
 	require.True(t, Body{}.Equal(Body{}))
+}
+
+// AppendJSONStringContent gives the content of a JSON string that reads back as its input,
+// control bytes included, after what dst holds.
+func TestAppendJSONStringContent(t *testing.T) {
+	var all []byte
+	for c := 0; c < 0x80; c++ {
+		all = append(all, byte(c))
+	}
+	for _, in := range []string{"", `{"a":"b\\c"}`, "plain", "é\u2028<&>", string(all), "\x00\x1f\"\\\n\r\t"} {
+		out := AppendJSONStringContent(nil, []byte(in))
+		var back string
+		require.NoError(t, json.Unmarshal([]byte(`"`+string(out)+`"`), &back), "%q", in)
+		require.Equal(t, in, back)
+		require.Equal(t, "x"+string(out), string(AppendJSONStringContent([]byte("x"), []byte(in))))
+	}
 }

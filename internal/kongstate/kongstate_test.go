@@ -184,7 +184,14 @@ func TestRendererMatchesDeclarativeConfig(t *testing.T) {
 		}
 		return u
 	}
-	a, b := svc("a", "/x", "/y"), svc("b", "/<&>", `~/x\d+"é`)
+	a, b := svc("a", "/x", "/y"), svc("b", "/<&>", "~/x\\d+\"é\u2028")
+	// Plugins without their defaults, out of order: the Renderer fills and sorts copies.
+	a.Plugins = []*file.FPlugin{{Plugin: kong.Plugin{Name: kong.String("z")}}, {Plugin: kong.Plugin{Name: kong.String("a"), Enabled: kong.Bool(false)}}}
+	a.Routes[0].Plugins = []*file.FPlugin{{Plugin: kong.Plugin{Name: kong.String("y")}}, {Plugin: kong.Plugin{Name: kong.String("b")}}}
+	unrendered := a.DeepCopy()
+	// Rendered as DeepCopy leaves it (through JSON): invalid UTF-8 becomes U+FFFD.
+	config := func() kong.Configuration { return kong.Configuration{"uri": "\xff\x0f", "n": 12345678901234567} }
+	a.Routes[0].Plugins[0].Config = config()
 	ua, ub := up("a.svc", "10.0.0.1:80", "10.0.0.2:80"), up("b.svc")
 	first := &State{Services: []*file.FService{a, b}, Upstreams: []*file.FUpstream{ua, ub},
 		Consumers:      []*file.FConsumer{{Consumer: kong.Consumer{Username: kong.String("c")}, Groups: []*kong.ConsumerGroup{{Name: kong.String("g")}}}},
@@ -216,6 +223,9 @@ func TestRendererMatchesDeclarativeConfig(t *testing.T) {
 		require.NoError(t, json.Unmarshal(quoted.Bytes(), &body), "state %d, quoted", i)
 		require.Equal(t, string(want), body.Config, "state %d, quoted", i)
 	}
+	require.Equal(t, config(), a.Routes[0].Plugins[0].Config, "rendering modified the State")
+	a.Routes[0].Plugins[0].Config = nil
+	require.Equal(t, unrendered, a, "rendering modified the State")
 }
 
 // A Renderer gives State.DeclarativeConfig's bytes after any sequence of States made of

@@ -291,3 +291,25 @@ func BenchmarkIncrementalRetained(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFullBuild compares a full translation on one goroutine (Build) with the same
+// spread over GOMAXPROCS goroutines (buildParallel, what Incremental does with a large
+// cluster): cpu-ms/op is what spreading costs in CPU, ns/op what it saves in wall time when
+// the cores are free.
+func BenchmarkFullBuild(b *testing.B) {
+	snap := benchdata.Snapshot(3000)
+	for _, spread := range []bool{false, true} {
+		b.Run(fmt.Sprintf("ingresses=3000/spread=%v", spread), func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := processCPU()
+			for b.Loop() {
+				if !spread {
+					Build(snap, Options{})
+				} else if _, why := buildParallel(snap, Options{}, runtime.GOMAXPROCS(0), nil); why != "" {
+					b.Fatal("not spread: ", why)
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+		})
+	}
+}

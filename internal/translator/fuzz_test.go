@@ -122,6 +122,11 @@ func translateObjects(t *testing.T, cert testCertPEM, data []byte) {
 		_ = p.String()
 	}
 
+	if _, err := res.State.DeclarativeConfig(); err == nil {
+		spread, _ := buildSpread(snap, opts, 3, 0, nil)
+		requireSameResult(t, "spread over 3 goroutines: "+describe(snap), &kongstate.Renderer{}, spread, res)
+	}
+
 	next := g.edit(snap)
 	inc := &Incremental{noSizeLimit: true}
 	renderer := &kongstate.Renderer{}

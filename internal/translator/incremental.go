@@ -2,6 +2,7 @@ package translator
 
 import (
 	"reflect"
+	"runtime"
 	"time"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
@@ -33,7 +34,9 @@ import (
 //     EndpointSlices: a reference to a plugin, a Secret, a KongIngress, a facade, or from an
 //     HTTPRoute or TCPIngress, is a full Build;
 //   - no closure Ingress has a default backend (the oldest one wins cluster-wide) or
-//     konghq.com/plugins (plugin entities are merged across objects);
+//     konghq.com/plugins (plugin entities are merged across objects), and no closure Service
+//     has konghq.com/plugins (a plugin of another namespace needs a ReferenceGrant, which the
+//     closure's snapshot does not hold, and one refused leaves no edge in the graph);
 //   - the partial result has nothing but services and upstreams, problems only about the
 //     closure, no route name that another route has, and neither result refused a route
 //     for a taken name (the winner depends on every route).
@@ -120,10 +123,15 @@ func (t *Incremental) Build(snap *store.Snapshot, opts Options) Result {
 		t.Stats.LastReason = "first translation"
 	}
 	// The snapshot's indexes do not depend on the translation: they are built on another
-	// core meanwhile (a full translation is the first round of the start, issue #13).
+	// core meanwhile (a full translation is the first round of the start, issue #13), and a
+	// large translation is itself spread over the cores (buildParallel).
 	indexed := make(chan *incrementalRound, 1)
 	go func() { indexed <- indexSnapshot(snap) }()
-	res := Build(snap, opts)
+	var hint *Graph
+	if t.prev != nil {
+		hint = t.prev.res.Graph
+	}
+	res, _ := buildParallel(snap, opts, runtime.GOMAXPROCS(0), hint)
 	t.Stats.Full++
 	t.prev = (<-indexed).withResult(opts, res)
 	return res
@@ -547,6 +555,11 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		if len(svcQueue) > 0 {
 			s := svcQueue[0]
 			svcQueue = svcQueue[1:]
+			for _, svc := range []*corev1.Service{svcChanges[s], prev.services.get(s)} {
+				if svc != nil && !localService(svc) {
+					return Result{}, false, "a Service of the change has plugins"
+				}
+			}
 			for _, from := range prev.res.Graph.ReferredBy(ref(gvkService, s.ns, s.name)) {
 				if from.Kind != gvkIngress.Kind || from.Group != gvkIngress.Group {
 					return Result{}, false, "a Service of the change is referred to by a " + from.Kind
@@ -775,17 +788,8 @@ func (t *Incremental) spliceable(part Result, subjects map[node]struct{}) string
 	if part.parts.readClock && !t.prev.res.parts.readClock {
 		return "the translation read the clock"
 	}
-	st := reflect.ValueOf(part.State).Elem()
-	for i := 0; i < st.NumField(); i++ {
-		switch st.Type().Field(i).Name {
-		case "Services", "Upstreams":
-			continue
-		case "LicensesKnown":
-			continue // follows from the options, the same as the previous round's (sameOptions)
-		}
-		if f := st.Field(i); (f.Kind() != reflect.Slice && f.Kind() != reflect.Map) || f.Len() != 0 {
-			return "the change makes " + st.Type().Field(i).Name
-		}
+	if other := otherEntities(part.State); other != "" {
+		return "the change makes " + other
 	}
 	for _, p := range part.Problems {
 		if _, in := subjects[nodeOf(p.Object)]; !in {
@@ -800,6 +804,25 @@ func (t *Incremental) spliceable(part Result, subjects map[node]struct{}) string
 			if gk := to.kind.Value(); !(gk.kind == gvkService.Kind && gk.group == "") && !(gk.kind == gvkIngressClass.Kind && gk.group == gvkIngressClass.Group) {
 				return "the change refers to a " + gk.kind
 			}
+		}
+	}
+	return ""
+}
+
+// otherEntities names a field of st other than Services and Upstreams that holds something
+// ("" when none does): a partial translation that makes more than Kong services and upstreams
+// cannot be spliced into, or assembled with, the rest's.
+func otherEntities(st *kongstate.State) string {
+	v := reflect.ValueOf(st).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		switch v.Type().Field(i).Name {
+		case "Services", "Upstreams":
+			continue
+		case "LicensesKnown":
+			continue // follows from the options, the same in every part (sameOptions)
+		}
+		if f := v.Field(i); (f.Kind() != reflect.Slice && f.Kind() != reflect.Map) || f.Len() != 0 {
+			return v.Type().Field(i).Name
 		}
 	}
 	return ""

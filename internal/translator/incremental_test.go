@@ -33,29 +33,8 @@ import (
 // case's input and a benchmark cluster; the changes are random edits of Ingresses, Services,
 // EndpointSlices and the other kinds.
 func TestIncrementalMatchesBuild(t *testing.T) {
-	type start struct {
-		name string
-		snap *store.Snapshot
-		opts Options
-	}
-	var starts []start
-	dirs, err := filepath.Glob("testdata/*/in.yaml")
-	require.NoError(t, err)
-	for _, in := range dirs {
-		dir := filepath.Dir(in)
-		var opts goldenOptions
-		if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
-			require.NoError(t, sigsyaml.UnmarshalStrict(b, &opts))
-		}
-		objs, err := manifest.Load(in)
-		require.NoError(t, err)
-		st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
-		require.NoError(t, err)
-		snap, err := st.Snapshot(context.Background())
-		require.NoError(t, err)
-		starts = append(starts, start{filepath.Base(dir), snap, opts.Translator})
-	}
-	starts = append(starts, start{"benchdata", benchdata.Snapshot(40), Options{}})
+	starts := goldenStarts(t)
+	starts = append(starts, translationStart{"benchdata", benchdata.Snapshot(40), Options{}})
 
 	steps := 60
 	if testing.Short() {
@@ -89,6 +68,35 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 	t.Logf("%d partial and %d full translations; full because: %v", partial, full, reasons)
 	// The property would hold trivially if everything fell back to a full Build.
 	require.Greater(t, partial, full, "the partial path was hardly taken")
+}
+
+// translationStart is a snapshot and the options to translate it with.
+type translationStart struct {
+	name string
+	snap *store.Snapshot
+	opts Options
+}
+
+// goldenStarts are the golden cases' inputs as snapshots, with their options.
+func goldenStarts(t *testing.T) []translationStart {
+	var starts []translationStart
+	dirs, err := filepath.Glob("testdata/*/in.yaml")
+	require.NoError(t, err)
+	for _, in := range dirs {
+		dir := filepath.Dir(in)
+		var opts goldenOptions
+		if b, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
+			require.NoError(t, sigsyaml.UnmarshalStrict(b, &opts))
+		}
+		objs, err := manifest.Load(in)
+		require.NoError(t, err)
+		st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
+		require.NoError(t, err)
+		snap, err := st.Snapshot(context.Background())
+		require.NoError(t, err)
+		starts = append(starts, translationStart{filepath.Base(dir), snap, opts.Translator})
+	}
+	return starts
 }
 
 // requireSameResult: got (Incremental's, rendered by a Renderer that rendered the previous

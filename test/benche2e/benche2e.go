@@ -68,6 +68,9 @@ type Config struct {
 	// change phase (from the first complete push until the changes are made; through
 	// --profiling): what a change costs, with the status writes that go on meanwhile.
 	CPUProfile string
+	// StartCPUProfile, when set, is the file that receives the controller's CPU profile from
+	// its process start to its first complete push (KONDUCTOR_START_CPU_PROFILE).
+	StartCPUProfile string
 	// LogDir receives the controller's log (controller.log); a temporary folder when empty.
 	LogDir string
 	// Seed makes the changes' order and intervals repeatable.
@@ -198,6 +201,9 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	args = append(args, cfg.Args...)
 	cmd := exec.Command(cfg.Binary, args...)
+	if cfg.StartCPUProfile != "" {
+		cmd.Env = append(os.Environ(), "KONDUCTOR_START_CPU_PROFILE="+cfg.StartCPUProfile)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()

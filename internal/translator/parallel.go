@@ -1,0 +1,446 @@
+package translator
+
+import (
+	"sync"
+
+	"github.com/kong/go-database-reconciler/pkg/file"
+	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
+
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// parallelMinIngresses: a full translation of fewer Ingresses stays on one goroutine (the
+// partition and the assembly cost more than they spread).
+const parallelMinIngresses = 1024
+
+// buildParallel is Build spread over procs goroutines (issue #13: the first full translation
+// of the start was about half the first round's CPU, all on one core). The cluster's
+// Ingresses are cut into groups that share no Service (the same locality the Incremental
+// splice relies on, incremental.go): each group, with its Services and EndpointSlices, is
+// translated as a snapshot of its own on its own goroutine, and everything else (the rest of
+// the snapshot: every other kind, and the Ingresses that are not local) by one Build. The
+// results are then assembled as the splice assembles them: Kong services and upstreams in
+// name order, problems sorted (sortProblems orders them totally), the graphs' edges united.
+//
+// The assembly checks, on the results, every condition under which the parts could differ
+// from the whole; when one fails, the snapshot is translated again by one Build. So the
+// Result is Build's, byte for byte once rendered (TestParallelBuildMatchesBuild). notSpread
+// says why Build did it alone ("" when it was spread): a small cluster, nothing to spread, or
+// a check that failed.
+//
+// hint, when not nil, is the object graph of an earlier translation of the cluster: an
+// Ingress or Service that other kinds referred to there (an HTTPRoute's backend, a facade's
+// Service, a TCPIngress's) is kept in the rest from the start, so that a cluster where they
+// meet is not translated twice at every full translation.
+func buildParallel(snap *store.Snapshot, opts Options, procs int, hint *Graph) (res Result, notSpread string) {
+	return buildSpread(snap, opts, procs, parallelMinIngresses, hint)
+}
+
+// buildSpread is buildParallel with its threshold: snapshots of at least minIngresses
+// Ingresses are spread (tests spread small ones).
+func buildSpread(snap *store.Snapshot, opts Options, procs, minIngresses int, hint *Graph) (res Result, notSpread string) {
+	if procs < 2 || len(snap.Ingresses) < minIngresses {
+		return Build(snap, opts), "small"
+	}
+	plan, why := planParallel(snap, procs, minIngresses, hint)
+	if why != "" {
+		return Build(snap, opts), why
+	}
+	parts := make([]Result, len(plan.groups))
+	var wg sync.WaitGroup
+	for i, g := range plan.groups {
+		wg.Go(func() { parts[i] = Build(g, opts) })
+	}
+	rest := Build(plan.rest, opts)
+	wg.Wait()
+	res, why = assembleParallel(rest, parts, plan)
+	if why != "" {
+		return Build(snap, opts), why
+	}
+	return res, ""
+}
+
+// parallelPlan is a snapshot cut into groups translated on their own and the rest, with the
+// group of each object a group translates or may speak about: its Ingresses, the Services
+// they name (existing or not) and those Services' EndpointSlices.
+type parallelPlan struct {
+	groups []*store.Snapshot
+	rest   *store.Snapshot
+
+	ingressAt    map[nsName]int // Ingress -> its position in the snapshot
+	groupAt      []int          // position -> group, -1 for the rest
+	serviceGroup map[nsName]int
+	sliceGroup   map[nsName]int
+}
+
+// groupOf is the group that translates n (a graph node), ok false when the rest does.
+func (p *parallelPlan) groupOf(n kongstate.ObjectRef) (group int, ok bool) {
+	k := nsName{n.Namespace, n.Name}
+	switch {
+	case n.Kind == gvkService.Kind && n.Group == gvkService.Group:
+		group, ok = p.serviceGroup[k]
+	case n.Kind == gvkEndpointSlice.Kind && n.Group == gvkEndpointSlice.Group:
+		group, ok = p.sliceGroup[k]
+	case n.Kind == gvkIngress.Kind && n.Group == gvkIngress.Group:
+		if i, listed := p.ingressAt[k]; listed && p.groupAt[i] >= 0 {
+			group, ok = p.groupAt[i], true
+		}
+	}
+	return group, ok
+}
+
+// planParallel cuts snap into at most procs groups of Ingresses, each Ingress with every
+// other that names one of its Services, and the rest. It says why not ("" when it did) when
+// there is not enough to spread, or when the snapshot lists an object twice (Build then
+// decides which one wins).
+func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*parallelPlan, string) {
+	services := make(map[nsName]*corev1.Service, len(snap.Services))
+	for _, s := range snap.Services {
+		if s == nil {
+			continue
+		}
+		if _, dup := services[keyOf(s)]; dup {
+			return nil, "a Service twice"
+		}
+		services[keyOf(s)] = s
+	}
+
+	// Components of Ingresses joined by the Services they name (a union-find over the
+	// Ingresses' positions); a component with a non-local Ingress, or a Service whose
+	// translation reads other objects without a trace in the graph, stays in the rest.
+	n := len(snap.Ingresses)
+	parent := make([]int, n)
+	find := func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	plan := &parallelPlan{ingressAt: make(map[nsName]int, n), groupAt: make([]int, n)}
+	owner := make(map[nsName]int, n) // Service -> an Ingress that names it
+	named := make([][]nsName, n)
+	local := make([]bool, n)
+	for i, ing := range snap.Ingresses {
+		parent[i] = i
+		if ing == nil {
+			continue
+		}
+		if _, dup := plan.ingressAt[keyOf(ing)]; dup {
+			return nil, "an Ingress twice"
+		}
+		plan.ingressAt[keyOf(ing)] = i
+		local[i] = localIngress(ing) == "" && !referredByOthers(hint, ref(gvkIngress, ing.Namespace, ing.Name))
+		named[i] = servicesNamed(ing)
+		for _, s := range named[i] {
+			if svc := services[s]; svc != nil && !localService(svc) || referredByOthers(hint, ref(gvkService, s.ns, s.name)) {
+				local[i] = false
+			}
+			if j, ok := owner[s]; ok {
+				parent[find(i)] = find(j)
+			} else {
+				owner[s] = i
+			}
+		}
+	}
+	tainted := make([]bool, n) // by component root
+	for i, ing := range snap.Ingresses {
+		if ing != nil && !local[i] {
+			tainted[find(i)] = true
+		}
+	}
+
+	// Components to groups, in the snapshot's order, each group about an equal share.
+	size := make([]int, n) // by component root
+	spread := 0
+	for i, ing := range snap.Ingresses {
+		if ing != nil && !tainted[find(i)] {
+			size[find(i)]++
+			spread++
+		}
+	}
+	if spread < minIngresses/2 {
+		return nil, "too few local Ingresses"
+	}
+	share := (spread + procs - 1) / procs
+	rootGroup := make([]int, n) // by component root, group + 1 (0: none yet)
+	var filled []int
+	for i, ing := range snap.Ingresses {
+		plan.groupAt[i] = -1
+		root := find(i)
+		if ing == nil || tainted[root] {
+			continue
+		}
+		if rootGroup[root] == 0 {
+			if len(filled) == 0 || filled[len(filled)-1] >= share {
+				filled = append(filled, 0)
+			}
+			rootGroup[root] = len(filled)
+			filled[len(filled)-1] += size[root]
+		}
+		plan.groupAt[i] = rootGroup[root] - 1
+	}
+	if len(filled) < 2 {
+		return nil, "one group"
+	}
+
+	plan.groups = make([]*store.Snapshot, len(filled))
+	for g := range plan.groups {
+		plan.groups[g] = &store.Snapshot{IngressClass: snap.IngressClass, IngressClassIsDefault: snap.IngressClassIsDefault,
+			IngressClassParameters: snap.IngressClassParameters, Ingresses: make([]*netv1.Ingress, 0, filled[g])}
+	}
+	rest := *snap
+	rest.Ingresses, rest.Services, rest.EndpointSlices = nil, nil, nil
+	plan.serviceGroup = make(map[nsName]int, len(owner))
+	for i, ing := range snap.Ingresses {
+		if ing == nil {
+			continue
+		}
+		g := plan.groupAt[i]
+		if g < 0 {
+			rest.Ingresses = append(rest.Ingresses, ing)
+			continue
+		}
+		grp := plan.groups[g]
+		grp.Ingresses = append(grp.Ingresses, ing)
+		for _, s := range named[i] {
+			if _, done := plan.serviceGroup[s]; done {
+				continue
+			}
+			plan.serviceGroup[s] = g
+			if svc := services[s]; svc != nil {
+				grp.Services = append(grp.Services, svc)
+			}
+		}
+	}
+	for _, s := range snap.Services {
+		if s == nil {
+			continue
+		}
+		if _, in := plan.serviceGroup[keyOf(s)]; !in {
+			rest.Services = append(rest.Services, s)
+		}
+	}
+	plan.sliceGroup = make(map[nsName]int, len(snap.EndpointSlices))
+	for _, es := range snap.EndpointSlices {
+		if es == nil {
+			continue
+		}
+		s, ok := serviceOf(es)
+		g, in := plan.serviceGroup[s]
+		if !ok || !in {
+			rest.EndpointSlices = append(rest.EndpointSlices, es)
+			continue
+		}
+		plan.groups[g].EndpointSlices = append(plan.groups[g].EndpointSlices, es)
+		plan.sliceGroup[keyOf(es)] = g
+	}
+	plan.rest = &rest
+	return plan, ""
+}
+
+// referredByOthers reports whether, in the graph g (nil: nothing known), an object other than
+// an Ingress refers to n.
+func referredByOthers(g *Graph, n kongstate.ObjectRef) bool {
+	if g == nil {
+		return false
+	}
+	for from := range g.rdepsOf(Node(n)).All() {
+		if from.Kind != gvkIngress.Kind || from.Group != gvkIngress.Group {
+			return true
+		}
+	}
+	return false
+}
+
+// localService reports whether a Service's translation reads no other object, or leaves an
+// edge in the graph for each it reads. konghq.com/plugins does not: a plugin of another
+// namespace that no ReferenceGrant allows is reported with no edge, so the grants' absence
+// from a group's snapshot would go unseen.
+func localService(svc *corev1.Service) bool {
+	_, plugins := svc.Annotations[annPlugins]
+	return !plugins
+}
+
+// assembleParallel puts the groups' results and the rest's together as Build would have made
+// them; it says why not ("" when it did) when a group's translation may have depended on what
+// it did not see, or the rest's on a group's objects.
+func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, string) {
+	readClock := rest.parts.readClock
+	if rest.parts.nameTaken {
+		return Result{}, "the rest took a route name"
+	}
+	for g, part := range parts {
+		if why := groupLocal(part, g, plan); why != "" {
+			return Result{}, why
+		}
+		readClock = readClock || part.parts.readClock
+	}
+	// The rest must not have seen the groups' objects missing: no reference to them or from
+	// them, no problem about them.
+	for to := range rest.Graph.rdeps {
+		if _, in := plan.groupOf(to); in {
+			return Result{}, "the rest refers to a group's object"
+		}
+	}
+	for from := range rest.Graph.deps {
+		if _, in := plan.groupOf(from); in {
+			return Result{}, "the rest refers to a group's object"
+		}
+	}
+	for _, p := range rest.Problems {
+		if _, in := plan.groupOf(p.Object); in {
+			return Result{}, "the rest reports on a group's object"
+		}
+	}
+
+	// Kong services by name (each list is sorted by name), no name twice; route names once
+	// across every part (Build refuses the second route of a name).
+	lists := make([][]servicePart, 0, len(parts)+1)
+	lists = append(lists, rest.parts.services)
+	routes := 0
+	for _, part := range parts {
+		lists = append(lists, part.parts.services)
+	}
+	for _, l := range lists {
+		for _, p := range l {
+			routes += len(p.svc.Routes)
+		}
+	}
+	routeNames := make(map[string]struct{}, routes)
+	for _, l := range lists {
+		for _, p := range l {
+			for _, rt := range p.svc.Routes {
+				if _, taken := routeNames[str(rt.Name)]; taken {
+					return Result{}, "a route name twice"
+				}
+				routeNames[str(rt.Name)] = struct{}{}
+			}
+		}
+	}
+	merged, ok := mergeServiceParts(lists)
+	if !ok {
+		return Result{}, "a Kong service name twice"
+	}
+
+	state := *rest.State
+	state.Services, state.Upstreams = nil, nil // nil when none, as Build leaves them
+	if len(merged) > 0 {
+		state.Services = make([]*file.FService, 0, len(merged))
+	}
+	for _, p := range merged {
+		state.Services = append(state.Services, p.svc)
+		if p.upstream != nil {
+			state.Upstreams = append(state.Upstreams, p.upstream)
+		}
+	}
+	problems := rest.Problems
+	for _, part := range parts {
+		problems = append(problems, part.Problems...)
+	}
+	graph := rest.Graph
+	for _, part := range parts {
+		graph.absorb(part.Graph)
+	}
+	res := rest
+	res.State, res.Problems, res.Graph = &state, sortProblems(problems), graph
+	res.parts = &resultParts{services: merged, readClock: readClock}
+	return res, ""
+}
+
+// groupLocal reports whether group g's result speaks only of the group's objects, as the
+// splice's spliceable requires of a partial result: Kong services and upstreams only,
+// problems about its objects, references from its objects to its Services and to
+// IngressClasses only, no route refused for a taken name. It says why not, "" when it does.
+func groupLocal(part Result, g int, plan *parallelPlan) string {
+	if part.parts.nameTaken {
+		return "a route name was taken"
+	}
+	if other := otherEntities(part.State); other != "" {
+		return "the group makes " + other
+	}
+	in := func(n kongstate.ObjectRef) bool {
+		group, ok := plan.groupOf(n)
+		return ok && group == g
+	}
+	for _, p := range part.Problems {
+		if !in(p.Object) {
+			return "a problem about another object"
+		}
+	}
+	for from, tos := range part.Graph.deps {
+		if !in(from) {
+			return "a reference from another object"
+		}
+		for to := range tos.All() {
+			switch {
+			case to.Kind == gvkIngressClass.Kind && to.Group == gvkIngressClass.Group:
+			case to.Kind == gvkService.Kind && to.Group == gvkService.Group:
+				if !in(to) {
+					return "a reference to a Service of another group"
+				}
+			default:
+				return "a reference to another kind"
+			}
+		}
+	}
+	return ""
+}
+
+// mergeServiceParts merges lists sorted by name into one sorted by name; ok is false when a
+// name is in two lists.
+func mergeServiceParts(lists [][]servicePart) ([]servicePart, bool) {
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	out := make([]servicePart, 0, n)
+	pos := make([]int, len(lists))
+	for len(out) < n {
+		best := -1
+		for i, l := range lists {
+			if pos[i] == len(l) {
+				continue
+			}
+			if best < 0 || l[pos[i]].name < lists[best][pos[best]].name {
+				best = i
+			}
+		}
+		p := lists[best][pos[best]]
+		if len(out) > 0 && out[len(out)-1].name == p.name {
+			return nil, false
+		}
+		out = append(out, p)
+		pos[best]++
+	}
+	return out, true
+}
+
+// absorb adds other's edges to g. Both are fresh graphs without base, of one translation
+// each; other is not used after (its sets may be shared or modified).
+func (g *Graph) absorb(other *Graph) {
+	for from, tos := range other.deps {
+		if mine, ok := g.deps[from]; ok {
+			for to := range tos.All() {
+				mine.Add(to)
+			}
+			continue
+		}
+		g.deps[from] = tos
+	}
+	for to, froms := range other.rdeps {
+		if mine, ok := g.rdeps[to]; ok {
+			if mine.Len() < froms.Len() { // add the fewer
+				mine, froms = froms, mine
+				g.rdeps[to] = mine
+			}
+			for from := range froms.All() {
+				mine.Add(from)
+			}
+			continue
+		}
+		g.rdeps[to] = froms
+	}
+}
