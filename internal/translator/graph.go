@@ -54,6 +54,12 @@ func (n node) ref() kongstate.ObjectRef {
 
 func (n node) String() string { return n.ref().String() }
 
+// isKind reports whether n is an object of group and kind.
+func (n node) isKind(group, kind string) bool {
+	gk := n.kind.Value()
+	return gk.group == group && gk.kind == kind
+}
+
 // depsOf is what n refers to (read-only).
 func (g *Graph) depsOf(n node) *refSet {
 	for x := g; x != nil; x = x.base {

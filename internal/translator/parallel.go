@@ -247,8 +247,8 @@ func referredByOthers(g *Graph, n kongstate.ObjectRef) bool {
 	if g == nil {
 		return false
 	}
-	for from := range g.rdepsOf(Node(n)).All() {
-		if from.Kind != gvkIngress.Kind || from.Group != gvkIngress.Group {
+	for from := range g.rdepsOf(nodeOf(n)).All() {
+		if !from.isKind(gvkIngress.Group, gvkIngress.Kind) {
 			return true
 		}
 	}
@@ -281,12 +281,12 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 	// The rest must not have seen the groups' objects missing: no reference to them or from
 	// them, no problem about them.
 	for to := range rest.Graph.rdeps {
-		if _, in := plan.groupOf(to); in {
+		if _, in := plan.groupOf(to.ref()); in {
 			return Result{}, "the rest refers to a group's object"
 		}
 	}
 	for from := range rest.Graph.deps {
-		if _, in := plan.groupOf(from); in {
+		if _, in := plan.groupOf(from.ref()); in {
 			return Result{}, "the rest refers to a group's object"
 		}
 	}
@@ -371,14 +371,14 @@ func groupLocal(part Result, g int, plan *parallelPlan) string {
 		}
 	}
 	for from, tos := range part.Graph.deps {
-		if !in(from) {
+		if !in(from.ref()) {
 			return "a reference from another object"
 		}
 		for to := range tos.All() {
 			switch {
-			case to.Kind == gvkIngressClass.Kind && to.Group == gvkIngressClass.Group:
-			case to.Kind == gvkService.Kind && to.Group == gvkService.Group:
-				if !in(to) {
+			case to.isKind(gvkIngressClass.Group, gvkIngressClass.Kind):
+			case to.isKind(gvkService.Group, gvkService.Kind):
+				if !in(to.ref()) {
 					return "a reference to a Service of another group"
 				}
 			default:
