@@ -267,12 +267,18 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	log.V(1).Info("start: informers registered", "sinceStart", time.Since(started).String())
 	barrier.LogEachSync(ctx, log.WithName("cache"), started)
 	relevance := &translator.Relevance{IngressClass: cfg.IngressClass}
-	if err := barrier.AddEventHandler(trigger.FilteredEventHandler(relevance)); err != nil {
+	// CRDs installed or removed while the controller runs change the kinds the store reads.
+	live := store.NewLiveKinds(optional)
+	// The store is made here so that the loop's snapshots can follow the events (the
+	// Follower notes each changed object before the trigger wakes the round).
+	st := store.New(mgr.GetCache(), store.Options{
+		IngressClass: cfg.IngressClass, Namespaces: cfg.WatchNamespaces, Kinds: optional, Live: live,
+	})
+	follower := st.Follow()
+	if err := barrier.AddEventHandler(follower.Recording(trigger.FilteredEventHandler(relevance))); err != nil {
 		return nil, err
 	}
 
-	// CRDs installed or removed while the controller runs change the kinds the store reads.
-	live := store.NewLiveKinds(optional)
 	served, err := servedByDiscovery(restCfg)
 	if err != nil {
 		return nil, err
@@ -284,11 +290,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err := mgr.Add(crds); err != nil {
 		return nil, err
 	}
-	st := store.New(mgr.GetCache(), store.Options{
-		IngressClass: cfg.IngressClass, Namespaces: cfg.WatchNamespaces, Kinds: optional, Live: live,
-	})
 	payloads.SetReader(mgr.GetAPIReader())
-	var source dataplane.SnapshotSource = payloads.Source(st)
+	// The loop's rounds read what changed since the previous one (issue #13); everything
+	// else reads the store.
+	var source dataplane.SnapshotSource = payloads.Source(follower)
 	if opts.SnapshotSourceForTesting != nil {
 		source = opts.SnapshotSourceForTesting(mgr.GetCache())
 	}
@@ -415,7 +420,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			opts := roundOptions(s)
 			return translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result { return standbyIncremental.Build(s, opts) }, log)
 		}
-		if err := mgr.Add(&standbyPreparer{elected: mgr.Elected(), barrier: barrier, source: source,
+		if err := mgr.Add(&standbyPreparer{elected: mgr.Elected(), barrier: barrier, source: payloads.Source(st),
 			translate: translate, gateways: gateways, period: cfg.ProxySyncPeriod, log: log.WithName("standby")}); err != nil {
 			return nil, err
 		}
