@@ -64,9 +64,10 @@ type IncrementalStats struct {
 
 // resultParts is what a Build adds to its Result for Incremental.
 type resultParts struct {
-	services  []servicePart // Kong services with routes, by name
-	nameTaken bool
-	readClock bool
+	services        []servicePart // Kong services with routes, by name
+	nameTaken       bool
+	readClock       bool
+	readRustRegexes bool // the result depends on Options.RustRegexes
 }
 
 // servicePart is one Kong service of a result, with its upstream and the Ingresses whose
@@ -496,18 +497,23 @@ func sameValue(a, b reflect.Value) bool {
 	}
 }
 
-func sameOptions(a, b Options, clockRead bool) bool {
+func sameOptions(a, b Options, clockRead, rustRegexesRead bool) bool {
 	if clockRead && !a.Now.Equal(b.Now) {
 		return false
 	}
 	a.Now, b.Now = time.Time{}, time.Time{}
+	if !rustRegexesRead {
+		// A gateway's router flavor learnt after the first round (Kong 3's
+		// traditional_compatible) changes nothing when no regex was checked.
+		a.RustRegexes, b.RustRegexes = false, false
+	}
 	return reflect.DeepEqual(a, b)
 }
 
 // partial is the splice; ok false (with the reason) when a full Build is needed.
 func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool, string) {
 	prev := t.prev
-	if !sameOptions(prev.opts, opts, prev.res.parts.readClock) {
+	if !sameOptions(prev.opts, opts, prev.res.parts.readClock, prev.res.parts.readRustRegexes) {
 		return Result{}, false, "options changed"
 	}
 	if prev.res.parts.nameTaken {
@@ -786,7 +792,8 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	res := prev.res
 	res.State, res.Problems = &state, problems
 	res.Graph = prev.res.Graph.replaceEdgesFrom(outEdges, part.Graph)
-	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock}
+	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock,
+		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes}
 
 	// The indexes, for the next round.
 	next := prev // its indexes are updated in place
