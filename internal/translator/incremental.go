@@ -31,7 +31,8 @@ import (
 // (canSplice, spliceable); anything else is a full Build:
 //   - only Ingresses, Services and EndpointSlices changed (every other field of the
 //     Snapshot, whatever kinds are added to it later, compares equal), with the same Options
-//     (Now aside, unless the previous result read the clock);
+//     (Now aside, unless the previous result read the clock; RustRegexes aside, unless Rust's
+//     verdict on one of its regexes differed from the result);
 //   - the closure's objects refer, in the object graph, to nothing but IngressClasses and
 //     Services, nothing but Ingresses refers to its Services and nothing to its Ingresses and
 //     EndpointSlices: a reference to a plugin, a Secret, a KongIngress, a facade, or from an
