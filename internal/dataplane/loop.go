@@ -313,6 +313,10 @@ type Loop struct {
 	// redactor masks the secrets of redactorOf's configuration in log lines (redact).
 	redactor   *redact.Redactor
 	redactorOf *Target
+
+	// gate is held while a round is pending (its trigger's request), runs, or has syncs in
+	// flight: status writers wait at it (SyncGate).
+	gate *SyncGate
 }
 
 type gatewayState struct {
@@ -381,9 +385,16 @@ func NewLoop(opts Options) *Loop {
 	if renderer == nil {
 		renderer = &kongstate.Renderer{}
 	}
-	return &Loop{opts: opts, firstSync: make(chan struct{}), renderer: renderer,
-		done: make(chan syncDone, opts.MaxConcurrentSyncs), sem: make(chan struct{}, opts.MaxConcurrentSyncs)}
+	l := &Loop{opts: opts, firstSync: make(chan struct{}), renderer: renderer,
+		done: make(chan syncDone, opts.MaxConcurrentSyncs), sem: make(chan struct{}, opts.MaxConcurrentSyncs),
+		gate: NewSyncGate()}
+	opts.Trigger.holdGate(l.gate)
+	return l
 }
+
+// SyncGate is held while a sync is pending or running; status writers wait at it between
+// writes.
+func (l *Loop) SyncGate() *SyncGate { return l.gate }
 
 // NeedLeaderElection makes the manager run the loop on the leader only (invariant 7).
 func (l *Loop) NeedLeaderElection() bool { return true }
@@ -546,6 +557,8 @@ func (l *Loop) updateGateways(ctx context.Context, want []Gateway) {
 // round reads the cache, translates, and hands the result to every idle gateway that is not
 // backing off.
 func (l *Loop) round(ctx context.Context, started time.Time) {
+	l.gate.hold()
+	defer l.gate.release()
 	log := l.opts.Logger
 	snap, err := l.opts.Source.Snapshot(ctx)
 	if err != nil {
@@ -607,6 +620,7 @@ func (l *Loop) dispatchStale(ctx context.Context, started time.Time) []GatewayRe
 func (l *Loop) dispatch(ctx context.Context, g *gatewayState) {
 	g.busy, g.seq, g.retryAt = true, l.seq, time.Time{} // settle sets a new retry time if it fails
 	target, seq := l.target, l.seq
+	l.gate.hold()
 	go func() {
 		d := syncDone{g: g, seq: seq}
 		select {
@@ -616,6 +630,7 @@ func (l *Loop) dispatch(ctx context.Context, g *gatewayState) {
 		case <-g.ctx.Done():
 			d.err = g.ctx.Err()
 		}
+		l.gate.release()
 		select {
 		case l.done <- d:
 		case <-ctx.Done():

@@ -15,6 +15,17 @@ type Trigger struct {
 
 	mu    sync.Mutex
 	first time.Time // the first request not yet taken by a round, for the event-to-push metric
+	gate  *SyncGate // held while a request is pending (the loop's trigger); nil for others
+}
+
+// holdGate makes the trigger hold gate while a request is pending.
+func (t *Trigger) holdGate(gate *SyncGate) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.gate = gate
+	if !t.first.IsZero() {
+		gate.hold()
+	}
 }
 
 // NewTrigger returns a trigger with no pending request.
@@ -25,6 +36,7 @@ func (t *Trigger) Request() {
 	t.mu.Lock()
 	if t.first.IsZero() {
 		t.first = time.Now()
+		t.gate.hold()
 	}
 	t.mu.Unlock()
 	select {
@@ -41,6 +53,9 @@ func (t *Trigger) takeFirst() time.Time {
 	defer t.mu.Unlock()
 	first := t.first
 	t.first = time.Time{}
+	if !first.IsZero() {
+		t.gate.release()
+	}
 	return first
 }
 

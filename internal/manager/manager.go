@@ -268,12 +268,18 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	log.V(1).Info("start: informers registered", "sinceStart", time.Since(started).String())
 	barrier.LogEachSync(ctx, log.WithName("cache"), started)
 	relevance := &translator.Relevance{IngressClass: cfg.IngressClass}
-	if err := barrier.AddEventHandler(trigger.FilteredEventHandler(relevance)); err != nil {
+	// CRDs installed or removed while the controller runs change the kinds the store reads.
+	live := store.NewLiveKinds(optional)
+	// The store is made here so that the loop's snapshots can follow the events (the
+	// Follower notes each changed object before the trigger wakes the round).
+	st := store.New(mgr.GetCache(), store.Options{
+		IngressClass: cfg.IngressClass, Namespaces: cfg.WatchNamespaces, Kinds: optional, Live: live,
+	})
+	follower := st.Follow()
+	if err := barrier.AddEventHandler(follower.Recording(trigger.FilteredEventHandler(relevance))); err != nil {
 		return nil, err
 	}
 
-	// CRDs installed or removed while the controller runs change the kinds the store reads.
-	live := store.NewLiveKinds(optional)
 	served, err := servedByDiscovery(restCfg)
 	if err != nil {
 		return nil, err
@@ -285,11 +291,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err := mgr.Add(crds); err != nil {
 		return nil, err
 	}
-	st := store.New(mgr.GetCache(), store.Options{
-		IngressClass: cfg.IngressClass, Namespaces: cfg.WatchNamespaces, Kinds: optional, Live: live,
-	})
 	payloads.SetReader(mgr.GetAPIReader())
-	var source dataplane.SnapshotSource = payloads.Source(st)
+	// The loop's rounds read what changed since the previous one (issue #13); everything
+	// else reads the store.
+	var source dataplane.SnapshotSource = payloads.Source(follower)
 	if opts.SnapshotSourceForTesting != nil {
 		source = opts.SnapshotSourceForTesting(mgr.GetCache())
 	}
@@ -411,6 +416,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err := mgr.Add(loop); err != nil {
 		return nil, err
 	}
+	// A fresh leader writes every Ingress's status while changes are made: the writes wait
+	// for the syncs (issue #13).
+	ingressStatus.WaitForSyncs(loop.SyncGate())
 	if cfg.LeaderElect && len(gateways) > 0 && opts.SnapshotSourceForTesting == nil {
 		// A standby prepares its first sync to database-backed gateways (discovered ones
 		// are not: their set is the leader's to follow). Not in the control test of the

@@ -90,6 +90,7 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 		if slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalLB) {
 			continue
 		}
+		u.syncs.Wait(ctx) // a sync pending or running goes first
 		// The answer is decoded into a new object: the snapshot's objects belong to the cache.
 		updated := &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}}
 		if err := u.writer.Status().Patch(ctx, updated, patch); err != nil {

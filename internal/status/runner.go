@@ -23,7 +23,14 @@ type runner struct {
 	trigger *dataplane.Trigger
 	log     logr.Logger
 	update  func(context.Context) error
+	// syncs, when set, is the sync loop's gate: an updater that writes many objects waits
+	// at it between two writes (nil never waits).
+	syncs *dataplane.SyncGate
 }
+
+// WaitForSyncs makes the updater's writes wait while the sync loop has a sync pending or
+// running (the loop's SyncGate), so that they never take the CPU a sync needs.
+func (r *runner) WaitForSyncs(g *dataplane.SyncGate) { r.syncs = g }
 
 func newRunner(name string, log logr.Logger, update func(context.Context) error) runner {
 	return runner{name: name, trigger: dataplane.NewTrigger(), log: log, update: update}

@@ -71,4 +71,10 @@ type Snapshot struct {
 	// NamespaceLabels are the labels of every Namespace (watched or not: a listener's
 	// allowedRoutes Selector reads them), by name.
 	NamespaceLabels map[string]map[string]string
+
+	// Seq numbers a Follower's snapshots (0 in any other), and Changes, when set, says
+	// which Ingresses, Services and EndpointSlices may differ from those of the snapshot
+	// before it (Changes.Since), so that a translator of both looks at those only.
+	Seq     uint64
+	Changes *Changes
 }

@@ -3,7 +3,6 @@ package translator
 import (
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
@@ -132,7 +131,7 @@ func BenchmarkIncrementalOneIngressChanged(b *testing.B) {
 				}
 				b.ReportAllocs()
 				i := 0
-				cpu := processCPU()
+				cpu := benchdata.ProcessCPU()
 				for b.Loop() {
 					next := snap
 					next.Ingresses = append([]*netv1.Ingress(nil), snap.Ingresses...)
@@ -161,22 +160,13 @@ func BenchmarkIncrementalOneIngressChanged(b *testing.B) {
 					}
 				}
 				// CPU time, which the machine's other load does not inflate as it does ns/op.
-				b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+				b.ReportMetric(float64(benchdata.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 				if mode == "incremental" && inc.Stats.Full != 1 {
 					b.Fatalf("%d full translations (%s)", inc.Stats.Full, inc.Stats.LastReason)
 				}
 			})
 		}
 	}
-}
-
-// processCPU is the CPU time the process used so far (user and system), in nanoseconds.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // BenchmarkFirstRound is the work of the controller's first round once the cache synced
@@ -188,7 +178,7 @@ func BenchmarkFirstRound(b *testing.B) {
 		snap := benchdata.Snapshot(n)
 		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := benchdata.ProcessCPU()
 			var size int
 			for b.Loop() {
 				inc := &Incremental{}
@@ -202,7 +192,7 @@ func BenchmarkFirstRound(b *testing.B) {
 				}
 				size = body.Len()
 			}
-			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+			b.ReportMetric(float64(benchdata.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 			b.ReportMetric(float64(size), "bytes/body")
 		})
 	}
@@ -301,7 +291,7 @@ func BenchmarkFullBuild(b *testing.B) {
 	for _, spread := range []bool{false, true} {
 		b.Run(fmt.Sprintf("ingresses=3000/spread=%v", spread), func(b *testing.B) {
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := benchdata.ProcessCPU()
 			for b.Loop() {
 				if !spread {
 					Build(snap, Options{})
@@ -309,7 +299,7 @@ func BenchmarkFullBuild(b *testing.B) {
 					b.Fatal("not spread: ", why)
 				}
 			}
-			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+			b.ReportMetric(float64(benchdata.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 		})
 	}
 }

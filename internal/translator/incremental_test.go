@@ -52,11 +52,17 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 			inc := &Incremental{noSizeLimit: true}
 			renderer := &kongstate.Renderer{}
 			requireSameResult(t, "start", renderer, inc.Build(s.snap, s.opts), Build(s.snap, s.opts))
+			opts := s.opts
 			for step := 0; step < steps; step++ {
 				what := ed.edit()
+				if step%7 == 6 {
+					// A gateway's router flavor learnt or changed.
+					opts.RustRegexes = !opts.RustRegexes
+					what += ", RustRegexes flipped"
+				}
 				snap := ed.snap
 				before := inc.Stats.Full
-				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, inc.Build(snap, s.opts), Build(snap, s.opts))
+				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, inc.Build(snap, opts), Build(snap, opts))
 				if inc.Stats.Full > before {
 					reasons[inc.Stats.LastReason]++
 				}
@@ -98,6 +104,33 @@ func goldenStarts(t *testing.T) []translationStart {
 	}
 	return starts
 }
+
+// A router flavor learnt after the first round (Options.RustRegexes) translates nothing again
+// when no regex was checked, and everything when one was.
+func TestIncrementalRustRegexesOnlyMatterWithRegexes(t *testing.T) {
+	snap := benchdata.Snapshot(20)
+	inc := &Incremental{}
+	inc.Build(snap, Options{})
+	inc.Build(snap, Options{RustRegexes: true})
+	require.Equal(t, 1, inc.Stats.Full, inc.Stats.LastReason)
+
+	regex := *snap
+	regex.Ingresses = append([]*netv1.Ingress(nil), snap.Ingresses...)
+	ing := regex.Ingresses[0].DeepCopy()
+	ing.ResourceVersion = "2"
+	ing.Spec.Rules[0].HTTP.Paths[0].Path = "/~/v1/(?=a)[a-z]+" // PCRE takes look-ahead, Rust does not
+	ing.Spec.Rules[0].HTTP.Paths[0].PathType = ptrTo(netv1.PathTypeImplementationSpecific)
+	regex.Ingresses[0] = ing
+	inc.Build(&regex, Options{RustRegexes: true})
+	require.Equal(t, 1, inc.Stats.Full, "Rust refused the regex under the options it was translated with")
+	requireSameResult(t, "flipped", &kongstate.Renderer{}, inc.Build(&regex, Options{}), Build(&regex, Options{}))
+	require.Equal(t, 2, inc.Stats.Full)
+	require.Equal(t, "options changed", inc.Stats.LastReason)
+	inc.Build(&regex, Options{RustRegexes: true})
+	require.Equal(t, 3, inc.Stats.Full, "Rust would refuse the regex")
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // requireSameResult: got (Incremental's, rendered by a Renderer that rendered the previous
 // steps) is want (a full Build's, rendered without cache).

@@ -198,8 +198,11 @@ type builder struct {
 	nameTaken bool
 	// readClock is set when the result depended on Options.Now (a CA certificate's expiry).
 	readClock bool
-	parts     *resultParts
-	tagCache  entityTagCache
+	// readRustRegexes is set when the result depended on Options.RustRegexes (a regex was
+	// checked), so that learning a gateway's router flavor re-translates only then.
+	readRustRegexes bool
+	parts           *resultParts
+	tagCache        entityTagCache
 
 	state *kongstate.State
 }
@@ -332,7 +335,7 @@ func (b *builder) finish() (*kongstate.State, []Problem) {
 		}
 		b.parts.services = append(b.parts.services, part)
 	}
-	b.parts.nameTaken, b.parts.readClock = b.nameTaken, b.readClock
+	b.parts.nameTaken, b.parts.readClock, b.parts.readRustRegexes = b.nameTaken, b.readClock, b.readRustRegexes
 	return b.state, sortProblems(b.problems)
 }
 

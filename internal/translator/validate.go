@@ -23,10 +23,14 @@ func (b *builder) routePath(p string) string {
 	if e := checkRoutePath(p); e != "" {
 		return e
 	}
-	if re, ok := strings.CutPrefix(p, "~"); ok && b.rustRegexes() {
+	re, ok := strings.CutPrefix(p, "~")
+	switch {
+	case ok && b.rustRegexes():
 		if e := b.pathRegex(re); e != "" {
 			return fmt.Sprintf("invalid regex %q: %s", p, e)
 		}
+	case ok:
+		b.noteRustVerdict(rustPathPattern(re))
 	}
 	return ""
 }
@@ -58,25 +62,61 @@ func checkPCRE(pattern string) string { return kongrules.PCRE(pattern) }
 // syntax, and with Options.RustRegexes the Rust regex crate's on the pattern Kong's
 // traditional_compatible router makes of it ("^" prepended, "(?<" as "(?P<").
 func (b *builder) pathRegex(pattern string) string {
-	if e := checkPCRE(pattern); e != "" || !b.rustRegexes() {
-		return e
-	}
-	if e := kongrules.RustRegexError("^" + strings.ReplaceAll(pattern, "?<", "?P<")); e != "" {
-		return rustCompatible + e
-	}
-	return ""
+	return b.regex(pattern, rustPathPattern(pattern))
 }
 
 // headerRegex is pathRegex for a header regex (without its "~*"), which the
 // traditional_compatible router lowercases before it compiles it.
 func (b *builder) headerRegex(pattern string) string {
-	if e := checkPCRE(pattern); e != "" || !b.rustRegexes() {
+	return b.regex(pattern, strings.ToLower(pattern))
+}
+
+// rustPathPattern is the pattern Kong's traditional_compatible router compiles of a regex path.
+func rustPathPattern(pattern string) string { return "^" + strings.ReplaceAll(pattern, "?<", "?P<") }
+
+// regex checks pattern with PCRE and, when a gateway compiles regexes with Rust's crate, its
+// compiled form with Rust's syntax.
+func (b *builder) regex(pattern, compiled string) string {
+	if e := checkPCRE(pattern); e != "" {
 		return e
 	}
-	if e := kongrules.RustRegexError(strings.ToLower(pattern)); e != "" {
+	if !b.rustRegexes() {
+		b.noteRustVerdict(compiled)
+		return ""
+	}
+	if e := kongrules.RustRegexError(compiled); e != "" {
+		if !b.opts.ExpressionRoutes {
+			b.readRustRegexes = true
+		}
 		return rustCompatible + e
 	}
 	return ""
+}
+
+// noteRustVerdict notes, with Rust's syntax off, whether Rust would refuse compiled: the
+// result then depends on Options.RustRegexes (a router flavor learnt later translates it
+// again). A pattern of characters that no regex syntax reads specially is never refused.
+func (b *builder) noteRustVerdict(compiled string) {
+	if b.readRustRegexes || plainPattern(compiled) {
+		return
+	}
+	if kongrules.RustRegexError(compiled) != "" {
+		b.readRustRegexes = true
+	}
+}
+
+// plainPattern: letters, digits, "/", "-", "_", "~", "%", "." and an anchor at either end,
+// which every regex syntax accepts (the paths of Exact and Prefix rules: "^/healthz$").
+func plainPattern(p string) bool {
+	p = strings.TrimPrefix(p, "^")
+	p = strings.TrimSuffix(p, "$")
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/-_~%.", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // rustRegexes: a gateway compiles regexes with the Rust regex crate (Options.RustRegexes, or
