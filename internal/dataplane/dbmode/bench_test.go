@@ -3,7 +3,6 @@ package dbmode
 import (
 	"fmt"
 	"net/http"
-	"syscall"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/translator/benchdata"
 )
 
 // requestsPerSync runs b.N syncs of s against an emulator already holding it and reports the
@@ -154,13 +154,7 @@ func BenchmarkNewLeaderFirstSyncPhases(b *testing.B) {
 }
 
 // processCPU is the user and system CPU time the process used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func processCPU() time.Duration { return time.Duration(benchdata.ProcessCPU()) }
 
 // BenchmarkSyncOneIngressChanged: 200 Ingresses, one path changes at each sync. Target:
 // one or two writes.
