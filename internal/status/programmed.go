@@ -168,21 +168,12 @@ func outcomeOf(r dataplane.Round) *outcome {
 	return o
 }
 
-// eachEntityTags calls f with the tags of every entity of s that comes from an object with
-// conditions (plugins wherever they are nested, consumers, groups, vaults) and of the others.
+// eachEntityTags calls f with the tags of every entity of s that can come from an object
+// with conditions: plugins wherever they are nested, consumers, groups and vaults. Services,
+// routes, upstreams and certificates come from Ingresses, Services, Secrets and Gateway API
+// routes, which have no Programmed condition: walking them only to drop them cost a tag parse
+// per entity per round.
 func eachEntityTags(s *kongstate.State, f func([]*string)) {
-	for _, svc := range s.Services {
-		f(svc.Tags)
-		for _, r := range svc.Routes {
-			f(r.Tags)
-		}
-	}
-	for _, up := range s.Upstreams {
-		f(up.Tags)
-	}
-	for _, c := range s.Certificates {
-		f(c.Tags)
-	}
 	for _, p := range s.AllPlugins() {
 		f(p.Tags)
 	}
@@ -191,9 +182,6 @@ func eachEntityTags(s *kongstate.State, f func([]*string)) {
 	}
 	for _, g := range s.ConsumerGroups {
 		f(g.Tags)
-	}
-	for _, c := range s.CACertificates {
-		f(c.Tags)
 	}
 	for _, v := range s.Vaults {
 		f(v.Tags)
