@@ -268,7 +268,7 @@ func localService(svc *corev1.Service) bool {
 // them; it says why not ("" when it did) when a group's translation may have depended on what
 // it did not see, or the rest's on a group's objects.
 func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, string) {
-	readClock := rest.parts.readClock
+	readClock, readRustRegexes := rest.parts.readClock, rest.parts.readRustRegexes
 	if rest.parts.nameTaken {
 		return Result{}, "the rest took a route name"
 	}
@@ -277,6 +277,7 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 			return Result{}, why
 		}
 		readClock = readClock || part.parts.readClock
+		readRustRegexes = readRustRegexes || part.parts.readRustRegexes
 	}
 	// The rest must not have seen the groups' objects missing: no reference to them or from
 	// them, no problem about them.
@@ -346,7 +347,7 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 	}
 	res := rest
 	res.State, res.Problems, res.Graph = &state, sortProblems(problems), graph
-	res.parts = &resultParts{services: merged, readClock: readClock}
+	res.parts = &resultParts{services: merged, readClock: readClock, readRustRegexes: readRustRegexes}
 	return res, ""
 }
 

@@ -12,6 +12,7 @@ import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	"github.com/stretchr/testify/require"
+	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -117,6 +118,7 @@ func requireSameTranslation(t *testing.T, step string, got, want Result) {
 	require.True(t, reflect.DeepEqual(want.Gateway, got.Gateway), "%s: Gateway API attachment", step)
 	require.Equal(t, want.parts.readClock, got.parts.readClock, "%s: read the clock", step)
 	require.Equal(t, want.parts.nameTaken, got.parts.nameTaken, "%s: a route name taken", step)
+	require.Equal(t, want.parts.readRustRegexes, got.parts.readRustRegexes, "%s: checked a regex", step)
 	// What the next Incremental round splices into: each Kong service's Ingresses.
 	require.Equal(t, partsString(want.parts.services), partsString(got.parts.services), "%s: parts", step)
 }
@@ -254,4 +256,27 @@ func TestParallelBuildLearnsFromTheLastGraph(t *testing.T) {
 	next, notSpread := buildSpread(snap, Options{}, 2, 0, first.Graph)
 	require.Empty(t, notSpread)
 	requireSameResult(t, "with the last graph", &kongstate.Renderer{}, next, want)
+}
+
+// A spread build that checked a regex says so, as Build does: Incremental translates
+// everything again when a gateway's router flavor is learnt only when a result read
+// Options.RustRegexes, so a spread first build that lost the flag kept a regex Rust refuses
+// (PCRE takes look-ahead, Rust does not) after the flavor was learnt.
+func TestSpreadBuildKeepsThatItCheckedARegex(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	snap := benchdata.Snapshot(parallelMinIngresses + 100)
+	snap.Ingresses = slices.Clone(snap.Ingresses)
+	ing := snap.Ingresses[0].DeepCopy()
+	ing.Spec.Rules[0].HTTP.Paths[0].Path = "/~/v1/(?=a)[a-z]+"
+	ing.Spec.Rules[0].HTTP.Paths[0].PathType = ptrTo(netv1.PathTypeImplementationSpecific)
+	snap.Ingresses[0] = ing
+
+	spread, notSpread := buildParallel(snap, Options{}, runtime.GOMAXPROCS(0), nil)
+	require.Empty(t, notSpread, "the snapshot is spread")
+	require.True(t, Build(snap, Options{}).parts.readRustRegexes)
+	require.True(t, spread.parts.readRustRegexes, "the spread build checked the regex too")
+
+	inc := &Incremental{}
+	inc.Build(snap, Options{})
+	requireSameResult(t, "router flavor learnt", &kongstate.Renderer{}, inc.Build(snap, Options{RustRegexes: true}), Build(snap, Options{RustRegexes: true}))
 }
