@@ -7,6 +7,9 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/require"
+
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
 )
 
 // gateCheckingGateway records whether the loop's gate was held during each of its syncs.
@@ -27,9 +30,14 @@ func TestSyncGateHeldFromRequestToSyncEnd(t *testing.T) {
 	trigger := NewTrigger()
 	var l *Loop
 	gw := &gateCheckingGateway{gate: func() *SyncGate { return l.SyncGate() }, heldAll: make(chan bool, 10)}
+	heldTranslating := make(chan bool, 10)
 	l = NewLoop(Options{
-		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
-		Gateways: []Gateway{gw}, Trigger: trigger, Period: time.Hour, Logger: testr.New(t),
+		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Gateways: []Gateway{gw},
+		Translate: func(s *store.Snapshot) translator.Result {
+			heldTranslating <- l.SyncGate().Busy()
+			return translate(s)
+		},
+		Trigger: trigger, Period: time.Hour, Logger: testr.New(t),
 	})
 	gate := l.SyncGate()
 	gate.MaxWait = time.Hour // no wait ends but by the gate opening
@@ -38,6 +46,7 @@ func TestSyncGateHeldFromRequestToSyncEnd(t *testing.T) {
 	require.True(t, gate.Busy(), "a request is a pending sync")
 
 	run(t, l)
+	require.True(t, <-heldTranslating, "held while the round translates")
 	require.True(t, <-gw.heldAll, "held during the first sync")
 	<-l.FirstSyncDone()
 	gate.Wait(context.Background())
@@ -45,6 +54,7 @@ func TestSyncGateHeldFromRequestToSyncEnd(t *testing.T) {
 
 	trigger.Request()
 	require.True(t, gate.Busy())
+	require.True(t, <-heldTranslating, "held while the change's round translates")
 	require.True(t, <-gw.heldAll, "held during the change's sync")
 	gate.Wait(context.Background())
 	require.False(t, gate.Busy())
