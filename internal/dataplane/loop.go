@@ -560,6 +560,8 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	l.gate.hold()
 	defer l.gate.release()
 	log := l.opts.Logger
+	// The requests made so far are this round's: their changes are in the cache it reads now.
+	eventAt := l.opts.Trigger.takeFirst()
 	snap, err := l.opts.Source.Snapshot(ctx)
 	if err != nil {
 		// Fail closed: without every kind there is no configuration to send (invariant 6).
@@ -567,7 +569,6 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 		l.report(ctx, Round{SnapshotErr: err})
 		return
 	}
-	eventAt := l.opts.Trigger.takeFirst()
 	translateStart := l.opts.Clock.Now()
 	res := l.opts.TranslateRound(snap)
 	translated := l.opts.Clock.Since(translateStart)

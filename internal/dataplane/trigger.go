@@ -46,11 +46,17 @@ func (t *Trigger) Request() {
 }
 
 // takeFirst returns the time of the first request since the last call (zero when none came)
-// and starts counting again: a round calls it when it reads the cache, so that what it
-// translates includes every change requested before.
+// and starts counting again: a round calls it before it reads the cache, so that what it
+// translates includes every change requested before. The request it takes no longer waits
+// in C: a round taken by Start or during a burst is not followed by one more with nothing
+// new (a request made while takeFirst runs still leaves its own).
 func (t *Trigger) takeFirst() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	select {
+	case <-t.ch:
+	default:
+	}
 	first := t.first
 	t.first = time.Time{}
 	if !first.IsZero() {
