@@ -60,6 +60,10 @@ func TestGraphRecordsReferences(t *testing.T) {
 	rp := buildCase(t, "remote-plugins").Graph
 	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "a")), Node(ref(gvkReferenceGrant, "shared", "team-a-plugins")))
 	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "a")), Node(ref(gvkKongPlugin, "shared", "auth")))
+	// One that no grant allows is an edge too: a grant or the plugin coming changes the
+	// translation.
+	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "a")), Node(ref(gvkKongPlugin, "shared", "other")))
+	require.Contains(t, rp.References(ref(gvkIngress, "team-b", "b")), Node(ref(gvkKongPlugin, "shared", "auth")))
 
 	// Upstream policies and KongIngresses hang off their Service.
 	up := buildCase(t, "upstream-policy").Graph

@@ -130,6 +130,9 @@ func (b *builder) plugins() {
 			if remoteNS, remoteName, remote := strings.Cut(entry, ":"); remote {
 				ns, name = remoteNS, remoteName
 				if !b.grantAllows(referrer, gvk, ns, name) {
+					// The referrer still names the plugin: when a grant comes, or the
+					// plugin changes, it is translated again (the graph must know).
+					b.refer(referrer, gvk, ref(gvkKongPlugin, ns, name))
 					b.problem(referrer, gvk, field, "no grant found to referenced %q plugin in the requested remote KongPlugin bind", ns+"/"+name)
 					continue
 				}
