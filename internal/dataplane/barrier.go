@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,11 +27,55 @@ type InformerBarrier struct {
 	informers []cache.Informer
 	checkers  []toolscache.DoneChecker
 
-	// Informers added after start (AddLateInformer) get every event handler, now and later;
-	// the barrier does not wait for them (their owner publishes their kind once synced).
-	mu       sync.Mutex
-	handlers []toolscache.ResourceEventHandler
-	late     []cache.Informer
+	// Each informer, those of the start and those added later (AddLateInformer), has one
+	// listener of the barrier's: fan, which hands each event to the handlers added before the
+	// informers started. A handler added after that is registered on each informer itself
+	// (direct), so that the informer replays its objects to it as client-go does. The barrier
+	// does not wait for late informers (their owner publishes their kind once synced).
+	mu     sync.Mutex
+	fan    handlerFanOut
+	direct []toolscache.ResourceEventHandler
+	late   []cache.Informer
+}
+
+// handlerFanOut is one informer listener serving many event handlers, in the order they were
+// added. client-go gives each registered handler a listener of its own: a ring buffer of
+// 1,024 events (16 KB) that never shrinks, and two goroutines; with a handler per concern
+// (the loop's trigger, the Gateway API status, the admission webhook) on each of the
+// barrier's 30-odd informers that was about a hundred listeners (issue #13, memory). The
+// handlers are cheap and never block (they note keys and wake loops), so one goroutine per
+// informer calling them in turn delays none of them noticeably.
+type handlerFanOut struct {
+	handlers atomic.Pointer[[]toolscache.ResourceEventHandler]
+}
+
+func (f *handlerFanOut) add(h toolscache.ResourceEventHandler) {
+	var hs []toolscache.ResourceEventHandler
+	if cur := f.handlers.Load(); cur != nil {
+		hs = slices.Clip(*cur)
+	}
+	hs = append(hs, h)
+	f.handlers.Store(&hs)
+}
+
+func (f *handlerFanOut) each(do func(toolscache.ResourceEventHandler)) {
+	if hs := f.handlers.Load(); hs != nil {
+		for _, h := range *hs {
+			do(h)
+		}
+	}
+}
+
+func (f *handlerFanOut) OnAdd(obj any, isInInitialList bool) {
+	f.each(func(h toolscache.ResourceEventHandler) { h.OnAdd(obj, isInInitialList) })
+}
+
+func (f *handlerFanOut) OnUpdate(oldObj, newObj any) {
+	f.each(func(h toolscache.ResourceEventHandler) { h.OnUpdate(oldObj, newObj) })
+}
+
+func (f *handlerFanOut) OnDelete(obj any) {
+	f.each(func(h toolscache.ResourceEventHandler) { h.OnDelete(obj) })
 }
 
 // NewInformerBarrier registers (without waiting) an informer for each object's kind in c and
@@ -43,6 +88,9 @@ func NewInformerBarrier(ctx context.Context, c cache.Informers, objs ...client.O
 		if err != nil {
 			return nil, fmt.Errorf("registering informer for %T: %w", obj, err)
 		}
+		if _, err := inf.AddEventHandler(&b.fan); err != nil {
+			return nil, fmt.Errorf("registering the event handlers of %T: %w", obj, err)
+		}
 		b.informers = append(b.informers, inf)
 		b.checkers = append(b.checkers, namedChecker{inf.HasSyncedChecker(), fmt.Sprintf("%T", obj)})
 	}
@@ -50,17 +98,31 @@ func NewInformerBarrier(ctx context.Context, c cache.Informers, objs ...client.O
 }
 
 // AddEventHandler adds h to every informer the barrier waits for: the same set of kinds is
-// both what a sync waits for and what triggers one.
+// both what a sync waits for and what triggers one. Before the informers start (the
+// controller adds its handlers while it is assembled) h joins the barrier's one listener per
+// informer; after, it is registered on each, so that it is told of the objects already there.
 func (b *InformerBarrier) AddEventHandler(h toolscache.ResourceEventHandler) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, inf := range append(append([]cache.Informer(nil), b.informers...), b.late...) {
+	all := append(slices.Clip(b.informers), b.late...)
+	if !slices.ContainsFunc(all, started) {
+		b.fan.add(h)
+		return nil
+	}
+	for _, inf := range all {
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return err
 		}
 	}
-	b.handlers = append(b.handlers, h)
+	b.direct = append(b.direct, h)
 	return nil
+}
+
+// started reports whether inf runs (client-go's informers say so; one that cannot is taken
+// for not started, as an informer of a cache that has not started).
+func started(inf cache.Informer) bool {
+	s, ok := inf.(interface{ HasStarted() bool })
+	return ok && s.HasStarted()
 }
 
 // AddLateInformer gives an informer registered after start (the kind of a CRD installed
@@ -69,7 +131,7 @@ func (b *InformerBarrier) AddEventHandler(h toolscache.ResourceEventHandler) err
 func (b *InformerBarrier) AddLateInformer(inf cache.Informer) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, h := range b.handlers {
+	for _, h := range append([]toolscache.ResourceEventHandler{&b.fan}, b.direct...) {
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return err
 		}

@@ -62,7 +62,8 @@ type Config struct {
 	Args []string
 	// HeapProfile, when set, is the file that receives the controller's heap profile at the end
 	// of the run (taken through --profiling; read it with `go tool pprof -sample_index=inuse_space
-	// -top` or alloc_space).
+	// -top` or alloc_space); FILE.memstats.txt and FILE.goroutines.txt receive the runtime's
+	// accounts (runtime.MemStats) and goroutines as the RSS was read.
 	HeapProfile string
 	// CPUProfile, when set, is the file that receives the controller's CPU profile of the
 	// change phase (from the first complete push until the changes are made; through
@@ -284,6 +285,14 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		progress("CPU profile written to %s", cfg.CPUProfile)
 	}
 	if cfg.HeapProfile != "" {
+		// The runtime's accounts as the RSS was read (before the profile's collection): the
+		// heap's goal, stacks, free and returned pages (runtime.MemStats at the end of the
+		// text), and the goroutines.
+		for _, extra := range []struct{ path, suffix string }{{"heap?debug=1", ".memstats.txt"}, {"goroutine?debug=1", ".goroutines.txt"}} {
+			if err := fetchProfile(ctx, "http://"+pprofAddr+"/debug/pprof/"+extra.path, cfg.HeapProfile+extra.suffix); err != nil {
+				return res, err
+			}
+		}
 		if err := fetchProfile(ctx, "http://"+pprofAddr+"/debug/pprof/heap?gc=1", cfg.HeapProfile); err != nil {
 			return res, err
 		}
