@@ -67,6 +67,7 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopMemoryProfileUnless(cfg.Profiling)
 	log := newLogger(stderr, cfg.LogLevel)
 	log.Info("starting konductor", "version", version)
 	setGCPercent(log, setMemoryLimit(log, cgroupMemoryFiles))
