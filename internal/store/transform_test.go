@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -109,5 +110,51 @@ func TestStripForCacheKeepsWhatServicesAreReadFor(t *testing.T) {
 	out, _ = StripForCache(external.DeepCopy())
 	if !equality.Semantic.DeepEqual(out, external) {
 		t.Errorf("an ExternalName Service changed: %+v", out)
+	}
+}
+
+// The cache keeps all of an Ingress, each repeated path type and Service backend once, and
+// its arrays at their size.
+func TestStripForCacheKeepsAllOfAnIngress(t *testing.T) {
+	prefix, prefix2, exact := netv1.PathTypePrefix, netv1.PathTypePrefix, netv1.PathTypeExact
+	backend := func(name string, port int32) netv1.IngressBackend {
+		return netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: name, Port: netv1.ServiceBackendPort{Number: port}}}
+	}
+	paths := make([]netv1.HTTPIngressPath, 0, 8)
+	paths = append(paths,
+		netv1.HTTPIngressPath{Path: "/", PathType: &prefix, Backend: backend("web", 80)},
+		netv1.HTTPIngressPath{Path: "/api", PathType: &prefix2, Backend: backend("web", 80)},
+		netv1.HTTPIngressPath{Path: "/metrics", PathType: &exact, Backend: backend("web", 9090)},
+		netv1.HTTPIngressPath{Path: "/other", Backend: backend("other", 80)},
+		netv1.HTTPIngressPath{Path: "/bucket", PathType: &prefix, Backend: netv1.IngressBackend{
+			Resource: &corev1.TypedLocalObjectReference{Kind: "StorageBucket", Name: "b"}}},
+	)
+	rules := make([]netv1.IngressRule, 0, 2)
+	rules = append(rules, netv1.IngressRule{Host: "a.example.com", IngressRuleValue: netv1.IngressRuleValue{HTTP: &netv1.HTTPIngressRuleValue{Paths: paths}}})
+	def := backend("web", 80)
+	ing := &netv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ing", Annotations: map[string]string{"konghq.com/strip-path": "true"}},
+		Spec:       netv1.IngressSpec{DefaultBackend: &def, Rules: rules},
+		Status:     netv1.IngressStatus{LoadBalancer: netv1.IngressLoadBalancerStatus{Ingress: []netv1.IngressLoadBalancerIngress{{IP: "192.0.2.1"}}}},
+	}
+	want := ing.DeepCopy()
+	out, err := StripForCache(ing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*netv1.Ingress)
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("stripped Ingress\n got %+v\nwant %+v", got, want)
+	}
+	p := got.Spec.Rules[0].HTTP.Paths
+	if cap(p) != len(p) || cap(got.Spec.Rules) != len(got.Spec.Rules) {
+		t.Errorf("arrays kept with room: paths %d/%d, rules %d/%d", len(p), cap(p), len(got.Spec.Rules), cap(got.Spec.Rules))
+	}
+	if p[0].PathType != p[1].PathType || p[0].PathType != p[4].PathType || p[2].PathType == p[0].PathType {
+		t.Error("equal path types not shared, or different ones shared")
+	}
+	if p[0].Backend.Service != p[1].Backend.Service || got.Spec.DefaultBackend.Service != p[0].Backend.Service ||
+		p[2].Backend.Service == p[0].Backend.Service || p[3].Backend.Service == p[0].Backend.Service {
+		t.Error("equal Service backends not shared, or different ones shared")
 	}
 }
