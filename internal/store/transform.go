@@ -44,6 +44,9 @@ func StripForCache(in any) (any, error) {
 	return in, nil
 }
 
+// maxSharedBackends bounds the distinct Service backends compactIngress shares per Ingress.
+const maxSharedBackends = 16
+
 // compactIngress keeps all of an Ingress, without the repeats the decoder allocates: a path
 // type and a Service backend per path, though an Ingress's paths mostly share a few path
 // types and often one backend (each path, rule and the default backend now points at one
@@ -51,6 +54,9 @@ func StripForCache(in any) (any, error) {
 // room needed. About 190 of the 1,000 bytes of the benchmark's Ingress (three paths to one
 // Service, issue #13 memory). Safe since the cache's objects are read-only: a change is a new
 // object, and a deep copy copies each pointer's value.
+//
+// Only the first maxSharedBackends distinct backends are shared, so that an Ingress with
+// thousands of paths to as many Services costs a bounded search per path, not a quadratic one.
 func compactIngress(ing *netv1.Ingress) {
 	var types []*netv1.PathType
 	var backends []*netv1.IngressServiceBackend
@@ -64,7 +70,9 @@ func compactIngress(ing *netv1.Ingress) {
 				return
 			}
 		}
-		backends = append(backends, b.Service)
+		if len(backends) < maxSharedBackends {
+			backends = append(backends, b.Service)
+		}
 	}
 	share(ing.Spec.DefaultBackend)
 	for r := range ing.Spec.Rules {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -156,5 +157,39 @@ func TestStripForCacheKeepsAllOfAnIngress(t *testing.T) {
 	if p[0].Backend.Service != p[1].Backend.Service || got.Spec.DefaultBackend.Service != p[0].Backend.Service ||
 		p[2].Backend.Service == p[0].Backend.Service || p[3].Backend.Service == p[0].Backend.Service {
 		t.Error("equal Service backends not shared, or different ones shared")
+	}
+}
+
+// An Ingress with many distinct backends shares only the first maxSharedBackends, so that
+// the search per path stays bounded; all of it is still kept.
+func TestStripForCacheBoundsTheBackendsItShares(t *testing.T) {
+	var paths []netv1.HTTPIngressPath
+	for round := 0; round < 2; round++ {
+		for i := 0; i < 2*maxSharedBackends; i++ {
+			paths = append(paths, netv1.HTTPIngressPath{Path: fmt.Sprintf("/%d", i), Backend: netv1.IngressBackend{
+				Service: &netv1.IngressServiceBackend{Name: fmt.Sprintf("svc-%d", i), Port: netv1.ServiceBackendPort{Number: 80}}}})
+		}
+	}
+	ing := &netv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "many"},
+		Spec: netv1.IngressSpec{Rules: []netv1.IngressRule{{IngressRuleValue: netv1.IngressRuleValue{
+			HTTP: &netv1.HTTPIngressRuleValue{Paths: paths}}}}},
+	}
+	want := ing.DeepCopy()
+	out, err := StripForCache(ing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*netv1.Ingress)
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatal("stripped Ingress differs from the original")
+	}
+	p := got.Spec.Rules[0].HTTP.Paths
+	n := 2 * maxSharedBackends
+	if p[0].Backend.Service != p[n].Backend.Service {
+		t.Error("a backend among the first distinct ones is not shared")
+	}
+	if last := n - 1; p[last].Backend.Service == p[n+last].Backend.Service {
+		t.Error("a backend beyond maxSharedBackends was shared: the search per path is not bounded")
 	}
 }
