@@ -4,26 +4,31 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // SyncGate is held while a sync is pending or running: from the change event that asks for
 // a round (Trigger.Request) until the round's syncs to the gateways have ended. Work that
-// competes with the loop for the CPU and can wait, the status writes (a fresh leader writes
+// competes with the loop for the CPU and can wait, every status write (a fresh leader writes
 // every Ingress's status, 10,000 of them, while changes are made: issue #13), waits at it
-// between two writes, so that status writes never delay a sync.
+// before it writes, so that status writes never delay a sync.
 type SyncGate struct {
 	// MaxWait bounds a wait at the gate, so that status is still written, at its own pace,
 	// while changes never stop coming. NewSyncGate sets DefaultMaxSyncGateWait.
 	MaxWait time.Duration
+	// Clock times MaxWait; nil is the real clock (tests set a fake one).
+	Clock clock.Clock
 
 	mu      sync.Mutex
 	holds   int
 	idle    chan struct{} // closed while holds == 0
 	waiters int
-	// overdue is set when a wait ran out while the gate stayed held: every wait returns at
-	// once until the gate opens, so that a long sync (a database-mode gateway's, a gateway
-	// not answering) delays the status writes by MaxWait in all, not by MaxWait each.
-	overdue bool
+	// overdue is closed once a wait ran out while the gate stayed held: every wait, those
+	// already waiting included, returns at once until the gate opens, so that a long sync (a
+	// database-mode gateway's, a gateway not answering) delays the status writes by MaxWait
+	// in all, not by MaxWait each. A new one is made when the gate is held again.
+	overdue chan struct{}
 }
 
 // DefaultMaxSyncGateWait is a new gate's MaxWait.
@@ -33,7 +38,7 @@ const DefaultMaxSyncGateWait = time.Second
 func NewSyncGate() *SyncGate {
 	idle := make(chan struct{})
 	close(idle)
-	return &SyncGate{idle: idle, MaxWait: DefaultMaxSyncGateWait}
+	return &SyncGate{idle: idle, overdue: make(chan struct{}), MaxWait: DefaultMaxSyncGateWait}
 }
 
 // Hold holds the gate until release is called (once): a round, a sync in flight.
@@ -50,7 +55,7 @@ func (g *SyncGate) hold() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.holds == 0 {
-		g.idle = make(chan struct{})
+		g.idle, g.overdue = make(chan struct{}), make(chan struct{})
 	}
 	g.holds++
 }
@@ -64,7 +69,6 @@ func (g *SyncGate) release() {
 	g.holds--
 	if g.holds == 0 {
 		close(g.idle)
-		g.overdue = false
 	}
 }
 
@@ -78,7 +82,8 @@ func (g *SyncGate) Busy() bool {
 	return g.holds > 0
 }
 
-// Waiters is how many Wait calls are blocked, for tests.
+// Waiters is how many Wait calls are blocked, for tests. A counted waiter's MaxWait timer
+// has been started.
 func (g *SyncGate) Waiters() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -93,26 +98,42 @@ func (g *SyncGate) Wait(ctx context.Context) {
 		return
 	}
 	g.mu.Lock()
-	idle := g.idle
-	if g.holds == 0 || g.overdue {
+	idle, overdue := g.idle, g.overdue
+	if g.holds == 0 || isClosed(overdue) {
 		g.mu.Unlock()
 		return
 	}
+	clk := g.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	// Started under the lock, so that a test that sees the waiter counted and moves a fake
+	// clock moves this timer too.
+	timer := clk.NewTimer(g.MaxWait)
+	defer timer.Stop()
 	g.waiters++
 	g.mu.Unlock()
-	timer := time.NewTimer(g.MaxWait)
-	defer timer.Stop()
 	ranOut := false
 	select {
 	case <-idle:
-	case <-timer.C:
+	case <-overdue:
+	case <-timer.C():
 		ranOut = true
 	case <-ctx.Done():
 	}
 	g.mu.Lock()
 	g.waiters--
-	if ranOut && g.idle == idle {
-		g.overdue = true
+	if ranOut && !isClosed(overdue) {
+		close(overdue)
 	}
 	g.mu.Unlock()
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

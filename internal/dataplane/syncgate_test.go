@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -65,40 +66,57 @@ func TestSyncGateWaitEnds(t *testing.T) {
 	gate := NewSyncGate()
 	gate.Wait(context.Background()) // open: no wait
 
-	gate.MaxWait = time.Hour
+	clk := testingclock.NewFakeClock(time.Now())
+	gate.Clock, gate.MaxWait = clk, time.Second
 	release := gate.Hold()
-	done := make(chan struct{})
-	go func() { gate.Wait(context.Background()); close(done) }()
-	for gate.Waiters() == 0 {
-		time.Sleep(time.Millisecond) // until the waiter waits; not an assertion on time
-	}
-	select {
-	case <-done:
-		t.Fatal("Wait returned while the gate was held")
-	default:
-	}
+	done := waitInBackground(gate, 1)
+	requireWaiting(t, done, "Wait returned while the gate was held")
 	release()
 	<-done
 
 	release = gate.Hold()
-	defer release()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	gate.Wait(ctx)
-	gate.MaxWait = time.Nanosecond
-	gate.Wait(context.Background())
-	require.True(t, gate.Busy())
 
-	// Once a wait ran out, waits return at once until the gate opens again.
-	gate.MaxWait = time.Hour
-	gate.Wait(context.Background())
+	// Two writers wait; when the first one's MaxWait runs out, both go, and later waits
+	// return at once until the gate opens: a sync that stays in flight costs status MaxWait
+	// in all.
+	first := waitInBackground(gate, 1)
+	clk.Step(time.Second / 2)
+	second := waitInBackground(gate, 2)
+	requireWaiting(t, first, "Wait returned before MaxWait while the gate was held")
+	clk.Step(time.Second / 2)
+	<-first
+	<-second
+	require.True(t, gate.Busy())
+	gate.Wait(context.Background()) // overdue: at once
 	release()
+
+	// Held again: waits wait again.
 	release = gate.Hold()
-	done = make(chan struct{})
-	go func() { gate.Wait(context.Background()); close(done) }()
-	for gate.Waiters() == 0 {
-		time.Sleep(time.Millisecond) // until the waiter waits; not an assertion on time
-	}
+	done = waitInBackground(gate, 1)
+	requireWaiting(t, done, "an overdue gate held again must be waited at")
 	release()
 	<-done
+}
+
+// waitInBackground starts a Wait at gate and returns once waiters Waits are blocked; the
+// channel is closed when this one returns.
+func waitInBackground(gate *SyncGate, waiters int) chan struct{} {
+	done := make(chan struct{})
+	go func() { gate.Wait(context.Background()); close(done) }()
+	for gate.Waiters() < waiters {
+		time.Sleep(time.Millisecond) // until the waiter waits; not an assertion on time
+	}
+	return done
+}
+
+func requireWaiting(t *testing.T, done chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-done:
+		t.Fatal(msg)
+	default:
+	}
 }

@@ -416,9 +416,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err := mgr.Add(loop); err != nil {
 		return nil, err
 	}
-	// A fresh leader writes every Ingress's status while changes are made: the writes wait
-	// for the syncs (issue #13).
-	ingressStatus.WaitForSyncs(loop.SyncGate())
+	// A fresh leader writes every Ingress's status while changes are made, a route change
+	// writes Gateways and routes: every status writer's writes wait for the syncs (issue #13).
+	for _, r := range reporter {
+		if w, ok := r.(status.GatedWriter); ok {
+			w.WaitForSyncs(loop.SyncGate())
+		}
+	}
 	if cfg.LeaderElect && len(gateways) > 0 && opts.SnapshotSourceForTesting == nil {
 		// A standby prepares its first sync to database-backed gateways (discovered ones
 		// are not: their set is the leader's to follow). Not in the control test of the

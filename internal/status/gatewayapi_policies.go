@@ -159,7 +159,7 @@ func (u *GatewayAPIUpdater) updateBackendTLSPolicies(ctx context.Context, a *gat
 		}
 		updated := p.DeepCopy()
 		updated.Status.Ancestors = want
-		err := u.writer.Status().Patch(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}))
+		err := u.writeStatus(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}))
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs.add("BackendTLSPolicy", p, err)
 		}

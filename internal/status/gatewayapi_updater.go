@@ -40,14 +40,14 @@ import (
 // as a newer translation is reported (the next pass starts from it; what was written is not
 // written again, as it no longer differs).
 type GatewayAPIUpdater struct {
-	runner            // classes and Gateways
-	routes     runner // routes
-	controller string
-	opts       IngressOptions // where the Gateways' addresses come from
-	source     dataplane.SnapshotSource
-	reader     client.Reader // the API server: the publish Service, and routes after a conflict
-	writer     client.Client
-	now        func() time.Time
+	runner              // classes and Gateways
+	routes       runner // routes
+	statusWriter        // both loops'
+	controller   string
+	opts         IngressOptions // where the Gateways' addresses come from
+	source       dataplane.SnapshotSource
+	reader       client.Reader // the API server: the publish Service, and routes after a conflict
+	now          func() time.Time
 	// GatewayAlpha is KIC's gate: only with it do TCPRoutes, TLSRoutes and UDPRoutes attach
 	// (translation's rule, translator.Options.GatewayAlpha) and are BackendTLSPolicies
 	// applied and their status.ancestors written.
@@ -66,7 +66,7 @@ func NewGatewayAPIUpdater(controllerName string, opts IngressOptions, source dat
 	if controllerName == "" {
 		controllerName = gatewayapi.DefaultControllerName
 	}
-	u := &GatewayAPIUpdater{controller: controllerName, opts: opts, source: source, reader: reader, writer: writer, now: time.Now, programmed: map[string]bool{}}
+	u := &GatewayAPIUpdater{controller: controllerName, opts: opts, source: source, reader: reader, statusWriter: statusWriter{client: writer}, now: time.Now, programmed: map[string]bool{}}
 	u.runner = newRunner("Gateway API status of classes and Gateways", log, u.updateGateways)
 	u.routes = newRunner("Gateway API status of routes", log, u.updateRoutes)
 	return u
@@ -164,7 +164,7 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 		if !equality.Semantic.DeepEqual(want, c.Status) {
 			updated := c.DeepCopy() // the snapshot's objects belong to the cache
 			updated.Status = want
-			if err := u.writer.Status().Patch(ctx, updated, client.MergeFrom(c)); err != nil {
+			if err := u.writeStatus(ctx, updated, client.MergeFrom(c)); err != nil {
 				errs.add("GatewayClass", c, err)
 			}
 		}
@@ -194,7 +194,7 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 		if !equality.Semantic.DeepEqual(want, g.Status) {
 			updated := g.DeepCopy()
 			updated.Status = want
-			if err := u.writer.Status().Patch(ctx, updated, client.MergeFrom(g)); err != nil {
+			if err := u.writeStatus(ctx, updated, client.MergeFrom(g)); err != nil {
 				errs.add("Gateway", g, err)
 			}
 		}
@@ -286,7 +286,7 @@ func (u *GatewayAPIUpdater) updateRoute(ctx context.Context, r routeObject, ra *
 		}
 		updated := current.DeepCopyObject().(client.Object)
 		*r.parents(updated) = want
-		err := u.writer.Status().Patch(ctx, updated, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{}))
+		err := u.writeStatus(ctx, updated, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{}))
 		if apierrors.IsNotFound(err) {
 			return nil // deleted meanwhile: nothing to write
 		}

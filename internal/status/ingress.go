@@ -36,15 +36,15 @@ type IngressOptions struct {
 // status differs.
 type IngressUpdater struct {
 	runner
+	statusWriter
 	opts   IngressOptions
 	source dataplane.SnapshotSource
 	reader client.Reader // for the publish Service, which may lie outside the watched namespaces
-	writer client.Client
 }
 
 // NewIngressUpdater returns an updater; it does nothing until it runs and a round succeeds.
 func NewIngressUpdater(opts IngressOptions, source dataplane.SnapshotSource, reader client.Reader, writer client.Client, log logr.Logger) *IngressUpdater {
-	u := &IngressUpdater{opts: opts, source: source, reader: reader, writer: writer}
+	u := &IngressUpdater{opts: opts, source: source, reader: reader, statusWriter: statusWriter{client: writer}}
 	u.runner = newRunner("Ingress status", log, u.Update)
 	return u
 }
@@ -90,10 +90,9 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 		if slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalLB) {
 			continue
 		}
-		u.syncs.Wait(ctx) // a sync pending or running goes first
 		// The answer is decoded into a new object: the snapshot's objects belong to the cache.
 		updated := &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}}
-		if err := u.writer.Status().Patch(ctx, updated, patch); err != nil {
+		if err := u.writeStatus(ctx, updated, patch); err != nil {
 			errs = append(errs, fmt.Sprintf("Ingress %s/%s: %v", ing.Namespace, ing.Name, err))
 		}
 	}

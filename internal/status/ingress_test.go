@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
@@ -108,49 +107,4 @@ func TestIngressUpdaterRunsOnlyAfterAGatewaySynced(t *testing.T) {
 			t.Fatalf("a round that applied the configuration (err %v) asks for a status update", err)
 		}
 	}
-}
-
-// A status write does not start while the sync loop has a sync pending or running (its
-// SyncGate held): the updater waits between two writes, and goes on once the gate opens.
-func TestIngressStatusWritesWaitForSyncs(t *testing.T) {
-	gate := dataplane.NewSyncGate()
-	gate.MaxWait = time.Hour // no wait ends but by the gate opening
-	objs := []client.Object{servedIngress("a", "kong"), servedIngress("b", "kong"), servedIngress("c", "kong")}
-	var patches atomic.Int32
-	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(objs...).
-		WithStatusSubresource(&netv1.Ingress{}).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			if gate.Busy() {
-				t.Errorf("status of %s written while a sync is in flight", obj.GetName())
-			}
-			if patches.Add(1) == 1 {
-				// A change comes in after the first write: the next one waits for its sync.
-				release := gate.Hold()
-				go func() {
-					for gate.Waiters() == 0 && patches.Load() < 3 {
-						time.Sleep(time.Millisecond) // until the updater waits; not an assertion on time
-					}
-					release()
-				}()
-			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		}}).Build()
-	u := NewIngressUpdater(IngressOptions{PublishAddresses: []string{"192.0.2.1"}}, store.New(c, store.Options{}), c, c, logr.Discard())
-	u.WaitForSyncs(gate)
-
-	release := gate.Hold() // a sync in flight when the updater runs
-	done := make(chan error, 1)
-	go func() { done <- u.Update(context.Background()) }()
-	for gate.Waiters() == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("the updater wrote without waiting for the sync (%v)", err)
-		default:
-			time.Sleep(time.Millisecond) // until the updater waits; not an assertion on time
-		}
-	}
-	require.Zero(t, patches.Load())
-	release()
-	require.NoError(t, <-done)
-	require.Equal(t, int32(3), patches.Load())
 }

@@ -88,7 +88,7 @@ func (u *ProgrammedUpdater) updateLicenses(ctx context.Context, o *outcome, lice
 		}
 		want.LastTransitionTime = metav1.NewTime(u.now())
 		meta.SetStatusCondition(&updated.Status.KongLicenseControllerStatuses[idx].Conditions, want)
-		if err := u.writer.Status().Patch(ctx, updated, patch); err != nil {
+		if err := u.writeStatus(ctx, updated, patch); err != nil {
 			errs = append(errs, fmt.Sprintf("KongLicense %s: %v", l.Name, err))
 		}
 	}

@@ -41,8 +41,8 @@ const (
 // only where the condition differs (observedGeneration included).
 type ProgrammedUpdater struct {
 	runner
+	statusWriter
 	source dataplane.SnapshotSource
-	writer client.Client
 	now    func() time.Time
 
 	// LicenseControllerName names this controller's entry in KongLicense status
@@ -71,7 +71,7 @@ type outcome struct {
 
 // NewProgrammedUpdater returns an updater; it writes nothing until a round reached a gateway.
 func NewProgrammedUpdater(source dataplane.SnapshotSource, writer client.Client, log logr.Logger) *ProgrammedUpdater {
-	u := &ProgrammedUpdater{source: source, writer: writer, now: time.Now}
+	u := &ProgrammedUpdater{source: source, statusWriter: statusWriter{client: writer}, now: time.Now}
 	u.runner = newRunner("Kong resource status", log, u.Update)
 	return u
 }
@@ -269,7 +269,7 @@ func (u *ProgrammedUpdater) Update(ctx context.Context) error {
 		patch := client.MergeFrom(c.obj)
 		want.LastTransitionTime = metav1.NewTime(u.now())
 		meta.SetStatusCondition(c.conditions(updated), want)
-		if err := u.writer.Status().Patch(ctx, updated, patch); err != nil {
+		if err := u.writeStatus(ctx, updated, patch); err != nil {
 			errs = append(errs, fmt.Sprintf("%s %s: %v", c.gvk.Kind, client.ObjectKeyFromObject(c.obj), err))
 		}
 	}

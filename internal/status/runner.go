@@ -23,14 +23,38 @@ type runner struct {
 	trigger *dataplane.Trigger
 	log     logr.Logger
 	update  func(context.Context) error
-	// syncs, when set, is the sync loop's gate: an updater that writes many objects waits
-	// at it between two writes (nil never waits).
-	syncs *dataplane.SyncGate
 }
 
-// WaitForSyncs makes the updater's writes wait while the sync loop has a sync pending or
-// running (the loop's SyncGate), so that they never take the CPU a sync needs.
-func (r *runner) WaitForSyncs(g *dataplane.SyncGate) { r.syncs = g }
+// statusWriter is how every status updater writes: each write of an object's status
+// subresource first waits while the sync loop has a sync pending or running (its SyncGate),
+// at most the gate's MaxWait in all while one stays in flight, so that status writes (a
+// fresh leader's thousands, a route change's Gateway and route entries) never take the CPU
+// and the API server's attention a sync needs (issue #13). Without a gate it does not wait.
+type statusWriter struct {
+	client client.Client
+	syncs  *dataplane.SyncGate
+}
+
+// GatedWriter is a status updater whose writes wait at the sync loop's gate once it has it:
+// the manager hands the loop's gate to every reporter that is one.
+type GatedWriter interface {
+	WaitForSyncs(*dataplane.SyncGate)
+}
+
+var (
+	_ GatedWriter = (*IngressUpdater)(nil)
+	_ GatedWriter = (*GatewayAPIUpdater)(nil)
+	_ GatedWriter = (*ProgrammedUpdater)(nil)
+)
+
+// WaitForSyncs makes the updater's status writes wait at the sync loop's gate.
+func (w *statusWriter) WaitForSyncs(g *dataplane.SyncGate) { w.syncs = g }
+
+// writeStatus patches obj's status once the sync loop's gate lets it.
+func (w *statusWriter) writeStatus(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	w.syncs.Wait(ctx)
+	return w.client.Status().Patch(ctx, obj, patch, opts...)
+}
 
 func newRunner(name string, log logr.Logger, update func(context.Context) error) runner {
 	return runner{name: name, trigger: dataplane.NewTrigger(), log: log, update: update}

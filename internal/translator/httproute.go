@@ -683,20 +683,6 @@ func objects[E any, T interface {
 	return out
 }
 
-// routesOf lists the routes of the Kong services names that come from src, by route name.
-func (b *builder) routesOf(names []string, src any) []*routeEntry {
-	var out []*routeEntry
-	for _, n := range names {
-		for _, r := range b.kongServices[n].routes {
-			if r.src == src {
-				out = append(out, r)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return *out[i].Name < *out[j].Name })
-	return out
-}
-
 // parentField is the field of parentRef ref in refs, for problems.
 func parentField(refs []gatewayv1.ParentReference, ref gatewayv1.ParentReference, fallback int) string {
 	for i := range refs {

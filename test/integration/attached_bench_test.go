@@ -196,6 +196,7 @@ func BenchmarkAttachedRoutes(b *testing.B) {
 		at := aw.waitFor(b, attachedRoutesCount, 2*time.Minute)
 		create += created.Sub(start)
 		attachLag += at.Sub(created)
+		b.Logf("last create answered %s, attachedRoutes %d read %s", created.Format("15:04:05.000"), attachedRoutesCount, at.Format("15:04:05.000"))
 		time.Sleep(holdFor)
 		for _, v := range aw.since(at) {
 			require.Equal(b, int32(attachedRoutesCount), v.count, "attachedRoutes moved after it read %d", attachedRoutesCount)
@@ -213,6 +214,7 @@ func BenchmarkAttachedRoutes(b *testing.B) {
 		at = aw.waitFor(b, 0, 2*time.Minute)
 		deleteAll += deleted.Sub(start)
 		detachLag += at.Sub(deleted)
+		b.Logf("last delete answered %s, attachedRoutes 0 read %s", deleted.Format("15:04:05.000"), at.Format("15:04:05.000"))
 		time.Sleep(holdFor)
 		for _, v := range aw.since(at) {
 			require.Equal(b, int32(0), v.count, "attachedRoutes moved after it read 0")
