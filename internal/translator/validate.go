@@ -95,28 +95,11 @@ func (b *builder) regex(pattern, compiled string) string {
 
 // noteRustVerdict notes, with Rust's syntax off, whether Rust would refuse compiled: the
 // result then depends on Options.RustRegexes (a router flavor learnt later translates it
-// again). A pattern of characters that no regex syntax reads specially is never refused.
+// again). RustRegexError answers a pattern without regex constructs ("^/healthz$") at once.
 func (b *builder) noteRustVerdict(compiled string) {
-	if b.readRustRegexes || plainPattern(compiled) {
-		return
-	}
-	if kongrules.RustRegexError(compiled) != "" {
+	if !b.readRustRegexes && kongrules.RustRegexError(compiled) != "" {
 		b.readRustRegexes = true
 	}
-}
-
-// plainPattern: letters, digits, "/", "-", "_", "~", "%", "." and an anchor at either end,
-// which every regex syntax accepts (the paths of Exact and Prefix rules: "^/healthz$").
-func plainPattern(p string) bool {
-	p = strings.TrimPrefix(p, "^")
-	p = strings.TrimSuffix(p, "$")
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/-_~%.", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // rustRegexes: a gateway compiles regexes with the Rust regex crate (Options.RustRegexes, or
