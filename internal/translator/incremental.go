@@ -869,31 +869,10 @@ func localIngress(ing *netv1.Ingress) string {
 
 // spliceable says why the partial result cannot replace its part of the previous one.
 func (t *Incremental) spliceable(part Result, subjects map[node]struct{}) string {
-	if part.parts.nameTaken {
-		return "a route name was taken"
-	}
 	if part.parts.readClock && !t.prev.res.parts.readClock {
 		return "the translation read the clock"
 	}
-	if other := otherEntities(part.State); other != "" {
-		return "the change makes " + other
-	}
-	for _, p := range part.Problems {
-		if _, in := subjects[nodeOf(p.Object)]; !in {
-			return "the change is reported on " + p.Object.String()
-		}
-	}
-	for from, tos := range part.Graph.deps {
-		if _, in := subjects[from]; !in {
-			return "the change gives " + from.String() + " a reference"
-		}
-		for to := range tos.All() {
-			if gk := to.kind.Value(); !(gk.kind == gvkService.Kind && gk.group == "") && !(gk.kind == gvkIngressClass.Kind && gk.group == gvkIngressClass.Group) {
-				return "the change refers to a " + gk.kind
-			}
-		}
-	}
-	return ""
+	return localResult(part, func(n node) bool { _, in := subjects[n]; return in }, nil)
 }
 
 // otherEntities names a field of st other than Services and Upstreams that holds something
