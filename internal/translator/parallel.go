@@ -3,7 +3,6 @@ package translator
 import (
 	"sync"
 
-	"github.com/kong/go-database-reconciler/pkg/file"
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 
@@ -326,17 +325,7 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 		return Result{}, "a Kong service name twice"
 	}
 
-	state := *rest.State
-	state.Services, state.Upstreams = nil, nil // nil when none, as Build leaves them
-	if len(merged) > 0 {
-		state.Services = make([]*file.FService, 0, len(merged))
-	}
-	for _, p := range merged {
-		state.Services = append(state.Services, p.svc)
-		if p.upstream != nil {
-			state.Upstreams = append(state.Upstreams, p.upstream)
-		}
-	}
+	state := withServices(rest.State, merged)
 	problems := rest.Problems
 	for _, part := range parts {
 		problems = append(problems, part.Problems...)
@@ -346,7 +335,7 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 		graph.absorb(part.Graph)
 	}
 	res := rest
-	res.State, res.Problems, res.Graph = &state, sortProblems(problems), graph
+	res.State, res.Problems, res.Graph = state, sortProblems(problems), graph
 	res.parts = &resultParts{services: merged, readClock: readClock, readRustRegexes: readRustRegexes}
 	return res, ""
 }
