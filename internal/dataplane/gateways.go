@@ -297,24 +297,30 @@ func (f *RouterFlavors) Report(url, flavor string) {
 	}
 }
 
-// Expressions reports whether routes are to be rendered for the expressions router.
-func (f *RouterFlavors) Expressions() bool { return f.locked(f.expressions) }
-
-// locked is answer under the lock; false for a nil *RouterFlavors.
-func (f *RouterFlavors) locked(answer func() bool) bool {
+// Expressions reports whether routes are to be rendered for the expressions router (false
+// for a nil *RouterFlavors).
+func (f *RouterFlavors) Expressions() bool {
 	if f == nil {
 		return false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return answer()
+	return f.expressions()
 }
 
 // RustRegexes reports whether a gateway that answered compiles route regexes with the Rust
 // regex crate: every router flavor but "traditional" does (traditional_compatible, Kong 3's
 // default, turns a traditional route into an expression, kong/router/transform.lua), so the
-// translation must leave out the regexes Rust refuses, not only those PCRE refuses.
-func (f *RouterFlavors) RustRegexes() bool { return f.locked(f.rustRegexes) }
+// translation must leave out the regexes Rust refuses, not only those PCRE refuses (false for
+// a nil *RouterFlavors).
+func (f *RouterFlavors) RustRegexes() bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rustRegexes()
+}
 
 func (f *RouterFlavors) rustRegexes() bool {
 	for _, fl := range f.byURL {

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -63,19 +62,11 @@ func cachedObjects[T any, PT interface {
 	*T
 	client.Object
 }](ctx context.Context, s *Store, wanted func(PT) bool) (out []PT, ok bool) {
-	src, isCache := s.reader.(informerSource)
-	if !isCache {
+	st := storeOf[T, PT](ctx, s)
+	if st == nil {
 		return nil, false
 	}
-	inf, err := src.GetInformer(ctx, PT(new(T)), cache.BlockUntilSynced(false))
-	if err != nil || !inf.HasSynced() {
-		return nil, false
-	}
-	indexed, hasStore := inf.(interface{ GetStore() toolscache.Store })
-	if !hasStore {
-		return nil, false
-	}
-	items := indexed.GetStore().List()
+	items := st.List()
 	out = make([]PT, 0, len(items))
 	for _, item := range items {
 		obj, isT := item.(PT)

@@ -23,8 +23,8 @@ import (
 //     any, on path "/".
 //   - Hosts are the route's hostnames, or else the hostnames of its parent listeners.
 //
-// A rule that cannot be translated (an invalid regex, ...) is left out and reported; the
-// other rules go on.
+// A match Kong would refuse (an invalid regex, ...) is left out and reported: the rule's other
+// matches and the other rules go on (KIC sends it, and Kong refuses the whole configuration).
 func (b *builder) grpcRoutes() {
 	routes := append([]*gatewayv1.GRPCRoute(nil), b.snap.GRPCRoutes...)
 	sortByAge(routes)
@@ -88,11 +88,9 @@ func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute) {
 			// than drop them silently.
 			b.problem(gr, gvkGRPCRoute, field+".filters", "GRPCRoute filters are not supported; they are ignored")
 		}
-		routes, err := b.grpcRuleRoutes(gr, ro, i, hosts, tags)
-		if err != nil {
-			b.problem(gr, gvkGRPCRoute, err.field, "GRPCRoute can't be routed: %s; the rule is left out", err.msg)
-			b.releaseRouteNames(routes)
-			continue
+		routes := b.grpcRuleRoutes(gr, ro, i, hosts, tags)
+		if len(routes) == 0 {
+			continue // each left-out route is reported
 		}
 		var backendRefs []gatewayv1.BackendRef
 		for _, be := range rule.BackendRefs {
@@ -114,65 +112,79 @@ func (b *builder) grpcServiceProtocol(gr *gatewayv1.GRPCRoute) string {
 	return "grpcs"
 }
 
-// grpcRuleRoutes builds the Kong routes of rule i: one per match.
-func (b *builder) grpcRuleRoutes(gr *gatewayv1.GRPCRoute, ro *routeOverrides, i int, hosts []string, tags []*string) ([]*routeEntry, *routeError) {
+// grpcRuleRoutes builds the Kong routes of rule i: one per match. A route Kong would refuse
+// is left out and reported alone; the rule's other routes stay.
+func (b *builder) grpcRuleRoutes(gr *gatewayv1.GRPCRoute, ro *routeOverrides, i int, hosts []string, tags []*string) []*routeEntry {
 	rule := gr.Spec.Rules[i]
+	leftOut := "the match is left out"
+	if len(rule.Matches) <= 1 {
+		leftOut = "the rule is left out"
+	}
 	var out []*routeEntry
-	newRoute := func(j int) (*file.FRoute, *routeError) {
-		name := fmt.Sprintf("grpcroute.%s.%s.%d.%d", gr.Namespace, gr.Name, i, j)
-		if e := b.claimRouteName(name); e != "" {
-			return nil, &routeError{fmt.Sprintf("spec.rules[%d]", i), e}
-		}
-		r := &file.FRoute{Route: kong.Route{
-			ID:        kong.String(kongstate.RouteID(b.opts.Workspace, name)),
-			Name:      kong.String(name),
-			Protocols: kong.StringSlice("grpc", "grpcs"),
-			Tags:      tags,
-		}}
-		for _, h := range hosts {
-			r.Hosts = append(r.Hosts, kong.String(h))
-		}
-		out = append(out, &routeEntry{FRoute: r, src: gr, srcGVK: gvkGRPCRoute})
-		return r, nil
-	}
 	if len(rule.Matches) == 0 {
-		r, err := newRoute(0)
-		if err != nil {
-			return out, err
-		}
-		if len(r.Hosts) == 0 {
-			// Kong needs hosts, headers or paths on a gRPC route: this one takes everything.
-			r.Paths = kong.StringSlice("/")
-		}
-		ro.apply(r)
-		return out, nil
+		out = b.appendGRPCRoute(out, gr, ro, i, 0, nil, hosts, tags, leftOut)
 	}
-	for j, m := range rule.Matches {
-		r, err := newRoute(j)
-		if err != nil {
-			return out, err
-		}
+	for j := range rule.Matches {
+		out = b.appendGRPCRoute(out, gr, ro, i, j, &rule.Matches[j], hosts, tags, leftOut)
+	}
+	return out
+}
+
+// appendGRPCRoute appends to out the Kong route of match j of rule i (m nil: the rule has no
+// matches), or reports why Kong would refuse it.
+func (b *builder) appendGRPCRoute(out []*routeEntry, gr *gatewayv1.GRPCRoute, ro *routeOverrides, i, j int,
+	m *gatewayv1.GRPCRouteMatch, hosts []string, tags []*string, leftOut string) []*routeEntry {
+	r, err := b.grpcKongRoute(gr, ro, i, j, m, hosts, tags)
+	if err != nil {
+		b.problem(gr, gvkGRPCRoute, err.field, "GRPCRoute can't be routed: %s; %s", err.msg, leftOut)
+		return out
+	}
+	return append(out, &routeEntry{FRoute: r, src: gr, srcGVK: gvkGRPCRoute})
+}
+
+// grpcKongRoute is the Kong route grpcroute.<ns>.<name>.<i>.<j> of match m of rule i (m nil:
+// the rule has no matches), or why Kong would refuse it.
+func (b *builder) grpcKongRoute(gr *gatewayv1.GRPCRoute, ro *routeOverrides, i, j int,
+	m *gatewayv1.GRPCRouteMatch, hosts []string, tags []*string) (*file.FRoute, *routeError) {
+	name := fmt.Sprintf("grpcroute.%s.%s.%d.%d", gr.Namespace, gr.Name, i, j)
+	r := &file.FRoute{Route: kong.Route{
+		ID:        kong.String(kongstate.RouteID(b.opts.Workspace, name)),
+		Name:      kong.String(name),
+		Protocols: kong.StringSlice("grpc", "grpcs"),
+		Tags:      tags,
+	}}
+	for _, h := range hosts {
+		r.Hosts = append(r.Hosts, kong.String(h))
+	}
+	if m == nil && len(r.Hosts) == 0 {
+		// Kong needs hosts, headers or paths on a gRPC route: this one takes everything.
+		r.Paths = kong.StringSlice("/")
+	}
+	if m != nil {
 		mfield := fmt.Sprintf("spec.rules[%d].matches[%d]", i, j)
 		if m.Method != nil {
 			p, e := grpcMethodPath(m.Method)
 			if e != "" {
-				return out, &routeError{mfield + ".method", e}
+				return nil, &routeError{mfield + ".method", e}
 			}
 			if e := b.routePath(p); e != "" {
-				return out, &routeError{mfield + ".method", e}
+				return nil, &routeError{mfield + ".method", e}
 			}
 			r.Paths = kong.StringSlice(p)
 		}
 		headers, e := grpcHeaders(m.Headers, b.headerRegex)
 		if e != "" {
-			return out, &routeError{mfield + ".headers", e}
+			return nil, &routeError{mfield + ".headers", e}
 		}
 		if len(headers) > 0 {
 			r.Headers = headers
 		}
-		ro.apply(r)
 	}
-	return out, nil
+	ro.apply(r)
+	if e := b.claimRouteName(name); e != "" {
+		return nil, &routeError{fmt.Sprintf("spec.rules[%d]", i), e}
+	}
+	return r, nil
 }
 
 // grpcMethodPath is KIC's path of a gRPC method match, a regex path "~/<service>/<method>":

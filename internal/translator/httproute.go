@@ -36,8 +36,11 @@ const kongDefaultTimeout = 60000
 //   - Among them, rules with the same filters, and matches with the same method, headers and
 //     query parameters, share a Kong route httproute.<ns>.<name>.<rule>.<match> named after
 //     the first match; a rule without matches is route httproute.<ns>.<name>.<rule>.0.
-//   - A rule group that cannot be translated (an unsupported filter, an invalid regex, ...)
-//     is left out with its Kong service and reported on the HTTPRoute; the others go on.
+//   - What Kong would refuse is left out and reported on the HTTPRoute, as little as can be:
+//     a match whose path it refuses (an invalid regex) leaves its Kong route's other matches
+//     served; a route it refuses whole (an invalid header regex, an unsupported filter, ...)
+//     leaves the service's other routes served (httpKongRoute). KIC sends them all, and Kong
+//     refuses the whole configuration.
 func (b *builder) httpRoutes() {
 	routes := append([]*gatewayv1.HTTPRoute(nil), b.snap.HTTPRoutes...)
 	sortByAge(routes)
@@ -154,9 +157,83 @@ func matchKey(m gatewayv1.HTTPRouteMatch) string {
 	}{m.Method, headers, m.QueryParams})
 }
 
-// routeError is a failure that leaves a rule group out.
+// routeError is a failure that leaves a Kong route out.
 type routeError struct {
 	field, msg string
+}
+
+// leftOutMatches words what leaving out the route of matches ms leaves out: the rule when
+// they are all its matches (or it has none), else the matches.
+func leftOutMatches(hr *gatewayv1.HTTPRoute, ms []httpMatchRef) string {
+	if len(ms) == 0 || len(ms) == len(hr.Spec.Rules[ms[0].rule].Matches) && allOfRule(ms) {
+		return "the rule is left out"
+	}
+	if len(ms) == 1 {
+		return "the match is left out"
+	}
+	fields := make([]string, len(ms))
+	for i, m := range ms {
+		fields[i] = fmt.Sprintf("spec.rules[%d].matches[%d]", m.rule, m.match)
+	}
+	return "the matches " + strings.Join(fields, ", ") + " are left out"
+}
+
+// allOfRule: the matches ms are of one rule.
+func allOfRule(ms []httpMatchRef) bool {
+	for _, m := range ms {
+		if m.rule != ms[0].rule {
+			return false
+		}
+	}
+	return true
+}
+
+// servedMatches is ms without the matches whose path Kong would refuse, each reported.
+func (b *builder) servedMatches(hr *gatewayv1.HTTPRoute, ms []httpMatchRef) []httpMatchRef {
+	served := ms[:0:0]
+	for _, m := range ms {
+		if e := b.httpMatchPathProblem(m.m.Path); e != "" {
+			b.problem(hr, gvkHTTPRoute, fmt.Sprintf("spec.rules[%d].matches[%d].path", m.rule, m.match),
+				"HTTPRoute can't be routed: %s; %s", e, leftOutMatches(hr, []httpMatchRef{m}))
+			continue
+		}
+		served = append(served, m)
+	}
+	if len(served) == len(ms) {
+		return ms
+	}
+	return served
+}
+
+// httpMatchPathProblem says why Kong would refuse the paths of path match p, "" when it
+// takes them (or p is nil).
+func (b *builder) httpMatchPathProblem(p *gatewayv1.HTTPPathMatch) string {
+	if p == nil {
+		return ""
+	}
+	paths, err := httpRoutePaths(p, b.pathRegex)
+	if err != nil {
+		return err.Error()
+	}
+	for _, kp := range paths {
+		if e := b.routePath(kp); e != "" {
+			return e
+		}
+	}
+	return ""
+}
+
+// pathsReplaced: after is not the list before (a filter set the route's paths).
+func pathsReplaced(before, after []*string) bool {
+	if len(before) != len(after) {
+		return true
+	}
+	for i := range before {
+		if before[i] != after[i] {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *builder) httpRuleGroup(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hostnames []string, g *httpRuleGroup) {
@@ -168,9 +245,9 @@ func (b *builder) httpRuleGroup(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		return
 	}
 
-	// Routes: by filters, then by match key, in the order first seen.
+	// Routes: by filters, then by match key, in the order first seen. A route that cannot be
+	// made is left out alone: the group's other routes, and its Kong service, stay.
 	var routes []*routeEntry
-	var failure *routeError
 	var filterOrder []string
 	byFilters := map[string][]int{}
 	for _, i := range g.rules {
@@ -188,12 +265,7 @@ func (b *builder) httpRuleGroup(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		for _, i := range rules {
 			rule := hr.Spec.Rules[i]
 			if len(rule.Matches) == 0 {
-				r, err := b.httpKongRoute(hr, ro, hostnames, i, 0, nil, filters)
-				if err != nil {
-					failure = err
-					break
-				}
-				routes = append(routes, r...)
+				routes = append(routes, b.httpKongRoute(hr, ro, hostnames, i, 0, nil, filters)...)
 				continue
 			}
 			for j, m := range rule.Matches {
@@ -204,26 +276,13 @@ func (b *builder) httpRuleGroup(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 				byMatch[k] = append(byMatch[k], httpMatchRef{i, j, m})
 			}
 		}
-		if failure != nil {
-			break
-		}
 		for _, mk := range matchOrder {
 			ms := byMatch[mk]
-			r, err := b.httpKongRoute(hr, ro, hostnames, ms[0].rule, ms[0].match, ms, filters)
-			if err != nil {
-				failure = err
-				break
-			}
-			routes = append(routes, r...)
-		}
-		if failure != nil {
-			break
+			routes = append(routes, b.httpKongRoute(hr, ro, hostnames, ms[0].rule, ms[0].match, ms, filters)...)
 		}
 	}
-	if failure != nil {
-		b.problem(hr, gvkHTTPRoute, failure.field, "HTTPRoute can't be routed: %s; the rule is left out", failure.msg)
-		b.releaseRouteNames(routes)
-		return
+	if len(routes) == 0 {
+		return // each left-out route is reported
 	}
 	sort.Slice(routes, func(i, j int) bool { return *routes[i].Name < *routes[j].Name })
 
@@ -270,9 +329,13 @@ func (b *builder) httpRouteKongService(hr *gatewayv1.HTTPRoute, rule int, name s
 
 // httpKongRoute builds the Kong route(s) of matches ms (all with the same method, headers and
 // query parameters) of rule, with the rule's filters; ms nil is a rule without matches. A
-// RequestRedirect needs the path of each match, so it makes one route per match.
+// RequestRedirect needs the path of each match, so it makes one route per match. What Kong
+// would refuse is left out and reported, as small as it can be: a match whose path Kong
+// refuses (the route keeps the others, and its name, which KIC takes from the first match
+// whether or not it is served), else the whole route (headers, filters, name). It returns
+// no route when nothing is left.
 func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hostnames []string, rule, match int,
-	ms []httpMatchRef, filters []gatewayv1.HTTPRouteFilter) ([]*routeEntry, *routeError) {
+	ms []httpMatchRef, filters []gatewayv1.HTTPRouteFilter) []*routeEntry {
 	redirect := false
 	for _, f := range filters {
 		redirect = redirect || f.Type == gatewayv1.HTTPRouteFilterRequestRedirect
@@ -280,14 +343,33 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 	if redirect && len(ms) > 1 {
 		var out []*routeEntry
 		for _, m := range ms {
-			r, err := b.httpKongRoute(hr, ro, hostnames, m.rule, m.match, []httpMatchRef{m}, filters)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, r...)
+			out = append(out, b.httpKongRoute(hr, ro, hostnames, m.rule, m.match, []httpMatchRef{m}, filters)...)
 		}
-		return out, nil
+		return out
 	}
+	// The filters read the path of the group's first match, served or not, as KIC's do.
+	path := ""
+	if len(ms) > 0 && ms[0].m.Path != nil && ms[0].m.Path.Value != nil {
+		path = *ms[0].m.Path.Value
+	}
+	served := ms
+	if len(ms) > 0 {
+		if served = b.servedMatches(hr, ms); len(served) == 0 {
+			return nil
+		}
+	}
+	r, err := b.httpKongRouteOf(hr, ro, hostnames, rule, match, served, filters, path)
+	if err != nil {
+		b.problem(hr, gvkHTTPRoute, err.field, "HTTPRoute can't be routed: %s; %s", err.msg, leftOutMatches(hr, served))
+		return nil
+	}
+	return []*routeEntry{r}
+}
+
+// httpKongRouteOf is httpKongRoute for one route of served matches ms (their paths checked),
+// or the error that leaves it out; path is the one its filters read.
+func (b *builder) httpKongRouteOf(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hostnames []string, rule, match int,
+	ms []httpMatchRef, filters []gatewayv1.HTTPRouteFilter, path string) (*routeEntry, *routeError) {
 	name := fmt.Sprintf("httproute.%s.%s.%d.%d", hr.Namespace, hr.Name, rule, match)
 	field := fmt.Sprintf("spec.rules[%d]", rule)
 	r := &file.FRoute{Route: kong.Route{
@@ -325,12 +407,8 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 	seenMethods := map[string]bool{}
 	for _, m := range ms {
 		addRuleName(m.rule)
-		mfield := fmt.Sprintf("spec.rules[%d].matches[%d]", m.rule, m.match)
 		if p := m.m.Path; p != nil {
-			paths, err := httpRoutePaths(p, b.pathRegex)
-			if err != nil {
-				return nil, &routeError{mfield + ".path", err.Error()}
-			}
+			paths, _ := httpRoutePaths(p, noRegexCheck) // checked by servedMatches
 			for _, kp := range paths {
 				r.Paths = append(r.Paths, kong.String(kp))
 			}
@@ -340,6 +418,7 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 			r.Methods = append(r.Methods, kong.String(string(*m.m.Method)))
 		}
 	}
+	matchPaths := r.Paths
 	if len(ms) > 0 {
 		headers, err := httpRouteHeaders(ms[0].m.Headers, b.headerRegex)
 		if err != nil {
@@ -351,24 +430,23 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 	}
 	r.Tags = b.ruleNameTags(hr, gvkHTTPRoute, ruleNames)
 
-	path := ""
-	if len(ms) > 0 && ms[0].m.Path != nil && ms[0].m.Path.Value != nil {
-		path = *ms[0].m.Path.Value
-	}
 	extensionRefs, rerr := addFilterPlugins(filters, path, field, r)
 	if rerr != nil {
 		return nil, rerr
 	}
 	ro.apply(r)
-	for _, kp := range r.Paths {
-		if e := b.routePath(*kp); e != "" {
-			return nil, &routeError{field + ".matches", e}
+	if pathsReplaced(matchPaths, r.Paths) {
+		// A ReplacePrefixMatch rewrite made the paths: check them as the matches' were.
+		for _, kp := range r.Paths {
+			if e := b.routePath(*kp); e != "" {
+				return nil, &routeError{field + ".matches", e}
+			}
 		}
 	}
 	if e := b.claimRouteName(name); e != "" {
 		return nil, &routeError{field, e}
 	}
-	return []*routeEntry{{FRoute: r, src: hr, srcGVK: gvkHTTPRoute, extraPlugins: extensionRefs}}, nil
+	return &routeEntry{FRoute: r, src: hr, srcGVK: gvkHTTPRoute, extraPlugins: extensionRefs}, nil
 }
 
 // addFilterPlugins gives route r the plugins of filters (httpFilterPlugins), tagged as r,

@@ -84,6 +84,33 @@ type servicePart struct {
 	foreign  bool // it holds routes of other sources than Ingresses
 }
 
+// withServices is base (the entities other than Kong services and upstreams) with the Kong
+// services and upstreams of parts (sorted by name), as Build leaves them: nil when none. The
+// splice and the parallel build assemble their State with it.
+func withServices(base *kongstate.State, parts []servicePart) *kongstate.State {
+	state := *base
+	state.Services, state.Upstreams = nil, nil
+	upstreams := 0
+	for _, p := range parts {
+		if p.upstream != nil {
+			upstreams++
+		}
+	}
+	if len(parts) > 0 {
+		state.Services = make([]*file.FService, 0, len(parts))
+	}
+	if upstreams > 0 {
+		state.Upstreams = make([]*file.FUpstream, 0, upstreams)
+	}
+	for _, p := range parts {
+		state.Services = append(state.Services, p.svc)
+		if p.upstream != nil {
+			state.Upstreams = append(state.Upstreams, p.upstream)
+		}
+	}
+	return &state
+}
+
 type nsName struct{ ns, name string }
 
 func keyOf(o client.Object) nsName { return nsName{o.GetNamespace(), o.GetName()} }
@@ -773,21 +800,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	}
 	keepUpTo(len(prev.parts))
 
-	state := *prev.res.State
-	state.Services, state.Upstreams = nil, nil // none is nil, as Build leaves them
-	if len(merged) > 0 {
-		state.Services = make([]*file.FService, 0, len(merged))
-		state.Upstreams = make([]*file.FUpstream, 0, len(prev.res.State.Upstreams)+len(part.State.Upstreams))
-	}
-	for _, p := range merged {
-		state.Services = append(state.Services, p.svc)
-		if p.upstream != nil {
-			state.Upstreams = append(state.Upstreams, p.upstream)
-		}
-	}
-	if len(state.Upstreams) == 0 {
-		state.Upstreams = nil
-	}
+	state := withServices(prev.res.State, merged)
 	problems := make([]Problem, 0, len(prev.res.Problems)+len(part.Problems))
 	for _, p := range prev.res.Problems {
 		if _, in := subjects[nodeOf(p.Object)]; !in {
@@ -804,7 +817,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		outEdges[nodeOf(ref(gvkService, s.ns, s.name))] = struct{}{}
 	}
 	res := prev.res
-	res.State, res.Problems = &state, problems
+	res.State, res.Problems = state, problems
 	res.Graph = prev.res.Graph.replaceEdgesFrom(outEdges, part.Graph)
 	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock,
 		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes}
@@ -869,31 +882,10 @@ func localIngress(ing *netv1.Ingress) string {
 
 // spliceable says why the partial result cannot replace its part of the previous one.
 func (t *Incremental) spliceable(part Result, subjects map[node]struct{}) string {
-	if part.parts.nameTaken {
-		return "a route name was taken"
-	}
 	if part.parts.readClock && !t.prev.res.parts.readClock {
 		return "the translation read the clock"
 	}
-	if other := otherEntities(part.State); other != "" {
-		return "the change makes " + other
-	}
-	for _, p := range part.Problems {
-		if _, in := subjects[nodeOf(p.Object)]; !in {
-			return "the change is reported on " + p.Object.String()
-		}
-	}
-	for from, tos := range part.Graph.deps {
-		if _, in := subjects[from]; !in {
-			return "the change gives " + from.String() + " a reference"
-		}
-		for to := range tos.All() {
-			if gk := to.kind.Value(); !(gk.kind == gvkService.Kind && gk.group == "") && !(gk.kind == gvkIngressClass.Kind && gk.group == gvkIngressClass.Group) {
-				return "the change refers to a " + gk.kind
-			}
-		}
-	}
-	return ""
+	return localResult(part, func(n node) bool { _, in := subjects[n]; return in }, nil)
 }
 
 // otherEntities names a field of st other than Services and Upstreams that holds something

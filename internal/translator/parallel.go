@@ -3,7 +3,6 @@ package translator
 import (
 	"sync"
 
-	"github.com/kong/go-database-reconciler/pkg/file"
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 
@@ -326,17 +325,7 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 		return Result{}, "a Kong service name twice"
 	}
 
-	state := *rest.State
-	state.Services, state.Upstreams = nil, nil // nil when none, as Build leaves them
-	if len(merged) > 0 {
-		state.Services = make([]*file.FService, 0, len(merged))
-	}
-	for _, p := range merged {
-		state.Services = append(state.Services, p.svc)
-		if p.upstream != nil {
-			state.Upstreams = append(state.Upstreams, p.upstream)
-		}
-	}
+	state := withServices(rest.State, merged)
 	problems := rest.Problems
 	for _, part := range parts {
 		problems = append(problems, part.Problems...)
@@ -346,44 +335,52 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 		graph.absorb(part.Graph)
 	}
 	res := rest
-	res.State, res.Problems, res.Graph = &state, sortProblems(problems), graph
+	res.State, res.Problems, res.Graph = state, sortProblems(problems), graph
 	res.parts = &resultParts{services: merged, readClock: readClock, readRustRegexes: readRustRegexes}
 	return res, ""
 }
 
-// groupLocal reports whether group g's result speaks only of the group's objects, as the
-// splice's spliceable requires of a partial result: Kong services and upstreams only,
-// problems about its objects, references from its objects to its Services and to
-// IngressClasses only, no route refused for a taken name. It says why not, "" when it does.
+// groupLocal says why group g's result speaks of objects outside the group, "" when it
+// does not (localResult; a Service it refers to must be of the group too).
 func groupLocal(part Result, g int, plan *parallelPlan) string {
+	in := func(n node) bool {
+		group, ok := plan.groupOf(n.ref())
+		return ok && group == g
+	}
+	return localResult(part, in, in)
+}
+
+// localResult says why part, the translation of some objects only, cannot be assembled with
+// (parallel.go) or spliced into (Incremental.spliceable) the translation of the rest, "" when
+// it can: it makes Kong services and upstreams only, refuses no route for a taken name, and
+// speaks only of its objects: problems about them, references from them, to Services and
+// IngressClasses only. ours says whether a node is one of its objects; ourService, whether a
+// Service it refers to is one (nil: any Service will do).
+func localResult(part Result, ours, ourService func(node) bool) string {
 	if part.parts.nameTaken {
 		return "a route name was taken"
 	}
 	if other := otherEntities(part.State); other != "" {
-		return "the group makes " + other
-	}
-	in := func(n kongstate.ObjectRef) bool {
-		group, ok := plan.groupOf(n)
-		return ok && group == g
+		return "the translation makes " + other
 	}
 	for _, p := range part.Problems {
-		if !in(p.Object) {
-			return "a problem about another object"
+		if !ours(nodeOf(p.Object)) {
+			return "a problem is reported on " + p.Object.String()
 		}
 	}
 	for from, tos := range part.Graph.deps {
-		if !in(from.ref()) {
-			return "a reference from another object"
+		if !ours(from) {
+			return from.String() + " gets a reference"
 		}
 		for to := range tos.All() {
 			switch {
 			case to.isKind(gvkIngressClass.Group, gvkIngressClass.Kind):
 			case to.isKind(gvkService.Group, gvkService.Kind):
-				if !in(to.ref()) {
-					return "a reference to a Service of another group"
+				if ourService != nil && !ourService(to) {
+					return "a reference to " + to.String() + ", another group's Service"
 				}
 			default:
-				return "a reference to another kind"
+				return "a reference to a " + to.kind.Value().kind
 			}
 		}
 	}

@@ -18,19 +18,16 @@ func checkRoutePath(p string) string {
 	return pathProblem(p, kongrules.RoutePath(p))
 }
 
-// routePath is checkRoutePath with a regex path ("~...") also checked by pathRegex.
+// routePath is checkRoutePath (which checks a regex path's PCRE syntax) with a regex path
+// ("~...") also checked as pathRegex checks it after PCRE.
 func (b *builder) routePath(p string) string {
 	if e := checkRoutePath(p); e != "" {
 		return e
 	}
-	re, ok := strings.CutPrefix(p, "~")
-	switch {
-	case ok && b.rustRegexes():
-		if e := b.pathRegex(re); e != "" {
+	if re, ok := strings.CutPrefix(p, "~"); ok {
+		if e := b.compiledRegex(rustPathPattern(re)); e != "" {
 			return fmt.Sprintf("invalid regex %q: %s", p, e)
 		}
-	case ok:
-		b.noteRustVerdict(rustPathPattern(re))
 	}
 	return ""
 }
@@ -80,6 +77,13 @@ func (b *builder) regex(pattern, compiled string) string {
 	if e := checkPCRE(pattern); e != "" {
 		return e
 	}
+	return b.compiledRegex(compiled)
+}
+
+// compiledRegex checks compiled, the form a gateway compiles of a pattern PCRE takes, with
+// Rust's syntax when a gateway compiles regexes with Rust's crate; otherwise it notes Rust's
+// verdict (noteRustVerdict).
+func (b *builder) compiledRegex(compiled string) string {
 	if !b.rustRegexes() {
 		b.noteRustVerdict(compiled)
 		return ""
@@ -95,28 +99,11 @@ func (b *builder) regex(pattern, compiled string) string {
 
 // noteRustVerdict notes, with Rust's syntax off, whether Rust would refuse compiled: the
 // result then depends on Options.RustRegexes (a router flavor learnt later translates it
-// again). A pattern of characters that no regex syntax reads specially is never refused.
+// again). RustRegexError answers a pattern without regex constructs ("^/healthz$") at once.
 func (b *builder) noteRustVerdict(compiled string) {
-	if b.readRustRegexes || plainPattern(compiled) {
-		return
-	}
-	if kongrules.RustRegexError(compiled) != "" {
+	if !b.readRustRegexes && kongrules.RustRegexError(compiled) != "" {
 		b.readRustRegexes = true
 	}
-}
-
-// plainPattern: letters, digits, "/", "-", "_", "~", "%", "." and an anchor at either end,
-// which every regex syntax accepts (the paths of Exact and Prefix rules: "^/healthz$").
-func plainPattern(p string) bool {
-	p = strings.TrimPrefix(p, "^")
-	p = strings.TrimSuffix(p, "$")
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/-_~%.", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // rustRegexes: a gateway compiles regexes with the Rust regex crate (Options.RustRegexes, or
