@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -221,14 +222,18 @@ func keyOf(p translator.Problem) problemKey {
 }
 
 // translation returns the cache translated for a change in scope sc (forScope), reusing the
-// last one when no informer event came since. The generation is read before the snapshot, so
-// a change that lands while it is translated makes the next review read the cache again.
+// last one when no informer event came since and the settings are the same (a router flavor
+// learnt since changes them: the regexes are then checked with the other syntax). The
+// generation is read before the snapshot, so a change that lands while it is translated makes
+// the next review read the cache again.
 func (v *Validator) translation(ctx context.Context, sc reviewScope) (*translation, error) {
 	key := sc.key()
 	gen := v.generation.Load()
+	opts := v.opts.TranslatorOptions(v.opts.Now())
 	v.mu.Lock()
 	cur := v.current
-	if cur != nil && cur.generation == gen {
+	reusable := cur != nil && cur.generation == gen && sameSettings(cur.opts, opts)
+	if reusable {
 		if t := cur.byScope[key]; t != nil {
 			v.mu.Unlock()
 			return t, nil
@@ -237,28 +242,34 @@ func (v *Validator) translation(ctx context.Context, sc reviewScope) (*translati
 	v.mu.Unlock()
 
 	var snap *store.Snapshot
-	var opts translator.Options
-	if cur != nil && cur.generation == gen {
+	if reusable {
 		snap, opts = cur.snap, cur.opts
 	} else {
 		var err error
 		if snap, err = v.opts.Source.Snapshot(ctx); err != nil {
 			return nil, err
 		}
-		opts = v.opts.TranslatorOptions(v.opts.Now())
 	}
 	scoped := forScope(snap, sc)
 	t := &translation{snap: scoped, opts: opts, result: translator.Build(scoped, opts)}
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.current == nil || v.current.generation < gen || (v.current.generation == gen && v.current.snap != snap) {
+	if v.current == nil || v.current.generation < gen ||
+		(v.current.generation == gen && (v.current.snap != snap || !sameSettings(v.current.opts, opts))) {
 		v.current = &cacheTranslations{generation: gen, snap: snap, opts: opts, byScope: map[string]*translation{}}
 	}
 	if v.current.generation == gen {
 		v.current.byScope[key] = t
 	}
 	return t, nil
+}
+
+// sameSettings reports whether a and b translate alike but for the clock: the time a kept
+// translation checked CA certificates at is close enough to a review's.
+func sameSettings(a, b translator.Options) bool {
+	a.Now, b.Now = time.Time{}, time.Time{}
+	return reflect.DeepEqual(a, b)
 }
 
 func (v *Validator) watched(ns string) bool {

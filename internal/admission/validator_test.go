@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
 )
 
 // cluster is what the cache holds in every case below: an IngressClass "kong" (not the
@@ -379,4 +381,72 @@ spec:
   rules:
   - matches: [{path: {type: PathPrefix, value: "` + path + `"}}]
     backendRefs: [{name: web, port: 80}]` + rest
+}
+
+// The webhook checks regexes as the gateways' router compiles them (Options.TranslatorOptions,
+// the sync loop's settings): under traditional_compatible and expressions (RustRegexes) a
+// regex Rust's crate refuses, which the sync loop leaves out, is denied, naming the object
+// and field; under the traditional router (PCRE), and before any gateway said its router,
+// the same regex is valid and allowed.
+func TestReviewChecksRegexesUnderTheGatewaysRouter(t *testing.T) {
+	braces := ingress("braces", "kong", "braces.example.com", "/~/v1/{id}", "ImplementationSpecific")
+	lookahead := ingress("lookahead", "kong", "lookahead.example.com", "/~/v1/(?=users)", "ImplementationSpecific")
+	route := strings.Replace(httpRoute("braces", "kong", "/v1/{id}", ""), "PathPrefix", "RegularExpression", 1)
+	for _, tc := range []struct {
+		name   string
+		rust   bool
+		object string
+		denied []string // nil: allowed
+	}{
+		{name: "traditional_compatible: Ingress path with a { Rust refuses is denied", rust: true, object: braces,
+			denied: []string{"Ingress default/braces: spec.rules[0].http.paths[0].path:", "repetition quantifier"}},
+		{name: "traditional_compatible: Ingress path with a look-ahead is denied", rust: true, object: lookahead,
+			denied: []string{"Ingress default/lookahead: spec.rules[0].http.paths[0].path:", "look-around"}},
+		{name: "traditional_compatible: HTTPRoute path with a { Rust refuses is denied", rust: true, object: route,
+			denied: []string{"HTTPRoute default/braces: spec.rules[0].matches[0].path:", "repetition quantifier"}},
+		{name: "traditional: Ingress path with a { is allowed", object: braces},
+		{name: "traditional: Ingress path with a look-ahead is allowed", object: lookahead},
+		{name: "traditional: HTTPRoute path with a { is allowed", object: route},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newValidatorUnder(t, func() bool { return tc.rust })
+			obj := objects(t, tc.object)[0]
+			resp := v.Review(context.Background(), request(t, kindFor(t, obj), admissionv1.Create, obj))
+			if tc.denied == nil {
+				require.True(t, resp.Allowed, "denied: %v", resp.Result)
+				return
+			}
+			require.False(t, resp.Allowed, "allowed")
+			for _, want := range tc.denied {
+				require.Contains(t, resp.Result.Message, want)
+			}
+		})
+	}
+}
+
+// A router flavor learnt between two reviews, with no change to the cache in between, decides
+// the second one: the translation of the cache kept for the reviews is not reused under other
+// settings.
+func TestReviewFollowsARouterFlavorLearntLater(t *testing.T) {
+	var rust atomic.Bool
+	v := newValidatorUnder(t, rust.Load)
+	braces := objects(t, ingress("braces", "kong", "braces.example.com", "/~/v1/{id}", "ImplementationSpecific"))[0]
+	resp := v.Review(context.Background(), request(t, store.KindIngress, admissionv1.Create, braces))
+	require.True(t, resp.Allowed, "denied under the traditional router: %v", resp.Result)
+
+	rust.Store(true) // a gateway said traditional_compatible
+	resp = v.Review(context.Background(), request(t, store.KindIngress, admissionv1.Create, braces))
+	require.False(t, resp.Allowed, "allowed under traditional_compatible")
+	require.Contains(t, resp.Result.Message, "Ingress default/braces: spec.rules[0].http.paths[0].path:")
+}
+
+// newValidatorUnder is newValidator (synced, no gateway) translating with Rust's regexes when
+// rust says so.
+func newValidatorUnder(t testing.TB, rust func() bool) *Validator {
+	t.Helper()
+	v := newValidator(t, true, nil)
+	v.opts.TranslatorOptions = func(now time.Time) translator.Options {
+		return translator.Options{Now: now, RustRegexes: rust()}
+	}
+	return v
 }

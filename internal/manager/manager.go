@@ -367,9 +367,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	facts := dataplane.NewGatewayFacts(gatewayClients)
 	roundOptions := func(s *store.Snapshot) translator.Options {
-		opts := TranslatorOptions(cfg, time.Now())
-		opts.ExpressionRoutes = flavors.Expressions()
-		opts.RustRegexes = flavors.RustRegexes()
+		opts := routerTranslatorOptions(cfg, flavors, time.Now())
 		var types []string
 		if !opts.NoCustomEntities {
 			types = translator.CustomEntityTypes(s)
@@ -442,7 +440,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if cfg.AdmissionWebhook.Enabled() {
 		// The webhook sees a Secret the cache keeps without its data as absent (it then warns
 		// that the Secret is awaited), never as empty.
-		if webhook, err = admissionWebhook(cfg, payloads.Source(st), barrier, gateways, discovered, mgr, log.WithName("admission")); err != nil {
+		if webhook, err = admissionWebhook(cfg, payloads.Source(st), barrier, gateways, discovered, flavors, mgr, log.WithName("admission")); err != nil {
 			return nil, err
 		}
 	}
@@ -585,16 +583,17 @@ func (c *Controller) AdmissionWebhookAddr() net.Addr {
 // the store, told of every informer event, and its HTTPS server, which runs on every replica
 // from the start (reviews before the cache synced are allowed with a warning). Plugins whose
 // schema konductor does not know are checked by the gateways: the --kong-admin-url ones, or
-// the discovered ones.
+// the discovered ones. It translates under the router flavor the sync loop translates under
+// (flavors), so that it refuses the regexes a round would leave out.
 func admissionWebhook(cfg *config.Config, st admission.SnapshotSource, barrier *dataplane.InformerBarrier, gateways []dataplane.Gateway,
-	discovered dataplane.GatewaySet, mgr ctrlmanager.Manager, log logr.Logger) (*admission.Server, error) {
+	discovered dataplane.GatewaySet, flavors *dataplane.RouterFlavors, mgr ctrlmanager.Manager, log logr.Logger) (*admission.Server, error) {
 	schemas, err := gatewaySchemas(cfg, gateways, discovered)
 	if err != nil {
 		return nil, err
 	}
 	v := admission.NewValidator(admission.Options{
 		Source: st, Namespaces: cfg.WatchNamespaces, Synced: barrier.Synced,
-		TranslatorOptions: func(now time.Time) translator.Options { return TranslatorOptions(cfg, now) },
+		TranslatorOptions: func(now time.Time) translator.Options { return routerTranslatorOptions(cfg, flavors, now) },
 		Gateways:          schemas, Logger: log,
 	})
 	if err := barrier.AddEventHandler(v.EventHandler()); err != nil {
@@ -671,6 +670,18 @@ func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 		GatewayAlpha:          cfg.FeatureGates.Enabled(config.GateGatewayAlpha),
 		Now:                   now,
 	}
+}
+
+// routerTranslatorOptions are TranslatorOptions under the router the gateways said they have
+// (flavors; before any said, the traditional router with PCRE's regexes): the settings of the
+// sync loop's rounds and of the admission webhook's reviews, one source for both, so that the
+// webhook refuses what a round would leave out (a regex Rust's crate refuses under
+// traditional_compatible and expressions).
+func routerTranslatorOptions(cfg *config.Config, flavors *dataplane.RouterFlavors, now time.Time) translator.Options {
+	opts := TranslatorOptions(cfg, now)
+	opts.ExpressionRoutes = flavors.Expressions()
+	opts.RustRegexes = flavors.RustRegexes()
+	return opts
 }
 
 // gracefulShutdown is how long the manager gives its runnables to stop (the sync loop, then

@@ -73,7 +73,8 @@ func registerWebhook(t *testing.T, ns, url string, caBundle []byte) {
 }
 
 // The API server, configured with konductor's webhook, refuses an Ingress whose path regex
-// Kong would refuse, with the translator's message naming the field, and a KongPlugin whose
+// Kong would refuse, with the translator's message naming the field (with Rust's regex syntax
+// once the gateway said its router is traditional_compatible), and a KongPlugin whose
 // configuration Kong's schema refuses; it stores a good Ingress. With the webhook down and
 // failurePolicy Ignore, writes still succeed.
 func TestAdmissionWebhookRefusesWhatKongWouldRefuse(t *testing.T) {
@@ -109,6 +110,18 @@ func TestAdmissionWebhookRefusesWhatKongWouldRefuse(t *testing.T) {
 	good := app(ns, "good", "good.example.com")
 	createAll(t, good)
 	require.NoError(t, admin.Get(context.Background(), client.ObjectKeyFromObject(good[2]), &netv1.Ingress{}))
+
+	// Once the gateway said its router (the emulator's is traditional_compatible, Kong 3's
+	// default), regexes are checked as the sync loop checks them, with Rust's syntax too: a
+	// "{" that PCRE reads as a literal is refused.
+	r.waitFirstSync(t, 60*time.Second)
+	braces := app(ns, "braces", "braces.example.com")[2].(*netv1.Ingress)
+	braces.Spec.Rules[0].HTTP.Paths[0].Path = "/~/v1/{id}"
+	braces.Spec.Rules[0].HTTP.Paths[0].PathType = &implementationSpecific
+	err = admin.Create(context.Background(), braces)
+	require.ErrorContains(t, err, "denied the request")
+	require.ErrorContains(t, err, fmt.Sprintf("Ingress %s/braces: spec.rules[0].http.paths[0].path:", ns))
+	require.ErrorContains(t, err, "repetition quantifier")
 
 	plugin := &kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "limit"}, PluginName: "rate-limiting",
 		Config: apiextensionsv1.JSON{Raw: []byte(`{"minute": "often"}`)}}
