@@ -337,7 +337,7 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 			iso.heldBefore = prep.heldBefore
 		}
 	} else {
-		if raw, _, err = g.dump(ctx, dumpConfig); err != nil {
+		if raw, err = g.dump(ctx, dumpConfig); err != nil {
 			return nil, nil, nil, nil, err
 		}
 		if iso.heldBefore == nil {
@@ -438,13 +438,23 @@ func (g *Gateway) dumpSettings(ctx context.Context, s *kongstate.State) (semver.
 	}, nil
 }
 
-// dump lists the entities carrying the filter tag, and returns the digests of Kong's
-// answers by request (dumpdigest.go); nil when there are none to compare.
-func (g *Gateway) dump(ctx context.Context, dumpConfig dump.Config) (raw *utils.KongRawState, answers map[string][][sha256.Size]byte, err error) {
-	d := &dumpDigest{}
-	raw, err = dump.Get(withDumpDigest(ctx, d), g.client, dumpConfig)
+// dump lists the entities carrying the filter tag.
+func (g *Gateway) dump(ctx context.Context, dumpConfig dump.Config) (*utils.KongRawState, error) {
+	raw, err := dump.Get(ctx, g.client, dumpConfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
+		return nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
+	}
+	return raw, nil
+}
+
+// digestedDump is dump, with the digests of Kong's answers by request (dumpdigest.go); nil
+// when there are none to compare. Only Prepare needs them (a later sync replays them,
+// dumpreplay.go): a sync's own dump is not digested.
+func (g *Gateway) digestedDump(ctx context.Context, dumpConfig dump.Config) (*utils.KongRawState, map[string][][sha256.Size]byte, error) {
+	d := &dumpDigest{}
+	raw, err := g.dump(withDumpDigest(ctx, d), dumpConfig)
+	if err != nil {
+		return nil, nil, err
 	}
 	return raw, d.answersByRequest(), nil
 }

@@ -73,7 +73,7 @@ func (g *Gateway) Prepare(ctx context.Context, t *dataplane.Target) error {
 	if err != nil {
 		return err
 	}
-	raw, answers, err := g.dump(ctx, dumpConfig)
+	raw, answers, err := g.digestedDump(ctx, dumpConfig)
 	if err != nil {
 		return err
 	}
