@@ -180,7 +180,9 @@ func entities(ks *state.KongState, licenses map[string]kongstate.ObjectRef) (map
 
 // rawEntityKeys are the keys entities gives the entities of a dump: read from the dump's
 // lists rather than from its go-memdb state, whose GetAll copies every entity, because a
-// sync needs them before it knows whether anything will be refused.
+// sync needs them before it knows whether anything will be refused. Its kinds are entities'
+// kinds: TestRawEntityKeysAreTheKeysOfEntities fails when one list gains a kind the other
+// lacks.
 func rawEntityKeys(raw *utils.KongRawState) map[string]bool {
 	out := map[string]bool{}
 	addKeys(out, "license", raw.Licenses, func(e *kong.License) *string { return e.ID })
