@@ -162,9 +162,9 @@ func (p *standbyPreparer) target(ctx context.Context) ([sha256.Size]byte, *datap
 		p.renderer = &kongstate.Renderer{}
 	}
 	t := dataplane.NewTarget(res, p.renderer)
-	cfg, err := t.DeclarativeConfig()
+	digest, err := t.ConfigDigest() // Prepare takes the same target, and its digest
 	if err != nil {
 		return [sha256.Size]byte{}, nil, false
 	}
-	return sha256.Sum256(cfg), t, true
+	return digest, t, true
 }

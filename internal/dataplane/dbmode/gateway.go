@@ -145,13 +145,12 @@ func (g *Gateway) Sync(ctx context.Context, t *dataplane.Target) error {
 
 // sync is Sync, with what it did (nil when it skipped the dump or failed before the diff).
 func (g *Gateway) sync(ctx context.Context, t *dataplane.Target) (*Result, error) {
-	// The rendered configuration is computed once per round for every gateway; its digest
-	// tells whether the target changed.
-	cfg, err := t.DeclarativeConfig()
+	// The rendered configuration and its digest are computed once per round for every
+	// gateway; the digest tells whether the target changed.
+	digest, err := t.ConfigDigest()
 	if err != nil {
 		return nil, fmt.Errorf("rendering the target: %w", err)
 	}
-	digest := sha256.Sum256(cfg)
 	if skipped, rejected := g.skip(digest); skipped {
 		return nil, rejected
 	}
@@ -208,7 +207,7 @@ func (g *Gateway) Diff(ctx context.Context, s *kongstate.State) (*Result, error)
 // refuses takes the objects that depend on it out too, as a DB-less fallback configuration
 // does (dataplane/fallback.go), so both modes leave out the same objects.
 //
-// content, when known, is the digest of s rendered (dataplane.Target.DeclarativeConfig): a
+// content, when known, is the digest of s rendered (dataplane.Target.ConfigDigest): a
 // target state Prepare built from the same digest can then be used (prepare.go).
 func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator.Graph, dry bool, content *[sha256.Size]byte) (*Result, error) {
 	g.mu.Lock()
