@@ -212,10 +212,13 @@ func (g *Gateway) Diff(ctx context.Context, s *kongstate.State) (*Result, error)
 func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator.Graph, dry bool, content *[sha256.Size]byte) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// Prepared states serve the first pass at most, and no other sync after this one: a
+	// Prepare that lands between passes is left to the next sync.
+	prep := g.takePrepared()
 
 	// A dry run makes no request Kong could refuse, so it never needs a second pass.
 	if dry {
-		res, errs, _, _, err := g.pass(ctx, s, &isolation{}, true, content)
+		res, errs, _, _, err := g.pass(ctx, s, &isolation{}, true, prep, content)
 		if err != nil || len(errs) == 0 {
 			return res, err
 		}
@@ -232,8 +235,8 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator
 	var dependents []dataplane.EntityError
 	var excluded []kongstate.ObjectRef
 	for n := 1; ; n++ {
-		res, errs, deps, excl, err := g.pass(ctx, s, iso, false, content)
-		content = nil // Prepare's states serve the first pass at most
+		res, errs, deps, excl, err := g.pass(ctx, s, iso, false, prep, content)
+		prep, content = nil, nil
 		if res != nil {
 			total.add(res)
 		}
@@ -306,8 +309,10 @@ func refuse(refused map[kongstate.ObjectRef]bool, graph *translator.Graph, obj k
 // both sides. Before it writes, it has Kong validate the plugins it would write
 // (validate.go); the objects of those Kong refuses join refused, with their dependents in
 // iso.graph, and are returned as dependents are. errs are the syncer's failures; err is a
-// failure to get as far as the diff.
-func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, dry bool, content *[sha256.Size]byte) (
+// failure to get as far as the diff. prep (nil: none) is what Prepare built, used when Kong
+// still answers as it answered Prepare; its target state also needs content, the digest it
+// was built from.
+func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, dry bool, prep *prepared, content *[sha256.Size]byte) (
 	res *Result, errs []error, dependents []dataplane.EntityError, excluded []kongstate.ObjectRef, err error,
 ) {
 	var phases Phases
@@ -316,8 +321,6 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 		now := time.Now()
 		*d, mark = now.Sub(mark), now
 	}
-	// Prepared states are taken by the first pass only, and by no other sync after it.
-	prep := g.takePrepared()
 	version, enterprise, dumpConfig, err := g.dumpSettings(ctx, s)
 	if err != nil {
 		return nil, nil, nil, nil, err
