@@ -49,7 +49,7 @@ func (d *dumpDigest) answersByRequest() map[string][][sha256.Size]byte {
 	out := make(map[string][][sha256.Size]byte, len(d.answers))
 	for k, sums := range d.answers {
 		sums = slices.Clone(sums)
-		slices.SortFunc(sums, func(a, b [sha256.Size]byte) int { return bytes.Compare(a[:], b[:]) })
+		sortDigests(sums)
 		out[k] = sums
 	}
 	return out
@@ -57,6 +57,12 @@ func (d *dumpDigest) answersByRequest() map[string][][sha256.Size]byte {
 
 // errAnswerDiffers stops a replay at the first answer that is not Prepare's.
 var errAnswerDiffers = errors.New("an answer differs from the prepared dump's")
+
+// sortDigests orders the digests of one request's answers: the answers of a request the
+// dump made several times are compared whatever order they came in.
+func sortDigests(sums [][sha256.Size]byte) {
+	slices.SortFunc(sums, func(a, b [sha256.Size]byte) int { return bytes.Compare(a[:], b[:]) })
+}
 
 // replayDump asks Kong every GET of a dump again and reports whether each got the answer
 // whose digest want holds (want: request -> its answers' digests, as answersByRequest).
@@ -85,7 +91,7 @@ func (g *Gateway) replayDump(ctx context.Context, want map[string][][sha256.Size
 				}
 				got = append(got, sum)
 			}
-			slices.SortFunc(got, func(a, b [sha256.Size]byte) int { return bytes.Compare(a[:], b[:]) })
+			sortDigests(got)
 			if !slices.Equal(got, sums) {
 				return errAnswerDiffers
 			}
