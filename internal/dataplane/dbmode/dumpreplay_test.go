@@ -60,3 +60,31 @@ func TestReplayAsksAtMostConcurrencyAtOnce(t *testing.T) {
 	require.True(t, same, "Kong unchanged")
 	require.Equal(t, concurrency, counter.most)
 }
+
+// BenchmarkReplayDump: the replay of a prepared dump of 2,000 Ingresses (about 2,000
+// requests), the whole of a prepared first sync's dump phase. cpu-ms/op is the process's
+// CPU, the emulator's answers included.
+func BenchmarkReplayDump(b *testing.B) {
+	_, g := newKong(b, Options{})
+	s := translate(b, objects(apps(2000)...))
+	if err := g.Sync(ctx, target(s)); err != nil {
+		b.Fatal(err)
+	}
+	if err := g.Prepare(ctx, target(s)); err != nil {
+		b.Fatal(err)
+	}
+	p := g.takePrepared()
+	if p == nil {
+		b.Fatal("nothing prepared")
+	}
+	b.ReportAllocs()
+	cpu := processCPU()
+	b.ResetTimer()
+	for b.Loop() {
+		same, err := g.replayDump(ctx, p.answers)
+		if err != nil || !same {
+			b.Fatalf("same %t, err %v", same, err)
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}
