@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -78,6 +79,9 @@ type Target struct {
 	config []byte
 	err    error
 
+	digestOnce sync.Once
+	digest     [sha256.Size]byte
+
 	bodyOnce sync.Once
 	body     kongstate.Body
 	bodyErr  error
@@ -103,6 +107,18 @@ func (t *Target) DeclarativeConfig() ([]byte, error) {
 		}
 	})
 	return t.config, t.err
+}
+
+// ConfigDigest is the SHA-256 of DeclarativeConfig, computed once: a standby compares its
+// periods' targets by it, and database-backed gateways compare a target with the one Kong
+// last took and the one Prepare built from (dbmode), each of them for the same target.
+func (t *Target) ConfigDigest() ([sha256.Size]byte, error) {
+	cfg, err := t.DeclarativeConfig()
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	t.digestOnce.Do(func() { t.digest = sha256.Sum256(cfg) })
+	return t.digest, nil
 }
 
 // DBLessBody is the body of a DB-less Kong's POST /config for the target (dbless.Body of

@@ -18,8 +18,8 @@ import (
 // since the standby's last period, and gives exactly what a fresh full build and render
 // give for the new snapshot (the configuration in both forms, the problems; translator.TestIncrementalMatchesBuild compares the rest).
 func TestRoundTranslatorHandsTheStandbysTranslationToTheLoop(t *testing.T) {
-	rounds := &roundTranslator{}
-	renderer := &kongstate.Renderer{}
+	rounds := &handover{}
+	renderer := &rounds.renderer
 	opts := translator.Options{}
 
 	// The standby's periods: a full translation first, then the same snapshot again.

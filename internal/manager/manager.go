@@ -36,7 +36,6 @@ import (
 	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
 	gatewaydiscovery "github.com/konductor/konductor/internal/dataplane/discovery"
-	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/status"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -377,28 +376,17 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	// One incremental translation and one renderer for the standby and then the leader
 	// (handover.go): the new leader's first round starts from the standby's last.
-	rounds := &roundTranslator{}
-	renderer := &kongstate.Renderer{}
-	translateRound := func(s *store.Snapshot, who logr.Logger) translator.Result {
-		opts := roundOptions(s)
-		return translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result {
-			res, full, reason := rounds.build(s, opts)
-			if full {
-				who.V(1).Info("translated everything", "reason", reason)
-			}
-			return res
-		}, log)
-	}
-	loop := dataplane.NewLoop(dataplane.Options{
+	shared := &handover{options: roundOptions,
+		around: func(s *store.Snapshot, build func(*store.Snapshot) translator.Result) translator.Result {
+			return translateWithPayloads(ctx, payloads, s, build, log)
+		}}
+	loopOpts := dataplane.Options{
 		Source:  source,
 		Barrier: barrier,
 		Translate: func(s *store.Snapshot) translator.Result {
 			opts := roundOptions(s)
 			return translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result { return translator.Build(s, opts) }, log)
 		},
-		// Rounds translate what changed since the previous one (issue #13).
-		TranslateRound:                func(s *store.Snapshot) translator.Result { return translateRound(s, log) },
-		Renderer:                      renderer,
 		Fallback:                      cfg.FeatureGates.Enabled(config.GateFallbackConfiguration),
 		UseLastValidConfigForFallback: cfg.UseLastValidConfigForFallback,
 		Gateways:                      gateways,
@@ -410,7 +398,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Quiet:                         opts.Quiet,
 
 		SkipCacheBarrierForTesting: opts.SkipCacheBarrierForTesting,
-	})
+	}
+	// Rounds translate what changed since the previous one (issue #13).
+	shared.loopRounds(&loopOpts, log)
+	loop := dataplane.NewLoop(loopOpts)
 	if err := mgr.Add(loop); err != nil {
 		return nil, err
 	}
@@ -428,10 +419,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		// store starts filling at its first read, which must be the new leader's.
 		// It translates with the loop's incremental translator and renderer, which the loop
 		// takes over when this replica leads (handover.go).
-		standbyLog := log.WithName("standby")
-		if err := mgr.Add(&standbyPreparer{elected: mgr.Elected(), barrier: barrier, source: source,
-			translate: func(s *store.Snapshot) translator.Result { return translateRound(s, standbyLog) },
-			gateways:  gateways, period: cfg.ProxySyncPeriod, log: standbyLog, renderer: renderer}); err != nil {
+		if err := mgr.Add(&standbyPreparer{elected: mgr.Elected(), barrier: barrier, source: source, shared: shared,
+			gateways: gateways, period: cfg.ProxySyncPeriod, log: log.WithName("standby")}); err != nil {
 			return nil, err
 		}
 	}

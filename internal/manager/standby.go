@@ -9,9 +9,6 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/konductor/konductor/internal/dataplane"
-	"github.com/konductor/konductor/internal/kongstate"
-	"github.com/konductor/konductor/internal/store"
-	"github.com/konductor/konductor/internal/translator"
 )
 
 // standbyRefreshEvery: a standby prepares again after this many unchanged periods, so that
@@ -31,14 +28,13 @@ const standbyRefreshEvery = DBModeFullSyncEvery
 // is cancelled, so the first sync does not wait for it. The sync that follows dumps Kong
 // anyway and uses the prepared work only if Kong answers exactly as it did (dbmode/prepare.go).
 type standbyPreparer struct {
-	elected   <-chan struct{}
-	barrier   interface{ WaitForCacheSync(context.Context) error }
-	source    dataplane.SnapshotSource
-	translate func(*store.Snapshot) translator.Result
-	gateways  []dataplane.Gateway
-	period    time.Duration
-	log       logr.Logger
-	renderer  *kongstate.Renderer
+	elected  <-chan struct{}
+	barrier  interface{ WaitForCacheSync(context.Context) error }
+	source   dataplane.SnapshotSource
+	shared   *handover // the translation and renderer the loop takes over
+	gateways []dataplane.Gateway
+	period   time.Duration
+	log      logr.Logger
 }
 
 // NeedLeaderElection: it runs on every replica, and stops when this one leads.
@@ -93,14 +89,9 @@ func (p *standbyPreparer) Start(ctx context.Context) error {
 // what changed since the last period instead of everything. Each period is one
 // incremental translation and the body assembled from the renderer's kept entity bytes.
 func (p *standbyPreparer) keepWarm(ctx context.Context) {
-	snap, err := p.source.Snapshot(ctx)
-	if err != nil {
-		return
+	if t, ok := p.translation(ctx); ok {
+		_, _ = t.DBLessBody()
 	}
-	if p.renderer == nil {
-		p.renderer = &kongstate.Renderer{}
-	}
-	_, _ = dataplane.NewTarget(p.translate(snap), p.renderer).DBLessBody()
 }
 
 // prepareSchedule decides, once per period, whether a standby prepares: when the
@@ -147,24 +138,28 @@ func (p *standbyPreparer) prepare(ctx context.Context, preparers []dataplane.Pre
 	return keep
 }
 
-// target translates the current snapshot; ok is false when there is none to prepare (a
-// kind cannot be listed: fail closed, as the loop does).
-func (p *standbyPreparer) target(ctx context.Context) ([sha256.Size]byte, *dataplane.Target, bool) {
+// translation translates the current snapshot into a target rendered with the shared
+// renderer, which keeps the entities' bytes between periods (re-rendering every entity each
+// period would cost a full render's CPU per period at 10,000 Ingresses); ok is false when
+// there is no snapshot (a kind cannot be listed: fail closed, as the loop does).
+func (p *standbyPreparer) translation(ctx context.Context) (*dataplane.Target, bool) {
 	snap, err := p.source.Snapshot(ctx)
 	if err != nil {
+		return nil, false
+	}
+	return dataplane.NewTarget(p.shared.translate(snap, p.log), &p.shared.renderer), true
+}
+
+// target is translation with the digest of its configuration, which a standby digests every
+// period; ok is false when there is none to prepare.
+func (p *standbyPreparer) target(ctx context.Context) ([sha256.Size]byte, *dataplane.Target, bool) {
+	t, ok := p.translation(ctx)
+	if !ok {
 		return [sha256.Size]byte{}, nil, false
 	}
-	res := p.translate(snap)
-	// The renderer keeps the entities' bytes between periods: a standby digests its whole
-	// configuration every period, and re-rendering every entity each time would cost a
-	// full render's CPU per period at 10,000 Ingresses.
-	if p.renderer == nil {
-		p.renderer = &kongstate.Renderer{}
-	}
-	t := dataplane.NewTarget(res, p.renderer)
-	cfg, err := t.DeclarativeConfig()
+	digest, err := t.ConfigDigest() // Prepare takes the same target, and its digest
 	if err != nil {
 		return [sha256.Size]byte{}, nil, false
 	}
-	return sha256.Sum256(cfg), t, true
+	return digest, t, true
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/konductor/konductor/internal/dataplane"
-	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
+	"github.com/konductor/konductor/internal/translator/benchdata"
 )
 
 // gatedBarrier's cache syncs when synced is closed.
@@ -72,10 +72,10 @@ func TestStandbyPreparesAfterTheCacheSyncedUntilElected(t *testing.T) {
 	translated := make(chan struct{}, 100)
 	p := &standbyPreparer{
 		elected: elected, barrier: barrier, source: emptySource{},
-		translate: func(*store.Snapshot) translator.Result {
+		shared: &handover{around: func(s *store.Snapshot, build func(*store.Snapshot) translator.Result) translator.Result {
 			translated <- struct{}{}
-			return translator.Result{State: &kongstate.State{}}
-		},
+			return build(s)
+		}},
 		gateways: []dataplane.Gateway{db, dbless}, period: time.Millisecond, log: logr.Discard(),
 	}
 	require.False(t, p.NeedLeaderElection())
@@ -117,22 +117,31 @@ func TestPrepareScheduleWaitsForTheTranslationToSettle(t *testing.T) {
 	require.True(t, s.due(d(51)), "settled again: prepare at once, not at the next refresh")
 }
 
-// A DB-less standby has nothing to prepare, but keeps translating every period (with the
-// translator and renderer the loop takes over, handover.go) until it leads.
+// snapshotSource gives snap every time.
+type snapshotSource struct{ snap *store.Snapshot }
+
+func (s snapshotSource) Snapshot(context.Context) (*store.Snapshot, error) { return s.snap, nil }
+
+// A DB-less standby has nothing to prepare, but keeps translating and rendering every period
+// until it leads, with the translator and renderer the loop takes over (handover.go): the
+// loop's first round of the same cluster then translates nothing anew, and renders with the
+// renderer that holds the standby's entities.
 func TestDBLessStandbyKeepsItsTranslationWarm(t *testing.T) {
 	barrier := gatedBarrier{synced: make(chan struct{})}
 	elected := make(chan struct{})
 	dbless := &preparingGateway{url: "http://dbless", answer: dataplane.ErrNothingToPrepare, calls: make(chan *dataplane.Target, 100)}
 	translated := make(chan struct{}, 100)
+	snap := benchdata.Snapshot(20)
+	shared := &handover{around: func(s *store.Snapshot, build func(*store.Snapshot) translator.Result) translator.Result {
+		res := build(s)
+		select {
+		case translated <- struct{}{}:
+		default:
+		}
+		return res
+	}}
 	p := &standbyPreparer{
-		elected: elected, barrier: barrier, source: emptySource{},
-		translate: func(*store.Snapshot) translator.Result {
-			select {
-			case translated <- struct{}{}:
-			default:
-			}
-			return translator.Result{State: &kongstate.State{}}
-		},
+		elected: elected, barrier: barrier, source: snapshotSource{snap}, shared: shared,
 		gateways: []dataplane.Gateway{dbless}, period: time.Millisecond, log: logr.Discard(),
 	}
 	done := make(chan error, 1)
@@ -142,7 +151,18 @@ func TestDBLessStandbyKeepsItsTranslationWarm(t *testing.T) {
 		<-translated // the first period's, then periods with nothing to prepare
 	}
 	require.Equal(t, 1, dbless.count(), "a DB-less gateway is asked once")
-	require.NotNil(t, p.renderer, "the DB-less body was rendered")
 	close(elected)
 	require.NoError(t, <-done)
+
+	// The loop as the manager builds it from the same handover.
+	var loop dataplane.Options
+	shared.loopRounds(&loop, logr.Discard())
+	require.Same(t, &shared.renderer, loop.Renderer, "the loop renders with the standby's renderer")
+	before := shared.inc.Stats
+	require.Positive(t, before.Full, "the standby translated the cluster")
+	res := loop.TranslateRound(snap)
+	after := shared.inc.Stats
+	require.Equal(t, before.Full, after.Full, "the loop's first round continues the standby's translation")
+	require.Equal(t, before.Partial+1, after.Partial, "the loop's first round is the standby's translator's")
+	require.NotEmpty(t, res.State.Services)
 }

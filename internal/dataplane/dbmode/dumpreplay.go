@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The dump of a prepared sync, replayed (issue #13: a new leader's first sync).
@@ -46,82 +49,65 @@ func (d *dumpDigest) answersByRequest() map[string][][sha256.Size]byte {
 	out := make(map[string][][sha256.Size]byte, len(d.answers))
 	for k, sums := range d.answers {
 		sums = slices.Clone(sums)
-		slices.SortFunc(sums, func(a, b [sha256.Size]byte) int { return bytes.Compare(a[:], b[:]) })
+		sortDigests(sums)
 		out[k] = sums
 	}
 	return out
 }
 
+// errAnswerDiffers stops a replay at the first answer that is not Prepare's.
+var errAnswerDiffers = errors.New("an answer differs from the prepared dump's")
+
+// sortDigests orders the digests of one request's answers: the answers of a request the
+// dump made several times are compared whatever order they came in.
+func sortDigests(sums [][sha256.Size]byte) {
+	slices.SortFunc(sums, func(a, b [sha256.Size]byte) int { return bytes.Compare(a[:], b[:]) })
+}
+
 // replayDump asks Kong every GET of a dump again and reports whether each got the answer
 // whose digest want holds (want: request -> its answers' digests, as answersByRequest).
 // An error is a request that failed; a different answer is false, not an error.
-func (g *Gateway) replayDump(parent context.Context, want map[string][][sha256.Size]byte) (bool, error) {
+func (g *Gateway) replayDump(ctx context.Context, want map[string][][sha256.Size]byte) (bool, error) {
 	if len(want) == 0 {
 		return false, nil // no dump to compare with
 	}
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	var (
-		mu      sync.Mutex
-		same    = true
-		firstEr error
-		wg      sync.WaitGroup
-	)
-	stop := func(err error) {
-		mu.Lock()
-		if err != nil && firstEr == nil {
-			firstEr = err
-		} else if err == nil {
-			same = false
-		}
-		mu.Unlock()
-		cancel()
-	}
-	limit := make(chan struct{}, g.opts.Concurrency)
+	// The first answer that differs or request that fails cancels the others.
+	group, gctx := errgroup.WithContext(ctx)
+	group.SetLimit(g.opts.Concurrency)
 	for key, sums := range want {
-		uri, ok := strings.CutPrefix(key, http.MethodGet+" ")
-		if !ok {
-			stop(nil) // not a GET: not a dump this replays
+		if gctx.Err() != nil {
 			break
 		}
-		select {
-		case limit <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-limit }()
+		group.Go(func() error {
+			uri, ok := strings.CutPrefix(key, http.MethodGet+" ")
+			if !ok {
+				return errAnswerDiffers // not a GET: not a dump this replays
+			}
 			got := make([][sha256.Size]byte, 0, len(sums))
 			for range sums { // the same request as many times as the dump made it
-				sum, err := g.answerDigest(ctx, uri)
+				sum, err := g.answerDigest(gctx, uri)
 				if err != nil {
-					if ctx.Err() == nil {
-						stop(err)
-					}
-					return
+					return err
 				}
 				got = append(got, sum)
 			}
-			slices.SortFunc(got, func(a, b [sha256.Size]byte) int { return bytes.Compare(a[:], b[:]) })
+			sortDigests(got)
 			if !slices.Equal(got, sums) {
-				stop(nil)
+				return errAnswerDiffers
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if firstEr != nil {
-		return false, firstEr
-	}
-	if err := parent.Err(); err != nil {
+	err := group.Wait()
+	switch {
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case errors.Is(err, errAnswerDiffers):
+		return false, nil
+	case err != nil:
 		return false, err
 	}
-	return same, nil
+	return true, nil
 }
 
 // answerDigest GETs uri (a request URI of the gateway's Kong) and digests the answer.

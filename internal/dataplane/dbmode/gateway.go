@@ -145,13 +145,12 @@ func (g *Gateway) Sync(ctx context.Context, t *dataplane.Target) error {
 
 // sync is Sync, with what it did (nil when it skipped the dump or failed before the diff).
 func (g *Gateway) sync(ctx context.Context, t *dataplane.Target) (*Result, error) {
-	// The rendered configuration is computed once per round for every gateway; its digest
-	// tells whether the target changed.
-	cfg, err := t.DeclarativeConfig()
+	// The rendered configuration and its digest are computed once per round for every
+	// gateway; the digest tells whether the target changed.
+	digest, err := t.ConfigDigest()
 	if err != nil {
 		return nil, fmt.Errorf("rendering the target: %w", err)
 	}
-	digest := sha256.Sum256(cfg)
 	if skipped, rejected := g.skip(digest); skipped {
 		return nil, rejected
 	}
@@ -208,15 +207,18 @@ func (g *Gateway) Diff(ctx context.Context, s *kongstate.State) (*Result, error)
 // refuses takes the objects that depend on it out too, as a DB-less fallback configuration
 // does (dataplane/fallback.go), so both modes leave out the same objects.
 //
-// content, when known, is the digest of s rendered (dataplane.Target.DeclarativeConfig): a
+// content, when known, is the digest of s rendered (dataplane.Target.ConfigDigest): a
 // target state Prepare built from the same digest can then be used (prepare.go).
 func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator.Graph, dry bool, content *[sha256.Size]byte) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// Prepared states serve the first pass at most, and no other sync after this one: a
+	// Prepare that lands between passes is left to the next sync.
+	prep := g.takePrepared()
 
 	// A dry run makes no request Kong could refuse, so it never needs a second pass.
 	if dry {
-		res, errs, _, _, err := g.pass(ctx, s, &isolation{}, true, content)
+		res, errs, _, _, err := g.pass(ctx, s, &isolation{}, true, prep, content)
 		if err != nil || len(errs) == 0 {
 			return res, err
 		}
@@ -233,8 +235,8 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator
 	var dependents []dataplane.EntityError
 	var excluded []kongstate.ObjectRef
 	for n := 1; ; n++ {
-		res, errs, deps, excl, err := g.pass(ctx, s, iso, false, content)
-		content = nil // Prepare's states serve the first pass at most
+		res, errs, deps, excl, err := g.pass(ctx, s, iso, false, prep, content)
+		prep, content = nil, nil
 		if res != nil {
 			total.add(res)
 		}
@@ -307,8 +309,10 @@ func refuse(refused map[kongstate.ObjectRef]bool, graph *translator.Graph, obj k
 // both sides. Before it writes, it has Kong validate the plugins it would write
 // (validate.go); the objects of those Kong refuses join refused, with their dependents in
 // iso.graph, and are returned as dependents are. errs are the syncer's failures; err is a
-// failure to get as far as the diff.
-func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, dry bool, content *[sha256.Size]byte) (
+// failure to get as far as the diff. prep (nil: none) is what Prepare built, used when Kong
+// still answers as it answered Prepare; its target state also needs content, the digest it
+// was built from.
+func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, dry bool, prep *prepared, content *[sha256.Size]byte) (
 	res *Result, errs []error, dependents []dataplane.EntityError, excluded []kongstate.ObjectRef, err error,
 ) {
 	var phases Phases
@@ -317,8 +321,6 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 		now := time.Now()
 		*d, mark = now.Sub(mark), now
 	}
-	// Prepared states are taken by the first pass only, and by no other sync after it.
-	prep := g.takePrepared()
 	version, enterprise, dumpConfig, err := g.dumpSettings(ctx, s)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -337,7 +339,7 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 			iso.heldBefore = prep.heldBefore
 		}
 	} else {
-		if raw, _, err = g.dump(ctx, dumpConfig); err != nil {
+		if raw, err = g.dump(ctx, dumpConfig); err != nil {
 			return nil, nil, nil, nil, err
 		}
 		if iso.heldBefore == nil {
@@ -438,13 +440,23 @@ func (g *Gateway) dumpSettings(ctx context.Context, s *kongstate.State) (semver.
 	}, nil
 }
 
-// dump lists the entities carrying the filter tag, and returns the digests of Kong's
-// answers by request (dumpdigest.go); nil when there are none to compare.
-func (g *Gateway) dump(ctx context.Context, dumpConfig dump.Config) (raw *utils.KongRawState, answers map[string][][sha256.Size]byte, err error) {
-	d := &dumpDigest{}
-	raw, err = dump.Get(withDumpDigest(ctx, d), g.client, dumpConfig)
+// dump lists the entities carrying the filter tag.
+func (g *Gateway) dump(ctx context.Context, dumpConfig dump.Config) (*utils.KongRawState, error) {
+	raw, err := dump.Get(ctx, g.client, dumpConfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
+		return nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
+	}
+	return raw, nil
+}
+
+// digestedDump is dump, with the digests of Kong's answers by request (dumpdigest.go); nil
+// when there are none to compare. Only Prepare needs them (a later sync replays them,
+// dumpreplay.go): a sync's own dump is not digested.
+func (g *Gateway) digestedDump(ctx context.Context, dumpConfig dump.Config) (*utils.KongRawState, map[string][][sha256.Size]byte, error) {
+	d := &dumpDigest{}
+	raw, err := g.dump(withDumpDigest(ctx, d), dumpConfig)
+	if err != nil {
+		return nil, nil, err
 	}
 	return raw, d.answersByRequest(), nil
 }

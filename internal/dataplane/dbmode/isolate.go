@@ -1,6 +1,7 @@
 package dbmode
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -60,127 +61,114 @@ type entity struct {
 func entities(ks *state.KongState, licenses map[string]kongstate.ObjectRef) (map[string]*entity, error) {
 	out := map[string]*entity{}
 	add := func(e *entity) { out[e.key] = e }
-	ls, err := ks.Licenses.GetAll()
-	if err != nil {
-		return nil, err
-	}
-	for _, l := range ls {
-		id := *l.ID
-		var tags []*string
-		if ref, ok := licenses[id]; ok {
-			tags = kong.StringSlice(ref.Tags()...)
-		}
-		add(&entity{key: "license/" + id, kind: "license", name: id, tags: tags,
-			remove: func(k *state.KongState) error { return k.Licenses.Delete(id) }})
-	}
 	ref := func(kind string, id *string) []string {
 		if id == nil || *id == "" {
 			return nil
 		}
 		return []string{kind + "/" + *id}
 	}
-	svcs, err := ks.Services.GetAll()
+	err := errors.Join(
+		addEach(add, ks.Licenses.GetAll, func(l *state.License) *entity {
+			id := *l.ID
+			var tags []*string
+			if ref, ok := licenses[id]; ok {
+				tags = kong.StringSlice(ref.Tags()...)
+			}
+			return &entity{key: "license/" + id, kind: "license", name: id, tags: tags,
+				remove: func(k *state.KongState) error { return k.Licenses.Delete(id) }}
+		}),
+		addEach(add, ks.Services.GetAll, func(s *state.Service) *entity {
+			id := *s.ID
+			var parents []string
+			if s.ClientCertificate != nil {
+				parents = ref("certificate", s.ClientCertificate.ID)
+			}
+			return &entity{key: "service/" + id, kind: "service", name: kong.StringValue(s.Name), tags: s.Tags, parents: parents,
+				remove: func(k *state.KongState) error { return k.Services.Delete(id) }}
+		}),
+		addEach(add, ks.Routes.GetAll, func(r *state.Route) *entity {
+			id := *r.ID
+			var parents []string
+			if r.Service != nil {
+				parents = ref("service", r.Service.ID)
+			}
+			return &entity{key: "route/" + id, kind: "route", name: kong.StringValue(r.Name), tags: r.Tags, parents: parents,
+				remove: func(k *state.KongState) error { return k.Routes.Delete(id) }}
+		}),
+		addEach(add, ks.Upstreams.GetAll, func(u *state.Upstream) *entity {
+			id := *u.ID
+			var parents []string
+			if u.ClientCertificate != nil {
+				parents = ref("certificate", u.ClientCertificate.ID)
+			}
+			return &entity{key: "upstream/" + id, kind: "upstream", name: kong.StringValue(u.Name), tags: u.Tags, parents: parents,
+				remove: func(k *state.KongState) error { return k.Upstreams.Delete(id) }}
+		}),
+		addEach(add, ks.Targets.GetAll, func(t *state.Target) *entity {
+			id, upstreamID := *t.ID, ""
+			if t.Upstream != nil {
+				upstreamID = kong.StringValue(t.Upstream.ID)
+			}
+			return &entity{key: "target/" + id, kind: "target", name: kong.StringValue(t.Target.Target), tags: t.Tags,
+				parents: ref("upstream", &upstreamID),
+				remove:  func(k *state.KongState) error { return k.Targets.Delete(upstreamID, id) }}
+		}),
+		addEach(add, ks.Certificates.GetAll, func(c *state.Certificate) *entity {
+			id := *c.ID
+			return &entity{key: "certificate/" + id, kind: "certificate", name: id, tags: c.Tags,
+				remove: func(k *state.KongState) error { return k.Certificates.Delete(id) }}
+		}),
+		addEach(add, ks.SNIs.GetAll, func(s *state.SNI) *entity {
+			id := *s.ID
+			var parents []string
+			if s.Certificate != nil {
+				parents = ref("certificate", s.Certificate.ID)
+			}
+			return &entity{key: "sni/" + id, kind: "sni", name: kong.StringValue(s.Name), tags: s.Tags, parents: parents,
+				remove: func(k *state.KongState) error { return k.SNIs.Delete(id) }}
+		}),
+		addEach(add, ks.Plugins.GetAll, func(p *state.Plugin) *entity {
+			id := *p.ID
+			var parents []string
+			if p.Service != nil {
+				parents = append(parents, ref("service", p.Service.ID)...)
+			}
+			if p.Route != nil {
+				parents = append(parents, ref("route", p.Route.ID)...)
+			}
+			if p.Consumer != nil {
+				parents = append(parents, ref("consumer", p.Consumer.ID)...)
+			}
+			if p.ConsumerGroup != nil {
+				parents = append(parents, ref("consumer-group", p.ConsumerGroup.ID)...)
+			}
+			return &entity{key: "plugin/" + id, kind: "plugin", name: kong.StringValue(p.Name), tags: p.Tags, parents: parents,
+				remove: func(k *state.KongState) error { return k.Plugins.Delete(id) }}
+		}),
+	)
 	if err != nil {
 		return nil, err
-	}
-	for _, s := range svcs {
-		id := *s.ID
-		var parents []string
-		if s.ClientCertificate != nil {
-			parents = ref("certificate", s.ClientCertificate.ID)
-		}
-		add(&entity{key: "service/" + id, kind: "service", name: kong.StringValue(s.Name), tags: s.Tags, parents: parents,
-			remove: func(k *state.KongState) error { return k.Services.Delete(id) }})
-	}
-	routes, err := ks.Routes.GetAll()
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range routes {
-		id := *r.ID
-		var parents []string
-		if r.Service != nil {
-			parents = ref("service", r.Service.ID)
-		}
-		add(&entity{key: "route/" + id, kind: "route", name: kong.StringValue(r.Name), tags: r.Tags, parents: parents,
-			remove: func(k *state.KongState) error { return k.Routes.Delete(id) }})
-	}
-	ups, err := ks.Upstreams.GetAll()
-	if err != nil {
-		return nil, err
-	}
-	for _, u := range ups {
-		id := *u.ID
-		var parents []string
-		if u.ClientCertificate != nil {
-			parents = ref("certificate", u.ClientCertificate.ID)
-		}
-		add(&entity{key: "upstream/" + id, kind: "upstream", name: kong.StringValue(u.Name), tags: u.Tags, parents: parents,
-			remove: func(k *state.KongState) error { return k.Upstreams.Delete(id) }})
-	}
-	targets, err := ks.Targets.GetAll()
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range targets {
-		id, upstreamID := *t.ID, ""
-		if t.Upstream != nil {
-			upstreamID = kong.StringValue(t.Upstream.ID)
-		}
-		add(&entity{key: "target/" + id, kind: "target", name: kong.StringValue(t.Target.Target), tags: t.Tags,
-			parents: ref("upstream", &upstreamID),
-			remove:  func(k *state.KongState) error { return k.Targets.Delete(upstreamID, id) }})
-	}
-	certs, err := ks.Certificates.GetAll()
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range certs {
-		id := *c.ID
-		add(&entity{key: "certificate/" + id, kind: "certificate", name: id, tags: c.Tags,
-			remove: func(k *state.KongState) error { return k.Certificates.Delete(id) }})
-	}
-	snis, err := ks.SNIs.GetAll()
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range snis {
-		id := *s.ID
-		var parents []string
-		if s.Certificate != nil {
-			parents = ref("certificate", s.Certificate.ID)
-		}
-		add(&entity{key: "sni/" + id, kind: "sni", name: kong.StringValue(s.Name), tags: s.Tags, parents: parents,
-			remove: func(k *state.KongState) error { return k.SNIs.Delete(id) }})
-	}
-	plugins, err := ks.Plugins.GetAll()
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range plugins {
-		id := *p.ID
-		var parents []string
-		if p.Service != nil {
-			parents = append(parents, ref("service", p.Service.ID)...)
-		}
-		if p.Route != nil {
-			parents = append(parents, ref("route", p.Route.ID)...)
-		}
-		if p.Consumer != nil {
-			parents = append(parents, ref("consumer", p.Consumer.ID)...)
-		}
-		if p.ConsumerGroup != nil {
-			parents = append(parents, ref("consumer-group", p.ConsumerGroup.ID)...)
-		}
-		add(&entity{key: "plugin/" + id, kind: "plugin", name: kong.StringValue(p.Name), tags: p.Tags, parents: parents,
-			remove: func(k *state.KongState) error { return k.Plugins.Delete(id) }})
 	}
 	return out, nil
 }
 
+// addEach adds the entity of every item list gives.
+func addEach[E any](add func(*entity), list func() ([]E, error), entityOf func(E) *entity) error {
+	items, err := list()
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		add(entityOf(it))
+	}
+	return nil
+}
+
 // rawEntityKeys are the keys entities gives the entities of a dump: read from the dump's
 // lists rather than from its go-memdb state, whose GetAll copies every entity, because a
-// sync needs them before it knows whether anything will be refused.
+// sync needs them before it knows whether anything will be refused. Its kinds are entities'
+// kinds: TestRawEntityKeysAreTheKeysOfEntities fails when one list gains a kind the other
+// lacks.
 func rawEntityKeys(raw *utils.KongRawState) map[string]bool {
 	out := map[string]bool{}
 	addKeys(out, "license", raw.Licenses, func(e *kong.License) *string { return e.ID })

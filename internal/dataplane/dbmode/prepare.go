@@ -58,11 +58,10 @@ type prepared struct {
 // same, skips the index, the target and the diff. It only reads Kong, so a standby may call it. A
 // Prepare that keeps its states replaces the one before it.
 func (g *Gateway) Prepare(ctx context.Context, t *dataplane.Target) error {
-	cfg, err := t.DeclarativeConfig()
+	content, err := t.ConfigDigest()
 	if err != nil {
 		return fmt.Errorf("rendering the target: %w", err)
 	}
-	content := sha256.Sum256(cfg)
 	// Not under mu: a sync never waits for a Prepare (the new leader's first sync would
 	// wait for the CPU of a Prepare that the lease made useless). Prepare builds states of
 	// its own and only reads Kong; it shares the client and the schema cache, which are
@@ -73,7 +72,7 @@ func (g *Gateway) Prepare(ctx context.Context, t *dataplane.Target) error {
 	if err != nil {
 		return err
 	}
-	raw, answers, err := g.dump(ctx, dumpConfig)
+	raw, answers, err := g.digestedDump(ctx, dumpConfig)
 	if err != nil {
 		return err
 	}

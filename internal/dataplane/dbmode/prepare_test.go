@@ -4,7 +4,11 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongstate"
 )
 
 // A standby prepares; Kong is the same when it leads: its first sync diffs the prepared
@@ -153,4 +157,48 @@ func TestPreparedDumpIsReplayed(t *testing.T) {
 	require.False(t, res.PreparedTarget)
 	require.Equal(t, 1, res.Creates, "the target deleted by hand is created again")
 	require.Len(t, e.Entities("targets"), 5)
+}
+
+// onMessage is a log sink that calls do when msg is logged.
+type onMessage struct {
+	msg string
+	do  func()
+}
+
+func (s onMessage) Init(logr.RuntimeInfo)          {}
+func (s onMessage) Enabled(int) bool               { return true }
+func (s onMessage) Error(error, string, ...any)    {}
+func (s onMessage) WithValues(...any) logr.LogSink { return s }
+func (s onMessage) WithName(string) logr.LogSink   { return s }
+func (s onMessage) Info(_ int, msg string, _ ...any) {
+	if msg == s.msg {
+		s.do()
+	}
+}
+
+// Prepared states serve a sync's first pass only: a Prepare that lands between the passes of
+// a sync that isolates a refused object (a standby's, had it lost the lease) is left to the
+// next sync, not taken by the second pass.
+func TestPreparedStatesServeTheFirstPassOnly(t *testing.T) {
+	var g *Gateway
+	var good *kongstate.State
+	prepared := 0
+	between := onMessage{msg: "Kong refused entities; syncing again without their objects", do: func() {
+		require.NoError(t, g.Prepare(ctx, target(good)))
+		prepared++
+	}}
+	_, g = newKong(t, Options{Logger: logr.New(between)})
+	good = translate(t, objects(apps(3)...))
+	require.NoError(t, g.Sync(ctx, target(good)))
+
+	// One route changed into one Kong refuses: the first pass changes nothing else, so Kong
+	// holds good when the Prepare between the passes dumps it.
+	bad := translate(t, objects(apps(3)...))
+	badPath(bad, 1)
+	res, err := g.sync(ctx, target(bad))
+	var rej *dataplane.RejectedError
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, 1, prepared, "a second pass ran")
+	require.False(t, res.PreparedCurrent, "the second pass does not take what was prepared during the sync")
+	require.NotNil(t, g.takePrepared(), "it is left to the next sync")
 }
