@@ -93,8 +93,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 
 	disableWatchListClient()
-	restCfg = rest.CopyConfig(restCfg)
-	restCfg.QPS, restCfg.Burst = cfg.APIServerQPS, cfg.APIServerBurst
+	restCfg = apiServerConfig(restCfg, cfg)
 	for _, name := range cfg.Ignored {
 		log.Info("flag accepted for KIC compatibility has no effect in konductor", "flag", "--"+name)
 	}

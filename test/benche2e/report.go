@@ -45,4 +45,22 @@ func (r Result) Report(w io.Writer, cfg Config) {
 		fmt.Fprintf(w, "requests the recording Kong does not serve: %v\n", r.Unserved)
 	}
 	fmt.Fprintf(w, "controller log                  %s\n", r.LogFile)
+	var binaries []string
+	for _, s := range r.StartSamples {
+		if !slices.Contains(binaries, s.Binary) {
+			binaries = append(binaries, s.Binary)
+		}
+	}
+	for _, b := range binaries {
+		var walls []time.Duration
+		var line, cpus string
+		for _, s := range r.StartSamples {
+			if s.Binary == b {
+				walls = append(walls, s.FirstPush)
+				line += " " + ms(s.FirstPush)
+				cpus += fmt.Sprintf(" %.2f", s.CPUSeconds)
+			}
+		}
+		fmt.Fprintf(w, "extra starts of %s: median %s; first push at%s; controller CPU s%s\n", b, ms(Percentile(walls, 50)), line, cpus)
+	}
 }
