@@ -161,7 +161,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	// (optionalKinds, made once the manager exists).
 	var crds *optionalKinds
 	cacheOpts := cache.Options{
-		Scheme:           store.NewScheme(),
+		Scheme:           store.Scheme(),
 		DefaultTransform: payloads.Transform,
 		DefaultWatchErrorHandler: watchErrorLogger(log, func(kind string, err error) {
 			if crds != nil {
