@@ -116,9 +116,21 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err := health.waitUntilServing(ctx, ep); err != nil {
 		return nil, fmt.Errorf("waiting for the Kubernetes API server: %w", err)
 	}
-	// Discovery's requests, one per group version, all go out at once (startdiscovery.go).
+	// Discovery's requests, one per group version, all go out at once (startdiscovery.go), and
+	// with them the REST mapper's discovery and the CRDs' list, which need no answer of
+	// discovery's (their steps below take these answers, or ask again).
 	kongKindsServed := make(chan []string, 1)
 	go func() { kongKindsServed <- servedKongKinds(restCfg) }()
+	mapper, err := restMapperFor(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	mapperAsked := askMapper(mapper)
+	crdsAsked := make(chan crdsListing, 1)
+	go func() {
+		listable, err := mayListCRDs(ctx, restCfg, log.WithName("crds"))
+		crdsAsked <- crdsListing{listable, err}
+	}()
 	var optional store.KindSet
 	if err := health.startStep(ctx, ep, "API discovery of the optional kinds", func() (err error) {
 		optional, err = installedOptionalKinds(restCfg)
@@ -197,17 +209,26 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	// an API server gone again can still be waited for with the probes served (the manager
 	// binds the probes' address when it is constructed); the informers registered below then
 	// ask the API server nothing.
-	mapper, err := restMapperFor(restCfg)
-	if err != nil {
-		return nil, err
-	}
 	if err := health.startStep(ctx, ep, "REST mappings of the kinds read", func() error {
-		return mapKinds(mapper, cacheOpts.Scheme, readKinds)
+		if mapperAsked != nil { // the mapper's answer asked for with discovery, then anew
+			err := <-mapperAsked
+			mapperAsked = nil
+			if err != nil {
+				return err
+			}
+		}
+		return mapKinds(mapper, readKinds)
 	}); err != nil {
 		return nil, err
 	}
 	var crdsListable bool
 	if err := health.startStep(ctx, ep, "listing the CustomResourceDefinitions", func() (err error) {
+		if crdsAsked != nil { // the answer asked for with discovery, then anew
+			answer := <-crdsAsked
+			crdsAsked = nil
+			crdsListable, err = answer.listable, answer.err
+			return err
+		}
 		crdsListable, err = mayListCRDs(ctx, restCfg, log.WithName("crds"))
 		return err
 	}); err != nil {
