@@ -116,6 +116,7 @@ type StartSample struct {
 	Binary     string
 	FirstPush  time.Duration
 	CPUSeconds float64
+	PeakRSS    int64 // VmHWM at the first complete push
 }
 
 // changeTimeout bounds the wait for one change; a change not seen by then is counted missed.
@@ -325,7 +326,7 @@ func measureStart(ctx context.Context, binary string, args func(kongURL string) 
 	if err != nil {
 		return StartSample{}, err
 	}
-	return StartSample{Binary: binary, FirstPush: first.Sub(ctl.start), CPUSeconds: proc.cpuSeconds}, nil
+	return StartSample{Binary: binary, FirstPush: first.Sub(ctl.start), CPUSeconds: proc.cpuSeconds, PeakRSS: proc.hwm}, nil
 }
 
 // serveRecordingKong serves a recording Kong (in front of next, when set) on a local port.

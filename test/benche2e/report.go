@@ -53,14 +53,15 @@ func (r Result) Report(w io.Writer, cfg Config) {
 	}
 	for _, b := range binaries {
 		var walls []time.Duration
-		var line, cpus string
+		var line, cpus, peaks string
 		for _, s := range r.StartSamples {
 			if s.Binary == b {
 				walls = append(walls, s.FirstPush)
 				line += " " + ms(s.FirstPush)
 				cpus += fmt.Sprintf(" %.2f", s.CPUSeconds)
+				peaks += fmt.Sprintf(" %.0f", float64(s.PeakRSS)/(1<<20))
 			}
 		}
-		fmt.Fprintf(w, "extra starts of %s: median %s; first push at%s; controller CPU s%s\n", b, ms(Percentile(walls, 50)), line, cpus)
+		fmt.Fprintf(w, "extra starts of %s: median %s; first push at%s; controller CPU s%s; peak RSS MB%s\n", b, ms(Percentile(walls, 50)), line, cpus, peaks)
 	}
 }

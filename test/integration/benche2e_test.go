@@ -68,7 +68,7 @@ func TestBenchE2ESmall(t *testing.T) {
 		t.Errorf("extra starts measured %d, want %d", len(res.StartSamples), cfg.Starts)
 	}
 	for _, s := range res.StartSamples {
-		if s.FirstPush <= 0 || s.CPUSeconds <= 0 {
+		if s.FirstPush <= 0 || s.CPUSeconds <= 0 || s.PeakRSS <= 0 {
 			t.Errorf("extra start not measured: %+v", s)
 		}
 	}
