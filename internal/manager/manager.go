@@ -116,6 +116,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err := health.waitUntilServing(ctx, ep); err != nil {
 		return nil, fmt.Errorf("waiting for the Kubernetes API server: %w", err)
 	}
+	log.V(1).Info("start: API server answered", "sinceStart", time.Since(started).String())
 	// Discovery's requests, one per group version, all go out at once (startdiscovery.go), and
 	// with them the REST mapper's discovery and the CRDs' list, which need no answer of
 	// discovery's (their steps below take these answers, or ask again).
