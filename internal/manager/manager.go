@@ -145,10 +145,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}
 	readKinds := store.ReadKinds(optional)
-	if kinds := untranslatedKongKinds(<-kongKindsServed, readKinds); len(kinds) > 0 {
-		log.Info("Kong CRDs installed whose objects konductor does not translate yet; in DB-less mode what KIC made of such objects does not survive the switch (docs/migration-from-kic.md)",
-			"kinds", strings.Join(kinds, ","))
-	}
 	log.V(1).Info("start: API discovery done", "sinceStart", time.Since(started).String())
 
 	election, err := DecideLeaderElection(ctx, cfg, log)
@@ -473,6 +469,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	gatewaysLog := any(cfg.KongAdminURLs)
 	if cfg.Discovery() {
 		gatewaysLog = fmt.Sprintf("discovered from %v, ports %v", cfg.KongAdminSvc, cfg.KongAdminSvcPortNames)
+	}
+	// Asked with discovery for this line only: its answer (two round trips in a row) is taken
+	// here, not on the way to the informers.
+	if kinds := untranslatedKongKinds(<-kongKindsServed, readKinds); len(kinds) > 0 {
+		log.Info("Kong CRDs installed whose objects konductor does not translate yet; in DB-less mode what KIC made of such objects does not survive the switch (docs/migration-from-kic.md)",
+			"kinds", strings.Join(kinds, ","))
 	}
 	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", gatewaysLog,
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
