@@ -470,12 +470,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if cfg.Discovery() {
 		gatewaysLog = fmt.Sprintf("discovered from %v, ports %v", cfg.KongAdminSvc, cfg.KongAdminSvcPortNames)
 	}
-	// Asked with discovery for this line only: its answer (two round trips in a row) is taken
-	// here, not on the way to the informers.
-	if kinds := untranslatedKongKinds(<-kongKindsServed, readKinds); len(kinds) > 0 {
-		log.Info("Kong CRDs installed whose objects konductor does not translate yet; in DB-less mode what KIC made of such objects does not survive the switch (docs/migration-from-kic.md)",
-			"kinds", strings.Join(kinds, ","))
-	}
+	// Asked with discovery for this line only: its answer (two round trips in a row, which
+	// used to hold up the start by 10-20 ms) is logged when it comes.
+	go func() {
+		if kinds := untranslatedKongKinds(<-kongKindsServed, readKinds); len(kinds) > 0 {
+			log.Info("Kong CRDs installed whose objects konductor does not translate yet; in DB-less mode what KIC made of such objects does not survive the switch (docs/migration-from-kic.md)",
+				"kinds", strings.Join(kinds, ","))
+		}
+	}()
 	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", gatewaysLog,
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
 	return &Controller{mgr: mgr, webhook: webhook, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log,
