@@ -61,6 +61,8 @@ func run() error {
 	flag.StringVar(&cfg.CPUProfile, "cpu-profile", os.Getenv("CPU_PROFILE"), "file that receives the controller's CPU profile of the change phase (go tool pprof)")
 	flag.StringVar(&cfg.StartCPUProfile, "start-cpu-profile", os.Getenv("START_CPU_PROFILE"), "file that receives the controller's CPU profile from its start to its first complete push (go tool pprof)")
 	flag.StringVar(&cfg.LogDir, "log-dir", "", "folder for the controller's log (a temporary one by default)")
+	flag.IntVar(&cfg.Starts, "starts", envInt("STARTS", 0), "more starts of the controller after the run, each measured to its first complete push (no objects created again)")
+	flag.StringVar(&cfg.Compare, "compare", os.Getenv("COMPARE"), "a second binary (or a script exec'ing one with other flags): the extra starts alternate between it and --binary, it first")
 	flag.Parse()
 	switch status {
 	case "on":

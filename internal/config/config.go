@@ -87,6 +87,12 @@ type Config struct {
 	// APIServerQPS and APIServerBurst bound the controller's requests to the Kubernetes API.
 	APIServerQPS   float32
 	APIServerBurst int
+	// APIServerCompression (--apiserver-compression) asks the API server for gzip-compressed
+	// answers. Off by default: in a cluster the network carries the start's lists (about
+	// 10 MB at 3,000 Ingresses) faster than the API server gzips them, and that gzip is CPU
+	// the API server (and the controller's gunzip) spends on the path to the first push
+	// (docs/performance.md, "Start: the lists uncompressed").
+	APIServerCompression bool
 
 	// ClusterDomain is appended to service-upstream targets (--cluster-domain, KIC's).
 	ClusterDomain string
@@ -259,6 +265,7 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	fs.StringVar(&gates, "feature-gates", "", "KIC's feature gates, Name=true|false comma-separated (see docs/migration-from-kic.md)")
 	fs.Float32Var(&c.APIServerQPS, "apiserver-qps", 100, "requests per second to the Kubernetes API")
 	fs.IntVar(&c.APIServerBurst, "apiserver-burst", 300, "request burst to the Kubernetes API")
+	fs.BoolVar(&c.APIServerCompression, "apiserver-compression", false, "ask the Kubernetes API server for gzip-compressed answers (worth it only on a slow link to it: it costs the API server CPU on every large list)")
 	for name, boolean := range kicFlagsWithoutEffect {
 		f := fs.VarPF(&ignoredValue{}, name, "", "accepted for KIC compatibility; no effect")
 		if boolean {

@@ -178,6 +178,19 @@ func TestUpdateStatusAndAPIServerLimits(t *testing.T) {
 	require.ErrorContains(t, err, "--apiserver-qps")
 }
 
+// Compression of the API server's answers is off unless asked for, by flag or environment.
+func TestAPIServerCompression(t *testing.T) {
+	c, err := Parse(nil, env(nil))
+	require.NoError(t, err)
+	require.False(t, c.APIServerCompression)
+	c, err = Parse([]string{"--apiserver-compression"}, env(nil))
+	require.NoError(t, err)
+	require.True(t, c.APIServerCompression)
+	c, err = ParseEnviron(nil, []string{"CONTROLLER_APISERVER_COMPRESSION=true"})
+	require.NoError(t, err)
+	require.True(t, c.APIServerCompression)
+}
+
 // A CONTROLLER_ variable that names no flag fails at start, like an unknown flag.
 func TestUnknownControllerVariableFails(t *testing.T) {
 	_, err := ParseEnviron(nil, []string{"CONTROLLER_KONG_WORKSPACE=team-a", "HOME=/root"})

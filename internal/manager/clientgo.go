@@ -4,6 +4,9 @@ import (
 	"os"
 
 	clientgofeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/rest"
+
+	"github.com/konductor/konductor/internal/config"
 )
 
 // watchListEnv is client-go's own switch for its WatchListClient feature.
@@ -23,4 +26,18 @@ func disableWatchListClient() {
 	}); ok {
 		_ = g.Set(clientgofeatures.WatchListClient, false)
 	}
+}
+
+// apiServerConfig is a copy of restCfg with the controller's settings for the Kubernetes
+// API: its rate limit, and gzip asked for only with --apiserver-compression. client-go asks
+// for gzip by default, and the API server then compresses every answer over 128 KB: at start
+// that is each informer's first list (about 10 MB at 3,000 Ingresses), gzipped on the API
+// server's CPU and gunzipped on the controller's, on the path to the first push; in a cluster
+// the network carries those bytes faster (docs/performance.md, "Start: the lists
+// uncompressed").
+func apiServerConfig(restCfg *rest.Config, cfg *config.Config) *rest.Config {
+	out := rest.CopyConfig(restCfg)
+	out.QPS, out.Burst = cfg.APIServerQPS, cfg.APIServerBurst
+	out.DisableCompression = !cfg.APIServerCompression
+	return out
 }

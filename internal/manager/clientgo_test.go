@@ -1,10 +1,16 @@
 package manager
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	clientgofeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/rest"
+
+	"github.com/konductor/konductor/internal/config"
 )
 
 func TestDisableWatchListClient(t *testing.T) {
@@ -12,4 +18,39 @@ func TestDisableWatchListClient(t *testing.T) {
 	disableWatchListClient()
 	require.False(t, clientgofeatures.FeatureGates().Enabled(clientgofeatures.WatchListClient),
 		"informers list at once instead of waiting for the initial-events bookmark")
+}
+
+// The clients made from the controller's configuration ask the API server for gzip only with
+// --apiserver-compression (Go's transport adds Accept-Encoding: gzip unless told not to). Over
+// TLS, as every API server is served: without TLS client-go uses http.DefaultTransport and
+// ignores rest.Config.DisableCompression.
+func TestAPIServerCompressionIsAskedOnlyWhenSet(t *testing.T) {
+	var mu sync.Mutex
+	var acceptEncoding []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		acceptEncoding = append(acceptEncoding, r.Header.Get("Accept-Encoding"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"APIVersions","versions":["v1"]}`))
+	}))
+	t.Cleanup(srv.Close)
+	ask := func(args ...string) string {
+		cfg, err := config.Parse(append([]string{"--kong-admin-url", "http://kong:8001"}, args...), func(string) string { return "" })
+		require.NoError(t, err)
+		restCfg := apiServerConfig(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, cfg)
+		require.Equal(t, cfg.APIServerQPS, restCfg.QPS)
+		require.Equal(t, cfg.APIServerBurst, restCfg.Burst)
+		c, err := rest.HTTPClientFor(restCfg)
+		require.NoError(t, err)
+		resp, err := c.Get(srv.URL + "/api")
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		mu.Lock()
+		defer mu.Unlock()
+		return acceptEncoding[len(acceptEncoding)-1]
+	}
+	require.Empty(t, ask(), "no gzip by default")
+	require.Empty(t, ask("--apiserver-compression=false"))
+	require.Equal(t, "gzip", ask("--apiserver-compression"))
 }

@@ -92,8 +92,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 
 	disableWatchListClient()
-	restCfg = rest.CopyConfig(restCfg)
-	restCfg.QPS, restCfg.Burst = cfg.APIServerQPS, cfg.APIServerBurst
+	restCfg = apiServerConfig(restCfg, cfg)
 	for _, name := range cfg.Ignored {
 		log.Info("flag accepted for KIC compatibility has no effect in konductor", "flag", "--"+name)
 	}
@@ -116,9 +115,22 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err := health.waitUntilServing(ctx, ep); err != nil {
 		return nil, fmt.Errorf("waiting for the Kubernetes API server: %w", err)
 	}
-	// Discovery's requests, one per group version, all go out at once (startdiscovery.go).
+	log.V(1).Info("start: API server answered", "sinceStart", time.Since(started).String())
+	// Discovery's requests, one per group version, all go out at once (startdiscovery.go), and
+	// with them the REST mapper's discovery and the CRDs' list, which need no answer of
+	// discovery's (their steps below take these answers, or ask again).
 	kongKindsServed := make(chan []string, 1)
 	go func() { kongKindsServed <- servedKongKinds(restCfg) }()
+	mapper, err := restMapperFor(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	mapperAsked := askMapper(mapper)
+	crdsAsked := make(chan crdsListing, 1)
+	go func() {
+		listable, err := mayListCRDs(ctx, restCfg, log.WithName("crds"))
+		crdsAsked <- crdsListing{listable, err}
+	}()
 	var optional store.KindSet
 	if err := health.startStep(ctx, ep, "API discovery of the optional kinds", func() (err error) {
 		optional, err = installedOptionalKinds(restCfg)
@@ -132,10 +144,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 	}
 	readKinds := store.ReadKinds(optional)
-	if kinds := untranslatedKongKinds(<-kongKindsServed, readKinds); len(kinds) > 0 {
-		log.Info("Kong CRDs installed whose objects konductor does not translate yet; in DB-less mode what KIC made of such objects does not survive the switch (docs/migration-from-kic.md)",
-			"kinds", strings.Join(kinds, ","))
-	}
 	log.V(1).Info("start: API discovery done", "sinceStart", time.Since(started).String())
 
 	election, err := DecideLeaderElection(ctx, cfg, log)
@@ -161,7 +169,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	// (optionalKinds, made once the manager exists).
 	var crds *optionalKinds
 	cacheOpts := cache.Options{
-		Scheme:           store.NewScheme(),
+		Scheme:           store.Scheme(),
 		DefaultTransform: payloads.Transform,
 		DefaultWatchErrorHandler: watchErrorLogger(log, func(kind string, err error) {
 			if crds != nil {
@@ -197,17 +205,26 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	// an API server gone again can still be waited for with the probes served (the manager
 	// binds the probes' address when it is constructed); the informers registered below then
 	// ask the API server nothing.
-	mapper, err := restMapperFor(restCfg)
-	if err != nil {
-		return nil, err
-	}
 	if err := health.startStep(ctx, ep, "REST mappings of the kinds read", func() error {
-		return mapKinds(mapper, cacheOpts.Scheme, readKinds)
+		if mapperAsked != nil { // the mapper's answer asked for with discovery, then anew
+			err := <-mapperAsked
+			mapperAsked = nil
+			if err != nil {
+				return err
+			}
+		}
+		return mapKinds(mapper, readKinds)
 	}); err != nil {
 		return nil, err
 	}
 	var crdsListable bool
 	if err := health.startStep(ctx, ep, "listing the CustomResourceDefinitions", func() (err error) {
+		if crdsAsked != nil { // the answer asked for with discovery, then anew
+			answer := <-crdsAsked
+			crdsAsked = nil
+			crdsListable, err = answer.listable, answer.err
+			return err
+		}
 		crdsListable, err = mayListCRDs(ctx, restCfg, log.WithName("crds"))
 		return err
 	}); err != nil {
@@ -444,6 +461,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if cfg.Discovery() {
 		gatewaysLog = fmt.Sprintf("discovered from %v, ports %v", cfg.KongAdminSvc, cfg.KongAdminSvcPortNames)
 	}
+	// Asked with discovery for this line only: its answer (two round trips in a row, which
+	// used to hold up the start by 10-20 ms) is logged when it comes.
+	go func() {
+		if kinds := untranslatedKongKinds(<-kongKindsServed, readKinds); len(kinds) > 0 {
+			log.Info("Kong CRDs installed whose objects konductor does not translate yet; in DB-less mode what KIC made of such objects does not survive the switch (docs/migration-from-kic.md)",
+				"kinds", strings.Join(kinds, ","))
+		}
+	}()
 	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", gatewaysLog,
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
 	return &Controller{mgr: mgr, webhook: webhook, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log,

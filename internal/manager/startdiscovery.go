@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -132,17 +131,32 @@ func restMapperFor(restCfg *rest.Config) (meta.RESTMapper, error) {
 	return apiutil.NewDynamicRESTMapper(restCfg, httpClient)
 }
 
+// askMapper has mapper learn the CRDs' mapping, and so, from an API server that serves
+// aggregated discovery, every group's resources in one answer, while the start asks its other
+// questions; mapKinds then finds the kinds read in the mapper's cache. The channel receives
+// the answer's error.
+func askMapper(mapper meta.RESTMapper) <-chan error {
+	answer := make(chan error, 1)
+	go func() {
+		_, err := mapper.RESTMapping(crdGVK.GroupKind(), crdGVK.Version)
+		answer <- err
+	}()
+	return answer
+}
+
+// crdsListing is mayListCRDs' answer.
+type crdsListing struct {
+	listable bool
+	err      error
+}
+
 // mapKinds asks mapper for the REST mapping of every kind read and of the CRDs (each group's
 // discovery once; the mapper keeps what it learnt), so that constructing the manager and
 // registering the informers ask the API server nothing more.
-func mapKinds(mapper meta.RESTMapper, scheme *runtime.Scheme, kinds store.KindSet) error {
+func mapKinds(mapper meta.RESTMapper, kinds store.KindSet) error {
 	gvks := []schema.GroupVersionKind{crdGVK}
 	for _, k := range kinds.Sorted() {
-		gvk, err := apiutil.GVKForObject(k.NewObject(), scheme)
-		if err != nil {
-			return err
-		}
-		gvks = append(gvks, gvk)
+		gvks = append(gvks, k.GroupVersionKind())
 	}
 	for _, gvk := range gvks {
 		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {

@@ -2,10 +2,13 @@ package manager
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/konductor/konductor/internal/store"
 )
@@ -39,4 +42,38 @@ func TestEachGroupVersionAsksAllAtOnce(t *testing.T) {
 	require.NoError(t, errs[0])
 	require.EqualError(t, errs[1], "b failed")
 	require.NoError(t, errs[2])
+}
+
+// recordingMapper answers every RESTMapping and records what was asked.
+type recordingMapper struct {
+	meta.RESTMapper
+	mu    sync.Mutex
+	asked []schema.GroupVersionKind
+	err   error
+}
+
+func (m *recordingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.asked = append(m.asked, gk.WithVersion(versions[0]))
+	return &meta.RESTMapping{}, m.err
+}
+
+// askMapper asks the CRDs' mapping (so that the mapper's discovery runs while the start asks
+// its other questions) and hands its error on; mapKinds then asks every kind read, by the
+// kind's own group version kind, and the CRDs'.
+func TestAskMapperThenMapKinds(t *testing.T) {
+	m := &recordingMapper{err: errors.New("away")}
+	require.EqualError(t, <-askMapper(m), "away")
+	require.Equal(t, []schema.GroupVersionKind{crdGVK}, m.asked)
+
+	m = &recordingMapper{}
+	require.NoError(t, <-askMapper(m))
+	read := store.ReadKinds(store.KindSet{store.KindHTTPRoute: {}})
+	require.NoError(t, mapKinds(m, read))
+	want := []schema.GroupVersionKind{crdGVK, crdGVK}
+	for _, k := range read.Sorted() {
+		want = append(want, k.GroupVersionKind())
+	}
+	require.Equal(t, want, m.asked)
 }

@@ -77,11 +77,9 @@ func (r *runner) Start(ctx context.Context) error {
 	}
 }
 
-var scheme = store.NewScheme()
-
 // gvkOf is the kind of a typed object (objects read through a client carry no TypeMeta).
 func gvkOf(o client.Object) schema.GroupVersionKind {
-	gvk, _ := apiutil.GVKForObject(o, scheme)
+	gvk, _ := apiutil.GVKForObject(o, store.Scheme())
 	return gvk
 }
 

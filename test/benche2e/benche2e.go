@@ -76,6 +76,13 @@ type Config struct {
 	LogDir string
 	// Seed makes the changes' order and intervals repeatable.
 	Seed uint64
+	// Starts is how many more times the controller is started on the same cluster after the
+	// run, each start measured to its first complete push and stopped: figures of the start
+	// without creating the objects again (the machine's noise makes one start say little).
+	Starts int
+	// Compare, when set, is a second binary (or a script that execs one with other flags):
+	// the extra starts alternate between it and Binary, Compare first.
+	Compare string
 	// Progress, when set, receives a line per step.
 	Progress io.Writer
 }
@@ -100,6 +107,20 @@ type Result struct {
 	ChangeCPUSeconds float64
 	Unserved         map[string]int // requests the recording Kong does not serve
 	LogFile          string
+	// StartSamples are the extra starts (Config.Starts), in the order made.
+	StartSamples []StartSample
+}
+
+// StartSample is one extra start: its binary, process start -> first complete push, and the
+// controller's CPU time then.
+type StartSample struct {
+	Binary     string
+	FirstPush  time.Duration
+	CPUSeconds float64
+	PeakRSS    int64 // VmHWM at the first complete push
+	// APIServerCPUSeconds is the kube-apiserver's CPU time from the controller's launch to
+	// its first complete push: the lists and discovery it served (and anything else it did).
+	APIServerCPUSeconds float64
 }
 
 // changeTimeout bounds the wait for one change; a change not seen by then is counted missed.
@@ -171,63 +192,40 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	if cfg.Emulator {
 		next = kongemu.New(kongemu.Options{Mode: kongemu.DBLess})
 	}
-	kong := newRecordingKong(next, cfg.Ingresses)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	kong, kongURL, closeKong, err := serveRecordingKong(next, cfg.Ingresses)
 	if err != nil {
 		return res, err
 	}
-	srv := &http.Server{Handler: kong, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	kongURL := "http://" + ln.Addr().String()
+	defer closeKong()
 
 	res.LogFile = filepath.Join(logDir, "controller.log")
-	logFile, err := os.Create(res.LogFile)
-	if err != nil {
-		return res, err
+	args := func(kongURL string) []string {
+		args := []string{"run", "--kubeconfig", kubeconfig, "--kong-admin-url", kongURL, "--ingress-class", ingressClass,
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect=false",
+			fmt.Sprintf("--update-status=%t", cfg.Status)}
+		if cfg.Status {
+			args = append(args, "--publish-status-address", "192.0.2.10")
+		}
+		return args
 	}
-	defer logFile.Close()
-	args := []string{"run", "--kubeconfig", kubeconfig, "--kong-admin-url", kongURL, "--ingress-class", ingressClass,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect=false",
-		fmt.Sprintf("--update-status=%t", cfg.Status)}
-	if cfg.Status {
-		args = append(args, "--publish-status-address", "192.0.2.10")
-	}
+	runArgs := args(kongURL)
 	var pprofAddr string
 	if cfg.HeapProfile != "" || cfg.CPUProfile != "" {
 		if pprofAddr, err = freeLocalAddr(); err != nil {
 			return res, err
 		}
-		args = append(args, "--profiling", "--metrics-bind-address", pprofAddr)
+		runArgs = append(runArgs, "--profiling", "--metrics-bind-address", pprofAddr)
 	}
-	args = append(args, cfg.Args...)
-	cmd := exec.Command(cfg.Binary, args...)
+	var procEnv []string
 	if cfg.StartCPUProfile != "" {
-		cmd.Env = append(os.Environ(), "KONDUCTOR_START_CPU_PROFILE="+cfg.StartCPUProfile)
+		procEnv = append(os.Environ(), "KONDUCTOR_START_CPU_PROFILE="+cfg.StartCPUProfile)
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("starting the controller: %w", err)
+	ctl, err := launch(cfg.Binary, append(runArgs, cfg.Args...), procEnv, res.LogFile)
+	if err != nil {
+		return res, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	}
-	defer stop()
+	defer ctl.stop()
+	cmd, exited, start, stop := ctl.cmd, ctl.exited, ctl.start, ctl.stop
 	// The start's wall-clock time, to read the controller log's timestamps against.
 	progress("controller started at %s (pid %d, log %s)", start.UTC().Format("15:04:05.000000"), cmd.Process.Pid, res.LogFile)
 
@@ -302,7 +300,98 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	res.PushesAfterFirst = res.Pushes - pushesAtFirst
 	res.Unserved = kong.unserved()
 	stop()
+	for i := range cfg.Starts {
+		binary := cfg.Binary
+		if cfg.Compare != "" && i%2 == 0 {
+			binary = cfg.Compare
+		}
+		sample, err := measureStart(ctx, binary, func(kongURL string) []string { return append(args(kongURL), cfg.Args...) },
+			cfg.Ingresses, filepath.Join(logDir, fmt.Sprintf("controller-start-%d.log", i+1)))
+		if err != nil {
+			return res, fmt.Errorf("extra start %d: %w", i+1, err)
+		}
+		progress("extra start %d (%s): first complete push after %s (controller CPU %.2f s)", i+1, binary,
+			sample.FirstPush.Round(time.Millisecond), sample.CPUSeconds)
+		res.StartSamples = append(res.StartSamples, sample)
+	}
 	return res, nil
+}
+
+// measureStart starts binary against a recording Kong of its own, waits for the first
+// complete push and stops it.
+func measureStart(ctx context.Context, binary string, args func(kongURL string) []string, ingresses int, logPath string) (StartSample, error) {
+	kong, kongURL, closeKong, err := serveRecordingKong(nil, ingresses)
+	if err != nil {
+		return StartSample{}, err
+	}
+	defer closeKong()
+	apiServerCPU := childrenCPUSeconds("kube-apiserver")
+	ctl, err := launch(binary, args(kongURL), nil, logPath)
+	if err != nil {
+		return StartSample{}, err
+	}
+	defer ctl.stop()
+	first, err := waitFor(ctx, kong, ctl.exited, firstPushTimeout, kong.firstCompletePush)
+	if err != nil {
+		return StartSample{}, fmt.Errorf("waiting for the first complete push: %w (log: %s)", err, logPath)
+	}
+	proc, err := readProc(ctl.cmd.Process.Pid)
+	if err != nil {
+		return StartSample{}, err
+	}
+	return StartSample{Binary: binary, FirstPush: first.Sub(ctl.start), CPUSeconds: proc.cpuSeconds, PeakRSS: proc.hwm,
+		APIServerCPUSeconds: childrenCPUSeconds("kube-apiserver") - apiServerCPU}, nil
+}
+
+// serveRecordingKong serves a recording Kong (in front of next, when set) on a local port.
+func serveRecordingKong(next http.Handler, ingresses int) (*recordingKong, string, func(), error) {
+	kong := newRecordingKong(next, ingresses)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	srv := &http.Server{Handler: kong, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return kong, "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// launched is a controller process started by launch.
+type launched struct {
+	cmd    *exec.Cmd
+	exited chan error
+	start  time.Time
+	stop   func() // SIGTERM, then SIGKILL of its group after 20 s; once
+}
+
+// launch starts binary with args (and env, when set), its output to logPath.
+func launch(binary string, args, env []string, logPath string) (*launched, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	l := &launched{cmd: cmd, exited: make(chan error, 1), start: time.Now()}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting the controller: %w", err)
+	}
+	go func() { l.exited <- cmd.Wait(); logFile.Close() }()
+	var once sync.Once
+	l.stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-l.exited:
+			case <-time.After(20 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-l.exited
+			}
+		})
+	}
+	return l, nil
 }
 
 // waitFor waits until cond holds, the controller exits, or timeout passes; every push wakes it.

@@ -80,3 +80,49 @@ func parseStatCPU(stat string) (float64, error) {
 	}
 	return float64(utime+stime) / clockTicks, nil
 }
+
+// parseStatParent reads the command name (field 2) and the parent's pid (field 4) from
+// /proc/<pid>/stat.
+func parseStatParent(stat string) (name string, ppid int, err error) {
+	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return "", 0, fmt.Errorf("unexpected /proc stat line %q", stat)
+	}
+	fields := strings.Fields(stat[end+1:])
+	if len(fields) < 2 {
+		return "", 0, fmt.Errorf("unexpected /proc stat line %q", stat)
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	if err != nil {
+		return "", 0, fmt.Errorf("unexpected /proc stat line %q", stat)
+	}
+	return stat[open+1 : end], ppid, nil
+}
+
+// childrenCPUSeconds is the CPU time (utime + stime) of this process's children named name:
+// the benchmark's kube-apiserver, whose CPU the controller's lists cost too. 0 when none.
+func childrenCPUSeconds(name string) float64 {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	self, total := os.Getpid(), 0.0
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		n, ppid, err := parseStatParent(string(stat))
+		if err != nil || ppid != self || n != name {
+			continue
+		}
+		if cpu, err := parseStatCPU(string(stat)); err == nil {
+			total += cpu
+		}
+	}
+	return total
+}

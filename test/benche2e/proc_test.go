@@ -73,3 +73,16 @@ func TestRecordingKongMarksChanges(t *testing.T) {
 		t.Errorf("pushes = %d", k.pushCount())
 	}
 }
+
+func TestParseStatParent(t *testing.T) {
+	name, ppid, err := parseStatParent("4242 (kube apiserver) S 17 4242 17 0 -1 4194560 100 0 0 0 250 40 0 0 20 0 12 0 100 0 0")
+	if err != nil || name != "kube apiserver" || ppid != 17 {
+		t.Fatalf("got %q, %d, %v", name, ppid, err)
+	}
+	if _, _, err := parseStatParent("garbage"); err == nil {
+		t.Fatal("no error for a line without a command name")
+	}
+	if cpu := childrenCPUSeconds("no-such-child-process"); cpu != 0 {
+		t.Fatalf("CPU of children that do not exist: %v", cpu)
+	}
+}

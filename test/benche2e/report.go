@@ -45,4 +45,25 @@ func (r Result) Report(w io.Writer, cfg Config) {
 		fmt.Fprintf(w, "requests the recording Kong does not serve: %v\n", r.Unserved)
 	}
 	fmt.Fprintf(w, "controller log                  %s\n", r.LogFile)
+	var binaries []string
+	for _, s := range r.StartSamples {
+		if !slices.Contains(binaries, s.Binary) {
+			binaries = append(binaries, s.Binary)
+		}
+	}
+	for _, b := range binaries {
+		var walls []time.Duration
+		var line, cpus, peaks, apiCPUs string
+		for _, s := range r.StartSamples {
+			if s.Binary == b {
+				walls = append(walls, s.FirstPush)
+				line += " " + ms(s.FirstPush)
+				cpus += fmt.Sprintf(" %.2f", s.CPUSeconds)
+				peaks += fmt.Sprintf(" %.0f", float64(s.PeakRSS)/(1<<20))
+				apiCPUs += fmt.Sprintf(" %.2f", s.APIServerCPUSeconds)
+			}
+		}
+		fmt.Fprintf(w, "extra starts of %s: median %s; first push at%s; controller CPU s%s; API server CPU s%s; peak RSS MB%s\n",
+			b, ms(Percentile(walls, 50)), line, cpus, apiCPUs, peaks)
+	}
 }

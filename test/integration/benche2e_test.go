@@ -32,6 +32,8 @@ func TestBenchE2ESmall(t *testing.T) {
 		LogDir: t.TempDir(), Seed: 1,
 		HeapProfile: filepath.Join(t.TempDir(), "heap.pb.gz"), // through --profiling
 		CPUProfile:  filepath.Join(t.TempDir(), "cpu.pb.gz"),
+		// Two more starts, alternating with a second binary (the same one here).
+		Starts: 2, Compare: bin,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -61,6 +63,14 @@ func TestBenchE2ESmall(t *testing.T) {
 		res.ChangeCPUSeconds <= 0 || res.ChangeCPUSeconds > res.CPUSeconds {
 		t.Errorf("process figures not read: RSS %d (anonymous %d, file-backed %d), peak %d, CPU %v, after the first push %v",
 			res.RSSBytes, res.RSSAnonBytes, res.RSSFileBytes, res.PeakRSSBytes, res.CPUSeconds, res.ChangeCPUSeconds)
+	}
+	if len(res.StartSamples) != cfg.Starts {
+		t.Errorf("extra starts measured %d, want %d", len(res.StartSamples), cfg.Starts)
+	}
+	for _, s := range res.StartSamples {
+		if s.FirstPush <= 0 || s.CPUSeconds <= 0 || s.PeakRSS <= 0 {
+			t.Errorf("extra start not measured: %+v", s)
+		}
 	}
 	if len(res.Unserved) != 0 {
 		t.Errorf("the controller asked the recording Kong what it does not serve: %v", res.Unserved)
