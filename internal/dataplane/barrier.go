@@ -33,6 +33,7 @@ type InformerBarrier struct {
 	// (direct), so that the informer replays its objects to it as client-go does. The barrier
 	// does not wait for late informers (their owner publishes their kind once synced).
 	mu     sync.Mutex
+	sealed bool // Seal was called: the informers may be running
 	fan    handlerFanOut
 	direct []toolscache.ResourceEventHandler
 	late   []cache.Informer
@@ -105,7 +106,7 @@ func (b *InformerBarrier) AddEventHandler(h toolscache.ResourceEventHandler) err
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	all := append(slices.Clip(b.informers), b.late...)
-	if !slices.ContainsFunc(all, started) {
+	if !b.sealed && !slices.ContainsFunc(all, started) {
 		b.fan.add(h)
 		return nil
 	}
@@ -116,6 +117,17 @@ func (b *InformerBarrier) AddEventHandler(h toolscache.ResourceEventHandler) err
 	}
 	b.direct = append(b.direct, h)
 	return nil
+}
+
+// Seal tells the barrier its informers are about to start (the controller calls it before
+// it starts the manager): from then on a handler is registered on each informer itself, so
+// that it is told of the objects already there. Asking the informers alone would not do:
+// controller-runtime's informers of several namespaces (--watch-namespace) cannot say whether
+// they run, and one could start between the question and the handler joining the fan.
+func (b *InformerBarrier) Seal() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sealed = true
 }
 
 // started reports whether inf runs (client-go's informers say so; one that cannot is taken

@@ -99,3 +99,42 @@ func TestBarrierHandlerAddedAfterStartIsToldOfWhatIsThere(t *testing.T) {
 	require.Equal(t, eventCounter{adds: 2}, early)
 	require.Equal(t, eventCounter{adds: 2}, later)
 }
+
+// silentInformer cannot say whether it runs, as controller-runtime's informer of several
+// namespaces (--watch-namespace).
+type silentInformer struct {
+	*controllertest.FakeInformer
+	listeners int
+}
+
+func (i *silentInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	i.listeners++
+	return i.FakeInformer.AddEventHandler(h)
+}
+
+type silentInformers struct {
+	informertest.FakeInformers
+	inf *silentInformer
+}
+
+func (o *silentInformers) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return o.inf, nil
+}
+
+// Once sealed (the controller starts its manager), the barrier registers a handler on each
+// informer itself, though the informers cannot say they run: joining the shared listener then
+// would leave it untold of the objects already there.
+func TestBarrierHandlerAddedAfterSealIsRegisteredOnEachInformer(t *testing.T) {
+	inf := &silentInformer{FakeInformer: controllertest.NewFakeInformer()}
+	b, err := NewInformerBarrier(context.Background(), &silentInformers{inf: inf}, &netv1.Ingress{})
+	require.NoError(t, err)
+	var early, later eventCounter
+	require.NoError(t, b.AddEventHandler(early.handler()))
+	require.Equal(t, 1, inf.listeners, "the shared listener only")
+	b.Seal()
+	require.NoError(t, b.AddEventHandler(later.handler()))
+	require.Equal(t, 2, inf.listeners, "the shared listener, and the handler added after the seal")
+	inf.Add(&netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}})
+	require.Equal(t, eventCounter{adds: 1}, early)
+	require.Equal(t, eventCounter{adds: 1}, later)
+}

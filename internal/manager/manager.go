@@ -565,6 +565,7 @@ func (c *Controller) run(ctx context.Context) error {
 			}
 		}()
 	}
+	c.barrier.Seal()
 	done := make(chan error, 1)
 	go func() { done <- c.mgr.Start(ctx) }()
 	select {
