@@ -190,16 +190,21 @@ func allOfRule(ms []httpMatchRef) bool {
 
 // servedMatches is ms without the matches whose path Kong would refuse, each reported.
 func (b *builder) servedMatches(hr *gatewayv1.HTTPRoute, ms []httpMatchRef) []httpMatchRef {
-	served := ms[:0:0]
-	for _, m := range ms {
+	var served []httpMatchRef // nil while every match so far is served: ms itself serves then
+	for i, m := range ms {
 		if e := b.httpMatchPathProblem(m.m.Path); e != "" {
 			b.problem(hr, gvkHTTPRoute, fmt.Sprintf("spec.rules[%d].matches[%d].path", m.rule, m.match),
 				"HTTPRoute can't be routed: %s; %s", e, leftOutMatches(hr, []httpMatchRef{m}))
+			if served == nil {
+				served = append(make([]httpMatchRef, 0, len(ms)-1), ms[:i]...)
+			}
 			continue
 		}
-		served = append(served, m)
+		if served != nil {
+			served = append(served, m)
+		}
 	}
-	if len(served) == len(ms) {
+	if served == nil {
 		return ms
 	}
 	return served
@@ -221,19 +226,6 @@ func (b *builder) httpMatchPathProblem(p *gatewayv1.HTTPPathMatch) string {
 		}
 	}
 	return ""
-}
-
-// pathsReplaced: after is not the list before (a filter set the route's paths).
-func pathsReplaced(before, after []*string) bool {
-	if len(before) != len(after) {
-		return true
-	}
-	for i := range before {
-		if before[i] != after[i] {
-			return true
-		}
-	}
-	return false
 }
 
 func (b *builder) httpRuleGroup(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hostnames []string, g *httpRuleGroup) {
@@ -347,16 +339,18 @@ func (b *builder) httpKongRoute(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hos
 		}
 		return out
 	}
-	// The filters read the path of the group's first match, served or not, as KIC's do.
-	path := ""
-	if len(ms) > 0 && ms[0].m.Path != nil && ms[0].m.Path.Value != nil {
-		path = *ms[0].m.Path.Value
-	}
 	served := ms
 	if len(ms) > 0 {
 		if served = b.servedMatches(hr, ms); len(served) == 0 {
 			return nil
 		}
+	}
+	// The filters read the path of the group's first match, as KIC's do (a ReplacePrefixMatch
+	// rewrite makes the route's paths from it); of the first served one, so that a match left
+	// out never reaches Kong through a rewrite.
+	path := ""
+	if len(served) > 0 && served[0].m.Path != nil && served[0].m.Path.Value != nil {
+		path = *served[0].m.Path.Value
 	}
 	r, err := b.httpKongRouteOf(hr, ro, hostnames, rule, match, served, filters, path)
 	if err != nil {
@@ -418,7 +412,6 @@ func (b *builder) httpKongRouteOf(hr *gatewayv1.HTTPRoute, ro *routeOverrides, h
 			r.Methods = append(r.Methods, kong.String(string(*m.m.Method)))
 		}
 	}
-	matchPaths := r.Paths
 	if len(ms) > 0 {
 		headers, err := httpRouteHeaders(ms[0].m.Headers, b.headerRegex)
 		if err != nil {
@@ -435,7 +428,7 @@ func (b *builder) httpKongRouteOf(hr *gatewayv1.HTTPRoute, ro *routeOverrides, h
 		return nil, rerr
 	}
 	ro.apply(r)
-	if pathsReplaced(matchPaths, r.Paths) {
+	if hasPrefixRewrite(filters) {
 		// A ReplacePrefixMatch rewrite made the paths: check them as the matches' were.
 		for _, kp := range r.Paths {
 			if e := b.routePath(*kp); e != "" {

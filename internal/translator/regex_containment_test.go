@@ -3,6 +3,7 @@ package translator
 import (
 	"context"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -157,5 +158,45 @@ func TestTraditionalRouterLeavesOutOnlyTheRefusedMatch(t *testing.T) {
 			}
 			assert.Equal(t, tc.problems, got)
 		})
+	}
+}
+
+// A ReplacePrefixMatch rewrite makes its Kong route's paths from the group's first match;
+// when that match is left out, from the first served one, so that what was left out never
+// reaches Kong through the rewrite.
+func TestPrefixRewriteTakesTheFirstServedMatch(t *testing.T) {
+	objects := regexContainmentObjects[:strings.Index(regexContainmentObjects, "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute")] + `---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: rewrite, namespace: default}
+spec:
+  parentRefs: [{name: kong}]
+  rules:
+    - matches:
+        - path: {type: RegularExpression, value: /x(y}
+        - path: {type: PathPrefix, value: /ok}
+      filters:
+        - type: URLRewrite
+          urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /new}}
+      backendRefs: [{name: httpbin, port: 80}]
+`
+	loaded, err := manifest.Parse([]byte(objects))
+	require.NoError(t, err)
+	st, err := store.NewForObjects(loaded.Objects, store.Options{})
+	require.NoError(t, err)
+	snap, err := st.Snapshot(context.Background())
+	require.NoError(t, err)
+	state, problems := Translate(snap, Options{})
+	require.Len(t, problems, 1, "the refused match: %v", problems)
+	require.Len(t, state.Services, 1)
+	require.Len(t, state.Services[0].Routes, 1)
+	var paths []string
+	for _, p := range state.Services[0].Routes[0].Paths {
+		paths = append(paths, *p)
+	}
+	require.NotEmpty(t, paths)
+	for _, p := range paths {
+		assert.Contains(t, p, "/ok", "route paths %v", paths)
+		assert.NotContains(t, p, "x", "route paths %v carry the match left out", paths)
 	}
 }
