@@ -103,7 +103,7 @@ func diffTarget(ctx context.Context, cfg *config.Config, files []string) (*kongs
 			return nil, err
 		}
 		// A direct (uncached) client: one List per kind, no informers to wait for.
-		c, err := client.New(restCfg, client.Options{Scheme: store.NewScheme()})
+		c, err := client.New(restCfg, client.Options{Scheme: store.Scheme()})
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes client: %w", err)
 		}

@@ -134,7 +134,7 @@ func apply(args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: store.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: store.Scheme()})
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,7 @@ type reader struct {
 }
 
 func newReader() *reader {
-	scheme := store.NewScheme()
+	scheme := store.Scheme()
 	r := &reader{
 		dec:  json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme, scheme, json.SerializerOptions{Strict: true}),
 		read: map[schema.GroupVersionKind]bool{}, seen: map[string]string{}, out: &Loaded{},

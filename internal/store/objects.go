@@ -11,7 +11,7 @@ import (
 // translate` and for tests: the same Snapshot code reads them as reads the manager's cache.
 // Every optional kind is enabled, since no cluster says otherwise.
 func NewForObjects(objs []client.Object, opts Options) (*Store, error) {
-	b := fake.NewClientBuilder().WithScheme(NewScheme())
+	b := fake.NewClientBuilder().WithScheme(Scheme())
 	for _, o := range objs {
 		if o == nil {
 			return nil, fmt.Errorf("nil object")

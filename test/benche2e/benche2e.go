@@ -176,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS, restCfg.Burst = -1, 0 // no client-side rate limit: creation is setup
-	c, err := client.New(restCfg, client.Options{Scheme: store.NewScheme()})
+	c, err := client.New(restCfg, client.Options{Scheme: store.Scheme()})
 	if err != nil {
 		return res, err
 	}
