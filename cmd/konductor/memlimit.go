@@ -104,7 +104,7 @@ var returnFreedMemory = debug.FreeOSMemory
 // operator's choice) or the target is already as high. It returns at once, with a channel
 // closed once the target is restored (nil when it did nothing).
 //
-// Why return the memory: at the start's target the heap grew to about three times what
+// Why return the memory: at the start's target the heap grew to up to nine times what
 // survived (the cache's first lists, the first translation and rendering), and those pages
 // stay in the process's RSS long after the steady target comes back, since Go's background
 // scavenger returns them slowly (about 1% of a core) and only down to a little over the

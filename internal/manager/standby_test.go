@@ -125,7 +125,9 @@ func (s snapshotSource) Snapshot(context.Context) (*store.Snapshot, error) { ret
 // A DB-less standby has nothing to prepare, but keeps translating and rendering every period
 // until it leads, with the translator and renderer the loop takes over (handover.go): the
 // loop's first round of the same cluster then translates nothing anew, and renders with the
-// renderer that holds the standby's entities.
+// renderer that holds the standby's entities. What this test sees: the translation continued
+// and the loop given the standby's renderer; that the standby renders each period is not
+// observable from here (the renderer's cache is kongstate's own).
 func TestDBLessStandbyKeepsItsTranslationWarm(t *testing.T) {
 	barrier := gatedBarrier{synced: make(chan struct{})}
 	elected := make(chan struct{})
