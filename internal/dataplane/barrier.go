@@ -28,8 +28,8 @@ type InformerBarrier struct {
 	checkers  []toolscache.DoneChecker
 
 	// Each informer, those of the start and those added later (AddLateInformer), has one
-	// listener of the barrier's: fan, which hands each event to the handlers added before the
-	// informers started. A handler added after that is registered on each informer itself
+	// listener of the barrier's: fan, which hands each event to the handlers added before
+	// Seal. A handler added after that is registered on each informer itself
 	// (direct), so that the informer replays its objects to it as client-go does. The barrier
 	// does not wait for late informers (their owner publishes their kind once synced).
 	mu     sync.Mutex
@@ -99,18 +99,17 @@ func NewInformerBarrier(ctx context.Context, c cache.Informers, objs ...client.O
 }
 
 // AddEventHandler adds h to every informer the barrier waits for: the same set of kinds is
-// both what a sync waits for and what triggers one. Before the informers start (the
-// controller adds its handlers while it is assembled) h joins the barrier's one listener per
-// informer; after, it is registered on each, so that it is told of the objects already there.
+// both what a sync waits for and what triggers one. Before Seal (the controller adds its
+// handlers while it is assembled) h joins the barrier's one listener per informer; after, it
+// is registered on each, so that it is told of the objects already there.
 func (b *InformerBarrier) AddEventHandler(h toolscache.ResourceEventHandler) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	all := append(slices.Clip(b.informers), b.late...)
-	if !b.sealed && !slices.ContainsFunc(all, started) {
+	if !b.sealed {
 		b.fan.add(h)
 		return nil
 	}
-	for _, inf := range all {
+	for _, inf := range append(slices.Clip(b.informers), b.late...) {
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return err
 		}
@@ -121,20 +120,13 @@ func (b *InformerBarrier) AddEventHandler(h toolscache.ResourceEventHandler) err
 
 // Seal tells the barrier its informers are about to start (the controller calls it before
 // it starts the manager): from then on a handler is registered on each informer itself, so
-// that it is told of the objects already there. Asking the informers alone would not do:
-// controller-runtime's informers of several namespaces (--watch-namespace) cannot say whether
+// that it is told of the objects already there. The informers themselves cannot say it:
+// controller-runtime's informers of several namespaces (--watch-namespace) do not tell whether
 // they run, and one could start between the question and the handler joining the fan.
 func (b *InformerBarrier) Seal() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.sealed = true
-}
-
-// started reports whether inf runs (client-go's informers say so; one that cannot is taken
-// for not started, as an informer of a cache that has not started).
-func started(inf cache.Informer) bool {
-	s, ok := inf.(interface{ HasStarted() bool })
-	return ok && s.HasStarted()
 }
 
 // AddLateInformer gives an informer registered after start (the kind of a CRD installed

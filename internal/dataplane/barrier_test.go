@@ -14,20 +14,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 )
 
-// listenerCountingInformer counts the listeners registered on it and says whether it started,
-// as client-go's informers do.
+// listenerCountingInformer counts the listeners registered on it. Like controller-runtime's
+// informer of several namespaces (--watch-namespace), it cannot say whether it runs.
 type listenerCountingInformer struct {
 	*controllertest.FakeInformer
 	listeners int
-	running   bool
 }
 
 func (i *listenerCountingInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
 	i.listeners++
 	return i.FakeInformer.AddEventHandler(h)
 }
-
-func (i *listenerCountingInformer) HasStarted() bool { return i.running }
 
 // oneInformer hands out the same informer for every kind.
 type oneInformer struct {
@@ -75,7 +72,7 @@ func TestBarrierHandlersShareOneListenerPerInformer(t *testing.T) {
 	require.Equal(t, []string{"second", "fourth"}, order)
 }
 
-// A handler added once the informers run is registered on each itself, so that the informer
+// A handler added once the barrier is sealed (the informers start) is registered on each itself, so that the informer
 // tells it of the objects it already holds (a listener that joined the shared one would
 // only see what changes from then on); a late informer gets the shared listener and it.
 func TestBarrierHandlerAddedAfterStartIsToldOfWhatIsThere(t *testing.T) {
@@ -84,7 +81,7 @@ func TestBarrierHandlerAddedAfterStartIsToldOfWhatIsThere(t *testing.T) {
 	require.NoError(t, err)
 	var early, later eventCounter
 	require.NoError(t, b.AddEventHandler(early.handler()))
-	inf.running = true
+	b.Seal()
 	require.NoError(t, b.AddEventHandler(later.handler()))
 	require.Equal(t, 2, inf.listeners, "the shared listener, and the late handler's own")
 
@@ -92,49 +89,10 @@ func TestBarrierHandlerAddedAfterStartIsToldOfWhatIsThere(t *testing.T) {
 	require.Equal(t, eventCounter{adds: 1}, early)
 	require.Equal(t, eventCounter{adds: 1}, later)
 
-	lateInf := &listenerCountingInformer{FakeInformer: controllertest.NewFakeInformer(), running: true}
+	lateInf := &listenerCountingInformer{FakeInformer: controllertest.NewFakeInformer()}
 	require.NoError(t, b.AddLateInformer(lateInf))
 	require.Equal(t, 2, lateInf.listeners, "the shared listener and the handler added after start")
 	lateInf.Add(&netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}})
 	require.Equal(t, eventCounter{adds: 2}, early)
 	require.Equal(t, eventCounter{adds: 2}, later)
-}
-
-// silentInformer cannot say whether it runs, as controller-runtime's informer of several
-// namespaces (--watch-namespace).
-type silentInformer struct {
-	*controllertest.FakeInformer
-	listeners int
-}
-
-func (i *silentInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	i.listeners++
-	return i.FakeInformer.AddEventHandler(h)
-}
-
-type silentInformers struct {
-	informertest.FakeInformers
-	inf *silentInformer
-}
-
-func (o *silentInformers) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
-	return o.inf, nil
-}
-
-// Once sealed (the controller starts its manager), the barrier registers a handler on each
-// informer itself, though the informers cannot say they run: joining the shared listener then
-// would leave it untold of the objects already there.
-func TestBarrierHandlerAddedAfterSealIsRegisteredOnEachInformer(t *testing.T) {
-	inf := &silentInformer{FakeInformer: controllertest.NewFakeInformer()}
-	b, err := NewInformerBarrier(context.Background(), &silentInformers{inf: inf}, &netv1.Ingress{})
-	require.NoError(t, err)
-	var early, later eventCounter
-	require.NoError(t, b.AddEventHandler(early.handler()))
-	require.Equal(t, 1, inf.listeners, "the shared listener only")
-	b.Seal()
-	require.NoError(t, b.AddEventHandler(later.handler()))
-	require.Equal(t, 2, inf.listeners, "the shared listener, and the handler added after the seal")
-	inf.Add(&netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}})
-	require.Equal(t, eventCounter{adds: 1}, early)
-	require.Equal(t, eventCounter{adds: 1}, later)
 }
