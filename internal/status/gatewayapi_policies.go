@@ -60,40 +60,74 @@ func serviceGateways(a *gatewayapi.Attachment, snap *store.Snapshot, unresolved 
 // Accepted and ResolvedRefs conditions (lastTransitionTime kept where the status did not
 // change), up to the API's 16 entries. Our entries for Gateways no longer ancestors go.
 func policyAncestors(have []gatewayv1.PolicyAncestorStatus, gateways []namespacedName, v gatewayapi.BackendTLSPolicyVerdict, controller string, gen int64, now time.Time) []gatewayv1.PolicyAncestorStatus {
-	out := make([]gatewayv1.PolicyAncestorStatus, 0, len(have)+len(gateways))
-	ours := map[namespacedName]gatewayv1.PolicyAncestorStatus{}
-	for _, h := range have {
-		if string(h.ControllerName) != controller {
-			out = append(out, h)
-			continue
-		}
-		ns := ""
-		if h.AncestorRef.Namespace != nil {
-			ns = string(*h.AncestorRef.Namespace)
-		}
-		ours[namespacedName{ns, string(h.AncestorRef.Name)}] = h
-	}
 	sort.Slice(gateways, func(i, j int) bool {
 		if gateways[i].namespace != gateways[j].namespace {
 			return gateways[i].namespace < gateways[j].namespace
 		}
 		return gateways[i].name < gateways[j].name
 	})
-	group, kind := gatewayv1.Group(gatewayv1.GroupName), gatewayv1.Kind("Gateway")
+	want := make([]ancestorEntry, 0, len(gateways))
 	for _, g := range gateways {
+		want = append(want, ancestorEntry{
+			ref:        ancestorRef(gatewayv1.GroupName, "Gateway", g.namespace, g.name),
+			conditions: []metav1.Condition{v.Accepted, v.ResolvedRefs},
+		})
+	}
+	return mergeAncestors(have, want, controller, gen, now)
+}
+
+// ancestorEntry is one ancestor of a policy and the conditions our controller gives it.
+type ancestorEntry struct {
+	ref        gatewayv1.ParentReference
+	conditions []metav1.Condition
+}
+
+func ancestorRef(group, kind, namespace, name string) gatewayv1.ParentReference {
+	g, k, ns := gatewayv1.Group(group), gatewayv1.Kind(kind), gatewayv1.Namespace(namespace)
+	return gatewayv1.ParentReference{Group: &g, Kind: &k, Namespace: &ns, Name: gatewayv1.ObjectName(name)}
+}
+
+// ancestorKey identifies an ancestorRef: its group, kind, namespace and name.
+func ancestorKey(r gatewayv1.ParentReference) string {
+	var group, kind, ns string
+	if r.Group != nil {
+		group = string(*r.Group)
+	}
+	if r.Kind != nil {
+		kind = string(*r.Kind)
+	}
+	if r.Namespace != nil {
+		ns = string(*r.Namespace)
+	}
+	return group + "/" + kind + "/" + ns + "/" + string(r.Name)
+}
+
+// mergeAncestors is a policy's status.ancestors (Gateway API's PolicyAncestorStatus, shared
+// by BackendTLSPolicy and KongUpstreamPolicy): the entries of other controllers as they are,
+// first, then ours in want's order with want's conditions (lastTransitionTime kept where a
+// condition's status did not change, observedGeneration gen), up to the API's 16 entries.
+// Our entries for objects no longer ancestors go.
+func mergeAncestors(have []gatewayv1.PolicyAncestorStatus, want []ancestorEntry, controller string, gen int64, now time.Time) []gatewayv1.PolicyAncestorStatus {
+	out := make([]gatewayv1.PolicyAncestorStatus, 0, len(have)+len(want))
+	ours := map[string]gatewayv1.PolicyAncestorStatus{}
+	for _, h := range have {
+		if string(h.ControllerName) != controller {
+			out = append(out, h)
+			continue
+		}
+		ours[ancestorKey(h.AncestorRef)] = h
+	}
+	for _, w := range want {
 		if len(out) >= maxAncestors {
 			break
 		}
-		ns := gatewayv1.Namespace(g.namespace)
-		a := gatewayv1.PolicyAncestorStatus{
-			AncestorRef:    gatewayv1.ParentReference{Group: &group, Kind: &kind, Namespace: &ns, Name: gatewayv1.ObjectName(g.name)},
-			ControllerName: gatewayv1.GatewayController(controller),
-		}
-		if h, ok := ours[g]; ok {
+		a := gatewayv1.PolicyAncestorStatus{AncestorRef: w.ref, ControllerName: gatewayv1.GatewayController(controller)}
+		if h, ok := ours[ancestorKey(w.ref)]; ok {
 			a.Conditions = append(a.Conditions, h.Conditions...)
 		}
-		setCondition(&a.Conditions, v.Accepted, gen, now)
-		setCondition(&a.Conditions, v.ResolvedRefs, gen, now)
+		for _, c := range w.conditions {
+			setCondition(&a.Conditions, c, gen, now)
+		}
 		out = append(out, a)
 	}
 	return out

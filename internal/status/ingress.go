@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,10 +31,10 @@ type IngressOptions struct {
 	PublishService string
 }
 
-// IngressUpdater writes status.loadBalancer of every Ingress the controller serves. It is a
-// leader-only runnable (invariant 7): a sync round asks it to run, it runs apart from the
-// sync loop so that status writes never delay a sync, and it writes only the Ingresses whose
-// status differs.
+// IngressUpdater writes status.loadBalancer of every Ingress, TCPIngress and UDPIngress the
+// controller serves. It is a leader-only runnable (invariant 7): a sync round asks it to run,
+// it runs apart from the sync loop so that status writes never delay a sync, and it writes
+// only the objects whose status differs.
 type IngressUpdater struct {
 	runner
 	statusWriter
@@ -66,13 +67,14 @@ func (u *IngressUpdater) Report(_ context.Context, r dataplane.Round) {
 	}
 }
 
-// Update writes the current addresses into every served Ingress whose status differs.
+// Update writes the current addresses into every served Ingress, TCPIngress and UDPIngress
+// whose status differs.
 func (u *IngressUpdater) Update(ctx context.Context) error {
 	want, err := u.addresses(ctx)
 	if err != nil {
 		return err
 	}
-	snap, err := store.SnapshotOf(ctx, u.source, store.NewKindSet(store.KindIngress))
+	snap, err := store.SnapshotOf(ctx, u.source, loadBalancerKinds)
 	if err != nil {
 		return err
 	}
@@ -86,14 +88,28 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 	}
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"loadBalancer":{"ingress":`+string(lb)+`}}}`))
 	var errs []string
-	for _, ing := range snap.Ingresses {
-		if slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalLB) {
-			continue
-		}
-		// The answer is decoded into a new object: the snapshot's objects belong to the cache.
-		updated := &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}}
+	write := func(kind string, updated client.Object) {
 		if err := u.writeStatus(ctx, updated, patch); err != nil {
-			errs = append(errs, fmt.Sprintf("Ingress %s/%s: %v", ing.Namespace, ing.Name, err))
+			errs = append(errs, fmt.Sprintf("%s %s/%s: %v", kind, updated.GetNamespace(), updated.GetName(), err))
+		}
+	}
+	// The answers are decoded into new objects: the snapshot's objects belong to the cache.
+	for _, ing := range snap.Ingresses {
+		if !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalLB) {
+			write("Ingress", &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}})
+		}
+	}
+	// TCPIngress and UDPIngress carry the same addresses in the same JSON shape (a core/v1
+	// LoadBalancerStatus), written under the same conditions as KIC does for the three kinds:
+	// the store's snapshot holds only those of our class.
+	for _, ing := range snap.TCPIngresses {
+		if !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalCoreLB) {
+			write("TCPIngress", &kongv1beta1.TCPIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}})
+		}
+	}
+	for _, ing := range snap.UDPIngresses {
+		if !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalCoreLB) {
+			write("UDPIngress", &kongv1beta1.UDPIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}})
 		}
 	}
 	if len(errs) > 0 {
@@ -102,7 +118,14 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 	return nil
 }
 
+// loadBalancerKinds are the kinds whose status.loadBalancer IngressUpdater writes.
+var loadBalancerKinds = store.NewKindSet(store.KindIngress, store.KindTCPIngress, store.KindUDPIngress)
+
 func equalLB(a, b netv1.IngressLoadBalancerIngress) bool {
+	return a.IP == b.IP && a.Hostname == b.Hostname
+}
+
+func equalCoreLB(a corev1.LoadBalancerIngress, b netv1.IngressLoadBalancerIngress) bool {
 	return a.IP == b.IP && a.Hostname == b.Hostname
 }
 

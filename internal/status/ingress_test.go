@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -107,4 +108,47 @@ func TestIngressUpdaterRunsOnlyAfterAGatewaySynced(t *testing.T) {
 			t.Fatalf("a round that applied the configuration (err %v) asks for a status update", err)
 		}
 	}
+}
+
+func classedAnnotations(class string) map[string]string {
+	return map[string]string{store.IngressClassAnnotation: class}
+}
+
+// TCPIngresses and UDPIngresses of our class get the Ingresses' addresses, in their core/v1
+// shape; those of another class are left alone; a right status is not written again.
+func TestStreamIngressStatusFollowsPublishedAddresses(t *testing.T) {
+	meta := func(name, class string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: classedAnnotations(class)}
+	}
+	objs := []client.Object{
+		&kongv1beta1.TCPIngress{ObjectMeta: meta("tcp", "kong")}, &kongv1beta1.TCPIngress{ObjectMeta: meta("tcp-other", "nginx")},
+		&kongv1beta1.UDPIngress{ObjectMeta: meta("udp", "kong")}, &kongv1beta1.UDPIngress{ObjectMeta: meta("udp-other", "nginx")},
+	}
+	var patches atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(objs...).
+		WithStatusSubresource(&kongv1beta1.TCPIngress{}, &kongv1beta1.UDPIngress{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches.Add(1)
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	s := store.New(c, store.Options{Kinds: store.NewKindSet(store.KindTCPIngress, store.KindUDPIngress)})
+	u := NewIngressUpdater(IngressOptions{PublishAddresses: []string{"kong.example.com", "192.0.2.1"}}, s, c, c, logr.Discard())
+	ctx := context.Background()
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, int32(2), patches.Load(), "one TCPIngress and one UDPIngress of our class")
+
+	want := []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}, {Hostname: "kong.example.com"}}
+	var tcp kongv1beta1.TCPIngress
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "tcp"}, &tcp))
+	require.Equal(t, want, tcp.Status.LoadBalancer.Ingress)
+	var udp kongv1beta1.UDPIngress
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "udp"}, &udp))
+	require.Equal(t, want, udp.Status.LoadBalancer.Ingress)
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "tcp-other"}, &tcp))
+	require.Empty(t, tcp.Status.LoadBalancer.Ingress, "another class's TCPIngress is not ours to write")
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "udp-other"}, &udp))
+	require.Empty(t, udp.Status.LoadBalancer.Ingress, "another class's UDPIngress is not ours to write")
+
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, int32(2), patches.Load(), "a right status is not written again")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -73,11 +74,15 @@ func gatedWriterCases() []gatedWriterCase {
 		return u, u.Update
 	}
 	return []gatedWriterCase{
-		{name: "Ingress", objs: []client.Object{servedIngress("a", "kong"), servedIngress("b", "kong")}, status: []client.Object{&netv1.Ingress{}},
+		{name: "Ingress, TCPIngress and UDPIngress", objs: []client.Object{servedIngress("a", "kong"), servedIngress("b", "kong"),
+			&kongv1beta1.TCPIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tcp", Annotations: classedAnnotations("kong")}},
+			&kongv1beta1.UDPIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "udp", Annotations: classedAnnotations("kong")}}},
+			status: []client.Object{&netv1.Ingress{}, &kongv1beta1.TCPIngress{}, &kongv1beta1.UDPIngress{}},
 			updater: func(c client.Client) (GatedWriter, func(context.Context) error) {
-				u := NewIngressUpdater(IngressOptions{PublishAddresses: []string{"192.0.2.1"}}, store.New(c, store.Options{}), c, c, logr.Discard())
+				u := NewIngressUpdater(IngressOptions{PublishAddresses: []string{"192.0.2.1"}},
+					store.New(c, store.Options{Kinds: store.NewKindSet(store.KindTCPIngress, store.KindUDPIngress)}), c, c, logr.Discard())
 				return u, u.Update
-			}, writes: 2},
+			}, writes: 4},
 		{name: "Gateway API classes, Gateways and BackendTLSPolicies", objs: gatewayObjs, status: gatewayStatus,
 			updater: func(c client.Client) (GatedWriter, func(context.Context) error) {
 				u := gatewayAPI(c)
