@@ -114,15 +114,23 @@ func HTTPRouteServiceBackends(route *gatewayv1.HTTPRoute) []string {
 	var out []string
 	for _, rule := range route.Spec.Rules {
 		for _, be := range rule.BackendRefs {
-			if (be.Group != nil && *be.Group != "" && *be.Group != "core") || (be.Kind != nil && *be.Kind != "Service") {
-				continue
+			if key, ok := ServiceBackendKey(route.Namespace, be.BackendRef); ok {
+				out = append(out, key)
 			}
-			ns := route.Namespace
-			if be.Namespace != nil && *be.Namespace != "" {
-				ns = string(*be.Namespace)
-			}
-			out = append(out, ns+"/"+string(be.Name))
 		}
 	}
 	return out
+}
+
+// ServiceBackendKey is "namespace/name" of the core Service a backendRef of a route in
+// routeNamespace names; false when it names something else.
+func ServiceBackendKey(routeNamespace string, be gatewayv1.BackendRef) (string, bool) {
+	if (be.Group != nil && *be.Group != "" && *be.Group != "core") || (be.Kind != nil && *be.Kind != "Service") {
+		return "", false
+	}
+	ns := routeNamespace
+	if be.Namespace != nil && *be.Namespace != "" {
+		ns = string(*be.Namespace)
+	}
+	return ns + "/" + string(be.Name), true
 }

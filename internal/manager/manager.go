@@ -374,6 +374,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		if err := mgr.Add(programmed); err != nil {
 			return nil, err
 		}
+		upstreamPolicies := status.NewUpstreamPolicyUpdater(cfg.GatewayAPIControllerName, st, mgr.GetClient(), log.WithName("upstream-policy-status"))
+		reporter = append(reporter, upstreamPolicies)
+		if err := mgr.Add(upstreamPolicies); err != nil {
+			return nil, err
+		}
 	}
 	// Whether the gateways are Kong Enterprise (KongLicense) and the schemas of custom entity
 	// types (KongCustomEntity) are asked of the gateways, once, as translation needs them.

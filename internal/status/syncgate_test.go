@@ -36,9 +36,9 @@ type gatedWriterCase struct {
 	writes  int32 // status writes of one pass
 }
 
-// gatedWriterCases are every status writer of the controller: Ingress, Gateway API (classes
-// and Gateways, routes, BackendTLSPolicies) and Kong resources (Programmed conditions,
-// KongLicense).
+// gatedWriterCases are every status writer of the controller: Ingress (with TCPIngress and
+// UDPIngress), Gateway API (classes and Gateways, routes, BackendTLSPolicies), Kong resources
+// (Programmed conditions, KongLicense) and KongUpstreamPolicy.
 func gatedWriterCases() []gatedWriterCase {
 	ctx := context.Background()
 	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}
@@ -73,6 +73,14 @@ func gatedWriterCases() []gatedWriterCase {
 		u.Report(ctx, dataplane.Round{State: &kongstate.State{}, Gateways: []dataplane.GatewayResult{{URL: "http://kong"}}})
 		return u, u.Update
 	}
+	policies := []*kongv1beta1.KongUpstreamPolicy{upstreamPolicy("p"), upstreamPolicy("p2")}
+	policyServices := []*corev1.Service{policyService("a", "p"), policyService("b", "p2")}
+	upstreamPolicies := func(c client.Client) (GatedWriter, func(context.Context) error) {
+		u := NewUpstreamPolicyUpdater("", store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, logr.Discard())
+		u.Report(ctx, round(translated(&store.Snapshot{Ingresses: []*netv1.Ingress{ingressTo("web", "a", "b")}, Services: policyServices,
+			KongUpstreamPolicies: policies}), true))
+		return u, u.Update
+	}
 	return []gatedWriterCase{
 		{name: "Ingress, TCPIngress and UDPIngress", objs: []client.Object{servedIngress("a", "kong"), servedIngress("b", "kong"),
 			&kongv1beta1.TCPIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tcp", Annotations: classedAnnotations("kong")}},
@@ -95,6 +103,8 @@ func gatedWriterCases() []gatedWriterCase {
 			}, writes: 1},
 		{name: "Kong resources and KongLicense", objs: kongObjs,
 			status: []client.Object{&kongv1.KongPlugin{}, &kongv1alpha1.KongLicense{}}, updater: programmed, writes: 2},
+		{name: "KongUpstreamPolicy", objs: []client.Object{policies[0], policies[1], policyServices[0], policyServices[1]},
+			status: []client.Object{&kongv1beta1.KongUpstreamPolicy{}}, updater: upstreamPolicies, writes: 2},
 	}
 }
 

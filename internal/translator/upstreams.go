@@ -58,7 +58,9 @@ func (b *builder) upstreamOverrides() {
 			ks.upstream.HostHeader = hostHeader
 		}
 		if name := svc.Annotations[annUpstreamPolicy]; name != "" {
-			b.refer(svc, gvkService, ref(gvkKongUpstreamPolicy, svc.Namespace, name))
+			// The owner refers to the policy: a KongServiceFacade, whose annotations apply,
+			// is the ancestor of the policy's status (status.UpstreamPolicyUpdater).
+			b.refer(bk.owner, bk.gvk, ref(gvkKongUpstreamPolicy, svc.Namespace, name))
 			b.applyUpstreamPolicy(ks.upstream, svc, name)
 		}
 	}

@@ -1,0 +1,367 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
+	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+// Conditions and reasons of a KongUpstreamPolicy's ancestors, KIC's (Gateway API's policy
+// Accepted condition and the Programmed condition).
+const (
+	conditionAccepted   = string(gatewayv1.PolicyConditionAccepted)
+	reasonAccepted      = string(gatewayv1.PolicyReasonAccepted)
+	reasonConflicted    = string(gatewayv1.PolicyReasonConflicted)
+	reasonPolicyInvalid = string(gatewayv1.PolicyReasonInvalid)
+)
+
+// UpstreamPolicyUpdater writes status.ancestors of KongUpstreamPolicies as KIC does: one entry
+// per Service or KongServiceFacade the policy applies to through its konghq.com/upstream-policy
+// annotation, with Accepted (False, Conflicted, when an HTTPRoute rule we serve mixes that
+// Service with backends that do not use the policy; False, Invalid, when translation refused
+// the policy) and Programmed (True once a gateway took a configuration with it). It follows
+// what translation decided: the ancestors are the objects the latest translation applied the
+// policy for (its object graph), Programmed the ones of the latest translation a gateway took.
+// A leader-only runnable like the other updaters: rounds ask it to run, it writes apart from
+// the sync loop, at the sync gate, only policies whose entries differ; other controllers'
+// entries stay.
+type UpstreamPolicyUpdater struct {
+	runner
+	statusWriter
+	controller string
+	source     dataplane.SnapshotSource
+	now        func() time.Time
+
+	mu         sync.Mutex
+	latest     *policyTranslation // of the latest translation of the whole snapshot
+	pending    *policyTranslation // latest, until a sync of it reached a gateway
+	programmed *policyTranslation // the latest translation a gateway took
+	refused    map[kongstate.ObjectRef]bool
+}
+
+// policyTranslation is what a round's translation says of upstream policies.
+type policyTranslation struct {
+	graph      *translator.Graph
+	problems   []translator.Problem
+	attachment *gatewayapi.Attachment // nil without Gateway API
+}
+
+// NewUpstreamPolicyUpdater returns an updater writing entries of controllerName (the Gateway
+// API controller name, KIC's); it writes nothing until a round translated the snapshot.
+func NewUpstreamPolicyUpdater(controllerName string, source dataplane.SnapshotSource, writer client.Client, log logr.Logger) *UpstreamPolicyUpdater {
+	if controllerName == "" {
+		controllerName = gatewayapi.DefaultControllerName
+	}
+	u := &UpstreamPolicyUpdater{controller: controllerName, source: source, statusWriter: statusWriter{client: writer}, now: time.Now}
+	u.runner = newRunner("KongUpstreamPolicy status", log, u.Update)
+	return u
+}
+
+var (
+	_ GatedWriter        = (*UpstreamPolicyUpdater)(nil)
+	_ dataplane.Reporter = (*UpstreamPolicyUpdater)(nil)
+)
+
+// Report implements dataplane.Reporter: a round that translated the snapshot is the latest
+// translation; once a sync of it reached a gateway it is the programmed one, with the objects
+// that gateway refused. It never blocks the loop.
+func (u *UpstreamPolicyUpdater) Report(_ context.Context, r dataplane.Round) {
+	if r.SnapshotErr != nil {
+		return
+	}
+	u.mu.Lock()
+	changed := false
+	if r.Graph != nil {
+		t := &policyTranslation{graph: r.Graph, problems: r.Problems, attachment: r.GatewayAPI}
+		u.latest, u.pending, changed = t, t, true
+	}
+	if u.pending != nil && reachedGateway(r, true) {
+		u.programmed, u.pending, u.refused, changed = u.pending, nil, refusedObjects(r), true
+	}
+	u.mu.Unlock()
+	if changed {
+		u.trigger.Request()
+	}
+}
+
+// refusedObjects are the objects whose entities a gateway of r refused or left out of a
+// fallback configuration.
+func refusedObjects(r dataplane.Round) map[kongstate.ObjectRef]bool {
+	out := map[kongstate.ObjectRef]bool{}
+	for _, g := range r.Gateways {
+		var rej *dataplane.RejectedError
+		if g.Skipped || !errors.As(g.Err, &rej) {
+			continue
+		}
+		for _, e := range rej.Entities {
+			out[graphNode(e.Object)] = true
+		}
+		for _, x := range rej.Excluded {
+			out[graphNode(x)] = true
+		}
+		if g.Fallback != nil {
+			for _, x := range g.Fallback.Excluded {
+				out[graphNode(x)] = true
+			}
+		}
+	}
+	return out
+}
+
+// Update writes status.ancestors of every KongUpstreamPolicy whose entries of our controller
+// differ from what the latest translation says. The patch carries the resourceVersion, so that
+// an entry another controller wrote meanwhile is not lost: the conflict fails the pass, and
+// the next pass starts from the policy as it is then.
+func (u *UpstreamPolicyUpdater) Update(ctx context.Context) error {
+	u.mu.Lock()
+	in := upstreamPolicyInputs{latest: u.latest, programmed: u.programmed, refused: u.refused}
+	u.mu.Unlock()
+	if in.latest == nil {
+		return nil // nothing translated yet
+	}
+	snap, err := store.SnapshotOf(ctx, u.source, store.NewKindSet(store.KindKongUpstreamPolicy))
+	if err != nil || len(snap.KongUpstreamPolicies) == 0 {
+		return err
+	}
+	if in.latest.attachment != nil {
+		// Only Gateway API routes put several Services behind one Kong upstream.
+		routes, err := store.SnapshotOf(ctx, u.source, store.NewKindSet(store.KindService, store.KindHTTPRoute))
+		if err != nil {
+			return err
+		}
+		in.conflicts = conflictedServices(routes.HTTPRoutes, routes.Services, in.latest.attachment)
+	}
+	now := u.now()
+	var errs []string
+	for _, p := range snap.KongUpstreamPolicies {
+		if p == nil {
+			continue
+		}
+		have := p.Status.Ancestors
+		want := mergeAncestors(have, in.ancestors(p), u.controller, p.Generation, now)
+		if equality.Semantic.DeepEqual(want, have) || len(want) == 0 && len(have) == 0 {
+			continue
+		}
+		updated := p.DeepCopy()
+		updated.Status.Ancestors = want
+		err := u.writeStatus(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}))
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Sprintf("KongUpstreamPolicy %s/%s: %v", p.Namespace, p.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// upstreamPolicyInputs is what a policy's ancestors are computed from.
+type upstreamPolicyInputs struct {
+	latest     *policyTranslation
+	programmed *policyTranslation // nil until a sync reached a gateway
+	refused    map[kongstate.ObjectRef]bool
+	// conflicts: per policy ("namespace/name"), its conflicted Services ("namespace/name")
+	// and why.
+	conflicts map[string]map[string]string
+}
+
+var (
+	gvkService          = corev1.SchemeGroupVersion.WithKind("Service")
+	gvkServiceFacade    = incubatorv1alpha1.GroupVersion.WithKind("KongServiceFacade")
+	gvkUpstreamPolicyGK = kongv1beta1.SchemeGroupVersion.WithKind("KongUpstreamPolicy")
+)
+
+// ancestors are the entries our controller gives policy p: its Services, then its
+// KongServiceFacades, each sorted by name (all are in the policy's namespace), with KIC's
+// ancestorRef (group "core" for a Service).
+func (in upstreamPolicyInputs) ancestors(p *kongv1beta1.KongUpstreamPolicy) []ancestorEntry {
+	policy := kongstate.ObjectRef{Group: gvkUpstreamPolicyGK.Group, Kind: gvkUpstreamPolicyGK.Kind, Namespace: p.Namespace, Name: p.Name}
+	conflicts := in.conflicts[p.Namespace+"/"+p.Name]
+	var services, facades []string
+	seen := map[kongstate.ObjectRef]bool{}
+	for _, r := range in.latest.graph.ReferredBy(policy) {
+		if r.Namespace != p.Namespace {
+			continue
+		}
+		switch {
+		case isKind(r, gvkService.Group, gvkService.Kind):
+			services = append(services, r.Name)
+		case isKind(r, gvkServiceFacade.Group, gvkServiceFacade.Kind):
+			facades = append(facades, r.Name)
+		default:
+			continue
+		}
+		seen[translator.Node(r)] = true
+	}
+	for key := range conflicts {
+		_, name, _ := strings.Cut(key, "/")
+		if !seen[serviceRef(p.Namespace, name)] {
+			services = append(services, name)
+		}
+	}
+	sort.Strings(services)
+	sort.Strings(facades)
+
+	invalid := ""
+	for _, pr := range in.latest.problems {
+		if pr.Object.Kind == policy.Kind && pr.Object.Group == policy.Group && pr.Object.Namespace == p.Namespace && pr.Object.Name == p.Name {
+			invalid = pr.Message
+			if pr.Field != "" {
+				invalid = pr.Field + ": " + pr.Message
+			}
+			break
+		}
+	}
+	entry := func(ref kongstate.ObjectRef, group string, conflict string) ancestorEntry {
+		accepted := metav1.Condition{Type: conditionAccepted, Status: metav1.ConditionTrue, Reason: reasonAccepted}
+		programmed := metav1.Condition{Type: ConditionProgrammed, Status: metav1.ConditionTrue, Reason: ReasonProgrammed}
+		switch {
+		case invalid != "":
+			accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, reasonPolicyInvalid, invalid
+			programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, ReasonInvalid, "the policy is not applied"
+		case conflict != "":
+			accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, reasonConflicted, conflict
+			programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, ReasonPending, "the policy is not applied"
+		case in.refused[translator.Node(ref)]:
+			programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, ReasonInvalid, "a gateway refused the entities of its "+ref.Kind
+		case !in.programmedFor(ref, policy):
+			programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, ReasonPending, "not yet in a configuration a gateway took"
+		}
+		return ancestorEntry{ref: ancestorRef(group, ref.Kind, ref.Namespace, ref.Name), conditions: []metav1.Condition{accepted, programmed}}
+	}
+	out := make([]ancestorEntry, 0, len(services)+len(facades))
+	for _, name := range services {
+		out = append(out, entry(serviceRef(p.Namespace, name), "core", conflicts[p.Namespace+"/"+name]))
+	}
+	for _, name := range facades {
+		ref := kongstate.ObjectRef{Group: gvkServiceFacade.Group, Kind: gvkServiceFacade.Kind, Namespace: p.Namespace, Name: name}
+		out = append(out, entry(ref, gvkServiceFacade.Group, ""))
+	}
+	return out
+}
+
+// programmedFor: the translation a gateway took applied the policy for ancestor.
+func (in upstreamPolicyInputs) programmedFor(ancestor, policy kongstate.ObjectRef) bool {
+	if in.programmed == nil {
+		return false
+	}
+	for _, r := range in.programmed.graph.References(ancestor) {
+		if translator.Node(r) == translator.Node(policy) {
+			return true
+		}
+	}
+	return false
+}
+
+// graphNode is ref as the translation's graph names it: entity tags name the core group
+// "core", the graph "".
+func graphNode(ref kongstate.ObjectRef) kongstate.ObjectRef {
+	n := translator.Node(ref)
+	if n.Group == "core" {
+		n.Group = ""
+	}
+	return n
+}
+
+func serviceRef(namespace, name string) kongstate.ObjectRef {
+	return kongstate.ObjectRef{Group: gvkService.Group, Kind: gvkService.Kind, Namespace: namespace, Name: name}
+}
+
+func isKind(r kongstate.ObjectRef, group, kind string) bool {
+	return r.Kind == kind && r.Group == group
+}
+
+// conflictedServices applies KIC's conflict rule to the HTTPRoutes our translation serves (a
+// parent accepted them): a Service annotated with a policy is conflicted when a rule of such a
+// route names it together with a Service backend that is not annotated with the same policy in
+// the policy's namespace, since the backends of a rule share one Kong upstream, which can take
+// one policy only. The result is keyed by policy, then Service ("namespace/name"), with why.
+func conflictedServices(routes []*gatewayv1.HTTPRoute, services []*corev1.Service, a *gatewayapi.Attachment) map[string]map[string]string {
+	policyOf := make(map[string]string, len(services)) // Service -> "namespace/policy"
+	for _, svc := range services {
+		if svc == nil {
+			continue
+		}
+		if name := svc.Annotations[kongv1beta1.KongUpstreamPolicyAnnotationKey]; name != "" {
+			policyOf[svc.Namespace+"/"+svc.Name] = svc.Namespace + "/" + name
+		}
+	}
+	if len(policyOf) == 0 {
+		return nil
+	}
+	sorted := make([]*gatewayv1.HTTPRoute, 0, len(routes))
+	for _, hr := range routes {
+		if hr != nil && servedRoute(a, hr) {
+			sorted = append(sorted, hr)
+		}
+	}
+	sort.Slice(sorted, func(i, j int) bool {
+		if sorted[i].Namespace != sorted[j].Namespace {
+			return sorted[i].Namespace < sorted[j].Namespace
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	out := map[string]map[string]string{}
+	for _, hr := range sorted {
+		for i, rule := range hr.Spec.Rules {
+			var keys []string
+			for _, be := range rule.BackendRefs {
+				if key, ok := gatewayapi.ServiceBackendKey(hr.Namespace, be.BackendRef); ok {
+					keys = append(keys, key)
+				}
+			}
+			for _, key := range keys {
+				policy := policyOf[key]
+				if policy == "" || out[policy][key] != "" {
+					continue
+				}
+				for _, other := range keys {
+					if other == key || policyOf[other] == policy {
+						continue
+					}
+					if out[policy] == nil {
+						out[policy] = map[string]string{}
+					}
+					out[policy][key] = fmt.Sprintf("HTTPRoute %s/%s rule %d also sends to Service %s, which does not use this KongUpstreamPolicy: the backends of a rule share one Kong upstream",
+						hr.Namespace, hr.Name, i, other)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// servedRoute: a parent of ours accepted the route in the translation.
+func servedRoute(a *gatewayapi.Attachment, hr *gatewayv1.HTTPRoute) bool {
+	ra := a.Route(gatewayapi.KindHTTPRoute, hr)
+	if ra == nil {
+		return false
+	}
+	for _, p := range ra.Parents {
+		if p.Accepted {
+			return true
+		}
+	}
+	return false
+}

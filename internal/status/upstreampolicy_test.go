@@ -1,0 +1,236 @@
+package status
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
+	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+func policyService(name, policy string) *corev1.Service {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	if policy != "" {
+		svc.Annotations = map[string]string{kongv1beta1.KongUpstreamPolicyAnnotationKey: policy}
+	}
+	return svc
+}
+
+func upstreamPolicy(name string) *kongv1beta1.KongUpstreamPolicy {
+	return &kongv1beta1.KongUpstreamPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Generation: 2},
+		Spec: kongv1beta1.KongUpstreamPolicySpec{Algorithm: ptr.To("least-connections")}}
+}
+
+// ingressTo is an Ingress of our class with one path per backend: a Service name, or
+// "facade:<name>" for a KongServiceFacade.
+func ingressTo(name string, backends ...string) *netv1.Ingress {
+	class := "kong"
+	ing := &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: netv1.IngressSpec{IngressClassName: &class}}
+	prefix := netv1.PathTypePrefix
+	rule := netv1.IngressRuleValue{HTTP: &netv1.HTTPIngressRuleValue{}}
+	for _, be := range backends {
+		path := netv1.HTTPIngressPath{Path: "/" + be, PathType: &prefix}
+		if len(be) > 7 && be[:7] == "facade:" {
+			path.Backend.Resource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(incubatorv1alpha1.GroupVersion.Group), Kind: "KongServiceFacade", Name: be[7:]}
+		} else {
+			path.Backend.Service = &netv1.IngressServiceBackend{Name: be, Port: netv1.ServiceBackendPort{Number: 80}}
+		}
+		rule.HTTP.Paths = append(rule.HTTP.Paths, path)
+	}
+	ing.Spec.Rules = []netv1.IngressRule{{Host: name + ".example.com", IngressRuleValue: rule}}
+	return ing
+}
+
+// translated is what the translator makes of snap, as the updater keeps it.
+func translated(snap *store.Snapshot) *policyTranslation {
+	snap.IngressClass = "kong"
+	r := translator.Build(snap, translator.Options{KongServiceFacade: true})
+	return &policyTranslation{graph: r.Graph, problems: r.Problems, attachment: r.Gateway}
+}
+
+type ancestorWant struct {
+	group, kind, name            string
+	accepted, acceptedReason     metav1.ConditionStatus
+	programmed, programmedReason metav1.ConditionStatus
+}
+
+func TestUpstreamPolicyAncestors(t *testing.T) {
+	served := &store.Snapshot{
+		Ingresses: []*netv1.Ingress{ingressTo("web", "a", "b", "plain", "facade:f")},
+		Services:  []*corev1.Service{policyService("a", "p"), policyService("b", "p"), policyService("plain", ""), policyService("unused", "p"), policyService("other", "q")},
+		KongServiceFacades: []*incubatorv1alpha1.KongServiceFacade{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "f", Annotations: map[string]string{kongv1beta1.KongUpstreamPolicyAnnotationKey: "p"}},
+			Spec:       incubatorv1alpha1.KongServiceFacadeSpec{Backend: incubatorv1alpha1.KongServiceFacadeBackend{Name: "plain", Port: 80}},
+		}},
+		KongUpstreamPolicies: []*kongv1beta1.KongUpstreamPolicy{upstreamPolicy("p"), upstreamPolicy("q")},
+	}
+	latest := translated(served)
+	invalidPolicy := upstreamPolicy("p")
+	invalidPolicy.Spec.HashOn = &kongv1beta1.KongUpstreamHash{Header: ptr.To("")}
+	invalid := translated(&store.Snapshot{Ingresses: served.Ingresses, Services: served.Services, KongServiceFacades: served.KongServiceFacades,
+		KongUpstreamPolicies: []*kongv1beta1.KongUpstreamPolicy{invalidPolicy}})
+	// b is no longer served when the earlier translation was taken.
+	earlier := translated(&store.Snapshot{Ingresses: []*netv1.Ingress{ingressTo("web", "a")}, Services: served.Services,
+		KongUpstreamPolicies: served.KongUpstreamPolicies})
+
+	const T, F = metav1.ConditionTrue, metav1.ConditionFalse
+	svc := func(name string, acc metav1.ConditionStatus, accReason string, prog metav1.ConditionStatus, progReason string) ancestorWant {
+		return ancestorWant{"core", "Service", name, acc, metav1.ConditionStatus(accReason), prog, metav1.ConditionStatus(progReason)}
+	}
+	facade := func(acc metav1.ConditionStatus, accReason string, prog metav1.ConditionStatus, progReason string) ancestorWant {
+		return ancestorWant{incubatorv1alpha1.GroupVersion.Group, "KongServiceFacade", "f", acc, metav1.ConditionStatus(accReason), prog, metav1.ConditionStatus(progReason)}
+	}
+	for _, tc := range []struct {
+		name   string
+		policy string
+		in     upstreamPolicyInputs
+		want   []ancestorWant
+	}{
+		{"attached and programmed: the Services and facade served with it, not an annotated Service nothing serves", "p",
+			upstreamPolicyInputs{latest: latest, programmed: latest},
+			[]ancestorWant{svc("a", T, "Accepted", T, "Programmed"), svc("b", T, "Accepted", T, "Programmed"), facade(T, "Accepted", T, "Programmed")}},
+		{"no sync reached a gateway yet: Programmed is Pending", "p",
+			upstreamPolicyInputs{latest: latest},
+			[]ancestorWant{svc("a", T, "Accepted", F, "Pending"), svc("b", T, "Accepted", F, "Pending"), facade(T, "Accepted", F, "Pending")}},
+		{"the translation a gateway took had only a", "p",
+			upstreamPolicyInputs{latest: latest, programmed: earlier},
+			[]ancestorWant{svc("a", T, "Accepted", T, "Programmed"), svc("b", T, "Accepted", F, "Pending"), facade(T, "Accepted", F, "Pending")}},
+		{"a gateway refused b's entities", "p",
+			upstreamPolicyInputs{latest: latest, programmed: latest, refused: map[kongstate.ObjectRef]bool{graphNode(kongstate.ObjectRef{Group: "core", Kind: "Service", Namespace: "default", Name: "b"}): true}},
+			[]ancestorWant{svc("a", T, "Accepted", T, "Programmed"), svc("b", T, "Accepted", F, "Invalid"), facade(T, "Accepted", T, "Programmed")}},
+		{"conflicted: b, and a Service only a route's rule shares with others", "p",
+			upstreamPolicyInputs{latest: latest, programmed: latest, conflicts: map[string]map[string]string{"default/p": {"default/b": "why", "default/shared": "why"}}},
+			[]ancestorWant{svc("a", T, "Accepted", T, "Programmed"), svc("b", F, "Conflicted", F, "Pending"), svc("shared", F, "Conflicted", F, "Pending"), facade(T, "Accepted", T, "Programmed")}},
+		{"invalid: translation refused the policy", "p",
+			upstreamPolicyInputs{latest: invalid, programmed: invalid},
+			[]ancestorWant{svc("a", F, "Invalid", F, "Invalid"), svc("b", F, "Invalid", F, "Invalid"), facade(F, "Invalid", F, "Invalid")}},
+		{"no ancestors: only an unserved Service names it", "q",
+			upstreamPolicyInputs{latest: latest, programmed: latest}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.in.ancestors(upstreamPolicy(tc.policy))
+			var gotWant []ancestorWant
+			for _, e := range got {
+				require.Len(t, e.conditions, 2)
+				a, p := e.conditions[0], e.conditions[1]
+				require.Equal(t, "Accepted", a.Type)
+				require.Equal(t, "Programmed", p.Type)
+				require.Equal(t, "default", string(*e.ref.Namespace))
+				gotWant = append(gotWant, ancestorWant{string(*e.ref.Group), string(*e.ref.Kind), string(e.ref.Name),
+					a.Status, metav1.ConditionStatus(a.Reason), p.Status, metav1.ConditionStatus(p.Reason)})
+				if a.Status == F {
+					require.NotEmpty(t, a.Message, "a refusal says why")
+				}
+			}
+			require.Equal(t, tc.want, gotWant)
+		})
+	}
+}
+
+// KIC's conflict rule over the HTTPRoutes we serve: a Service with a policy shares a rule with
+// a Service backend that has not the same policy.
+func TestConflictedServices(t *testing.T) {
+	gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
+	rule := func(backends ...string) gatewayv1.HTTPRouteRule {
+		var r gatewayv1.HTTPRouteRule
+		for _, b := range backends {
+			r.BackendRefs = append(r.BackendRefs, gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(b)}}})
+		}
+		return r
+	}
+	served := testRoute("default", "served", nil, parentRef("kong", ""))
+	served.Spec.Rules = []gatewayv1.HTTPRouteRule{rule("a", "b"), rule("c", "none"), rule("d", "other")}
+	notOurs := testRoute("default", "elsewhere", nil, parentRef("nginx", ""))
+	notOurs.Spec.Rules = []gatewayv1.HTTPRouteRule{rule("e", "none")}
+	services := []*corev1.Service{policyService("a", "p"), policyService("b", "p"), policyService("c", "p"), policyService("none", ""),
+		policyService("d", "p"), policyService("other", "q"), policyService("e", "p")}
+
+	got := conflictedServices([]*gatewayv1.HTTPRoute{served, notOurs}, services, attach(gw, served, notOurs))
+	require.Len(t, got, 2)
+	require.ElementsMatch(t, []string{"default/c", "default/d"}, keysOf(got["default/p"]), "a and b share p; e is in a route we do not serve")
+	require.Contains(t, got["default/p"]["default/c"], "HTTPRoute default/served rule 1 also sends to Service default/none")
+	require.ElementsMatch(t, []string{"default/other"}, keysOf(got["default/q"]))
+	require.Empty(t, conflictedServices([]*gatewayv1.HTTPRoute{served}, services, nil), "no Gateway API: no conflict")
+}
+
+func keysOf(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// The updater writes our entries after a round, keeps another controller's, writes nothing
+// when nothing changed (its own write does not make it write again), and removes our entry
+// once the policy no longer applies.
+func TestUpstreamPolicyUpdaterWritesOnlyChanges(t *testing.T) {
+	ctx := context.Background()
+	theirs := gatewayv1.PolicyAncestorStatus{AncestorRef: ancestorRef("core", "Service", "default", "a"), ControllerName: "example.com/other",
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", LastTransitionTime: metav1.NewTime(t0)}}}
+	p := upstreamPolicy("p")
+	p.Status.Ancestors = []gatewayv1.PolicyAncestorStatus{theirs}
+	snap := &store.Snapshot{Ingresses: []*netv1.Ingress{ingressTo("web", "a")}, Services: []*corev1.Service{policyService("a", "p")},
+		KongUpstreamPolicies: []*kongv1beta1.KongUpstreamPolicy{p}}
+	var writes atomic.Int32
+	c := gatedWriterClient(gatedWriterCase{objs: []client.Object{p, snap.Services[0]}, status: []client.Object{&kongv1beta1.KongUpstreamPolicy{}}},
+		&writes, func(client.Object) {})
+	u := NewUpstreamPolicyUpdater("", store.New(c, store.Options{Kinds: store.NewKindSet(store.KindKongUpstreamPolicy)}), c, logr.Discard())
+	u.now = func() time.Time { return t0 }
+
+	require.NoError(t, u.Update(ctx), "nothing translated yet")
+	require.Zero(t, writes.Load())
+	u.Report(ctx, round(translated(snap), true))
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, int32(1), writes.Load())
+	var got kongv1beta1.KongUpstreamPolicy
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "p"}, &got))
+	require.Len(t, got.Status.Ancestors, 2)
+	require.True(t, equality.Semantic.DeepEqual(theirs, got.Status.Ancestors[0]), "another controller's entry stays, first")
+	ourEntry := got.Status.Ancestors[1]
+	require.Equal(t, ours, string(ourEntry.ControllerName))
+	require.Equal(t, "core/Service/default/a", ancestorKey(ourEntry.AncestorRef))
+	for _, cond := range ourEntry.Conditions {
+		require.Equal(t, metav1.ConditionTrue, cond.Status, cond.Type)
+		require.Equal(t, int64(2), cond.ObservedGeneration)
+	}
+
+	u.now = func() time.Time { return t0.Add(time.Hour) }
+	u.Report(ctx, round(translated(snap), true))
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, int32(1), writes.Load(), "the same outcome is not written again")
+
+	snap.Ingresses = nil // nothing serves a any more
+	u.Report(ctx, round(translated(snap), true))
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, int32(2), writes.Load())
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "p"}, &got))
+	require.True(t, equality.Semantic.DeepEqual([]gatewayv1.PolicyAncestorStatus{theirs}, got.Status.Ancestors), "%v", got.Status.Ancestors)
+}
+
+// round is the report of a round that translated t and, with reached, whose sync a gateway took.
+func round(t *policyTranslation, reached bool) dataplane.Round {
+	r := dataplane.Round{Graph: t.graph, Problems: t.problems, GatewayAPI: t.attachment, Translated: true}
+	if reached {
+		r.Gateways = []dataplane.GatewayResult{{URL: "http://kong"}}
+	}
+	return r
+}
