@@ -374,7 +374,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		if err := mgr.Add(programmed); err != nil {
 			return nil, err
 		}
-		upstreamPolicies := status.NewUpstreamPolicyUpdater(cfg.GatewayAPIControllerName, st, mgr.GetClient(), log.WithName("upstream-policy-status"))
+		upstreamPolicies := status.NewUpstreamPolicyUpdater(cfg.GatewayAPIControllerName, st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("upstream-policy-status"))
 		reporter = append(reporter, upstreamPolicies)
 		if err := mgr.Add(upstreamPolicies); err != nil {
 			return nil, err

@@ -12,8 +12,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -265,20 +263,7 @@ func (f failures) err() error {
 // the write fails with a conflict, and the route is read again and its entries recomputed,
 // so that theirs survive.
 func (u *GatewayAPIUpdater) updateRoute(ctx context.Context, r routeObject, ra *gatewayapi.RouteAttachment, now time.Time) error {
-	current := r.obj
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			fresh := r.empty()
-			if err := u.reader.Get(ctx, client.ObjectKeyFromObject(r.obj), fresh); err != nil {
-				if apierrors.IsNotFound(err) {
-					return nil
-				}
-				return err
-			}
-			current = fresh
-		}
-		first = false
+	return u.writeStatusRetrying(ctx, u.reader, r.obj, r.empty, func(current client.Object) client.Object {
 		have := *r.parents(current)
 		want := routeParents(have, ra, u.controller, now)
 		if equality.Semantic.DeepEqual(want, have) || len(want) == 0 && len(have) == 0 {
@@ -286,11 +271,7 @@ func (u *GatewayAPIUpdater) updateRoute(ctx context.Context, r routeObject, ra *
 		}
 		updated := current.DeepCopyObject().(client.Object)
 		*r.parents(updated) = want
-		err := u.writeStatus(ctx, updated, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{}))
-		if apierrors.IsNotFound(err) {
-			return nil // deleted meanwhile: nothing to write
-		}
-		return err
+		return updated
 	})
 }
 

@@ -6,8 +6,10 @@ import (
 	"github.com/go-logr/logr"
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -54,6 +56,38 @@ func (w *statusWriter) WaitForSyncs(g *dataplane.SyncGate) { w.syncs = g }
 func (w *statusWriter) writeStatus(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	w.syncs.Wait(ctx)
 	return w.client.Status().Patch(ctx, obj, patch, opts...)
+}
+
+// writeStatusRetrying writes the status desired gives obj, with its resourceVersion, so that
+// an entry another controller wrote meanwhile (or our own previous write the cache has not seen
+// yet) is not overwritten: on a conflict the object is read again from reader (the API server)
+// and desired asked again. desired returns nil when nothing is to be written; an object gone
+// meanwhile is nothing to write.
+func (w *statusWriter) writeStatusRetrying(ctx context.Context, reader client.Reader, obj client.Object, empty func() client.Object, desired func(current client.Object) client.Object) error {
+	current := obj
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			fresh := empty()
+			if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return err
+			}
+			current = fresh
+		}
+		first = false
+		updated := desired(current)
+		if updated == nil {
+			return nil
+		}
+		err := w.writeStatus(ctx, updated, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{}))
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile: nothing to write
+		}
+		return err
+	})
 }
 
 func newRunner(name string, log logr.Logger, update func(context.Context) error) runner {

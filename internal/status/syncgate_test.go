@@ -76,7 +76,7 @@ func gatedWriterCases() []gatedWriterCase {
 	policies := []*kongv1beta1.KongUpstreamPolicy{upstreamPolicy("p"), upstreamPolicy("p2")}
 	policyServices := []*corev1.Service{policyService("a", "p"), policyService("b", "p2")}
 	upstreamPolicies := func(c client.Client) (GatedWriter, func(context.Context) error) {
-		u := NewUpstreamPolicyUpdater("", store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, logr.Discard())
+		u := NewUpstreamPolicyUpdater("", store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
 		u.Report(ctx, round(translated(&store.Snapshot{Ingresses: []*netv1.Ingress{ingressTo("web", "a", "b")}, Services: policyServices,
 			KongUpstreamPolicies: policies}), true))
 		return u, u.Update

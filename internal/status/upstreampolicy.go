@@ -14,7 +14,6 @@ import (
 	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -50,6 +49,7 @@ type UpstreamPolicyUpdater struct {
 	statusWriter
 	controller string
 	source     dataplane.SnapshotSource
+	reader     client.Reader // the API server, for a policy read again after a conflict
 	now        func() time.Time
 
 	mu         sync.Mutex
@@ -68,11 +68,11 @@ type policyTranslation struct {
 
 // NewUpstreamPolicyUpdater returns an updater writing entries of controllerName (the Gateway
 // API controller name, KIC's); it writes nothing until a round translated the snapshot.
-func NewUpstreamPolicyUpdater(controllerName string, source dataplane.SnapshotSource, writer client.Client, log logr.Logger) *UpstreamPolicyUpdater {
+func NewUpstreamPolicyUpdater(controllerName string, source dataplane.SnapshotSource, reader client.Reader, writer client.Client, log logr.Logger) *UpstreamPolicyUpdater {
 	if controllerName == "" {
 		controllerName = gatewayapi.DefaultControllerName
 	}
-	u := &UpstreamPolicyUpdater{controller: controllerName, source: source, statusWriter: statusWriter{client: writer}, now: time.Now}
+	u := &UpstreamPolicyUpdater{controller: controllerName, source: source, reader: reader, statusWriter: statusWriter{client: writer}, now: time.Now}
 	u.runner = newRunner("KongUpstreamPolicy status", log, u.Update)
 	return u
 }
@@ -130,8 +130,8 @@ func refusedObjects(r dataplane.Round) map[kongstate.ObjectRef]bool {
 
 // Update writes status.ancestors of every KongUpstreamPolicy whose entries of our controller
 // differ from what the latest translation says. The patch carries the resourceVersion, so that
-// an entry another controller wrote meanwhile is not lost: the conflict fails the pass, and
-// the next pass starts from the policy as it is then.
+// an entry another controller wrote meanwhile is not lost; on a conflict (theirs, or our own
+// previous write the cache has not seen yet) the policy is read again from the API server.
 func (u *UpstreamPolicyUpdater) Update(ctx context.Context) error {
 	u.mu.Lock()
 	in := upstreamPolicyInputs{latest: u.latest, programmed: u.programmed, refused: u.refused}
@@ -157,15 +157,19 @@ func (u *UpstreamPolicyUpdater) Update(ctx context.Context) error {
 		if p == nil {
 			continue
 		}
-		have := p.Status.Ancestors
-		want := mergeAncestors(have, in.ancestors(p), u.controller, p.Generation, now)
-		if equality.Semantic.DeepEqual(want, have) || len(want) == 0 && len(have) == 0 {
-			continue
-		}
-		updated := p.DeepCopy()
-		updated.Status.Ancestors = want
-		err := u.writeStatus(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}))
-		if err != nil && !apierrors.IsNotFound(err) {
+		entries := in.ancestors(p)
+		err := u.writeStatusRetrying(ctx, u.reader, p, func() client.Object { return &kongv1beta1.KongUpstreamPolicy{} }, func(current client.Object) client.Object {
+			cp := current.(*kongv1beta1.KongUpstreamPolicy)
+			have := cp.Status.Ancestors
+			want := mergeAncestors(have, entries, u.controller, cp.Generation, now)
+			if equality.Semantic.DeepEqual(want, have) || len(want) == 0 && len(have) == 0 {
+				return nil
+			}
+			updated := cp.DeepCopy()
+			updated.Status.Ancestors = want
+			return updated
+		})
+		if err != nil {
 			errs = append(errs, fmt.Sprintf("KongUpstreamPolicy %s/%s: %v", p.Namespace, p.Name, err))
 		}
 	}

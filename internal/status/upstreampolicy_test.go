@@ -193,7 +193,7 @@ func TestUpstreamPolicyUpdaterWritesOnlyChanges(t *testing.T) {
 	var writes atomic.Int32
 	c := gatedWriterClient(gatedWriterCase{objs: []client.Object{p, snap.Services[0]}, status: []client.Object{&kongv1beta1.KongUpstreamPolicy{}}},
 		&writes, func(client.Object) {})
-	u := NewUpstreamPolicyUpdater("", store.New(c, store.Options{Kinds: store.NewKindSet(store.KindKongUpstreamPolicy)}), c, logr.Discard())
+	u := NewUpstreamPolicyUpdater("", store.New(c, store.Options{Kinds: store.NewKindSet(store.KindKongUpstreamPolicy)}), c, c, logr.Discard())
 	u.now = func() time.Time { return t0 }
 
 	require.NoError(t, u.Update(ctx), "nothing translated yet")

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -92,4 +93,38 @@ func TestRelevance(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, r.Relevant(tc.old, tc.new), tc.name)
 	}
+}
+
+// The status the leader writes on a KongUpstreamPolicy (status.ancestors), a TCPIngress or a
+// UDPIngress (status.loadBalancer) does not wake the loop; a spec change of a policy a served
+// Service uses, or of a TCPIngress of our class, does.
+func TestRelevanceOfStatusWritesOnPoliciesAndStreamIngresses(t *testing.T) {
+	r := &Relevance{IngressClass: "kong"}
+	r.SetGraph(buildCase(t, "upstream-policy").Graph)
+	policy := &kongv1beta1.KongUpstreamPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sticky-ish", Generation: 1, ResourceVersion: "1"}}
+	policyStatus := policy.DeepCopy()
+	policyStatus.ResourceVersion = "2"
+	policyStatus.Status.Ancestors = []gatewayv1.PolicyAncestorStatus{{ControllerName: "konghq.com/kic-gateway-controller",
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"}}}}
+	policySpec := policy.DeepCopy()
+	policySpec.ResourceVersion, policySpec.Generation = "3", 2
+	policySpec.Spec.Slots = ptr(200)
+	require.True(t, r.Relevant(policy, policySpec), "a served policy's spec change")
+	require.False(t, r.Relevant(policy, policyStatus), "our status write on a served policy")
+
+	classed := metav1.ObjectMeta{Namespace: "default", Name: "db", Generation: 1, ResourceVersion: "1", Annotations: map[string]string{"kubernetes.io/ingress.class": "kong"}}
+	tcp := &kongv1beta1.TCPIngress{ObjectMeta: classed}
+	tcpStatus := tcp.DeepCopy()
+	tcpStatus.ResourceVersion = "2"
+	tcpStatus.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+	tcpSpec := tcp.DeepCopy()
+	tcpSpec.ResourceVersion, tcpSpec.Generation = "3", 2
+	tcpSpec.Spec.Rules = []kongv1beta1.IngressRule{{Port: 5432}}
+	require.True(t, r.Relevant(tcp, tcpSpec), "a TCPIngress spec change")
+	require.False(t, r.Relevant(tcp, tcpStatus), "our status write on a TCPIngress")
+	udp := &kongv1beta1.UDPIngress{ObjectMeta: classed}
+	udpStatus := udp.DeepCopy()
+	udpStatus.ResourceVersion = "2"
+	udpStatus.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+	require.False(t, r.Relevant(udp, udpStatus), "our status write on a UDPIngress")
 }
