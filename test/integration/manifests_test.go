@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -252,6 +254,10 @@ func TestManifestsRBACIsLeastPrivilege(t *testing.T) {
 	for _, r := range []string{"kongplugins", "kongclusterplugins", "kongconsumers", "kongconsumergroups", "kongvaults", "kongcustomentities", "konglicenses"} {
 		want["configuration.konghq.com/"+r+"/status"] = []string{"patch"} // internal/status/programmed.go, license.go
 	}
+	want["configuration.konghq.com/kongupstreampolicies/status"] = []string{"patch"} // internal/status/upstreampolicy.go
+	for _, r := range []string{"tcpingresses", "udpingresses"} {
+		want["configuration.konghq.com/"+r+"/status"] = []string{"patch"} // internal/status/ingress.go
+	}
 	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tcproutes", "tlsroutes", "udproutes"} {
 		want["gateway.networking.k8s.io/"+r+"/status"] = []string{"patch"} // internal/status/gatewayapi_updater.go
 	}
@@ -284,6 +290,13 @@ func TestManifestsRBACIsEnough(t *testing.T) {
 	controller := "konductor.test/" + ns
 	class, gw := gatewayOf(ns, controller)
 	objs = append(objs, class, gw, httpRoute(ns, "web", "http", "echo"))
+	objs[0].SetAnnotations(map[string]string{kongv1beta1.KongUpstreamPolicyAnnotationKey: "lc"}) // the echo Service
+	objs = append(objs, &kongv1beta1.KongUpstreamPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lc"},
+		Spec: kongv1beta1.KongUpstreamPolicySpec{Algorithm: ptr.To("least-connections")}})
+	tcp := &kongv1beta1.TCPIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db", Annotations: map[string]string{"kubernetes.io/ingress.class": "kong"}},
+		Spec: kongv1beta1.TCPIngressSpec{Rules: []kongv1beta1.IngressRule{{Port: 5432, Backend: kongv1beta1.IngressBackend{ServiceName: "db", ServicePort: 80}}}}}
+	objs = append(objs, tcp)
+	objs = append(objs, app(ns, "db", "db.example.com")[:2]...)
 	createAll(t, objs)
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), class) })
 	kong := startEmulator(t, kongemu.DBLess)
@@ -339,6 +352,18 @@ func TestManifestsRBACIsEnough(t *testing.T) {
 		lb := ing.Status.LoadBalancer.Ingress
 		return len(lb) == 1 && lb[0].IP == "192.0.2.10"
 	}, 30*time.Second, 50*time.Millisecond, "the controller could publish the Ingress status")
+	require.Eventually(t, func() bool {
+		var got kongv1beta1.TCPIngress
+		if admin.Get(ctx, client.ObjectKeyFromObject(tcp), &got) != nil {
+			return false
+		}
+		lb := got.Status.LoadBalancer.Ingress
+		return len(lb) == 1 && lb[0].IP == "192.0.2.10"
+	}, 30*time.Second, 50*time.Millisecond, "the controller could publish the TCPIngress status")
+	require.Eventually(t, func() bool {
+		var got kongv1beta1.KongUpstreamPolicy
+		return admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "lc"}, &got) == nil && len(got.Status.Ancestors) == 1
+	}, 30*time.Second, 50*time.Millisecond, "the controller could write the KongUpstreamPolicy status")
 	require.Eventually(t, func() bool { return gatewayAPIStatusWritten(ctx, ns, controller, "web") },
 		30*time.Second, 50*time.Millisecond, "the controller could write the status of the GatewayClass, the Gateway and the HTTPRoute")
 
