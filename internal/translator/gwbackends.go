@@ -84,6 +84,7 @@ func (b *builder) populateGatewayService(ks *kongService) {
 		b.serviceAnnotations(ks, b.backingService(ks).svc)
 	} else {
 		tags = b.entityTags(gb.route, gb.gvk)
+		b.sharedUpstreamPolicy(ks.upstream, resolved)
 	}
 	ks.svc.Tags, ks.upstream.Tags = tags, tags
 	if len(resolved) == 0 && len(gb.refs) > 0 {

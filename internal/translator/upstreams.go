@@ -3,6 +3,7 @@ package translator
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/blang/semver/v4"
 	"github.com/kong/go-database-reconciler/pkg/file"
@@ -63,6 +64,42 @@ func (b *builder) upstreamOverrides() {
 			b.refer(bk.owner, bk.gvk, ref(gvkKongUpstreamPolicy, svc.Namespace, name))
 			b.applyUpstreamPolicy(ks.upstream, svc, name)
 		}
+	}
+}
+
+// sharedUpstreamPolicy applies to the upstream of a Kong service with several backend
+// Services the KongUpstreamPolicy they all name (KIC's GetKongUpstreamPolicyForServices): none
+// when none names one; when they name different ones, or some none, an upstream can take only
+// one, so none applies and the failure is reported on each Service, in KIC's words.
+func (b *builder) sharedUpstreamPolicy(u *file.FUpstream, resolved []*corev1.Service) {
+	seen := map[string]bool{}
+	var svcs []*corev1.Service
+	names := map[string]bool{}
+	for _, svc := range resolved {
+		if key := svc.Namespace + "/" + svc.Name; !seen[key] {
+			seen[key] = true
+			svcs = append(svcs, svc)
+			names[svc.Annotations[annUpstreamPolicy]] = true
+		}
+	}
+	if len(names) == 1 {
+		name := svcs[0].Annotations[annUpstreamPolicy]
+		if name == "" {
+			return
+		}
+		for _, svc := range svcs {
+			b.refer(svc, gvkService, ref(gvkKongUpstreamPolicy, svc.Namespace, name))
+		}
+		b.applyUpstreamPolicy(u, svcs[0], name)
+		return
+	}
+	keys := make([]string, 0, len(svcs))
+	for _, svc := range svcs {
+		keys = append(keys, svc.Namespace+"/"+svc.Name)
+	}
+	sort.Strings(keys)
+	for _, svc := range svcs {
+		b.problem(svc, gvkService, annField(annUpstreamPolicy), "inconsistent KongUpstreamPolicy configuration for services %s", strings.Join(keys, ", "))
 	}
 }
 
