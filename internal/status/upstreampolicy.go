@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -83,8 +84,9 @@ var (
 )
 
 // Report implements dataplane.Reporter: a round that translated the snapshot is the latest
-// translation; once a sync of it reached a gateway it is the programmed one, with the objects
-// that gateway refused. It never blocks the loop.
+// translation; once a gateway took a configuration made from it (whole, all but refused
+// objects, or a fallback configuration) it is the programmed one, with the objects the
+// gateways refused or left out. It never blocks the loop.
 func (u *UpstreamPolicyUpdater) Report(_ context.Context, r dataplane.Round) {
 	if r.SnapshotErr != nil {
 		return
@@ -95,7 +97,7 @@ func (u *UpstreamPolicyUpdater) Report(_ context.Context, r dataplane.Round) {
 		t := &policyTranslation{graph: r.Graph, problems: r.Problems, attachment: r.GatewayAPI}
 		u.latest, u.pending, changed = t, t, true
 	}
-	if u.pending != nil && reachedGateway(r, true) {
+	if u.pending != nil && slices.ContainsFunc(r.Gateways, func(g dataplane.GatewayResult) bool { return !g.Stale && tookConfiguration(g) }) {
 		u.programmed, u.pending, u.refused, changed = u.pending, nil, refusedObjects(r), true
 	}
 	u.mu.Unlock()

@@ -234,3 +234,41 @@ func round(t *policyTranslation, reached bool) dataplane.Round {
 	}
 	return r
 }
+
+// A gateway that refused one Service and took the fallback configuration without it programmed
+// the others: their entries are Programmed True, the refused Service's False/Invalid; a stale
+// sync (of an older translation) programs nothing of the latest.
+func TestUpstreamPolicyUpdaterFollowsAFallbackConfiguration(t *testing.T) {
+	ctx := context.Background()
+	snap := &store.Snapshot{Ingresses: []*netv1.Ingress{ingressTo("web", "a", "b")}, Services: []*corev1.Service{policyService("a", "p"), policyService("b", "p")},
+		KongUpstreamPolicies: []*kongv1beta1.KongUpstreamPolicy{upstreamPolicy("p")}}
+	b := kongstate.ObjectRef{Group: "core", Version: "v1", Kind: "Service", Namespace: "default", Name: "b"}
+	var writes atomic.Int32
+	c := gatedWriterClient(gatedWriterCase{objs: []client.Object{snap.KongUpstreamPolicies[0], snap.Services[0], snap.Services[1]},
+		status: []client.Object{&kongv1beta1.KongUpstreamPolicy{}}}, &writes, func(client.Object) {})
+	u := NewUpstreamPolicyUpdater("", store.New(c, store.Options{Kinds: store.NewKindSet(store.KindKongUpstreamPolicy)}), c, c, logr.Discard())
+	programmed := func() map[string]string {
+		require.NoError(t, u.Update(ctx))
+		var got kongv1beta1.KongUpstreamPolicy
+		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "p"}, &got))
+		out := map[string]string{}
+		for _, a := range got.Status.Ancestors {
+			for _, cond := range a.Conditions {
+				if cond.Type == "Programmed" {
+					out[string(a.AncestorRef.Name)] = string(cond.Status) + "/" + cond.Reason
+				}
+			}
+		}
+		return out
+	}
+
+	r := round(translated(snap), false)
+	r.Gateways = []dataplane.GatewayResult{{URL: "http://kong", Stale: true}}
+	u.Report(ctx, r)
+	require.Equal(t, map[string]string{"a": "False/Pending", "b": "False/Pending"}, programmed(), "a stale sync")
+
+	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "http://kong",
+		Err:      &dataplane.RejectedError{Entities: []dataplane.EntityError{{Object: b, Message: "no"}}},
+		Fallback: &dataplane.FallbackResult{Broken: []kongstate.ObjectRef{b}, Excluded: []kongstate.ObjectRef{b}}}}})
+	require.Equal(t, map[string]string{"a": "True/Programmed", "b": "False/Invalid"}, programmed())
+}
