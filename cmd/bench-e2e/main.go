@@ -3,7 +3,7 @@
 // target passes (N, K, SECRETS, STATUS, KONG).
 //
 //	bench-e2e --binary bin/konductor --assets DIR [--ingresses 3000] [--changes 20]
-//	    [--secrets 0] [--status on|off] [--kong record|emulator] [--interval 500ms] [--heap-profile FILE] [--cpu-profile FILE] [--start-cpu-profile FILE]
+//	    [--secrets 0] [--status on|off] [--kong record|emulator] [--interval 500ms] [--heap-profile FILE] [--cpu-profile FILE] [--start-cpu-profile FILE] [--start-trace FILE] [--settle 10s] [--apiserver-cpu-profile FILE]
 package main
 
 import (
@@ -60,6 +60,10 @@ func run() error {
 	flag.StringVar(&cfg.HeapProfile, "heap-profile", os.Getenv("HEAP_PROFILE"), "file that receives the controller's heap profile at the end (go tool pprof)")
 	flag.StringVar(&cfg.CPUProfile, "cpu-profile", os.Getenv("CPU_PROFILE"), "file that receives the controller's CPU profile of the change phase (go tool pprof)")
 	flag.StringVar(&cfg.StartCPUProfile, "start-cpu-profile", os.Getenv("START_CPU_PROFILE"), "file that receives the controller's CPU profile from its start to its first complete push (go tool pprof)")
+	flag.StringVar(&cfg.StartTrace, "start-trace", os.Getenv("START_TRACE"), "file that receives the controller's runtime execution trace from its start to its first complete push (go tool trace); extra starts' go to FILE.start-N, and their CPU profiles too")
+	flag.DurationVar(&cfg.Settle, "settle", 0, "wait this long between creating the objects and the first start, measuring the API server's and etcd's own CPU meanwhile")
+	flag.StringVar(&cfg.APIServerCPUProfile, "apiserver-cpu-profile", "", "file that receives the kube-apiserver's CPU profile of the first start's first 2 s (FILE.settle: of --settle)")
+	flag.StringVar(&cfg.APIServerLog, "apiserver-log", "", "file that receives the kube-apiserver's output (GODEBUG=gctrace=1 adds its collections)")
 	flag.StringVar(&cfg.LogDir, "log-dir", "", "folder for the controller's log (a temporary one by default)")
 	flag.IntVar(&cfg.Starts, "starts", envInt("STARTS", 0), "more starts of the controller after the run, each measured to its first complete push (no objects created again)")
 	flag.StringVar(&cfg.Compare, "compare", os.Getenv("COMPARE"), "a second binary (or a script exec'ing one with other flags): the extra starts alternate between it and --binary, it first")

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/go-logr/logr"
@@ -72,8 +73,17 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("starting konductor", "version", version)
 	setGCPercent(log, setMemoryLimit(log, cgroupMemoryFiles))
 	startDone := make(chan struct{})
+	startOver := sync.OnceFunc(func() { close(startDone) })
 	relaxCollectorUntil(ctx, log, startDone)
-	profileStartUntil(ctx, log, startDone)
+	recorded := profileStartUntil(ctx, log, startDone)
+	// The start's profile and trace are written whole before the process exits, however the
+	// start ends (first push, stop, error).
+	defer func() {
+		startOver()
+		if recorded != nil {
+			<-recorded
+		}
+	}()
 	c, err := manager.New(ctx, cfg, manager.Options{Logger: log})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -85,7 +95,7 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	go func() {
 		<-c.FirstSyncDone()
-		close(startDone)
+		startOver()
 	}()
 	return c.Start(ctx)
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/go-logr/logr"
 )
@@ -14,22 +16,43 @@ import (
 // benchmarks (bench-e2e --start-cpu-profile), not for production.
 const startProfileEnv = "KONDUCTOR_START_CPU_PROFILE"
 
-// profileStartUntil profiles the CPU into the file named by startProfileEnv, when set, until
-// done or ctx closes; the returned channel closes once the profile is written (nil when
-// nothing is profiled).
+// startTraceEnv names a file that receives the runtime's execution trace over the same span
+// (go tool trace FILE): each goroutine's blocking, the network waits and the collector on a
+// wall-clock timeline, which a CPU profile cannot show (bench-e2e --start-trace).
+const startTraceEnv = "KONDUCTOR_START_TRACE"
+
+// profileStartUntil profiles the CPU into the file named by startProfileEnv and traces the
+// runtime into the one named by startTraceEnv, each when set, until done or ctx closes; the
+// returned channel closes once both are written (nil when nothing is recorded).
 func profileStartUntil(ctx context.Context, log logr.Logger, done <-chan struct{}) <-chan struct{} {
-	path := os.Getenv(startProfileEnv)
-	if path == "" {
-		return nil
+	var stops []func()
+	record := func(env, what string, start func(io.Writer) error, stop func()) {
+		path := os.Getenv(env)
+		if path == "" {
+			return
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			log.Error(err, "start "+what+" not taken")
+			return
+		}
+		if err := start(f); err != nil {
+			log.Error(err, "start "+what+" not taken")
+			_ = f.Close()
+			return
+		}
+		stops = append(stops, func() {
+			stop()
+			if err := f.Close(); err != nil {
+				log.Error(err, "start "+what+" not written")
+				return
+			}
+			log.Info("start "+what+" written", "file", path)
+		})
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		log.Error(err, "start CPU profile not taken")
-		return nil
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		log.Error(err, "start CPU profile not taken")
-		_ = f.Close()
+	record(startProfileEnv, "CPU profile", pprof.StartCPUProfile, pprof.StopCPUProfile)
+	record(startTraceEnv, "trace", trace.Start, trace.Stop)
+	if len(stops) == 0 {
 		return nil
 	}
 	written := make(chan struct{})
@@ -39,12 +62,9 @@ func profileStartUntil(ctx context.Context, log logr.Logger, done <-chan struct{
 		case <-done:
 		case <-ctx.Done():
 		}
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			log.Error(err, "start CPU profile not written")
-			return
+		for _, stop := range stops {
+			stop()
 		}
-		log.Info("start CPU profile written", "file", path)
 	}()
 	return written
 }

@@ -16,3 +16,12 @@ func TestSchemeIsSharedAndKnowsEveryKind(t *testing.T) {
 		require.Equal(t, k.GroupVersionKind(), gvk, k.String())
 	}
 }
+
+// BenchmarkNewScheme is what building the process's scheme costs (manager.New builds it in a
+// goroutine while the API server answers: docs/performance.md, Start).
+func BenchmarkNewScheme(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		NewScheme()
+	}
+}

@@ -19,6 +19,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -72,6 +74,21 @@ type Config struct {
 	// StartCPUProfile, when set, is the file that receives the controller's CPU profile from
 	// its process start to its first complete push (KONDUCTOR_START_CPU_PROFILE).
 	StartCPUProfile string
+	// StartTrace, when set, is the file that receives the controller's runtime execution trace
+	// over the same span (KONDUCTOR_START_TRACE; go tool trace FILE). The extra starts' profile
+	// and trace go to FILE.start-N.
+	StartTrace string
+	// Settle, when set, is how long the benchmark waits between creating the objects and the
+	// first start, measuring meanwhile the CPU the API server and etcd spend on their own:
+	// whether the first start meets an API server still busy with the creations.
+	Settle time.Duration
+	// APIServerCPUProfile, when set, is the file that receives the kube-apiserver's CPU profile
+	// (its /debug/pprof) of the first start's first two seconds, and FILE.settle of Settle:
+	// what the API server spends its CPU on while the controller starts.
+	APIServerCPUProfile string
+	// APIServerLog, when set, receives the kube-apiserver's output (with GODEBUG=gctrace=1 in
+	// the benchmark's environment, its collections too).
+	APIServerLog string
 	// LogDir receives the controller's log (controller.log); a temporary folder when empty.
 	LogDir string
 	// Seed makes the changes' order and intervals repeatable.
@@ -102,6 +119,14 @@ type Result struct {
 	CPUSeconds       float64         // utime + stime at the end
 	// CPUSecondsAtFirstPush is utime + stime when the first complete push had arrived.
 	CPUSecondsAtFirstPush float64
+	// APIServerCPUSecondsAtFirstPush and EtcdCPUSecondsAtFirstPush are the kube-apiserver's
+	// and etcd's CPU time from the controller's launch to its first complete push.
+	APIServerCPUSecondsAtFirstPush, EtcdCPUSecondsAtFirstPush float64
+	// APIServerGCsAtFirstPush is how many collections the API server completed meanwhile.
+	APIServerGCsAtFirstPush int
+	// SettleAPIServerCPUSeconds and SettleEtcdCPUSeconds are their CPU time during
+	// Config.Settle, when nobody asked them anything.
+	SettleAPIServerCPUSeconds, SettleEtcdCPUSeconds float64
 	// ChangeCPUSeconds is the controller's CPU time from the first complete push to the end:
 	// the work of the changes (and of whatever else ran meanwhile, such as status writes).
 	ChangeCPUSeconds float64
@@ -121,6 +146,10 @@ type StartSample struct {
 	// APIServerCPUSeconds is the kube-apiserver's CPU time from the controller's launch to
 	// its first complete push: the lists and discovery it served (and anything else it did).
 	APIServerCPUSeconds float64
+	// EtcdCPUSeconds is etcd's over the same span.
+	EtcdCPUSeconds float64
+	// APIServerGCs is how many collections the API server completed over the same span.
+	APIServerGCs int
 }
 
 // changeTimeout bounds the wait for one change; a change not seen by then is counted missed.
@@ -152,6 +181,14 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	env.ControlPlaneStartTimeout = 3 * time.Minute
 	// envtest's default Service range is a /24: room for 10,000 Services and more.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
+	if cfg.APIServerLog != "" {
+		apiLog, err := os.Create(cfg.APIServerLog)
+		if err != nil {
+			return res, err
+		}
+		defer apiLog.Close()
+		env.ControlPlane.GetAPIServer().Out, env.ControlPlane.GetAPIServer().Err = apiLog, apiLog
+	}
 	restCfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
@@ -216,11 +253,43 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		}
 		runArgs = append(runArgs, "--profiling", "--metrics-bind-address", pprofAddr)
 	}
-	var procEnv []string
-	if cfg.StartCPUProfile != "" {
-		procEnv = append(os.Environ(), "KONDUCTOR_START_CPU_PROFILE="+cfg.StartCPUProfile)
+	apiServerHTTP, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		return res, err
 	}
-	ctl, err := launch(cfg.Binary, append(runArgs, cfg.Args...), procEnv, res.LogFile)
+	apiServerURL := strings.TrimSuffix(restCfg.Host, "/")
+	// The API server's collections so far, to tell a start that met one.
+	apiServerGCs := func() int { return collectionsOf(ctx, apiServerHTTP, apiServerURL) }
+	// The API server's CPU profile of seconds, from now, into file (when asked for).
+	profileAPIServer := func(seconds int, file string) <-chan error {
+		done := make(chan error, 1)
+		if cfg.APIServerCPUProfile == "" {
+			done <- nil
+			return done
+		}
+		go func() {
+			done <- fetchProfileWith(ctx, apiServerHTTP, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", apiServerURL, seconds), file)
+		}()
+		return done
+	}
+	if cfg.Settle > 0 {
+		progress("settling for %s", cfg.Settle)
+		api, etcd := childrenCPUSeconds("kube-apiserver"), childrenCPUSeconds("etcd")
+		profiled := profileAPIServer(max(int(cfg.Settle/time.Second), 1), cfg.APIServerCPUProfile+".settle")
+		select {
+		case <-time.After(cfg.Settle):
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+		if err := <-profiled; err != nil {
+			return res, err
+		}
+		res.SettleAPIServerCPUSeconds = childrenCPUSeconds("kube-apiserver") - api
+		res.SettleEtcdCPUSeconds = childrenCPUSeconds("etcd") - etcd
+	}
+	apiServerCPU, etcdCPU, gcs := childrenCPUSeconds("kube-apiserver"), childrenCPUSeconds("etcd"), apiServerGCs()
+	apiServerProfiled := profileAPIServer(2, cfg.APIServerCPUProfile)
+	ctl, err := launch(cfg.Binary, append(runArgs, cfg.Args...), startRecordingEnv(cfg, ""), res.LogFile)
 	if err != nil {
 		return res, err
 	}
@@ -242,6 +311,12 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		return res, err
 	}
 	res.CPUSecondsAtFirstPush = atFirst.cpuSeconds
+	res.APIServerCPUSecondsAtFirstPush = childrenCPUSeconds("kube-apiserver") - apiServerCPU
+	res.EtcdCPUSecondsAtFirstPush = childrenCPUSeconds("etcd") - etcdCPU
+	res.APIServerGCsAtFirstPush = apiServerGCs() - gcs
+	if err := <-apiServerProfiled; err != nil {
+		return res, err
+	}
 	progress("first complete push after %s (controller CPU %.2f s)", res.StartToFirstPush.Round(time.Millisecond), res.CPUSecondsAtFirstPush)
 
 	profiled := make(chan error, 1)
@@ -305,8 +380,8 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		if cfg.Compare != "" && i%2 == 0 {
 			binary = cfg.Compare
 		}
-		sample, err := measureStart(ctx, binary, func(kongURL string) []string { return append(args(kongURL), cfg.Args...) },
-			cfg.Ingresses, filepath.Join(logDir, fmt.Sprintf("controller-start-%d.log", i+1)))
+		sample, err := measureStart(ctx, binary, func(kongURL string) []string { return append(args(kongURL), cfg.Args...) }, apiServerGCs,
+			startRecordingEnv(cfg, fmt.Sprintf(".start-%d", i+1)), cfg.Ingresses, filepath.Join(logDir, fmt.Sprintf("controller-start-%d.log", i+1)))
 		if err != nil {
 			return res, fmt.Errorf("extra start %d: %w", i+1, err)
 		}
@@ -319,14 +394,14 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 
 // measureStart starts binary against a recording Kong of its own, waits for the first
 // complete push and stops it.
-func measureStart(ctx context.Context, binary string, args func(kongURL string) []string, ingresses int, logPath string) (StartSample, error) {
+func measureStart(ctx context.Context, binary string, args func(kongURL string) []string, apiServerGCs func() int, env []string, ingresses int, logPath string) (StartSample, error) {
 	kong, kongURL, closeKong, err := serveRecordingKong(nil, ingresses)
 	if err != nil {
 		return StartSample{}, err
 	}
 	defer closeKong()
-	apiServerCPU := childrenCPUSeconds("kube-apiserver")
-	ctl, err := launch(binary, args(kongURL), nil, logPath)
+	apiServerCPU, etcdCPU, gcs := childrenCPUSeconds("kube-apiserver"), childrenCPUSeconds("etcd"), apiServerGCs()
+	ctl, err := launch(binary, args(kongURL), env, logPath)
 	if err != nil {
 		return StartSample{}, err
 	}
@@ -340,7 +415,60 @@ func measureStart(ctx context.Context, binary string, args func(kongURL string) 
 		return StartSample{}, err
 	}
 	return StartSample{Binary: binary, FirstPush: first.Sub(ctl.start), CPUSeconds: proc.cpuSeconds, PeakRSS: proc.hwm,
-		APIServerCPUSeconds: childrenCPUSeconds("kube-apiserver") - apiServerCPU}, nil
+		APIServerCPUSeconds: childrenCPUSeconds("kube-apiserver") - apiServerCPU, EtcdCPUSeconds: childrenCPUSeconds("etcd") - etcdCPU,
+		APIServerGCs: apiServerGCs() - gcs}, nil
+}
+
+// collectionsOf is the number of garbage collections the API server at url has completed
+// (go_gc_duration_seconds_count of its /metrics); -1 when it cannot be read. A collection of
+// the API server's heap (130-330 MB at 3,000 Ingresses after the objects were created) costs
+// 0.4-1 s of CPU, on the cores the controller starts on (docs/performance.md).
+func collectionsOf(ctx context.Context, client *http.Client, url string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+	if err != nil {
+		return -1
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return -1
+	}
+	return parseGCCount(string(body))
+}
+
+// parseGCCount reads go_gc_duration_seconds_count out of a Prometheus text exposition; -1 when
+// it is not there.
+func parseGCCount(metrics string) int {
+	for line := range strings.Lines(metrics) {
+		if rest, ok := strings.CutPrefix(line, "go_gc_duration_seconds_count "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				return -1
+			}
+			return int(n)
+		}
+	}
+	return -1
+}
+
+// startRecordingEnv is the controller's environment with the start's CPU profile and trace
+// asked for (their files' names with suffix), or nil (the benchmark's own) when neither is.
+func startRecordingEnv(cfg Config, suffix string) []string {
+	if cfg.StartCPUProfile == "" && cfg.StartTrace == "" {
+		return nil
+	}
+	env := os.Environ()
+	if cfg.StartCPUProfile != "" {
+		env = append(env, "KONDUCTOR_START_CPU_PROFILE="+cfg.StartCPUProfile+suffix)
+	}
+	if cfg.StartTrace != "" {
+		env = append(env, "KONDUCTOR_START_TRACE="+cfg.StartTrace+suffix)
+	}
+	return env
 }
 
 // serveRecordingKong serves a recording Kong (in front of next, when set) on a local port.
@@ -549,11 +677,16 @@ func freeLocalAddr() (string, error) {
 // fetchProfile saves a profile of the controller's pprof endpoint url (the heap one with
 // ?gc=1 after a GC, the CPU one over ?seconds=).
 func fetchProfile(ctx context.Context, url, file string) error {
+	return fetchProfileWith(ctx, http.DefaultClient, url, file)
+}
+
+// fetchProfileWith fetches url with client into file.
+func fetchProfileWith(ctx context.Context, client *http.Client, url, file string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("fetching the profile %s: %w", url, err)
 	}

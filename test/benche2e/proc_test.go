@@ -86,3 +86,15 @@ func TestParseStatParent(t *testing.T) {
 		t.Fatalf("CPU of children that do not exist: %v", cpu)
 	}
 }
+
+// The API server's collections are read out of its /metrics text.
+func TestParseGCCount(t *testing.T) {
+	metrics := "# HELP go_gc_duration_seconds A summary.\n# TYPE go_gc_duration_seconds summary\n" +
+		"go_gc_duration_seconds{quantile=\"0\"} 1.2e-05\ngo_gc_duration_seconds_sum 0.01\ngo_gc_duration_seconds_count 33\ngo_goroutines 900\n"
+	if got := parseGCCount(metrics); got != 33 {
+		t.Fatalf("parseGCCount = %d, want 33", got)
+	}
+	if got := parseGCCount("go_goroutines 900\n"); got != -1 {
+		t.Fatalf("parseGCCount without the metric = %d, want -1", got)
+	}
+}

@@ -31,7 +31,12 @@ func (r Result) Report(w io.Writer, cfg Config) {
 	}
 	fmt.Fprintf(w, "Ingresses %d, unrelated 100 KB Secrets %d, status writes %s, Kong %s\n", cfg.Ingresses, cfg.Secrets, status, kong)
 	fmt.Fprintf(w, "setup (not measured)            %s\n", r.Setup.Round(time.Millisecond))
-	fmt.Fprintf(w, "start -> first complete push    %s (controller CPU %.2f s)\n", ms(r.StartToFirstPush), r.CPUSecondsAtFirstPush)
+	fmt.Fprintf(w, "start -> first complete push    %s (controller CPU %.2f s, API server CPU %.2f s and %d collections, etcd CPU %.2f s; the API server fresh from the creations)\n",
+		ms(r.StartToFirstPush), r.CPUSecondsAtFirstPush, r.APIServerCPUSecondsAtFirstPush, r.APIServerGCsAtFirstPush, r.EtcdCPUSecondsAtFirstPush)
+	if cfg.Settle > 0 {
+		fmt.Fprintf(w, "settled before it               %s (meanwhile API server CPU %.2f s, etcd CPU %.2f s)\n",
+			cfg.Settle, r.SettleAPIServerCPUSeconds, r.SettleEtcdCPUSeconds)
+	}
 	fmt.Fprintf(w, "change -> push (%d of %d seen)  p50 %s  p90 %s  max %s\n", len(r.ChangeLatencies), len(r.ChangeLatencies)+r.Missed,
 		ms(Percentile(r.ChangeLatencies, 50)), ms(Percentile(r.ChangeLatencies, 90)), ms(Percentile(r.ChangeLatencies, 100)))
 	fmt.Fprintf(w, "pushes                          %d (%d after the first complete one)\n", r.Pushes, r.PushesAfterFirst)
@@ -53,7 +58,7 @@ func (r Result) Report(w io.Writer, cfg Config) {
 	}
 	for _, b := range binaries {
 		var walls []time.Duration
-		var line, cpus, peaks, apiCPUs string
+		var line, cpus, peaks, apiCPUs, apiGCs, etcdCPUs string
 		for _, s := range r.StartSamples {
 			if s.Binary == b {
 				walls = append(walls, s.FirstPush)
@@ -61,9 +66,11 @@ func (r Result) Report(w io.Writer, cfg Config) {
 				cpus += fmt.Sprintf(" %.2f", s.CPUSeconds)
 				peaks += fmt.Sprintf(" %.0f", float64(s.PeakRSS)/(1<<20))
 				apiCPUs += fmt.Sprintf(" %.2f", s.APIServerCPUSeconds)
+				etcdCPUs += fmt.Sprintf(" %.2f", s.EtcdCPUSeconds)
+				apiGCs += fmt.Sprintf(" %d", s.APIServerGCs)
 			}
 		}
-		fmt.Fprintf(w, "extra starts of %s: median %s; first push at%s; controller CPU s%s; API server CPU s%s; peak RSS MB%s\n",
-			b, ms(Percentile(walls, 50)), line, cpus, apiCPUs, peaks)
+		fmt.Fprintf(w, "extra starts of %s: median %s; first push at%s; controller CPU s%s; API server CPU s%s; API server collections%s; etcd CPU s%s; peak RSS MB%s\n",
+			b, ms(Percentile(walls, 50)), line, cpus, apiCPUs, apiGCs, etcdCPUs, peaks)
 	}
 }

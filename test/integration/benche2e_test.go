@@ -34,6 +34,10 @@ func TestBenchE2ESmall(t *testing.T) {
 		CPUProfile:  filepath.Join(t.TempDir(), "cpu.pb.gz"),
 		// Two more starts, alternating with a second binary (the same one here).
 		Starts: 2, Compare: bin,
+		// The start's trace (each start's), the API server's profile and a pause before the
+		// first start.
+		StartTrace: filepath.Join(t.TempDir(), "start.trace"), Settle: time.Second,
+		APIServerCPUProfile: filepath.Join(t.TempDir(), "apiserver.pb.gz"),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -46,6 +50,19 @@ func TestBenchE2ESmall(t *testing.T) {
 	}
 	if fi, err := os.Stat(cfg.CPUProfile); err != nil || fi.Size() == 0 {
 		t.Errorf("no CPU profile from --profiling's /debug/pprof/profile: %v", err)
+	}
+	for _, f := range []string{cfg.StartTrace, cfg.StartTrace + ".start-1", cfg.StartTrace + ".start-2", cfg.APIServerCPUProfile, cfg.APIServerCPUProfile + ".settle"} {
+		if fi, err := os.Stat(f); err != nil || fi.Size() == 0 {
+			t.Errorf("nothing written to %s: %v", f, err)
+		}
+	}
+	if res.APIServerGCsAtFirstPush < 0 {
+		t.Errorf("the API server's collections were not read")
+	}
+	for i, s := range res.StartSamples {
+		if s.APIServerGCs < 0 {
+			t.Errorf("extra start %d: the API server's collections were not read", i+1)
+		}
 	}
 	var report strings.Builder
 	res.Report(&report, cfg)
