@@ -430,28 +430,36 @@ func (w *jsonAppender) headers(h map[string][]string) {
 	})
 }
 
-// plugins appends the plugins member of a service or route: renderPlugins' copies (its
-// defaults, its order, and configurations copied through encoding/json as there).
+// plugins appends the plugins member of a service or route as renderPlugins renders them:
+// its defaults, its order, and their configurations as its copy through encoding/json leaves
+// them.
 func (w *jsonAppender) plugins(f *fields, ps []*file.FPlugin) {
 	if len(ps) == 0 {
 		return
 	}
 	f.key("plugins")
-	rendered := renderPlugins(ps)
-	w.array(len(rendered), func(i int) { w.plugin(rendered[i]) })
+	order := orderDesc(len(ps), func(i int) string { return str(ps[i].Name) })
+	w.array(len(ps), func(i int) { w.plugin(ps[at(order, i)]) })
 }
 
-// plugin appends p as FPlugin.MarshalJSON does (its copy into go-database-reconciler's foo
-// type: foreign keys by ID, which it reads without a nil check; no created_at, condition or
+// The defaults of fillPluginDefaults, as values to point to.
+var (
+	defaultPluginEnabled   = true
+	defaultPluginProtocols = kong.StringSlice("http", "https")
+)
+
+// plugin appends p as renderPlugins renders it (fillPluginDefaults' defaults, its deep copy's
+// configuration), encoded as FPlugin.MarshalJSON does (its copy into go-database-reconciler's
+// foo type: foreign keys by ID, which it reads without a nil check; no created_at, condition or
 // model, which it does not copy).
 func (w *jsonAppender) plugin(p *file.FPlugin) {
 	f := w.open()
 	f.str("id", p.ID)
 	f.str("name", p.Name)
 	f.str("instance_name", p.InstanceName)
-	if len(p.Config) > 0 {
+	if config := copiedConfig(p.Config); len(config) > 0 {
 		f.key("config")
-		w.object(p.Config)
+		w.object(config)
 	}
 	if p.Service != nil {
 		f.nonEmpty("service", *p.Service.ID)
@@ -465,18 +473,70 @@ func (w *jsonAppender) plugin(p *file.FPlugin) {
 	if p.Route != nil {
 		f.nonEmpty("route", *p.Route.ID)
 	}
-	f.bool("enabled", p.Enabled)
-	f.str("run_on", p.RunOn)
+	if p.Enabled == nil {
+		f.bool("enabled", &defaultPluginEnabled)
+	} else {
+		f.bool("enabled", p.Enabled)
+	}
+	// run_on: fillPluginDefaults drops it.
 	if p.Ordering != nil {
 		f.marshal("ordering", p.Ordering)
 	}
-	f.strs("protocols", p.Protocols)
+	if len(p.Protocols) == 0 {
+		f.strs("protocols", defaultPluginProtocols)
+	} else {
+		f.strs("protocols", p.Protocols)
+	}
 	f.strs("tags", p.Tags)
 	if len(p.Partials) > 0 {
-		f.marshal("partials", p.Partials)
+		// A partial's configuration is copied through encoding/json too.
+		f.marshal("partials", p.DeepCopy().Partials)
 	}
 	f.str("_config", p.ConfigSource)
 	f.close()
+}
+
+// copiedConfig is config as kong.Configuration's DeepCopy (a round trip through
+// encoding/json) leaves it, for encoding: config itself when that round trip cannot change its
+// bytes, which is so for what a KongPlugin's JSON decodes to (jsonNative), and saves a
+// marshal and an unmarshal per plugin.
+func copiedConfig(config kong.Configuration) kong.Configuration {
+	if len(config) == 0 || jsonNative(map[string]any(config)) {
+		return config
+	}
+	return config.DeepCopy()
+}
+
+// jsonNative reports whether v is made of what encoding/json decodes into an any (maps of
+// string keys, lists, strings, float64s, booleans, nil), with valid UTF-8 strings and finite
+// numbers: a value that encodes to the same bytes after a round trip through encoding/json.
+// (Invalid UTF-8 comes back as U+FFFD characters, written as they are rather than as the
+// \ufffd escape; other types come back as these, possibly encoded otherwise; an integer
+// comes back as a float64, possibly rounded; a NaN makes the round trip fail.)
+func jsonNative(v any) bool {
+	switch v := v.(type) {
+	case nil, bool:
+		return true
+	case string:
+		return utf8.ValidString(v)
+	case float64:
+		return !math.IsInf(v, 0) && !math.IsNaN(v)
+	case []any:
+		for _, e := range v {
+			if !jsonNative(e) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for k, e := range v {
+			if !utf8.ValidString(k) || !jsonNative(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // upstream appends u as renderUpstream renders it: the default algorithm, targets by

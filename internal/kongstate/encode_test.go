@@ -318,6 +318,33 @@ func TestEncoderValuesMatchEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestCopiedConfigEncodesAsItsDeepCopy: a plugin configuration that the encoder does not copy
+// (jsonNative) encodes to the bytes of its copy through encoding/json, which renderPlugins
+// encodes; random configurations and ones decoded from JSON, as a KongPlugin's are.
+func TestCopiedConfigEncodesAsItsDeepCopy(t *testing.T) {
+	f := randomFiller{t: t, r: rand.New(rand.NewPCG(11, 17))}
+	native := 0
+	for i := range 20000 {
+		config := kong.Configuration{f.string(): f.any(0), f.string(): f.any(0)}
+		if i%2 == 0 {
+			b, err := json.Marshal(config)
+			if err != nil {
+				continue
+			}
+			config = nil
+			require.NoError(t, json.Unmarshal(b, &config))
+		}
+		if jsonNative(map[string]any(config)) {
+			native++
+		}
+		want, wantErr := json.Marshal(config.DeepCopy())
+		got, gotErr := json.Marshal(copiedConfig(config))
+		require.Equal(t, wantErr == nil, gotErr == nil, "case %d: %#v", i, config)
+		require.Equal(t, string(want), string(got), "case %d: %#v", i, config)
+	}
+	require.Greater(t, native, 5000, "too few configurations are encoded without a copy to check it")
+}
+
 // TestRendererMatchesDeclarativeConfigOnRandomStates renders whole States of random services
 // and upstreams with a Renderer (the hand encoder) and with State.DeclarativeConfig
 // (encoding/json throughout): the same bytes, in both forms.
@@ -371,4 +398,29 @@ func FuzzEncodeString(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkAppendServiceWithPlugins encodes a service with two routes, each with a plugin
+// (a configuration as a KongPlugin's JSON decodes), as a round does for each changed one.
+func BenchmarkAppendServiceWithPlugins(b *testing.B) {
+	plugin := func(name string) *file.FPlugin {
+		var config kong.Configuration
+		if err := json.Unmarshal([]byte(`{"minute":10,"policy":"local","limit_by":"header","header_name":"x-user","hide_client_headers":false,"error_message":"API rate limit exceeded"}`), &config); err != nil {
+			b.Fatal(err)
+		}
+		return &file.FPlugin{Plugin: kong.Plugin{Name: kong.String(name), Config: config, Tags: kong.StringSlice("k8s-name:limit", "k8s-namespace:default")}}
+	}
+	svc := &file.FService{Service: kong.Service{Name: kong.String("default.echo.80"), Host: kong.String("echo.default.80.svc"), Port: kong.Int(80)}}
+	for _, name := range []string{"default.echo.echo.example.com.80", "default.echo.echo.example.com.443"} {
+		svc.Routes = append(svc.Routes, &file.FRoute{
+			Route:   kong.Route{Name: kong.String(name), Paths: kong.StringSlice("/"), Hosts: kong.StringSlice("echo.example.com")},
+			Plugins: []*file.FPlugin{plugin("rate-limiting"), plugin("key-auth")},
+		})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := appendService(nil, svc, true); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
