@@ -56,7 +56,9 @@ func (f randomFiller) fill(v reflect.Value, depth int) {
 			v.Elem().SetBytes(b)
 			return
 		}
-		f.fill(v.Elem(), depth+1)
+		if r.IntN(10) > 0 { // else a pointer to a zero value: an empty struct, "", 0, false
+			f.fill(v.Elem(), depth+1)
+		}
 		if foreignKeys[v.Type().Elem()] {
 			if id := v.Elem().FieldByName("ID"); id.IsNil() && r.IntN(1000) > 0 {
 				id.Set(reflect.ValueOf(kong.String(f.string())))
@@ -294,6 +296,58 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 			func(dst []byte, quote bool) ([]byte, error) { return appendUpstream(dst, &u, quote) })
 	}
 	t.Logf("%d cases; renderings that failed (a NaN or infinity) %d, panicked %d", cases, outcomes["error"], outcomes["panic"])
+}
+
+// TestEncoderEdgeCases: the cases the encoder decides on explicitly, each against
+// encoding/json (the random cases cover them too, but not by name).
+func TestEncoderEdgeCases(t *testing.T) {
+	empty := []*string{}
+	services := map[string]*file.FService{
+		"zero":                                 {},
+		"url sugar dropped":                    {URL: kong.String("http://a:1/b"), Service: kong.Service{URL: kong.String("http://c")}},
+		"client certificate by ID":             {Service: kong.Service{ClientCertificate: &kong.Certificate{ID: kong.String("c1"), Cert: kong.String("x")}}},
+		"client certificate without ID":        {Service: kong.Service{ClientCertificate: &kong.Certificate{ID: kong.String("")}}},
+		"empty SANs dropped":                   {Service: kong.Service{TLSSANs: &kong.SANs{}}},
+		"SANs with an empty list kept":         {Service: kong.Service{TLSSANs: &kong.SANs{DNSNames: empty}}},
+		"empty lists omitted":                  {Service: kong.Service{Tags: empty}, Routes: []*file.FRoute{}, Plugins: []*file.FPlugin{}},
+		"route defaults":                       {Routes: []*file.FRoute{{}, {Route: kong.Route{Expression: kong.String("true")}}}},
+		"routes by name, descending, stable":   {Routes: []*file.FRoute{{Route: kong.Route{Name: kong.String("a"), ID: kong.String("1")}}, {Route: kong.Route{Name: kong.String("b")}}, {Route: kong.Route{Name: kong.String("a"), ID: kong.String("2")}}}},
+		"headers sorted, nil and empty values": {Routes: []*file.FRoute{{Route: kong.Route{Headers: map[string][]string{"b": nil, "a": {}, "<": {"&", "\u2028"}}}}}},
+		"route's nested empty service":         {Routes: []*file.FRoute{{Route: kong.Route{Service: &kong.Service{}}}}},
+		"plugin defaults and order": {Plugins: []*file.FPlugin{
+			{Plugin: kong.Plugin{Name: kong.String("a"), RunOn: kong.String("first"), Config: kong.Configuration{}}},
+			{Plugin: kong.Plugin{Name: kong.String("b"), Enabled: kong.Bool(false), Protocols: empty, CreatedAt: kong.Int(1), Condition: kong.String("c")}},
+			{Plugin: kong.Plugin{Name: kong.String("a"), Service: &kong.Service{ID: kong.String("")}, Config: kong.Configuration{"x": "\xff", "n": 1e21, "i": 3}}},
+		}},
+	}
+	for name, svc := range services {
+		for _, quote := range []bool{false, true} {
+			want, err := renderEncodingJSON(renderServiceShallow(svc), quote)
+			require.NoError(t, err, name)
+			got, err := appendService(nil, svc, quote)
+			require.NoError(t, err, name)
+			require.Equal(t, string(want), string(got), "%s, quoted %v", name, quote)
+		}
+	}
+	upstreams := map[string]*file.FUpstream{
+		"zero":                                {},
+		"empty health checks and certificate": {Upstream: kong.Upstream{Healthchecks: &kong.Healthcheck{}, ClientCertificate: &kong.Certificate{}}},
+		"targets by target, descending, stable": {Targets: []*file.FTarget{
+			{Target: kong.Target{Target: kong.String("a"), ID: kong.String("1")}}, {}, {Target: kong.Target{Target: kong.String("b")}},
+			{Target: kong.Target{Target: kong.String("a"), ID: kong.String("2"), CreatedAt: kong.Float64(1e-7)}},
+		}},
+	}
+	for name, u := range upstreams {
+		for _, quote := range []bool{false, true} {
+			want, err := renderEncodingJSON(renderUpstream(u), quote)
+			require.NoError(t, err, name)
+			got, err := appendUpstream(nil, u, quote)
+			require.NoError(t, err, name)
+			require.Equal(t, string(want), string(got), "%s, quoted %v", name, quote)
+		}
+	}
+	_, err := appendUpstream(nil, &file.FUpstream{Targets: []*file.FTarget{{Target: kong.Target{CreatedAt: kong.Float64(math.NaN())}}}}, true)
+	require.Error(t, err, "a NaN, as encoding/json")
 }
 
 // TestEncoderValuesMatchEncodingJSON compares the encoding of plugin configuration values
