@@ -26,6 +26,8 @@ import (
 // It renders the body as it is (DeclarativeConfig) or as the content of a JSON string
 // (QuotedDeclarativeConfig, what a DB-less Kong is sent), each with its own cache of entity
 // bytes, so that neither form is derived from the other by a pass over megabytes each round.
+// Services and upstreams are written by encode.go's encoder (encoding/json's bytes, directly
+// in either form); the rest of the body by encoding/json.
 //
 // A Renderer may be used by several goroutines (one at a time); each cache is that of the
 // body of its form rendered last.
@@ -296,12 +298,12 @@ var scratch = sync.Pool{New: func() any { return new([]byte) }}
 // string when quote is set), with the comma that precedes an entity in a list (renderAll).
 func renderEntity[E any](e *E, quote bool, appendEntity func([]byte, *E, bool) ([]byte, error)) ([]byte, error) {
 	buf := scratch.Get().(*[]byte)
-	b, err := appendEntity(append((*buf)[:0], ','), e, quote)
-	*buf = b
 	defer scratch.Put(buf)
+	b, err := appendEntity(append((*buf)[:0], ','), e, quote)
 	if err != nil {
 		return nil, err
 	}
+	*buf = b
 	return slices.Clone(b), nil
 }
 
