@@ -26,6 +26,8 @@ import (
 // It renders the body as it is (DeclarativeConfig) or as the content of a JSON string
 // (QuotedDeclarativeConfig, what a DB-less Kong is sent), each with its own cache of entity
 // bytes, so that neither form is derived from the other by a pass over megabytes each round.
+// Services and upstreams are written by encode.go's encoder (encoding/json's bytes, directly
+// in either form); the rest of the body by encoding/json.
 //
 // A Renderer may be used by several goroutines (one at a time); each cache is that of the
 // body of its form rendered last.
@@ -250,36 +252,15 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 		}
 		return AppendJSONStringContent(nil, b), nil
 	}
-	// An entity's bytes with the comma that precedes it in a list (renderAll).
-	marshalEntity := func(v any) ([]byte, error) {
-		var b []byte
-		var err error
-		if m, ok := v.(json.Marshaler); ok {
-			// json.Marshal would compact (and so read again) what MarshalJSON returns:
-			// FService's is json.Marshal of a copy, compact and HTML-escaped as json.Marshal
-			// leaves it, so its bytes are json.Marshal's. That pass was 12% of the first
-			// round's CPU at 3,000 Ingresses (issue #13).
-			b, err = m.MarshalJSON()
-		} else {
-			b, err = json.Marshal(v)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if quote {
-			return AppendJSONStringContent([]byte{','}, b), nil
-		}
-		return append(append(make([]byte, 0, 1+len(b)), ','), b...), nil
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	svcs, services, err := renderAll(cache.services, s.Services, func(svc *file.FService) string { return str(svc.Name) },
-		func(svc *file.FService) ([]byte, error) { return marshalEntity(renderServiceShallow(svc)) })
+		func(svc *file.FService) ([]byte, error) { return renderEntity(svc, quote, appendService) })
 	if err != nil {
 		return Body{}, err
 	}
 	ups, upstreams, err := renderAll(cache.upstreams, s.Upstreams, func(u *file.FUpstream) string { return str(u.Name) },
-		func(u *file.FUpstream) ([]byte, error) { return marshalEntity(renderUpstream(u)) })
+		func(u *file.FUpstream) ([]byte, error) { return renderEntity(u, quote, appendUpstream) })
 	if err != nil {
 		return Body{}, err
 	}
@@ -306,6 +287,24 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 	// Escaping maps each byte on its own, and a placeholder starts with '{', which no
 	// escape sequence holds: the escaped placeholder is found where the placeholder was.
 	return splice(prefix, skeleton, suffix, markers, [][][]byte{svcs, ups})
+}
+
+// scratch holds the buffers entities are rendered into before their bytes are copied out at
+// their size: the Renderer keeps each entity's bytes for as long as the entity lives, and
+// the capacity appends leave past the end would be kept with them.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// renderEntity is e's bytes as appendEntity renders them (escaped as the content of a JSON
+// string when quote is set), with the comma that precedes an entity in a list (renderAll).
+func renderEntity[E any](e *E, quote bool, appendEntity func([]byte, *E, bool) ([]byte, error)) ([]byte, error) {
+	buf := scratch.Get().(*[]byte)
+	defer scratch.Put(buf)
+	b, err := appendEntity(append((*buf)[:0], ','), e, quote)
+	if err != nil {
+		return nil, err
+	}
+	*buf = b
+	return slices.Clone(b), nil
 }
 
 // AppendJSONStringContent appends b to dst escaped as the content of a JSON string (between

@@ -345,3 +345,37 @@ func BenchmarkBuildHTTPRoutes(b *testing.B) {
 	}
 	b.ReportMetric(float64(benchdata.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 }
+
+// BenchmarkFirstRender is the render part of BenchmarkFirstRound: the first body of a
+// translated state (nothing rendered before), as the body of DB-less POST /config ("quoted")
+// and as the plain configuration database mode and the diagnostics read ("plain").
+func BenchmarkFirstRender(b *testing.B) {
+	for _, n := range []int{3000} {
+		state, _ := Translate(benchdata.Snapshot(n), Options{})
+		for _, form := range []string{"quoted", "plain"} {
+			b.Run(fmt.Sprintf("ingresses=%d/%s", n, form), func(b *testing.B) {
+				b.ReportAllocs()
+				cpu := benchdata.ProcessCPU()
+				var size int
+				for b.Loop() {
+					r := &kongstate.Renderer{}
+					if form == "quoted" {
+						body, err := r.QuotedDeclarativeConfig(state, `{"config":"`, `"}`)
+						if err != nil {
+							b.Fatal(err)
+						}
+						size = body.Len()
+					} else {
+						body, err := r.DeclarativeConfig(state)
+						if err != nil {
+							b.Fatal(err)
+						}
+						size = len(body)
+					}
+				}
+				b.ReportMetric(float64(benchdata.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+				b.ReportMetric(float64(size), "bytes/body")
+			})
+		}
+	}
+}
