@@ -50,8 +50,9 @@ import (
 //     Secret, a KongIngress, a facade, or from a GRPCRoute or TCPIngress, is a full Build;
 //   - no closure Ingress has a default backend (the oldest one wins cluster-wide) or
 //     konghq.com/plugins (plugin entities are merged across objects), no closure HTTPRoute
-//     has konghq.com/plugins or an ExtensionRef filter, no closure Service, nor one a closure
-//     HTTPRoute reads, has konghq.com/plugins (a plugin of another namespace needs a
+//     has konghq.com/plugins or an ExtensionRef filter or names a Service a BackendTLSPolicy
+//     targets (with GatewayAlpha), no closure Service, nor one a closure HTTPRoute reads,
+//     has konghq.com/plugins (a plugin of another namespace needs a
 //     ReferenceGrant, and one refused leaves no edge in the graph), and no HTTPRoute is in
 //     the closure under the expressions router (priorities are assigned across all routes);
 //   - the partial result has nothing but services and upstreams, problems only about the
@@ -721,6 +722,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	for s := range services {
 		addService(s)
 	}
+	tlsTargets := backendTLSTargets(snap, opts)
 	tooMany := func() bool {
 		return !t.noSizeLimit && (len(closure)+len(routeClosure))*maxClosureShare > len(prev.ingresses.m)+len(prev.routes.m)
 	}
@@ -769,6 +771,9 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 					return Result{}, false, why
 				}
 				for _, s := range routeServicesNamed(hr) {
+					if tlsTargets[s] {
+						return Result{}, false, "a Service an HTTPRoute of the change names has a BackendTLSPolicy"
+					}
 					if why := readService(s); why != "" {
 						return Result{}, false, why
 					}

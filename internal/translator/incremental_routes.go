@@ -6,6 +6,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/store"
 )
 
 // What makes the translation of an HTTPRoute local, for Incremental (incremental.go).
@@ -14,8 +15,10 @@ import (
 // route, the attachment of its parents (the Gateways, their GatewayClasses and the
 // Namespaces' labels: unchanged, or the round is a full Build), ReferenceGrants (unchanged,
 // and given to the partial translation whole), the Services its backendRefs name with their
-// EndpointSlices (given too), BackendTLSPolicies targeting those Services (given whole:
-// one that applies leaves an edge out of the Service, which a splice refuses), and the
+// EndpointSlices (given too), BackendTLSPolicies targeting those Services (with
+// GatewayAlpha: a full Build, because a route that attaches names its Services as
+// BackendTLSPolicy ancestors even when no parent accepts it, which changes the Kong
+// services of the Ingresses naming them and leaves no trace in the graph), and the
 // plugins its konghq.com/plugins annotation and ExtensionRef filters name (localHTTPRoute:
 // a full Build). Each rule group has a Kong service of its own (httproute.<ns>.<name>.<rule>),
 // so HTTPRoutes never share one with another object: what they share is the Services
@@ -40,6 +43,26 @@ func localHTTPRoute(hr *gatewayv1.HTTPRoute) string {
 		}
 	}
 	return ""
+}
+
+// backendTLSTargets are the Services a BackendTLSPolicy targets when policies apply (with
+// GatewayAlpha), nil otherwise.
+func backendTLSTargets(snap *store.Snapshot, opts Options) map[nsName]bool {
+	if !opts.GatewayAlpha || len(snap.BackendTLSPolicies) == 0 {
+		return nil
+	}
+	out := map[nsName]bool{}
+	for _, p := range snap.BackendTLSPolicies {
+		if p == nil {
+			continue
+		}
+		for _, t := range p.Spec.TargetRefs {
+			if gatewayapi.IsServiceTarget(t) {
+				out[nsName{p.Namespace, string(t.Name)}] = true
+			}
+		}
+	}
+	return out
 }
 
 // routeServicesNamed are the Services an HTTPRoute's backendRefs name.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -147,7 +148,7 @@ func TestIncrementalMatchesBuildWithHTTPRoutes(t *testing.T) {
 		})
 	}
 	t.Logf("%d rounds: %d partial translations of HTTPRoutes, %d full; full because: %v", rounds, partialRoutes, full, reasons)
-	require.Greater(t, 4*partialRoutes, rounds, "HTTPRoute changes were hardly spliced")
+	require.Greater(t, 5*partialRoutes, rounds, "HTTPRoute changes were hardly spliced")
 }
 
 // editRoutes makes one random change of the Gateway API objects of s: mostly of an
@@ -374,4 +375,45 @@ func attachmentString(a *gatewayapi.Attachment) string {
 		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// An HTTPRoute that attaches to a Gateway without being accepted still makes the Services
+// it names HTTPRoute backends, which is what lets a BackendTLSPolicy apply to them (KIC's
+// ancestors): the Kong service of an Ingress naming such a Service changes although the
+// route itself is not translated and leaves no edge out of the Service. The round is a
+// full Build.
+func TestIncrementalBackendTLSPolicyFollowsAnUnacceptedRoute(t *testing.T) {
+	snap := routeCluster(10, false)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lonely", ResourceVersion: "1"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	snap.Services = append(snap.Services, svc)
+	snap.BackendTLSPolicies = []*gatewayv1.BackendTLSPolicy{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: "tls", Generation: 1},
+		Spec: gatewayv1.BackendTLSPolicySpec{
+			TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Kind: "Service", Name: gatewayv1.ObjectName(svc.Name)}}},
+			Validation: gatewayv1.BackendTLSPolicyValidation{Hostname: "secure.internal", WellKnownCACertificates: ptrTo(gatewayv1.WellKnownCACertificatesSystem)},
+		}}}
+	prefix := netv1.PathTypePrefix
+	snap.Ingresses = []*netv1.Ingress{{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: "ing", Generation: 1, ResourceVersion: "1"},
+		Spec: netv1.IngressSpec{Rules: []netv1.IngressRule{{Host: "ing.example.com", IngressRuleValue: netv1.IngressRuleValue{HTTP: &netv1.HTTPIngressRuleValue{
+			Paths: []netv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: svc.Name, Port: netv1.ServiceBackendPort{Number: 80}}}}}}}}}}}}
+	opts := Options{GatewayAlpha: true}
+	inc := &Incremental{noSizeLimit: true}
+	renderer := &kongstate.Renderer{}
+	requireSameResult(t, "start", renderer, inc.Build(snap, opts), Build(snap, opts))
+
+	// A route naming the Service on a listener that does not exist: attached, not accepted.
+	next := *snap
+	port := gatewayv1.PortNumber(80)
+	section := gatewayv1.SectionName("nosuch")
+	gwNS := gatewayv1.Namespace("default")
+	next.HTTPRoutes = append(append([]*gatewayv1.HTTPRoute(nil), snap.HTTPRoutes...), &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: "unaccepted", Generation: 1, ResourceVersion: "1"},
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kong", Namespace: &gwNS, SectionName: &section}}},
+			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+				BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(svc.Name), Port: &port}}}}}},
+		}})
+	requireSameResult(t, "unaccepted route added", renderer, inc.Build(&next, opts), Build(&next, opts))
+	require.Equal(t, 2, inc.Stats.Full, "the route's round was spliced")
 }
