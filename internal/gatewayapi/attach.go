@@ -178,25 +178,10 @@ func Attach(in Input) *Attachment {
 		if r.Object == nil {
 			continue
 		}
-		ra := &RouteAttachment{Route: r}
-		for _, ref := range r.ParentRefs {
-			if (ref.Group != nil && string(*ref.Group) != Group) || (ref.Kind != nil && string(*ref.Kind) != "Gateway") {
-				continue
-			}
-			ns := r.Object.GetNamespace()
-			if ref.Namespace != nil && *ref.Namespace != "" {
-				ns = string(*ref.Namespace)
-			}
-			gw := a.Gateway(ns, string(ref.Name))
-			if gw == nil {
-				continue
-			}
-			ra.Parents = append(ra.Parents, attachParent(gw, ref, r, in.NamespaceLabels))
-		}
-		if len(ra.Parents) == 0 {
+		ra := a.attachRoute(r, in.NamespaceLabels)
+		if ra == nil {
 			continue
 		}
-		ra.Hostnames = effectiveHostnames(ra)
 		key := routeKey{r.Kind, r.Object.GetNamespace(), r.Object.GetName()}
 		a.routes[key] = ra
 		for _, p := range ra.Parents {
@@ -209,6 +194,30 @@ func Attach(in Input) *Attachment {
 		}
 	}
 	return a
+}
+
+// attachRoute is how route r attaches to a's Gateways, nil when it names none of them.
+func (a *Attachment) attachRoute(r Route, nsLabels map[string]map[string]string) *RouteAttachment {
+	ra := &RouteAttachment{Route: r}
+	for _, ref := range r.ParentRefs {
+		if (ref.Group != nil && string(*ref.Group) != Group) || (ref.Kind != nil && string(*ref.Kind) != "Gateway") {
+			continue
+		}
+		ns := r.Object.GetNamespace()
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = string(*ref.Namespace)
+		}
+		gw := a.Gateway(ns, string(ref.Name))
+		if gw == nil {
+			continue
+		}
+		ra.Parents = append(ra.Parents, attachParent(gw, ref, r, nsLabels))
+	}
+	if len(ra.Parents) == 0 {
+		return nil
+	}
+	ra.Hostnames = effectiveHostnames(ra)
+	return ra
 }
 
 // protocolKinds are the route kinds each listener protocol carries (KIC serves GRPCRoute on

@@ -124,50 +124,67 @@ func BenchmarkIncrementalOneIngressChanged(b *testing.B) {
 		base := benchdata.Snapshot(n)
 		for _, mode := range []string{"incremental", "full"} {
 			b.Run(fmt.Sprintf("ingresses=%d/%s", n, mode), func(b *testing.B) {
-				snap := *base
-				snap.Ingresses = append([]*netv1.Ingress(nil), base.Ingresses...)
-				inc := &Incremental{}
-				renderer := &kongstate.Renderer{}
-				if _, err := renderer.QuotedDeclarativeConfig(inc.Build(&snap, Options{}).State, `{"config":"`, `"}`); err != nil {
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				i := 0
-				cpu := benchdata.ProcessCPU()
-				for b.Loop() {
-					next := snap
+				benchIncrementalRounds(b, mode, base, func(snap *store.Snapshot, i int) *store.Snapshot {
+					next := *snap
 					next.Ingresses = append([]*netv1.Ingress(nil), snap.Ingresses...)
+					if i < 0 {
+						return &next
+					}
 					k := i % n
 					ing := next.Ingresses[k].DeepCopy()
 					ing.ResourceVersion = fmt.Sprint(i + 1)
 					ing.Spec.Rules[0].Host = fmt.Sprintf("changed-%d.example.com", i)
 					next.Ingresses[k] = ing
-					snap = next
-					i++
-					var res Result
-					var err error
-					if mode == "full" {
-						res = Build(&next, Options{})
-						_, err = res.State.DeclarativeConfig()
-					} else {
-						// What the loop renders for a DB-less Kong: the body of POST /config.
-						res = inc.Build(&next, Options{})
-						_, err = renderer.QuotedDeclarativeConfig(res.State, `{"config":"`, `"}`)
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
+					return &next
+				}, func(res Result) {
 					if len(res.Problems) != 0 || len(res.State.Services) != n {
 						b.Fatalf("unexpected result: %d services, problems %v", len(res.State.Services), res.Problems)
 					}
-				}
-				// CPU time, which the machine's other load does not inflate as it does ns/op.
-				b.ReportMetric(float64(benchdata.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
-				if mode == "incremental" && inc.Stats.Full != 1 {
-					b.Fatalf("%d full translations (%s)", inc.Stats.Full, inc.Stats.LastReason)
-				}
+				})
 			})
 		}
+	}
+}
+
+// benchIncrementalRounds measures rounds of changes from base: edit makes the i-th
+// iteration's snapshot from the previous one (a new object with a new resourceVersion, as
+// the store would list it; the other objects the same), check looks at the result. mode
+// "incremental" is Incremental.Build (the previous snapshot translated) and the body of
+// POST /config rendered by a kongstate.Renderer (the previous body rendered); "full" is a
+// full Build and State.DeclarativeConfig. It reports the CPU time per round, which the
+// machine's other load does not inflate as it does ns/op, and fails when an incremental
+// round was a full translation.
+func benchIncrementalRounds(b *testing.B, mode string, base *store.Snapshot, edit func(*store.Snapshot, int) *store.Snapshot, check func(Result)) {
+	snap := edit(base, -1) // copies what edit changes
+	inc := &Incremental{}
+	renderer := &kongstate.Renderer{}
+	if _, err := renderer.QuotedDeclarativeConfig(inc.Build(snap, Options{}).State, `{"config":"`, `"}`); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	cpu := benchdata.ProcessCPU()
+	for b.Loop() {
+		snap = edit(snap, i)
+		i++
+		var res Result
+		var err error
+		if mode == "full" {
+			res = Build(snap, Options{})
+			_, err = res.State.DeclarativeConfig()
+		} else {
+			// What the loop renders for a DB-less Kong: the body of POST /config.
+			res = inc.Build(snap, Options{})
+			_, err = renderer.QuotedDeclarativeConfig(res.State, `{"config":"`, `"}`)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		check(res)
+	}
+	b.ReportMetric(float64(benchdata.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+	if mode == "incremental" && inc.Stats.Full != 1 {
+		b.Fatalf("%d full translations (%s)", inc.Stats.Full, inc.Stats.LastReason)
 	}
 }
 

@@ -682,8 +682,8 @@ func (g *objectGen) backendTLSPolicy() *gatewayv1.BackendTLSPolicy {
 	return p
 }
 
-// edit returns a copy of s in which a few Ingresses, Services and EndpointSlices are new
-// versions, added or removed: the changes Incremental translates locally.
+// edit returns a copy of s in which a few Ingresses, Services, EndpointSlices and HTTPRoutes are
+// new versions, added or removed: the changes Incremental translates locally.
 func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 	c := *s
 	c.Ingresses = append([]*netv1.Ingress(nil), s.Ingresses...)
@@ -720,6 +720,29 @@ func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 			}
 		default:
 			c.EndpointSlices = append(c.EndpointSlices, g.endpointSlice())
+		}
+	}
+	// HTTPRoutes, read after the rest so that a saved input still builds the snapshot and
+	// the edits above it built before.
+	c.HTTPRoutes = append([]*gatewayv1.HTTPRoute(nil), s.HTTPRoutes...)
+	for n := g.intn(3); n > 0; n-- {
+		switch g.intn(3) {
+		case 0:
+			c.HTTPRoutes = append(c.HTTPRoutes, g.httpRoute())
+		case 1:
+			if len(c.HTTPRoutes) > 0 {
+				i := g.intn(len(c.HTTPRoutes))
+				n := g.httpRoute()
+				n.ObjectMeta = *c.HTTPRoutes[i].ObjectMeta.DeepCopy()
+				n.ResourceVersion = g.version()
+				n.Generation++
+				c.HTTPRoutes[i] = n
+			}
+		default:
+			if len(c.HTTPRoutes) > 0 {
+				i := g.intn(len(c.HTTPRoutes))
+				c.HTTPRoutes = append(c.HTTPRoutes[:i:i], c.HTTPRoutes[i+1:]...)
+			}
 		}
 	}
 	unique(&c)

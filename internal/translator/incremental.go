@@ -13,40 +13,62 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 )
 
 // Incremental translates snapshot after snapshot and re-translates only what a change can
-// affect (issue #13): when, since the previous snapshot, only Ingresses, Services and
-// EndpointSlices changed, it translates the changed objects together with everything that
-// shares a Kong service with them (the closure: every Ingress that names one of their
-// Services, and those Services and their EndpointSlices) as a snapshot of their own, with
-// the same Build, and splices that result into the previous one: their Kong services and
-// upstreams, the graph edges out of them and the problems about them are replaced; every
-// other entity is the previous one, the same pointer, so that a Renderer reuses its bytes.
+// affect (issue #13): when, since the previous snapshot, only Ingresses, Services,
+// EndpointSlices and HTTPRoutes changed, it translates the changed objects together with
+// everything that shares a Kong service or a Service with them (the closure: every Ingress
+// and HTTPRoute that names one of the Services of a changed or closure Ingress, of a
+// changed Service or of a changed EndpointSlice, and those Services and their
+// EndpointSlices) as a snapshot of their own, with the same Build, and splices that result
+// into the previous one: their Kong services and upstreams, the graph edges out of them and
+// the problems about them are replaced; every other entity is the previous one, the same
+// pointer, so that a Renderer reuses its bytes. An HTTPRoute's rules have Kong services of
+// their own, so the unchanged Services a closure HTTPRoute names are only read (given to the
+// partial translation) and do not pull in the other objects naming them, when the previous
+// result holds nothing about them (readOnlyService, incremental_routes.go).
 //
 // The splice is only taken where translation is provably local to the closure, and every
 // condition is checked on the objects' old and new versions and on the partial result
-// (canSplice, spliceable); anything else is a full Build:
-//   - only Ingresses, Services and EndpointSlices changed (every other field of the
-//     Snapshot, whatever kinds are added to it later, compares equal), with the same Options
-//     (Now aside, unless the previous result read the clock; RustRegexes aside, unless Rust's
-//     verdict on one of its regexes differed from the result);
-//   - the closure's objects refer, in the object graph, to nothing but IngressClasses and
-//     Services, nothing but Ingresses refers to its Services and nothing to its Ingresses and
-//     EndpointSlices: a reference to a plugin, a Secret, a KongIngress, a facade, or from an
-//     HTTPRoute or TCPIngress, is a full Build;
+// (partial, spliceable); anything else is a full Build:
+//   - only Ingresses, Services, EndpointSlices and HTTPRoutes changed (every other field of
+//     the Snapshot, whatever kinds are added to it later, compares equal: a Gateway,
+//     GatewayClass, ReferenceGrant, BackendTLSPolicy, plugin or Namespace label changed is a
+//     full Build), with the same Options (Now aside, unless the previous result read the
+//     clock; RustRegexes aside, unless Rust's verdict on one of its regexes differed from
+//     the result);
+//   - the closure's Ingresses refer, in the object graph, to nothing but IngressClasses and
+//     Services, its HTTPRoutes to nothing but Services, their parent Gateways and
+//     ReferenceGrants; nothing but Ingresses and HTTPRoutes refers to its Services and
+//     nothing to its Ingresses, HTTPRoutes and EndpointSlices: a reference to a plugin, a
+//     Secret, a KongIngress, a facade, or from a GRPCRoute or TCPIngress, is a full Build;
 //   - no closure Ingress has a default backend (the oldest one wins cluster-wide) or
-//     konghq.com/plugins (plugin entities are merged across objects), and no closure Service
-//     has konghq.com/plugins (a plugin of another namespace needs a ReferenceGrant, which the
-//     closure's snapshot does not hold, and one refused leaves no edge in the graph);
+//     konghq.com/plugins (plugin entities are merged across objects), no closure HTTPRoute
+//     has konghq.com/plugins or an ExtensionRef filter or names a Service a BackendTLSPolicy
+//     targets (with GatewayAlpha), no closure Service, nor one a closure HTTPRoute reads,
+//     has konghq.com/plugins (a plugin of another namespace needs a
+//     ReferenceGrant, and one refused leaves no edge in the graph), and no HTTPRoute is in
+//     the closure under the expressions router (priorities are assigned across all routes);
 //   - the partial result has nothing but services and upstreams, problems only about the
 //     closure, no route name that another route has, and neither result refused a route
 //     for a taken name (the winner depends on every route).
 //
-// A full Build gives the same Result, byte for byte once rendered (TestIncrementalMatchesBuild).
+// With HTTPRoutes in the closure, the Result's Gateway API attachment (what the status
+// writers read: which routes attach to which listeners, the attachedRoutes counts, each
+// route's parents and unresolved backendRefs) is that of the whole new snapshot, made anew;
+// the unresolved backendRefs, which translation adds, are the partial translation's for the
+// closure's HTTPRoutes and the previous result's for the others (their backendRefs resolve
+// as before: what they name did not change, or they are in the closure). Without, it is the
+// previous one.
+//
+// A full Build gives the same Result, byte for byte once rendered, with the same problems,
+// graph and attachment (TestIncrementalMatchesBuild, TestIncrementalMatchesBuildWithHTTPRoutes).
 // An Incremental is used by one goroutine (the sync loop's); its Results are read-only and
 // may be read by others.
 type Incremental struct {
@@ -62,8 +84,11 @@ type IncrementalStats struct {
 	Full, Partial int
 	// LastReason is why the last full Build was not a partial one.
 	LastReason string
-	// LastClosure is the number of Ingresses the last partial translation translated.
-	LastClosure int
+	// LastClosure and LastClosureRoutes are the numbers of Ingresses and HTTPRoutes the
+	// last partial translation translated.
+	LastClosure, LastClosureRoutes int
+	// PartialRoutes counts the partial translations that translated HTTPRoutes.
+	PartialRoutes int
 }
 
 // resultParts is what a Build adds to its Result for Incremental.
@@ -81,7 +106,20 @@ type servicePart struct {
 	svc      *file.FService
 	upstream *file.FUpstream
 	owners   []*netv1.Ingress
-	foreign  bool // it holds routes of other sources than Ingresses
+	routes   []*gatewayv1.HTTPRoute // the HTTPRoutes whose routes it holds
+	foreign  bool                   // it holds routes of other sources than Ingresses and HTTPRoutes
+}
+
+// addRouteOwner records the source of r, a route of no Ingress.
+func (p *servicePart) addRouteOwner(r *routeEntry) {
+	hr, ok := r.src.(*gatewayv1.HTTPRoute)
+	if !ok || r.srcGVK != gvkHTTPRoute {
+		p.foreign = true
+		return
+	}
+	if len(p.routes) == 0 || p.routes[len(p.routes)-1] != hr {
+		p.routes = append(p.routes, hr)
+	}
 }
 
 // withServices is base (the entities other than Kong services and upstreams) with the Kong
@@ -127,6 +165,7 @@ type incrementalRound struct {
 	services  objectIndex[*corev1.Service]
 	slices    objectIndex[*discoveryv1.EndpointSlice]
 	slicesOf  slicesByService
+	routes    objectIndex[*gatewayv1.HTTPRoute]
 
 	parts      []servicePart     // by name
 	routeOwner map[string]string // route name -> Kong service name
@@ -135,6 +174,8 @@ type incrementalRound struct {
 	// both in the closure, so this index of the previous snapshot is enough).
 	kongServicesOf  map[nsName][]string
 	ingressesNaming map[nsName]*smallSet[nsName]
+	// kongServicesOfRoute are the Kong services each HTTPRoute has routes in.
+	kongServicesOfRoute map[nsName][]string
 }
 
 // maxClosureShare: a closure above this share of the Ingresses is translated in full.
@@ -175,6 +216,7 @@ func indexSnapshot(snap *store.Snapshot) *incrementalRound {
 	r := &incrementalRound{snap: snap,
 		ingresses: newObjectIndex(snap.Ingresses), services: newObjectIndex(snap.Services),
 		slices: newObjectIndex(snap.EndpointSlices), slicesOf: slicesByService{},
+		routes:          newObjectIndex(snap.HTTPRoutes),
 		ingressesNaming: map[nsName]*smallSet[nsName]{},
 	}
 	for _, e := range r.ingresses.m {
@@ -190,6 +232,7 @@ func indexSnapshot(snap *store.Snapshot) *incrementalRound {
 func (r *incrementalRound) withResult(opts Options, res Result) *incrementalRound {
 	r.opts, r.res = opts, res
 	r.parts, r.routeOwner, r.kongServicesOf = res.parts.services, map[string]string{}, map[nsName][]string{}
+	r.kongServicesOfRoute = map[nsName][]string{}
 	for _, p := range r.parts {
 		r.addPart(p)
 	}
@@ -203,6 +246,10 @@ func (r *incrementalRound) addPart(p servicePart) {
 	for _, ing := range p.owners {
 		k := keyOf(ing)
 		r.kongServicesOf[k] = append(r.kongServicesOf[k], p.name)
+	}
+	for _, hr := range p.routes {
+		k := keyOf(hr)
+		r.kongServicesOfRoute[k] = append(r.kongServicesOfRoute[k], p.name)
 	}
 }
 
@@ -416,13 +463,13 @@ func (m slicesByService) remove(es *discoveryv1.EndpointSlice) {
 	}
 }
 
-// othersUnchanged reports whether every field of b but Ingresses, Services and
-// EndpointSlices holds what a's does (objects compared with unchanged, in any order).
+// othersUnchanged reports whether every field of b but Ingresses, Services, EndpointSlices
+// and HTTPRoutes holds what a's does (objects compared with unchanged, in any order).
 func othersUnchanged(a, b *store.Snapshot, g *Graph) bool {
 	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	for i := 0; i < va.NumField(); i++ {
 		switch va.Type().Field(i).Name {
-		case "Ingresses", "Services", "EndpointSlices", "Seq", "Changes":
+		case "Ingresses", "Services", "EndpointSlices", "HTTPRoutes", "Seq", "Changes":
 			continue
 		case "Secrets":
 			if !secretsUnchanged(a.Secrets, b.Secrets, g) {
@@ -556,7 +603,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		return Result{}, false, "a route name was taken"
 	}
 	if !othersUnchanged(prev.snap, snap, prev.res.Graph) {
-		return Result{}, false, "objects other than Ingresses, Services and EndpointSlices changed"
+		return Result{}, false, "objects other than Ingresses, Services, EndpointSlices and HTTPRoutes changed"
 	}
 
 	// What changed. The indexes are updated in place: from here on, a failure is a full
@@ -599,21 +646,42 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 			prev.slicesOf.add(es)
 		}
 	}
+	routeChanges, ok := prev.routes.update(snap.HTTPRoutes)
+	if !ok {
+		return Result{}, false, "an HTTPRoute twice"
+	}
 	oldIngress := func(k nsName) *netv1.Ingress {
 		if old, changed := ingChanges[k]; changed {
 			return old
 		}
 		return prev.ingresses.get(k)
 	}
+	oldRoute := func(k nsName) *gatewayv1.HTTPRoute {
+		if old, changed := routeChanges[k]; changed {
+			return old
+		}
+		return prev.routes.get(k)
+	}
 
-	// The closure: changed Ingresses, the Services they name or refer to, every Ingress
-	// naming or referring to one of those, until nothing is added.
+	// The closure: changed Ingresses and HTTPRoutes, the Services the Ingresses name or
+	// refer to, every Ingress and HTTPRoute naming or referring to one of those, until
+	// nothing is added. The Services an HTTPRoute of the closure names are only read (each
+	// of its rules has a Kong service of its own): they join the closure only when they
+	// changed, or when the previous result holds something about them (readOnlyService).
 	closure := map[nsName]struct{}{}
-	var ingQueue, svcQueue []nsName
+	routeClosure := map[nsName]struct{}{}
+	readOnly := map[nsName]struct{}{} // Services closure HTTPRoutes name, not in the closure
+	var ingQueue, routeQueue, svcQueue []nsName
 	addIngress := func(k nsName) {
 		if _, ok := closure[k]; !ok {
 			closure[k] = struct{}{}
 			ingQueue = append(ingQueue, k)
+		}
+	}
+	addRoute := func(k nsName) {
+		if _, ok := routeClosure[k]; !ok {
+			routeClosure[k] = struct{}{}
+			routeQueue = append(routeQueue, k)
 		}
 	}
 	expanded := map[nsName]bool{}
@@ -624,13 +692,41 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 			svcQueue = append(svcQueue, s)
 		}
 	}
+	var problemNodes map[node]struct{} // of the previous result, made on first use
+	readService := func(s nsName) string {
+		if expanded[s] {
+			return ""
+		}
+		if svc := prev.services.get(s); svc != nil && !localService(svc) {
+			return "a Service of the change has plugins"
+		}
+		if problemNodes == nil {
+			problemNodes = make(map[node]struct{}, len(prev.res.Problems))
+			for _, p := range prev.res.Problems {
+				problemNodes[nodeOf(p.Object)] = struct{}{}
+			}
+		}
+		if readOnlyService(prev, s, problemNodes) {
+			readOnly[s] = struct{}{}
+		} else {
+			addService(s)
+		}
+		return ""
+	}
 	for k := range ingChanges {
 		addIngress(k)
+	}
+	for k := range routeChanges {
+		addRoute(k)
 	}
 	for s := range services {
 		addService(s)
 	}
-	for len(ingQueue) > 0 || len(svcQueue) > 0 {
+	tlsTargets := backendTLSTargets(snap, opts)
+	tooMany := func() bool {
+		return !t.noSizeLimit && (len(closure)+len(routeClosure))*maxClosureShare > len(prev.ingresses.m)+len(prev.routes.m)
+	}
+	for len(ingQueue) > 0 || len(svcQueue) > 0 || len(routeQueue) > 0 {
 		if len(svcQueue) > 0 {
 			s := svcQueue[0]
 			svcQueue = svcQueue[1:]
@@ -640,10 +736,14 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 				}
 			}
 			for _, from := range prev.res.Graph.ReferredBy(ref(gvkService, s.ns, s.name)) {
-				if from.Kind != gvkIngress.Kind || from.Group != gvkIngress.Group {
+				switch {
+				case from.Kind == gvkIngress.Kind && from.Group == gvkIngress.Group:
+					addIngress(nsName{from.Namespace, from.Name})
+				case from.Kind == gvkHTTPRoute.Kind && from.Group == gvkHTTPRoute.Group:
+					addRoute(nsName{from.Namespace, from.Name})
+				default:
 					return Result{}, false, "a Service of the change is referred to by a " + from.Kind
 				}
-				addIngress(nsName{from.Namespace, from.Name})
 			}
 			for k := range prev.ingressesNaming[s].All() {
 				addIngress(k)
@@ -653,11 +753,50 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 			}
 			continue
 		}
+		if tooMany() {
+			return Result{}, false, "the change reaches too many Ingresses and HTTPRoutes"
+		}
+		if len(routeQueue) > 0 {
+			k := routeQueue[0]
+			routeQueue = routeQueue[1:]
+			if opts.ExpressionRoutes {
+				// The expressions router's priorities are assigned across every HTTPRoute.
+				return Result{}, false, "an HTTPRoute of the change under the expressions router"
+			}
+			for _, hr := range []*gatewayv1.HTTPRoute{oldRoute(k), prev.routes.get(k)} {
+				if hr == nil {
+					continue
+				}
+				if why := localHTTPRoute(hr); why != "" {
+					return Result{}, false, why
+				}
+				for _, s := range routeServicesNamed(hr) {
+					if tlsTargets[s] {
+						return Result{}, false, "a Service an HTTPRoute of the change names has a BackendTLSPolicy"
+					}
+					if why := readService(s); why != "" {
+						return Result{}, false, why
+					}
+				}
+			}
+			if from := prev.res.Graph.ReferredBy(ref(gvkHTTPRoute, k.ns, k.name)); len(from) > 0 {
+				return Result{}, false, "an HTTPRoute of the change is referred to by a " + from[0].Kind
+			}
+			for _, to := range prev.res.Graph.References(ref(gvkHTTPRoute, k.ns, k.name)) {
+				switch {
+				case to.Kind == gvkService.Kind && to.Group == "":
+					if why := readService(nsName{to.Namespace, to.Name}); why != "" {
+						return Result{}, false, why
+					}
+				case routeMayRefer(to.Group, to.Kind):
+				default:
+					return Result{}, false, "an HTTPRoute of the change refers to a " + to.Kind
+				}
+			}
+			continue
+		}
 		k := ingQueue[0]
 		ingQueue = ingQueue[1:]
-		if !t.noSizeLimit && len(closure)*maxClosureShare > len(prev.ingresses.m) {
-			return Result{}, false, "the change reaches too many Ingresses"
-		}
 		for _, ing := range []*netv1.Ingress{oldIngress(k), prev.ingresses.get(k)} {
 			if ing == nil {
 				continue
@@ -682,33 +821,52 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 			}
 		}
 	}
-	t.Stats.LastClosure = len(closure)
+	for s := range services {
+		delete(readOnly, s) // joined the closure after it was read
+	}
+	t.Stats.LastClosure, t.Stats.LastClosureRoutes = len(closure), len(routeClosure)
 
-	// The closure as a snapshot of its own.
+	// The closure as a snapshot of its own, with the Services its HTTPRoutes read, every
+	// ReferenceGrant (they decide which backendRefs resolve, and a refusal leaves no edge in
+	// the graph) and every BackendTLSPolicy (one that targets a Service of the snapshot
+	// leaves an edge out of the Service, which spliceable refuses).
 	sub := &store.Snapshot{IngressClass: snap.IngressClass, IngressClassIsDefault: snap.IngressClassIsDefault,
-		IngressClassParameters: snap.IngressClassParameters}
+		IngressClassParameters: snap.IngressClassParameters, ReferenceGrants: snap.ReferenceGrants, BackendTLSPolicies: snap.BackendTLSPolicies}
 	for k := range closure {
 		if ing := prev.ingresses.get(k); ing != nil {
 			sub.Ingresses = append(sub.Ingresses, ing)
 		}
 	}
-	for s := range services {
-		if svc := prev.services.get(s); svc != nil {
-			sub.Services = append(sub.Services, svc)
+	for k := range routeClosure {
+		if hr := prev.routes.get(k); hr != nil {
+			sub.HTTPRoutes = append(sub.HTTPRoutes, hr)
 		}
 	}
-	// Problem subjects replaced: the closure's Ingresses and Services and the
-	// EndpointSlices of those Services, old and new.
+	for _, set := range []map[nsName]struct{}{services, readOnly} {
+		for s := range set {
+			if svc := prev.services.get(s); svc != nil {
+				sub.Services = append(sub.Services, svc)
+			}
+			for k := range prev.slicesOf[s].All() {
+				sub.EndpointSlices = append(sub.EndpointSlices, prev.slices.get(k))
+			}
+		}
+	}
+	// Problem subjects replaced: the closure's Ingresses, HTTPRoutes and Services and the
+	// EndpointSlices of those Services, old and new. The Services only read are not: the
+	// partial result must say nothing about them (spliceable), as the previous one did not.
 	subjects := map[node]struct{}{}
 	for k := range closure {
 		subjects[nodeOf(ref(gvkIngress, k.ns, k.name))] = struct{}{}
+	}
+	for k := range routeClosure {
+		subjects[nodeOf(ref(gvkHTTPRoute, k.ns, k.name))] = struct{}{}
 	}
 	for s := range services {
 		subjects[nodeOf(ref(gvkService, s.ns, s.name))] = struct{}{}
 	}
 	for s := range services {
 		for k := range prev.slicesOf[s].All() {
-			sub.EndpointSlices = append(sub.EndpointSlices, prev.slices.get(k))
 			subjects[nodeOf(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
 		}
 	}
@@ -727,7 +885,28 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		}
 	}
 
-	part := Build(sub, opts)
+	// The Gateway API attachment: with HTTPRoutes in the closure, that of the new snapshot
+	// (which routes attach where, the listeners' attachedRoutes), made from the previous one
+	// (or anew when a route moved to other listeners); the closure's routes translated with
+	// a view of it, so that their unresolved backendRefs land in it; the other routes' are
+	// the previous result's.
+	gw, reattached := prev.res.Gateway, true
+	var view *gatewayapi.Attachment
+	if len(routeClosure) > 0 {
+		keys := make([]types.NamespacedName, 0, len(routeClosure))
+		in := gatewayapi.Input{NamespaceLabels: snap.NamespaceLabels}
+		for k := range routeClosure {
+			keys = append(keys, types.NamespacedName{Namespace: k.ns, Name: k.name})
+			if hr := prev.routes.get(k); hr != nil {
+				in.Routes = append(in.Routes, gatewayapi.Route{Kind: gatewayapi.KindHTTPRoute, Object: hr, ParentRefs: hr.Spec.ParentRefs, Hostnames: hr.Spec.Hostnames})
+			}
+		}
+		if gw, reattached = prev.res.Gateway.Reattach(in, gatewayapi.KindHTTPRoute, keys); !reattached {
+			gw = gatewayapi.Attach(GatewayInput(snap, opts))
+		}
+		view = gw.RoutesOnly(gatewayapi.KindHTTPRoute, keys)
+	}
+	part := build(sub, opts, view)
 	if why := t.spliceable(part, subjects); why != "" {
 		return Result{}, false, why
 	}
@@ -738,6 +917,11 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	replaced := map[string]bool{}
 	for k := range closure {
 		for _, n := range prev.kongServicesOf[k] {
+			replaced[n] = true
+		}
+	}
+	for k := range routeClosure {
+		for _, n := range prev.kongServicesOfRoute[k] {
 			replaced[n] = true
 		}
 	}
@@ -756,6 +940,11 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		for _, o := range p.owners {
 			if _, in := closure[keyOf(o)]; !in {
 				return Result{}, false, "a Kong service of the closure holds routes of another Ingress"
+			}
+		}
+		for _, o := range p.routes {
+			if _, in := routeClosure[keyOf(o)]; !in {
+				return Result{}, false, "a Kong service of the closure holds routes of another HTTPRoute"
 			}
 		}
 	}
@@ -813,11 +1002,20 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	for k := range closure {
 		outEdges[nodeOf(ref(gvkIngress, k.ns, k.name))] = struct{}{}
 	}
+	for k := range routeClosure {
+		outEdges[nodeOf(ref(gvkHTTPRoute, k.ns, k.name))] = struct{}{}
+	}
 	for s := range services {
 		outEdges[nodeOf(ref(gvkService, s.ns, s.name))] = struct{}{}
 	}
+	if !reattached {
+		gw.TakeRefProblems(prev.res.Gateway, func(kind, ns, name string) bool {
+			_, in := routeClosure[nsName{ns, name}]
+			return in && kind == gatewayapi.KindHTTPRoute
+		})
+	}
 	res := prev.res
-	res.State, res.Problems = state, problems
+	res.State, res.Problems, res.Gateway = state, problems, gw
 	res.Graph = prev.res.Graph.replaceEdgesFrom(outEdges, part.Graph)
 	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock,
 		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes}
@@ -840,11 +1038,17 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 			}
 		}
 	}
+	for k := range routeClosure {
+		delete(next.kongServicesOfRoute, k)
+	}
 	for _, p := range part.parts.services {
 		next.addPart(p)
 	}
 	next.snap, next.opts, next.res, next.parts = snap, opts, res, merged
 	t.prev = next
+	if len(routeClosure) > 0 {
+		t.Stats.PartialRoutes++
+	}
 	return res, true, ""
 }
 

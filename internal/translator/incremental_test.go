@@ -151,6 +151,7 @@ func requireSameResult(t *testing.T, step string, renderer *kongstate.Renderer, 
 		require.True(t, reflect.DeepEqual(ws.Field(i).Interface(), gs.Field(i).Interface()), "%s: State.%s differs", step, ws.Type().Field(i).Name)
 	}
 	require.Equal(t, sortedNames(want.parts.services), sortedNames(got.parts.services), "%s: parts", step)
+	require.Equal(t, attachmentString(want.Gateway), attachmentString(got.Gateway), "%s: Gateway API attachment", step)
 }
 
 func graphString(g *Graph) string {
@@ -176,6 +177,8 @@ type editor struct {
 	rng  *rand.Rand
 	snap *store.Snapshot
 	rv   int
+	// routesMostly makes most edits of Gateway API objects (editRoutes).
+	routesMostly bool
 }
 
 func (e *editor) version() string { e.rv++; return fmt.Sprintf("rv-%d", e.rv) }
@@ -222,6 +225,11 @@ func (e *editor) edit() string {
 		c.ResourceVersion = e.version()
 		c.Generation++
 		return c, func(n *netv1.Ingress) { s.Ingresses[i] = n }, true
+	}
+	if e.routesMostly && e.rng.IntN(4) > 0 || e.rng.IntN(10) == 0 {
+		if what := e.editRoutes(s); what != "" {
+			return what
+		}
 	}
 	switch e.rng.IntN(17) {
 	case 0, 1:

@@ -132,6 +132,9 @@ func partsString(ps []servicePart) []string {
 		for _, o := range p.owners {
 			line += " " + o.Namespace + "/" + o.Name
 		}
+		for _, o := range p.routes {
+			line += " HTTPRoute " + o.Namespace + "/" + o.Name
+		}
 		out = append(out, line)
 	}
 	return out

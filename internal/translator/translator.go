@@ -132,10 +132,17 @@ type Result struct {
 
 // Build is Translate with the object graph (pipeline order of kic-compat.md §2).
 func Build(snap *store.Snapshot, opts Options) Result {
+	return build(snap, opts, nil)
+}
+
+// build is Build with the Gateway API attachment given (nil: the snapshot's). Incremental
+// gives it a view of the whole snapshot's attachment holding only the routes it
+// re-translates (gatewayapi.Attachment.RoutesOnly).
+func build(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) Result {
 	if snap == nil {
 		snap = &store.Snapshot{}
 	}
-	b := newBuilder(snap, opts)
+	b := newBuilder(snap, opts, gw)
 	b.ingressRules()
 	b.defaultBackend()
 	b.l4Ingresses()
@@ -207,7 +214,10 @@ type builder struct {
 	state *kongstate.State
 }
 
-func newBuilder(snap *store.Snapshot, opts Options) *builder {
+func newBuilder(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) *builder {
+	if gw == nil {
+		gw = gatewayapi.Attach(GatewayInput(snap, opts))
+	}
 	b := &builder{
 		opts:         opts,
 		snap:         snap,
@@ -220,7 +230,7 @@ func newBuilder(snap *store.Snapshot, opts Options) *builder {
 		graph:        newGraph(),
 		parts:        &resultParts{},
 		state:        &kongstate.State{},
-		gw:           gatewayapi.Attach(GatewayInput(snap, opts)),
+		gw:           gw,
 	}
 	if p := snap.IngressClassParameters; p != nil {
 		// The IngressClass's parameters (kic-compat.md §1.4) add to the options.
@@ -324,7 +334,7 @@ func (b *builder) finish() (*kongstate.State, []Problem) {
 		for _, r := range ks.routes {
 			svc.Routes = append(svc.Routes, r.FRoute)
 			if r.ing == nil {
-				part.foreign = true
+				part.addRouteOwner(r)
 			} else if len(part.owners) == 0 || part.owners[len(part.owners)-1] != r.ing {
 				part.owners = append(part.owners, r.ing)
 			}

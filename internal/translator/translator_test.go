@@ -308,7 +308,7 @@ func TestProblemString(t *testing.T) {
 }
 
 func TestRouteOverridesForceSSL(t *testing.T) {
-	b := newBuilder(&store.Snapshot{}, Options{})
+	b := newBuilder(&store.Snapshot{}, Options{}, nil)
 	for _, c := range []struct {
 		protocols string
 		want      []string

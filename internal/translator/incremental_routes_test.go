@@ -1,0 +1,419 @@
+package translator
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// routeCluster is a Gateway API cluster of n HTTPRoutes on one Gateway's HTTP listener, in
+// two namespaces: each route with its host name and a Service of its own (with an
+// EndpointSlice), every tenth naming instead a Service shared with the others of its ten,
+// and every hundredth also a Service of the other namespace, allowed by a ReferenceGrant.
+// With shared=true every route names the one Service "echo", as in `make bench-attached`.
+func routeCluster(n int, shared bool) *store.Snapshot {
+	section := gatewayv1.SectionName("http")
+	fromAll := gatewayv1.NamespacesFromAll
+	snap := &store.Snapshot{
+		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "kong", Generation: 1},
+			Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayapi.DefaultControllerName}}},
+		Gateways: []*gatewayv1.Gateway{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kong", Generation: 1},
+			Spec: gatewayv1.GatewaySpec{GatewayClassName: "kong", Listeners: []gatewayv1.Listener{{Name: section, Protocol: gatewayv1.HTTPProtocolType, Port: 80,
+				AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &fromAll}}}}}}},
+		ReferenceGrants: []*gatewayv1beta1.ReferenceGrant{{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "from-default", Generation: 1},
+			Spec: gatewayv1beta1.ReferenceGrantSpec{
+				From: []gatewayv1beta1.ReferenceGrantFrom{{Group: gatewayapi.Group, Kind: "HTTPRoute", Namespace: "default"}},
+				To:   []gatewayv1beta1.ReferenceGrantTo{{Kind: "Service"}}}}},
+	}
+	ready := true
+	addService := func(ns, name string, i int) {
+		snap.Services = append(snap.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-svc-" + ns + name), ResourceVersion: "1"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}})
+		port, proto, pname := int32(8080), corev1.ProtocolTCP, "http"
+		snap.EndpointSlices = append(snap.EndpointSlices, &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-abcde", ResourceVersion: "1", UID: types.UID("uid-es-" + ns + name),
+				Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: &pname, Port: &port, Protocol: &proto}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		})
+	}
+	if shared {
+		addService("default", "echo", 0)
+	}
+	addService("other", "shared", 1)
+	for i := range n {
+		ns := []string{"default", "other"}[i%2]
+		name := fmt.Sprintf("r%05d", i)
+		backend := "echo"
+		switch {
+		case shared:
+		case i%10 == 0:
+			backend = fmt.Sprintf("group-%d", i/10)
+			addService(ns, backend, i)
+		default:
+			backend = "svc-" + name
+			addService(ns, backend, i)
+		}
+		port := gatewayv1.PortNumber(80)
+		gwNS := gatewayv1.Namespace("default")
+		refs := []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(backend), Port: &port}}}}
+		if shared {
+			refs[0].Namespace = &gwNS
+		}
+		if i%100 == 0 && ns == "default" {
+			other := gatewayv1.Namespace("other")
+			refs = append(refs, gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "shared", Namespace: &other, Port: &port}}})
+		}
+		prefix := gatewayv1.PathMatchPathPrefix
+		path := "/" + name
+		snap.HTTPRoutes = append(snap.HTTPRoutes, &gatewayv1.HTTPRoute{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, ResourceVersion: "1", UID: types.UID("uid-" + ns + name)},
+			Spec: gatewayv1.HTTPRouteSpec{
+				CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kong", Namespace: &gwNS, SectionName: &section}}},
+				Hostnames:       []gatewayv1.Hostname{gatewayv1.Hostname(name + ".example.com")},
+				Rules: []gatewayv1.HTTPRouteRule{{
+					Matches:     []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &path}}},
+					BackendRefs: refs,
+				}},
+			}})
+	}
+	return snap
+}
+
+// TestIncrementalMatchesBuildWithHTTPRoutes is TestIncrementalMatchesBuild on clusters of
+// HTTPRoutes (the golden cases that have some, and routeCluster), with edits mostly of
+// HTTPRoutes (every field translation reads, added, deleted, status written) and now and
+// then of Gateways, GatewayClasses and ReferenceGrants (full Builds). It fails when the
+// HTTPRoute changes are not spliced (the property would then hold trivially).
+func TestIncrementalMatchesBuildWithHTTPRoutes(t *testing.T) {
+	var starts []translationStart
+	for _, s := range goldenStarts(t) {
+		if len(s.snap.HTTPRoutes) > 0 {
+			starts = append(starts, s)
+		}
+	}
+	starts = append(starts, translationStart{"routes", routeCluster(60, false), Options{}},
+		translationStart{"routes sharing one Service", routeCluster(30, true), Options{}},
+		translationStart{"routes, GatewayAlpha", routeCluster(30, false), Options{GatewayAlpha: true}})
+	steps := 150
+	if testing.Short() {
+		steps = 50
+	}
+	defer func(d int) { maxGraphDepth = d }(maxGraphDepth)
+	maxGraphDepth = 3
+	var partialRoutes, full, rounds int
+	reasons := map[string]int{}
+	for i, s := range starts {
+		t.Run(s.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(i), 29))
+			ed := &editor{rng: rng, snap: s.snap, routesMostly: true}
+			inc := &Incremental{noSizeLimit: true}
+			renderer := &kongstate.Renderer{}
+			requireSameResult(t, "start", renderer, inc.Build(s.snap, s.opts), Build(s.snap, s.opts))
+			for step := 0; step < steps; step++ {
+				what := ed.edit()
+				before := inc.Stats.Full
+				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, inc.Build(ed.snap, s.opts), Build(ed.snap, s.opts))
+				if inc.Stats.Full > before {
+					reasons[inc.Stats.LastReason]++
+				}
+			}
+			partialRoutes += inc.Stats.PartialRoutes
+			full += inc.Stats.Full
+			rounds += steps
+			t.Logf("%d partial translations of HTTPRoutes, %d full", inc.Stats.PartialRoutes, inc.Stats.Full)
+			if strings.HasPrefix(s.name, "routes") {
+				// Most edits there are of HTTPRoutes that nothing else shares a Kong
+				// service with.
+				require.Greater(t, inc.Stats.PartialRoutes, 2*inc.Stats.Full, "HTTPRoute changes were hardly spliced")
+			}
+		})
+	}
+	t.Logf("%d rounds: %d partial translations of HTTPRoutes, %d full; full because: %v", rounds, partialRoutes, full, reasons)
+	require.Greater(t, 5*partialRoutes, rounds, "HTTPRoute changes were hardly spliced")
+}
+
+// editRoutes makes one random change of the Gateway API objects of s: mostly of an
+// HTTPRoute, sometimes of a Gateway, GatewayClass or ReferenceGrant. It returns "" when s
+// has nothing to edit.
+func (e *editor) editRoutes(s *store.Snapshot) string {
+	if len(s.HTTPRoutes) == 0 {
+		return ""
+	}
+	i := e.rng.IntN(len(s.HTTPRoutes))
+	hr := s.HTTPRoutes[i].DeepCopy()
+	hr.ResourceVersion = e.version()
+	hr.Generation++
+	put := func() { s.HTTPRoutes[i] = hr }
+	ns := hr.Namespace
+	pathType := func() *gatewayv1.PathMatchType {
+		return &[]gatewayv1.PathMatchType{gatewayv1.PathMatchPathPrefix, gatewayv1.PathMatchExact, gatewayv1.PathMatchRegularExpression}[e.rng.IntN(3)]
+	}
+	switch e.rng.IntN(20) {
+	case 0, 1:
+		hr.Spec.Hostnames = [][]gatewayv1.Hostname{nil, {"a.example.com"}, {"*.example.com", "b.example.com"}, {"bad_host"}}[e.rng.IntN(4)]
+		put()
+		return "HTTPRoute hostnames"
+	case 2, 3, 4:
+		if len(hr.Spec.Rules) == 0 {
+			hr.Spec.Rules = []gatewayv1.HTTPRouteRule{{}}
+		}
+		rule := &hr.Spec.Rules[e.rng.IntN(len(hr.Spec.Rules))]
+		port := gatewayv1.PortNumber([]int32{80, 8080, 443}[e.rng.IntN(3)])
+		ref := gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(e.serviceName(ns)), Port: &port}}}
+		switch e.rng.IntN(6) {
+		case 0:
+			other := gatewayv1.Namespace([]string{"other", "default", "nogrant"}[e.rng.IntN(3)])
+			ref.Namespace = &other
+			ref.Name = gatewayv1.ObjectName(e.serviceName(string(other)))
+		case 1:
+			w := int32(e.rng.IntN(3) * 10)
+			ref.Weight = &w
+		case 2:
+			kind := gatewayv1.Kind("KongServiceFacade")
+			ref.Kind = &kind
+		}
+		if e.rng.IntN(3) == 0 {
+			rule.BackendRefs = append(rule.BackendRefs, ref)
+		} else {
+			rule.BackendRefs = []gatewayv1.HTTPBackendRef{ref}
+		}
+		put()
+		return "HTTPRoute backendRefs"
+	case 5, 6:
+		rule := gatewayv1.HTTPRouteRule{}
+		if len(hr.Spec.Rules) > 0 {
+			rule = *hr.Spec.Rules[0].DeepCopy()
+		}
+		v := []string{"/x", "/re[", "/", "/y/", "/a.b"}[e.rng.IntN(5)]
+		m := gatewayv1.HTTPRouteMatch{Path: &gatewayv1.HTTPPathMatch{Type: pathType(), Value: &v}}
+		switch e.rng.IntN(4) {
+		case 0:
+			m.Headers = []gatewayv1.HTTPHeaderMatch{{Name: "x-version", Value: "2"}}
+		case 1:
+			get := gatewayv1.HTTPMethodGet
+			m.Method = &get
+		case 2:
+			m.QueryParams = []gatewayv1.HTTPQueryParamMatch{{Name: "q", Value: "1"}}
+		}
+		rule.Matches = append(rule.Matches, m)
+		hr.Spec.Rules = append(hr.Spec.Rules, rule)
+		if len(hr.Spec.Rules) > 3 {
+			hr.Spec.Rules = hr.Spec.Rules[1:]
+		}
+		put()
+		return "HTTPRoute rule added"
+	case 7:
+		if len(hr.Spec.Rules) > 0 {
+			rule := &hr.Spec.Rules[e.rng.IntN(len(hr.Spec.Rules))]
+			replace := "/new"
+			filters := []gatewayv1.HTTPRouteFilter{
+				{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Add: []gatewayv1.HTTPHeader{{Name: "x-a", Value: "b"}}}},
+				{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: &replace}}},
+				{Type: gatewayv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{}},
+				{Type: gatewayv1.HTTPRouteFilterExtensionRef, ExtensionRef: &gatewayv1.LocalObjectReference{Group: "configuration.konghq.com", Kind: "KongPlugin", Name: "rate-limit"}},
+			}
+			if len(rule.Filters) > 0 && e.rng.IntN(2) == 0 {
+				rule.Filters = nil
+			} else {
+				rule.Filters = append(rule.Filters, filters[e.rng.IntN(len(filters))])
+			}
+			put()
+			return "HTTPRoute filters"
+		}
+	case 8:
+		if hr.Annotations == nil {
+			hr.Annotations = map[string]string{}
+		}
+		anns := []struct{ k, v string }{{"konghq.com/strip-path", "true"}, {"konghq.com/plugins", "rate-limit"}, {"konghq.com/tags", "a,b"},
+			{"konghq.com/methods", "GET"}, {"konghq.com/headers.x-a", "b"}}
+		a := anns[e.rng.IntN(len(anns))]
+		if _, on := hr.Annotations[a.k]; on {
+			delete(hr.Annotations, a.k)
+		} else {
+			hr.Annotations[a.k] = a.v
+		}
+		put()
+		return "HTTPRoute annotation " + a.k
+	case 9:
+		if len(hr.Spec.ParentRefs) > 0 {
+			p := &hr.Spec.ParentRefs[0]
+			switch e.rng.IntN(3) {
+			case 0:
+				sn := gatewayv1.SectionName([]string{"http", "https", "nosuch"}[e.rng.IntN(3)])
+				p.SectionName = &sn
+			case 1:
+				p.SectionName = nil
+			default:
+				hr.Spec.ParentRefs = nil
+			}
+		} else {
+			gwNS := gatewayv1.Namespace("default")
+			hr.Spec.ParentRefs = []gatewayv1.ParentReference{{Name: "kong", Namespace: &gwNS}}
+		}
+		put()
+		return "HTTPRoute parentRefs"
+	case 10, 11:
+		hr.Name = fmt.Sprintf("%s-copy%d", hr.Name, e.rv)
+		hr.UID = types.UID(fmt.Sprintf("uid-%d", e.rv))
+		s.HTTPRoutes = append(s.HTTPRoutes, hr)
+		return "HTTPRoute added"
+	case 12:
+		s.HTTPRoutes = append(s.HTTPRoutes[:i], s.HTTPRoutes[i+1:]...)
+		return "HTTPRoute deleted"
+	case 13:
+		hr.Generation-- // a status write
+		hr.Status.Parents = []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: "kong"}, ControllerName: gatewayapi.DefaultControllerName}}
+		put()
+		return "HTTPRoute status"
+	case 14:
+		if j, ok := pick(e, s.Gateways); ok {
+			g := s.Gateways[j].DeepCopy()
+			g.ResourceVersion = e.version()
+			g.Generation++
+			if len(g.Spec.Listeners) > 0 {
+				h := gatewayv1.Hostname([]string{"*.example.com", "a.example.com"}[e.rng.IntN(2)])
+				if g.Spec.Listeners[0].Hostname == nil {
+					g.Spec.Listeners[0].Hostname = &h
+				} else {
+					g.Spec.Listeners[0].Hostname = nil
+				}
+			}
+			s.Gateways[j] = g
+			return "Gateway listener hostname"
+		}
+	case 15:
+		if j, ok := pick(e, s.GatewayClasses); ok {
+			c := s.GatewayClasses[j].DeepCopy()
+			c.ResourceVersion = e.version()
+			c.Generation++
+			if c.Spec.ControllerName == gatewayapi.DefaultControllerName {
+				c.Spec.ControllerName = "example.com/other"
+			} else {
+				c.Spec.ControllerName = gatewayapi.DefaultControllerName
+			}
+			s.GatewayClasses[j] = c
+			return "GatewayClass controller"
+		}
+	case 16:
+		if j, ok := pick(e, s.ReferenceGrants); ok && e.rng.IntN(2) == 0 {
+			s.ReferenceGrants = append(s.ReferenceGrants[:j], s.ReferenceGrants[j+1:]...)
+			return "ReferenceGrant deleted"
+		}
+		s.ReferenceGrants = append(s.ReferenceGrants, &gatewayv1beta1.ReferenceGrant{ObjectMeta: objectMeta("nogrant", fmt.Sprintf("g-%d", e.rv), e.version()),
+			Spec: gatewayv1beta1.ReferenceGrantSpec{
+				From: []gatewayv1beta1.ReferenceGrantFrom{{Group: gatewayapi.Group, Kind: "HTTPRoute", Namespace: gatewayv1.Namespace(ns)}},
+				To:   []gatewayv1beta1.ReferenceGrantTo{{Kind: "Service"}}}})
+		return "ReferenceGrant added"
+	default:
+		// A Service a route names: changed, so that its routes are translated again.
+		if names := routeServicesNamed(hr); len(names) > 0 {
+			k := names[e.rng.IntN(len(names))]
+			for j, svc := range s.Services {
+				if svc.Namespace == k.ns && svc.Name == k.name {
+					c := svc.DeepCopy()
+					c.ResourceVersion = e.version()
+					c.Spec.Ports[0].Port = []int32{80, 8080}[e.rng.IntN(2)]
+					s.Services[j] = c
+					return "Service of an HTTPRoute changed"
+				}
+			}
+		}
+	}
+	return "nothing to edit"
+}
+
+// attachmentString describes what the status writers read of a Gateway API attachment:
+// classes, Gateways with their listeners' attachedRoutes, and each route's parents,
+// hostnames and unresolved references.
+func attachmentString(a *gatewayapi.Attachment) string {
+	if a == nil {
+		return "none"
+	}
+	var lines []string
+	classes := make([]string, 0, len(a.Classes))
+	for n := range a.Classes {
+		classes = append(classes, n)
+	}
+	sort.Strings(classes)
+	lines = append(lines, "classes "+strings.Join(classes, ","))
+	for _, g := range a.Gateways {
+		for _, l := range g.Listeners {
+			kinds, _ := json.Marshal(l.SupportedKinds)
+			lines = append(lines, fmt.Sprintf("gateway %s/%s listener %s attached=%d kinds=%s invalid=%v", g.Gateway.Namespace, g.Gateway.Name,
+				l.Listener.Name, l.AttachedRoutes, kinds, l.InvalidKinds))
+		}
+	}
+	for _, ra := range a.RouteAttachments() {
+		line := fmt.Sprintf("route %s %s/%s hosts=%v refProblems=%v:", ra.Route.Kind, ra.Route.Object.GetNamespace(), ra.Route.Object.GetName(), ra.Hostnames, ra.RefProblems)
+		for _, p := range ra.Parents {
+			ref, _ := json.Marshal(p.Ref)
+			line += fmt.Sprintf(" [%s %s/%s accepted=%v %s %q", ref, p.Gateway.Gateway.Namespace, p.Gateway.Gateway.Name, p.Accepted, p.Reason, p.Message)
+			for _, l := range p.Listeners {
+				line += " " + string(l.Listener.Name)
+			}
+			line += "]"
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// An HTTPRoute that attaches to a Gateway without being accepted still makes the Services
+// it names HTTPRoute backends, which is what lets a BackendTLSPolicy apply to them (KIC's
+// ancestors): the Kong service of an Ingress naming such a Service changes although the
+// route itself is not translated and leaves no edge out of the Service. The round is a
+// full Build.
+func TestIncrementalBackendTLSPolicyFollowsAnUnacceptedRoute(t *testing.T) {
+	snap := routeCluster(10, false)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lonely", ResourceVersion: "1"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	snap.Services = append(snap.Services, svc)
+	snap.BackendTLSPolicies = []*gatewayv1.BackendTLSPolicy{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: "tls", Generation: 1},
+		Spec: gatewayv1.BackendTLSPolicySpec{
+			TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Kind: "Service", Name: gatewayv1.ObjectName(svc.Name)}}},
+			Validation: gatewayv1.BackendTLSPolicyValidation{Hostname: "secure.internal", WellKnownCACertificates: ptrTo(gatewayv1.WellKnownCACertificatesSystem)},
+		}}}
+	prefix := netv1.PathTypePrefix
+	snap.Ingresses = []*netv1.Ingress{{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: "ing", Generation: 1, ResourceVersion: "1"},
+		Spec: netv1.IngressSpec{Rules: []netv1.IngressRule{{Host: "ing.example.com", IngressRuleValue: netv1.IngressRuleValue{HTTP: &netv1.HTTPIngressRuleValue{
+			Paths: []netv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: svc.Name, Port: netv1.ServiceBackendPort{Number: 80}}}}}}}}}}}}
+	opts := Options{GatewayAlpha: true}
+	inc := &Incremental{noSizeLimit: true}
+	renderer := &kongstate.Renderer{}
+	requireSameResult(t, "start", renderer, inc.Build(snap, opts), Build(snap, opts))
+
+	// A route naming the Service on a listener that does not exist: attached, not accepted.
+	next := *snap
+	port := gatewayv1.PortNumber(80)
+	section := gatewayv1.SectionName("nosuch")
+	gwNS := gatewayv1.Namespace("default")
+	next.HTTPRoutes = append(append([]*gatewayv1.HTTPRoute(nil), snap.HTTPRoutes...), &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: "unaccepted", Generation: 1, ResourceVersion: "1"},
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kong", Namespace: &gwNS, SectionName: &section}}},
+			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+				BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(svc.Name), Port: &port}}}}}},
+		}})
+	requireSameResult(t, "unaccepted route added", renderer, inc.Build(&next, opts), Build(&next, opts))
+	require.Equal(t, 2, inc.Stats.Full, "the route's round was spliced")
+}
