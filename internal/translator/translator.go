@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/blang/semver/v4"
+	"slices"
 	"sort"
 	"strings"
 
@@ -209,14 +210,16 @@ type builder struct {
 
 func newBuilder(snap *store.Snapshot, opts Options) *builder {
 	b := &builder{
-		opts:         opts,
-		snap:         snap,
-		services:     map[string]*corev1.Service{},
-		slices:       map[string][]*discoveryv1.EndpointSlice{},
-		secrets:      map[string]*corev1.Secret{},
-		kongServices: map[string]*kongService{},
-		routeNames:   map[string]string{},
-		routeKeys:    map[string]bool{},
+		opts:     opts,
+		snap:     snap,
+		services: map[string]*corev1.Service{},
+		slices:   map[string][]*discoveryv1.EndpointSlice{},
+		secrets:  map[string]*corev1.Secret{},
+		// Sized for an Ingress's one Kong service and route (the common case): growing them
+		// rehashed each several times in a first translation.
+		kongServices: make(map[string]*kongService, len(snap.Ingresses)),
+		routeNames:   make(map[string]string, len(snap.Ingresses)),
+		routeKeys:    make(map[string]bool, len(snap.Ingresses)),
 		graph:        newGraph(),
 		parts:        &resultParts{},
 		state:        &kongstate.State{},
@@ -309,16 +312,11 @@ func ref(gvk schema.GroupVersionKind, namespace, name string) kongstate.ObjectRe
 // finish assembles the state: Kong services in name order (render sorts again; this order
 // only makes the State itself deterministic), with their upstreams, and sorted problems.
 func (b *builder) finish() (*kongstate.State, []Problem) {
-	names := make([]string, 0, len(b.kongServices))
-	for n := range b.kongServices {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := b.kongServiceNames()
+	b.state.Services = slices.Grow(b.state.Services, len(names))
+	b.parts.services = slices.Grow(b.parts.services, len(names))
 	for _, n := range names {
 		ks := b.kongServices[n]
-		if len(ks.routes) == 0 {
-			continue
-		}
 		svc := ks.svc
 		part := servicePart{name: n, svc: &svc, upstream: ks.upstream}
 		for _, r := range ks.routes {
