@@ -3,7 +3,6 @@ package translator
 import (
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -40,14 +39,7 @@ var validServiceProtocols = map[string]bool{
 // upstream without targets, so Kong answers 503 instead of letting the traffic fall through
 // to another route.
 func (b *builder) populateServices() {
-	names := make([]string, 0, len(b.kongServices))
-	for n, ks := range b.kongServices {
-		if len(ks.routes) > 0 {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range b.kongServiceNames() {
 		ks := b.kongServices[n]
 		if ks.gateway != nil {
 			b.populateGatewayService(ks)

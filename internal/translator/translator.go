@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/blang/semver/v4"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -186,11 +187,13 @@ type builder struct {
 	udpIngresses []*kongv1beta1.UDPIngress
 
 	kongServices map[string]*kongService
-	routeNames   map[string]string // route name -> route key, to catch name collisions
-	routeKeys    map[string]bool
-	problems     []Problem
-	graph        *Graph
-	gw           *gatewayapi.Attachment
+	// sortedKongServices are kongServiceKeys' (nil: not sorted yet).
+	sortedKongServices []string
+	routeNames         map[string]string // route name -> route key, to catch name collisions
+	routeKeys          map[string]bool
+	problems           []Problem
+	graph              *Graph
+	gw                 *gatewayapi.Attachment
 	// routeBackends are the Services HTTPRoutes of our Gateways use (backendtls.go).
 	routeBackends map[string]bool
 
@@ -289,14 +292,25 @@ func (b *builder) problem(obj client.Object, gvk schema.GroupVersionKind, field,
 
 // kongServiceNames lists the Kong services that have routes, by name.
 func (b *builder) kongServiceNames() []string {
-	names := make([]string, 0, len(b.kongServices))
-	for n, ks := range b.kongServices {
-		if len(ks.routes) > 0 {
+	all := b.kongServiceKeys()
+	names := make([]string, 0, len(all))
+	for _, n := range all {
+		if len(b.kongServices[n].routes) > 0 {
 			names = append(names, n)
 		}
 	}
-	sort.Strings(names)
 	return names
+}
+
+// kongServiceKeys are the keys of b.kongServices, sorted once while no key is added or
+// removed (removing one resets them): eight steps of a translation walk the Kong services in
+// name order, and sorting 3,000 names each time was 4% of a first translation (issue #13).
+// The slice is shared: callers do not modify it.
+func (b *builder) kongServiceKeys() []string {
+	if len(b.sortedKongServices) != len(b.kongServices) {
+		b.sortedKongServices = slices.Sorted(maps.Keys(b.kongServices))
+	}
+	return b.sortedKongServices
 }
 
 // refer records in the graph that obj (of kind gvk) refers to the object to.
