@@ -83,8 +83,12 @@ func portKey(p netv1.ServiceBackendPort) string {
 // backend reference produces would be refused by Kong.
 func (b *builder) kongServiceFor(ing *netv1.Ingress, field, svcName string, port netv1.ServiceBackendPort, withPath bool) *kongService {
 	pk := portKey(port)
+	if m := &b.lastServiceFor; m.ks != nil && m.namespace == ing.Namespace && m.svcName == svcName && m.portKey == pk {
+		return m.ks
+	}
 	name := ing.Namespace + "." + svcName + "." + pk
 	if ks, ok := b.kongServices[name]; ok {
+		b.lastServiceFor = serviceMemo{ing.Namespace, svcName, pk, ks}
 		return ks
 	}
 	host := svcName + "." + ing.Namespace + "." + pk + ".svc"
@@ -108,7 +112,15 @@ func (b *builder) kongServiceFor(ing *netv1.Ingress, field, svcName string, port
 		ks.svc.Path = kong.String("/")
 	}
 	b.kongServices[name] = ks
+	b.lastServiceFor = serviceMemo{ing.Namespace, svcName, pk, ks}
 	return ks
+}
+
+// serviceMemo is kongServiceFor's last answer: an Ingress's paths mostly name the backend
+// of the path before, whose Kong service is then found without building its name.
+type serviceMemo struct {
+	namespace, svcName, portKey string
+	ks                          *kongService
 }
 
 // httpKongService is a new HTTP Kong service with KIC's defaults: port 80 until the backend
@@ -163,6 +175,13 @@ func (b *builder) ingressRules() {
 		// field of their first rule.
 		lost := map[string]string{}
 		var lostOrder []string
+		// The route key of the last path, which the next path of the same host and
+		// backend shares: joined once rather than for every path.
+		var last struct {
+			host, backend string
+			ks            *kongService
+			key           string
+		}
 		for i, rule := range ing.Spec.Rules {
 			if rule.HTTP == nil || len(rule.HTTP.Paths) == 0 {
 				continue
@@ -199,15 +218,27 @@ func (b *builder) ingressRules() {
 				if path.PathType != nil {
 					pt = *path.PathType
 				}
-				var paths []*string
+				var pathBuf [2]*string
+				paths := pathBuf[:0]
 				var kpBuf [2]string
-				for _, kp := range kongPaths(kpBuf[:0], p, pt) {
+				kps := kongPaths(kpBuf[:0], p, pt)
+				// Two Kong paths' strings are allocated together.
+				var strs *[2]string
+				if len(kps) > 1 {
+					strs = new([2]string)
+				}
+				for k, kp := range kps {
 					kp = applyRegexPrefix(kp, prefix, b.opts.EnableLegacyRegexDetection)
 					if e := b.routePath(kp); e != "" {
 						b.problem(ing, gvkIngress, field+".path", "%s; the path is left out", e)
 						continue
 					}
-					paths = append(paths, kong.String(kp))
+					if strs != nil {
+						strs[k] = kp
+						paths = append(paths, &strs[k])
+					} else {
+						paths = append(paths, kong.String(kp))
+					}
 				}
 				// The expressions router compiles a regex path with the Rust regex crate, which
 				// refuses some that PCRE takes ("/v1/{id}"): such a path is left out here rather
@@ -220,7 +251,11 @@ func (b *builder) ingressRules() {
 						}
 					}
 				}
-				key := strings.Join([]string{ing.Namespace, ing.Name, rule.Host, be.Name, ks.portKey, ks.facade}, "\x00")
+				if last.ks != ks || last.host != rule.Host || last.backend != be.Name {
+					last.host, last.backend, last.ks = rule.Host, be.Name, ks
+					last.key = strings.Join([]string{ing.Namespace, ing.Name, rule.Host, be.Name, ks.portKey, ks.facade}, "\x00")
+				}
+				key := last.key
 				ks.addReferrer(ing, gvkIngress, refField)
 				if len(paths) == 0 {
 					if _, seen := lost[key]; !seen {

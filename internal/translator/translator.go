@@ -189,11 +189,13 @@ type builder struct {
 	kongServices map[string]*kongService
 	// sortedKongServices are kongServiceKeys' (nil: not sorted yet).
 	sortedKongServices []string
-	routeNames         map[string]string // route name -> route key, to catch name collisions
-	routeKeys          map[string]bool
-	problems           []Problem
-	graph              *Graph
-	gw                 *gatewayapi.Attachment
+	// lastServiceFor is kongServiceFor's last answer (zero: none, or a service was removed).
+	lastServiceFor serviceMemo
+	routeNames     map[string]string // route name -> route key, to catch name collisions
+	routeKeys      map[string]bool
+	problems       []Problem
+	graph          *Graph
+	gw             *gatewayapi.Attachment
 	// routeBackends are the Services HTTPRoutes of our Gateways use (backendtls.go).
 	routeBackends map[string]bool
 
