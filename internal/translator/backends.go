@@ -3,7 +3,6 @@ package translator
 import (
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -40,14 +39,7 @@ var validServiceProtocols = map[string]bool{
 // upstream without targets, so Kong answers 503 instead of letting the traffic fall through
 // to another route.
 func (b *builder) populateServices() {
-	names := make([]string, 0, len(b.kongServices))
-	for n, ks := range b.kongServices {
-		if len(ks.routes) > 0 {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range b.kongServiceNames() {
 		ks := b.kongServices[n]
 		if ks.gateway != nil {
 			b.populateGatewayService(ks)
@@ -162,7 +154,11 @@ func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.F
 			protocols = append(protocols, p.Protocol)
 		}
 	}
-	var out []*file.FTarget
+	type found struct {
+		target string
+		weight *int
+	}
+	var targets []found
 	seen := map[string]bool{}
 	for _, proto := range protocols {
 		for _, es := range b.slices[svc.Namespace+"/"+svc.Name] {
@@ -177,6 +173,7 @@ func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.F
 				if pp != proto {
 					continue
 				}
+				port := strconv.Itoa(int(*p.Port))
 				for _, ep := range es.Endpoints {
 					if len(ep.Addresses) == 0 {
 						continue
@@ -194,15 +191,32 @@ func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.F
 						b.problem(es, gvkEndpointSlice, "endpoints", "invalid address %q; the endpoint is left out", ep.Addresses[0])
 						continue
 					}
-					t := joinHostPort(ep.Addresses[0], strconv.Itoa(int(*p.Port)))
+					t := joinHostPort(ep.Addresses[0], port)
 					if seen[t] {
 						continue
 					}
 					seen[t] = true
-					out = append(out, target(t, weight))
+					targets = append(targets, found{t, weight})
 				}
 			}
 		}
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	// The upstream's targets and the strings they point to in one array, rather than two
+	// allocations per target (issue #13, start).
+	type block struct {
+		ft     file.FTarget
+		target string
+	}
+	blocks := make([]block, len(targets))
+	out := make([]*file.FTarget, len(targets))
+	for i, t := range targets {
+		blk := &blocks[i]
+		blk.target = t.target
+		blk.ft.Target = kong.Target{Target: &blk.target, Weight: t.weight}
+		out[i] = &blk.ft
 	}
 	return out
 }
@@ -228,9 +242,9 @@ func endpointTerminating(ep discoveryv1.Endpoint) bool {
 	return ep.Conditions.Terminating != nil && *ep.Conditions.Terminating
 }
 
-// joinHostPort brackets IPv6 addresses, as KIC's targets do.
+// joinHostPort brackets IPv6 addresses, as KIC's targets do. Only a host with a ":" is parsed.
 func joinHostPort(host, port string) string {
-	if ip := net.ParseIP(host); ip != nil && strings.Contains(host, ":") {
+	if strings.Contains(host, ":") && net.ParseIP(host) != nil {
 		return "[" + host + "]:" + port
 	}
 	return host + ":" + port
@@ -281,7 +295,7 @@ func (b *builder) serviceAnnotations(ks *kongService, svc *corev1.Service) {
 		}
 		*t.dst = kong.Int(n)
 	}
-	if v, err := strconv.ParseBool(a[annTLSVerify]); err == nil {
+	if v, ok := annotationBool(a, annTLSVerify); ok {
 		ks.svc.TLSVerify = kong.Bool(v)
 	}
 	if v, ok := a[annHostHeader]; ok && v != "" {

@@ -1,9 +1,20 @@
 package translator
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
 
 	"github.com/konductor/konductor/internal/translator/benchdata"
 )
@@ -36,4 +47,38 @@ func TestEntitiesShareTheirObjectsTags(t *testing.T) {
 	for _, i := range []int{2, 4, 5} {
 		require.Same(t, ra[i], rb[i], "tag %s is shared", *ra[i])
 	}
+}
+
+// TestEntityTagsAreTagsFor: the tags entityTags builds are kongstate.TagsFor's, user tags Kong
+// would refuse left out and reported, for namespaced, cluster-scoped and core objects, with
+// and without a UID.
+func TestEntityTagsAreTagsFor(t *testing.T) {
+	objs := []struct {
+		obj client.Object
+		gvk schema.GroupVersionKind
+	}{
+		{&netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ing", UID: "u-1",
+			Annotations: map[string]string{kongstate.UserTagsAnnotation: "team-a, cost,team-a"}}}, gvkIngress},
+		{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc"}}, gvkService},
+		{&kongv1.KongClusterPlugin{ObjectMeta: metav1.ObjectMeta{Name: "global", UID: "u-2",
+			Annotations: map[string]string{kongstate.UserTagsAnnotation: "ok,bad/tag"}}}, gvkKongClusterPlugin},
+	}
+	b := newBuilder(&store.Snapshot{}, Options{})
+	for _, o := range objs {
+		want := kongstate.TagsFor(o.obj, o.gvk)
+		want = slices.DeleteFunc(want, func(t string) bool { return checkTag(t) != "" })
+		got := b.entityTags(o.obj, o.gvk)
+		require.Equal(t, want, derefAll(got), "%T", o.obj)
+		require.Equal(t, len(got), cap(got), "an append copies the tags")
+		require.Equal(t, fmt.Sprint(got), fmt.Sprint(b.entityTags(o.obj, o.gvk)), "one slice per object")
+	}
+	require.Len(t, b.problems, 1, "the refused user tag is reported")
+}
+
+func derefAll(ps []*string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = *p
+	}
+	return out
 }

@@ -95,14 +95,18 @@ func (g *Graph) refer(fromRef, toRef kongstate.ObjectRef) {
 	if from == to {
 		return
 	}
-	if g.deps[from] == nil {
-		g.deps[from] = newRefSet(1)
+	deps := g.deps[from]
+	if deps == nil {
+		deps = newRefSet(1)
+		g.deps[from] = deps
 	}
-	g.deps[from].Add(to)
-	if g.rdeps[to] == nil {
-		g.rdeps[to] = newRefSet(1)
+	deps.Add(to)
+	rdeps := g.rdeps[to]
+	if rdeps == nil {
+		rdeps = newRefSet(1)
+		g.rdeps[to] = rdeps
 	}
-	g.rdeps[to].Add(from)
+	rdeps.Add(from)
 }
 
 // References lists the objects ref refers to, sorted.

@@ -217,7 +217,7 @@ func indexSnapshot(snap *store.Snapshot) *incrementalRound {
 		ingresses: newObjectIndex(snap.Ingresses), services: newObjectIndex(snap.Services),
 		slices: newObjectIndex(snap.EndpointSlices), slicesOf: slicesByService{},
 		routes:          newObjectIndex(snap.HTTPRoutes),
-		ingressesNaming: map[nsName]*smallSet[nsName]{},
+		ingressesNaming: make(map[nsName]*smallSet[nsName], len(snap.Ingresses)),
 	}
 	for _, e := range r.ingresses.m {
 		r.addNaming(e.obj)
@@ -254,13 +254,15 @@ func (r *incrementalRound) addPart(p servicePart) {
 }
 
 func (r *incrementalRound) addNaming(ing *netv1.Ingress) {
-	for _, s := range servicesNamed(ing) {
+	var buf [4]nsName
+	k := keyOf(ing)
+	for _, s := range appendServicesNamed(buf[:0], ing) {
 		m := r.ingressesNaming[s]
 		if m == nil {
 			m = newSmallSet[nsName](1)
 			r.ingressesNaming[s] = m
 		}
-		m.Add(keyOf(ing))
+		m.Add(k)
 	}
 }
 
@@ -278,22 +280,22 @@ func (r *incrementalRound) removeNaming(ing *netv1.Ingress) {
 }
 
 // servicesNamed are the Services an Ingress's spec names as backends.
-func servicesNamed(ing *netv1.Ingress) []nsName {
-	var out []nsName
-	add := func(b *netv1.IngressServiceBackend) {
-		if b != nil {
-			out = append(out, nsName{ing.Namespace, b.Name})
-		}
-	}
-	if ing.Spec.DefaultBackend != nil {
-		add(ing.Spec.DefaultBackend.Service)
+func servicesNamed(ing *netv1.Ingress) []nsName { return appendServicesNamed(nil, ing) }
+
+// appendServicesNamed appends servicesNamed(ing) to out: a caller's array on the stack holds
+// them when they are few (an Incremental's first round indexes every Ingress).
+func appendServicesNamed(out []nsName, ing *netv1.Ingress) []nsName {
+	if db := ing.Spec.DefaultBackend; db != nil && db.Service != nil {
+		out = append(out, nsName{ing.Namespace, db.Service.Name})
 	}
 	for _, rule := range ing.Spec.Rules {
 		if rule.HTTP == nil {
 			continue
 		}
 		for _, p := range rule.HTTP.Paths {
-			add(p.Backend.Service)
+			if p.Backend.Service != nil {
+				out = append(out, nsName{ing.Namespace, p.Backend.Service.Name})
+			}
 		}
 	}
 	return out

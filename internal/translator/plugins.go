@@ -111,20 +111,18 @@ type routeSource struct {
 	gvk schema.GroupVersionKind
 }
 
-// routesBySource maps each Gateway API route source, and each other source that carries
-// konghq.com/plugins, to its Kong routes among the services names, in the order of names: one
-// pass over the routes for all of them, where a pass per source made 1,000 HTTPRoutes sharing
-// a Service a million comparisons per translation. Sources without the annotation are left
-// out, so that a cluster of plain Ingresses builds nothing.
+// routesBySource maps each Gateway API route source, and each other source (all of which
+// carry konghq.com/plugins), to its Kong routes among the services names, in the order of
+// names: one pass over the routes for all of them, where a pass per source made 1,000
+// HTTPRoutes sharing a Service a million comparisons per translation. A cluster of plain
+// Ingresses has no sources and builds nothing.
 func (b *builder) routesBySource(names []string, gatewaySources, others []routeSource) map[client.Object][]*routeEntry {
 	out := map[client.Object][]*routeEntry{}
 	for _, src := range gatewaySources {
 		out[src.obj] = nil
 	}
 	for _, src := range others {
-		if _, ok := src.obj.GetAnnotations()[annPlugins]; ok {
-			out[src.obj] = nil
-		}
+		out[src.obj] = nil
 	}
 	if len(out) == 0 {
 		return out
@@ -187,24 +185,24 @@ func (b *builder) plugins() {
 		attachList(referrer, gvk, referrer.GetAnnotations()[annPlugins], add)
 	}
 
-	names := make([]string, 0, len(b.kongServices))
-	for n, ks := range b.kongServices {
-		if len(ks.routes) > 0 {
-			names = append(names, n)
+	names := b.kongServiceNames()
+	// Routes, by Ingress in KIC's order, then service attachments by Kong service name,
+	// then consumers and consumer groups. Sources are the Ingresses, TCPIngresses and
+	// UDPIngresses that carry the annotation: the others attach nothing.
+	var sources []routeSource
+	addSource := func(obj client.Object, gvk schema.GroupVersionKind) {
+		if _, ok := obj.GetAnnotations()[annPlugins]; ok {
+			sources = append(sources, routeSource{obj, gvk})
 		}
 	}
-	sort.Strings(names)
-	// Routes, by Ingress in KIC's order, then service attachments by Kong service name,
-	// then consumers and consumer groups.
-	var sources []routeSource
 	for _, ing := range b.ingresses {
-		sources = append(sources, routeSource{ing, gvkIngress})
+		addSource(ing, gvkIngress)
 	}
 	for _, ti := range b.tcpIngresses {
-		sources = append(sources, routeSource{ti, gvkTCPIngress})
+		addSource(ti, gvkTCPIngress)
 	}
 	for _, ui := range b.udpIngresses {
-		sources = append(sources, routeSource{ui, gvkUDPIngress})
+		addSource(ui, gvkUDPIngress)
 	}
 	gatewaySources := b.gatewayRouteSources()
 	routesOf := b.routesBySource(names, gatewaySources, sources)
@@ -220,9 +218,6 @@ func (b *builder) plugins() {
 		}
 	}
 	for _, src := range sources {
-		if _, ok := src.obj.GetAnnotations()[annPlugins]; !ok {
-			continue
-		}
 		var routes []string
 		for _, r := range routesOf[src.obj] {
 			routes = append(routes, *r.Name)

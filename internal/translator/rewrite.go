@@ -55,6 +55,7 @@ func (b *builder) rewrites() {
 			delete(b.routeNames, *r.Name)
 		}
 		delete(b.kongServices, n)
+		b.sortedKongServices, b.lastServiceFor = nil, serviceMemo{}
 	}
 }
 

@@ -227,7 +227,7 @@ func TestKongPaths(t *testing.T) {
 		{"/.well-known/acme-challenge/yolo", netv1.PathTypeImplementationSpecific, []string{"/.well-known/acme-challenge/yolo"}},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, kongPaths(normalizePath(c.in), c.pt), "%s %s", c.pt, c.in)
+		assert.Equal(t, c.want, kongPaths(nil, normalizePath(c.in), c.pt), "%s %s", c.pt, c.in)
 	}
 	assert.Equal(t, "/", normalizePath(""))
 	assert.Equal(t, "/a/b", normalizePath("//a///b"))

@@ -32,15 +32,11 @@ var (
 // its konghq.com/host-header annotation, then its KongUpstreamPolicy
 // (konghq.com/upstream-policy), in KIC's order (kic-compat.md §10.3).
 func (b *builder) upstreamOverrides() {
-	names := make([]string, 0, len(b.kongServices))
-	for n, ks := range b.kongServices {
-		if len(ks.routes) > 0 && ks.upstream != nil {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range b.kongServiceNames() {
 		ks := b.kongServices[n]
+		if ks.upstream == nil {
+			continue
+		}
 		bk := b.backingService(ks)
 		if bk == nil {
 			continue
