@@ -63,7 +63,7 @@ func TestEntityTagsAreTagsFor(t *testing.T) {
 		{&kongv1.KongClusterPlugin{ObjectMeta: metav1.ObjectMeta{Name: "global", UID: "u-2",
 			Annotations: map[string]string{kongstate.UserTagsAnnotation: "ok,bad/tag"}}}, gvkKongClusterPlugin},
 	}
-	b := newBuilder(&store.Snapshot{}, Options{})
+	b := newBuilder(&store.Snapshot{}, Options{}, nil)
 	for _, o := range objs {
 		want := kongstate.TagsFor(o.obj, o.gvk)
 		want = slices.DeleteFunc(want, func(t string) bool { return checkTag(t) != "" })
