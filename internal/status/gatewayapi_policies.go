@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -135,8 +134,9 @@ func mergeAncestors(have []gatewayv1.PolicyAncestorStatus, want []ancestorEntry,
 
 // updateBackendTLSPolicies writes status.ancestors of every BackendTLSPolicy whose entries of
 // our controller differ. The patch carries the resourceVersion, so that an entry another
-// controller wrote meanwhile is not lost: the conflict fails the pass, and the next pass
-// starts from the policy as it is then.
+// controller wrote meanwhile is not lost: on a conflict the policy is read again and our
+// entries merged into it (writeStatusRetrying), so its status does not stay stale until the
+// next pass.
 func (u *GatewayAPIUpdater) updateBackendTLSPolicies(ctx context.Context, a *gatewayapi.Attachment, snap *store.Snapshot, now time.Time, errs *failures) {
 	if !u.GatewayAlpha || len(snap.BackendTLSPolicies) == 0 {
 		return
@@ -187,14 +187,19 @@ func (u *GatewayAPIUpdater) updateBackendTLSPolicies(ctx context.Context, a *gat
 		for g := range set {
 			gateways = append(gateways, g)
 		}
-		want := policyAncestors(p.Status.Ancestors, gateways, v, u.controller, p.Generation, now)
-		if equality.Semantic.DeepEqual(want, p.Status.Ancestors) || len(want) == 0 && len(p.Status.Ancestors) == 0 {
-			continue
-		}
-		updated := p.DeepCopy()
-		updated.Status.Ancestors = want
-		err := u.writeStatus(ctx, updated, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}))
-		if err != nil && !apierrors.IsNotFound(err) {
+		// The verdict is the snapshot's spec's: its generation is the one observed.
+		generation := p.Generation
+		err := u.writeStatusRetrying(ctx, u.reader, p, func() client.Object { return &gatewayv1.BackendTLSPolicy{} }, func(current client.Object) client.Object {
+			have := current.(*gatewayv1.BackendTLSPolicy).Status.Ancestors
+			want := policyAncestors(have, gateways, v, u.controller, generation, now)
+			if equality.Semantic.DeepEqual(want, have) || len(want) == 0 && len(have) == 0 {
+				return nil
+			}
+			updated := current.DeepCopyObject().(*gatewayv1.BackendTLSPolicy)
+			updated.Status.Ancestors = want
+			return updated
+		})
+		if err != nil {
 			errs.add("BackendTLSPolicy", p, err)
 		}
 	}

@@ -9,10 +9,13 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/dataplane"
@@ -119,4 +122,85 @@ func TestBackendTLSPolicyTargetNotFound(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(onEcho), &got))
 	require.Len(t, got.Status.Ancestors, 1)
 	require.Equal(t, "True/Accepted", condition(got.Status.Ancestors[0].Conditions, "Accepted"))
+}
+
+// A BackendTLSPolicy whose status another controller writes between our read and our write
+// (a conflict: the patch carries the resourceVersion) is read again and written in the same
+// pass, with the other controller's entry kept, instead of staying stale until the next pass.
+func TestBackendTLSPolicyStatusRetriesOnConflict(t *testing.T) {
+	ctx := context.Background()
+	f := newBackendTLSFixture()
+	theirs := gatewayv1.PolicyAncestorStatus{
+		AncestorRef:    gatewayv1.ParentReference{Name: "elsewhere"},
+		ControllerName: "example.com/other",
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted",
+			LastTransitionTime: metav1.NewTime(time.Unix(1, 0))}},
+	}
+	conflicts := 0
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(f.objects()...).
+		WithStatusSubresource(f.statusKinds()...).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if bp, ok := obj.(*gatewayv1.BackendTLSPolicy); ok && conflicts == 0 {
+				// Another controller writes its entry just before ours lands.
+				var cur gatewayv1.BackendTLSPolicy
+				require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(bp), &cur))
+				cur.Status.Ancestors = append(cur.Status.Ancestors, theirs)
+				require.NoError(t, cl.Status().Update(ctx, &cur))
+				conflicts++
+				return apierrors.NewConflict(schema.GroupResource{Group: gatewayv1.GroupName, Resource: "backendtlspolicies"}, bp.Name, fmt.Errorf("the object has been modified"))
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	u := NewGatewayAPIUpdater("", IngressOptions{}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+	u.GatewayAlpha = true
+	u.Report(ctx, dataplane.Round{GatewayAPI: attach(f.gw, f.route)})
+	require.NoError(t, u.Update(ctx), "a conflict is retried, not a failed pass")
+	require.Equal(t, 1, conflicts)
+
+	var got gatewayv1.BackendTLSPolicy
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(f.policy), &got))
+	require.Len(t, got.Status.Ancestors, 2, "theirs and ours")
+	require.Equal(t, "example.com/other", string(got.Status.Ancestors[0].ControllerName), "theirs stays, first")
+	require.Equal(t, "kong", string(got.Status.Ancestors[1].AncestorRef.Name))
+	require.Equal(t, "True/Accepted", condition(got.Status.Ancestors[1].Conditions, "Accepted"))
+}
+
+// backendTLSFixture is a Gateway of ours with an HTTPRoute to the Service echo, which a valid
+// BackendTLSPolicy targets (its CA a labelled ConfigMap): the policy gets one ancestor entry.
+type backendTLSFixture struct {
+	class  *gatewayv1.GatewayClass
+	gw     *gatewayv1.Gateway
+	route  *gatewayv1.HTTPRoute
+	echo   *corev1.Service
+	ca     *corev1.ConfigMap
+	policy *gatewayv1.BackendTLSPolicy
+}
+
+func newBackendTLSFixture() backendTLSFixture {
+	route := testRoute("default", "web", nil, parentRef("kong", ""))
+	route.Spec.Rules = []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+		BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo"}}}}}}
+	return backendTLSFixture{
+		class: &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}},
+		gw:    testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, "")),
+		route: route,
+		echo:  &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"}},
+		ca:    &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca", Labels: map[string]string{"konghq.com/ca-cert": "true"}}},
+		policy: &gatewayv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tls", Generation: 1},
+			Spec: gatewayv1.BackendTLSPolicySpec{
+				TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{
+					Kind: "Service", Name: "echo"}}},
+				Validation: gatewayv1.BackendTLSPolicyValidation{Hostname: "echo.example.com",
+					CACertificateRefs: []gatewayv1.LocalObjectReference{{Kind: "ConfigMap", Name: "ca"}}},
+			}},
+	}
+}
+
+func (f backendTLSFixture) objects() []client.Object {
+	return []client.Object{f.class, f.gw, f.route, f.echo, f.ca, f.policy}
+}
+
+// statusKinds are the kinds whose status the Gateway API updater writes.
+func (f backendTLSFixture) statusKinds() []client.Object {
+	return []client.Object{&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.BackendTLSPolicy{}}
 }

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
@@ -41,28 +40,14 @@ type gatedWriterCase struct {
 // (Programmed conditions, KongLicense) and KongUpstreamPolicy.
 func gatedWriterCases() []gatedWriterCase {
 	ctx := context.Background()
-	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}
-	gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
-	route := testRoute("default", "web", nil, parentRef("kong", ""))
-	route.Spec.Rules = []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
-		BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo"}}}}}}
-	echo := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"}}
-	policy := &gatewayv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tls", Generation: 1},
-		Spec: gatewayv1.BackendTLSPolicySpec{
-			TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{
-				Kind: "Service", Name: "echo"}}},
-			Validation: gatewayv1.BackendTLSPolicyValidation{Hostname: "echo.example.com",
-				CACertificateRefs: []gatewayv1.LocalObjectReference{{Kind: "ConfigMap", Name: "ca"}}},
-		}}
-	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca", Labels: map[string]string{"konghq.com/ca-cert": "true"}}}
+	f := newBackendTLSFixture()
 	gatewayAPI := func(c client.Client) *GatewayAPIUpdater {
 		u := NewGatewayAPIUpdater("", IngressOptions{}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
 		u.GatewayAlpha = true
-		u.Report(ctx, dataplane.Round{GatewayAPI: attach(gw, route)})
+		u.Report(ctx, dataplane.Round{GatewayAPI: attach(f.gw, f.route)})
 		return u
 	}
-	gatewayObjs := []client.Object{class, gw, route, echo, ca, policy}
-	gatewayStatus := []client.Object{&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.BackendTLSPolicy{}}
+	gatewayObjs, gatewayStatus := f.objects(), f.statusKinds()
 	// Both written as Pending: nothing the (empty) configuration the gateway took uses them.
 	kongObjs := []client.Object{
 		&kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cors", UID: "u-cors", Generation: 1}, PluginName: "cors"},

@@ -12,11 +12,12 @@ import (
 	"github.com/konductor/konductor/internal/kongemu"
 )
 
-// The Gateway API golden outputs are configurations Kong takes whole (the emulator applies
-// Kong's schema rules): bad input was left out and reported, not passed on for Kong to refuse.
+// The Gateway API and TCPIngress/UDPIngress golden outputs are configurations Kong takes whole
+// (the emulator applies Kong's schema rules, unique names included): bad input was left out
+// and reported, not passed on for Kong to refuse.
 func TestGatewayGoldenAcceptedByKong(t *testing.T) {
 	var dirs []string
-	for _, pattern := range []string{"testdata/gateway-*", "testdata/grpcroute-*", "testdata/httproute-*"} {
+	for _, pattern := range []string{"testdata/gateway-*", "testdata/grpcroute-*", "testdata/httproute-*", "testdata/l4-*"} {
 		m, err := filepath.Glob(pattern)
 		require.NoError(t, err)
 		dirs = append(dirs, m...)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -123,8 +124,15 @@ func (p *servicePart) addRouteOwner(r *routeEntry) {
 }
 
 // withServices is base (the entities other than Kong services and upstreams) with the Kong
-// services and upstreams of parts (sorted by name), as Build leaves them: nil when none. The
-// splice and the parallel build assemble their State with it.
+// services and upstreams of parts (sorted by name), as Build leaves them: nil when none. Build,
+// the splice and the parallel build assemble their State with it.
+//
+// An upstream is named after its Kong service's host, and Kong services of different names can
+// share a host: a TCPIngress's default.dns.53 (tcp) and a UDPIngress's default.dns.53.udp (udp)
+// both go to dns.default.53.svc, as does an Ingress's default.dns.53. Kong refuses two upstreams
+// of one name, so each name is kept once, from the first part (by service name) that has it,
+// as KIC's getUpstreams keeps the first it meets (docs/kong-facts.md, KIC 13). The parts keep
+// their own upstreams, so the next one of a name takes its place when the first goes.
 func withServices(base *kongstate.State, parts []servicePart) *kongstate.State {
 	state := *base
 	state.Services, state.Upstreams = nil, nil
@@ -140,9 +148,14 @@ func withServices(base *kongstate.State, parts []servicePart) *kongstate.State {
 	if upstreams > 0 {
 		state.Upstreams = make([]*file.FUpstream, 0, upstreams)
 	}
+	kept := make(map[string]bool, upstreams)
 	for _, p := range parts {
 		state.Services = append(state.Services, p.svc)
-		if p.upstream != nil {
+		if p.upstream == nil {
+			continue
+		}
+		if name := kong.StringValue(p.upstream.Name); !kept[name] {
+			kept[name] = true
 			state.Upstreams = append(state.Upstreams, p.upstream)
 		}
 	}

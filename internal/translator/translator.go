@@ -336,7 +336,8 @@ func ref(gvk schema.GroupVersionKind, namespace, name string) kongstate.ObjectRe
 }
 
 // finish assembles the state: Kong services in name order (render sorts again; this order
-// only makes the State itself deterministic), with their upstreams, and sorted problems.
+// only makes the State itself deterministic), with their upstreams (one of each name,
+// withServices), and sorted problems.
 func (b *builder) finish() (*kongstate.State, []Problem) {
 	names := b.kongServiceNames()
 	b.state.Services = slices.Grow(b.state.Services, len(names))
@@ -353,12 +354,9 @@ func (b *builder) finish() (*kongstate.State, []Problem) {
 				part.owners = append(part.owners, r.ing)
 			}
 		}
-		b.state.Services = append(b.state.Services, &svc)
-		if ks.upstream != nil {
-			b.state.Upstreams = append(b.state.Upstreams, ks.upstream)
-		}
 		b.parts.services = append(b.parts.services, part)
 	}
+	b.state = withServices(b.state, b.parts.services)
 	b.parts.nameTaken, b.parts.readClock, b.parts.readRustRegexes = b.nameTaken, b.readClock, b.readRustRegexes
 	return b.state, sortProblems(b.problems)
 }
