@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"sync"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -30,11 +29,9 @@ import (
 // asked otherwise, goes to the API server as before.
 type firstLists struct {
 	byType map[reflect.Type]*firstList
-	log    logr.Logger
 }
 
 type firstList struct {
-	kind string
 	done chan struct{} // closed once the answer is in
 	list runtime.Object
 	err  error
@@ -65,7 +62,7 @@ func prefetchedKinds() []struct {
 // (an informer of the whole cluster, all objects: no --watch-namespace, no cache selector),
 // each in a goroutine, on a connection of its own; nil when it cannot even build a client
 // (the informers then ask, as before).
-func askFirstLists(ctx context.Context, restCfg *rest.Config, want func(obj runtime.Object) bool, log logr.Logger) *firstLists {
+func askFirstLists(ctx context.Context, restCfg *rest.Config, want func(obj runtime.Object) bool) *firstLists {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, netv1.AddToScheme, discoveryv1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -77,7 +74,7 @@ func askFirstLists(ctx context.Context, restCfg *rest.Config, want func(obj runt
 	if err != nil {
 		return nil
 	}
-	f := &firstLists{byType: map[reflect.Type]*firstList{}, log: log}
+	f := &firstLists{byType: map[reflect.Type]*firstList{}}
 	for _, k := range prefetchedKinds() {
 		if !want(k.obj) {
 			continue
@@ -86,7 +83,7 @@ func askFirstLists(ctx context.Context, restCfg *rest.Config, want func(obj runt
 		if err != nil {
 			return nil
 		}
-		l := &firstList{kind: k.gvk.Kind, done: make(chan struct{})}
+		l := &firstList{done: make(chan struct{})}
 		f.byType[reflect.TypeOf(k.obj)] = l
 		go func() {
 			defer close(l.done)
@@ -110,7 +107,7 @@ func (f *firstLists) serving(lw toolscache.ListerWatcher, obj runtime.Object) to
 	if l == nil {
 		return lw
 	}
-	return &firstListServed{inner: toolscache.ToListerWatcherWithContext(lw), first: l, log: f.log}
+	return &firstListServed{inner: toolscache.ToListerWatcherWithContext(lw), first: l}
 }
 
 // firstListServed answers the informer's first list with the one asked early, when it asks
@@ -118,7 +115,6 @@ func (f *firstLists) serving(lw toolscache.ListerWatcher, obj runtime.Object) to
 type firstListServed struct {
 	inner toolscache.ListerWatcherWithContext
 	first *firstList
-	log   logr.Logger
 }
 
 var _ toolscache.ListerWatcherWithContext = (*firstListServed)(nil)
@@ -148,7 +144,6 @@ func (s *firstListServed) ListWithContext(ctx context.Context, opts metav1.ListO
 		}
 		if s.first.err == nil {
 			list = s.first.list
-			s.log.V(1).Info("start: informer took the list asked early", "kind", s.first.kind)
 		}
 		s.first.list = nil // its objects are the informer's now
 	})

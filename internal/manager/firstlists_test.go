@@ -3,23 +3,16 @@ package manager
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-
-	"github.com/konductor/konductor/internal/store"
 )
 
 // countingLister answers every list with a fresh list and counts them.
@@ -39,7 +32,7 @@ func (c *countingLister) Watch(metav1.ListOptions) (watch.Interface, error) {
 func answered(list runtime.Object, err error) *firstLists {
 	l := &firstList{done: make(chan struct{}), list: list, err: err}
 	close(l.done)
-	return &firstLists{byType: map[reflect.Type]*firstList{reflect.TypeOf(&netv1.Ingress{}): l}, log: logr.Discard()}
+	return &firstLists{byType: map[reflect.Type]*firstList{reflect.TypeOf(&netv1.Ingress{}): l}}
 }
 
 // An informer's first list (resourceVersion "0", as a reflector asks it first) is the one
@@ -94,47 +87,4 @@ func TestServingLeavesOtherKindsAlone(t *testing.T) {
 	require.Same(t, toolscache.ListerWatcher(inner), answered(&netv1.IngressList{}, nil).serving(inner, &corev1.Secret{}))
 	var none *firstLists
 	require.Same(t, toolscache.ListerWatcher(inner), none.serving(inner, &netv1.Ingress{}))
-}
-
-// askFirstLists asks each wanted kind's list of the whole cluster at resourceVersion "0", in
-// protobuf, as the informers would, and hands the decoded list to the kind's informer.
-func TestAskFirstListsAsksWhatAReflectorAsks(t *testing.T) {
-	codecs := serializer.NewCodecFactory(store.Scheme())
-	pb, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	require.True(t, ok)
-	asked := make(chan string, 10)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked <- r.URL.Path + "?" + r.URL.RawQuery + " " + r.Header.Get("Accept")
-		if r.URL.Path != "/apis/networking.k8s.io/v1/ingresses" {
-			http.NotFound(w, r)
-			return
-		}
-		list := &netv1.IngressList{
-			TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "IngressList"},
-			ListMeta: metav1.ListMeta{ResourceVersion: "42"},
-			Items:    []netv1.Ingress{{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}},
-		}
-		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
-		require.NoError(t, pb.Serializer.Encode(list, w))
-	}))
-	defer srv.Close()
-
-	first := askFirstLists(context.Background(), &rest.Config{Host: srv.URL}, func(obj runtime.Object) bool {
-		_, ingress := obj.(*netv1.Ingress)
-		return ingress
-	}, logr.Discard())
-	require.NotNil(t, first)
-	require.Len(t, first.byType, 1, "only the kinds wanted are asked")
-	inner := &countingLister{}
-	lw := first.serving(inner, &netv1.Ingress{}).(toolscache.ListerWatcherWithContext)
-	got, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0", Limit: 500})
-	require.NoError(t, err)
-	require.Empty(t, inner.lists)
-	list := got.(*netv1.IngressList)
-	require.Equal(t, "42", list.ResourceVersion)
-	require.Len(t, list.Items, 1)
-	require.Equal(t, "a", list.Items[0].Name)
-	request := <-asked
-	require.Contains(t, request, "/apis/networking.k8s.io/v1/ingresses?resourceVersion=0 ")
-	require.Contains(t, request, runtime.ContentTypeProtobuf)
 }

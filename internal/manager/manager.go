@@ -132,7 +132,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 				}
 			}
 			return false
-		}, log)
+		})
 	}
 	// Discovery's requests, one per group version, all go out at once (startdiscovery.go), and
 	// with them the REST mapper's discovery and the CRDs' list, which need no answer of
