@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -22,7 +21,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -121,19 +119,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		return nil, fmt.Errorf("waiting for the Kubernetes API server: %w", err)
 	}
 	log.V(1).Info("start: API server answered", "sinceStart", time.Since(started).String())
-	// The lists of the kinds a cluster has thousands of are asked now, with discovery, and
-	// handed to their informers when the manager starts them (firstlists.go).
-	var first *firstLists
-	if len(cfg.WatchNamespaces) == 0 {
-		first = askFirstLists(ctx, restCfg, func(obj runtime.Object) bool {
-			for _, k := range store.AllKinds() {
-				if reflect.TypeOf(k.NewObject()) == reflect.TypeOf(obj) {
-					return !k.Optional() && k.CacheSelector() == nil
-				}
-			}
-			return false
-		})
-	}
 	// Discovery's requests, one per group version, all go out at once (startdiscovery.go), and
 	// with them the REST mapper's discovery and the CRDs' list, which need no answer of
 	// discovery's (their steps below take these answers, or ask again).
@@ -197,7 +182,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		ReaderFailOnMissingInformer: true, // every kind read must have been registered up front
 		// The Secrets' list is read in pages whose payloads are dropped page by page, so their
 		// first list never holds every Secret's data at once (store.PagedList).
-		NewInformer: newInformerPagingSecrets(payloads.Transform, first),
+		NewInformer: newInformerPagingSecrets(payloads.Transform),
 	}
 	for _, k := range readKinds.Sorted() {
 		if sel := k.CacheSelector(); sel != nil {

@@ -50,14 +50,12 @@ func translateWithPayloads(ctx context.Context, payloads *store.SecretPayloads, 
 // newInformerPagingSecrets is the cache's informer constructor: client-go's, with the Secrets'
 // lists read in pages whose Secrets go through transform (the cache's, which drops the data
 // of unreferenced Secrets) page by page (store.PagedList). Without it the first list of the
-// Secrets held every Secret's data at once, however few of them translation reads. The
-// informers of the kinds whose first list was asked early take it (firstLists.serving).
-func newInformerPagingSecrets(transform toolscache.TransformFunc, first *firstLists) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+// Secrets held every Secret's data at once, however few of them translation reads.
+func newInformerPagingSecrets(transform toolscache.TransformFunc) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 		if _, ok := obj.(*corev1.Secret); ok {
 			lw = store.PagedList(lw, store.SecretListPageSize, transform)
 		}
-		lw = first.serving(lw, obj)
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 	}
 }

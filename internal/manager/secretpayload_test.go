@@ -55,7 +55,7 @@ func runInformer(t *testing.T, inf toolscache.SharedIndexInformer) {
 // the cache transform; other kinds' informers list as client-go does.
 func TestNewInformerPagesTheSecretsOnly(t *testing.T) {
 	disableWatchListClient() // as New does: informers list (client-go's default since 1.35 is a streamed list)
-	newInformer := newInformerPagingSecrets(store.NewSecretPayloads(nil).Transform, nil)
+	newInformer := newInformerPagingSecrets(store.NewSecretPayloads(nil).Transform)
 
 	secrets := &recordingLW{list: func() runtime.Object {
 		list := &corev1.SecretList{ListMeta: metav1.ListMeta{ResourceVersion: "5"}}
