@@ -160,10 +160,13 @@ func (u *UpstreamPolicyUpdater) Update(ctx context.Context) error {
 			continue
 		}
 		entries := in.ancestors(p)
+		// The entries are the snapshot's spec's verdict: its generation is the one observed,
+		// not a newer one the policy has when read again after a conflict.
+		generation := p.Generation
 		err := u.writeStatusRetrying(ctx, u.reader, p, func() client.Object { return &kongv1beta1.KongUpstreamPolicy{} }, func(current client.Object) client.Object {
 			cp := current.(*kongv1beta1.KongUpstreamPolicy)
 			have := cp.Status.Ancestors
-			want := mergeAncestors(have, entries, u.controller, cp.Generation, now)
+			want := mergeAncestors(have, entries, u.controller, generation, now)
 			if equality.Semantic.DeepEqual(want, have) || len(want) == 0 && len(have) == 0 {
 				return nil
 			}

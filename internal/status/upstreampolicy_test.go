@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,10 +14,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/dataplane"
@@ -271,4 +276,40 @@ func TestUpstreamPolicyUpdaterFollowsAFallbackConfiguration(t *testing.T) {
 		Err:      &dataplane.RejectedError{Entities: []dataplane.EntityError{{Object: b, Message: "no"}}},
 		Fallback: &dataplane.FallbackResult{Broken: []kongstate.ObjectRef{b}, Excluded: []kongstate.ObjectRef{b}}}}})
 	require.Equal(t, map[string]string{"a": "True/Programmed", "b": "False/Invalid"}, programmed())
+}
+
+// The entries observe the generation the verdict was computed from (the snapshot's), not a
+// newer one the policy has when it is read again after a conflict.
+func TestUpstreamPolicyObservedGenerationIsTheSnapshots(t *testing.T) {
+	ctx := context.Background()
+	p := upstreamPolicy("p") // generation 2
+	snap := &store.Snapshot{Ingresses: []*netv1.Ingress{ingressTo("web", "a")}, Services: []*corev1.Service{policyService("a", "p")},
+		KongUpstreamPolicies: []*kongv1beta1.KongUpstreamPolicy{p}}
+	conflicts := 0
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(p.DeepCopy(), snap.Services[0].DeepCopy()).
+		WithStatusSubresource(&kongv1beta1.KongUpstreamPolicy{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if up, ok := obj.(*kongv1beta1.KongUpstreamPolicy); ok && conflicts == 0 {
+				// The spec changes just before our write lands.
+				var cur kongv1beta1.KongUpstreamPolicy
+				require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(up), &cur))
+				cur.Generation = 3
+				cur.Spec.Algorithm = ptr.To("round-robin")
+				require.NoError(t, cl.Update(ctx, &cur))
+				conflicts++
+				return apierrors.NewConflict(schema.GroupResource{Group: kongv1beta1.SchemeGroupVersion.Group, Resource: "kongupstreampolicies"}, up.Name, fmt.Errorf("the object has been modified"))
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}}).Build()
+	u := NewUpstreamPolicyUpdater("", store.New(c, store.Options{Kinds: store.NewKindSet(store.KindKongUpstreamPolicy)}), c, c, logr.Discard())
+	u.Report(ctx, round(translated(snap), true))
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, 1, conflicts)
+	var got kongv1beta1.KongUpstreamPolicy
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(p), &got))
+	require.Equal(t, int64(3), got.Generation)
+	require.Len(t, got.Status.Ancestors, 1)
+	for _, cond := range got.Status.Ancestors[0].Conditions {
+		require.Equal(t, int64(2), cond.ObservedGeneration, cond.Type)
+	}
 }
