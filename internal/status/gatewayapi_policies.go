@@ -102,32 +102,44 @@ func ancestorKey(r gatewayv1.ParentReference) string {
 }
 
 // mergeAncestors is a policy's status.ancestors (Gateway API's PolicyAncestorStatus, shared
-// by BackendTLSPolicy and KongUpstreamPolicy): the entries of other controllers as they are,
-// first, then ours in want's order with want's conditions (lastTransitionTime kept where a
-// condition's status did not change, observedGeneration gen), up to the API's 16 entries.
-// Our entries for objects no longer ancestors go.
+// by BackendTLSPolicy and KongUpstreamPolicy): every entry stays where it is, the entries of
+// other controllers as they are and ours with want's conditions (lastTransitionTime kept where
+// a condition's status did not change, observedGeneration gen); our new entries go last, in
+// want's order, up to the API's 16 entries. Our entries for objects no longer ancestors go.
+// Keeping the order (as routeParents does) spares a write per round when another controller
+// puts its entries after ours.
 func mergeAncestors(have []gatewayv1.PolicyAncestorStatus, want []ancestorEntry, controller string, gen int64, now time.Time) []gatewayv1.PolicyAncestorStatus {
+	index := make(map[string]int, len(want))
+	for i, w := range want {
+		index[ancestorKey(w.ref)] = i
+	}
+	entry := func(w ancestorEntry, kept []metav1.Condition) gatewayv1.PolicyAncestorStatus {
+		a := gatewayv1.PolicyAncestorStatus{AncestorRef: w.ref, ControllerName: gatewayv1.GatewayController(controller)}
+		a.Conditions = append(a.Conditions, kept...)
+		for _, c := range w.conditions {
+			setCondition(&a.Conditions, c, gen, now)
+		}
+		return a
+	}
 	out := make([]gatewayv1.PolicyAncestorStatus, 0, len(have)+len(want))
-	ours := map[string]gatewayv1.PolicyAncestorStatus{}
+	placed := make([]bool, len(want))
 	for _, h := range have {
 		if string(h.ControllerName) != controller {
 			out = append(out, h)
 			continue
 		}
-		ours[ancestorKey(h.AncestorRef)] = h
+		if i, ok := index[ancestorKey(h.AncestorRef)]; ok && !placed[i] {
+			out = append(out, entry(want[i], h.Conditions))
+			placed[i] = true
+		}
 	}
-	for _, w := range want {
+	for i, w := range want {
 		if len(out) >= maxAncestors {
 			break
 		}
-		a := gatewayv1.PolicyAncestorStatus{AncestorRef: w.ref, ControllerName: gatewayv1.GatewayController(controller)}
-		if h, ok := ours[ancestorKey(w.ref)]; ok {
-			a.Conditions = append(a.Conditions, h.Conditions...)
+		if !placed[i] {
+			out = append(out, entry(w, nil))
 		}
-		for _, c := range w.conditions {
-			setCondition(&a.Conditions, c, gen, now)
-		}
-		out = append(out, a)
 	}
 	return out
 }

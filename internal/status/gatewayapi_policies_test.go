@@ -75,6 +75,29 @@ func TestPolicyAncestors(t *testing.T) {
 	require.Len(t, policyAncestors([]gatewayv1.PolicyAncestorStatus{theirs}, many, accepted, us, 1, t0), 16)
 }
 
+// Another controller that keeps its entries after ours: our entries stay where they are, so
+// neither controller rewrites the order every round; a new entry of ours goes last.
+func TestPolicyAncestorsKeepOurEntriesInPlace(t *testing.T) {
+	const us = "konghq.com/kic-gateway-controller"
+	t0, t1 := time.Unix(1000, 0), time.Unix(2000, 0)
+	accepted := gatewayapi.BackendTLSPolicyVerdict{
+		Accepted:     metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"},
+		ResolvedRefs: metav1.Condition{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs"},
+	}
+	theirs := gatewayv1.PolicyAncestorStatus{AncestorRef: gatewayv1.ParentReference{Name: "kong"}, ControllerName: "example.com/other",
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionFalse, Reason: "Conflicted"}}}
+	ours := policyAncestors(nil, []namespacedName{{"ns", "a"}}, accepted, us, 2, t0)
+	have := append(ours, theirs)
+
+	require.Equal(t, have, policyAncestors(have, []namespacedName{{"ns", "a"}}, accepted, us, 2, t1), "no write")
+
+	got := policyAncestors(have, []namespacedName{{"ns", "a"}, {"ns", "b"}}, accepted, us, 2, t1)
+	require.Len(t, got, 3)
+	require.Equal(t, have[0], got[0])
+	require.Equal(t, theirs, got[1])
+	require.Equal(t, gatewayv1.ObjectName("b"), got[2].AncestorRef.Name, "a new entry of ours goes last")
+}
+
 // A policy whose target Service does not exist is Accepted False TargetNotFound (the spec's
 // reason) on the Gateways of the routes that name the Service, although those routes cannot
 // resolve it (KIC takes ancestors only from resolved routes and writes nothing); a policy
