@@ -105,6 +105,35 @@ func tookConfiguration(g dataplane.GatewayResult) bool {
 	return g.Err == nil || errors.As(g.Err, &rej) && (rej.RestApplied || g.Fallback != nil && g.Fallback.Err == nil)
 }
 
+// refusals is what the gateways of a round that refused a configuration (not skipped) say of
+// the objects: the entities they refused, the objects a gateway left out itself with the
+// refused ones (database mode: RejectedError.Excluded), and the objects left out of a fallback
+// configuration, apart for the fallbacks a gateway took and those it did not.
+type refusals struct {
+	entities       []dataplane.EntityError
+	isolated       []kongstate.ObjectRef
+	fallbackTaken  []kongstate.ObjectRef
+	fallbackFailed []kongstate.ObjectRef
+}
+
+func refusalsOf(gateways []dataplane.GatewayResult) refusals {
+	var out refusals
+	for _, g := range gateways {
+		var rej *dataplane.RejectedError
+		if g.Skipped || !errors.As(g.Err, &rej) {
+			continue
+		}
+		out.entities = append(out.entities, rej.Entities...)
+		out.isolated = append(out.isolated, rej.Excluded...)
+		if fb := g.Fallback; fb != nil && fb.Err == nil {
+			out.fallbackTaken = append(out.fallbackTaken, fb.Excluded...)
+		} else if fb != nil {
+			out.fallbackFailed = append(out.fallbackFailed, fb.Excluded...)
+		}
+	}
+	return out
+}
+
 // outcomeOf is what a round that reached a gateway says of each object.
 func outcomeOf(r dataplane.Round) *outcome {
 	o := &outcome{programmed: map[kongstate.ObjectRef]bool{}, invalid: map[kongstate.ObjectRef]string{}}
@@ -113,21 +142,16 @@ func outcomeOf(r dataplane.Round) *outcome {
 		if tookConfiguration(g) {
 			o.dbless = o.dbless || g.Protocol == dataplane.ProtocolDBLess
 		}
-		var rej *dataplane.RejectedError
-		if g.Skipped || !errors.As(g.Err, &rej) {
-			continue
-		}
-		if fb := g.Fallback; fb != nil && fb.Err == nil {
-			// The gateway took the configuration without the refused objects and their
-			// dependents: the others are programmed.
-			for _, x := range fb.Excluded {
-				excluded[translator.Node(x)] = true
-			}
-		}
-		for _, e := range rej.Entities {
-			if e.Object.Name != "" {
-				o.invalid[translator.Node(e.Object)] = fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message)
-			}
+	}
+	refused := refusalsOf(r.Gateways)
+	// A gateway that took a fallback configuration took it without the refused objects and
+	// their dependents: the others are programmed.
+	for _, x := range refused.fallbackTaken {
+		excluded[translator.Node(x)] = true
+	}
+	for _, e := range refused.entities {
+		if e.Object.Name != "" {
+			o.invalid[translator.Node(e.Object)] = fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message)
 		}
 	}
 	for _, p := range r.Problems {

@@ -107,24 +107,16 @@ func (u *UpstreamPolicyUpdater) Report(_ context.Context, r dataplane.Round) {
 }
 
 // refusedObjects are the objects whose entities a gateway of r refused or left out of a
-// fallback configuration.
+// configuration, a fallback one included (taken or not).
 func refusedObjects(r dataplane.Round) map[kongstate.ObjectRef]bool {
+	refused := refusalsOf(r.Gateways)
 	out := map[kongstate.ObjectRef]bool{}
-	for _, g := range r.Gateways {
-		var rej *dataplane.RejectedError
-		if g.Skipped || !errors.As(g.Err, &rej) {
-			continue
-		}
-		for _, e := range rej.Entities {
-			out[graphNode(e.Object)] = true
-		}
-		for _, x := range rej.Excluded {
+	for _, e := range refused.entities {
+		out[graphNode(e.Object)] = true
+	}
+	for _, xs := range [][]kongstate.ObjectRef{refused.isolated, refused.fallbackTaken, refused.fallbackFailed} {
+		for _, x := range xs {
 			out[graphNode(x)] = true
-		}
-		if g.Fallback != nil {
-			for _, x := range g.Fallback.Excluded {
-				out[graphNode(x)] = true
-			}
 		}
 	}
 	return out
