@@ -37,9 +37,9 @@ const (
 
 // UpstreamPolicyUpdater writes status.ancestors of KongUpstreamPolicies as KIC does: one entry
 // per Service or KongServiceFacade the policy applies to through its konghq.com/upstream-policy
-// annotation, with Accepted (False, Conflicted, when an HTTPRoute rule we serve mixes that
-// Service with backends that do not use the policy; False, Invalid, when translation refused
-// the policy) and Programmed (True once a gateway took a configuration with it). It follows
+// annotation, with Accepted (False, Conflicted, when translation left the policy out of an
+// HTTPRoute rule's upstream the Service shares with Services that name another policy or none;
+// False, Invalid, when translation refused the policy) and Programmed (True once a gateway took a configuration with it). It follows
 // what translation decided: the ancestors are the objects the latest translation applied the
 // policy for (its object graph), Programmed the ones of the latest translation a gateway took.
 // A leader-only runnable like the other updaters: rounds ask it to run, it writes apart from
@@ -133,18 +133,16 @@ func (u *UpstreamPolicyUpdater) Update(ctx context.Context) error {
 	if in.latest == nil {
 		return nil // nothing translated yet
 	}
-	snap, err := store.SnapshotOf(ctx, u.source, store.NewKindSet(store.KindKongUpstreamPolicy))
+	kinds := store.NewKindSet(store.KindKongUpstreamPolicy)
+	if slices.ContainsFunc(in.latest.problems, translator.Problem.IsUpstreamPolicyConflict) {
+		// The conflicted Services name their policy in an annotation.
+		kinds = store.NewKindSet(store.KindKongUpstreamPolicy, store.KindService)
+	}
+	snap, err := store.SnapshotOf(ctx, u.source, kinds)
 	if err != nil || len(snap.KongUpstreamPolicies) == 0 {
 		return err
 	}
-	if in.latest.attachment != nil {
-		// Only Gateway API routes put several Services behind one Kong upstream.
-		routes, err := store.SnapshotOf(ctx, u.source, store.NewKindSet(store.KindService, store.KindHTTPRoute))
-		if err != nil {
-			return err
-		}
-		in.conflicts = conflictedServices(routes.HTTPRoutes, routes.Services, in.latest.attachment)
-	}
+	in.conflicts = conflictedServices(in.latest.problems, snap.Services)
 	now := u.now()
 	var errs []string
 	for _, p := range snap.KongUpstreamPolicies {
@@ -292,77 +290,42 @@ func isKind(r kongstate.ObjectRef, group, kind string) bool {
 	return r.Kind == kind && r.Group == group
 }
 
-// conflictedServices applies KIC's conflict rule to the HTTPRoutes our translation serves (a
-// parent accepted them): a Service annotated with a policy is conflicted when a rule of such a
-// route names it together with a Service backend that is not annotated with the same policy in
-// the policy's namespace, since the backends of a rule share one Kong upstream, which can take
-// one policy only. The result is keyed by policy, then Service ("namespace/name"), with why.
-func conflictedServices(routes []*gatewayv1.HTTPRoute, services []*corev1.Service, a *gatewayapi.Attachment) map[string]map[string]string {
-	policyOf := make(map[string]string, len(services)) // Service -> "namespace/policy"
-	for _, svc := range services {
-		if svc == nil {
+// conflictedServices are the Services whose policy the latest translation did not apply to an
+// upstream they share with Services that name another policy, or none (an HTTPRoute rule's
+// backends): the translation's conflict problems, so that the status says what translation
+// did (KIC's status counts every backendRef of a rule, translation only the resolved ones,
+// and compares policies by name). The policy is the one the Service's annotation names, in
+// its namespace. The result is keyed by policy, then Service ("namespace/name"), with why.
+func conflictedServices(problems []translator.Problem, services []*corev1.Service) map[string]map[string]string {
+	var out map[string]map[string]string
+	var annotated map[string]string // Service -> "namespace/policy", made when a problem needs it
+	for _, pr := range problems {
+		if !pr.IsUpstreamPolicyConflict() {
 			continue
 		}
-		if name := svc.Annotations[kongv1beta1.KongUpstreamPolicyAnnotationKey]; name != "" {
-			policyOf[svc.Namespace+"/"+svc.Name] = svc.Namespace + "/" + name
-		}
-	}
-	if len(policyOf) == 0 {
-		return nil
-	}
-	sorted := make([]*gatewayv1.HTTPRoute, 0, len(routes))
-	for _, hr := range routes {
-		if hr != nil && servedRoute(a, hr) {
-			sorted = append(sorted, hr)
-		}
-	}
-	sort.Slice(sorted, func(i, j int) bool {
-		if sorted[i].Namespace != sorted[j].Namespace {
-			return sorted[i].Namespace < sorted[j].Namespace
-		}
-		return sorted[i].Name < sorted[j].Name
-	})
-	out := map[string]map[string]string{}
-	for _, hr := range sorted {
-		for i, rule := range hr.Spec.Rules {
-			var keys []string
-			for _, be := range rule.BackendRefs {
-				if key, ok := gatewayapi.ServiceBackendKey(hr.Namespace, be.BackendRef); ok {
-					keys = append(keys, key)
-				}
-			}
-			for _, key := range keys {
-				policy := policyOf[key]
-				if policy == "" || out[policy][key] != "" {
+		if annotated == nil {
+			annotated = map[string]string{}
+			for _, svc := range services {
+				if svc == nil {
 					continue
 				}
-				for _, other := range keys {
-					if other == key || policyOf[other] == policy {
-						continue
-					}
-					if out[policy] == nil {
-						out[policy] = map[string]string{}
-					}
-					out[policy][key] = fmt.Sprintf("HTTPRoute %s/%s rule %d also sends to Service %s, which does not use this KongUpstreamPolicy: the backends of a rule share one Kong upstream",
-						hr.Namespace, hr.Name, i, other)
-					break
+				if name := svc.Annotations[kongv1beta1.KongUpstreamPolicyAnnotationKey]; name != "" {
+					annotated[svc.Namespace+"/"+svc.Name] = svc.Namespace + "/" + name
 				}
 			}
 		}
+		key := pr.Object.Namespace + "/" + pr.Object.Name
+		policy := annotated[key]
+		if policy == "" || out[policy][key] != "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]map[string]string{}
+		}
+		if out[policy] == nil {
+			out[policy] = map[string]string{}
+		}
+		out[policy][key] = pr.Message + ": the backends of an HTTPRoute rule share one Kong upstream, which takes one KongUpstreamPolicy only"
 	}
 	return out
-}
-
-// servedRoute: a parent of ours accepted the route in the translation.
-func servedRoute(a *gatewayapi.Attachment, hr *gatewayv1.HTTPRoute) bool {
-	ra := a.Route(gatewayapi.KindHTTPRoute, hr)
-	if ra == nil {
-		return false
-	}
-	for _, p := range ra.Parents {
-		if p.Accepted {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
@@ -150,30 +152,91 @@ func TestUpstreamPolicyAncestors(t *testing.T) {
 	}
 }
 
-// KIC's conflict rule over the HTTPRoutes we serve: a Service with a policy shares a rule with
-// a Service backend that has not the same policy.
+// The conflicts are the translation's: a Service with a policy is conflicted where translation
+// left the policy out of an upstream it shares with a resolved Service of another policy, or
+// none; a rule whose other backend does not resolve takes the policy (KIC's status, counting
+// every backendRef, says Conflicted there), and policies are compared by name, as KIC's
+// translation does, so Services of two namespaces naming "p" share one.
 func TestConflictedServices(t *testing.T) {
-	gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
 	rule := func(backends ...string) gatewayv1.HTTPRouteRule {
-		var r gatewayv1.HTTPRouteRule
+		r := gatewayv1.HTTPRouteRule{Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{
+			Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To("/" + strings.Join(backends, "-"))}}}}
 		for _, b := range backends {
-			r.BackendRefs = append(r.BackendRefs, gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(b)}}})
+			ref := gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(b), Port: ptr.To(gatewayv1.PortNumber(80))}
+			if ns, name, ok := strings.Cut(b, "/"); ok {
+				ref.Namespace, ref.Name = ptr.To(gatewayv1.Namespace(ns)), gatewayv1.ObjectName(name)
+			}
+			r.BackendRefs = append(r.BackendRefs, gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: ref}})
 		}
 		return r
 	}
 	served := testRoute("default", "served", nil, parentRef("kong", ""))
-	served.Spec.Rules = []gatewayv1.HTTPRouteRule{rule("a", "b"), rule("c", "none"), rule("d", "other")}
+	served.Spec.Rules = []gatewayv1.HTTPRouteRule{rule("a", "b"), rule("c", "none"), rule("d", "other"), rule("e", "missing"), rule("g", "team/t")}
 	notOurs := testRoute("default", "elsewhere", nil, parentRef("nginx", ""))
-	notOurs.Spec.Rules = []gatewayv1.HTTPRouteRule{rule("e", "none")}
-	services := []*corev1.Service{policyService("a", "p"), policyService("b", "p"), policyService("c", "p"), policyService("none", ""),
-		policyService("d", "p"), policyService("other", "q"), policyService("e", "p")}
+	notOurs.Spec.Rules = []gatewayv1.HTTPRouteRule{rule("f", "none")}
+	teamService := policyService("t", "p")
+	teamService.Namespace = "team"
+	snap := &store.Snapshot{
+		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}},
+		Gateways:       []*gatewayv1.Gateway{testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))},
+		HTTPRoutes:     []*gatewayv1.HTTPRoute{served, notOurs},
+		ReferenceGrants: []*gatewayv1beta1.ReferenceGrant{{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "from-default"},
+			Spec: gatewayv1beta1.ReferenceGrantSpec{
+				From: []gatewayv1beta1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "HTTPRoute", Namespace: "default"}},
+				To:   []gatewayv1beta1.ReferenceGrantTo{{Group: "", Kind: "Service"}}}}},
+		Services: []*corev1.Service{policyService("a", "p"), policyService("b", "p"), policyService("c", "p"), policyService("none", ""),
+			policyService("d", "p"), policyService("other", "q"), policyService("e", "p"), policyService("f", "p"), policyService("g", "p"), teamService},
+		KongUpstreamPolicies: []*kongv1beta1.KongUpstreamPolicy{upstreamPolicy("p"), upstreamPolicy("q")},
+	}
+	tr := translated(snap)
 
-	got := conflictedServices([]*gatewayv1.HTTPRoute{served, notOurs}, services, attach(gw, served, notOurs))
-	require.Len(t, got, 2)
-	require.ElementsMatch(t, []string{"default/c", "default/d"}, keysOf(got["default/p"]), "a and b share p; e is in a route we do not serve")
-	require.Contains(t, got["default/p"]["default/c"], "HTTPRoute default/served rule 1 also sends to Service default/none")
+	got := conflictedServices(tr.problems, snap.Services)
+	require.Len(t, got, 2, "%v", tr.problems)
+	require.ElementsMatch(t, []string{"default/c", "default/d"}, keysOf(got["default/p"]),
+		"a and b share p; e's other backend does not resolve; g and team/t both name p; f is in a route we do not serve")
+	require.Contains(t, got["default/p"]["default/c"], "inconsistent KongUpstreamPolicy configuration for services default/c, default/none")
 	require.ElementsMatch(t, []string{"default/other"}, keysOf(got["default/q"]))
-	require.Empty(t, conflictedServices([]*gatewayv1.HTTPRoute{served}, services, nil), "no Gateway API: no conflict")
+
+	entries := upstreamPolicyInputs{latest: tr, programmed: tr, conflicts: got}.ancestors(upstreamPolicy("p"))
+	accepted := map[string]string{}
+	for _, e := range entries {
+		accepted[string(e.ref.Name)] = string(e.conditions[0].Status) + "/" + e.conditions[0].Reason
+	}
+	require.Equal(t, map[string]string{"a": "True/Accepted", "b": "True/Accepted", "c": "False/Conflicted", "d": "False/Conflicted",
+		"e": "True/Accepted", "g": "True/Accepted"}, accepted)
+
+	require.Empty(t, conflictedServices(translated(&store.Snapshot{Services: snap.Services, KongUpstreamPolicies: snap.KongUpstreamPolicies}).problems, snap.Services),
+		"no Gateway API: no conflict")
+}
+
+// The updater reads the conflicted Services' policies from the cache: a Service the
+// translation reported in conflict is written Conflicted.
+func TestUpstreamPolicyUpdaterWritesConflicts(t *testing.T) {
+	ctx := context.Background()
+	route := testRoute("default", "web", nil, parentRef("kong", ""))
+	route.Spec.Rules = []gatewayv1.HTTPRouteRule{{
+		Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To("/")}}},
+		BackendRefs: []gatewayv1.HTTPBackendRef{
+			{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "c", Port: ptr.To(gatewayv1.PortNumber(80))}}},
+			{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "none", Port: ptr.To(gatewayv1.PortNumber(80))}}}}}}
+	snap := &store.Snapshot{
+		GatewayClasses:       []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}},
+		Gateways:             []*gatewayv1.Gateway{testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))},
+		HTTPRoutes:           []*gatewayv1.HTTPRoute{route},
+		Services:             []*corev1.Service{policyService("c", "p"), policyService("none", "")},
+		KongUpstreamPolicies: []*kongv1beta1.KongUpstreamPolicy{upstreamPolicy("p")},
+	}
+	var writes atomic.Int32
+	c := gatedWriterClient(gatedWriterCase{objs: []client.Object{snap.KongUpstreamPolicies[0], snap.Services[0], snap.Services[1]},
+		status: []client.Object{&kongv1beta1.KongUpstreamPolicy{}}}, &writes, func(client.Object) {})
+	u := NewUpstreamPolicyUpdater("", store.New(c, store.Options{Kinds: store.NewKindSet(store.KindKongUpstreamPolicy, store.KindService)}), c, c, logr.Discard())
+	u.Report(ctx, round(translated(snap), true))
+	require.NoError(t, u.Update(ctx))
+	var got kongv1beta1.KongUpstreamPolicy
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "p"}, &got))
+	require.Len(t, got.Status.Ancestors, 1)
+	require.Equal(t, "c", string(got.Status.Ancestors[0].AncestorRef.Name))
+	require.Equal(t, "False/Conflicted", condition(got.Status.Ancestors[0].Conditions, "Accepted"))
 }
 
 func keysOf(m map[string]string) []string {

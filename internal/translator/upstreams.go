@@ -63,6 +63,19 @@ func (b *builder) upstreamOverrides() {
 	}
 }
 
+// upstreamPolicyConflict starts the message (KIC's words) of the Problem sharedUpstreamPolicy
+// reports on each Service of an upstream whose Services name different policies.
+const upstreamPolicyConflict = "inconsistent KongUpstreamPolicy configuration for services "
+
+// IsUpstreamPolicyConflict: p is the problem reported on a Service whose KongUpstreamPolicy
+// translation did not apply to an upstream it shares with Services that name another policy,
+// or none (an HTTPRoute rule's backends). The KongUpstreamPolicy status reports the Service
+// Conflicted from it, so that status says what translation did.
+func (p Problem) IsUpstreamPolicyConflict() bool {
+	return p.Object.Kind == gvkService.Kind && p.Object.Group == gvkService.Group && p.Field == annField(annUpstreamPolicy) &&
+		strings.HasPrefix(p.Message, upstreamPolicyConflict)
+}
+
 // sharedUpstreamPolicy applies to the upstream of a Kong service with several backend
 // Services the KongUpstreamPolicy they all name (KIC's GetKongUpstreamPolicyForServices): none
 // when none names one; when they name different ones, or some none, an upstream can take only
@@ -95,7 +108,7 @@ func (b *builder) sharedUpstreamPolicy(u *file.FUpstream, resolved []*corev1.Ser
 	}
 	sort.Strings(keys)
 	for _, svc := range svcs {
-		b.problem(svc, gvkService, annField(annUpstreamPolicy), "inconsistent KongUpstreamPolicy configuration for services %s", strings.Join(keys, ", "))
+		b.problem(svc, gvkService, annField(annUpstreamPolicy), "%s%s", upstreamPolicyConflict, strings.Join(keys, ", "))
 	}
 }
 
