@@ -140,7 +140,9 @@ func TestIncrementalMatchesBuildWithHTTPRoutes(t *testing.T) {
 			full += inc.Stats.Full
 			rounds += steps
 			t.Logf("%d partial translations of HTTPRoutes, %d full", inc.Stats.PartialRoutes, inc.Stats.Full)
-			if strings.HasPrefix(s.name, "routes") {
+			if strings.HasPrefix(s.name, "routes") && !testing.Short() {
+				// (50 short steps are too few for the ratio: the first rounds of a
+				// cluster and its occasional Gateway edits are full Builds.)
 				// Most edits there are of HTTPRoutes that nothing else shares a Kong
 				// service with.
 				require.Greater(t, inc.Stats.PartialRoutes, 2*inc.Stats.Full, "HTTPRoute changes were hardly spliced")

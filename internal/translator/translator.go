@@ -340,7 +340,6 @@ func ref(gvk schema.GroupVersionKind, namespace, name string) kongstate.ObjectRe
 // withServices), and sorted problems.
 func (b *builder) finish() (*kongstate.State, []Problem) {
 	names := b.kongServiceNames()
-	b.state.Services = slices.Grow(b.state.Services, len(names))
 	b.parts.services = slices.Grow(b.parts.services, len(names))
 	for _, n := range names {
 		ks := b.kongServices[n]
