@@ -238,21 +238,38 @@ func routeParents(have []gatewayv1.RouteParentStatus, ra *gatewayapi.RouteAttach
 			wanted = append(wanted, ps)
 		}
 	}
-	out := make([]gatewayv1.RouteParentStatus, 0, len(have)+len(wanted))
-	placed := make([]bool, len(wanted))
-	for _, h := range have {
-		if string(h.ControllerName) != controller {
+	return mergeInPlace(have, len(wanted),
+		func(h gatewayv1.RouteParentStatus) bool { return string(h.ControllerName) == controller },
+		func(h gatewayv1.RouteParentStatus) int { return indexParent(wanted, controller, h.ParentRef) },
+		func(i int, _ *gatewayv1.RouteParentStatus) gatewayv1.RouteParentStatus { return wanted[i] }, 0)
+}
+
+// mergeInPlace is a status list shared with other controllers (a route's parents, a policy's
+// ancestors) with n entries of ours wanted: every entry of have stays where it is, another
+// controller's as it is (ours says whether it is ours) and ours as entry(i, it) when it is
+// wanted entry i (wantIndex; -1 when not wanted: it goes; each i placed once); the wanted
+// entries not placed go last, in their order, as entry(i, nil), while the list is shorter
+// than limit (0: no limit). Keeping the order spares a write per round when another
+// controller puts its entries after ours.
+func mergeInPlace[T any](have []T, n int, ours func(T) bool, wantIndex func(T) int, entry func(i int, have *T) T, limit int) []T {
+	out := make([]T, 0, len(have)+n)
+	placed := make([]bool, n)
+	for k, h := range have {
+		if !ours(h) {
 			out = append(out, h)
 			continue
 		}
-		if i := indexParent(wanted, controller, h.ParentRef); i >= 0 && !placed[i] {
-			out = append(out, wanted[i])
+		if i := wantIndex(h); i >= 0 && !placed[i] {
+			out = append(out, entry(i, &have[k]))
 			placed[i] = true
 		}
 	}
-	for i, w := range wanted {
+	for i := range n {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
 		if !placed[i] {
-			out = append(out, w)
+			out = append(out, entry(i, nil))
 		}
 	}
 	return out

@@ -106,42 +106,29 @@ func ancestorKey(r gatewayv1.ParentReference) string {
 // other controllers as they are and ours with want's conditions (lastTransitionTime kept where
 // a condition's status did not change, observedGeneration gen); our new entries go last, in
 // want's order, up to the API's 16 entries. Our entries for objects no longer ancestors go.
-// Keeping the order (as routeParents does) spares a write per round when another controller
-// puts its entries after ours.
 func mergeAncestors(have []gatewayv1.PolicyAncestorStatus, want []ancestorEntry, controller string, gen int64, now time.Time) []gatewayv1.PolicyAncestorStatus {
 	index := make(map[string]int, len(want))
 	for i, w := range want {
 		index[ancestorKey(w.ref)] = i
 	}
-	entry := func(w ancestorEntry, kept []metav1.Condition) gatewayv1.PolicyAncestorStatus {
-		a := gatewayv1.PolicyAncestorStatus{AncestorRef: w.ref, ControllerName: gatewayv1.GatewayController(controller)}
-		a.Conditions = append(a.Conditions, kept...)
-		for _, c := range w.conditions {
-			setCondition(&a.Conditions, c, gen, now)
-		}
-		return a
-	}
-	out := make([]gatewayv1.PolicyAncestorStatus, 0, len(have)+len(want))
-	placed := make([]bool, len(want))
-	for _, h := range have {
-		if string(h.ControllerName) != controller {
-			out = append(out, h)
-			continue
-		}
-		if i, ok := index[ancestorKey(h.AncestorRef)]; ok && !placed[i] {
-			out = append(out, entry(want[i], h.Conditions))
-			placed[i] = true
-		}
-	}
-	for i, w := range want {
-		if len(out) >= maxAncestors {
-			break
-		}
-		if !placed[i] {
-			out = append(out, entry(w, nil))
-		}
-	}
-	return out
+	return mergeInPlace(have, len(want),
+		func(h gatewayv1.PolicyAncestorStatus) bool { return string(h.ControllerName) == controller },
+		func(h gatewayv1.PolicyAncestorStatus) int {
+			if i, ok := index[ancestorKey(h.AncestorRef)]; ok {
+				return i
+			}
+			return -1
+		},
+		func(i int, h *gatewayv1.PolicyAncestorStatus) gatewayv1.PolicyAncestorStatus {
+			a := gatewayv1.PolicyAncestorStatus{AncestorRef: want[i].ref, ControllerName: gatewayv1.GatewayController(controller)}
+			if h != nil {
+				a.Conditions = append(a.Conditions, h.Conditions...)
+			}
+			for _, c := range want[i].conditions {
+				setCondition(&a.Conditions, c, gen, now)
+			}
+			return a
+		}, maxAncestors)
 }
 
 // updateBackendTLSPolicies writes status.ancestors of every BackendTLSPolicy whose entries of
