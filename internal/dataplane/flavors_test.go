@@ -47,3 +47,23 @@ func TestRouterFlavorsRustRegexes(t *testing.T) {
 	var none *RouterFlavors
 	require.False(t, none.RustRegexes())
 }
+
+// Gateways that went away no longer decide: a Kong upgraded to the expressions router Pod by
+// Pod renders for it once the last traditional Pod is gone.
+func TestRouterFlavorsForgetGatewaysGone(t *testing.T) {
+	changes := 0
+	f := NewRouterFlavors(func() { changes++ })
+	f.Report("http://old", "traditional_compatible")
+	f.Report("http://new", "expressions")
+	require.False(t, f.Expressions())
+	require.Equal(t, 1, changes)
+	f.KeepOnly(map[string]bool{"http://new": true, "http://unknown": true})
+	require.True(t, f.Expressions(), "the gateway gone no longer counts")
+	require.Equal(t, 2, changes)
+	f.KeepOnly(map[string]bool{"http://new": true})
+	require.Equal(t, 2, changes, "nothing changed, nothing asked")
+	f.KeepOnly(nil)
+	require.False(t, f.Expressions(), "no gateway left: traditional")
+	var none *RouterFlavors
+	none.KeepOnly(nil)
+}

@@ -297,6 +297,27 @@ func (f *RouterFlavors) Report(url, flavor string) {
 	}
 }
 
+// KeepOnly forgets what the gateways not in urls said: gateways that went away (a discovered
+// gateway's Pod replaced, at a rolling upgrade of Kong that changes its router) no longer
+// decide how routes are rendered.
+func (f *RouterFlavors) KeepOnly(urls map[string]bool) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	before, beforeRust := f.expressions(), f.rustRegexes()
+	for url := range f.byURL {
+		if !urls[url] {
+			delete(f.byURL, url)
+		}
+	}
+	changed := before != f.expressions() || beforeRust != f.rustRegexes()
+	f.mu.Unlock()
+	if changed && f.onChange != nil {
+		f.onChange()
+	}
+}
+
 // Expressions reports whether routes are to be rendered for the expressions router (false
 // for a nil *RouterFlavors).
 func (f *RouterFlavors) Expressions() bool {

@@ -324,10 +324,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	var gateways []dataplane.Gateway
 	var discovered dataplane.GatewaySet
+	var learnRouters func(context.Context) // a standby's, with discovery
 	if cfg.Discovery() {
-		if discovered, err = gatewayDiscovery(ctx, cfg, mgr.GetCache(), dbMode, flavors, log.WithName("discovery")); err != nil {
+		set, err := gatewayDiscovery(ctx, cfg, mgr.GetCache(), dbMode, flavors, log.WithName("discovery"))
+		if err != nil {
 			return nil, err
 		}
+		discovered, learnRouters = set, set.LearnRouters
 	} else if gateways, err = buildGateways(cfg, dbMode, flavors, election.Roots, log); err != nil {
 		return nil, err
 	}
@@ -437,15 +440,16 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			w.WaitForSyncs(loop.SyncGate())
 		}
 	}
-	if cfg.LeaderElect && len(gateways) > 0 && opts.SnapshotSourceForTesting == nil {
+	if cfg.LeaderElect && (len(gateways) > 0 || discovered != nil) && opts.SnapshotSourceForTesting == nil {
 		// A standby prepares its first sync to database-backed gateways (discovered ones
-		// are not: their set is the leader's to follow). Not in the control test of the
+		// are not: their set is the leader's to follow; it learns their router and keeps
+		// its translation warm). Not in the control test of the
 		// pre-konductor design (SnapshotSourceForTesting), which had no standby work: its
 		// store starts filling at its first read, which must be the new leader's.
 		// It translates with the loop's incremental translator and renderer, which the loop
 		// takes over when this replica leads (handover.go).
 		if err := mgr.Add(&standbyPreparer{elected: mgr.Elected(), barrier: barrier, source: source, shared: shared,
-			gateways: gateways, period: cfg.ProxySyncPeriod, log: log.WithName("standby")}); err != nil {
+			gateways: gateways, learnRouters: learnRouters, period: cfg.ProxySyncPeriod, log: log.WithName("standby")}); err != nil {
 			return nil, err
 		}
 	}

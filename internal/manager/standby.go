@@ -33,8 +33,12 @@ type standbyPreparer struct {
 	source   dataplane.SnapshotSource
 	shared   *handover // the translation and renderer the loop takes over
 	gateways []dataplane.Gateway
-	period   time.Duration
-	log      logr.Logger
+	// learnRouters, when set, tells the translation the routers of the gateways before each
+	// period's translation (discovered gateways: their set is the leader's to run, so the
+	// standby asks each one GET / itself, discovery.Set.LearnRouters).
+	learnRouters func(context.Context)
+	period       time.Duration
+	log          logr.Logger
 }
 
 // NeedLeaderElection: it runs on every replica, and stops when this one leads.
@@ -68,6 +72,9 @@ func (p *standbyPreparer) Start(ctx context.Context) error {
 	defer tick.Stop()
 	var schedule prepareSchedule
 	for {
+		if p.learnRouters != nil {
+			p.learnRouters(ctx)
+		}
 		if len(preparers) > 0 {
 			if digest, t, ok := p.target(ctx); ok && schedule.due(digest) {
 				preparers = p.prepare(ctx, preparers, t)

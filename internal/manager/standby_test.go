@@ -168,3 +168,43 @@ func TestDBLessStandbyKeepsItsTranslationWarm(t *testing.T) {
 	require.Equal(t, before.Partial+1, after.Partial, "the loop's first round is the standby's translator's")
 	require.NotEmpty(t, res.State.Services)
 }
+
+// A standby with discovered gateways (no fixed gateway to prepare) learns their router before
+// each period's translation, so that even its first translation is for the router the leader
+// translates for, keeps that translation warm, and stops asking when it leads.
+func TestDiscoveryStandbyLearnsTheRouterBeforeItTranslates(t *testing.T) {
+	barrier := gatedBarrier{synced: make(chan struct{})}
+	elected := make(chan struct{})
+	flavors := dataplane.NewRouterFlavors(nil)
+	var mu sync.Mutex
+	learned := 0
+	translatedFor := make(chan bool, 100) // the router each translation was made for
+	p := &standbyPreparer{
+		elected: elected, barrier: barrier, source: snapshotSource{benchdata.Snapshot(5)},
+		shared: &handover{options: func(*store.Snapshot) translator.Options {
+			select {
+			case translatedFor <- flavors.Expressions():
+			default:
+			}
+			return translator.Options{ExpressionRoutes: flavors.Expressions()}
+		}},
+		learnRouters: func(context.Context) {
+			mu.Lock()
+			learned++
+			mu.Unlock()
+			flavors.Report("https://10.0.0.1:8444", "expressions")
+		},
+		period: time.Millisecond, log: logr.Discard(),
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Start(context.Background()) }()
+	close(barrier.synced)
+	for i := 0; i < 3; i++ {
+		require.True(t, <-translatedFor, "translation %d made for the gateways' router", i)
+	}
+	close(elected)
+	require.NoError(t, <-done, "Start returns when this replica leads: the leader's loop runs the set")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Positive(t, learned)
+}

@@ -246,6 +246,46 @@ func TestGatewayDiscoveryDBLess(t *testing.T) {
 	require.Equal(t, http.StatusOK, readyz(probe))
 }
 
+// A standby replica with discovered gateways learns their router (GET / of each, as KIC does
+// on every replica at start) before its warm translation, while the leader alone writes:
+// before, only the leader's discovery asked, so a standby translated, and its webhook
+// reviewed, for the traditional router.
+func TestGatewayDiscoveryStandbyLearnsTheRouter(t *testing.T) {
+	ns := newNamespace(t)
+	addrs := hostAddresses(t, 2)
+	cert, caFile := adminTLS(t, "kong-admin", ns)
+	var gws []*gateway
+	for _, a := range addrs {
+		gws = append(gws, startGateway(t, kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: kongemu.RouterExpressions}), a, cert))
+	}
+	apps(t, ns, 2)
+	adminService(t, ns, gws...)
+
+	leader := discoveryReplica(t, ns, caFile, freeAddr(t))
+	leader.waitFirstSync(t, time.Minute)
+	written := map[*gateway]int{}
+	for _, g := range gws {
+		written[g] = len(g.writeLog())
+	}
+	standby := startReplica(t, replicaSpec{name: "standby", namespace: ns, args: []string{
+		"--kong-admin-svc", ns + "/kong-admin", "--kong-admin-ca-cert-file", caFile,
+		"--proxy-sync-seconds", "3600", "--gateway-discovery-readiness-check-interval", "1h",
+	}})
+	for _, g := range gws {
+		require.Eventually(t, func() bool {
+			return standby.logs.contains("router flavor learned from a discovered gateway", g.url(), "expressions")
+		}, 30*time.Second, 20*time.Millisecond, standby.logs.String())
+	}
+	select {
+	case <-standby.ctrl.Elected():
+		t.Fatal("the second replica leads")
+	default:
+	}
+	for _, g := range gws {
+		require.Equal(t, written[g], len(g.writeLog()), "the standby writes nothing to %s", g.url())
+	}
+}
+
 // Gateways sharing one database (three listeners over one emulator): exactly one receives the
 // writes; when it goes, another takes over, and nothing is written twice.
 func TestGatewayDiscoveryDatabaseHasOneWriter(t *testing.T) {

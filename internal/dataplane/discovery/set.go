@@ -58,6 +58,16 @@ type Set struct {
 
 	mu        sync.Mutex
 	published []dataplane.Gateway
+
+	routers routerLearner // LearnRouters' own record
+}
+
+// routerLearner is what LearnRouters keeps between calls: the router each discovered Admin
+// API said, and a client per Admin API not answered yet.
+type routerLearner struct {
+	mu      sync.Mutex
+	flavor  map[string]string
+	clients map[string]*kong.Client
 }
 
 type member struct {
@@ -74,7 +84,8 @@ var _ dataplane.GatewaySet = (*Set)(nil)
 
 // New returns a Set; Run keeps it current.
 func New(opts Options) *Set {
-	s := &Set{opts: opts, ports: map[string]bool{}, kick: dataplane.NewTrigger(), members: map[string]*member{}}
+	s := &Set{opts: opts, ports: map[string]bool{}, kick: dataplane.NewTrigger(), members: map[string]*member{},
+		routers: routerLearner{flavor: map[string]string{}, clients: map[string]*kong.Client{}}}
 	for _, p := range opts.PortNames {
 		s.ports[p] = true
 	}
@@ -159,6 +170,7 @@ func (s *Set) refresh(ctx context.Context, full bool) bool {
 			log.Info("gateway no longer discovered", "gateway", url, "pod", m.api.Pod.String())
 		}
 	}
+	s.opts.Flavors.KeepOnly(found)
 
 	var wg sync.WaitGroup
 	for _, m := range s.members {
@@ -173,6 +185,78 @@ func (s *Set) refresh(ctx context.Context, full bool) bool {
 	}
 	wg.Wait()
 	return s.publish()
+}
+
+// LearnRouters tells Flavors the router of every discovered gateway, as Run does, without
+// Run's readiness checks and without publishing gateways: it is how a standby replica, which
+// does not run the set (the leader's loop does), knows the router flavor the leader translates
+// for, for its warm translation and its admission webhook (KIC reads it on every replica at
+// start, from the GET / of the Admin APIs it discovers). It only reads: the EndpointSlices from
+// the cache, and GET / of each Admin API until it answered once; the Admin APIs no longer
+// discovered are forgotten. Not to be called concurrently with itself.
+func (s *Set) LearnRouters(ctx context.Context) {
+	apis, err := s.list(ctx)
+	if err != nil {
+		return // the next call reads again; Run logs the failures that matter to the leader
+	}
+	l := &s.routers
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	found := map[string]bool{}
+	var asked sync.Map // URL -> router flavor, of those that answered now
+	var wg sync.WaitGroup
+	for _, api := range apis {
+		found[api.URL] = true
+		if _, ok := l.flavor[api.URL]; ok {
+			continue
+		}
+		c := l.clients[api.URL]
+		if c == nil {
+			if c, err = s.client(api); err != nil {
+				continue
+			}
+			l.clients[api.URL] = c
+		}
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+			defer cancel()
+			root, err := dataplane.ReadRoot(cctx, c)
+			if err != nil {
+				s.opts.Logger.V(1).Info("discovered gateway did not say its router yet", "gateway", api.URL, "error", err.Error())
+				return
+			}
+			asked.Store(api.URL, root.RouterFlavor)
+		})
+	}
+	wg.Wait()
+	s.opts.Flavors.KeepOnly(found)
+	asked.Range(func(k, v any) bool {
+		url, flavor := k.(string), v.(string)
+		l.flavor[url] = flavor
+		delete(l.clients, url)
+		s.opts.Flavors.Report(url, flavor)
+		s.opts.Logger.Info("router flavor learned from a discovered gateway", "gateway", url, "routerFlavor", flavor)
+		return true
+	})
+	for url := range l.flavor {
+		if !found[url] {
+			delete(l.flavor, url)
+		}
+	}
+	for url := range l.clients {
+		if !found[url] {
+			delete(l.clients, url)
+		}
+	}
+}
+
+// client is the Admin API client of api.
+func (s *Set) client(api AdminAPI) (*kong.Client, error) {
+	hc, err := s.opts.HTTPClient(api.ServerName)
+	if err != nil {
+		return nil, err
+	}
+	return kong.NewClient(kong.String(api.URL), hc)
 }
 
 func (s *Set) list(ctx context.Context) ([]AdminAPI, error) {

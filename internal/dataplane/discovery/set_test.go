@@ -77,7 +77,12 @@ type emu struct {
 
 func startKong(t *testing.T, mode kongemu.Mode) emu {
 	t.Helper()
-	srv, err := kongemu.New(kongemu.Options{Mode: mode}).StartWith(kongemu.StartOptions{TLS: true})
+	return startKongWith(t, kongemu.Options{Mode: mode})
+}
+
+func startKongWith(t *testing.T, opts kongemu.Options) emu {
+	t.Helper()
+	srv, err := kongemu.New(opts).StartWith(kongemu.StartOptions{TLS: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
 	host, port, err := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
@@ -96,8 +101,19 @@ type fixture struct {
 
 // newSet runs a Set over the EndpointSlices in c; changes arrive on changed.
 func newSet(t *testing.T, objs ...client.Object) *fixture {
+	f := newIdleSet(t, nil, objs...)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go f.set.Run(ctx, func() { f.changed <- struct{}{} })
+	f.next()
+	return f
+}
+
+// newIdleSet is a Set over the EndpointSlices in c, telling flavors the gateways' routers,
+// not running.
+func newIdleSet(t *testing.T, flavors *dataplane.RouterFlavors, objs ...client.Object) *fixture {
 	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(objs...).Build()
-	set := New(Options{
+	set := New(Options{Flavors: flavors,
 		Reader: c, Services: []types.NamespacedName{svc}, PortNames: []string{"admin-tls"},
 		HTTPClient: func(serverName string) (*http.Client, error) {
 			require.Equal(t, "pod.kong-admin.kong.svc", serverName)
@@ -106,12 +122,7 @@ func newSet(t *testing.T, objs ...client.Object) *fixture {
 		DBMode:   func(url string, _ *http.Client) (dataplane.Gateway, error) { return dbGateway(url), nil },
 		Interval: time.Hour, Timeout: 2 * time.Second, Logger: testr.New(t),
 	})
-	f := &fixture{t: t, client: c, set: set, changed: make(chan struct{}, 100)}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go set.Run(ctx, func() { f.changed <- struct{}{} })
-	f.next()
-	return f
+	return &fixture{t: t, client: c, set: set, changed: make(chan struct{}, 100)}
 }
 
 // next waits for the set to change.
@@ -195,4 +206,52 @@ func TestDatabaseGatewaysHaveOneWriter(t *testing.T) {
 	next := f.urls()
 	require.Len(t, next, 1)
 	require.NotEqual(t, first[0], next[0])
+}
+
+// twoRouters is an idle set over two gateways, a on the expressions router and b on
+// traditional_compatible, telling flavors.
+func twoRouters(t *testing.T) (a, b emu, objs []client.Object, flavors *dataplane.RouterFlavors, f *fixture) {
+	a = startKongWith(t, kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: kongemu.RouterExpressions})
+	b = startKongWith(t, kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: kongemu.RouterTraditionalCompatible})
+	objs = slicesFor(a, b)
+	flavors = dataplane.NewRouterFlavors(nil)
+	return a, b, objs, flavors, newIdleSet(t, flavors, objs...)
+}
+
+// A standby learns the router of the discovered gateways without running the set: GET / of
+// each Admin API, once, and nothing else; gateways gone are forgotten.
+func TestLearnRoutersWithoutRunning(t *testing.T) {
+	a, b, objs, flavors, f := twoRouters(t)
+	ctx := context.Background()
+
+	f.set.LearnRouters(ctx)
+	require.False(t, flavors.Expressions(), "b is on the traditional_compatible router")
+	require.True(t, flavors.RustRegexes())
+	require.Empty(t, f.set.Gateways(), "nothing published: a standby configures no gateway")
+	asked := func(k emu) map[string]int { return k.srv.Emulator.Requests() }
+	require.Equal(t, map[string]int{"GET /": 1}, asked(a))
+
+	f.set.LearnRouters(ctx)
+	require.Equal(t, map[string]int{"GET /": 1}, asked(a), "asked once, and nothing else")
+	require.Equal(t, map[string]int{"GET /": 1}, asked(b))
+
+	// b's Pod goes: only a's router counts.
+	require.NoError(t, f.client.Delete(ctx, objs[1]))
+	f.set.LearnRouters(ctx)
+	require.True(t, flavors.Expressions())
+}
+
+// The leader's set forgets the router of a gateway it no longer discovers.
+func TestRunForgetsTheRouterOfGatewaysGone(t *testing.T) {
+	_, _, objs, flavors, f := twoRouters(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go f.set.Run(ctx, func() { f.changed <- struct{}{} })
+	f.next()
+	require.False(t, flavors.Expressions())
+
+	require.NoError(t, f.client.Delete(ctx, objs[1]))
+	f.set.Kick()
+	f.next()
+	require.True(t, flavors.Expressions(), "the gateway gone no longer counts")
 }
