@@ -8,17 +8,21 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-logr/logr"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
 )
 
 // IngressOptions says where Ingresses' load-balancer addresses come from (KIC's flags).
@@ -41,6 +45,12 @@ type IngressUpdater struct {
 	opts   IngressOptions
 	source dataplane.SnapshotSource
 	reader client.Reader // for the publish Service, which may lie outside the watched namespaces
+
+	mu sync.Mutex
+	// leftOut are the objects of the latest round a gateway took that no gateway holds: Kong
+	// refused them, or they were left out with them (a fallback configuration, database
+	// mode's isolation). They get no address: Kong does not route them.
+	leftOut map[kongstate.ObjectRef]bool
 }
 
 // NewIngressUpdater returns an updater; it does nothing until it runs and a round succeeds.
@@ -55,16 +65,64 @@ func (u *IngressUpdater) Enabled() bool {
 	return len(u.opts.PublishAddresses) > 0 || u.opts.PublishService != ""
 }
 
-// Report implements dataplane.Reporter: a round that reached at least one gateway (which
-// took the configuration, or all of it but refused objects) asks for an update. It never
-// blocks the loop.
+// Report implements dataplane.Reporter: a round whose configuration at least one gateway took
+// (whole, all but refused objects, or a fallback configuration without them) asks for an
+// update, which leaves out the objects no such gateway holds. It never blocks the loop.
 func (u *IngressUpdater) Report(_ context.Context, r dataplane.Round) {
-	if r.SnapshotErr != nil {
+	if r.SnapshotErr != nil || !reachedAnyGateway(r) {
 		return
 	}
-	if reachedGateway(r, false) {
-		u.trigger.Request()
+	leftOut := leftOutEverywhere(r.Gateways)
+	u.mu.Lock()
+	u.leftOut = leftOut
+	u.mu.Unlock()
+	u.trigger.Request()
+}
+
+// leftOutEverywhere are the objects (translator.Node) that every gateway which took a
+// configuration of the round took without: all but refused objects (database mode: the
+// refused entities' objects and those isolated with them), or a fallback configuration (the
+// objects it excluded and did not take from the last valid configuration instead). A gateway
+// that took the configuration whole holds every object.
+func leftOutEverywhere(gateways []dataplane.GatewayResult) map[kongstate.ObjectRef]bool {
+	var out map[kongstate.ObjectRef]bool
+	for _, g := range gateways {
+		if !tookConfiguration(g) {
+			continue
+		}
+		left := map[kongstate.ObjectRef]bool{}
+		var rej *dataplane.RejectedError
+		if errors.As(g.Err, &rej) {
+			if fb := g.Fallback; fb != nil && fb.Err == nil {
+				backfilled := map[kongstate.ObjectRef]bool{}
+				for _, x := range fb.Backfilled {
+					backfilled[translator.Node(x)] = true
+				}
+				for _, x := range fb.Excluded {
+					if !backfilled[translator.Node(x)] {
+						left[translator.Node(x)] = true
+					}
+				}
+			} else {
+				for _, e := range rej.Entities {
+					left[translator.Node(e.Object)] = true
+				}
+				for _, x := range rej.Excluded {
+					left[translator.Node(x)] = true
+				}
+			}
+		}
+		if out == nil {
+			out = left
+			continue
+		}
+		for x := range out {
+			if !left[x] {
+				delete(out, x)
+			}
+		}
 	}
+	return out
 }
 
 // Update writes the current addresses into every served Ingress, TCPIngress and UDPIngress
@@ -87,6 +145,14 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 		return err
 	}
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"loadBalancer":{"ingress":`+string(lb)+`}}}`))
+	u.mu.Lock()
+	leftOut := u.leftOut
+	u.mu.Unlock()
+	// Kong routes nothing of an object left out: it keeps the status it had (KIC writes an
+	// object's addresses only once a configuration with it was applied).
+	served := func(gvk schema.GroupVersionKind, namespace, name string) bool {
+		return !leftOut[kongstate.ObjectRef{Group: gvk.Group, Kind: gvk.Kind, Namespace: namespace, Name: name}]
+	}
 	var errs []string
 	write := func(kind string, updated client.Object) {
 		if err := u.writeStatus(ctx, updated, patch); err != nil {
@@ -95,7 +161,7 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 	}
 	// The answers are decoded into new objects: the snapshot's objects belong to the cache.
 	for _, ing := range snap.Ingresses {
-		if !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalLB) {
+		if served(gvkIngress, ing.Namespace, ing.Name) && !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalLB) {
 			write("Ingress", &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}})
 		}
 	}
@@ -103,12 +169,12 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 	// LoadBalancerStatus), written under the same conditions as KIC does for the three kinds:
 	// the store's snapshot holds only those of our class.
 	for _, ing := range snap.TCPIngresses {
-		if !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalCoreLB) {
+		if served(gvkTCPIngress, ing.Namespace, ing.Name) && !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalCoreLB) {
 			write("TCPIngress", &kongv1beta1.TCPIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}})
 		}
 	}
 	for _, ing := range snap.UDPIngresses {
-		if !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalCoreLB) {
+		if served(gvkUDPIngress, ing.Namespace, ing.Name) && !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalCoreLB) {
 			write("UDPIngress", &kongv1beta1.UDPIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}})
 		}
 	}
@@ -117,6 +183,13 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 	}
 	return nil
 }
+
+// The kinds IngressUpdater writes, as the translation names their objects.
+var (
+	gvkIngress    = netv1.SchemeGroupVersion.WithKind("Ingress")
+	gvkTCPIngress = kongv1beta1.SchemeGroupVersion.WithKind("TCPIngress")
+	gvkUDPIngress = kongv1beta1.SchemeGroupVersion.WithKind("UDPIngress")
+)
 
 // loadBalancerKinds are the kinds whose status.loadBalancer IngressUpdater writes.
 var loadBalancerKinds = store.NewKindSet(store.KindIngress, store.KindTCPIngress, store.KindUDPIngress)

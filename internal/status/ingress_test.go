@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -11,12 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -100,6 +103,20 @@ func TestIngressUpdaterRunsOnlyAfterAGatewaySynced(t *testing.T) {
 		t.Fatal("a configuration refused whole must not publish addresses")
 	default:
 	}
+	u.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a", Err: &dataplane.RejectedError{},
+		Fallback: &dataplane.FallbackResult{Err: &dataplane.RejectedError{}}}}})
+	select {
+	case <-u.trigger.C():
+		t.Fatal("a fallback configuration refused too must not publish addresses")
+	default:
+	}
+	u.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a", Err: &dataplane.RejectedError{},
+		Fallback: &dataplane.FallbackResult{}}}})
+	select {
+	case <-u.trigger.C():
+	default:
+		t.Fatal("a fallback configuration taken asks for a status update")
+	}
 	for _, err := range []error{nil, &dataplane.RejectedError{RestApplied: true}} {
 		u.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a", Err: err}}})
 		select {
@@ -151,4 +168,59 @@ func TestStreamIngressStatusFollowsPublishedAddresses(t *testing.T) {
 
 	require.NoError(t, u.Update(ctx))
 	require.Equal(t, int32(2), patches.Load(), "a right status is not written again")
+}
+
+// After a gateway took a configuration without refused objects (a fallback configuration, or
+// in database mode all but them), the objects in it get their addresses and the refused ones,
+// and those left out with them, do not: Kong routes nothing of theirs. A gateway that took
+// the configuration whole holds them all.
+func TestIngressStatusLeavesOutWhatKongDoesNotHold(t *testing.T) {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: classedAnnotations("kong")}
+	}
+	objs := []client.Object{
+		servedIngress("ok", "kong"), servedIngress("refused", "kong"), servedIngress("dependent", "kong"), servedIngress("backfilled", "kong"),
+		&kongv1beta1.TCPIngress{ObjectMeta: meta("tcp-refused")}, &kongv1beta1.UDPIngress{ObjectMeta: meta("udp-ok")},
+	}
+	written := map[string]int{}
+	var mu sync.Mutex
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(objs...).
+		WithStatusSubresource(&netv1.Ingress{}, &kongv1beta1.TCPIngress{}, &kongv1beta1.UDPIngress{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			mu.Lock()
+			written[obj.GetName()]++
+			mu.Unlock()
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	s := store.New(c, store.Options{Kinds: store.NewKindSet(store.KindIngress, store.KindTCPIngress, store.KindUDPIngress)})
+	u := NewIngressUpdater(IngressOptions{PublishAddresses: []string{"192.0.2.1"}}, s, c, c, logr.Discard())
+	ctx := context.Background()
+	ref := func(gvk schema.GroupVersionKind, name string) kongstate.ObjectRef {
+		return kongstate.ObjectRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: "default", Name: name, UID: "u"}
+	}
+	refusedIng, tcp := ref(gvkIngress, "refused"), ref(gvkTCPIngress, "tcp-refused")
+	fallback := dataplane.GatewayResult{URL: "a", Protocol: dataplane.ProtocolDBLess,
+		Err: &dataplane.RejectedError{Entities: []dataplane.EntityError{{Object: refusedIng}, {Object: tcp}}},
+		Fallback: &dataplane.FallbackResult{
+			Broken:     []kongstate.ObjectRef{refusedIng, tcp},
+			Excluded:   []kongstate.ObjectRef{ref(gvkIngress, "backfilled"), ref(gvkIngress, "dependent"), refusedIng, tcp},
+			Backfilled: []kongstate.ObjectRef{ref(gvkIngress, "backfilled")},
+		}}
+	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{fallback}})
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, map[string]int{"ok": 1, "backfilled": 1, "udp-ok": 1}, written,
+		"the objects in the fallback configuration (one taken from the last valid one included), not those left out")
+
+	// Database mode: the gateway applied all but the refused entities and those isolated with them.
+	clear(written)
+	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "db",
+		Err: &dataplane.RejectedError{RestApplied: true, Entities: []dataplane.EntityError{{Object: refusedIng}}, Excluded: []kongstate.ObjectRef{ref(gvkIngress, "dependent")}}}}})
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, map[string]int{"tcp-refused": 1}, written, "all but the refused and isolated objects")
+
+	// A second gateway took the configuration whole: every object is routed somewhere.
+	clear(written)
+	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{fallback, {URL: "b"}}})
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, map[string]int{"refused": 1, "dependent": 1}, written)
 }

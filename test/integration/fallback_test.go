@@ -10,7 +10,9 @@ import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongemu"
@@ -51,6 +53,8 @@ func testFallbackIsolatesARefusedPlugin(t *testing.T, mode kongemu.Mode, args []
 	if mode == kongemu.Postgres {
 		args = handoverArgs(ns)
 	}
+	// Ingress status: the addresses go to the Ingresses Kong holds, not to the refused one.
+	args = append(args, "--publish-status-address", "192.0.2.10")
 	startReplica(t, replicaSpec{name: "r1", namespace: ns, gateways: []string{kong.URL}, args: args})
 	has := func(name string) bool { return kong.Entity("routes", routeName(ns, name)) != nil }
 	// Both modes leave the broken Ingress out: DB-less, the fallback configuration has no
@@ -86,9 +90,19 @@ func testFallbackIsolatesARefusedPlugin(t *testing.T, mode kongemu.Mode, args []
 	require.Eventually(t, func() bool { return withMessage("KongPlugin", "custom") && withMessage("Ingress", broken) },
 		30*time.Second, 100*time.Millisecond, "events naming Kong's message")
 
+	addressed := func(name string) bool {
+		var ing netv1.Ingress
+		require.NoError(t, admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &ing))
+		return len(ing.Status.LoadBalancer.Ingress) == 1 && ing.Status.LoadBalancer.Ingress[0].IP == "192.0.2.10"
+	}
+	require.Eventually(t, func() bool { return addressed("app-0000") && addressed("app-0099") }, 30*time.Second, 50*time.Millisecond,
+		"the Ingresses in the configuration Kong took get the address")
+
 	// A later change reaches Kong while the plugin stays broken.
 	createAll(t, app(ns, "app-new", "app-new.example.com"))
 	require.Eventually(t, func() bool { return has("app-new") }, 30*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return addressed("app-new") }, 30*time.Second, 20*time.Millisecond, "a new Ingress too")
+	require.False(t, addressed(broken), "the Ingress Kong does not route gets no address")
 	if mode == kongemu.DBLess {
 		// KIC's metrics, as its dashboard reads them: the refused push, the fallback taken,
 		// the refused object; and the change delivered through the fallback.
@@ -120,5 +134,6 @@ func testFallbackIsolatesARefusedPlugin(t *testing.T, mode kongemu.Mode, args []
 		return admin.Create(ctx, &kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "custom"}, PluginName: "correlation-id"}) == nil
 	}, 10*time.Second, 50*time.Millisecond)
 	require.Eventually(t, func() bool { return has(broken) && len(kong.Entities("plugins")) == 1 }, 30*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return addressed(broken) }, 30*time.Second, 20*time.Millisecond, "fixed, it gets the address")
 	require.Equal(t, n+1, routesOf(kong.Emulator))
 }
