@@ -647,10 +647,13 @@ func (l *Loop) dispatch(ctx context.Context, g *gatewayState) {
 		case <-g.ctx.Done():
 			d.err = g.ctx.Err()
 		}
-		l.gate.release()
+		// The gate is released once the sync's result has been reported (collect), so that a
+		// status writer waiting at it writes what the sync did, not what the round before it
+		// said (a KongUpstreamPolicy's Pending, then Programmed: two writes for one change).
 		select {
 		case l.done <- d:
 		case <-ctx.Done():
+			l.gate.release()
 		}
 	}()
 }
@@ -659,7 +662,9 @@ func (l *Loop) dispatch(ctx context.Context, g *gatewayState) {
 // gateways that finished the latest target if they synced an older one.
 func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 	var results []GatewayResult
+	ended := 0 // syncs whose gate hold is released once reported
 	for more := true; more; {
+		ended++
 		d.g.busy = false
 		if d.accepted != nil && d.seq >= l.lastValidSeq {
 			l.lastValid, l.lastValidSeq = d.accepted, d.seq
@@ -678,6 +683,9 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 	l.updateReadiness()
 	if len(results) > 0 {
 		l.report(ctx, Round{Problems: l.target.Problems, State: l.target.State, Gateways: results})
+	}
+	for range ended {
+		l.gate.release()
 	}
 	l.dispatchStale(ctx, started)
 }

@@ -25,14 +25,21 @@ func (g *gateCheckingGateway) Sync(context.Context, *Target) error {
 	return nil
 }
 
-// The loop's SyncGate is held from a change's request until the round's sync ended, and is
-// open again once the loop is idle: status writers waiting at it never run beside a sync.
+// The loop's SyncGate is held from a change's request until the round's sync ended and was
+// reported, and is open again once the loop is idle: status writers waiting at it never run
+// beside a sync, and when they run, what the sync did has been reported to them.
 func TestSyncGateHeldFromRequestToSyncEnd(t *testing.T) {
 	trigger := NewTrigger()
 	var l *Loop
 	gw := &gateCheckingGateway{gate: func() *SyncGate { return l.SyncGate() }, heldAll: make(chan bool, 10)}
 	heldTranslating := make(chan bool, 10)
+	heldReporting := make(chan bool, 10) // when a sync's result is reported
 	l = NewLoop(Options{
+		Reporter: ReporterFunc(func(_ context.Context, r Round) {
+			if !r.Translated && len(r.Gateways) > 0 {
+				heldReporting <- l.SyncGate().Busy()
+			}
+		}),
 		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Gateways: []Gateway{gw},
 		Translate: func(s *store.Snapshot) translator.Result {
 			heldTranslating <- l.SyncGate().Busy()
@@ -49,6 +56,7 @@ func TestSyncGateHeldFromRequestToSyncEnd(t *testing.T) {
 	run(t, l)
 	require.True(t, <-heldTranslating, "held while the round translates")
 	require.True(t, <-gw.heldAll, "held during the first sync")
+	require.True(t, <-heldReporting, "held until the first sync's result was reported")
 	<-l.FirstSyncDone()
 	gate.Wait(context.Background())
 	require.False(t, gate.Busy())
@@ -57,6 +65,7 @@ func TestSyncGateHeldFromRequestToSyncEnd(t *testing.T) {
 	require.True(t, gate.Busy())
 	require.True(t, <-heldTranslating, "held while the change's round translates")
 	require.True(t, <-gw.heldAll, "held during the change's sync")
+	require.True(t, <-heldReporting, "held until the change's sync was reported")
 	gate.Wait(context.Background())
 	require.False(t, gate.Busy())
 }

@@ -127,6 +127,12 @@ func refusedObjects(r dataplane.Round) map[kongstate.ObjectRef]bool {
 // an entry another controller wrote meanwhile is not lost; on a conflict (theirs, or our own
 // previous write the cache has not seen yet) the policy is read again from the API server.
 func (u *UpstreamPolicyUpdater) Update(ctx context.Context) error {
+	// A round's translation asks for an update while its sync is still pending: the entries
+	// are read once that sync ended and was reported (the gate opens only then), so that one
+	// change is one write, Accepted and Programmed at once, not Pending then Programmed. A
+	// sync that failed leaves them Pending; one slower than the gate's MaxWait has them
+	// written Pending first, then Programmed.
+	u.syncs.Wait(ctx)
 	u.mu.Lock()
 	in := upstreamPolicyInputs{latest: u.latest, programmed: u.programmed, refused: u.refused}
 	u.mu.Unlock()

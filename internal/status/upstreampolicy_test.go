@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -375,4 +377,69 @@ func TestUpstreamPolicyObservedGenerationIsTheSnapshots(t *testing.T) {
 	for _, cond := range got.Status.Ancestors[0].Conditions {
 		require.Equal(t, int64(2), cond.ObservedGeneration, cond.Type)
 	}
+}
+
+// One change of a policy's ancestors is one status write when its sync follows promptly: the
+// update the round's translation asks for waits for the sync and writes Accepted and
+// Programmed at once. A sync that fails leaves the new entry Accepted and Pending, written
+// once; a sync slower than the gate's MaxWait has it written Pending, then Programmed.
+func TestUpstreamPolicyWrittenOncePerChange(t *testing.T) {
+	ctx := context.Background()
+	snap := &store.Snapshot{Ingresses: []*netv1.Ingress{ingressTo("web", "a")}, Services: []*corev1.Service{policyService("a", "p"), policyService("b", "p")},
+		KongUpstreamPolicies: []*kongv1beta1.KongUpstreamPolicy{upstreamPolicy("p")}}
+	var writes atomic.Int32
+	c := gatedWriterClient(gatedWriterCase{objs: []client.Object{snap.KongUpstreamPolicies[0], snap.Services[0], snap.Services[1]},
+		status: []client.Object{&kongv1beta1.KongUpstreamPolicy{}}}, &writes, func(client.Object) {})
+	u := NewUpstreamPolicyUpdater("", store.New(c, store.Options{Kinds: store.NewKindSet(store.KindKongUpstreamPolicy)}), c, c, logr.Discard())
+	gate := dataplane.NewSyncGate()
+	clk := testingclock.NewFakeClock(time.Now())
+	gate.Clock = clk
+	u.WaitForSyncs(gate)
+	programmed := func() map[string]string {
+		var got kongv1beta1.KongUpstreamPolicy
+		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "p"}, &got))
+		out := map[string]string{}
+		for _, a := range got.Status.Ancestors {
+			for _, cond := range a.Conditions {
+				out[string(a.AncestorRef.Name)+" "+cond.Type] = string(cond.Status) + "/" + cond.Reason
+			}
+		}
+		return out
+	}
+	took := dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "http://kong"}}}
+	// change is what the loop does for one change (the round holds the gate until its sync
+	// was reported) and the updates the runner runs for it: the one the translation asked
+	// for, waiting at the gate, and the one the sync's report asked for.
+	change := func(sync dataplane.Round, slow bool) {
+		release := gate.Hold()
+		u.Report(ctx, round(translated(snap), false))
+		done := passWaitingAtGate(t, gate, u.Update)
+		if slow {
+			clk.Step(gate.MaxWait)
+			require.NoError(t, <-done)
+		}
+		u.Report(ctx, sync)
+		release()
+		if !slow {
+			require.NoError(t, <-done)
+		}
+		require.NoError(t, u.Update(ctx))
+	}
+
+	change(took, false)
+	require.Equal(t, int32(1), writes.Load(), "one change, one write")
+	require.Equal(t, map[string]string{"a Accepted": "True/Accepted", "a Programmed": "True/Programmed"}, programmed())
+
+	// b now uses the policy; the sync fails: b's entry is written once, Accepted and Pending.
+	snap.Ingresses = []*netv1.Ingress{ingressTo("web", "a", "b")}
+	change(dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "http://kong", Err: errors.New("connection refused")}}}, false)
+	require.Equal(t, int32(2), writes.Load())
+	require.Equal(t, map[string]string{"a Accepted": "True/Accepted", "a Programmed": "True/Programmed",
+		"b Accepted": "True/Accepted", "b Programmed": "False/Pending"}, programmed())
+
+	// The next sync takes it, slower than MaxWait: Pending is written first, then Programmed.
+	snap.Ingresses = []*netv1.Ingress{ingressTo("web", "b")}
+	change(took, true)
+	require.Equal(t, int32(4), writes.Load(), "a slow sync: Pending, then Programmed")
+	require.Equal(t, map[string]string{"b Accepted": "True/Accepted", "b Programmed": "True/Programmed"}, programmed())
 }
