@@ -83,8 +83,8 @@ func gatewayKey(g *gatewayv1.Gateway) string {
 }
 
 // Report implements dataplane.Reporter: a translation of the whole snapshot is the outcome
-// to write; a sync that reached a gateway makes the Gateways of the translation it carried
-// Programmed. It never blocks the loop.
+// to write; a sync of it that a gateway took (whole, all but refused objects, or a fallback
+// configuration) makes the Gateways of that translation Programmed. It never blocks the loop.
 func (u *GatewayAPIUpdater) Report(_ context.Context, r dataplane.Round) {
 	if r.SnapshotErr != nil {
 		return
@@ -95,7 +95,7 @@ func (u *GatewayAPIUpdater) Report(_ context.Context, r dataplane.Round) {
 	if r.GatewayAPI != nil {
 		u.latest, u.pending, changed = r.GatewayAPI, r.GatewayAPI, true
 	}
-	if reachedGateway(r, true) && u.pending != nil {
+	if u.pending != nil && tookLatestConfiguration(r) {
 		// A sync of the latest translation reached a gateway.
 		programmed := map[string]bool{}
 		for _, g := range u.pending.Gateways {

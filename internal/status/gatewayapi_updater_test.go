@@ -91,7 +91,12 @@ func TestGatewayAPIUpdater(t *testing.T) {
 	require.NoError(t, u.Update(ctx))
 	require.Equal(t, before, patches.Load(), "a sync of an older translation does not program this one")
 
-	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a"}}})
+	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a", Err: &dataplane.RejectedError{}}}})
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, before, patches.Load(), "a configuration refused whole programs nothing")
+
+	// A fallback configuration (without an object Kong refused) is what the gateway serves.
+	u.Report(ctx, dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "a", Err: &dataplane.RejectedError{}, Fallback: &dataplane.FallbackResult{}}}})
 	require.NoError(t, u.Update(ctx))
 	require.Equal(t, before+1, patches.Load(), "only the Gateway changes")
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(gw), &gotGW))

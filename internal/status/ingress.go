@@ -270,18 +270,5 @@ func sortAddresses(addrs []string) []string {
 	return out
 }
 
-// reachedGateway reports whether a round's configuration reached at least one gateway,
-// which took it whole or all of it but refused objects; with latest, a configuration made
-// from the latest translation.
-func reachedGateway(r dataplane.Round, latest bool) bool {
-	for _, g := range r.Gateways {
-		var rej *dataplane.RejectedError
-		if !g.Skipped && (!latest || !g.Stale) && (g.Err == nil || errors.As(g.Err, &rej) && rej.RestApplied) {
-			return true
-		}
-	}
-	return false
-}
-
 var _ dataplane.Reporter = (*IngressUpdater)(nil)
 var _ dataplane.SnapshotSource = (*store.Store)(nil)

@@ -95,6 +95,13 @@ func reachedAnyGateway(r dataplane.Round) bool {
 	return slices.ContainsFunc(r.Gateways, tookConfiguration)
 }
 
+// tookLatestConfiguration: a gateway took a configuration of r made from the latest
+// translation (not a stale sync of an older one), whole, all but refused objects, or as a
+// fallback configuration.
+func tookLatestConfiguration(r dataplane.Round) bool {
+	return slices.ContainsFunc(r.Gateways, func(g dataplane.GatewayResult) bool { return !g.Stale && tookConfiguration(g) })
+}
+
 // tookConfiguration: the gateway took the round's configuration, whole, all but refused
 // objects, or as a fallback configuration.
 func tookConfiguration(g dataplane.GatewayResult) bool {

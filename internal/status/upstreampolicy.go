@@ -97,7 +97,7 @@ func (u *UpstreamPolicyUpdater) Report(_ context.Context, r dataplane.Round) {
 		t := &policyTranslation{graph: r.Graph, problems: r.Problems, attachment: r.GatewayAPI}
 		u.latest, u.pending, changed = t, t, true
 	}
-	if u.pending != nil && slices.ContainsFunc(r.Gateways, func(g dataplane.GatewayResult) bool { return !g.Stale && tookConfiguration(g) }) {
+	if u.pending != nil && tookLatestConfiguration(r) {
 		u.programmed, u.pending, u.refused, changed = u.pending, nil, refusedObjects(r), true
 	}
 	u.mu.Unlock()
