@@ -656,33 +656,47 @@ func gatewaySchemas(cfg *config.Config, gateways []dataplane.Gateway, discovered
 	var mu sync.Mutex
 	clients := map[string]*kong.Client{}
 	return func() []*kong.Client {
-		current := gateways
-		if discovered != nil {
-			current = discovered.Gateways()
-		}
+		current := askableURLs(gateways, discovered)
 		mu.Lock()
 		defer mu.Unlock()
 		out := make([]*kong.Client, 0, len(current))
-		for _, g := range current {
-			c, ok := clients[g.URL()]
+		for _, url := range current {
+			c, ok := clients[url]
 			if !ok {
 				var err error
-				if c, err = kong.NewClient(kong.String(g.URL()), httpClient); err != nil {
+				if c, err = kong.NewClient(kong.String(url), httpClient); err != nil {
 					continue
 				}
-				clients[g.URL()] = c
+				clients[url] = c
 			}
 			out = append(out, c)
 		}
 		if len(clients) > len(out) { // discovered gateways that went away
 			for url := range clients {
-				if !slices.ContainsFunc(current, func(g dataplane.Gateway) bool { return g.URL() == url }) {
+				if !slices.Contains(current, url) {
 					delete(clients, url)
 				}
 			}
 		}
 		return out
 	}, nil
+}
+
+// askableURLs are the gateways to ask about plugins, editions and schemas: the
+// --kong-admin-url ones, or the discovered ones that can be asked now (on a standby, which
+// configures none, those it learned the router of: discovery.Set.AskableURLs).
+func askableURLs(gateways []dataplane.Gateway, discovered dataplane.GatewaySet) []string {
+	if a, ok := discovered.(interface{ AskableURLs() []string }); ok {
+		return a.AskableURLs()
+	}
+	if discovered != nil {
+		gateways = discovered.Gateways()
+	}
+	out := make([]string, 0, len(gateways))
+	for _, g := range gateways {
+		out = append(out, g.URL())
+	}
+	return out
 }
 
 // TranslatorOptions are the translation settings of cfg. now is when CA certificates must be

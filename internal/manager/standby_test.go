@@ -208,3 +208,19 @@ func TestDiscoveryStandbyLearnsTheRouterBeforeItTranslates(t *testing.T) {
 	defer mu.Unlock()
 	require.Positive(t, learned)
 }
+
+// askingSet is a discovered set that publishes no gateway (a standby's) but can name the
+// gateways it heard from.
+type askingSet struct{ heard []string }
+
+func (askingSet) Run(context.Context, func())   {}
+func (askingSet) Gateways() []dataplane.Gateway { return nil }
+func (s askingSet) AskableURLs() []string       { return s.heard }
+
+// A standby with discovered gateways asks the ones it heard from what translation needs (the
+// edition, schemas), though it configures none; the --kong-admin-url gateways otherwise.
+func TestAskableURLs(t *testing.T) {
+	require.Equal(t, []string{"https://10.0.0.1:8444"}, askableURLs(nil, askingSet{heard: []string{"https://10.0.0.1:8444"}}))
+	static := []dataplane.Gateway{&preparingGateway{url: "http://a"}, &preparingGateway{url: "http://b"}}
+	require.Equal(t, []string{"http://a", "http://b"}, askableURLs(static, nil))
+}

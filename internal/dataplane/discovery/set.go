@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -60,6 +61,7 @@ type Set struct {
 	published []dataplane.Gateway
 
 	routers routerLearner // LearnRouters' own record
+	running atomic.Bool   // Run started: this replica's loop runs the set
 }
 
 // routerLearner is what LearnRouters keeps between calls: the router each discovered Admin
@@ -113,8 +115,31 @@ func (s *Set) Gateways() []dataplane.Gateway {
 	return slices.Clone(s.published)
 }
 
+// AskableURLs are the discovered Admin APIs to ask what translation needs of the gateways
+// (their edition, the schemas of custom entities and of plugins the webhook does not know):
+// the published gateways once Run runs (the leader's set), else those LearnRouters heard from
+// (a standby, which publishes none), so that a standby's translation and webhook learn those
+// facts as the leader's do. Sorted.
+func (s *Set) AskableURLs() []string {
+	var out []string
+	if s.running.Load() {
+		for _, g := range s.Gateways() {
+			out = append(out, g.URL())
+		}
+	} else {
+		s.routers.mu.Lock()
+		for url := range s.routers.flavor {
+			out = append(out, url)
+		}
+		s.routers.mu.Unlock()
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Run implements dataplane.GatewaySet.
 func (s *Set) Run(ctx context.Context, changed func()) {
+	s.running.Store(true)
 	ticker := time.NewTicker(s.opts.Interval)
 	defer ticker.Stop()
 	s.refresh(ctx, true)

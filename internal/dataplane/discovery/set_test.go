@@ -228,6 +228,8 @@ func TestLearnRoutersWithoutRunning(t *testing.T) {
 	require.False(t, flavors.Expressions(), "b is on the traditional_compatible router")
 	require.True(t, flavors.RustRegexes())
 	require.Empty(t, f.set.Gateways(), "nothing published: a standby configures no gateway")
+	require.Equal(t, []string{min(url(a), url(b)), max(url(a), url(b))}, f.set.AskableURLs(),
+		"but the gateways that answered can be asked what translation needs (edition, schemas)")
 	asked := func(k emu) map[string]int { return k.srv.Emulator.Requests() }
 	require.Equal(t, map[string]int{"GET /": 1}, asked(a))
 
@@ -239,6 +241,7 @@ func TestLearnRoutersWithoutRunning(t *testing.T) {
 	require.NoError(t, f.client.Delete(ctx, objs[1]))
 	f.set.LearnRouters(ctx)
 	require.True(t, flavors.Expressions())
+	require.Equal(t, []string{url(a)}, f.set.AskableURLs())
 }
 
 // The leader's set forgets the router of a gateway it no longer discovers.
@@ -254,4 +257,5 @@ func TestRunForgetsTheRouterOfGatewaysGone(t *testing.T) {
 	f.set.Kick()
 	f.next()
 	require.True(t, flavors.Expressions(), "the gateway gone no longer counts")
+	require.Equal(t, f.urls(), f.set.AskableURLs(), "the leader's set: the gateways it configures")
 }
