@@ -684,10 +684,10 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 	if len(results) > 0 {
 		l.report(ctx, Round{Problems: l.target.Problems, State: l.target.State, Gateways: results})
 	}
+	l.dispatchStale(ctx, started) // a gateway that synced an older target holds the gate again first
 	for range ended {
 		l.gate.release()
 	}
-	l.dispatchStale(ctx, started)
 }
 
 func (l *Loop) checkFirstSync(started time.Time) {
