@@ -1,9 +1,17 @@
 package dataplane
 
 import (
+	"context"
+	"net/http"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
 	"github.com/stretchr/testify/require"
+
+	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/kongstate"
 )
 
 // Routes are rendered for the expressions router once every gateway that answered says so;
@@ -66,4 +74,36 @@ func TestRouterFlavorsForgetGatewaysGone(t *testing.T) {
 	require.False(t, f.Expressions(), "no gateway left: traditional")
 	var none *RouterFlavors
 	none.KeepOnly(nil)
+}
+
+// A DB-less gateway that said its router (a discovered one) is not sent a target rendered for
+// the expressions router when it runs another: it would refuse every route. Targets of the
+// traditional flavors go to every router (Kong 3.7+ takes traditional fields under the
+// expressions router), and a gateway whose router is not known takes everything.
+func TestDBLessGatewayRefusesTargetsOfAnotherRouter(t *testing.T) {
+	expressionRoute := &kongstate.State{Services: []*file.FService{{Service: kong.Service{Name: kong.String("s"), Host: kong.String("h")},
+		Routes: []*file.FRoute{{Route: kong.Route{Name: kong.String("r"), Expression: kong.String(`http.path == "/"`)}}}}}}
+	traditionalRoute := &kongstate.State{Services: []*file.FService{{Service: kong.Service{Name: kong.String("s"), Host: kong.String("h")},
+		Routes: []*file.FRoute{{Route: kong.Route{Name: kong.String("r"), Paths: kong.StringSlice("/")}}}}}}
+	srv, c := startEmulator(t) // traditional_compatible
+	pushes := func() int { return srv.RequestCount(http.MethodPost, "/config") }
+
+	g := NewDBLessGateway(srv.URL, c, logr.Discard())
+	g.Router = "traditional_compatible"
+	require.ErrorContains(t, g.Sync(context.Background(), &Target{State: expressionRoute}), "to be rendered again")
+	require.Zero(t, pushes(), "nothing sent")
+	require.NoError(t, g.Sync(context.Background(), &Target{State: traditionalRoute}))
+	require.Equal(t, 1, pushes())
+	var rej *RejectedError
+	require.ErrorAs(t, NewDBLessGateway(srv.URL, c, logr.Discard()).Sync(context.Background(), &Target{State: expressionRoute}), &rej,
+		"what the check spares: the router not known, the gateway refuses the expression")
+
+	srvExpr, err := kongemu.New(kongemu.Options{RouterFlavor: kongemu.RouterExpressions}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { srvExpr.Close() })
+	cExpr, err := kong.NewClient(kong.String(srvExpr.URL), &http.Client{})
+	require.NoError(t, err)
+	g = NewDBLessGateway(srvExpr.URL, cExpr, logr.Discard())
+	g.Router = "expressions"
+	require.NoError(t, g.Sync(context.Background(), &Target{State: expressionRoute}))
 }

@@ -20,6 +20,11 @@ type DBLessGateway struct {
 	url string
 	gw  *dbless.Gateway
 	log logr.Logger
+	// Router is the gateway's router flavor when known (a discovered gateway's, from its
+	// GET /): a target rendered for the expressions router is then not sent to a gateway on
+	// another router, which would refuse every route; the round its answer asked for
+	// (RouterFlavors) renders one it takes.
+	Router string
 }
 
 // NewDBLessGateway returns a Gateway for the DB-less Kong at url.
@@ -35,6 +40,9 @@ func (g *DBLessGateway) Protocol() string { return ProtocolDBLess }
 
 // Sync implements Gateway.
 func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
+	if g.Router != "" && g.Router != "expressions" && hasExpressionRoutes(t.State) {
+		return fmt.Errorf("gateway %s uses the %s router: configuration rendered for the expressions router, to be rendered again", g.url, g.Router)
+	}
 	renderStart := time.Now()
 	body, err := t.DBLessBody()
 	if err != nil {
@@ -51,6 +59,22 @@ func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 		return fromDBLessRejection(g.url, rej, t.State)
 	}
 	return err
+}
+
+// hasExpressionRoutes reports whether s was rendered for the expressions router: a route
+// carries an expression (routes of the traditional flavors never do).
+func hasExpressionRoutes(s *kongstate.State) bool {
+	if s == nil {
+		return false
+	}
+	for _, svc := range s.Services {
+		for _, r := range svc.Routes {
+			if r.Expression != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fromDBLessRejection maps the entities Kong refused to their objects: by their tags, or, for

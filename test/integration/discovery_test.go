@@ -286,6 +286,32 @@ func TestGatewayDiscoveryStandbyLearnsTheRouter(t *testing.T) {
 	}
 }
 
+// A gateway discovered on another router than the others (a Kong moved off the expressions
+// router Pod by Pod) is not sent the configuration rendered for the expressions router, which
+// it would refuse whole: it waits for the round its answer asked for, and takes that one.
+func TestGatewayDiscoveryNewGatewayOnAnotherRouter(t *testing.T) {
+	ns := newNamespace(t)
+	addrs := hostAddresses(t, 2)
+	cert, caFile := adminTLS(t, "kong-admin", ns)
+	expr := startGateway(t, kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: kongemu.RouterExpressions}), addrs[0], cert)
+	compat := startGateway(t, kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: kongemu.RouterTraditionalCompatible}), addrs[1], cert)
+	apps(t, ns, 2)
+	es := adminService(t, ns, expr)
+
+	r := discoveryReplica(t, ns, caFile, freeAddr(t))
+	r.waitFirstSync(t, time.Minute)
+	require.Equal(t, 2, routesOf(expr.emu))
+	require.NotNil(t, expr.emu.Entities("routes")[0]["expression"], "rendered for the expressions router")
+
+	es.Endpoints = append(es.Endpoints, gatewayEndpoint(ns, compat))
+	require.NoError(t, admin.Update(context.Background(), es))
+	require.Eventually(t, func() bool { return routesOf(compat.emu) == 2 }, 30*time.Second, 20*time.Millisecond, r.logs.String())
+	require.Nil(t, compat.emu.Entities("routes")[0]["expression"], "rendered for its router")
+	require.False(t, r.logs.contains("gateway rejected the configuration", compat.url()), r.logs.String())
+	require.Eventually(t, func() bool { return routesOf(expr.emu) == 2 && expr.emu.Entities("routes")[0]["expression"] == nil },
+		30*time.Second, 20*time.Millisecond, "the same configuration for both: the traditional fields, which the expressions router takes too")
+}
+
 // Gateways sharing one database (three listeners over one emulator): exactly one receives the
 // writes; when it goes, another takes over, and nothing is written twice.
 func TestGatewayDiscoveryDatabaseHasOneWriter(t *testing.T) {

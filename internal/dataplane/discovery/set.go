@@ -76,8 +76,9 @@ type member struct {
 	api    AdminAPI
 	client *kong.Client
 	http   *http.Client
-	gw     dataplane.Gateway // built once its database mode is known
+	gw     dataplane.Gateway // built once its database mode (and router) is known
 	db     bool
+	router string // its router flavor, which a DB-less gateway checks targets against
 	ready  bool
 	err    string // the last check's error, logged when it changes
 }
@@ -331,10 +332,12 @@ func (s *Set) check(ctx context.Context, m *member) {
 	}
 	db := root.Database
 	s.opts.Flavors.Report(m.api.URL, root.RouterFlavor)
-	if m.gw == nil || m.db != db {
-		m.db = db
+	if m.gw == nil || m.db != db || !db && m.router != root.RouterFlavor {
+		m.db, m.router = db, root.RouterFlavor
 		if !db {
-			m.gw = dataplane.NewDBLessGateway(m.api.URL, m.client, s.opts.Logger)
+			gw := dataplane.NewDBLessGateway(m.api.URL, m.client, s.opts.Logger)
+			gw.Router = root.RouterFlavor
+			m.gw = gw
 		} else if s.opts.DBMode == nil {
 			s.note(m, errors.New("gateway has a database, which this build cannot sync"))
 			return
