@@ -70,6 +70,7 @@ type Target struct {
 	Graph *translator.Graph
 
 	snapshot  *store.Snapshot // what was translated; nil for a target made by hand
+	seq       uint64          // the loop's round that translated it (debug logs); 0 when made by hand
 	fallbacks *fallbacks      // nil when fallback configuration is off
 	// renderer re-uses the bytes of entities the previous round's target rendered; nil
 	// renders everything.
@@ -577,6 +578,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	defer l.gate.release()
 	log := l.opts.Logger
 	// The requests made so far are this round's: their changes are in the cache it reads now.
+	roundStart := l.opts.Clock.Now()
 	eventAt := l.opts.Trigger.takeFirst()
 	snap, err := l.opts.Source.Snapshot(ctx)
 	if err != nil {
@@ -597,8 +599,16 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	}
 	l.target = newTarget(res, snap, fb, l.renderer)
 	l.seq++
-	if l.seq == 1 {
-		log.V(1).Info("first translation done", "took", translated.String(), "sinceStart", l.opts.Clock.Since(started).String())
+	l.target.seq = l.seq
+	if debug := log.V(1); debug.Enabled() {
+		if l.seq == 1 {
+			debug.Info("first translation done", "took", translated.String(), "sinceStart", l.opts.Clock.Since(started).String())
+		}
+		// A change's way through the controller, read by the end-to-end benchmark
+		// (test/benche2e): the first change event this round takes (zero when none, a
+		// resync), when the round began and when its translation ended.
+		debug.Info("round translated", "round", l.seq, "event", eventAt, "roundStart", roundStart,
+			"translateStart", translateStart, "translated", translateStart.Add(translated))
 	}
 	if !eventAt.IsZero() {
 		for _, g := range l.gateways {
