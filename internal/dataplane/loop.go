@@ -272,8 +272,8 @@ type Options struct {
 	// Period is the full resync period (--proxy-sync-seconds). Default 3s.
 	Period time.Duration
 	// Quiet is how long the loop waits for a burst of change events to end before it syncs,
-	// when a round ran less than Quiet ago; a change after a quiet period is translated at
-	// once. Default 50ms.
+	// when a round that took change events ran less than Quiet ago; a change after a quiet
+	// period (or right after a resync) is translated at once. Default 50ms.
 	Quiet time.Duration
 	// MaxDelay bounds that wait, so a steady stream of changes still syncs. Default 1s.
 	MaxDelay time.Duration
@@ -321,8 +321,10 @@ type Loop struct {
 	mu      sync.Mutex
 	pending []string // gateways that have not taken a configuration yet, for readiness
 
-	// roundEnded is when the last round ended: a change within Quiet of it is coalesced
-	// with those that follow; one after it is translated at once.
+	// roundEnded is when the last round that took change events ended: a change within
+	// Quiet of it is coalesced with those that follow; one after it is translated at once.
+	// A round that took none (the start's, a resync, a retry) does not count: a change right
+	// after it is no burst.
 	roundEnded time.Time
 	// renderer keeps the rendered entities of the round targets' configurations.
 	renderer *kongstate.Renderer
@@ -619,7 +621,9 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	}
 	skipped := l.dispatchStale(ctx, started)
 	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, GatewayAPI: res.Gateway, Gateways: skipped, Translated: true, TranslationDuration: translated})
-	l.roundEnded = l.opts.Clock.Now()
+	if !eventAt.IsZero() {
+		l.roundEnded = l.opts.Clock.Now()
+	}
 }
 
 // dispatchStale starts a sync of the current target on every gateway that does not hold it,
