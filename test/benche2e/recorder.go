@@ -82,13 +82,14 @@ func (k *recordingKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case isConfig:
-		body, err := io.ReadAll(r.Body)
+		body, release, err := readBody(r)
 		at := time.Now()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		k.record(began, at, body)
+		release()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte("{}"))
@@ -119,12 +120,8 @@ func (k *recordingKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (k *recordingKong) record(began, at time.Time, body []byte) {
 	// konductor sends the configuration as a string, {"config": "..."}, as Kong accepts it;
 	// Kong's configuration_hash is then the md5 of that string.
-	var wrapped struct {
-		Config *string `json:"config"`
-	}
-	if json.Unmarshal(body, &wrapped) == nil && wrapped.Config != nil {
-		body = []byte(*wrapped.Config)
-	}
+	body, release := configOf(body)
+	defer release()
 	sum := md5.Sum(body) //nolint:gosec // Kong's configuration_hash, not a security check
 	p := push{at: at, began: began, digest: hex.EncodeToString(sum[:])}
 	k.mu.Lock()
