@@ -353,6 +353,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		profiled <- nil
 	}
 	cpuAtChanges := readCPUTimes()
+	apiServerCPU, etcdCPU = childrenCPUSeconds("kube-apiserver"), childrenCPUSeconds("etcd")
 	made, err := makeChanges(ctx, c, kong, cfg)
 	if err != nil {
 		return res, err
@@ -372,6 +373,8 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		stamps = append(stamps, changeStamps{at: ch.at, answered: ch.answered, kongBegan: by.began, kongAt: by.at})
 	}
 	res.ChangeMachine = machineShare(cpuAtChanges, readCPUTimes())
+	res.ChangeMachine.APIServerCPUSeconds = childrenCPUSeconds("kube-apiserver") - apiServerCPU
+	res.ChangeMachine.EtcdCPUSeconds = childrenCPUSeconds("etcd") - etcdCPU
 	if proc, err := readProc(cmd.Process.Pid); err == nil {
 		res.RSSBytes, res.PeakRSSBytes, res.CPUSeconds = proc.rss, proc.hwm, proc.cpuSeconds
 		res.RSSAnonBytes, res.RSSFileBytes = proc.rssAnon, proc.rssFile

@@ -183,6 +183,9 @@ func parseCPUTimes(line string) cpuTimes {
 type MachineShare struct {
 	Steal, Busy float64 // taken by the host for others; used by this machine's processes
 	Load1       string  // /proc/loadavg's one-minute average at the end
+	// APIServerCPUSeconds and EtcdCPUSeconds are what the kube-apiserver and etcd used over
+	// the span: the Patches, and whatever else the controller asked meanwhile (status writes).
+	APIServerCPUSeconds, EtcdCPUSeconds float64
 }
 
 func machineShare(from, to cpuTimes) MachineShare {

@@ -40,8 +40,8 @@ func (r Result) Report(w io.Writer, cfg Config) {
 	}
 	fmt.Fprintf(w, "change -> push (%d of %d seen)  p50 %s  p90 %s  max %s\n", len(r.ChangeLatencies), len(r.ChangeLatencies)+r.Missed,
 		ms(Percentile(r.ChangeLatencies, 50)), ms(Percentile(r.ChangeLatencies, 90)), ms(Percentile(r.ChangeLatencies, 100)))
-	fmt.Fprintf(w, "machine during the changes      load %s, steal %.1f%%, busy %.1f%% of CPU time (/proc/stat)\n",
-		r.ChangeMachine.Load1, r.ChangeMachine.Steal, r.ChangeMachine.Busy)
+	fmt.Fprintf(w, "machine during the changes      load %s, steal %.1f%%, busy %.1f%% of CPU time (/proc/stat); API server CPU %.2f s, etcd CPU %.2f s\n",
+		r.ChangeMachine.Load1, r.ChangeMachine.Steal, r.ChangeMachine.Busy, r.ChangeMachine.APIServerCPUSeconds, r.ChangeMachine.EtcdCPUSeconds)
 	if len(r.Stages) > 0 {
 		reportStages(w, r.Stages, len(r.ChangeLatencies)+r.Missed)
 	}
