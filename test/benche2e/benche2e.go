@@ -102,6 +102,9 @@ type Config struct {
 	Compare string
 	// Progress, when set, receives a line per step.
 	Progress io.Writer
+	// Breakdown runs the controller (the first run, not the extra starts) at debug level,
+	// unless Args set a level, so that the report tells each change's stages (breakdown.go).
+	Breakdown bool
 	// EtcdDataDir, when set, is the folder of etcd's data (a tmpfs such as /dev/shm): for
 	// analysis only, to tell how much of a change's Patch is etcd's writing. The benchmark's
 	// figures are taken with envtest's own choice, a folder under the temporary directory
@@ -312,6 +315,9 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	apiServerCPU, etcdCPU, gcs := childrenCPUSeconds("kube-apiserver"), childrenCPUSeconds("etcd"), apiServerGCs()
 	apiServerProfiled := profileAPIServer(2, cfg.APIServerCPUProfile)
+	if cfg.Breakdown && !slices.ContainsFunc(cfg.Args, func(a string) bool { return strings.HasPrefix(a, "--log-level") }) {
+		runArgs = append(runArgs, "--log-level=debug")
+	}
 	ctl, err := launch(cfg.Binary, append(runArgs, cfg.Args...), startRecordingEnv(cfg, ""), res.LogFile)
 	if err != nil {
 		return res, err

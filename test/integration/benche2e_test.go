@@ -39,7 +39,7 @@ func TestBenchE2ESmall(t *testing.T) {
 		StartTrace: filepath.Join(t.TempDir(), "start.trace"), Settle: time.Second,
 		APIServerCPUProfile: filepath.Join(t.TempDir(), "apiserver.pb.gz"),
 		// The debug lines the per-stage breakdown is read from.
-		Args: []string{"--log-level=debug"},
+		Breakdown: true,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
