@@ -53,8 +53,8 @@ func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 	if out != dbless.Unchanged && debug.Enabled() {
 		debug.Info("configuration sent", "gateway", g.url, "outcome", out.String(), "bytes", body.Len(),
 			"render", pushStart.Sub(renderStart).String(), "push", time.Since(pushStart).String(),
-			"round", t.seq, "syncStart", renderStart, "postStart", post.Start, "postWritten", post.Written,
-			"postAnswered", post.Answered, "connReused", post.Reused)
+			"round", t.seq, "syncStart", renderStart, "postStart", post.Start(), "postWritten", post.Written(),
+			"postAnswered", post.Answered(), "connReused", post.Reused())
 	}
 	var rej *dbless.RejectedError
 	if errors.As(err, &rej) {

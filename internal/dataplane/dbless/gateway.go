@@ -310,7 +310,7 @@ func (g *Gateway) reloadConfig(ctx context.Context, body kongstate.Body) error {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if trace != nil {
-		trace.Answered = time.Now()
+		trace.answered = time.Now()
 	}
 	if err != nil {
 		return fmt.Errorf("could not read /config %d status response body: %w", resp.StatusCode, err)
