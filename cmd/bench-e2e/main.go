@@ -3,7 +3,7 @@
 // target passes (N, K, SECRETS, STATUS, KONG).
 //
 //	bench-e2e --binary bin/konductor --assets DIR [--ingresses 3000] [--changes 20]
-//	    [--secrets 0] [--status on|off] [--kong record|emulator] [--interval 500ms] [--heap-profile FILE] [--cpu-profile FILE] [--start-cpu-profile FILE] [--start-trace FILE] [--settle 10s] [--apiserver-cpu-profile FILE]
+//	    [--secrets 0] [--status on|off] [--kong record|emulator] [--interval 500ms] [--heap-profile FILE] [--cpu-profile FILE] [--start-cpu-profile FILE] [--start-trace FILE] [--settle 10s] [--apiserver-cpu-profile FILE] [--etcd-data-dir DIR] [--breakdown=false]
 package main
 
 import (
@@ -67,6 +67,8 @@ func run() error {
 	flag.StringVar(&cfg.LogDir, "log-dir", "", "folder for the controller's log (a temporary one by default)")
 	flag.IntVar(&cfg.Starts, "starts", envInt("STARTS", 0), "more starts of the controller after the run, each measured to its first complete push (no objects created again)")
 	flag.StringVar(&cfg.Compare, "compare", os.Getenv("COMPARE"), "a second binary (or a script exec'ing one with other flags): the extra starts alternate between it and --binary, it first")
+	flag.BoolVar(&cfg.Breakdown, "breakdown", os.Getenv("BREAKDOWN") != "off", "run the controller at debug level (unless the controller's flags after -- set a level) and report each change's stages (BREAKDOWN=off: not)")
+	flag.StringVar(&cfg.EtcdDataDir, "etcd-data-dir", "", "for analysis only: keep etcd's data in a folder under this one (a tmpfs such as /dev/shm) instead of envtest's (the temporary directory); envtest runs etcd with --unsafe-no-fsync either way")
 	flag.Parse()
 	switch status {
 	case "on":

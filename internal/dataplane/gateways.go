@@ -49,10 +49,20 @@ func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 		return fmt.Errorf("rendering declarative configuration: %w", err)
 	}
 	pushStart := time.Now()
+	debug := g.log.V(1)
+	var post *dbless.PostTrace
+	if debug.Enabled() {
+		// When each part of the POST happened, for the debug line below: what the
+		// end-to-end benchmark reads a change's way to Kong from (test/benche2e).
+		post = &dbless.PostTrace{}
+		ctx = dbless.WithPostTrace(ctx, post)
+	}
 	out, err := g.gw.PushBody(ctx, body)
-	if out != dbless.Unchanged {
-		g.log.V(1).Info("configuration sent", "gateway", g.url, "outcome", out.String(), "bytes", body.Len(),
-			"render", pushStart.Sub(renderStart).String(), "push", time.Since(pushStart).String())
+	if out != dbless.Unchanged && debug.Enabled() {
+		debug.Info("configuration sent", "gateway", g.url, "outcome", out.String(), "bytes", body.Len(),
+			"render", pushStart.Sub(renderStart).String(), "push", time.Since(pushStart).String(),
+			"round", t.seq, "syncStart", renderStart, "postStart", post.Start(), "postWritten", post.Written(),
+			"postAnswered", post.Answered(), "connReused", post.Reused())
 	}
 	var rej *dbless.RejectedError
 	if errors.As(err, &rej) {

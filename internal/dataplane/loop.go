@@ -70,6 +70,7 @@ type Target struct {
 	Graph *translator.Graph
 
 	snapshot  *store.Snapshot // what was translated; nil for a target made by hand
+	seq       uint64          // the loop's round that translated it (debug logs); 0 when made by hand
 	fallbacks *fallbacks      // nil when fallback configuration is off
 	// renderer re-uses the bytes of entities the previous round's target rendered; nil
 	// renders everything.
@@ -271,8 +272,8 @@ type Options struct {
 	// Period is the full resync period (--proxy-sync-seconds). Default 3s.
 	Period time.Duration
 	// Quiet is how long the loop waits for a burst of change events to end before it syncs,
-	// when a round ran less than Quiet ago; a change after a quiet period is translated at
-	// once. Default 50ms.
+	// when a round that took change events ran less than Quiet ago; a change after a quiet
+	// period (or right after a resync) is translated at once. Default 50ms.
 	Quiet time.Duration
 	// MaxDelay bounds that wait, so a steady stream of changes still syncs. Default 1s.
 	MaxDelay time.Duration
@@ -320,8 +321,10 @@ type Loop struct {
 	mu      sync.Mutex
 	pending []string // gateways that have not taken a configuration yet, for readiness
 
-	// roundEnded is when the last round ended: a change within Quiet of it is coalesced
-	// with those that follow; one after it is translated at once.
+	// roundEnded is when the last round that took change events ended: a change within
+	// Quiet of it is coalesced with those that follow; one after it is translated at once.
+	// A round that took none (the start's, a resync, a retry) does not count: a change right
+	// after it is no burst.
 	roundEnded time.Time
 	// renderer keeps the rendered entities of the round targets' configurations.
 	renderer *kongstate.Renderer
@@ -577,6 +580,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	defer l.gate.release()
 	log := l.opts.Logger
 	// The requests made so far are this round's: their changes are in the cache it reads now.
+	roundStart := l.opts.Clock.Now()
 	eventAt := l.opts.Trigger.takeFirst()
 	snap, err := l.opts.Source.Snapshot(ctx)
 	if err != nil {
@@ -597,8 +601,16 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	}
 	l.target = newTarget(res, snap, fb, l.renderer)
 	l.seq++
-	if l.seq == 1 {
-		log.V(1).Info("first translation done", "took", translated.String(), "sinceStart", l.opts.Clock.Since(started).String())
+	l.target.seq = l.seq
+	if debug := log.V(1); debug.Enabled() {
+		if l.seq == 1 {
+			debug.Info("first translation done", "took", translated.String(), "sinceStart", l.opts.Clock.Since(started).String())
+		}
+		// A change's way through the controller, read by the end-to-end benchmark
+		// (test/benche2e): the first change event this round takes (zero when none, a
+		// resync), when the round began and when its translation ended.
+		debug.Info("round translated", "round", l.seq, "event", eventAt, "roundStart", roundStart,
+			"translateStart", translateStart, "translated", translateStart.Add(translated))
 	}
 	if !eventAt.IsZero() {
 		for _, g := range l.gateways {
@@ -609,7 +621,9 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	}
 	skipped := l.dispatchStale(ctx, started)
 	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, GatewayAPI: res.Gateway, Gateways: skipped, Translated: true, TranslationDuration: translated})
-	l.roundEnded = l.opts.Clock.Now()
+	if !eventAt.IsZero() {
+		l.roundEnded = l.opts.Clock.Now()
+	}
 }
 
 // dispatchStale starts a sync of the current target on every gateway that does not hold it,

@@ -102,6 +102,15 @@ type Config struct {
 	Compare string
 	// Progress, when set, receives a line per step.
 	Progress io.Writer
+	// Breakdown runs the controller (the first run, not the extra starts) at debug level,
+	// unless Args set a level, so that the report tells each change's stages (breakdown.go).
+	Breakdown bool
+	// EtcdDataDir, when set, is the folder of etcd's data (a tmpfs such as /dev/shm): for
+	// analysis only, to tell how much of a change's Patch is etcd's writing. The benchmark's
+	// figures are taken with envtest's own choice, a folder under the temporary directory
+	// (the machine's disk), with --unsafe-no-fsync (envtest turns it on for every etcd that
+	// knows it, 3.5 and later): a cluster's etcd, which syncs its writes, answers slower.
+	EtcdDataDir string
 }
 
 // Result is what a run measured.
@@ -134,6 +143,14 @@ type Result struct {
 	LogFile          string
 	// StartSamples are the extra starts (Config.Starts), in the order made.
 	StartSamples []StartSample
+	// Stages are the changes' ways to Kong stage by stage (breakdown.go), of the changes
+	// that could be told apart; none unless the controller logged at debug level.
+	Stages []ChangeStages
+	// Etcd is etcd's data folder and fsync setting, as its command line says.
+	Etcd string
+	// ChangeMachine is how the machine's CPU went while the changes were made and carried:
+	// the host's steal time says whether this was one of its slow phases.
+	ChangeMachine MachineShare
 }
 
 // StartSample is one extra start: its binary, process start -> first complete push, and the
@@ -181,6 +198,14 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	env.ControlPlaneStartTimeout = 3 * time.Minute
 	// envtest's default Service range is a /24: room for 10,000 Services and more.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
+	if cfg.EtcdDataDir != "" {
+		dir, err := os.MkdirTemp(cfg.EtcdDataDir, "bench-e2e-etcd-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: dir}
+	}
 	if cfg.APIServerLog != "" {
 		apiLog, err := os.Create(cfg.APIServerLog)
 		if err != nil {
@@ -217,7 +242,8 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	progress("API server up; creating %d Ingresses, Services and EndpointSlices and %d Secrets", cfg.Ingresses, cfg.Secrets)
+	res.Etcd = etcdSettings(childCmdline("etcd"))
+	progress("API server up (etcd: %s); creating %d Ingresses, Services and EndpointSlices and %d Secrets", res.Etcd, cfg.Ingresses, cfg.Secrets)
 	if err := createObjects(ctx, c, cfg.Ingresses, cfg.Secrets); err != nil {
 		return res, err
 	}
@@ -289,6 +315,9 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	apiServerCPU, etcdCPU, gcs := childrenCPUSeconds("kube-apiserver"), childrenCPUSeconds("etcd"), apiServerGCs()
 	apiServerProfiled := profileAPIServer(2, cfg.APIServerCPUProfile)
+	if cfg.Breakdown && !slices.ContainsFunc(cfg.Args, func(a string) bool { return strings.HasPrefix(a, "--log-level") }) {
+		runArgs = append(runArgs, "--log-level=debug")
+	}
 	ctl, err := launch(cfg.Binary, append(runArgs, cfg.Args...), startRecordingEnv(cfg, ""), res.LogFile)
 	if err != nil {
 		return res, err
@@ -329,10 +358,13 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	} else {
 		profiled <- nil
 	}
+	cpuAtChanges := readCPUTimes()
+	apiServerCPU, etcdCPU = childrenCPUSeconds("kube-apiserver"), childrenCPUSeconds("etcd")
 	made, err := makeChanges(ctx, c, kong, cfg)
 	if err != nil {
 		return res, err
 	}
+	var stamps []changeStamps
 	for _, ch := range made {
 		at, err := waitFor(ctx, kong, exited, time.Until(ch.at.Add(changeTimeout)), func() (time.Time, bool) {
 			t := kong.carriedAt(ch.host)
@@ -343,7 +375,12 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 			continue
 		}
 		res.ChangeLatencies = append(res.ChangeLatencies, at.Sub(ch.at))
+		by := kong.carriedBy(ch.host)
+		stamps = append(stamps, changeStamps{at: ch.at, answered: ch.answered, kongBegan: by.began, kongAt: by.at})
 	}
+	res.ChangeMachine = machineShare(cpuAtChanges, readCPUTimes())
+	res.ChangeMachine.APIServerCPUSeconds = childrenCPUSeconds("kube-apiserver") - apiServerCPU
+	res.ChangeMachine.EtcdCPUSeconds = childrenCPUSeconds("etcd") - etcdCPU
 	if proc, err := readProc(cmd.Process.Pid); err == nil {
 		res.RSSBytes, res.PeakRSSBytes, res.CPUSeconds = proc.rss, proc.hwm, proc.cpuSeconds
 		res.RSSAnonBytes, res.RSSFileBytes = proc.rssAnon, proc.rssFile
@@ -375,6 +412,10 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	res.PushesAfterFirst = res.Pushes - pushesAtFirst
 	res.Unserved = kong.unserved()
 	stop()
+	// After the stop: every line of the changes' pushes has been written.
+	if res.Stages, err = breakdown(res.LogFile, stamps); err != nil {
+		return res, err
+	}
 	for i := range cfg.Starts {
 		binary := cfg.Binary
 		if cfg.Compare != "" && i%2 == 0 {
@@ -543,8 +584,9 @@ func waitFor(ctx context.Context, k *recordingKong, exited <-chan error, timeout
 }
 
 type change struct {
-	host string
-	at   time.Time // just before the update was sent
+	host     string
+	at       time.Time // just before the update was sent
+	answered time.Time // the API server's answer read
 }
 
 // makeChanges changes the host of a random Ingress cfg.Changes times, at random intervals.
@@ -574,6 +616,7 @@ func makeChanges(ctx context.Context, c client.Client, kong *recordingKong, cfg 
 		if err := c.Patch(ctx, ing, client.MergeFrom(before)); err != nil {
 			return nil, fmt.Errorf("change %d: %w", i, err)
 		}
+		ch.answered = time.Now()
 		out = append(out, ch)
 	}
 	return out, nil

@@ -102,11 +102,27 @@ func parseStatParent(stat string) (name string, ppid int, err error) {
 // childrenCPUSeconds is the CPU time (utime + stime) of this process's children named name:
 // the benchmark's kube-apiserver, whose CPU the controller's lists cost too. 0 when none.
 func childrenCPUSeconds(name string) float64 {
+	total := 0.0
+	for _, pid := range children(name) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		if cpu, err := parseStatCPU(string(stat)); err == nil {
+			total += cpu
+		}
+	}
+	return total
+}
+
+// children are the pids of this process's children named name.
+func children(name string) []int {
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
-	self, total := os.Getpid(), 0.0
+	self := os.Getpid()
+	var pids []int
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
 		if err != nil {
@@ -116,13 +132,36 @@ func childrenCPUSeconds(name string) float64 {
 		if err != nil {
 			continue
 		}
-		n, ppid, err := parseStatParent(string(stat))
-		if err != nil || ppid != self || n != name {
-			continue
-		}
-		if cpu, err := parseStatCPU(string(stat)); err == nil {
-			total += cpu
+		if n, ppid, err := parseStatParent(string(stat)); err == nil && ppid == self && n == name {
+			pids = append(pids, pid)
 		}
 	}
-	return total
+	return pids
+}
+
+// childCmdline is the command line of this process's child named name, its arguments
+// separated by spaces; "" when there is none.
+func childCmdline(name string) string {
+	for _, pid := range children(name) {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil {
+			return strings.Join(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), " ")
+		}
+	}
+	return ""
+}
+
+// etcdSettings says where etcd keeps its data and whether it syncs its writes, from its
+// command line.
+func etcdSettings(cmdline string) string {
+	dir, fsync := "?", "fsync on"
+	for _, arg := range strings.Fields(cmdline) {
+		if v, ok := strings.CutPrefix(arg, "--data-dir="); ok {
+			dir = v
+		}
+		if arg == "--unsafe-no-fsync" || arg == "--unsafe-no-fsync=true" {
+			fsync = "--unsafe-no-fsync"
+		}
+	}
+	return "data in " + dir + ", " + fsync
 }

@@ -52,20 +52,20 @@ func TestPercentile(t *testing.T) {
 // The recording Kong counts hosts until a complete configuration and marks awaited hosts.
 func TestRecordingKongMarksChanges(t *testing.T) {
 	k := newRecordingKong(nil, 2)
-	k.record(time.Now(), []byte(`{"services":[{"routes":[{"hosts":["a.example.com"]}]}]}`))
+	k.record(time.Now(), time.Now(), []byte(`{"services":[{"routes":[{"hosts":["a.example.com"]}]}]}`))
 	if _, ok := k.firstCompletePush(); ok {
 		t.Fatal("one host of two counted as complete")
 	}
-	k.record(time.Now(), []byte(`{"services":[{"routes":[{"hosts":["a.example.com"]},{"hosts":["b.example.com"]}]}]}`))
+	k.record(time.Now(), time.Now(), []byte(`{"services":[{"routes":[{"hosts":["a.example.com"]},{"hosts":["b.example.com"]}]}]}`))
 	if _, ok := k.firstCompletePush(); !ok {
 		t.Fatal("two hosts of two not complete")
 	}
 	k.await("c.example.com")
-	k.record(time.Now(), []byte(`{"services":[{"routes":[{"hosts":["b.example.com"]}]}]}`))
+	k.record(time.Now(), time.Now(), []byte(`{"services":[{"routes":[{"hosts":["b.example.com"]}]}]}`))
 	if !k.carriedAt("c.example.com").IsZero() {
 		t.Fatal("host marked without a push carrying it")
 	}
-	k.record(time.Now(), []byte(`{"services":[{"routes":[{"hosts":["c.example.com"]}]}]}`))
+	k.record(time.Now(), time.Now(), []byte(`{"services":[{"routes":[{"hosts":["c.example.com"]}]}]}`))
 	if k.carriedAt("c.example.com").IsZero() {
 		t.Fatal("host not marked")
 	}

@@ -26,19 +26,26 @@ type recordingKong struct {
 	mu      sync.Mutex
 	pushes  []push
 	digest  string
-	markers map[string]time.Time // host -> first push that carried it
-	other   map[string]int       // requests to paths it does not serve, for the report
-	notify  chan struct{}        // a tick per push
+	markers map[string]carried // host -> first push that carried it
+	other   map[string]int     // requests to paths it does not serve, for the report
+	notify  chan struct{}      // a tick per push
 }
 
 type push struct {
-	at     time.Time
+	at     time.Time // the body had been read
+	began  time.Time // the request's headers had been read (the handler was called)
 	digest string
 	hosts  int // distinct route hosts in the body, counted only until a complete push is seen
 }
 
 func newRecordingKong(next http.Handler, complete int) *recordingKong {
-	return &recordingKong{next: next, complete: complete, markers: map[string]time.Time{}, other: map[string]int{}, notify: make(chan struct{}, 1)}
+	return &recordingKong{next: next, complete: complete, markers: map[string]carried{}, other: map[string]int{}, notify: make(chan struct{}, 1)}
+}
+
+// carried is when the first push that carried a marker arrived: its headers, and its whole
+// body (zero while none did).
+type carried struct {
+	began, at time.Time
 }
 
 // statusRecorder remembers the status code a handler wrote.
@@ -53,6 +60,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 }
 
 func (k *recordingKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	began := time.Now()
 	isConfig := r.Method == http.MethodPost && r.URL.Path == "/config"
 	if k.next != nil {
 		if !isConfig {
@@ -68,19 +76,20 @@ func (k *recordingKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sw := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		k.next.ServeHTTP(sw, r)
 		if sw.code < 300 {
-			k.record(time.Now(), body)
+			k.record(began, time.Now(), body)
 		}
 		return
 	}
 	switch {
 	case isConfig:
-		body, err := io.ReadAll(r.Body)
+		body, release, err := readBody(r)
 		at := time.Now()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		k.record(at, body)
+		k.record(began, at, body)
+		release()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte("{}"))
@@ -106,22 +115,19 @@ func (k *recordingKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// record keeps the push and marks every awaited host the body carries.
-func (k *recordingKong) record(at time.Time, body []byte) {
+// record keeps the push (its headers read at began, its body at at) and marks every awaited
+// host the body carries.
+func (k *recordingKong) record(began, at time.Time, body []byte) {
 	// konductor sends the configuration as a string, {"config": "..."}, as Kong accepts it;
 	// Kong's configuration_hash is then the md5 of that string.
-	var wrapped struct {
-		Config *string `json:"config"`
-	}
-	if json.Unmarshal(body, &wrapped) == nil && wrapped.Config != nil {
-		body = []byte(*wrapped.Config)
-	}
+	body, release := configOf(body)
+	defer release()
 	sum := md5.Sum(body) //nolint:gosec // Kong's configuration_hash, not a security check
-	p := push{at: at, digest: hex.EncodeToString(sum[:])}
+	p := push{at: at, began: began, digest: hex.EncodeToString(sum[:])}
 	k.mu.Lock()
 	awaited := make([]string, 0, len(k.markers))
 	for host, seen := range k.markers {
-		if seen.IsZero() {
+		if seen.at.IsZero() {
 			awaited = append(awaited, host)
 		}
 	}
@@ -131,19 +137,19 @@ func (k *recordingKong) record(at time.Time, body []byte) {
 	if !complete {
 		p.hosts = countHosts(body)
 	}
-	var carried []string
+	var carriedHosts []string
 	for _, host := range awaited {
 		if bytes.Contains(body, []byte(`"`+host+`"`)) {
-			carried = append(carried, host)
+			carriedHosts = append(carriedHosts, host)
 		}
 	}
 
 	k.mu.Lock()
 	k.pushes = append(k.pushes, p)
 	k.digest = p.digest
-	for _, host := range carried {
-		if k.markers[host].IsZero() {
-			k.markers[host] = at
+	for _, host := range carriedHosts {
+		if k.markers[host].at.IsZero() {
+			k.markers[host] = carried{began: began, at: at}
 		}
 	}
 	k.mu.Unlock()
@@ -165,11 +171,16 @@ func (k *recordingKong) completeLocked() bool {
 // await registers host as the marker of a change; carriedAt reports when a push first held it.
 func (k *recordingKong) await(host string) {
 	k.mu.Lock()
-	k.markers[host] = time.Time{}
+	k.markers[host] = carried{}
 	k.mu.Unlock()
 }
 
 func (k *recordingKong) carriedAt(host string) time.Time {
+	return k.carriedBy(host).at
+}
+
+// carriedBy is when the first push that carried host arrived (zero while none did).
+func (k *recordingKong) carriedBy(host string) carried {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.markers[host]

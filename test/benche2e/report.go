@@ -30,6 +30,7 @@ func (r Result) Report(w io.Writer, cfg Config) {
 		status = "on"
 	}
 	fmt.Fprintf(w, "Ingresses %d, unrelated 100 KB Secrets %d, status writes %s, Kong %s\n", cfg.Ingresses, cfg.Secrets, status, kong)
+	fmt.Fprintf(w, "etcd                            %s\n", r.Etcd)
 	fmt.Fprintf(w, "setup (not measured)            %s\n", r.Setup.Round(time.Millisecond))
 	fmt.Fprintf(w, "start -> first complete push    %s (controller CPU %.2f s, API server CPU %.2f s and %d collections, etcd CPU %.2f s; the API server fresh from the creations)\n",
 		ms(r.StartToFirstPush), r.CPUSecondsAtFirstPush, r.APIServerCPUSecondsAtFirstPush, r.APIServerGCsAtFirstPush, r.EtcdCPUSecondsAtFirstPush)
@@ -39,6 +40,11 @@ func (r Result) Report(w io.Writer, cfg Config) {
 	}
 	fmt.Fprintf(w, "change -> push (%d of %d seen)  p50 %s  p90 %s  max %s\n", len(r.ChangeLatencies), len(r.ChangeLatencies)+r.Missed,
 		ms(Percentile(r.ChangeLatencies, 50)), ms(Percentile(r.ChangeLatencies, 90)), ms(Percentile(r.ChangeLatencies, 100)))
+	fmt.Fprintf(w, "machine during the changes      load %s, steal %.1f%%, busy %.1f%% of CPU time (/proc/stat); API server CPU %.2f s, etcd CPU %.2f s\n",
+		r.ChangeMachine.Load1, r.ChangeMachine.Steal, r.ChangeMachine.Busy, r.ChangeMachine.APIServerCPUSeconds, r.ChangeMachine.EtcdCPUSeconds)
+	if len(r.Stages) > 0 {
+		reportStages(w, r.Stages, len(r.ChangeLatencies)+r.Missed)
+	}
 	fmt.Fprintf(w, "pushes                          %d (%d after the first complete one)\n", r.Pushes, r.PushesAfterFirst)
 	fmt.Fprintf(w, "RSS / peak                      %.0f MB / %.0f MB (now: anonymous %.0f MB, file-backed %.0f MB)\n",
 		float64(r.RSSBytes)/(1<<20), float64(r.PeakRSSBytes)/(1<<20), float64(r.RSSAnonBytes)/(1<<20), float64(r.RSSFileBytes)/(1<<20))

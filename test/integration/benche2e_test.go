@@ -38,6 +38,8 @@ func TestBenchE2ESmall(t *testing.T) {
 		// first start.
 		StartTrace: filepath.Join(t.TempDir(), "start.trace"), Settle: time.Second,
 		APIServerCPUProfile: filepath.Join(t.TempDir(), "apiserver.pb.gz"),
+		// The debug lines the per-stage breakdown is read from.
+		Breakdown: true,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -88,6 +90,24 @@ func TestBenchE2ESmall(t *testing.T) {
 		if s.FirstPush <= 0 || s.CPUSeconds <= 0 || s.PeakRSS <= 0 {
 			t.Errorf("extra start not measured: %+v", s)
 		}
+	}
+	// Every change told apart (changes 100 ms apart may share a round: the later one then is
+	// not), each one's stages adding up to no more than the slowest change (to the
+	// microsecond: the stages read the wall clock, the latencies the monotonic one).
+	if len(res.Stages) == 0 || len(res.Stages) > len(res.ChangeLatencies) {
+		t.Errorf("%d changes told apart by stage, of %d", len(res.Stages), len(res.ChangeLatencies))
+	}
+	for _, s := range res.Stages {
+		var sum time.Duration
+		for _, d := range s.Stages {
+			sum += d
+		}
+		if sum <= 0 || sum > benche2e.Percentile(res.ChangeLatencies, 100)+time.Microsecond {
+			t.Errorf("stages %v add up to %s; the slowest change took %s", s.Stages, sum, benche2e.Percentile(res.ChangeLatencies, 100))
+		}
+	}
+	if !strings.HasPrefix(res.Etcd, "data in ") || res.ChangeMachine.Load1 == "" {
+		t.Errorf("etcd's settings %q or the machine's load %q not read", res.Etcd, res.ChangeMachine.Load1)
 	}
 	if len(res.Unserved) != 0 {
 		t.Errorf("the controller asked the recording Kong what it does not serve: %v", res.Unserved)

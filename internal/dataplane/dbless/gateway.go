@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kong/go-kong/kong"
 
@@ -295,6 +296,7 @@ func (g *Gateway) reloadConfig(ctx context.Context, body kongstate.Body) error {
 		CheckHash     int `url:"check_hash,omitempty"`
 		FlattenErrors int `url:"flatten_errors,omitempty"`
 	}{CheckHash: 1, FlattenErrors: 1}
+	ctx, trace := tracePost(ctx)
 	req, err := g.client.NewRequest(http.MethodPost, "/config", params, body.Reader())
 	if err != nil {
 		return fmt.Errorf("creating new HTTP request for /config: %w", err)
@@ -307,6 +309,9 @@ func (g *Gateway) reloadConfig(ctx context.Context, body kongstate.Body) error {
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
+	if trace != nil {
+		trace.answered = time.Now()
+	}
 	if err != nil {
 		return fmt.Errorf("could not read /config %d status response body: %w", resp.StatusCode, err)
 	}
