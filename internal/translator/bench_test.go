@@ -257,13 +257,17 @@ func liveHeap() uint64 {
 }
 
 // BenchmarkRendererRetained measures what a kongstate.Renderer keeps of the last body of
-// POST /config it rendered (the escaped bytes of every service and upstream, which the next
-// body re-uses): the heap after a collection with the renderer held, less the heap without
-// it (renderer-MB), and the body's size (body-MB).
+// POST /config it rendered (the escaped bytes of every entity, which the next body re-uses):
+// the heap after a collection with the renderer held, less the heap without it
+// (renderer-MB), and the body's size (body-MB).
 func BenchmarkRendererRetained(b *testing.B) {
-	for _, n := range []int{3000, 10000} {
-		state := Build(benchdata.Snapshot(n), Options{}).State
-		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		snap *store.Snapshot
+	}{{"ingresses=3000", benchdata.Snapshot(3000)}, {"ingresses=10000", benchdata.Snapshot(10000)},
+		{"ingresses=3000/consumers=10000", consumerCluster(3000, 10000)}} {
+		state := Build(c.snap, Options{}).State
+		b.Run(c.name, func(b *testing.B) {
 			var retained, size float64
 			for b.Loop() {
 				r := &kongstate.Renderer{}
