@@ -20,18 +20,21 @@ type consumerParts struct {
 // and those that read a changed Secret (the closure) are translated as a snapshot of their
 // own, with every KongConsumerGroup, and their consumers, problems and graph edges replace
 // theirs in res; every other consumer is res's, the same pointer, so that a Renderer reuses
-// its bytes. A consumer touches no Kong service, route or plugin unless plugins name it, so
+// its bytes. A consumer touches no Kong service, route or plugin but those its plugins make, so
 // the splice is taken only where that is so; anything else is a full Build (why says why):
 //   - the changed Secrets are read by KongConsumers only, and none is a CA certificate's;
-//   - no closure KongConsumer has konghq.com/plugins, old or new (its plugins are merged
-//     with the other objects' plugin entities), is referred to by anything, or refers to
-//     anything but Secrets and KongConsumerGroups;
+//   - a closure KongConsumer with konghq.com/plugins (old or new) has the same annotation in
+//     both versions and is translated in both under the same username or custom_id: its
+//     plugin entities (merged with the other objects', KIC's combinations) are then res's,
+//     and only its problems and references are the partial translation's;
+//   - no closure KongConsumer is referred to by anything, or refers to anything but Secrets,
+//     KongConsumerGroups and (with the annotation) plugins;
 //   - no credential conflicted, in res or in the partial result, and no credential of the
 //     closure holds a value unique to one consumer (a key-auth key, ...) that another
 //     consumer holds (KIC then leaves out every consumer involved);
-//   - the partial result has nothing but consumers and consumer groups, and problems and
-//     references of the closure only, but for the consumer groups' (res's, the same:
-//     KongConsumerGroups did not change).
+//   - the partial result has nothing but consumers, consumer groups and plugins, and problems
+//     and references of the closure only, but for the consumer groups' and plugins' (res's,
+//     the same: they did not change, nor the consumers their plugins attach to).
 //
 // res is the round's result so far (the previous one, with the Kong services spliced); prev
 // is the previous round, whose KongConsumer index is the new snapshot's already.
@@ -60,25 +63,50 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 		}
 		return prev.consumers.get(k)
 	}
+	// Every plugin and ReferenceGrant: a closure consumer's plugins are translated again, so
+	// that its problems and references are a full Build's (its plugin entities are res's).
 	sub := &store.Snapshot{IngressClass: snap.IngressClass, IngressClassIsDefault: snap.IngressClassIsDefault,
-		IngressClassParameters: snap.IngressClassParameters, KongConsumerGroups: snap.KongConsumerGroups}
-	credentials := map[nsName]struct{}{}
+		IngressClassParameters: snap.IngressClassParameters, KongConsumerGroups: snap.KongConsumerGroups,
+		KongPlugins: snap.KongPlugins, KongClusterPlugins: snap.KongClusterPlugins, ReferenceGrants: snap.ReferenceGrants}
+	credentials := map[nsName]struct{}{} // the Secrets to translate with: credentials, plugins' configurations
 	subjects := make(map[node]struct{}, len(closure))
+	withPlugins := map[nsName]struct{}{} // closure consumers whose plugins must stay as they were
 	for k := range closure {
-		for _, kc := range []*kongv1.KongConsumer{oldConsumer(k), prev.consumers.get(k)} {
-			if kc == nil {
-				continue
+		old, kc := oldConsumer(k), prev.consumers.get(k)
+		plugins, hasPlugins := "", false
+		for _, c := range []*kongv1.KongConsumer{old, kc} {
+			if c != nil {
+				if list, ok := c.Annotations[annPlugins]; ok {
+					plugins, hasPlugins = list, true
+				}
 			}
-			if _, ok := kc.Annotations[annPlugins]; ok {
-				return Result{}, "a KongConsumer of the change has plugins"
+		}
+		if hasPlugins {
+			// Its plugin entities name it by username (or custom_id): they stay res's when
+			// both versions name the same plugins and the consumer is translated, under the
+			// same name, before and after (checked on the partial result below).
+			if old == nil || kc == nil || old.Annotations[annPlugins] != plugins || kc.Annotations[annPlugins] != plugins {
+				return Result{}, "a KongConsumer of the change has plugins that changed"
 			}
+			withPlugins[k] = struct{}{}
 		}
 		at := ref(gvkKongConsumer, k.ns, k.name)
 		if from := res.Graph.ReferredBy(at); len(from) > 0 {
 			return Result{}, "a KongConsumer of the change is referred to by a " + from[0].Kind
 		}
 		for _, to := range res.Graph.References(at) {
-			if !(to.Kind == gvkSecret.Kind && to.Group == "") && !(to.Kind == gvkKongConsumerGroup.Kind && to.Group == gvkKongConsumerGroup.Group) {
+			switch {
+			case to.Kind == gvkSecret.Kind && to.Group == "":
+			case to.Kind == gvkKongConsumerGroup.Kind && to.Group == gvkKongConsumerGroup.Group:
+			case hasPlugins && (to.Kind == gvkKongPlugin.Kind || to.Kind == gvkKongClusterPlugin.Kind) && to.Group == gvkKongPlugin.Group:
+				// The Secrets its configuration reads (configFrom, configPatches), so that
+				// the plugin resolves as in a full Build.
+				for _, from := range res.Graph.References(to) {
+					if from.Kind == gvkSecret.Kind && from.Group == "" {
+						credentials[nsName{from.Namespace, from.Name}] = struct{}{}
+					}
+				}
+			default:
 				return Result{}, "a KongConsumer of the change refers to a " + to.Kind
 			}
 		}
@@ -104,24 +132,47 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 	if part.parts.consumers.conflict {
 		return Result{}, "the change's credentials conflict"
 	}
-	if other := otherEntities(part.State, "Consumers", "ConsumerGroups"); other != "" {
+	if other := otherEntities(part.State, "Consumers", "ConsumerGroups", "Plugins"); other != "" {
 		return Result{}, "the change's translation makes " + other
+	}
+	// The consumers with plugins: translated before and after under the same name.
+	if len(withPlugins) > 0 {
+		idents := map[nsName]string{}
+		for i, fc := range res.State.Consumers {
+			if k := keyOf(res.parts.consumers.objs[i]); hasKey(withPlugins, k) {
+				idents[k] = consumerIdent(fc)
+			}
+		}
+		for i, fc := range part.State.Consumers {
+			k := keyOf(part.parts.consumers.objs[i])
+			if before, ok := idents[k]; ok && before == consumerIdent(fc) {
+				delete(withPlugins, k)
+			}
+		}
+		if len(withPlugins) > 0 {
+			return Result{}, "a KongConsumer of the change with plugins is translated otherwise"
+		}
+	}
+	// The consumer groups' and plugins' problems and references are res's: they did not
+	// change, nor did (above) the consumers their plugins attach to.
+	unchangedObject := func(n node) bool {
+		return n.isKind(gvkKongConsumerGroup.Group, gvkKongConsumerGroup.Kind) ||
+			n.isKind(gvkKongPlugin.Group, gvkKongPlugin.Kind) || n.isKind(gvkKongClusterPlugin.Group, gvkKongClusterPlugin.Kind)
 	}
 	var problems []Problem
 	for _, p := range part.Problems {
 		n := nodeOf(p.Object)
 		if _, in := subjects[n]; in {
 			problems = append(problems, p)
-		} else if !n.isKind(gvkKongConsumerGroup.Group, gvkKongConsumerGroup.Kind) {
-			// A KongConsumerGroup's problems are res's: the groups did not change.
+		} else if !unchangedObject(n) {
 			return Result{}, "a problem is reported on " + p.Object.String()
 		}
 	}
-	edges := newGraph() // the closure's: a KongConsumerGroup's are res's (the groups did not change)
+	edges := newGraph() // the closure's
 	for from, tos := range part.Graph.deps {
 		if _, in := subjects[from]; in {
 			edges.deps[from] = tos
-		} else if !from.isKind(gvkKongConsumerGroup.Group, gvkKongConsumerGroup.Kind) {
+		} else if !unchangedObject(from) {
 			return Result{}, from.String() + " gets a reference"
 		}
 	}
@@ -228,4 +279,9 @@ func credentialKeys(fc *file.FConsumer) []string {
 		add("oauth2", c.ClientID)
 	}
 	return out
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }
