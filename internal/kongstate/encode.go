@@ -642,3 +642,13 @@ func appendUpstream(dst []byte, u *file.FUpstream, quote bool) (_ []byte, err er
 	w.upstream(u)
 	return w.b, nil
 }
+
+// appendPlugin appends p's rendering as a top-level plugin (as json.Marshal of Content's copy
+// with fillPluginDefaults' defaults gives it), escaped as the content of a JSON string when
+// quote is set.
+func appendPlugin(dst []byte, p *file.FPlugin, quote bool) (_ []byte, err error) {
+	w := jsonAppender{b: dst, quote: quote}
+	defer w.stopped(&err)
+	w.plugin(p)
+	return w.b, nil
+}

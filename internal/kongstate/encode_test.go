@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -399,8 +400,8 @@ func TestCopiedConfigEncodesAsItsDeepCopy(t *testing.T) {
 	require.Greater(t, native, 2500, "too few configurations are encoded without a copy to check it")
 }
 
-// TestRendererMatchesDeclarativeConfigOnRandomStates renders whole States of random services
-// and upstreams with a Renderer (the hand encoder) and with State.DeclarativeConfig
+// TestRendererMatchesDeclarativeConfigOnRandomStates renders whole States of random services,
+// upstreams, consumers, consumer groups, plugins, certificates and vaults with a Renderer (the hand encoder) and with State.DeclarativeConfig
 // (encoding/json throughout): the same bytes, in both forms.
 func TestRendererMatchesDeclarativeConfigOnRandomStates(t *testing.T) {
 	f := randomFiller{t: t, r: rand.New(rand.NewPCG(3, 5))}
@@ -420,6 +421,35 @@ func TestRendererMatchesDeclarativeConfigOnRandomStates(t *testing.T) {
 			var u file.FUpstream
 			f.fill(reflect.ValueOf(&u).Elem(), 0)
 			s.Upstreams = append(s.Upstreams, &u)
+			// The other lists the Renderer keeps the bytes of, encoded by encoding/json
+			// (but plugins, by the hand encoder).
+			var c file.FConsumer
+			f.fill(reflect.ValueOf(&c).Elem(), 0)
+			c.Plugins = nil
+			c.Groups = slices.DeleteFunc(c.Groups, func(g *kong.ConsumerGroup) bool { return g == nil }) // as translated
+			s.Consumers = append(s.Consumers, &c)
+			var g file.FConsumerGroupObject
+			f.fill(reflect.ValueOf(&g).Elem(), 0)
+			s.ConsumerGroups = append(s.ConsumerGroups, &g)
+			var p file.FPlugin
+			f.fill(reflect.ValueOf(&p).Elem(), 0)
+			p.Service, p.Route, p.Consumer, p.ConsumerGroup = nil, nil, nil, nil
+			switch f.r.IntN(3) {
+			case 0:
+				p.Consumer = &kong.Consumer{ID: kong.String("c<&>")}
+			case 1:
+				p.Service, p.Route = &kong.Service{ID: kong.String("s")}, &kong.Route{ID: kong.String("r")}
+			}
+			s.Plugins = append(s.Plugins, &p)
+			var cert file.FCertificate
+			f.fill(reflect.ValueOf(&cert).Elem(), 0)
+			s.Certificates = append(s.Certificates, &cert)
+			var ca file.FCACertificate
+			f.fill(reflect.ValueOf(&ca).Elem(), 0)
+			s.CACertificates = append(s.CACertificates, &ca)
+			var v file.FVault
+			f.fill(reflect.ValueOf(&v).Elem(), 0)
+			s.Vaults = append(s.Vaults, &v)
 		}
 		want, err := s.DeclarativeConfig()
 		r := &Renderer{}

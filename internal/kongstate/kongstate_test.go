@@ -229,8 +229,8 @@ func TestRendererMatchesDeclarativeConfig(t *testing.T) {
 }
 
 // A Renderer gives State.DeclarativeConfig's bytes after any sequence of States made of
-// entities old and new, some with the same name, in any order (the body's order of names is
-// carried over from one body to the next).
+// entities old and new, some with the same sort key, in any order (the body's order of keys
+// is carried over from one body to the next), in every list whose bytes it keeps.
 func TestRendererMatchesDeclarativeConfigAfterRandomChanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 13))
 	name := func() string {
@@ -243,6 +243,44 @@ func TestRendererMatchesDeclarativeConfigAfterRandomChanges(t *testing.T) {
 		return &file.FService{Service: kong.Service{Name: kong.String(name()), Host: kong.String("h")}}
 	}
 	newUpstream := func() *file.FUpstream { return &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(name())}} }
+	newConsumer := func() *file.FConsumer {
+		c := &file.FConsumer{Consumer: kong.Consumer{CustomID: kong.String(name())},
+			KeyAuths: []*kong.KeyAuth{{Key: kong.String(name()), Tags: kong.StringSlice("k8s-name:x")}}}
+		if rng.IntN(10) > 0 { // some with a custom_id only, which go first
+			c.Username = kong.String(name())
+			c.ID = kong.String("id-" + *c.Username)
+		}
+		if rng.IntN(3) == 0 {
+			c.Groups = []*kong.ConsumerGroup{{Name: kong.String("g" + name())}, {Name: kong.String("<&>")}}
+		}
+		if rng.IntN(20) == 0 {
+			c.Plugins = []*file.FPlugin{{Plugin: kong.Plugin{Name: kong.String("acl"), Config: kong.Configuration{"uri": "\xff"}}}}
+		}
+		return c
+	}
+	newGroup := func() *file.FConsumerGroupObject {
+		return &file.FConsumerGroupObject{ConsumerGroup: kong.ConsumerGroup{Name: kong.String(name())}}
+	}
+	newPlugin := func() *file.FPlugin {
+		p := &file.FPlugin{Plugin: kong.Plugin{Name: kong.String(name()), Config: kong.Configuration{"minute": float64(rng.IntN(100))}}}
+		switch rng.IntN(3) {
+		case 0:
+			p.Consumer = &kong.Consumer{ID: kong.String(name())}
+		case 1:
+			p.Route = &kong.Route{ID: kong.String(name())}
+		}
+		return p
+	}
+	newCertificate := func() *file.FCertificate {
+		return &file.FCertificate{Cert: kong.String(name()), Key: kong.String("k"),
+			SNIs: []kong.SNI{{Name: kong.String("b.example")}, {Name: kong.String("a.example")}}}
+	}
+	newCACertificate := func() *file.FCACertificate {
+		return &file.FCACertificate{CACertificate: kong.CACertificate{Cert: kong.String(name())}}
+	}
+	newVault := func() *file.FVault {
+		return &file.FVault{Vault: kong.Vault{Prefix: kong.String(name()), Name: kong.String("env")}}
+	}
 	// Enough entities, and cores, that a body rendered whole is rendered in parallel
 	// (renderEach), whatever the machine.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
@@ -250,35 +288,36 @@ func TestRendererMatchesDeclarativeConfigAfterRandomChanges(t *testing.T) {
 	for range 2 * parallelRenderMin {
 		s.Services = append(s.Services, newService())
 		s.Upstreams = append(s.Upstreams, newUpstream())
+		s.Consumers = append(s.Consumers, newConsumer())
+	}
+	for range 20 {
+		s.ConsumerGroups = append(s.ConsumerGroups, newGroup())
+		s.Plugins = append(s.Plugins, newPlugin())
+		s.Certificates = append(s.Certificates, newCertificate())
+		s.CACertificates = append(s.CACertificates, newCACertificate())
+		s.Vaults = append(s.Vaults, newVault())
 	}
 	r := &Renderer{}
-	for step := range 120 {
+	for step := range 160 {
 		next := *s
-		next.Services, next.Upstreams = slices.Clone(s.Services), slices.Clone(s.Upstreams)
-		if step%40 == 20 { // every entity new: the whole body rendered again
-			for i := range next.Services {
-				next.Services[i] = newService()
-			}
-			for i := range next.Upstreams {
-				next.Upstreams[i] = newUpstream()
-			}
+		renew := step%40 == 20 // every entity new: the whole body rendered again
+		switch step % 40 {
+		case 30: // lists that empty and fill again
+			next.Consumers, next.Plugins, next.Vaults = nil, nil, nil
+		case 35:
+			next.Services, next.Upstreams, next.Certificates = nil, nil, nil
 		}
-		for range 1 + rng.IntN(4) {
-			switch i := rng.IntN(min(len(next.Services), len(next.Upstreams))); rng.IntN(4) {
-			case 0:
-				next.Services[i] = newService()
-			case 1:
-				next.Upstreams[i] = newUpstream()
-			case 2:
-				next.Services = slices.Delete(next.Services, i, i+1)
-				next.Upstreams = slices.Insert(next.Upstreams, i, newUpstream())
-			default:
-				next.Upstreams = slices.Delete(next.Upstreams, i, i+1)
-				next.Services = slices.Insert(next.Services, i, newService())
-			}
-		}
+		next.Services = changed(rng, next.Services, newService, renew)
+		next.Upstreams = changed(rng, next.Upstreams, newUpstream, renew)
+		next.Consumers = changed(rng, next.Consumers, newConsumer, renew)
+		next.ConsumerGroups = changed(rng, next.ConsumerGroups, newGroup, renew)
+		next.Plugins = changed(rng, next.Plugins, newPlugin, renew)
+		next.Certificates = changed(rng, next.Certificates, newCertificate, renew)
+		next.CACertificates = changed(rng, next.CACertificates, newCACertificate, renew)
+		next.Vaults = changed(rng, next.Vaults, newVault, renew)
 		if step%50 == 0 {
 			slices.SortFunc(next.Upstreams, func(a, b *file.FUpstream) int { return strings.Compare(*a.Name, *b.Name) })
+			slices.SortFunc(next.Consumers, func(a, b *file.FConsumer) int { return strings.Compare(*a.CustomID, *b.CustomID) })
 		}
 		s = &next
 		want, err := s.DeclarativeConfig()
@@ -286,7 +325,38 @@ func TestRendererMatchesDeclarativeConfigAfterRandomChanges(t *testing.T) {
 		got, err := r.DeclarativeConfig(s)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got), "step %d", step)
+		if step%4 == 0 {
+			quoted, err := r.QuotedDeclarativeConfig(s, `{"config":"`, `"}`)
+			require.NoError(t, err)
+			require.Equal(t, string(QuotedBody(want, `{"config":"`, `"}`)), quoted.String(), "step %d, quoted", step)
+		}
 	}
+}
+
+// changed is a copy of list with a few entities replaced by fresh ones, removed or added
+// (every one replaced when renew is set).
+func changed[E any](rng *rand.Rand, list []*E, fresh func() *E, renew bool) []*E {
+	list = slices.Clone(list)
+	if renew {
+		for i := range list {
+			list[i] = fresh()
+		}
+	}
+	for range rng.IntN(4) {
+		if len(list) == 0 {
+			list = append(list, fresh())
+			continue
+		}
+		switch i := rng.IntN(len(list)); rng.IntN(3) {
+		case 0:
+			list[i] = fresh()
+		case 1:
+			list = slices.Delete(list, i, i+1)
+		default:
+			list = slices.Insert(list, i, fresh())
+		}
+	}
+	return list
 }
 
 // renderEach, in parallel or not, puts each entity's bytes in its place and returns the
@@ -305,8 +375,8 @@ func TestRenderEach(t *testing.T) {
 			}
 		}
 		out := make([][]byte, n)
-		render := func(v *int) ([]byte, error) { return []byte(strconv.Itoa(*v)), nil }
-		require.NoError(t, renderEach(todo, entities, out, render))
+		render := func(k int) error { out[k] = []byte(strconv.Itoa(*entities[k])); return nil }
+		require.NoError(t, renderEach(todo, render))
 		for i := range out {
 			if i%3 == 1 {
 				require.Nil(t, out[i], "entity %d is not to render", i)
@@ -314,16 +384,16 @@ func TestRenderEach(t *testing.T) {
 				require.Equal(t, strconv.Itoa(i), string(out[i]))
 			}
 		}
-		failing := func(v *int) ([]byte, error) {
-			if *v >= n/2 && *v%3 == 0 {
-				return nil, fmt.Errorf("entity %d", *v)
+		failing := func(k int) error {
+			if v := *entities[k]; v >= n/2 && v%3 == 0 {
+				return fmt.Errorf("entity %d", v)
 			}
-			return nil, nil
+			return nil
 		}
 		first := n / 2
 		for first%3 != 0 {
 			first++
 		}
-		require.EqualError(t, renderEach(todo, entities, make([][]byte, n), failing), fmt.Sprintf("entity %d", first), "n=%d", n)
+		require.EqualError(t, renderEach(todo, failing), fmt.Sprintf("entity %d", first), "n=%d", n)
 	}
 }

@@ -10,24 +10,24 @@ import (
 	"sync"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
-	"github.com/kong/go-kong/kong"
 )
 
 // Renderer renders DeclarativeConfig bodies, byte for byte what State.DeclarativeConfig
-// gives, keeping the rendered bytes of every service and upstream of the last body: a State
-// that holds the same *file.FService or *file.FUpstream (translator.Incremental carries the
-// entities of unchanged objects over from one State to the next, in the same order) reuses
-// them. This is sound because a State is read-only once built: the same pointer always
-// renders to the same bytes. Entities are matched by walking the previous and the new lists
-// in order, not through a map, so a round costs a pointer comparison per entity. Services and
-// upstreams are most of a configuration of Ingresses; the other collections are rendered each
-// time.
+// gives, keeping the rendered bytes of every entity of the last body: services, upstreams,
+// consumers (with their credentials, and their consumer group memberships), consumer groups,
+// top-level plugins, certificates, CA certificates and vaults. A State that holds the same
+// *file.FService, *file.FConsumer, ... (translator.Incremental carries the entities of
+// unchanged objects over from one State to the next, in the same order) reuses them. This is
+// sound because a State is read-only once built: the same pointer always renders to the same
+// bytes. Entities are matched by walking the previous and the new lists in order, not through
+// a map, so a round costs a pointer comparison per entity. Licenses, rare and few, are
+// rendered each time with the body's skeleton.
 //
 // It renders the body as it is (DeclarativeConfig) or as the content of a JSON string
 // (QuotedDeclarativeConfig, what a DB-less Kong is sent), each with its own cache of entity
 // bytes, so that neither form is derived from the other by a pass over megabytes each round.
-// Services and upstreams are written by encode.go's encoder (encoding/json's bytes, directly
-// in either form); the rest of the body by encoding/json.
+// Services, upstreams and plugins are written by encode.go's encoder (encoding/json's bytes,
+// directly in either form); the other entities and the skeleton by encoding/json.
 //
 // A Renderer may be used by several goroutines (one at a time); each cache is that of the
 // body of its form rendered last.
@@ -39,19 +39,41 @@ type Renderer struct {
 
 // renderCache is the rendered entities of one form of the last body.
 type renderCache struct {
-	services  rendered[file.FService]
-	upstreams rendered[file.FUpstream]
+	services       rendered[file.FService, string]
+	upstreams      rendered[file.FUpstream, string]
+	consumers      rendered[file.FConsumer, consumerKey]
+	consumerGroups rendered[file.FConsumerGroupObject, string]
+	plugins        rendered[file.FPlugin, string]
+	certificates   rendered[file.FCertificate, string]
+	caCertificates rendered[file.FCACertificate, string]
+	vaults         rendered[file.FVault, string]
 }
 
-// rendered is a list of the last body's entities, in the State's order, with their names
-// and bytes, and their order in the body (descending names) as indexes into that list: nil
-// when two had the same name (their order then follows the State's, which may change).
-type rendered[E any] struct {
+// rendered is a list of the last body's entities, in the State's order, with their sort keys
+// and bytes, and their order in the body (Content's) as indexes into that list: nil when two
+// had equal keys (their order then follows the State's, which may change). extra is what
+// an entity adds to another list of the body (a consumer's consumer_group_consumers entries),
+// nil when no entity adds any.
+type rendered[E, K any] struct {
 	entities []*E
-	names    []string
+	keys     []K
 	bytes    [][]byte
+	extra    [][]byte
 	order    []int32
 }
+
+// collection is how one list of a State is rendered: each entity's sort key, the order of
+// keys in the body (ascending by cmp), and its bytes (render: with the comma that precedes an
+// entity in a list; extra, for the entities that add to another list, the same for what they
+// add there).
+type collection[E, K any] struct {
+	key    func(*E) K
+	cmp    func(a, b K) int
+	render func(e *E, quote bool) (own, extra []byte, err error)
+}
+
+// byNameDesc is the order of most of Content's lists: by a name, descending.
+func byNameDesc(a, b string) int { return strings.Compare(b, a) }
 
 // maxInserted is how many new entities a body's order takes by insertion into the previous
 // one's before the whole list is sorted again instead.
@@ -61,20 +83,17 @@ const maxInserted = 64
 // among the previous one's: a round changes a few entities, which shift the others by a few.
 const reuseWindow = 16
 
-// The placeholder service and upstream whose bytes in the body's skeleton are replaced by
-// the rendered entities. Their names cannot be Kubernetes-derived ones (those have no spaces).
-var (
-	markerService  = file.FService{Service: kong.Service{Name: kong.String("konductor placeholder service")}}
-	markerUpstream = file.FUpstream{Upstream: kong.Upstream{Name: kong.String("konductor placeholder upstream")}}
-)
-
 // renderAll renders every entity of list, re-using the bytes of prev's where the entity is
 // the same pointer (found by walking both lists in order, which is a State's stable order),
-// and returns their bytes in the body's order (bodyOrder) and the list as rendered. Each
+// and returns their bytes in the body's order (bodyOrder), what they add to another list in
+// the same order (the entities that add nothing left out), and the list as rendered. Each
 // entity's bytes start with the comma that separates it from the one before (splice drops
 // the first's), so that a body is made of the cached bytes alone.
-func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render func(*E) ([]byte, error)) ([][]byte, rendered[E], error) {
-	next := rendered[E]{entities: make([]*E, 0, len(list)), names: make([]string, 0, len(list)), bytes: make([][]byte, 0, len(list))}
+func renderAll[E, K any](prev rendered[E, K], list []*E, c collection[E, K], quote bool) (own, extra [][]byte, next rendered[E, K], err error) {
+	next = rendered[E, K]{entities: make([]*E, 0, len(list)), keys: make([]K, 0, len(list)), bytes: make([][]byte, 0, len(list))}
+	if prev.extra != nil {
+		next.extra = make([][]byte, 0, len(list))
+	}
 	from := make([]int32, 0, len(list)) // the index in prev of each entity re-used, -1 for a new one
 	var fresh []int                     // the indexes in next of the entities to render
 	j := 0
@@ -90,28 +109,55 @@ func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render 
 			}
 		}
 		if at >= 0 {
-			next.names = append(next.names, prev.names[at])
+			next.keys = append(next.keys, prev.keys[at])
 			next.bytes = append(next.bytes, prev.bytes[at])
 		} else {
 			fresh = append(fresh, len(next.entities))
-			next.names = append(next.names, name(e))
+			next.keys = append(next.keys, c.key(e))
 			next.bytes = append(next.bytes, nil)
+		}
+		if next.extra != nil {
+			var x []byte
+			if at >= 0 {
+				x = prev.extra[at]
+			}
+			next.extra = append(next.extra, x)
 		}
 		next.entities = append(next.entities, e)
 		from = append(from, at)
 	}
-	if err := renderEach(fresh, next.entities, next.bytes, render); err != nil {
-		return nil, rendered[E]{}, err
+	var extraMu sync.Mutex // next.extra, made by the first entity that adds to another list
+	err = renderEach(fresh, func(k int) error {
+		b, x, err := c.render(next.entities[k], quote)
+		if err != nil {
+			return err
+		}
+		next.bytes[k] = b
+		if x != nil {
+			extraMu.Lock()
+			if next.extra == nil {
+				next.extra = make([][]byte, len(next.entities))
+			}
+			next.extra[k] = x
+			extraMu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, rendered[E, K]{}, err
 	}
-	order, unique := bodyOrder(prev.order, len(prev.entities), from, next.names)
+	order, unique := bodyOrder(prev.order, len(prev.entities), from, next.keys, c.cmp)
 	if unique {
 		next.order = order
 	}
-	out := make([][]byte, len(order))
+	own = make([][]byte, len(order))
 	for i, k := range order {
-		out[i] = next.bytes[k]
+		own[i] = next.bytes[k]
+		if next.extra != nil && next.extra[k] != nil {
+			extra = append(extra, next.extra[k])
+		}
 	}
-	return out, next, nil
+	return own, extra, next, nil
 }
 
 // parallelRenderMin is how many entities to render make it worth spreading them over the
@@ -119,20 +165,19 @@ func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render 
 // translated everything again, not a round's few changed entities.
 const parallelRenderMin = 256
 
-// renderEach sets out[k] to render(entities[k]) for each k of todo. Each entity renders on
-// its own (render reads only its entity), so with many to render they are rendered on every
-// core (GOMAXPROCS), each goroutine a contiguous part of todo: out holds the same bytes in the
-// same places whatever the split. The error is that of the first entity in todo's order that
-// failed, as rendering them one after the other would return.
-func renderEach[E any](todo []int, entities []*E, out [][]byte, render func(*E) ([]byte, error)) error {
+// renderEach calls render(k) for each k of todo, which renders the k-th entity into its
+// place. Each entity renders on its own (render reads only its entity), so with many to
+// render they are rendered on every core (GOMAXPROCS), each goroutine a contiguous part of
+// todo: the same bytes land in the same places whatever the split. The error is that of the
+// first entity in todo's order that failed, as rendering them one after the other would
+// return.
+func renderEach(todo []int, render func(k int) error) error {
 	workers := min(runtime.GOMAXPROCS(0), len(todo)/(parallelRenderMin/2))
 	if len(todo) < parallelRenderMin || workers < 2 {
 		for _, k := range todo {
-			b, err := render(entities[k])
-			if err != nil {
+			if err := render(k); err != nil {
 				return err
 			}
-			out[k] = b
 		}
 		return nil
 	}
@@ -142,12 +187,10 @@ func renderEach[E any](todo []int, entities []*E, out [][]byte, render func(*E) 
 		part := todo[w*len(todo)/workers : (w+1)*len(todo)/workers]
 		wg.Go(func() {
 			for _, k := range part {
-				b, err := render(entities[k])
-				if err != nil {
+				if err := render(k); err != nil {
 					errs[w] = err
 					return
 				}
-				out[k] = b
 			}
 		})
 	}
@@ -160,13 +203,13 @@ func renderEach[E any](todo []int, entities []*E, out [][]byte, render func(*E) 
 	return nil
 }
 
-// bodyOrder is the order of names in the body (indexes, by name descending, stable), and
-// whether no two names are equal. It is derived from the previous list's order (prevOrder
+// bodyOrder is the order of keys in the body (indexes, ascending by cmp, stable), and
+// whether no two keys are equal. It is derived from the previous list's order (prevOrder
 // over prevLen entities, nil when unknown; from maps each entity to its index there, -1 for a
 // new one) when that is known and few entities are new: those that stay keep their order (the
-// same entity has the same name), and each new one is inserted where its name goes.
+// same entity has the same key), and each new one is inserted where its key goes.
 // Otherwise it sorts.
-func bodyOrder(prevOrder []int32, prevLen int, from []int32, names []string) ([]int32, bool) {
+func bodyOrder[K any](prevOrder []int32, prevLen int, from []int32, keys []K, cmp func(a, b K) int) ([]int32, bool) {
 	var fresh []int32
 	for k, f := range from {
 		if f < 0 {
@@ -176,9 +219,9 @@ func bodyOrder(prevOrder []int32, prevLen int, from []int32, names []string) ([]
 		}
 	}
 	if prevOrder == nil || len(fresh) > maxInserted {
-		order := sortedByNameDesc(names)
+		order := sortedBy(keys, cmp)
 		for i := 1; i < len(order); i++ {
-			if names[order[i-1]] == names[order[i]] {
+			if cmp(keys[order[i-1]], keys[order[i]]) == 0 {
 				return order, false
 			}
 		}
@@ -193,17 +236,17 @@ func bodyOrder(prevOrder []int32, prevLen int, from []int32, names []string) ([]
 			nextOf[f] = int32(k)
 		}
 	}
-	order := make([]int32, 0, len(names))
+	order := make([]int32, 0, len(keys))
 	for _, p := range prevOrder {
 		if k := nextOf[p]; k >= 0 {
 			order = append(order, k)
 		}
 	}
 	for _, k := range fresh {
-		n := names[k]
-		at, _ := slices.BinarySearchFunc(order, n, func(o int32, n string) int { return strings.Compare(n, names[o]) })
-		if at < len(order) && names[order[at]] == n {
-			return bodyOrder(nil, 0, from, names) // a name twice: sorted
+		key := keys[k]
+		at, _ := slices.BinarySearchFunc(order, key, func(o int32, key K) int { return cmp(keys[o], key) })
+		if at < len(order) && cmp(keys[order[at]], key) == 0 {
+			return bodyOrder(nil, 0, from, keys, cmp) // a key twice: sorted
 		}
 		order = slices.Insert(order, at, k)
 	}
@@ -240,7 +283,7 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 		}
 		return BodyOf(QuotedBody(b, prefix, suffix)), nil
 	}
-	if s == nil || len(s.Services) == 0 || len(s.Upstreams) == 0 || len(s.CustomEntities) > 0 || len(s.CertificateAlts) > 0 {
+	if s == nil || len(s.CustomEntities) > 0 || len(s.CertificateAlts) > 0 {
 		// Custom entities and alternative certificates are spliced into the body by
 		// DeclarativeConfig itself.
 		return whole()
@@ -254,39 +297,85 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	svcs, services, err := renderAll(cache.services, s.Services, func(svc *file.FService) string { return str(svc.Name) },
-		func(svc *file.FService) ([]byte, error) { return renderEntity(svc, quote, appendService) })
+
+	// Each list's entities, and a placeholder in the body's skeleton where they go (none
+	// for an empty list, which the body leaves out).
+	rest := *s
+	rest.Services, rest.Upstreams, rest.Consumers, rest.ConsumerGroups = nil, nil, nil, nil
+	rest.Plugins, rest.Certificates, rest.CACertificates, rest.Vaults = nil, nil, nil, nil
+	c := rest.Content()
+	var p placement
+	_, err := place(&p, &cache.services, s.Services, serviceCollection, quote, markerService, &c.Services)
+	if err == nil {
+		_, err = place(&p, &cache.upstreams, s.Upstreams, upstreamCollection, quote, markerUpstream, &c.Upstreams)
+	}
+	var memberships [][]byte // what the consumers add to consumer_group_consumers
+	if err == nil {
+		memberships, err = place(&p, &cache.consumers, s.Consumers, consumerCollection, quote, markerConsumer, &c.Consumers)
+	}
+	if err == nil {
+		_, err = place(&p, &cache.consumerGroups, s.ConsumerGroups, consumerGroupCollection, quote, markerConsumerGroup, &c.ConsumerGroups)
+	}
+	if err == nil {
+		_, err = place(&p, &cache.plugins, s.Plugins, pluginCollection, quote, markerPlugin, &c.Plugins)
+	}
+	if err == nil {
+		_, err = place(&p, &cache.certificates, s.Certificates, certificateCollection, quote, markerCertificate, &c.Certificates)
+	}
+	if err == nil {
+		_, err = place(&p, &cache.caCertificates, s.CACertificates, caCertificateCollection, quote, markerCACertificate, &c.CACertificates)
+	}
+	if err == nil {
+		_, err = place(&p, &cache.vaults, s.Vaults, vaultCollection, quote, markerVault, &c.Vaults)
+	}
 	if err != nil {
 		return Body{}, err
 	}
-	ups, upstreams, err := renderAll(cache.upstreams, s.Upstreams, func(u *file.FUpstream) string { return str(u.Name) },
-		func(u *file.FUpstream) ([]byte, error) { return renderEntity(u, quote, appendUpstream) })
-	if err != nil {
-		return Body{}, err
-	}
-	cache.services, cache.upstreams = services, upstreams
-	if len(svcs) == 0 || len(ups) == 0 {
-		return whole()
+	if len(p.markers) == 0 {
+		return whole() // nothing but licenses, or an empty configuration (the stub upstream)
 	}
 
-	// The rest of the body, with one placeholder service and upstream.
-	rest := *s
-	rest.Services, rest.Upstreams = nil, nil
-	c := rest.Content()
-	c.Services, c.Upstreams = []file.FService{markerService}, []file.FUpstream{markerUpstream}
-	skeleton, err := marshal(dbless(c, true))
+	// The rest of the body, with the placeholders.
+	body := dbless(c, true)
+	if len(memberships) > 0 {
+		p.markers, p.entities = append(p.markers, markerMembership), append(p.entities, memberships)
+		body.ConsumerGroupConsumers = []consumerGroupConsumer{markerMembership}
+	}
+	skeleton, err := marshal(body)
 	if err != nil {
 		return Body{}, err
 	}
-	markers := make([][]byte, 2)
-	for i, m := range []any{markerService, markerUpstream} {
-		if markers[i], err = marshal(m); err != nil {
+	placeholders := make([][]byte, len(p.markers))
+	for i, m := range p.markers {
+		if placeholders[i], err = marshal(m); err != nil {
 			return Body{}, err
 		}
 	}
 	// Escaping maps each byte on its own, and a placeholder starts with '{', which no
 	// escape sequence holds: the escaped placeholder is found where the placeholder was.
-	return splice(prefix, skeleton, suffix, markers, [][][]byte{svcs, ups})
+	return splice(prefix, skeleton, suffix, placeholders, p.entities)
+}
+
+// placement is the placeholders of a body's skeleton and the entities that replace each.
+type placement struct {
+	markers  []any
+	entities [][][]byte
+}
+
+// place renders list (renderAll, with cache's bytes, which it replaces) and, when it holds
+// any entity, sets the skeleton's list (field) to the placeholder marker, which p notes with
+// the entities' bytes. It returns what the entities add to another list.
+func place[E, K any](p *placement, cache *rendered[E, K], list []*E, c collection[E, K], quote bool, marker E, field *[]E) ([][]byte, error) {
+	own, extra, next, err := renderAll(*cache, list, c, quote)
+	if err != nil {
+		return nil, err
+	}
+	*cache = next
+	if len(own) > 0 {
+		p.markers, p.entities = append(p.markers, marker), append(p.entities, own)
+		*field = []E{marker}
+	}
+	return extra, nil
 }
 
 // scratch holds the buffers entities are rendered into before their bytes are copied out at
@@ -305,6 +394,20 @@ func renderEntity[E any](e *E, quote bool, appendEntity func([]byte, *E, bool) (
 	}
 	*buf = b
 	return slices.Clone(b), nil
+}
+
+// renderJSON is encoding/json's bytes for v as renderEntity gives an entity's: with the
+// comma before it, escaped as the content of a JSON string when quote is set (an element
+// of a list is encoded as json.Marshal encodes it alone).
+func renderJSON(v any, quote bool) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if quote {
+		return AppendJSONStringContent([]byte{','}, b), nil
+	}
+	return append(append(make([]byte, 0, len(b)+1), ','), b...), nil
 }
 
 // AppendJSONStringContent appends b to dst escaped as the content of a JSON string (between
@@ -348,27 +451,29 @@ func AppendJSONStringContent(dst, b []byte) []byte {
 	return append(dst, b[start:]...)
 }
 
-// sortedByNameDesc is the indexes of names in Content's order: by name, descending, stable
-// (equal names in the order of the list). Names are usually unique (and a translated State's
-// services come in ascending order), so it first tries what is cheaper than sorting.
-func sortedByNameDesc(names []string) []int32 {
-	order := make([]int32, len(names))
+// sortedBy is the indexes of keys in Content's order: ascending by cmp, stable (equal keys in
+// the order of the list). Keys are usually unique (and a translated State's services come in
+// ascending order of names, the reverse of the body's), so it first tries what is cheaper
+// than sorting.
+func sortedBy[K any](keys []K, cmp func(a, b K) int) []int32 {
+	order := make([]int32, len(keys))
 	for i := range order {
 		order[i] = int32(i)
 	}
 	ascending, descending := true, true
-	for i := 1; i < len(names); i++ {
-		ascending = ascending && names[i-1] < names[i]
-		descending = descending && names[i-1] > names[i]
+	for i := 1; i < len(keys) && (ascending || descending); i++ {
+		c := cmp(keys[i-1], keys[i])
+		ascending = ascending && c < 0
+		descending = descending && c > 0
 	}
 	switch {
-	case descending:
 	case ascending:
+	case descending:
 		slices.Reverse(order)
 	default:
 		// The index breaks ties: the order is total, so an unstable sort gives the stable one.
 		slices.SortFunc(order, func(a, b int32) int {
-			if c := strings.Compare(names[b], names[a]); c != 0 {
+			if c := cmp(keys[a], keys[b]); c != 0 {
 				return c
 			}
 			return int(a - b)
@@ -377,20 +482,19 @@ func sortedByNameDesc(names []string) []int32 {
 	return order
 }
 
-// splice is prefix, then skeleton with each marker's bytes (in the order given, each found
-// once) replaced by its entities (each with its leading comma, but the first), then suffix:
-// as a Body whose pieces are the entities' own bytes.
+// splice is prefix, then skeleton with each marker's bytes (each found once, in any order)
+// replaced by its entities (each with its leading comma, but the first), then suffix: as a
+// Body whose pieces are the entities' own bytes.
 func splice(prefix string, skeleton []byte, suffix string, markers [][]byte, entities [][][]byte) (Body, error) {
-	type cut struct{ at, end int }
+	type cut struct{ at, end, k int }
 	cuts := make([]cut, len(markers))
-	size, count, from := len(prefix)+len(skeleton)+len(suffix), 3+len(markers), 0
+	size, count := len(prefix)+len(skeleton)+len(suffix), 3+len(markers)
 	for k, m := range markers {
-		i := bytes.Index(skeleton[from:], m)
-		if i < 0 || bytes.Contains(skeleton[from+i+len(m):], m) {
+		i := bytes.Index(skeleton, m)
+		if i < 0 || bytes.Contains(skeleton[i+len(m):], m) {
 			return Body{}, fmt.Errorf("rendering: placeholder %s not found once in the configuration", m)
 		}
-		cuts[k] = cut{from + i, from + i + len(m)}
-		from = cuts[k].end
+		cuts[k] = cut{i, i + len(m), k}
 		size -= len(m)
 		count += len(entities[k])
 		for n, e := range entities[k] {
@@ -400,12 +504,16 @@ func splice(prefix string, skeleton []byte, suffix string, markers [][]byte, ent
 			size += len(e)
 		}
 	}
+	slices.SortFunc(cuts, func(a, b cut) int { return a.at - b.at })
 	pieces := make([][]byte, 0, count)
 	pieces = append(pieces, []byte(prefix))
 	prev := 0
-	for k, c := range cuts {
+	for _, c := range cuts {
+		if c.at < prev {
+			return Body{}, fmt.Errorf("rendering: placeholder %s overlaps another", markers[c.k])
+		}
 		pieces = append(pieces, skeleton[prev:c.at])
-		for n, e := range entities[k] {
+		for n, e := range entities[c.k] {
 			if n == 0 {
 				e = e[1:] // no comma before the first
 			}

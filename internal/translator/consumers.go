@@ -117,6 +117,7 @@ func (b *builder) consumers() {
 			continue
 		}
 		index, value, _ := strings.Cut(k, "\x00")
+		b.parts.consumers.conflict = true
 		for _, e := range holders[k] {
 			dropped[e] = true
 			for _, u := range e.secrets {
@@ -136,6 +137,7 @@ func (b *builder) consumers() {
 		b.consumerIdents[e.obj.Namespace+"/"+e.obj.Name] = consumerIdent(e.fc)
 		b.consumerObjs = append(b.consumerObjs, e.obj)
 	}
+	b.parts.consumers.objs = b.consumerObjs
 }
 
 // consumerIdent is how plugins and group memberships name a consumer: its username, else its

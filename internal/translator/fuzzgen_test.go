@@ -745,6 +745,43 @@ func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 			}
 		}
 	}
+	// KongConsumers and Secrets (credentials), read after the rest for the same reason.
+	c.KongConsumers = append([]*kongv1.KongConsumer(nil), s.KongConsumers...)
+	c.Secrets = append([]*corev1.Secret(nil), s.Secrets...)
+	for n := g.intn(3); n > 0; n-- {
+		switch g.intn(5) {
+		case 0:
+			c.KongConsumers = append(c.KongConsumers, g.kongConsumer())
+		case 1:
+			if len(c.KongConsumers) > 0 {
+				i := g.intn(len(c.KongConsumers))
+				n := g.kongConsumer()
+				n.ObjectMeta = *c.KongConsumers[i].ObjectMeta.DeepCopy()
+				n.ResourceVersion = g.version()
+				n.Generation++
+				c.KongConsumers[i] = n
+			}
+		case 2:
+			if len(c.KongConsumers) > 0 {
+				i := g.intn(len(c.KongConsumers))
+				c.KongConsumers = append(c.KongConsumers[:i:i], c.KongConsumers[i+1:]...)
+			}
+		case 3:
+			c.Secrets = append(c.Secrets, g.secret())
+		default:
+			if len(c.Secrets) > 0 {
+				i := g.intn(len(c.Secrets))
+				if g.bool() {
+					c.Secrets = append(c.Secrets[:i:i], c.Secrets[i+1:]...)
+				} else {
+					n := g.secret()
+					n.ObjectMeta = *c.Secrets[i].ObjectMeta.DeepCopy()
+					n.ResourceVersion = g.version()
+					c.Secrets[i] = n
+				}
+			}
+		}
+	}
 	unique(&c)
 	return &c
 }

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+
 	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
@@ -38,7 +40,8 @@ import (
 // The splice is only taken where translation is provably local to the closure, and every
 // condition is checked on the objects' old and new versions and on the partial result
 // (partial, spliceable); anything else is a full Build:
-//   - only Ingresses, Services, EndpointSlices and HTTPRoutes changed (every other field of
+//   - only Ingresses, Services, EndpointSlices and HTTPRoutes changed, and KongConsumers and
+//     the Secrets they read (spliceConsumers' conditions then apply) (every other field of
 //     the Snapshot, whatever kinds are added to it later, compares equal: a Gateway,
 //     GatewayClass, ReferenceGrant, BackendTLSPolicy, plugin or Namespace label changed is a
 //     full Build), with the same Options (Now aside, unless the previous result read the
@@ -60,6 +63,10 @@ import (
 //     closure, no route name that another route has, and neither result refused a route
 //     for a taken name (the winner depends on every route).
 //
+// KongConsumers and the Secrets only they read (their credentials) may change too: those
+// changes are spliced after, on their own (spliceConsumers, incremental_consumers.go, says
+// when).
+//
 // With HTTPRoutes in the closure, the Result's Gateway API attachment (what the status
 // writers read: which routes attach to which listeners, the attachedRoutes counts, each
 // route's parents and unresolved backendRefs) is that of the whole new snapshot, made anew;
@@ -69,7 +76,8 @@ import (
 // previous one.
 //
 // A full Build gives the same Result, byte for byte once rendered, with the same problems,
-// graph and attachment (TestIncrementalMatchesBuild, TestIncrementalMatchesBuildWithHTTPRoutes).
+// graph and attachment (TestIncrementalMatchesBuild, TestIncrementalMatchesBuildWithHTTPRoutes,
+// TestIncrementalMatchesBuildWithConsumers).
 // An Incremental is used by one goroutine (the sync loop's); its Results are read-only and
 // may be read by others.
 type Incremental struct {
@@ -90,6 +98,9 @@ type IncrementalStats struct {
 	LastClosure, LastClosureRoutes int
 	// PartialRoutes counts the partial translations that translated HTTPRoutes.
 	PartialRoutes int
+	// PartialConsumers counts the partial translations that translated KongConsumers
+	// (spliceConsumers).
+	PartialConsumers int
 }
 
 // resultParts is what a Build adds to its Result for Incremental.
@@ -98,6 +109,7 @@ type resultParts struct {
 	nameTaken       bool
 	readClock       bool
 	readRustRegexes bool // the result depends on Options.RustRegexes
+	consumers       consumerParts
 }
 
 // servicePart is one Kong service of a result, with its upstream and the Ingresses whose
@@ -190,6 +202,11 @@ type incrementalRound struct {
 	slices    objectIndex[*discoveryv1.EndpointSlice]
 	slicesOf  slicesByService
 	routes    objectIndex[*gatewayv1.HTTPRoute]
+	consumers objectIndex[*kongv1.KongConsumer]
+	secrets   objectIndex[*corev1.Secret]
+	// credentialHolders is which consumer holds each unique credential value of the result
+	// (credentialKeys), made by the first consumer splice (nil before).
+	credentialHolders map[string]nsName
 
 	parts      []servicePart     // by name
 	routeOwner map[string]string // route name -> Kong service name
@@ -240,7 +257,8 @@ func indexSnapshot(snap *store.Snapshot) *incrementalRound {
 	r := &incrementalRound{snap: snap,
 		ingresses: newObjectIndex(snap.Ingresses), services: newObjectIndex(snap.Services),
 		slices: newObjectIndex(snap.EndpointSlices), slicesOf: slicesByService{},
-		routes:          newObjectIndex(snap.HTTPRoutes),
+		routes: newObjectIndex(snap.HTTPRoutes), consumers: newObjectIndex(snap.KongConsumers),
+		secrets:         newObjectIndex(snap.Secrets),
 		ingressesNaming: make(map[nsName]*smallSet[nsName], len(snap.Ingresses)),
 	}
 	for _, e := range r.ingresses.m {
@@ -489,18 +507,14 @@ func (m slicesByService) remove(es *discoveryv1.EndpointSlice) {
 	}
 }
 
-// othersUnchanged reports whether every field of b but Ingresses, Services, EndpointSlices
-// and HTTPRoutes holds what a's does (objects compared with unchanged, in any order).
-func othersUnchanged(a, b *store.Snapshot, g *Graph) bool {
+// othersUnchanged reports whether every field of b but Ingresses, Services, EndpointSlices,
+// HTTPRoutes, KongConsumers and Secrets holds what a's does (objects compared with unchanged,
+// in any order).
+func othersUnchanged(a, b *store.Snapshot) bool {
 	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	for i := 0; i < va.NumField(); i++ {
 		switch va.Type().Field(i).Name {
-		case "Ingresses", "Services", "EndpointSlices", "HTTPRoutes", "Seq", "Changes":
-			continue
-		case "Secrets":
-			if !secretsUnchanged(a.Secrets, b.Secrets, g) {
-				return false
-			}
+		case "Ingresses", "Services", "EndpointSlices", "HTTPRoutes", "KongConsumers", "Secrets", "Seq", "Changes":
 			continue
 		}
 		fa, fb := va.Field(i), vb.Field(i)
@@ -511,56 +525,30 @@ func othersUnchanged(a, b *store.Snapshot, g *Graph) bool {
 	return true
 }
 
-// secretsUnchanged reports whether the Secrets of b are those of a for translation: the
-// same, or changed where translation does not look. Translation reads a Secret by reference
-// (an edge in the graph, to missing ones too) or, for CA certificates, by label: a Secret
-// nothing referred to, without that label before or after, changes nothing (a Helm release's
-// Secret, a token).
-func secretsUnchanged(a, b []*corev1.Secret, g *Graph) bool {
-	unread := func(s *corev1.Secret) bool {
-		return s.Labels[store.CACertLabel] != "true" && g.rdepsOf(nodeOf(ref(gvkSecret, s.Namespace, s.Name))).Len() == 0
+// changedSecrets updates r's index of Secrets to objs and returns those that changed for
+// translation, each with whether it is a CA certificate's (labelled, before or after); ok is
+// false when a name is listed twice. A Secret changed where translation does not look is not
+// one of them: translation reads a Secret by reference (an edge in the graph of r's result,
+// to missing ones too) or, for CA certificates, by label, so a Secret nothing referred to,
+// without that label before or after, changes nothing (a Helm release's Secret, a token).
+func (r *incrementalRound) changedSecrets(objs []*corev1.Secret) (changed map[nsName]bool, ok bool) {
+	updated, ok := r.secrets.update(objs)
+	if !ok {
+		return nil, false
 	}
-	index := make(map[nsName]*corev1.Secret, len(a))
-	listed := 0
-	for _, s := range a {
-		if s != nil {
-			index[keyOf(s)] = s
-			listed++
-		}
+	caCert := func(s *corev1.Secret) bool { return s != nil && s.Labels[store.CACertLabel] == "true" }
+	read := func(s *corev1.Secret) bool {
+		return s != nil && (caCert(s) || r.res.Graph.rdepsOf(nodeOf(ref(gvkSecret, s.Namespace, s.Name))).Len() > 0)
 	}
-	if len(index) != listed {
-		return false // a name twice
-	}
-	matched := 0
-	for _, n := range b {
-		if n == nil {
-			continue
-		}
-		o, ok := index[keyOf(n)]
-		if ok {
-			matched++
-		}
-		if (!ok || !unchanged(o, n)) && !(unread(n) && (!ok || unread(o))) {
-			return false
-		}
-	}
-	if matched > len(index) {
-		return false // a name twice
-	}
-	if matched != len(index) {
-		seen := make(map[nsName]bool, len(b))
-		for _, n := range b {
-			if n != nil {
-				seen[keyOf(n)] = true
+	for k, old := range updated {
+		if n := r.secrets.get(k); read(n) || read(old) {
+			if changed == nil {
+				changed = map[nsName]bool{}
 			}
-		}
-		for k, o := range index {
-			if !seen[k] && !unread(o) {
-				return false
-			}
+			changed[k] = caCert(n) || caCert(old)
 		}
 	}
-	return true
+	return changed, true
 }
 
 var objectType = reflect.TypeFor[client.Object]()
@@ -628,8 +616,8 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	if prev.res.parts.nameTaken {
 		return Result{}, false, "a route name was taken"
 	}
-	if !othersUnchanged(prev.snap, snap, prev.res.Graph) {
-		return Result{}, false, "objects other than Ingresses, Services, EndpointSlices and HTTPRoutes changed"
+	if !othersUnchanged(prev.snap, snap) {
+		return Result{}, false, "objects other than Ingresses, Services, EndpointSlices, HTTPRoutes, KongConsumers and Secrets changed"
 	}
 
 	// What changed. The indexes are updated in place: from here on, a failure is a full
@@ -675,6 +663,14 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	routeChanges, ok := prev.routes.update(snap.HTTPRoutes)
 	if !ok {
 		return Result{}, false, "an HTTPRoute twice"
+	}
+	consumerChanges, ok := prev.consumers.update(snap.KongConsumers)
+	if !ok {
+		return Result{}, false, "a KongConsumer twice"
+	}
+	secretChanges, ok := prev.changedSecrets(snap.Secrets)
+	if !ok {
+		return Result{}, false, "a Secret twice"
 	}
 	oldIngress := func(k nsName) *netv1.Ingress {
 		if old, changed := ingChanges[k]; changed {
@@ -1044,7 +1040,14 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	res.State, res.Problems, res.Gateway = state, problems, gw
 	res.Graph = prev.res.Graph.replaceEdgesFrom(outEdges, part.Graph)
 	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock,
-		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes}
+		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes, consumers: prev.res.parts.consumers}
+	if len(consumerChanges) > 0 || len(secretChanges) > 0 {
+		var why string
+		if res, why = spliceConsumers(prev, snap, opts, res, consumerChanges, secretChanges); why != "" {
+			return Result{}, false, why
+		}
+		t.Stats.PartialConsumers++
+	}
 
 	// The indexes, for the next round.
 	next := prev // its indexes are updated in place
@@ -1118,17 +1121,20 @@ func (t *Incremental) spliceable(part Result, subjects map[node]struct{}) string
 	return localResult(part, func(n node) bool { _, in := subjects[n]; return in }, nil)
 }
 
-// otherEntities names a field of st other than Services and Upstreams that holds something
-// ("" when none does): a partial translation that makes more than Kong services and upstreams
-// cannot be spliced into, or assembled with, the rest's.
-func otherEntities(st *kongstate.State) string {
+// otherEntities names a field of st other than Services and Upstreams (or the fields named
+// by only, when given) that holds something ("" when none does): a partial translation that
+// makes more than Kong services and upstreams cannot be spliced into, or assembled with, the
+// rest's.
+func otherEntities(st *kongstate.State, only ...string) string {
+	if len(only) == 0 {
+		only = []string{"Services", "Upstreams"}
+	}
 	v := reflect.ValueOf(st).Elem()
 	for i := 0; i < v.NumField(); i++ {
-		switch v.Type().Field(i).Name {
-		case "Services", "Upstreams":
+		name := v.Type().Field(i).Name
+		if slices.Contains(only, name) || name == "LicensesKnown" {
+			// LicensesKnown follows from the options, the same in every part (sameOptions).
 			continue
-		case "LicensesKnown":
-			continue // follows from the options, the same in every part (sameOptions)
 		}
 		if f := v.Field(i); (f.Kind() != reflect.Slice && f.Kind() != reflect.Map) || f.Len() != 0 {
 			return v.Type().Field(i).Name

@@ -3,7 +3,6 @@ package translator
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"strings"
 	"testing"
@@ -117,38 +116,21 @@ func TestIncrementalMatchesBuildWithHTTPRoutes(t *testing.T) {
 	if testing.Short() {
 		steps = 50
 	}
-	defer func(d int) { maxGraphDepth = d }(maxGraphDepth)
-	maxGraphDepth = 3
-	var partialRoutes, full, rounds int
-	reasons := map[string]int{}
-	for i, s := range starts {
-		t.Run(s.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(i), 29))
-			ed := &editor{rng: rng, snap: s.snap, routesMostly: true}
-			inc := &Incremental{noSizeLimit: true}
-			renderer := &kongstate.Renderer{}
-			requireSameResult(t, "start", renderer, inc.Build(s.snap, s.opts), Build(s.snap, s.opts))
-			for step := 0; step < steps; step++ {
-				what := ed.edit()
-				before := inc.Stats.Full
-				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, inc.Build(ed.snap, s.opts), Build(ed.snap, s.opts))
-				if inc.Stats.Full > before {
-					reasons[inc.Stats.LastReason]++
-				}
-			}
-			partialRoutes += inc.Stats.PartialRoutes
-			full += inc.Stats.Full
-			rounds += steps
-			t.Logf("%d partial translations of HTTPRoutes, %d full", inc.Stats.PartialRoutes, inc.Stats.Full)
-			if strings.HasPrefix(s.name, "routes") && !testing.Short() {
-				// (50 short steps are too few for the ratio: the first rounds of a
-				// cluster and its occasional Gateway edits are full Builds.)
-				// Most edits there are of HTTPRoutes that nothing else shares a Kong
-				// service with.
-				require.Greater(t, inc.Stats.PartialRoutes, 2*inc.Stats.Full, "HTTPRoute changes were hardly spliced")
-			}
-		})
+	stats, reasons := matchBuildRounds(t, starts, steps, 29, func(ed *editor) { ed.routesMostly = true })
+	var partialRoutes, full int
+	for _, s := range starts {
+		st := stats[s.name]
+		partialRoutes += st.PartialRoutes
+		full += st.Full
+		if strings.HasPrefix(s.name, "routes") && !testing.Short() {
+			// (50 short steps are too few for the ratio: the first rounds of a
+			// cluster and its occasional Gateway edits are full Builds.)
+			// Most edits there are of HTTPRoutes that nothing else shares a Kong
+			// service with.
+			require.Greater(t, st.PartialRoutes, 2*st.Full, "%s: HTTPRoute changes were hardly spliced", s.name)
+		}
 	}
+	rounds := steps * len(starts)
 	t.Logf("%d rounds: %d partial translations of HTTPRoutes, %d full; full because: %v", rounds, partialRoutes, full, reasons)
 	require.Greater(t, 5*partialRoutes, rounds, "HTTPRoute changes were hardly spliced")
 }

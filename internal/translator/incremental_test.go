@@ -76,6 +76,38 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 	require.Greater(t, partial, full, "the partial path was hardly taken")
 }
 
+// matchBuildRounds makes steps random edits (by an editor that configure sets up) from each
+// start, and requires after each that Incremental's result is a full Build's. It returns each
+// start's Incremental statistics, by name, and how many full Builds each reason caused.
+func matchBuildRounds(t *testing.T, starts []translationStart, steps int, seed uint64, configure func(*editor)) (map[string]IncrementalStats, map[string]int) {
+	t.Helper()
+	defer func(d int) { maxGraphDepth = d }(maxGraphDepth)
+	maxGraphDepth = 3 // squash the graphs' chains often, so that squashing is tested too
+	stats := map[string]IncrementalStats{}
+	reasons := map[string]int{}
+	for i, s := range starts {
+		t.Run(s.name, func(t *testing.T) {
+			ed := &editor{rng: rand.New(rand.NewPCG(uint64(i), seed)), snap: s.snap}
+			configure(ed)
+			inc := &Incremental{noSizeLimit: true}
+			renderer := &kongstate.Renderer{}
+			requireSameResult(t, "start", renderer, inc.Build(s.snap, s.opts), Build(s.snap, s.opts))
+			for step := 0; step < steps; step++ {
+				what := ed.edit()
+				before := inc.Stats.Full
+				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, inc.Build(ed.snap, s.opts), Build(ed.snap, s.opts))
+				if inc.Stats.Full > before {
+					reasons[inc.Stats.LastReason]++
+				}
+			}
+			t.Logf("%d partial translations (%d of HTTPRoutes, %d of KongConsumers), %d full",
+				inc.Stats.Partial, inc.Stats.PartialRoutes, inc.Stats.PartialConsumers, inc.Stats.Full)
+			stats[s.name] = inc.Stats
+		})
+	}
+	return stats, reasons
+}
+
 // translationStart is a snapshot and the options to translate it with.
 type translationStart struct {
 	name string
@@ -151,6 +183,7 @@ func requireSameResult(t *testing.T, step string, renderer *kongstate.Renderer, 
 		require.True(t, reflect.DeepEqual(ws.Field(i).Interface(), gs.Field(i).Interface()), "%s: State.%s differs", step, ws.Type().Field(i).Name)
 	}
 	require.Equal(t, sortedNames(want.parts.services), sortedNames(got.parts.services), "%s: parts", step)
+	require.Equal(t, objectNames(want.parts.consumers.objs), objectNames(got.parts.consumers.objs), "%s: consumer parts", step)
 	require.Equal(t, attachmentString(want.Gateway), attachmentString(got.Gateway), "%s: Gateway API attachment", step)
 }
 
@@ -179,6 +212,8 @@ type editor struct {
 	rv   int
 	// routesMostly makes most edits of Gateway API objects (editRoutes).
 	routesMostly bool
+	// consumersMostly makes most edits of KongConsumers and their Secrets (editConsumers).
+	consumersMostly bool
 }
 
 func (e *editor) version() string { e.rv++; return fmt.Sprintf("rv-%d", e.rv) }
@@ -230,6 +265,9 @@ func (e *editor) edit() string {
 		if what := e.editRoutes(s); what != "" {
 			return what
 		}
+	}
+	if e.consumersMostly && e.rng.IntN(4) > 0 || e.rng.IntN(10) == 0 {
+		return e.editConsumers(s)
 	}
 	switch e.rng.IntN(17) {
 	case 0, 1:

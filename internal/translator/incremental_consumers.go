@@ -1,0 +1,287 @@
+package translator
+
+import (
+	"github.com/kong/go-database-reconciler/pkg/file"
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+
+	"github.com/konductor/konductor/internal/store"
+)
+
+// consumerParts is what a Build adds to its Result for Incremental about consumers: the
+// KongConsumer of each of State.Consumers (in its order), and whether a credential conflict
+// left consumers out.
+type consumerParts struct {
+	objs     []*kongv1.KongConsumer
+	conflict bool
+}
+
+// spliceConsumers is Incremental's splice of KongConsumer and credential Secret changes
+// (issue #13 item 2: a cluster of thousands of API-key customers): the changed KongConsumers
+// and those that read a changed Secret (the closure) are translated as a snapshot of their
+// own, with every KongConsumerGroup, and their consumers, problems and graph edges replace
+// theirs in res; every other consumer is res's, the same pointer, so that a Renderer reuses
+// its bytes. A consumer touches no Kong service, route or plugin but those its plugins make, so
+// the splice is taken only where that is so; anything else is a full Build (why says why):
+//   - the changed Secrets are read by KongConsumers only, and none is a CA certificate's;
+//   - a closure KongConsumer with konghq.com/plugins (old or new) has the same annotation in
+//     both versions and is translated in both under the same username or custom_id: its
+//     plugin entities (merged with the other objects', KIC's combinations) are then res's,
+//     and only its problems and references are the partial translation's;
+//   - no closure KongConsumer is referred to by anything, or refers to anything but Secrets,
+//     KongConsumerGroups and (with the annotation) plugins;
+//   - no credential conflicted, in res or in the partial result, and no credential of the
+//     closure holds a value unique to one consumer (a key-auth key, ...) that another
+//     consumer holds (KIC then leaves out every consumer involved);
+//   - the partial result has nothing but consumers, consumer groups and plugins, and problems
+//     and references of the closure only, but for the consumer groups' and plugins' (res's,
+//     the same: they did not change, nor the consumers their plugins attach to).
+//
+// res is the round's result so far (the previous one, with the Kong services spliced); prev
+// is the previous round, whose KongConsumer index is the new snapshot's already.
+func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options, res Result, changed map[nsName]*kongv1.KongConsumer, secrets map[nsName]bool) (Result, string) {
+	if res.parts.consumers.conflict {
+		return Result{}, "consumers' credentials conflicted"
+	}
+	closure := make(map[nsName]struct{}, len(changed)+len(secrets))
+	for k := range changed {
+		closure[k] = struct{}{}
+	}
+	for k, caCert := range secrets {
+		if caCert {
+			return Result{}, "a CA certificate's Secret changed"
+		}
+		for _, from := range res.Graph.ReferredBy(ref(gvkSecret, k.ns, k.name)) {
+			if from.Kind != gvkKongConsumer.Kind || from.Group != gvkKongConsumer.Group {
+				return Result{}, "a Secret of the change is read by a " + from.Kind
+			}
+			closure[nsName{from.Namespace, from.Name}] = struct{}{}
+		}
+	}
+	oldConsumer := func(k nsName) *kongv1.KongConsumer {
+		if old, ok := changed[k]; ok {
+			return old
+		}
+		return prev.consumers.get(k)
+	}
+	// Every plugin and ReferenceGrant: a closure consumer's plugins are translated again, so
+	// that its problems and references are a full Build's (its plugin entities are res's).
+	sub := &store.Snapshot{IngressClass: snap.IngressClass, IngressClassIsDefault: snap.IngressClassIsDefault,
+		IngressClassParameters: snap.IngressClassParameters, KongConsumerGroups: snap.KongConsumerGroups,
+		KongPlugins: snap.KongPlugins, KongClusterPlugins: snap.KongClusterPlugins, ReferenceGrants: snap.ReferenceGrants}
+	credentials := map[nsName]struct{}{} // the Secrets to translate with: credentials, plugins' configurations
+	subjects := make(map[node]struct{}, len(closure))
+	withPlugins := map[nsName]struct{}{} // closure consumers whose plugins must stay as they were
+	for k := range closure {
+		old, kc := oldConsumer(k), prev.consumers.get(k)
+		plugins, hasPlugins := "", false
+		for _, c := range []*kongv1.KongConsumer{old, kc} {
+			if c != nil {
+				if list, ok := c.Annotations[annPlugins]; ok {
+					plugins, hasPlugins = list, true
+				}
+			}
+		}
+		if hasPlugins {
+			// Its plugin entities name it by username (or custom_id): they stay res's when
+			// both versions name the same plugins and the consumer is translated, under the
+			// same name, before and after (checked on the partial result below).
+			if old == nil || kc == nil || old.Annotations[annPlugins] != plugins || kc.Annotations[annPlugins] != plugins {
+				return Result{}, "a KongConsumer of the change has plugins that changed"
+			}
+			withPlugins[k] = struct{}{}
+		}
+		at := ref(gvkKongConsumer, k.ns, k.name)
+		if from := res.Graph.ReferredBy(at); len(from) > 0 {
+			return Result{}, "a KongConsumer of the change is referred to by a " + from[0].Kind
+		}
+		for _, to := range res.Graph.References(at) {
+			switch {
+			case to.Kind == gvkSecret.Kind && to.Group == "":
+			case to.Kind == gvkKongConsumerGroup.Kind && to.Group == gvkKongConsumerGroup.Group:
+			case hasPlugins && (to.Kind == gvkKongPlugin.Kind || to.Kind == gvkKongClusterPlugin.Kind) && to.Group == gvkKongPlugin.Group:
+				// The Secrets its configuration reads (configFrom, configPatches), so that
+				// the plugin resolves as in a full Build.
+				for _, from := range res.Graph.References(to) {
+					if from.Kind == gvkSecret.Kind && from.Group == "" {
+						credentials[nsName{from.Namespace, from.Name}] = struct{}{}
+					}
+				}
+			default:
+				return Result{}, "a KongConsumer of the change refers to a " + to.Kind
+			}
+		}
+		subjects[nodeOf(at)] = struct{}{}
+		if kc := prev.consumers.get(k); kc != nil {
+			sub.KongConsumers = append(sub.KongConsumers, kc)
+			for _, name := range kc.Credentials {
+				credentials[nsName{kc.Namespace, name}] = struct{}{}
+			}
+		}
+	}
+	if len(credentials) > 0 {
+		for _, s := range snap.Secrets {
+			if s != nil {
+				if _, ok := credentials[keyOf(s)]; ok {
+					sub.Secrets = append(sub.Secrets, s)
+				}
+			}
+		}
+	}
+
+	part := build(sub, opts, nil)
+	if part.parts.consumers.conflict {
+		return Result{}, "the change's credentials conflict"
+	}
+	if other := otherEntities(part.State, "Consumers", "ConsumerGroups", "Plugins"); other != "" {
+		return Result{}, "the change's translation makes " + other
+	}
+	// The consumers with plugins: translated before and after under the same name.
+	if len(withPlugins) > 0 {
+		idents := map[nsName]string{}
+		for i, fc := range res.State.Consumers {
+			if k := keyOf(res.parts.consumers.objs[i]); hasKey(withPlugins, k) {
+				idents[k] = consumerIdent(fc)
+			}
+		}
+		for i, fc := range part.State.Consumers {
+			k := keyOf(part.parts.consumers.objs[i])
+			if before, ok := idents[k]; ok && before == consumerIdent(fc) {
+				delete(withPlugins, k)
+			}
+		}
+		if len(withPlugins) > 0 {
+			return Result{}, "a KongConsumer of the change with plugins is translated otherwise"
+		}
+	}
+	// The consumer groups' and plugins' problems and references are res's: they did not
+	// change, nor did (above) the consumers their plugins attach to.
+	unchangedObject := func(n node) bool {
+		return n.isKind(gvkKongConsumerGroup.Group, gvkKongConsumerGroup.Kind) ||
+			n.isKind(gvkKongPlugin.Group, gvkKongPlugin.Kind) || n.isKind(gvkKongClusterPlugin.Group, gvkKongClusterPlugin.Kind)
+	}
+	var problems []Problem
+	for _, p := range part.Problems {
+		n := nodeOf(p.Object)
+		if _, in := subjects[n]; in {
+			problems = append(problems, p)
+		} else if !unchangedObject(n) {
+			return Result{}, "a problem is reported on " + p.Object.String()
+		}
+	}
+	edges := newGraph() // the closure's
+	for from, tos := range part.Graph.deps {
+		if _, in := subjects[from]; in {
+			edges.deps[from] = tos
+		} else if !unchangedObject(from) {
+			return Result{}, from.String() + " gets a reference"
+		}
+	}
+
+	// Credentials unique to a consumer: those of the closure's new consumers may be held by
+	// no other consumer.
+	objs, list := res.parts.consumers.objs, res.State.Consumers
+	if prev.credentialHolders == nil {
+		prev.credentialHolders = make(map[string]nsName, len(list))
+		for i, fc := range list {
+			for _, v := range credentialKeys(fc) {
+				prev.credentialHolders[v] = keyOf(objs[i])
+			}
+		}
+	}
+	holders := prev.credentialHolders
+	for _, fc := range part.State.Consumers {
+		for _, v := range credentialKeys(fc) {
+			if k, held := holders[v]; held {
+				if _, in := closure[k]; !in {
+					return Result{}, "a credential of the change is another consumer's"
+				}
+			}
+		}
+	}
+
+	// The splice: res's consumers but the closure's, with the closure's new ones where
+	// their age puts them (sortByAge's order, which both lists are in).
+	newObjs, newList := part.parts.consumers.objs, part.State.Consumers
+	mergedObjs := make([]*kongv1.KongConsumer, 0, len(objs)+len(newObjs))
+	merged := make([]*file.FConsumer, 0, len(list)+len(newList))
+	j := 0
+	for i, o := range objs {
+		if _, in := closure[keyOf(o)]; in {
+			for _, v := range credentialKeys(list[i]) {
+				delete(holders, v)
+			}
+			continue
+		}
+		for ; j < len(newObjs) && olderThan(newObjs[j], o); j++ {
+			mergedObjs, merged = append(mergedObjs, newObjs[j]), append(merged, newList[j])
+		}
+		mergedObjs, merged = append(mergedObjs, o), append(merged, list[i])
+	}
+	mergedObjs, merged = append(mergedObjs, newObjs[j:]...), append(merged, newList[j:]...)
+	for i, fc := range newList {
+		for _, v := range credentialKeys(fc) {
+			holders[v] = keyOf(newObjs[i])
+		}
+	}
+
+	state := *res.State
+	state.Consumers = merged
+	if len(merged) == 0 {
+		state.Consumers = nil // as Build leaves it
+	}
+	kept := make([]Problem, 0, len(res.Problems)+len(problems))
+	for _, p := range res.Problems {
+		if _, in := subjects[nodeOf(p.Object)]; !in {
+			kept = append(kept, p)
+		}
+	}
+	parts := *res.parts
+	parts.consumers = consumerParts{objs: mergedObjs}
+	res.State, res.Problems, res.parts = &state, sortProblems(append(kept, problems...)), &parts
+	res.Graph = res.Graph.replaceEdgesFrom(subjects, edges)
+	return res, ""
+}
+
+// olderThan is sortByAge's order: by creation time, then namespace and name.
+func olderThan(a, b *kongv1.KongConsumer) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if ta.Before(&tb) || tb.Before(&ta) {
+		return ta.Before(&tb)
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
+}
+
+// credentialKeys are the values of fc's credentials that must be unique across consumers,
+// each with its credential type's index (consumers' conflict check).
+func credentialKeys(fc *file.FConsumer) []string {
+	var out []string
+	add := func(index string, v *string) {
+		if v != nil {
+			out = append(out, index+"\x00"+*v)
+		}
+	}
+	for _, c := range fc.KeyAuths {
+		add("key-auth", c.Key)
+	}
+	for _, c := range fc.BasicAuths {
+		add("basic-auth", c.Username)
+	}
+	for _, c := range fc.HMACAuths {
+		add("hmac-auth", c.Username)
+	}
+	for _, c := range fc.JWTAuths {
+		add("jwt", c.Key)
+	}
+	for _, c := range fc.Oauth2Creds {
+		add("oauth2", c.ClientID)
+	}
+	return out
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
+}
