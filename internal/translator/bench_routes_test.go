@@ -46,3 +46,58 @@ func BenchmarkIncrementalOneHTTPRouteChanged(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIncrementalOneGatewayRouteChanged is BenchmarkIncrementalOneHTTPRouteChanged for
+// the other route kinds, on mixedRouteCluster(3000, 300) (with GatewayAlpha): one GRPCRoute's
+// host name, one TCPRoute's backend port or one TLSRoute's host name changed per round.
+func BenchmarkIncrementalOneGatewayRouteChanged(b *testing.B) {
+	base := mixedRouteCluster(3000, 300)
+	opts := Options{GatewayAlpha: true}
+	edits := []struct {
+		kind string
+		edit func(next *store.Snapshot, i int)
+	}{
+		{"GRPCRoute", func(next *store.Snapshot, i int) {
+			k := i % len(next.GRPCRoutes)
+			r := next.GRPCRoutes[k].DeepCopy()
+			r.ResourceVersion, r.Generation = fmt.Sprint(i+2), r.Generation+1
+			r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(fmt.Sprintf("changed-%d.example.com", i))}
+			next.GRPCRoutes[k] = r
+		}},
+		{"TCPRoute", func(next *store.Snapshot, i int) {
+			k := i % len(next.TCPRoutes)
+			r := next.TCPRoutes[k].DeepCopy()
+			r.ResourceVersion, r.Generation = fmt.Sprint(i+2), r.Generation+1
+			port := gatewayv1.PortNumber(80 + i%2)
+			r.Spec.Rules[0].BackendRefs[0].Port = &port
+			next.TCPRoutes[k] = r
+		}},
+		{"TLSRoute", func(next *store.Snapshot, i int) {
+			k := i % len(next.TLSRoutes)
+			r := next.TLSRoutes[k].DeepCopy()
+			r.ResourceVersion, r.Generation = fmt.Sprint(i+2), r.Generation+1
+			r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(fmt.Sprintf("changed-%d.example.com", i))}
+			next.TLSRoutes[k] = r
+		}},
+	}
+	for _, e := range edits {
+		for _, mode := range []string{"incremental", "full"} {
+			b.Run(fmt.Sprintf("grpcroutes=3000/l4routes=300/changed=%s/%s", e.kind, mode), func(b *testing.B) {
+				benchIncrementalRoundsWith(b, mode, opts, base, func(snap *store.Snapshot, i int) *store.Snapshot {
+					next := *snap
+					next.GRPCRoutes = append([]*gatewayv1.GRPCRoute(nil), snap.GRPCRoutes...)
+					next.TCPRoutes = append([]*gatewayv1.TCPRoute(nil), snap.TCPRoutes...)
+					next.TLSRoutes = append([]*gatewayv1.TLSRoute(nil), snap.TLSRoutes...)
+					if i >= 0 {
+						e.edit(&next, i)
+					}
+					return &next
+				}, func(res Result) {
+					if len(res.State.Services) < 3000 {
+						b.Fatalf("unexpected result: %d services", len(res.State.Services))
+					}
+				})
+			})
+		}
+	}
+}

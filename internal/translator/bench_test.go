@@ -155,10 +155,15 @@ func BenchmarkIncrementalOneIngressChanged(b *testing.B) {
 // machine's other load does not inflate as it does ns/op, and fails when an incremental
 // round was a full translation.
 func benchIncrementalRounds(b *testing.B, mode string, base *store.Snapshot, edit func(*store.Snapshot, int) *store.Snapshot, check func(Result)) {
+	benchIncrementalRoundsWith(b, mode, Options{}, base, edit, check)
+}
+
+// benchIncrementalRoundsWith is benchIncrementalRounds with options.
+func benchIncrementalRoundsWith(b *testing.B, mode string, opts Options, base *store.Snapshot, edit func(*store.Snapshot, int) *store.Snapshot, check func(Result)) {
 	snap := edit(base, -1) // copies what edit changes
 	inc := &Incremental{}
 	renderer := &kongstate.Renderer{}
-	if _, err := renderer.QuotedDeclarativeConfig(inc.Build(snap, Options{}).State, `{"config":"`, `"}`); err != nil {
+	if _, err := renderer.QuotedDeclarativeConfig(inc.Build(snap, opts).State, `{"config":"`, `"}`); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -170,11 +175,11 @@ func benchIncrementalRounds(b *testing.B, mode string, base *store.Snapshot, edi
 		var res Result
 		var err error
 		if mode == "full" {
-			res = Build(snap, Options{})
+			res = Build(snap, opts)
 			_, err = res.State.DeclarativeConfig()
 		} else {
 			// What the loop renders for a DB-less Kong: the body of POST /config.
-			res = inc.Build(snap, Options{})
+			res = inc.Build(snap, opts)
 			_, err = renderer.QuotedDeclarativeConfig(res.State, `{"config":"`, `"}`)
 		}
 		if err != nil {
