@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/store"
@@ -49,7 +50,8 @@ func BenchmarkIncrementalOneHTTPRouteChanged(b *testing.B) {
 
 // BenchmarkIncrementalOneGatewayRouteChanged is BenchmarkIncrementalOneHTTPRouteChanged for
 // the other route kinds, on mixedRouteCluster(3000, 300) (with GatewayAlpha): one GRPCRoute's
-// host name, one TCPRoute's backend port or one TLSRoute's host name changed per round.
+// host name, one TCPRoute's backend port or one TLSRoute's host name changed per round, or a
+// GRPCRoute created and deleted in turn.
 func BenchmarkIncrementalOneGatewayRouteChanged(b *testing.B) {
 	base := mixedRouteCluster(3000, 300)
 	opts := Options{GatewayAlpha: true}
@@ -63,6 +65,17 @@ func BenchmarkIncrementalOneGatewayRouteChanged(b *testing.B) {
 			r.ResourceVersion, r.Generation = fmt.Sprint(i+2), r.Generation+1
 			r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(fmt.Sprintf("changed-%d.example.com", i))}
 			next.GRPCRoutes[k] = r
+		}},
+		{"GRPCRoute-created-deleted", func(next *store.Snapshot, i int) {
+			// Every other round a GRPCRoute created, then deleted: the listener's
+			// attachedRoutes change, so the whole attachment is made again (Attach).
+			if i%2 == 1 {
+				next.GRPCRoutes = next.GRPCRoutes[:len(next.GRPCRoutes)-1]
+				return
+			}
+			r := next.GRPCRoutes[0].DeepCopy()
+			r.Name, r.UID, r.ResourceVersion = fmt.Sprintf("new-%d", i), types.UID(fmt.Sprintf("uid-new-%d", i)), fmt.Sprint(i+2)
+			next.GRPCRoutes = append(next.GRPCRoutes, r)
 		}},
 		{"TCPRoute", func(next *store.Snapshot, i int) {
 			k := i % len(next.TCPRoutes)
