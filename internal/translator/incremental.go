@@ -57,8 +57,9 @@ import (
 //     are only reported as ignored), no closure route names a Service a BackendTLSPolicy
 //     targets (with GatewayAlpha), no closure Service, nor one a closure route reads,
 //     has konghq.com/plugins (a plugin of another namespace needs a
-//     ReferenceGrant, and one refused leaves no edge in the graph), and no route is in
-//     the closure under the expressions router (priorities are assigned across all routes);
+//     ReferenceGrant, and one refused leaves no edge in the graph), and no HTTPRoute or
+//     GRPCRoute is in the closure under the expressions router (priorities are assigned
+//     across all their routes; L4 routes keep their traditional fields, as TCPIngresses do);
 //   - the partial result has nothing but services and upstreams, problems only about the
 //     closure, no route name or Kong service name that another object has, and neither
 //     result refused a route for a taken name (the winner depends on every route).
@@ -817,7 +818,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		if len(routeQueue) > 0 {
 			k := routeQueue[0]
 			routeQueue = routeQueue[1:]
-			if opts.ExpressionRoutes {
+			if opts.ExpressionRoutes && expressionsPriorities(k.Kind) {
 				// The expressions router's priorities are assigned across every route.
 				return Result{}, false, aRoute(k.Kind) + " of the change under the expressions router"
 			}

@@ -21,7 +21,7 @@ import (
 // TestIncrementalMatchesBuildWithGatewayRoutes is TestIncrementalMatchesBuildWithHTTPRoutes
 // for GRPCRoutes, TCPRoutes, UDPRoutes and TLSRoutes: on the golden cases that have some and
 // on mixedRouteClusters (with and without GatewayAlpha, without which L4 routes are not
-// translated), random edits mostly of those routes (created, changed, deleted, parentRefs
+// translated, and with the expressions router), random edits mostly of those routes (created, changed, deleted, parentRefs
 // moved between listeners, backends changed, status written, a Service they name changed)
 // and now and then of HTTPRoutes, Gateways, GatewayClasses and ReferenceGrants. After each,
 // Incremental's result is a full Build's (rendered bytes, problems, graph, attachment). It
@@ -35,14 +35,16 @@ func TestIncrementalMatchesBuildWithGatewayRoutes(t *testing.T) {
 	}
 	starts = append(starts, translationStart{"mixed routes", mixedRouteCluster(40, 45), Options{GatewayAlpha: true}},
 		translationStart{"mixed routes, no GatewayAlpha", mixedRouteCluster(30, 30), Options{}},
-		translationStart{"mixed routes, BackendTLSPolicy", withBackendTLSPolicy(mixedRouteCluster(20, 30), "default", "stream-0"), Options{GatewayAlpha: true, Workspace: "ws"}})
+		translationStart{"mixed routes, BackendTLSPolicy", withBackendTLSPolicy(mixedRouteCluster(20, 30), "default", "stream-0"), Options{GatewayAlpha: true, Workspace: "ws"}},
+		translationStart{"mixed routes, expressions router", mixedRouteCluster(20, 45), Options{GatewayAlpha: true, ExpressionRoutes: true}})
 	steps := 150
 	if testing.Short() {
 		steps = 50
 	}
 	defer func(d int) { maxGraphDepth = d }(maxGraphDepth)
 	maxGraphDepth = 3
-	spliced := map[string]int{} // partial rounds by the kind edited
+	spliced := map[string]int{}            // partial rounds by the kind edited
+	splicedExpressions := map[string]int{} // the same under the expressions router
 	reasons := map[string]int{}
 	var partialRoutes, full, rounds int
 	for i, s := range starts {
@@ -62,13 +64,16 @@ func TestIncrementalMatchesBuildWithGatewayRoutes(t *testing.T) {
 				if inc.Stats.PartialRoutes > partialBefore {
 					kind, _, _ := strings.Cut(what, " ")
 					spliced[kind]++
+					if s.opts.ExpressionRoutes {
+						splicedExpressions[kind]++
+					}
 				}
 			}
 			partialRoutes += inc.Stats.PartialRoutes
 			full += inc.Stats.Full
 			rounds += steps
 			t.Logf("%d partial translations of routes, %d full", inc.Stats.PartialRoutes, inc.Stats.Full)
-			if strings.HasPrefix(s.name, "mixed") && !testing.Short() {
+			if strings.HasPrefix(s.name, "mixed") && !s.opts.ExpressionRoutes && !testing.Short() {
 				require.Greater(t, inc.Stats.PartialRoutes, 2*inc.Stats.Full, "route changes were hardly spliced")
 			}
 		})
@@ -77,6 +82,12 @@ func TestIncrementalMatchesBuildWithGatewayRoutes(t *testing.T) {
 	for _, kind := range []string{gatewayapi.KindGRPCRoute, gatewayapi.KindTCPRoute, gatewayapi.KindUDPRoute, gatewayapi.KindTLSRoute} {
 		require.Greater(t, spliced[kind], 5, "%s changes were hardly spliced", kind)
 	}
+	// Under the expressions router L4 route changes are spliced, GRPCRoute and HTTPRoute
+	// changes are not (their priorities are assigned across all routes).
+	t.Logf("spliced under the expressions router, by kind edited: %v", splicedExpressions)
+	require.Greater(t, splicedExpressions[gatewayapi.KindTCPRoute]+splicedExpressions[gatewayapi.KindUDPRoute]+splicedExpressions[gatewayapi.KindTLSRoute], 5,
+		"L4 route changes under the expressions router were hardly spliced")
+	require.Zero(t, splicedExpressions[gatewayapi.KindGRPCRoute]+splicedExpressions[gatewayapi.KindHTTPRoute])
 }
 
 // withBackendTLSPolicy adds to snap a BackendTLSPolicy targeting Service ns/name.

@@ -82,6 +82,14 @@ func aRoute(kind string) string {
 	return "a " + kind
 }
 
+// expressionsPriorities says whether the expressions router's translation of routes of kind
+// assigns priorities across all routes of the kind (HTTPRoutes, GRPCRoutes), which makes it
+// not local. TCPRoutes, UDPRoutes and TLSRoutes keep their traditional fields under that
+// router (l4Routes does not look at it, and expressionRoutes rewrites Ingress routes only).
+func expressionsPriorities(kind string) bool {
+	return kind == gatewayapi.KindHTTPRoute || kind == gatewayapi.KindGRPCRoute
+}
+
 // routeRef is the graph's reference to the route k.
 func routeRef(k gatewayapi.RouteKey) kongstate.ObjectRef {
 	return ref(routeKinds[k.Kind], k.Namespace, k.Name)
