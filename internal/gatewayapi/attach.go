@@ -50,10 +50,11 @@ type Attachment struct {
 	Classes map[string]*gatewayv1.GatewayClass
 	// Gateways are the Gateways of our classes, sorted by namespace and name.
 	Gateways []*Gateway
-	routes   map[routeKey]*RouteAttachment
+	routes   map[RouteKey]*RouteAttachment
 }
 
-type routeKey struct{ kind, namespace, name string }
+// RouteKey names a route of any kind.
+type RouteKey struct{ Kind, Namespace, Name string }
 
 // Gateway is one of our Gateways with its listeners.
 type Gateway struct {
@@ -71,7 +72,7 @@ type Listener struct {
 	InvalidKinds bool
 	// AttachedRoutes counts the routes attached to the listener (each route once).
 	AttachedRoutes int32
-	attached       map[routeKey]bool
+	attached       map[RouteKey]bool
 }
 
 // Parent is the outcome of one parentRef of a route that names one of our Gateways.
@@ -132,7 +133,7 @@ func (a *Attachment) Route(kind string, obj client.Object) *RouteAttachment {
 	if a == nil {
 		return nil
 	}
-	return a.routes[routeKey{kind, obj.GetNamespace(), obj.GetName()}]
+	return a.routes[RouteKey{kind, obj.GetNamespace(), obj.GetName()}]
 }
 
 // Gateway returns our Gateway ns/name, or nil.
@@ -151,7 +152,7 @@ func Attach(in Input) *Attachment {
 	if name == "" {
 		name = DefaultControllerName
 	}
-	a := &Attachment{Classes: map[string]*gatewayv1.GatewayClass{}, routes: map[routeKey]*RouteAttachment{}}
+	a := &Attachment{Classes: map[string]*gatewayv1.GatewayClass{}, routes: map[RouteKey]*RouteAttachment{}}
 	for _, c := range in.GatewayClasses {
 		if c != nil && string(c.Spec.ControllerName) == name {
 			a.Classes[c.Name] = c
@@ -182,7 +183,7 @@ func Attach(in Input) *Attachment {
 		if ra == nil {
 			continue
 		}
-		key := routeKey{r.Kind, r.Object.GetNamespace(), r.Object.GetName()}
+		key := RouteKey{r.Kind, r.Object.GetNamespace(), r.Object.GetName()}
 		a.routes[key] = ra
 		for _, p := range ra.Parents {
 			for _, l := range p.Listeners {
@@ -237,7 +238,7 @@ func protocolKinds(p gatewayv1.ProtocolType) []string {
 }
 
 func newListener(l *gatewayv1.Listener) *Listener {
-	out := &Listener{Listener: l, attached: map[routeKey]bool{}}
+	out := &Listener{Listener: l, attached: map[RouteKey]bool{}}
 	kinds := protocolKinds(l.Protocol)
 	group := gatewayv1.Group(Group)
 	if l.AllowedRoutes == nil || len(l.AllowedRoutes.Kinds) == 0 {

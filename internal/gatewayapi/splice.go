@@ -4,8 +4,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // What the translator's Incremental needs to re-translate some routes only (issue #13): the
@@ -28,49 +26,55 @@ func (a *Attachment) RouteAttachments() []*RouteAttachment {
 	return out
 }
 
-func keyOf(ra *RouteAttachment) routeKey {
-	return routeKey{ra.Route.Kind, ra.Route.Object.GetNamespace(), ra.Route.Object.GetName()}
+func keyOf(ra *RouteAttachment) RouteKey {
+	return RouteKey{ra.Route.Kind, ra.Route.Object.GetNamespace(), ra.Route.Object.GetName()}
 }
 
-func compareKeys(a, b routeKey) int {
-	if c := strings.Compare(a.kind, b.kind); c != 0 {
+func compareKeys(a, b RouteKey) int {
+	if c := strings.Compare(a.Kind, b.Kind); c != 0 {
 		return c
 	}
-	if c := strings.Compare(a.namespace, b.namespace); c != 0 {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 		return c
 	}
-	return strings.Compare(a.name, b.name)
+	return strings.Compare(a.Name, b.Name)
 }
 
-// Reattach is Attach of the input a was made from with the routes of kind named changed
-// replaced by in.Routes (the new versions of those that still exist; in's other fields but
-// NamespaceLabels are not read: the classes, Gateways and Namespace labels must be a's),
-// made from a without going through the other routes: their RouteAttachments, a's
+// Reattach is Attach of the input a was made from with the routes named changed (of any
+// kinds) replaced by in.Routes (the new versions of those that still exist; in's other
+// fields but NamespaceLabels are not read: the classes, Gateways and Namespace labels must be
+// a's), made from a without going through the other routes: their RouteAttachments, a's
 // Gateways and listeners are shared with a (read-only). ok is false when a changed route
-// attaches to other listeners than before (the listeners' attachedRoutes change): Attach
-// of the whole input is needed then. The changed routes' RouteAttachments are new, without
-// RefProblems.
-func (a *Attachment) Reattach(in Input, kind string, changed []types.NamespacedName) (out *Attachment, ok bool) {
+// attaches to other listeners than before (the listeners' attachedRoutes change), or when
+// in.Routes holds a route changed does not name: Attach of the whole input is needed then.
+// The changed routes' RouteAttachments are new, without RefProblems.
+func (a *Attachment) Reattach(in Input, changed []RouteKey) (out *Attachment, ok bool) {
 	out = &Attachment{Classes: a.Classes, Gateways: a.Gateways, routes: maps.Clone(a.routes)}
-	fresh := make(map[routeKey]*RouteAttachment, len(in.Routes))
+	named := make(map[RouteKey]bool, len(changed))
+	for _, k := range changed {
+		named[k] = true
+	}
+	fresh := make(map[RouteKey]*RouteAttachment, len(in.Routes))
 	for _, r := range in.Routes {
-		if r.Object == nil || r.Kind != kind {
+		if r.Object == nil {
 			return nil, false
 		}
-		ra := a.attachRoute(r, in.NamespaceLabels)
-		if ra != nil {
-			fresh[routeKey{kind, r.Object.GetNamespace(), r.Object.GetName()}] = ra
+		k := RouteKey{r.Kind, r.Object.GetNamespace(), r.Object.GetName()}
+		if !named[k] {
+			return nil, false
+		}
+		if ra := a.attachRoute(r, in.NamespaceLabels); ra != nil {
+			fresh[k] = ra
 		}
 	}
 	for _, k := range changed {
-		key := routeKey{kind, k.Namespace, k.Name}
-		ra, old := fresh[key], a.routes[key]
+		ra, old := fresh[k], a.routes[k]
 		if !slices.Equal(listenersOf(ra), listenersOf(old)) {
 			return nil, false
 		}
-		delete(out.routes, key)
+		delete(out.routes, k)
 		if ra != nil {
-			out.routes[key] = ra
+			out.routes[k] = ra
 		}
 	}
 	return out, true
@@ -93,27 +97,26 @@ func listenersOf(ra *RouteAttachment) []*Listener {
 	return out
 }
 
-// RoutesOnly is a view of a that holds only the routes of kind named keys, the same
+// RoutesOnly is a view of a that holds only the routes named keys, the same
 // RouteAttachments (what translation adds to them is added to a's), a's classes, and no
 // Gateways: a translation given it translates those routes and nothing of the Gateways
 // themselves (their certificates, their references).
-func (a *Attachment) RoutesOnly(kind string, keys []types.NamespacedName) *Attachment {
-	out := &Attachment{Classes: a.Classes, routes: make(map[routeKey]*RouteAttachment, len(keys))}
+func (a *Attachment) RoutesOnly(keys []RouteKey) *Attachment {
+	out := &Attachment{Classes: a.Classes, routes: make(map[RouteKey]*RouteAttachment, len(keys))}
 	for _, k := range keys {
-		key := routeKey{kind, k.Namespace, k.Name}
-		if ra := a.routes[key]; ra != nil {
-			out.routes[key] = ra
+		if ra := a.routes[k]; ra != nil {
+			out.routes[k] = ra
 		}
 	}
 	return out
 }
 
-// TakeRefProblems gives every route of a that fresh does not say (kind, namespace, name) the
+// TakeRefProblems gives every route of a that fresh does not say the
 // RefProblems of the same route in from, as they were (nil stays nil). a's routes must not
 // have been translated yet but for the fresh ones.
-func (a *Attachment) TakeRefProblems(from *Attachment, fresh func(kind, namespace, name string) bool) {
+func (a *Attachment) TakeRefProblems(from *Attachment, fresh func(RouteKey) bool) {
 	for k, ra := range a.routes {
-		if fresh(k.kind, k.namespace, k.name) {
+		if fresh(k) {
 			continue
 		}
 		if old := from.routes[k]; old != nil {

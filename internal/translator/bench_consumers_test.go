@@ -111,7 +111,7 @@ func BenchmarkIncrementalConsumers(b *testing.B) {
 	}
 	for _, e := range edits {
 		b.Run(fmt.Sprintf("ingresses=%d/consumers=%d/%s", ingresses, consumers, e.name), func(b *testing.B) {
-			full := benchRounds(b, "incremental", base, e.edit, func(res Result) {
+			full := benchRounds(b, "incremental", Options{}, base, e.edit, func(res Result) {
 				if len(res.Problems) != 0 || len(res.State.Services) != ingresses || len(res.State.Consumers) < consumers {
 					b.Fatalf("unexpected result: %d services, %d consumers, problems %v", len(res.State.Services), len(res.State.Consumers), res.Problems)
 				}

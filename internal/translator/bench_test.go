@@ -155,18 +155,23 @@ func BenchmarkIncrementalOneIngressChanged(b *testing.B) {
 // machine's other load does not inflate as it does ns/op, and fails when an incremental
 // round was a full translation.
 func benchIncrementalRounds(b *testing.B, mode string, base *store.Snapshot, edit func(*store.Snapshot, int) *store.Snapshot, check func(Result)) {
-	if full := benchRounds(b, mode, base, edit, check); mode == "incremental" && full != 0 {
+	benchIncrementalRoundsWith(b, mode, Options{}, base, edit, check)
+}
+
+// benchIncrementalRoundsWith is benchIncrementalRounds with options.
+func benchIncrementalRoundsWith(b *testing.B, mode string, opts Options, base *store.Snapshot, edit func(*store.Snapshot, int) *store.Snapshot, check func(Result)) {
+	if full := benchRounds(b, mode, opts, base, edit, check); mode == "incremental" && full != 0 {
 		b.Fatalf("%d full translations", full)
 	}
 }
 
-// benchRounds is benchIncrementalRounds, returning how many incremental rounds were a full
-// translation instead of failing on one.
-func benchRounds(b *testing.B, mode string, base *store.Snapshot, edit func(*store.Snapshot, int) *store.Snapshot, check func(Result)) (full int) {
+// benchRounds is benchIncrementalRoundsWith, returning how many incremental rounds were a
+// full translation instead of failing on one.
+func benchRounds(b *testing.B, mode string, opts Options, base *store.Snapshot, edit func(*store.Snapshot, int) *store.Snapshot, check func(Result)) (full int) {
 	snap := edit(base, -1) // copies what edit changes
 	inc := &Incremental{}
 	renderer := &kongstate.Renderer{}
-	if _, err := renderer.QuotedDeclarativeConfig(inc.Build(snap, Options{}).State, `{"config":"`, `"}`); err != nil {
+	if _, err := renderer.QuotedDeclarativeConfig(inc.Build(snap, opts).State, `{"config":"`, `"}`); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -178,11 +183,11 @@ func benchRounds(b *testing.B, mode string, base *store.Snapshot, edit func(*sto
 		var res Result
 		var err error
 		if mode == "full" {
-			res = Build(snap, Options{})
+			res = Build(snap, opts)
 			_, err = res.State.DeclarativeConfig()
 		} else {
 			// What the loop renders for a DB-less Kong: the body of POST /config.
-			res = inc.Build(snap, Options{})
+			res = inc.Build(snap, opts)
 			_, err = renderer.QuotedDeclarativeConfig(res.State, `{"config":"`, `"}`)
 		}
 		if err != nil {

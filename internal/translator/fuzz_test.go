@@ -86,7 +86,7 @@ func translate(t *testing.T, loaded *manifest.Loaded, opts uint8) {
 // annotations, good and bad) and translates them directly, without YAML or a store, so it
 // runs thousands of inputs a second. Build and both renderings must not panic or hang, and
 // Incremental, given the snapshot and then an edit of its Ingresses, Services,
-// EndpointSlices and HTTPRoutes, must give what a full Build of the edit gives.
+// EndpointSlices and Gateway API routes, must give what a full Build of the edit gives.
 func FuzzTranslateObjects(f *testing.F) {
 	cert, err := newTestCertPEM()
 	if err != nil {

@@ -237,18 +237,7 @@ func (g *objectGen) snapshot() *store.Snapshot {
 		case 21:
 			s.GRPCRoutes = append(s.GRPCRoutes, g.grpcRoute())
 		case 22:
-			switch g.intn(3) {
-			case 0:
-				s.TCPRoutes = append(s.TCPRoutes, &gatewayv1.TCPRoute{ObjectMeta: g.meta(true), Spec: gatewayv1.TCPRouteSpec{
-					CommonRouteSpec: g.routeParents(), Rules: []gatewayv1.TCPRouteRule{{Name: g.sectionName(), BackendRefs: g.backendRefs()}}}})
-			case 1:
-				s.TLSRoutes = append(s.TLSRoutes, &gatewayv1.TLSRoute{ObjectMeta: g.meta(true), Spec: gatewayv1.TLSRouteSpec{
-					CommonRouteSpec: g.routeParents(), Hostnames: g.hostnames(),
-					Rules: []gatewayv1.TLSRouteRule{{Name: g.sectionName(), BackendRefs: g.backendRefs()}}}})
-			default:
-				s.UDPRoutes = append(s.UDPRoutes, &gatewayv1.UDPRoute{ObjectMeta: g.meta(true), Spec: gatewayv1.UDPRouteSpec{
-					CommonRouteSpec: g.routeParents(), Rules: []gatewayv1.UDPRouteRule{{Name: g.sectionName(), BackendRefs: g.backendRefs()}}}})
-			}
+			appendRoute(s, g.l4Route(g.intn(3)))
 		case 23:
 			s.ReferenceGrants = append(s.ReferenceGrants, g.referenceGrant())
 		case 24:
@@ -655,6 +644,22 @@ func (g *objectGen) grpcRoute() *gatewayv1.GRPCRoute {
 	return r
 }
 
+// l4Route is a TCPRoute (kind 0), TLSRoute (1) or UDPRoute (2).
+func (g *objectGen) l4Route(kind int) client.Object {
+	switch kind {
+	case 0:
+		return &gatewayv1.TCPRoute{ObjectMeta: g.meta(true), Spec: gatewayv1.TCPRouteSpec{
+			CommonRouteSpec: g.routeParents(), Rules: []gatewayv1.TCPRouteRule{{Name: g.sectionName(), BackendRefs: g.backendRefs()}}}}
+	case 1:
+		return &gatewayv1.TLSRoute{ObjectMeta: g.meta(true), Spec: gatewayv1.TLSRouteSpec{
+			CommonRouteSpec: g.routeParents(), Hostnames: g.hostnames(),
+			Rules: []gatewayv1.TLSRouteRule{{Name: g.sectionName(), BackendRefs: g.backendRefs()}}}}
+	default:
+		return &gatewayv1.UDPRoute{ObjectMeta: g.meta(true), Spec: gatewayv1.UDPRouteSpec{
+			CommonRouteSpec: g.routeParents(), Rules: []gatewayv1.UDPRouteRule{{Name: g.sectionName(), BackendRefs: g.backendRefs()}}}}
+	}
+}
+
 func (g *objectGen) referenceGrant() *gatewayv1beta1.ReferenceGrant {
 	rg := &gatewayv1beta1.ReferenceGrant{ObjectMeta: g.meta(true)}
 	rg.Spec.From = []gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.Group(g.str(gatewayv1.GroupName, "", "configuration.konghq.com")),
@@ -682,8 +687,8 @@ func (g *objectGen) backendTLSPolicy() *gatewayv1.BackendTLSPolicy {
 	return p
 }
 
-// edit returns a copy of s in which a few Ingresses, Services, EndpointSlices and HTTPRoutes are
-// new versions, added or removed: the changes Incremental translates locally.
+// edit returns a copy of s in which a few Ingresses, Services, EndpointSlices and Gateway API
+// routes are new versions, added or removed: the changes Incremental translates locally.
 func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 	c := *s
 	c.Ingresses = append([]*netv1.Ingress(nil), s.Ingresses...)
@@ -782,8 +787,54 @@ func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 			}
 		}
 	}
+	// GRPCRoutes and L4 routes, read after the HTTPRoutes for the same reason: added, a new
+	// version (parentRefs, hostnames, rules, backends: all the generator's) or deleted.
+	c.GRPCRoutes = append([]*gatewayv1.GRPCRoute(nil), s.GRPCRoutes...)
+	c.TCPRoutes = append([]*gatewayv1.TCPRoute(nil), s.TCPRoutes...)
+	c.TLSRoutes = append([]*gatewayv1.TLSRoute(nil), s.TLSRoutes...)
+	c.UDPRoutes = append([]*gatewayv1.UDPRoute(nil), s.UDPRoutes...)
+	for n := g.intn(3); n > 0; n-- {
+		kind, op := g.intn(4), g.intn(3)
+		route := func() client.Object {
+			if kind == 3 {
+				return g.grpcRoute()
+			}
+			return g.l4Route(kind)
+		}
+		switch kind {
+		case 0:
+			editRouteList(g, &c.TCPRoutes, op, route)
+		case 1:
+			editRouteList(g, &c.TLSRoutes, op, route)
+		case 2:
+			editRouteList(g, &c.UDPRoutes, op, route)
+		default:
+			editRouteList(g, &c.GRPCRoutes, op, route)
+		}
+	}
 	unique(&c)
 	return &c
+}
+
+// editRouteList adds a route to list (op 0), replaces one by a new version (1: a new
+// route with the old one's metadata, a new resourceVersion and generation) or deletes one.
+func editRouteList[T client.Object](g *objectGen, list *[]T, op int, route func() client.Object) {
+	switch {
+	case op == 0:
+		*list = append(*list, route().(T))
+	case len(*list) == 0:
+	case op == 1:
+		i := g.intn(len(*list))
+		n := route().(T)
+		old := reflect.ValueOf((*list)[i]).Elem().FieldByName("ObjectMeta").Interface().(metav1.ObjectMeta)
+		reflect.ValueOf(n).Elem().FieldByName("ObjectMeta").Set(reflect.ValueOf(*old.DeepCopy()))
+		n.SetResourceVersion(g.version())
+		n.SetGeneration(n.GetGeneration() + 1)
+		(*list)[i] = n
+	default:
+		i := g.intn(len(*list))
+		*list = append((*list)[:i:i], (*list)[i+1:]...)
+	}
 }
 
 // describe names the snapshot's objects, for a failure's message.

@@ -60,7 +60,7 @@ func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute) {
 	if !ok {
 		return
 	}
-	listeners := b.parentListeners(gr, gr.Spec.ParentRefs)
+	listeners := b.parentListeners(gatewayapi.KindGRPCRoute, gr)
 	protocol := b.grpcServiceProtocol(gr)
 	var hosts []string
 	for _, h := range gr.Spec.Hostnames {
@@ -104,7 +104,7 @@ func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute) {
 // grpcServiceProtocol is the protocol of gr's Kong services: "grpc" when a parent listener
 // (of the parentRef's sectionName) is HTTP, else "grpcs".
 func (b *builder) grpcServiceProtocol(gr *gatewayv1.GRPCRoute) string {
-	for _, l := range b.parentListeners(gr, gr.Spec.ParentRefs) {
+	for _, l := range b.parentListeners(gatewayapi.KindGRPCRoute, gr) {
 		if l.Protocol == gatewayv1.HTTPProtocolType {
 			return "grpc"
 		}

@@ -27,17 +27,15 @@ var (
 func GatewayInput(snap *store.Snapshot, opts Options) gatewayapi.Input {
 	in := gatewayapi.Input{ControllerName: opts.GatewayControllerName, GatewayClasses: snap.GatewayClasses, Gateways: snap.Gateways,
 		NamespaceLabels: snap.NamespaceLabels}
-	add := func(kind string, obj client.Object, refs []gatewayv1.ParentReference, hosts []gatewayv1.Hostname) {
-		in.Routes = append(in.Routes, gatewayapi.Route{Kind: kind, Object: obj, ParentRefs: refs, Hostnames: hosts})
-	}
+	add := func(obj client.Object) { in.Routes = append(in.Routes, routeInput(obj)) }
 	for _, r := range snap.HTTPRoutes {
 		if r != nil {
-			add(gatewayapi.KindHTTPRoute, r, r.Spec.ParentRefs, r.Spec.Hostnames)
+			add(r)
 		}
 	}
 	for _, r := range snap.GRPCRoutes {
 		if r != nil {
-			add(gatewayapi.KindGRPCRoute, r, r.Spec.ParentRefs, r.Spec.Hostnames)
+			add(r)
 		}
 	}
 	if !opts.GatewayAlpha {
@@ -45,20 +43,39 @@ func GatewayInput(snap *store.Snapshot, opts Options) gatewayapi.Input {
 	}
 	for _, r := range snap.TCPRoutes {
 		if r != nil {
-			add(gatewayapi.KindTCPRoute, r, r.Spec.ParentRefs, nil)
+			add(r)
 		}
 	}
 	for _, r := range snap.TLSRoutes {
 		if r != nil {
-			add(gatewayapi.KindTLSRoute, r, r.Spec.ParentRefs, r.Spec.Hostnames)
+			add(r)
 		}
 	}
 	for _, r := range snap.UDPRoutes {
 		if r != nil {
-			add(gatewayapi.KindUDPRoute, r, r.Spec.ParentRefs, nil)
+			add(r)
 		}
 	}
 	return in
+}
+
+// routeInput is a Gateway API route (HTTPRoute, GRPCRoute, TCPRoute, TLSRoute or UDPRoute)
+// as gatewayapi.Attach reads it: its kind, its parentRefs and the hostnames of the kinds that
+// match on them.
+func routeInput(obj client.Object) gatewayapi.Route {
+	switch r := obj.(type) {
+	case *gatewayv1.HTTPRoute:
+		return gatewayapi.Route{Kind: gatewayapi.KindHTTPRoute, Object: r, ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames}
+	case *gatewayv1.GRPCRoute:
+		return gatewayapi.Route{Kind: gatewayapi.KindGRPCRoute, Object: r, ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames}
+	case *gatewayv1.TCPRoute:
+		return gatewayapi.Route{Kind: gatewayapi.KindTCPRoute, Object: r, ParentRefs: r.Spec.ParentRefs}
+	case *gatewayv1.TLSRoute:
+		return gatewayapi.Route{Kind: gatewayapi.KindTLSRoute, Object: r, ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames}
+	case *gatewayv1.UDPRoute:
+		return gatewayapi.Route{Kind: gatewayapi.KindUDPRoute, Object: r, ParentRefs: r.Spec.ParentRefs}
+	}
+	panic(fmt.Sprintf("routeInput: %T is not a Gateway API route", obj))
 }
 
 // fieldBackendRef is one backendRef of a route with its field, for status and problems.
@@ -102,23 +119,19 @@ func (b *builder) attachedRoute(obj client.Object, gvk schema.GroupVersionKind, 
 
 // parentListeners are KIC's listeners of a route's parents (getGatewayListeningPorts and
 // the GRPCRoute hostnames): for each parentRef naming one of our Gateways, its listeners
-// of that sectionName, or all of them without one.
-func (b *builder) parentListeners(obj client.Object, parentRefs []gatewayv1.ParentReference) []*gatewayv1.Listener {
+// of that sectionName, or all of them without one. They are read from the route's
+// attachment (whose parents are those parentRefs, in order), not from the Gateways, so that
+// a translation of some routes only (Incremental, with a view of the attachment without
+// Gateways) finds them too.
+func (b *builder) parentListeners(kind string, obj client.Object) []*gatewayv1.Listener {
+	ra := b.gw.Route(kind, obj)
+	if ra == nil {
+		return nil
+	}
 	var out []*gatewayv1.Listener
-	for _, pr := range parentRefs {
-		if (pr.Group != nil && string(*pr.Group) != gatewayapi.Group) || (pr.Kind != nil && *pr.Kind != "Gateway") {
-			continue
-		}
-		ns := obj.GetNamespace()
-		if pr.Namespace != nil && *pr.Namespace != "" {
-			ns = string(*pr.Namespace)
-		}
-		gw := b.gw.Gateway(ns, string(pr.Name))
-		if gw == nil {
-			continue
-		}
-		for _, l := range gw.Listeners {
-			if pr.SectionName == nil || *pr.SectionName == l.Listener.Name {
+	for _, p := range ra.Parents {
+		for _, l := range p.Gateway.Listeners {
+			if p.Ref.SectionName == nil || *p.Ref.SectionName == l.Listener.Name {
 				out = append(out, l.Listener)
 			}
 		}

@@ -14,7 +14,6 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 
@@ -25,58 +24,68 @@ import (
 
 // Incremental translates snapshot after snapshot and re-translates only what a change can
 // affect (issue #13): when, since the previous snapshot, only Ingresses, Services,
-// EndpointSlices and HTTPRoutes changed, it translates the changed objects together with
-// everything that shares a Kong service or a Service with them (the closure: every Ingress
-// and HTTPRoute that names one of the Services of a changed or closure Ingress, of a
-// changed Service or of a changed EndpointSlice, and those Services and their
-// EndpointSlices) as a snapshot of their own, with the same Build, and splices that result
-// into the previous one: their Kong services and upstreams, the graph edges out of them and
-// the problems about them are replaced; every other entity is the previous one, the same
-// pointer, so that a Renderer reuses its bytes. An HTTPRoute's rules have Kong services of
-// their own, so the unchanged Services a closure HTTPRoute names are only read (given to the
-// partial translation) and do not pull in the other objects naming them, when the previous
-// result holds nothing about them (readOnlyService, incremental_routes.go).
+// EndpointSlices and Gateway API routes (HTTPRoutes, GRPCRoutes, TCPRoutes, UDPRoutes,
+// TLSRoutes) changed, it translates the changed objects together with everything that
+// shares a Kong service or a Service with them (the closure: every Ingress and route that
+// names one of the Services of a changed or closure Ingress, of a changed Service or of a
+// changed EndpointSlice, and those Services and their EndpointSlices) as a snapshot of their
+// own, with the same Build, and splices that result into the previous one: their Kong
+// services and upstreams, the graph edges out of them and the problems about them are
+// replaced; every other entity is the previous one, the same pointer, so that a Renderer
+// reuses its bytes. A route's rules have Kong services (and upstreams, and stream route
+// names) of their own, so the unchanged Services a closure route names are only read
+// (given to the partial translation) and do not pull in the other objects naming them, when
+// the previous result holds nothing about them (readOnlyService, incremental_routes.go).
+// TCPRoutes, UDPRoutes and TLSRoutes are translated only with GatewayAlpha; without, their
+// changes change nothing and are not translated.
 //
 // The splice is only taken where translation is provably local to the closure, and every
 // condition is checked on the objects' old and new versions and on the partial result
 // (partial, spliceable); anything else is a full Build:
-//   - only Ingresses, Services, EndpointSlices and HTTPRoutes changed, and KongConsumers and
-//     the Secrets they read (spliceConsumers' conditions then apply) (every other field of
-//     the Snapshot, whatever kinds are added to it later, compares equal: a Gateway,
-//     GatewayClass, ReferenceGrant, BackendTLSPolicy, plugin or Namespace label changed is a
-//     full Build), with the same Options (Now aside, unless the previous result read the
-//     clock; RustRegexes aside, unless Rust's verdict on one of its regexes differed from
-//     the result);
+//   - only Ingresses, Services, EndpointSlices and Gateway API routes changed, and
+//     KongConsumers and the Secrets they read (spliceConsumers' conditions then apply)
+//     (every other field of the Snapshot, whatever kinds are added to it later, compares
+//     equal: a Gateway, GatewayClass, ReferenceGrant, BackendTLSPolicy, plugin or Namespace
+//     label changed is a full Build), with the same Options (Now aside, unless the previous
+//     result read the clock; RustRegexes aside, unless Rust's verdict on one of its regexes
+//     differed from the result);
 //   - the closure's Ingresses refer, in the object graph, to nothing but IngressClasses and
-//     Services, its HTTPRoutes to nothing but Services, their parent Gateways and
-//     ReferenceGrants; nothing but Ingresses and HTTPRoutes refers to its Services and
-//     nothing to its Ingresses, HTTPRoutes and EndpointSlices: a reference to a plugin, a
-//     Secret, a KongIngress, a facade, or from a GRPCRoute or TCPIngress, is a full Build;
+//     Services, its routes to nothing but Services, their parent Gateways and
+//     ReferenceGrants; nothing but Ingresses and routes refers to its Services and nothing
+//     to its Ingresses, routes and EndpointSlices: a reference to a plugin, a Secret, a
+//     KongIngress, a facade, or from a TCPIngress or UDPIngress, is a full Build;
 //   - no closure Ingress has a default backend (the oldest one wins cluster-wide) or
-//     konghq.com/plugins (plugin entities are merged across objects), no closure HTTPRoute
-//     has konghq.com/plugins or an ExtensionRef filter or names a Service a BackendTLSPolicy
-//     targets (with GatewayAlpha), no closure Service, nor one a closure HTTPRoute reads,
+//     konghq.com/plugins (plugin entities are merged across objects), no closure route has
+//     konghq.com/plugins, no closure HTTPRoute an ExtensionRef filter (a GRPCRoute's filters
+//     are only reported as ignored), no closure route names a Service a BackendTLSPolicy
+//     targets (with GatewayAlpha), no closure Service, nor one a closure route reads,
 //     has konghq.com/plugins (a plugin of another namespace needs a
-//     ReferenceGrant, and one refused leaves no edge in the graph), and no HTTPRoute is in
-//     the closure under the expressions router (priorities are assigned across all routes);
+//     ReferenceGrant, and one refused leaves no edge in the graph), and no HTTPRoute or
+//     GRPCRoute is in the closure under the expressions router (priorities are assigned
+//     across all their routes; L4 routes keep their traditional fields, as TCPIngresses do);
 //   - the partial result has nothing but services and upstreams, problems only about the
-//     closure, no route name that another route has, and neither result refused a route
-//     for a taken name (the winner depends on every route).
+//     closure, no route name or Kong service name that another object has, and neither
+//     result refused a route for a taken name (the winner depends on every route).
 //
 // KongConsumers and the Secrets only they read (their credentials) may change too: those
 // changes are spliced after, on their own (spliceConsumers, incremental_consumers.go, says
 // when).
 //
-// With HTTPRoutes in the closure, the Result's Gateway API attachment (what the status
+// With routes in the closure, the Result's Gateway API attachment (what the status
 // writers read: which routes attach to which listeners, the attachedRoutes counts, each
-// route's parents and unresolved backendRefs) is that of the whole new snapshot, made anew;
-// the unresolved backendRefs, which translation adds, are the partial translation's for the
-// closure's HTTPRoutes and the previous result's for the others (their backendRefs resolve
-// as before: what they name did not change, or they are in the closure). Without, it is the
-// previous one.
+// route's parents and unresolved backendRefs) is that of the whole new snapshot, made from
+// the previous one (gatewayapi.Attachment.Reattach: only the closure's routes attached
+// again; anew when one of them moved to other listeners); the unresolved backendRefs, which
+// translation adds, are the partial translation's for the closure's routes and the previous
+// result's for the others (their backendRefs resolve as before: what they name did not
+// change, or they are in the closure). The closure's routes are translated with a view of
+// it that holds only them (RoutesOnly): a GRPCRoute's hosts and protocol and an L4 route's
+// ports and TLS mode come from its parent listeners, read through its attachment
+// (parentListeners). Without routes in the closure, it is the previous one.
 //
 // A full Build gives the same Result, byte for byte once rendered, with the same problems,
-// graph and attachment (TestIncrementalMatchesBuild, TestIncrementalMatchesBuildWithHTTPRoutes,
+// graph, attachment and parts (TestIncrementalMatchesBuild,
+// TestIncrementalMatchesBuildWithHTTPRoutes, TestIncrementalMatchesBuildWithGatewayRoutes,
 // TestIncrementalMatchesBuildWithConsumers).
 // An Incremental is used by one goroutine (the sync loop's); its Results are read-only and
 // may be read by others.
@@ -93,10 +102,10 @@ type IncrementalStats struct {
 	Full, Partial int
 	// LastReason is why the last full Build was not a partial one.
 	LastReason string
-	// LastClosure and LastClosureRoutes are the numbers of Ingresses and HTTPRoutes the
-	// last partial translation translated.
+	// LastClosure and LastClosureRoutes are the numbers of Ingresses and Gateway API routes
+	// the last partial translation translated.
 	LastClosure, LastClosureRoutes int
-	// PartialRoutes counts the partial translations that translated HTTPRoutes.
+	// PartialRoutes counts the partial translations that translated Gateway API routes.
 	PartialRoutes int
 	// PartialConsumers counts the partial translations that translated KongConsumers
 	// (spliceConsumers).
@@ -119,19 +128,20 @@ type servicePart struct {
 	svc      *file.FService
 	upstream *file.FUpstream
 	owners   []*netv1.Ingress
-	routes   []*gatewayv1.HTTPRoute // the HTTPRoutes whose routes it holds
-	foreign  bool                   // it holds routes of other sources than Ingresses and HTTPRoutes
+	routes   []gatewayapi.RouteKey // the Gateway API routes whose routes it holds
+	foreign  bool                  // it holds routes of other sources than Ingresses and Gateway API routes
 }
 
 // addRouteOwner records the source of r, a route of no Ingress.
 func (p *servicePart) addRouteOwner(r *routeEntry) {
-	hr, ok := r.src.(*gatewayv1.HTTPRoute)
-	if !ok || r.srcGVK != gvkHTTPRoute {
+	kind, ok := routeKindOf(r.srcGVK)
+	if !ok || r.src == nil {
 		p.foreign = true
 		return
 	}
-	if len(p.routes) == 0 || p.routes[len(p.routes)-1] != hr {
-		p.routes = append(p.routes, hr)
+	k := gatewayapi.RouteKey{Kind: kind, Namespace: r.src.GetNamespace(), Name: r.src.GetName()}
+	if len(p.routes) == 0 || p.routes[len(p.routes)-1] != k {
+		p.routes = append(p.routes, k)
 	}
 }
 
@@ -201,7 +211,7 @@ type incrementalRound struct {
 	services  objectIndex[*corev1.Service]
 	slices    objectIndex[*discoveryv1.EndpointSlice]
 	slicesOf  slicesByService
-	routes    objectIndex[*gatewayv1.HTTPRoute]
+	routes    []routeIndex // of each route kind (newRouteIndexes)
 	consumers objectIndex[*kongv1.KongConsumer]
 	secrets   objectIndex[*corev1.Secret]
 	// credentialHolders is which consumer holds each unique credential value of the result
@@ -215,8 +225,8 @@ type incrementalRound struct {
 	// both in the closure, so this index of the previous snapshot is enough).
 	kongServicesOf  map[nsName][]string
 	ingressesNaming map[nsName]*smallSet[nsName]
-	// kongServicesOfRoute are the Kong services each HTTPRoute has routes in.
-	kongServicesOfRoute map[nsName][]string
+	// kongServicesOfRoute are the Kong services each Gateway API route has routes in.
+	kongServicesOfRoute map[gatewayapi.RouteKey][]string
 }
 
 // maxClosureShare: a closure above this share of the Ingresses is translated in full.
@@ -257,7 +267,7 @@ func indexSnapshot(snap *store.Snapshot) *incrementalRound {
 	r := &incrementalRound{snap: snap,
 		ingresses: newObjectIndex(snap.Ingresses), services: newObjectIndex(snap.Services),
 		slices: newObjectIndex(snap.EndpointSlices), slicesOf: slicesByService{},
-		routes: newObjectIndex(snap.HTTPRoutes), consumers: newObjectIndex(snap.KongConsumers),
+		routes: newRouteIndexes(snap), consumers: newObjectIndex(snap.KongConsumers),
 		secrets:         newObjectIndex(snap.Secrets),
 		ingressesNaming: make(map[nsName]*smallSet[nsName], len(snap.Ingresses)),
 	}
@@ -274,7 +284,7 @@ func indexSnapshot(snap *store.Snapshot) *incrementalRound {
 func (r *incrementalRound) withResult(opts Options, res Result) *incrementalRound {
 	r.opts, r.res = opts, res
 	r.parts, r.routeOwner, r.kongServicesOf = res.parts.services, map[string]string{}, map[nsName][]string{}
-	r.kongServicesOfRoute = map[nsName][]string{}
+	r.kongServicesOfRoute = map[gatewayapi.RouteKey][]string{}
 	for _, p := range r.parts {
 		r.addPart(p)
 	}
@@ -289,8 +299,7 @@ func (r *incrementalRound) addPart(p servicePart) {
 		k := keyOf(ing)
 		r.kongServicesOf[k] = append(r.kongServicesOf[k], p.name)
 	}
-	for _, hr := range p.routes {
-		k := keyOf(hr)
+	for _, k := range p.routes {
 		r.kongServicesOfRoute[k] = append(r.kongServicesOfRoute[k], p.name)
 	}
 }
@@ -508,13 +517,14 @@ func (m slicesByService) remove(es *discoveryv1.EndpointSlice) {
 }
 
 // othersUnchanged reports whether every field of b but Ingresses, Services, EndpointSlices,
-// HTTPRoutes, KongConsumers and Secrets holds what a's does (objects compared with unchanged,
-// in any order).
+// the Gateway API routes, KongConsumers and Secrets holds what a's does (objects compared
+// with unchanged, in any order).
 func othersUnchanged(a, b *store.Snapshot) bool {
 	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	for i := 0; i < va.NumField(); i++ {
 		switch va.Type().Field(i).Name {
-		case "Ingresses", "Services", "EndpointSlices", "HTTPRoutes", "KongConsumers", "Secrets", "Seq", "Changes":
+		case "Ingresses", "Services", "EndpointSlices", "HTTPRoutes", "GRPCRoutes", "TCPRoutes", "UDPRoutes", "TLSRoutes",
+			"KongConsumers", "Secrets", "Seq", "Changes":
 			continue
 		}
 		fa, fb := va.Field(i), vb.Field(i)
@@ -617,7 +627,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		return Result{}, false, "a route name was taken"
 	}
 	if !othersUnchanged(prev.snap, snap) {
-		return Result{}, false, "objects other than Ingresses, Services, EndpointSlices, HTTPRoutes, KongConsumers and Secrets changed"
+		return Result{}, false, "objects other than Ingresses, Services, EndpointSlices, Gateway API routes, KongConsumers and Secrets changed"
 	}
 
 	// What changed. The indexes are updated in place: from here on, a failure is a full
@@ -660,9 +670,27 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 			prev.slicesOf.add(es)
 		}
 	}
-	routeChanges, ok := prev.routes.update(snap.HTTPRoutes)
-	if !ok {
-		return Result{}, false, "an HTTPRoute twice"
+	// The routes' previous versions (nil: added). A route of a kind not translated with opts
+	// changes nothing.
+	routeChanges := map[gatewayapi.RouteKey]client.Object{}
+	for _, ix := range prev.routes {
+		changed, ok := ix.update(snap)
+		if !ok {
+			return Result{}, false, aRoute(ix.kind()) + " twice"
+		}
+		if routeTranslated(ix.kind(), opts) {
+			for k, old := range changed {
+				routeChanges[gatewayapi.RouteKey{Kind: ix.kind(), Namespace: k.ns, Name: k.name}] = old
+			}
+		}
+	}
+	routeNow := func(k gatewayapi.RouteKey) client.Object {
+		for _, ix := range prev.routes {
+			if ix.kind() == k.Kind {
+				return ix.get(nsName{k.Namespace, k.Name})
+			}
+		}
+		return nil
 	}
 	consumerChanges, ok := prev.consumers.update(snap.KongConsumers)
 	if !ok {
@@ -678,29 +706,30 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		}
 		return prev.ingresses.get(k)
 	}
-	oldRoute := func(k nsName) *gatewayv1.HTTPRoute {
+	oldRoute := func(k gatewayapi.RouteKey) client.Object {
 		if old, changed := routeChanges[k]; changed {
 			return old
 		}
-		return prev.routes.get(k)
+		return routeNow(k)
 	}
 
-	// The closure: changed Ingresses and HTTPRoutes, the Services the Ingresses name or
-	// refer to, every Ingress and HTTPRoute naming or referring to one of those, until
-	// nothing is added. The Services an HTTPRoute of the closure names are only read (each
+	// The closure: changed Ingresses and Gateway API routes, the Services the Ingresses name
+	// or refer to, every Ingress and route naming or referring to one of those, until
+	// nothing is added. The Services a route of the closure names are only read (each
 	// of its rules has a Kong service of its own): they join the closure only when they
 	// changed, or when the previous result holds something about them (readOnlyService).
 	closure := map[nsName]struct{}{}
-	routeClosure := map[nsName]struct{}{}
-	readOnly := map[nsName]struct{}{} // Services closure HTTPRoutes name, not in the closure
-	var ingQueue, routeQueue, svcQueue []nsName
+	routeClosure := map[gatewayapi.RouteKey]struct{}{}
+	readOnly := map[nsName]struct{}{} // Services closure routes name, not in the closure
+	var ingQueue, svcQueue []nsName
+	var routeQueue []gatewayapi.RouteKey
 	addIngress := func(k nsName) {
 		if _, ok := closure[k]; !ok {
 			closure[k] = struct{}{}
 			ingQueue = append(ingQueue, k)
 		}
 	}
-	addRoute := func(k nsName) {
+	addRoute := func(k gatewayapi.RouteKey) {
 		if _, ok := routeClosure[k]; !ok {
 			routeClosure[k] = struct{}{}
 			routeQueue = append(routeQueue, k)
@@ -745,8 +774,12 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		addService(s)
 	}
 	tlsTargets := backendTLSTargets(snap, opts)
+	objects := len(prev.ingresses.m)
+	for _, ix := range prev.routes {
+		objects += ix.len()
+	}
 	tooMany := func() bool {
-		return !t.noSizeLimit && (len(closure)+len(routeClosure))*maxClosureShare > len(prev.ingresses.m)+len(prev.routes.m)
+		return !t.noSizeLimit && (len(closure)+len(routeClosure))*maxClosureShare > objects
 	}
 	for len(ingQueue) > 0 || len(svcQueue) > 0 || len(routeQueue) > 0 {
 		if len(svcQueue) > 0 {
@@ -761,8 +794,8 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 				switch {
 				case from.Kind == gvkIngress.Kind && from.Group == gvkIngress.Group:
 					addIngress(nsName{from.Namespace, from.Name})
-				case from.Kind == gvkHTTPRoute.Kind && from.Group == gvkHTTPRoute.Group:
-					addRoute(nsName{from.Namespace, from.Name})
+				case isRouteKind(from.Group, from.Kind) && routeTranslated(from.Kind, opts):
+					addRoute(gatewayapi.RouteKey{Kind: from.Kind, Namespace: from.Namespace, Name: from.Name})
 				default:
 					return Result{}, false, "a Service of the change is referred to by a " + from.Kind
 				}
@@ -776,35 +809,35 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 			continue
 		}
 		if tooMany() {
-			return Result{}, false, "the change reaches too many Ingresses and HTTPRoutes"
+			return Result{}, false, "the change reaches too many Ingresses and routes"
 		}
 		if len(routeQueue) > 0 {
 			k := routeQueue[0]
 			routeQueue = routeQueue[1:]
-			if opts.ExpressionRoutes {
-				// The expressions router's priorities are assigned across every HTTPRoute.
-				return Result{}, false, "an HTTPRoute of the change under the expressions router"
+			if opts.ExpressionRoutes && expressionsPriorities(k.Kind) {
+				// The expressions router's priorities are assigned across every route.
+				return Result{}, false, aRoute(k.Kind) + " of the change under the expressions router"
 			}
-			for _, hr := range []*gatewayv1.HTTPRoute{oldRoute(k), prev.routes.get(k)} {
-				if hr == nil {
+			for _, r := range []client.Object{oldRoute(k), routeNow(k)} {
+				if r == nil {
 					continue
 				}
-				if why := localHTTPRoute(hr); why != "" {
+				if why := localRoute(k.Kind, r); why != "" {
 					return Result{}, false, why
 				}
-				for _, s := range routeServicesNamed(hr) {
+				for _, s := range routeServicesNamed(r) {
 					if tlsTargets[s] {
-						return Result{}, false, "a Service an HTTPRoute of the change names has a BackendTLSPolicy"
+						return Result{}, false, "a Service " + aRoute(k.Kind) + " of the change names has a BackendTLSPolicy"
 					}
 					if why := readService(s); why != "" {
 						return Result{}, false, why
 					}
 				}
 			}
-			if from := prev.res.Graph.ReferredBy(ref(gvkHTTPRoute, k.ns, k.name)); len(from) > 0 {
-				return Result{}, false, "an HTTPRoute of the change is referred to by a " + from[0].Kind
+			if from := prev.res.Graph.ReferredBy(routeRef(k)); len(from) > 0 {
+				return Result{}, false, aRoute(k.Kind) + " of the change is referred to by a " + from[0].Kind
 			}
-			for _, to := range prev.res.Graph.References(ref(gvkHTTPRoute, k.ns, k.name)) {
+			for _, to := range prev.res.Graph.References(routeRef(k)) {
 				switch {
 				case to.Kind == gvkService.Kind && to.Group == "":
 					if why := readService(nsName{to.Namespace, to.Name}); why != "" {
@@ -812,7 +845,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 					}
 				case routeMayRefer(to.Group, to.Kind):
 				default:
-					return Result{}, false, "an HTTPRoute of the change refers to a " + to.Kind
+					return Result{}, false, aRoute(k.Kind) + " of the change refers to a " + to.Kind
 				}
 			}
 			continue
@@ -848,7 +881,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	}
 	t.Stats.LastClosure, t.Stats.LastClosureRoutes = len(closure), len(routeClosure)
 
-	// The closure as a snapshot of its own, with the Services its HTTPRoutes read, every
+	// The closure as a snapshot of its own, with the Services its routes read, every
 	// ReferenceGrant (they decide which backendRefs resolve, and a refusal leaves no edge in
 	// the graph) and every BackendTLSPolicy (one that targets a Service of the snapshot
 	// leaves an edge out of the Service, which spliceable refuses).
@@ -860,8 +893,8 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		}
 	}
 	for k := range routeClosure {
-		if hr := prev.routes.get(k); hr != nil {
-			sub.HTTPRoutes = append(sub.HTTPRoutes, hr)
+		if r := routeNow(k); r != nil {
+			appendRoute(sub, r)
 		}
 	}
 	for _, set := range []map[nsName]struct{}{services, readOnly} {
@@ -874,7 +907,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 			}
 		}
 	}
-	// Problem subjects replaced: the closure's Ingresses, HTTPRoutes and Services and the
+	// Problem subjects replaced: the closure's Ingresses, routes and Services and the
 	// EndpointSlices of those Services, old and new. The Services only read are not: the
 	// partial result must say nothing about them (spliceable), as the previous one did not.
 	subjects := map[node]struct{}{}
@@ -882,7 +915,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		subjects[nodeOf(ref(gvkIngress, k.ns, k.name))] = struct{}{}
 	}
 	for k := range routeClosure {
-		subjects[nodeOf(ref(gvkHTTPRoute, k.ns, k.name))] = struct{}{}
+		subjects[nodeOf(routeRef(k))] = struct{}{}
 	}
 	for s := range services {
 		subjects[nodeOf(ref(gvkService, s.ns, s.name))] = struct{}{}
@@ -907,7 +940,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		}
 	}
 
-	// The Gateway API attachment: with HTTPRoutes in the closure, that of the new snapshot
+	// The Gateway API attachment: with routes in the closure, that of the new snapshot
 	// (which routes attach where, the listeners' attachedRoutes), made from the previous one
 	// (or anew when a route moved to other listeners); the closure's routes translated with
 	// a view of it, so that their unresolved backendRefs land in it; the other routes' are
@@ -915,18 +948,18 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	gw, reattached := prev.res.Gateway, true
 	var view *gatewayapi.Attachment
 	if len(routeClosure) > 0 {
-		keys := make([]types.NamespacedName, 0, len(routeClosure))
+		keys := make([]gatewayapi.RouteKey, 0, len(routeClosure))
 		in := gatewayapi.Input{NamespaceLabels: snap.NamespaceLabels}
 		for k := range routeClosure {
-			keys = append(keys, types.NamespacedName{Namespace: k.ns, Name: k.name})
-			if hr := prev.routes.get(k); hr != nil {
-				in.Routes = append(in.Routes, gatewayapi.Route{Kind: gatewayapi.KindHTTPRoute, Object: hr, ParentRefs: hr.Spec.ParentRefs, Hostnames: hr.Spec.Hostnames})
+			keys = append(keys, k)
+			if r := routeNow(k); r != nil {
+				in.Routes = append(in.Routes, routeInput(r))
 			}
 		}
-		if gw, reattached = prev.res.Gateway.Reattach(in, gatewayapi.KindHTTPRoute, keys); !reattached {
+		if gw, reattached = prev.res.Gateway.Reattach(in, keys); !reattached {
 			gw = gatewayapi.Attach(GatewayInput(snap, opts))
 		}
-		view = gw.RoutesOnly(gatewayapi.KindHTTPRoute, keys)
+		view = gw.RoutesOnly(keys)
 	}
 	part := build(sub, opts, view)
 	if why := t.spliceable(part, subjects); why != "" {
@@ -964,9 +997,9 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 				return Result{}, false, "a Kong service of the closure holds routes of another Ingress"
 			}
 		}
-		for _, o := range p.routes {
-			if _, in := routeClosure[keyOf(o)]; !in {
-				return Result{}, false, "a Kong service of the closure holds routes of another HTTPRoute"
+		for _, k := range p.routes {
+			if _, in := routeClosure[k]; !in {
+				return Result{}, false, "a Kong service of the closure holds routes of another " + k.Kind
 			}
 		}
 	}
@@ -1025,15 +1058,15 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		outEdges[nodeOf(ref(gvkIngress, k.ns, k.name))] = struct{}{}
 	}
 	for k := range routeClosure {
-		outEdges[nodeOf(ref(gvkHTTPRoute, k.ns, k.name))] = struct{}{}
+		outEdges[nodeOf(routeRef(k))] = struct{}{}
 	}
 	for s := range services {
 		outEdges[nodeOf(ref(gvkService, s.ns, s.name))] = struct{}{}
 	}
 	if !reattached {
-		gw.TakeRefProblems(prev.res.Gateway, func(kind, ns, name string) bool {
-			_, in := routeClosure[nsName{ns, name}]
-			return in && kind == gatewayapi.KindHTTPRoute
+		gw.TakeRefProblems(prev.res.Gateway, func(k gatewayapi.RouteKey) bool {
+			_, in := routeClosure[k]
+			return in
 		})
 	}
 	res := prev.res

@@ -3,46 +3,230 @@ package translator
 import (
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 )
 
-// What makes the translation of an HTTPRoute local, for Incremental (incremental.go).
+// What makes the translation of a Gateway API route local, for Incremental (incremental.go).
 //
-// An HTTPRoute's translation (httpRoutes, attachedRoute, populateGatewayService) reads the
-// route, the attachment of its parents (the Gateways, their GatewayClasses and the
-// Namespaces' labels: unchanged, or the round is a full Build), ReferenceGrants (unchanged,
+// A route's translation (httpRoutes, grpcRoutes, l4Routes, attachedRoute,
+// populateGatewayService) reads the route, the attachment of its parents (the Gateways,
+// their GatewayClasses and the Namespaces' labels: unchanged, or the round is a full Build;
+// a GRPCRoute's hosts and protocol and an L4 route's ports and TLS mode come from its parent
+// listeners, read through its attachment: parentListeners), ReferenceGrants (unchanged,
 // and given to the partial translation whole), the Services its backendRefs name with their
 // EndpointSlices (given too), BackendTLSPolicies targeting those Services (with
-// GatewayAlpha: a full Build, because a route that attaches names its Services as
+// GatewayAlpha: a full Build, because an HTTPRoute that attaches names its Services as
 // BackendTLSPolicy ancestors even when no parent accepts it, which changes the Kong
 // services of the Ingresses naming them and leaves no trace in the graph), and the
-// plugins its konghq.com/plugins annotation and ExtensionRef filters name (localHTTPRoute:
-// a full Build). Each rule group has a Kong service of its own (httproute.<ns>.<name>.<rule>),
-// so HTTPRoutes never share one with another object: what they share is the Services
-// they read. A Service that did not change is read the same by every route naming it, and
-// a route's translation says something about the Service itself (a problem about its
-// annotations, a reference to an upstream policy or BackendTLSPolicy, a problem about one
-// of its EndpointSlices) only by what the Service holds: readOnlyService lets the closure
-// read such a Service without taking in every other object naming it when the previous
-// result says nothing about it, and the partial result must not either (spliceable).
+// plugins its konghq.com/plugins annotation and ExtensionRef filters name (localRoute:
+// a full Build). Each rule (group) has a Kong service of its own,
+// <kind>.<ns>.<name>.<rule> (httproute, grpcroute, tcproute, udproute, tlsroute), whose host
+// is its name and names its upstream: routes never share a Kong service or an upstream with
+// another object (a TCPRoute and a UDPRoute on one Service have two, unlike a TCPIngress and
+// a UDPIngress: upstreamTakenByTwin), and what they share is the Services they read. A
+// route's stream route names (<kind>.<ns>.<name>.<rule>.0) are its own too; a name another
+// route has is refused, which the splice checks (nameTaken, routeOwner). A Service that did
+// not change is read the same by every route naming it, and a route's translation says
+// something about the Service itself (a problem about its annotations, a reference to an
+// upstream policy or BackendTLSPolicy, a problem about one of its EndpointSlices) only by
+// what the Service holds: readOnlyService lets the closure read such a Service without
+// taking in every other object naming it when the previous result says nothing about it,
+// and the partial result must not either (spliceable).
 
-// localHTTPRoute says why an HTTPRoute's translation may depend on other objects than those
-// the closure holds ("" when it does not).
-func localHTTPRoute(hr *gatewayv1.HTTPRoute) string {
-	if _, ok := hr.Annotations[annPlugins]; ok {
-		return "an HTTPRoute of the change has plugins"
+// routeKinds are the Gateway API route kinds a splice translates again, with their
+// GroupVersionKinds.
+var routeKinds = map[string]schema.GroupVersionKind{
+	gatewayapi.KindHTTPRoute: gvkHTTPRoute, gatewayapi.KindGRPCRoute: gvkGRPCRoute,
+	gatewayapi.KindTCPRoute: gvkTCPRoute, gatewayapi.KindUDPRoute: gvkUDPRoute, gatewayapi.KindTLSRoute: gvkTLSRoute,
+}
+
+// isRouteKind says whether group and kind are those of a route kind of routeKinds.
+func isRouteKind(group, kind string) bool {
+	_, ok := routeKinds[kind]
+	return ok && group == gatewayapi.Group
+}
+
+// routeKindOf is the route kind of gvk, false when gvk is not one of routeKinds.
+func routeKindOf(gvk schema.GroupVersionKind) (string, bool) {
+	return gvk.Kind, isRouteKind(gvk.Group, gvk.Kind)
+}
+
+// isRoute says whether n is a route of a kind of routeKinds.
+func (n node) isRoute() bool {
+	gk := n.kind.Value()
+	return isRouteKind(gk.group, gk.kind)
+}
+
+// routeTranslated says whether routes of kind are translated with opts: TCPRoutes,
+// UDPRoutes and TLSRoutes only with GatewayAlpha (GatewayInput). A route of a kind that is
+// not changes nothing.
+func routeTranslated(kind string, opts Options) bool {
+	switch kind {
+	case gatewayapi.KindTCPRoute, gatewayapi.KindUDPRoute, gatewayapi.KindTLSRoute:
+		return opts.GatewayAlpha
 	}
-	for _, rule := range hr.Spec.Rules {
-		for _, f := range rule.Filters {
-			if f.Type == gatewayv1.HTTPRouteFilterExtensionRef {
-				return "an HTTPRoute of the change has an ExtensionRef filter"
+	return true
+}
+
+// aRoute is "a <kind>", or "an HTTPRoute", for reasons.
+func aRoute(kind string) string {
+	if kind == gatewayapi.KindHTTPRoute {
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// expressionsPriorities says whether the expressions router's translation of routes of kind
+// assigns priorities across all routes of the kind (HTTPRoutes, GRPCRoutes), which makes it
+// not local. TCPRoutes, UDPRoutes and TLSRoutes keep their traditional fields under that
+// router (l4Routes does not look at it, and expressionRoutes rewrites Ingress routes only).
+func expressionsPriorities(kind string) bool {
+	return kind == gatewayapi.KindHTTPRoute || kind == gatewayapi.KindGRPCRoute
+}
+
+// routeRef is the graph's reference to the route k.
+func routeRef(k gatewayapi.RouteKey) kongstate.ObjectRef {
+	return ref(routeKinds[k.Kind], k.Namespace, k.Name)
+}
+
+// routeIndex holds one route kind's objects of the latest snapshot (objectIndex), as
+// client.Objects.
+type routeIndex interface {
+	kind() string
+	// update makes the index hold the snapshot's routes of its kind and returns the
+	// previous version of every route added (nil), removed or changed; ok is false when a
+	// name appears twice.
+	update(snap *store.Snapshot) (changed map[nsName]client.Object, ok bool)
+	get(k nsName) client.Object // nil when none
+	len() int
+}
+
+type kindRoutes[T interface {
+	comparable
+	client.Object
+}] struct {
+	objectIndex[T]
+	name string
+	list func(*store.Snapshot) []T
+}
+
+func newKindRoutes[T interface {
+	comparable
+	client.Object
+}](name string, snap *store.Snapshot, list func(*store.Snapshot) []T) *kindRoutes[T] {
+	return &kindRoutes[T]{objectIndex: newObjectIndex(list(snap)), name: name, list: list}
+}
+
+func (r *kindRoutes[T]) kind() string { return r.name }
+func (r *kindRoutes[T]) len() int     { return len(r.m) }
+
+func (r *kindRoutes[T]) get(k nsName) client.Object {
+	if e := r.m[k]; e != nil {
+		return e.obj
+	}
+	return nil
+}
+
+func (r *kindRoutes[T]) update(snap *store.Snapshot) (map[nsName]client.Object, bool) {
+	changed, ok := r.objectIndex.update(r.list(snap))
+	if !ok {
+		return nil, false
+	}
+	out := make(map[nsName]client.Object, len(changed))
+	var zero T
+	for k, o := range changed {
+		if o == zero {
+			out[k] = nil // not a typed nil in the interface
+		} else {
+			out[k] = o
+		}
+	}
+	return out, true
+}
+
+// newRouteIndexes are the indexes of snap's routes of every kind of routeKinds.
+func newRouteIndexes(snap *store.Snapshot) []routeIndex {
+	return []routeIndex{
+		newKindRoutes(gatewayapi.KindHTTPRoute, snap, func(s *store.Snapshot) []*gatewayv1.HTTPRoute { return s.HTTPRoutes }),
+		newKindRoutes(gatewayapi.KindGRPCRoute, snap, func(s *store.Snapshot) []*gatewayv1.GRPCRoute { return s.GRPCRoutes }),
+		newKindRoutes(gatewayapi.KindTCPRoute, snap, func(s *store.Snapshot) []*gatewayv1.TCPRoute { return s.TCPRoutes }),
+		newKindRoutes(gatewayapi.KindUDPRoute, snap, func(s *store.Snapshot) []*gatewayv1.UDPRoute { return s.UDPRoutes }),
+		newKindRoutes(gatewayapi.KindTLSRoute, snap, func(s *store.Snapshot) []*gatewayv1.TLSRoute { return s.TLSRoutes }),
+	}
+}
+
+// localRoute says why a route's translation may depend on other objects than those the
+// closure holds ("" when it does not): plugins, by its annotation or an HTTPRoute's
+// ExtensionRef filter. (A GRPCRoute's filters, ExtensionRef too, are only reported as
+// ignored, on the route itself.)
+func localRoute(kind string, obj client.Object) string {
+	if _, ok := obj.GetAnnotations()[annPlugins]; ok {
+		return aRoute(kind) + " of the change has plugins"
+	}
+	if hr, ok := obj.(*gatewayv1.HTTPRoute); ok {
+		for _, rule := range hr.Spec.Rules {
+			for _, f := range rule.Filters {
+				if f.Type == gatewayv1.HTTPRouteFilterExtensionRef {
+					return "an HTTPRoute of the change has an ExtensionRef filter"
+				}
 			}
 		}
 	}
 	return ""
+}
+
+// routeBackendRefs are the backendRefs of a route's rules.
+func routeBackendRefs(obj client.Object) []gatewayv1.BackendRef {
+	var out []gatewayv1.BackendRef
+	switch r := obj.(type) {
+	case *gatewayv1.HTTPRoute:
+		for _, rule := range r.Spec.Rules {
+			for _, be := range rule.BackendRefs {
+				out = append(out, be.BackendRef)
+			}
+		}
+	case *gatewayv1.GRPCRoute:
+		for _, rule := range r.Spec.Rules {
+			for _, be := range rule.BackendRefs {
+				out = append(out, be.BackendRef)
+			}
+		}
+	case *gatewayv1.TCPRoute:
+		for _, rule := range r.Spec.Rules {
+			out = append(out, rule.BackendRefs...)
+		}
+	case *gatewayv1.UDPRoute:
+		for _, rule := range r.Spec.Rules {
+			out = append(out, rule.BackendRefs...)
+		}
+	case *gatewayv1.TLSRoute:
+		for _, rule := range r.Spec.Rules {
+			out = append(out, rule.BackendRefs...)
+		}
+	}
+	return out
+}
+
+// appendRoute adds a route to the snapshot's list of its kind.
+func appendRoute(snap *store.Snapshot, obj client.Object) {
+	switch r := obj.(type) {
+	case *gatewayv1.HTTPRoute:
+		snap.HTTPRoutes = append(snap.HTTPRoutes, r)
+	case *gatewayv1.GRPCRoute:
+		snap.GRPCRoutes = append(snap.GRPCRoutes, r)
+	case *gatewayv1.TCPRoute:
+		snap.TCPRoutes = append(snap.TCPRoutes, r)
+	case *gatewayv1.UDPRoute:
+		snap.UDPRoutes = append(snap.UDPRoutes, r)
+	case *gatewayv1.TLSRoute:
+		snap.TLSRoutes = append(snap.TLSRoutes, r)
+	}
 }
 
 // backendTLSTargets are the Services a BackendTLSPolicy targets when policies apply (with
@@ -65,18 +249,20 @@ func backendTLSTargets(snap *store.Snapshot, opts Options) map[nsName]bool {
 	return out
 }
 
-// routeServicesNamed are the Services an HTTPRoute's backendRefs name.
-func routeServicesNamed(hr *gatewayv1.HTTPRoute) []nsName {
-	keys := gatewayapi.HTTPRouteServiceBackends(hr)
-	out := make([]nsName, 0, len(keys))
-	for _, k := range keys {
-		ns, name, _ := strings.Cut(k, "/")
-		out = append(out, nsName{ns, name})
+// routeServicesNamed are the Services a route's backendRefs name.
+func routeServicesNamed(obj client.Object) []nsName {
+	refs := routeBackendRefs(obj)
+	out := make([]nsName, 0, len(refs))
+	for _, be := range refs {
+		if k, ok := gatewayapi.ServiceBackendKey(obj.GetNamespace(), be); ok {
+			ns, name, _ := strings.Cut(k, "/")
+			out = append(out, nsName{ns, name})
+		}
 	}
 	return out
 }
 
-// routeMayRefer says whether an HTTPRoute of a splice may refer to an object of this group
+// routeMayRefer says whether a route of a splice may refer to an object of this group
 // and kind besides Services: its parent Gateways and the ReferenceGrants that allow its
 // backendRefs, which do not change in a round that splices.
 func routeMayRefer(group, kind string) bool {
@@ -86,7 +272,7 @@ func routeMayRefer(group, kind string) bool {
 // readOnlyService reports whether the previous result says nothing about Service s: no
 // reference out of it, no problem about it or its EndpointSlices (problemNodes are the
 // previous result's problem subjects). Such a Service, unchanged, can be read by the
-// HTTPRoutes of a closure without joining it.
+// routes of a closure without joining it.
 func readOnlyService(prev *incrementalRound, s nsName, problemNodes map[node]struct{}) bool {
 	if len(prev.res.Graph.References(ref(gvkService, s.ns, s.name))) > 0 {
 		return false

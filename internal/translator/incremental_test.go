@@ -182,7 +182,8 @@ func requireSameResult(t *testing.T, step string, renderer *kongstate.Renderer, 
 	for i := 0; i < ws.NumField(); i++ {
 		require.True(t, reflect.DeepEqual(ws.Field(i).Interface(), gs.Field(i).Interface()), "%s: State.%s differs", step, ws.Type().Field(i).Name)
 	}
-	require.Equal(t, sortedNames(want.parts.services), sortedNames(got.parts.services), "%s: parts", step)
+	// What the next round splices into: each Kong service's Ingresses and routes, in order.
+	require.Equal(t, partsString(want.parts.services), partsString(got.parts.services), "%s: parts", step)
 	require.Equal(t, objectNames(want.parts.consumers.objs), objectNames(got.parts.consumers.objs), "%s: consumer parts", step)
 	require.Equal(t, attachmentString(want.Gateway), attachmentString(got.Gateway), "%s: Gateway API attachment", step)
 }
@@ -210,8 +211,10 @@ type editor struct {
 	rng  *rand.Rand
 	snap *store.Snapshot
 	rv   int
-	// routesMostly makes most edits of Gateway API objects (editRoutes).
-	routesMostly bool
+	// routesMostly makes most edits of Gateway API objects (editRoutes); otherRoutesMostly
+	// makes most of those of GRPCRoutes and L4 routes (editOtherRoutes) rather than of
+	// HTTPRoutes.
+	routesMostly, otherRoutesMostly bool
 	// consumersMostly makes most edits of KongConsumers and their Secrets (editConsumers).
 	consumersMostly bool
 }
@@ -500,14 +503,4 @@ func replaceObject(s *store.Snapshot, old, n client.Object) {
 			}
 		}
 	}
-}
-
-// sortedNames are the Kong service names of parts.
-func sortedNames(ps []servicePart) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.name
-	}
-	sort.Strings(out)
-	return out
 }

@@ -97,7 +97,7 @@ func (b *builder) l4GatewayRoute(gr l4GatewayRoute) {
 		fail("spec.rules", "no rules provided")
 		return
 	}
-	listeners := b.parentListeners(gr.obj, gr.parentRefs)
+	listeners := b.parentListeners(gr.kind, gr.obj)
 	var protocols []string
 	var destinations []*kong.CIDRPort
 	serviceProtocol := "tcp"

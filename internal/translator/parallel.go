@@ -354,7 +354,7 @@ func groupLocal(part Result, g int, plan *parallelPlan) string {
 // (parallel.go) or spliced into (Incremental.spliceable) the translation of the rest, "" when
 // it can: it makes Kong services and upstreams only, refuses no route for a taken name, and
 // speaks only of its objects: problems about them, references from them, to Services and
-// IngressClasses only (and from HTTPRoutes to their Gateways and ReferenceGrants). ours says
+// IngressClasses only (and from Gateway API routes to their Gateways and ReferenceGrants). ours says
 // whether a node is one of its objects; ourService, whether a Service it refers to is one
 // (nil: any Service will do).
 func localResult(part Result, ours, ourService func(node) bool) string {
@@ -380,7 +380,7 @@ func localResult(part Result, ours, ourService func(node) bool) string {
 				if ourService != nil && !ourService(to) {
 					return "a reference to " + to.String() + ", another group's Service"
 				}
-			case from.isKind(gvkHTTPRoute.Group, gvkHTTPRoute.Kind) && routeMayRefer(to.kind.Value().group, to.kind.Value().kind):
+			case from.isRoute() && routeMayRefer(to.kind.Value().group, to.kind.Value().kind):
 			default:
 				return "a reference to a " + to.kind.Value().kind
 			}

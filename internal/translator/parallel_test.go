@@ -124,7 +124,7 @@ func requireSameTranslation(t *testing.T, step string, got, want Result) {
 }
 
 // partsString is each Kong service part's name, whether it holds other routes than
-// Ingresses', and its Ingresses in order.
+// Ingresses' and Gateway API routes', and its Ingresses and routes in order.
 func partsString(ps []servicePart) []string {
 	var out []string
 	for _, p := range ps {
@@ -133,7 +133,7 @@ func partsString(ps []servicePart) []string {
 			line += " " + o.Namespace + "/" + o.Name
 		}
 		for _, o := range p.routes {
-			line += " HTTPRoute " + o.Namespace + "/" + o.Name
+			line += " " + o.Kind + " " + o.Namespace + "/" + o.Name
 		}
 		out = append(out, line)
 	}
