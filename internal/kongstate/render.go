@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
@@ -68,15 +69,20 @@ var (
 	markerUpstream = file.FUpstream{Upstream: kong.Upstream{Name: kong.String("konductor placeholder upstream")}}
 )
 
-// renderAll renders every entity of list, re-using the bytes of prev's where the entity is
-// the same pointer (found by walking both lists in order, which is a State's stable order),
-// and returns their bytes in the body's order (bodyOrder) and the list as rendered. Each
-// entity's bytes start with the comma that separates it from the one before (splice drops
-// the first's), so that a body is made of the cached bytes alone.
-func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render func(*E) ([]byte, error)) ([][]byte, rendered[E], error) {
-	next := rendered[E]{entities: make([]*E, 0, len(list)), names: make([]string, 0, len(list)), bytes: make([][]byte, 0, len(list))}
-	from := make([]int32, 0, len(list)) // the index in prev of each entity re-used, -1 for a new one
-	var fresh []int                     // the indexes in next of the entities to render
+// renderPlan is a list's entities as the next body holds them: those of the previous body
+// that are the same pointer with their bytes (found by walking both lists in order, which is
+// a State's stable order), the others to render (fresh), and where each came from.
+type renderPlan[E any] struct {
+	prev  rendered[E]
+	next  rendered[E]
+	from  []int32 // the index in prev of each entity re-used, -1 for a new one
+	fresh []int   // the indexes in next of the entities to render
+}
+
+// planRender is the renderPlan of list after prev.
+func planRender[E any](prev rendered[E], list []*E, name func(*E) string) *renderPlan[E] {
+	p := &renderPlan[E]{prev: prev, next: rendered[E]{entities: make([]*E, 0, len(list)), names: make([]string, 0, len(list)), bytes: make([][]byte, 0, len(list))},
+		from: make([]int32, 0, len(list))}
 	j := 0
 	for _, e := range list {
 		if e == nil {
@@ -90,28 +96,37 @@ func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render 
 			}
 		}
 		if at >= 0 {
-			next.names = append(next.names, prev.names[at])
-			next.bytes = append(next.bytes, prev.bytes[at])
+			p.next.names = append(p.next.names, prev.names[at])
+			p.next.bytes = append(p.next.bytes, prev.bytes[at])
 		} else {
-			fresh = append(fresh, len(next.entities))
-			next.names = append(next.names, name(e))
-			next.bytes = append(next.bytes, nil)
+			p.fresh = append(p.fresh, len(p.next.entities))
+			p.next.names = append(p.next.names, name(e))
+			p.next.bytes = append(p.next.bytes, nil)
 		}
-		next.entities = append(next.entities, e)
-		from = append(from, at)
+		p.next.entities = append(p.next.entities, e)
+		p.from = append(p.from, at)
 	}
-	if err := renderEach(fresh, next.entities, next.bytes, render); err != nil {
-		return nil, rendered[E]{}, err
-	}
-	order, unique := bodyOrder(prev.order, len(prev.entities), from, next.names)
+	return p
+}
+
+// jobs are the renders of the plan's fresh entities, in parts (renderJobs).
+func (p *renderPlan[E]) jobs(render func(*E) ([]byte, error)) []func() error {
+	return renderJobs(p.fresh, p.next.entities, p.next.bytes, render)
+}
+
+// done is the entities' bytes in the body's order (bodyOrder) once every job ran, and the
+// list as rendered. Each entity's bytes start with the comma that separates it from the one
+// before (splice drops the first's), so that a body is made of the cached bytes alone.
+func (p *renderPlan[E]) done() ([][]byte, rendered[E]) {
+	order, unique := bodyOrder(p.prev.order, len(p.prev.entities), p.from, p.next.names)
 	if unique {
-		next.order = order
+		p.next.order = order
 	}
 	out := make([][]byte, len(order))
 	for i, k := range order {
-		out[i] = next.bytes[k]
+		out[i] = p.next.bytes[k]
 	}
-	return out, next, nil
+	return out, p.next
 }
 
 // parallelRenderMin is how many entities to render make it worth spreading them over the
@@ -119,38 +134,61 @@ func renderAll[E any](prev rendered[E], list []*E, name func(*E) string, render 
 // translated everything again, not a round's few changed entities.
 const parallelRenderMin = 256
 
-// renderEach sets out[k] to render(entities[k]) for each k of todo. Each entity renders on
-// its own (render reads only its entity), so with many to render they are rendered on every
-// core (GOMAXPROCS), each goroutine a contiguous part of todo: out holds the same bytes in the
-// same places whatever the split. The error is that of the first entity in todo's order that
-// failed, as rendering them one after the other would return.
-func renderEach[E any](todo []int, entities []*E, out [][]byte, render func(*E) ([]byte, error)) error {
-	workers := min(runtime.GOMAXPROCS(0), len(todo)/(parallelRenderMin/2))
-	if len(todo) < parallelRenderMin || workers < 2 {
-		for _, k := range todo {
-			b, err := render(entities[k])
-			if err != nil {
-				return err
-			}
-			out[k] = b
-		}
-		return nil
-	}
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		part := todo[w*len(todo)/workers : (w+1)*len(todo)/workers]
-		wg.Go(func() {
+// renderChunk is how many entities one job renders: small enough that the cores finish
+// together (services cost about three times upstreams), large enough that taking a job costs
+// nothing next to it.
+const renderChunk = 64
+
+// renderJobs are jobs that set out[k] to render(entities[k]) for each k of todo, each for a
+// contiguous part of todo; a job stops at its first entity that fails and returns its error.
+func renderJobs[E any](todo []int, entities []*E, out [][]byte, render func(*E) ([]byte, error)) []func() error {
+	jobs := make([]func() error, 0, (len(todo)+renderChunk-1)/renderChunk)
+	for from := 0; from < len(todo); from += renderChunk {
+		part := todo[from:min(from+renderChunk, len(todo))]
+		jobs = append(jobs, func() error {
 			for _, k := range part {
 				b, err := render(entities[k])
 				if err != nil {
-					errs[w] = err
-					return
+					return err
 				}
 				out[k] = b
 			}
+			return nil
 		})
 	}
+	return jobs
+}
+
+// runJobs runs jobs, on every core (GOMAXPROCS) when spread is set, each core taking the
+// next job as it finishes one, the caller's goroutine one of them; it returns the error of the
+// first job in jobs' order that failed, as running them one after the other would (the jobs
+// after a failed one may have run).
+func runJobs(jobs []func() error, spread bool) error {
+	workers := min(runtime.GOMAXPROCS(0), len(jobs))
+	if !spread || workers < 2 {
+		for _, job := range jobs {
+			if err := job(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, len(jobs))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(jobs) {
+				return
+			}
+			errs[i] = jobs[i]()
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
@@ -158,6 +196,14 @@ func renderEach[E any](todo []int, entities []*E, out [][]byte, render func(*E) 
 		}
 	}
 	return nil
+}
+
+// renderEach sets out[k] to render(entities[k]) for each k of todo, on every core when there
+// are many (runJobs): out holds the same bytes in the same places whatever the split. The
+// error is that of the first entity in todo's order that failed, as rendering them one after
+// the other would return.
+func renderEach[E any](todo []int, entities []*E, out [][]byte, render func(*E) ([]byte, error)) error {
+	return runJobs(renderJobs(todo, entities, out, render), len(todo) >= parallelRenderMin)
 }
 
 // bodyOrder is the order of names in the body (indexes, by name descending, stable), and
@@ -254,35 +300,45 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	svcs, services, err := renderAll(cache.services, s.Services, func(svc *file.FService) string { return str(svc.Name) },
-		func(svc *file.FService) ([]byte, error) { return renderEntity(svc, quote, appendService) })
-	if err != nil {
+	svcPlan := planRender(cache.services, s.Services, func(svc *file.FService) string { return str(svc.Name) })
+	upPlan := planRender(cache.upstreams, s.Upstreams, func(u *file.FUpstream) string { return str(u.Name) })
+
+	// The rest of the body, with one placeholder service and upstream: rendered with the
+	// entities, as one more job (its error counts after theirs, as when it came after them).
+	var skeleton []byte
+	markers := make([][]byte, 2)
+	var skeletonErr error
+	renderSkeleton := func() error {
+		rest := *s
+		rest.Services, rest.Upstreams = nil, nil
+		c := rest.Content()
+		c.Services, c.Upstreams = []file.FService{markerService}, []file.FUpstream{markerUpstream}
+		if skeleton, skeletonErr = marshal(dbless(c, true)); skeletonErr != nil {
+			return nil
+		}
+		for i, m := range []any{markerService, markerUpstream} {
+			if markers[i], skeletonErr = marshal(m); skeletonErr != nil {
+				return nil
+			}
+		}
+		return nil
+	}
+	// The services' and upstreams' renders in one set of jobs: the cores take them as they
+	// finish, so that none waits for another at the end of the services, nor of the body.
+	jobs := append([]func() error{renderSkeleton},
+		svcPlan.jobs(func(svc *file.FService) ([]byte, error) { return renderEntity(svc, quote, appendService) })...)
+	jobs = append(jobs, upPlan.jobs(func(u *file.FUpstream) ([]byte, error) { return renderEntity(u, quote, appendUpstream) })...)
+	if err := runJobs(jobs, len(svcPlan.fresh)+len(upPlan.fresh) >= parallelRenderMin); err != nil {
 		return Body{}, err
 	}
-	ups, upstreams, err := renderAll(cache.upstreams, s.Upstreams, func(u *file.FUpstream) string { return str(u.Name) },
-		func(u *file.FUpstream) ([]byte, error) { return renderEntity(u, quote, appendUpstream) })
-	if err != nil {
-		return Body{}, err
-	}
+	svcs, services := svcPlan.done()
+	ups, upstreams := upPlan.done()
 	cache.services, cache.upstreams = services, upstreams
 	if len(svcs) == 0 || len(ups) == 0 {
 		return whole()
 	}
-
-	// The rest of the body, with one placeholder service and upstream.
-	rest := *s
-	rest.Services, rest.Upstreams = nil, nil
-	c := rest.Content()
-	c.Services, c.Upstreams = []file.FService{markerService}, []file.FUpstream{markerUpstream}
-	skeleton, err := marshal(dbless(c, true))
-	if err != nil {
-		return Body{}, err
-	}
-	markers := make([][]byte, 2)
-	for i, m := range []any{markerService, markerUpstream} {
-		if markers[i], err = marshal(m); err != nil {
-			return Body{}, err
-		}
+	if skeletonErr != nil {
+		return Body{}, skeletonErr
 	}
 	// Escaping maps each byte on its own, and a placeholder starts with '{', which no
 	// escape sequence holds: the escaped placeholder is found where the placeholder was.
