@@ -50,17 +50,26 @@ func buildSpread(snap *store.Snapshot, opts Options, procs, minIngresses int, hi
 	}
 	// Each part is checked where it was translated, while the others are still translating:
 	// the assembly that is left after the last one ends runs on one core.
+	// The caller translates the first group itself: it is running already, where a new
+	// goroutine may wait for its thread to be woken (milliseconds on a loaded machine); the
+	// rest, usually small, goes to a goroutine of its own.
 	parts := make([]Result, len(plan.groups))
 	partWhy := make([]string, len(plan.groups))
-	var wg sync.WaitGroup
-	for i, g := range plan.groups {
-		wg.Go(func() {
-			parts[i] = Build(g, opts)
-			partWhy[i] = groupLocal(parts[i], i, plan)
-		})
+	build := func(i int) {
+		parts[i] = Build(plan.groups[i], opts)
+		partWhy[i] = groupLocal(parts[i], i, plan)
 	}
-	rest := Build(plan.rest, opts)
-	restWhy := restApart(rest, plan)
+	var rest Result
+	var restWhy string
+	var wg sync.WaitGroup
+	for i := 1; i < len(plan.groups); i++ {
+		wg.Go(func() { build(i) })
+	}
+	wg.Go(func() {
+		rest = Build(plan.rest, opts)
+		restWhy = restApart(rest, plan)
+	})
+	build(0)
 	wg.Wait()
 	for _, w := range partWhy {
 		if restWhy == "" {
@@ -84,10 +93,21 @@ type parallelPlan struct {
 	groups []*store.Snapshot
 	rest   *store.Snapshot
 
-	ingressAt    map[nsName]int // Ingress -> its position in the snapshot
-	groupAt      []int          // position -> group, -1 for the rest
-	serviceGroup map[nsName]int
-	sliceGroup   map[nsName]int
+	ingressAt map[nsName]int // Ingress -> its position in the snapshot
+	groupAt   []int          // position -> group, -1 for the rest
+	// namedBy is, for each Service an Ingress names, the position of the first that names
+	// it: every Ingress that names it is of that one's group (a Service joins them), so this
+	// is the Service's group too, without a map of its own.
+	namedBy    map[nsName]int
+	sliceGroup map[nsName]int
+}
+
+// serviceGroup is the group of the Service k, ok false when the rest translates it.
+func (p *parallelPlan) serviceGroup(k nsName) (group int, ok bool) {
+	if i, named := p.namedBy[k]; named && p.groupAt[i] >= 0 {
+		return p.groupAt[i], true
+	}
+	return 0, false
 }
 
 // groupOf is the group that translates n (a graph node), ok false when the rest does.
@@ -95,7 +115,7 @@ func (p *parallelPlan) groupOf(n kongstate.ObjectRef) (group int, ok bool) {
 	k := nsName{n.Namespace, n.Name}
 	switch {
 	case n.Kind == gvkService.Kind && n.Group == gvkService.Group:
-		group, ok = p.serviceGroup[k]
+		group, ok = p.serviceGroup(k)
 	case n.Kind == gvkEndpointSlice.Kind && n.Group == gvkEndpointSlice.Group:
 		group, ok = p.sliceGroup[k]
 	case n.Kind == gvkIngress.Kind && n.Group == gvkIngress.Group:
@@ -221,7 +241,7 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 	}
 	rest := *snap
 	rest.Ingresses, rest.Services, rest.EndpointSlices = nil, nil, nil
-	plan.serviceGroup = make(map[nsName]int, len(owner))
+	plan.namedBy = owner
 	for i, ing := range snap.Ingresses {
 		if ing == nil {
 			continue
@@ -233,11 +253,10 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 		}
 		grp := plan.groups[g]
 		grp.Ingresses = append(grp.Ingresses, ing)
-		for _, s := range named(i) {
-			if _, done := plan.serviceGroup[s]; done {
-				continue
+		for k, s := range named(i) {
+			if owner[s] != i || slices.Contains(named(i)[:k], s) {
+				continue // listed by an Ingress before it, or by this one already
 			}
-			plan.serviceGroup[s] = g
 			if svc := services[s]; svc != nil {
 				grp.Services = append(grp.Services, svc)
 			}
@@ -247,7 +266,7 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 		if s == nil {
 			continue
 		}
-		if _, in := plan.serviceGroup[keyOf(s)]; !in {
+		if _, in := plan.serviceGroup(keyOf(s)); !in {
 			rest.Services = append(rest.Services, s)
 		}
 	}
@@ -257,7 +276,7 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 			continue
 		}
 		s, ok := serviceOf(es)
-		g, in := plan.serviceGroup[s]
+		g, in := plan.serviceGroup(s)
 		if !ok || !in {
 			rest.EndpointSlices = append(rest.EndpointSlices, es)
 			continue
