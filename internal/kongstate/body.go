@@ -26,6 +26,16 @@ func BodyOf(b []byte) Body {
 	return Body{pieces: [][]byte{b}, size: len(b)}
 }
 
+// BodyOfPieces is the Body made of pieces, in order (not copied: they must not be modified
+// afterwards).
+func BodyOfPieces(pieces [][]byte) Body {
+	size := 0
+	for _, p := range pieces {
+		size += len(p)
+	}
+	return Body{pieces: pieces, size: size}
+}
+
 // Len is the body's size in bytes.
 func (b Body) Len() int { return b.size }
 

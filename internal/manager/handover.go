@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -69,4 +70,23 @@ func (h *handover) translate(s *store.Snapshot, who logr.Logger) translator.Resu
 func (h *handover) loopRounds(o *dataplane.Options, log logr.Logger) {
 	o.TranslateRound = func(s *store.Snapshot) translator.Result { return h.translate(s, log) }
 	o.Renderer = &h.renderer
+	// A full translation's indexes for the next round are built once its sync ended, off
+	// the start's path to the first push (translator.Incremental.Settle).
+	settle := dataplane.ReporterFunc(func(_ context.Context, r dataplane.Round) {
+		if len(r.Gateways) > 0 && !r.Translated {
+			go h.settle()
+		}
+	})
+	if o.Reporter == nil {
+		o.Reporter = settle
+	} else {
+		o.Reporter = dataplane.Reporters{o.Reporter, settle}
+	}
+}
+
+// settle builds the indexes of the last full translation, if not built yet.
+func (h *handover) settle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inc.Settle()
 }

@@ -154,7 +154,9 @@ func (p *standbyPreparer) translation(ctx context.Context) (*dataplane.Target, b
 	if err != nil {
 		return nil, false
 	}
-	return dataplane.NewTarget(p.shared.translate(snap, p.log), &p.shared.renderer), true
+	res := p.shared.translate(snap, p.log)
+	p.shared.settle() // a standby has no push to hurry: the new leader's first round splices at once
+	return dataplane.NewTarget(res, &p.shared.renderer), true
 }
 
 // target is translation with the digest of its configuration, which a standby digests every

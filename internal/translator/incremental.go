@@ -91,6 +91,9 @@ import (
 // may be read by others.
 type Incremental struct {
 	prev *incrementalRound
+	// settling is the last full translation while its indexes are not built (Settle): prev
+	// is then nil.
+	settling *settlingRound
 	// noSizeLimit lets a closure of any size be spliced (tests of small snapshots).
 	noSizeLimit bool
 	// Stats counts full and partial translations, for tests and benchmarks.
@@ -237,6 +240,7 @@ func (t *Incremental) Build(snap *store.Snapshot, opts Options) Result {
 	if snap == nil {
 		snap = &store.Snapshot{}
 	}
+	t.Settle()
 	if t.prev != nil {
 		if res, ok, reason := t.partial(snap, opts); ok {
 			t.Stats.Partial++
@@ -247,19 +251,43 @@ func (t *Incremental) Build(snap *store.Snapshot, opts Options) Result {
 	} else {
 		t.Stats.LastReason = "first translation"
 	}
-	// The snapshot's indexes do not depend on the translation: they are built on another
-	// core meanwhile (a full translation is the first round of the start, issue #13), and a
-	// large translation is itself spread over the cores (buildParallel).
-	indexed := make(chan *incrementalRound, 1)
-	go func() { indexed <- indexSnapshot(snap) }()
+	// A large translation is spread over the cores (buildParallel). The indexes the next
+	// round splices with are built later (Settle): a full translation is the start's first
+	// round (issue #13), and they are not needed for its push. Built beside the translation,
+	// they took a core from it for 15-20 ms.
 	var hint *Graph
 	if t.prev != nil {
 		hint = t.prev.res.Graph
 	}
 	res, _ := buildParallel(snap, opts, runtime.GOMAXPROCS(0), hint)
 	t.Stats.Full++
-	t.prev = (<-indexed).withResult(opts, res)
+	t.prev, t.settling = nil, &settlingRound{snap: snap, opts: opts, res: res}
 	return res
+}
+
+// settlingRound is a full translation whose indexes are not built yet.
+type settlingRound struct {
+	snap *store.Snapshot
+	opts Options
+	res  Result
+}
+
+// Settle builds the indexes of the last full translation that the next round splices with,
+// when they are not built yet; Build calls it first. The caller calls it once the CPU is free,
+// after the translation's configuration was sent (the controller: after the sync), so that
+// neither the first push nor the next round waits for it. Not safe for concurrent use with
+// Build (one caller at a time, as for Build).
+func (t *Incremental) Settle() {
+	s := t.settling
+	if s == nil {
+		return
+	}
+	t.settling = nil
+	// The snapshot's indexes do not depend on the result: built on another core meanwhile.
+	indexed := make(chan *incrementalRound, 1)
+	go func() { indexed <- indexSnapshot(s.snap) }()
+	parts := resultIndexesOf(s.res)
+	t.prev = (<-indexed).withResult(s.opts, s.res, parts)
 }
 
 // indexSnapshot is a round's indexes of snap's objects, without its result (withResult).
@@ -280,14 +308,26 @@ func indexSnapshot(snap *store.Snapshot) *incrementalRound {
 	return r
 }
 
-// withResult completes r with the translation of its snapshot.
-func (r *incrementalRound) withResult(opts Options, res Result) *incrementalRound {
-	r.opts, r.res = opts, res
-	r.parts, r.routeOwner, r.kongServicesOf = res.parts.services, map[string]string{}, map[nsName][]string{}
-	r.kongServicesOfRoute = map[gatewayapi.RouteKey][]string{}
-	for _, p := range r.parts {
+// resultIndexes are the indexes of a round made of its result (addPart).
+type resultIndexes struct {
+	routeOwner          map[string]string
+	kongServicesOf      map[nsName][]string
+	kongServicesOfRoute map[gatewayapi.RouteKey][]string
+}
+
+// resultIndexesOf indexes res's Kong services.
+func resultIndexesOf(res Result) resultIndexes {
+	r := incrementalRound{routeOwner: map[string]string{}, kongServicesOf: map[nsName][]string{}, kongServicesOfRoute: map[gatewayapi.RouteKey][]string{}}
+	for _, p := range res.parts.services {
 		r.addPart(p)
 	}
+	return resultIndexes{routeOwner: r.routeOwner, kongServicesOf: r.kongServicesOf, kongServicesOfRoute: r.kongServicesOfRoute}
+}
+
+// withResult completes r with the translation of its snapshot and that translation's indexes.
+func (r *incrementalRound) withResult(opts Options, res Result, idx resultIndexes) *incrementalRound {
+	r.opts, r.res, r.parts = opts, res, res.parts.services
+	r.routeOwner, r.kongServicesOf, r.kongServicesOfRoute = idx.routeOwner, idx.kongServicesOf, idx.kongServicesOfRoute
 	return r
 }
 

@@ -504,3 +504,32 @@ func replaceObject(s *store.Snapshot, old, n client.Object) {
 		}
 	}
 }
+
+// TestIncrementalSettlesAfterAFullTranslation: a full translation leaves the indexes the
+// next round splices with to Settle (the start's first push does not wait for them), and the
+// next round splices whether Settle ran in between or not.
+func TestIncrementalSettlesAfterAFullTranslation(t *testing.T) {
+	snap := benchdata.Snapshot(20)
+	changed := *snap
+	changed.Ingresses = append([]*netv1.Ingress(nil), snap.Ingresses...)
+	ing := changed.Ingresses[3].DeepCopy()
+	ing.ResourceVersion = "2"
+	ing.Spec.Rules[0].Host = "settled.example.com"
+	changed.Ingresses[3] = ing
+
+	for _, settle := range []bool{true, false} {
+		inc := &Incremental{noSizeLimit: true}
+		inc.Build(snap, Options{})
+		require.Nil(t, inc.prev, "indexes built before Settle")
+		require.NotNil(t, inc.settling)
+		if settle {
+			inc.Settle()
+			require.NotNil(t, inc.prev)
+			require.Nil(t, inc.settling)
+			inc.Settle() // nothing left to do
+		}
+		requireSameResult(t, fmt.Sprintf("settled %v", settle), &kongstate.Renderer{}, inc.Build(&changed, Options{}), Build(&changed, Options{}))
+		require.Equal(t, 1, inc.Stats.Full, inc.Stats.LastReason)
+		require.Equal(t, 1, inc.Stats.Partial)
+	}
+}

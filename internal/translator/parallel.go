@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,13 +48,37 @@ func buildSpread(snap *store.Snapshot, opts Options, procs, minIngresses int, hi
 	if why != "" {
 		return Build(snap, opts), why
 	}
+	// Each part is checked where it was translated, while the others are still translating:
+	// the assembly that is left after the last one ends runs on one core.
+	// The caller translates the first group itself: it is running already, where a new
+	// goroutine may wait for its thread to be woken (milliseconds on a loaded machine); the
+	// rest, usually small, goes to a goroutine of its own.
 	parts := make([]Result, len(plan.groups))
-	var wg sync.WaitGroup
-	for i, g := range plan.groups {
-		wg.Go(func() { parts[i] = Build(g, opts) })
+	partWhy := make([]string, len(plan.groups))
+	build := func(i int) {
+		parts[i] = Build(plan.groups[i], opts)
+		partWhy[i] = groupLocal(parts[i], i, plan)
 	}
-	rest := Build(plan.rest, opts)
+	var rest Result
+	var restWhy string
+	var wg sync.WaitGroup
+	for i := 1; i < len(plan.groups); i++ {
+		wg.Go(func() { build(i) })
+	}
+	wg.Go(func() {
+		rest = Build(plan.rest, opts)
+		restWhy = restApart(rest, plan)
+	})
+	build(0)
 	wg.Wait()
+	for _, w := range partWhy {
+		if restWhy == "" {
+			restWhy = w
+		}
+	}
+	if restWhy != "" {
+		return Build(snap, opts), restWhy
+	}
 	res, why = assembleParallel(rest, parts, plan)
 	if why != "" {
 		return Build(snap, opts), why
@@ -68,10 +93,21 @@ type parallelPlan struct {
 	groups []*store.Snapshot
 	rest   *store.Snapshot
 
-	ingressAt    map[nsName]int // Ingress -> its position in the snapshot
-	groupAt      []int          // position -> group, -1 for the rest
-	serviceGroup map[nsName]int
-	sliceGroup   map[nsName]int
+	ingressAt map[nsName]int // Ingress -> its position in the snapshot
+	groupAt   []int          // position -> group, -1 for the rest
+	// namedBy is, for each Service an Ingress names, the position of the first that names
+	// it: every Ingress that names it is of that one's group (a Service joins them), so this
+	// is the Service's group too, without a map of its own.
+	namedBy    map[nsName]int
+	sliceGroup map[nsName]int
+}
+
+// serviceGroup is the group of the Service k, ok false when the rest translates it.
+func (p *parallelPlan) serviceGroup(k nsName) (group int, ok bool) {
+	if i, named := p.namedBy[k]; named && p.groupAt[i] >= 0 {
+		return p.groupAt[i], true
+	}
+	return 0, false
 }
 
 // groupOf is the group that translates n (a graph node), ok false when the rest does.
@@ -79,7 +115,7 @@ func (p *parallelPlan) groupOf(n kongstate.ObjectRef) (group int, ok bool) {
 	k := nsName{n.Namespace, n.Name}
 	switch {
 	case n.Kind == gvkService.Kind && n.Group == gvkService.Group:
-		group, ok = p.serviceGroup[k]
+		group, ok = p.serviceGroup(k)
 	case n.Kind == gvkEndpointSlice.Kind && n.Group == gvkEndpointSlice.Group:
 		group, ok = p.sliceGroup[k]
 	case n.Kind == gvkIngress.Kind && n.Group == gvkIngress.Group:
@@ -120,11 +156,23 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 	}
 	plan := &parallelPlan{ingressAt: make(map[nsName]int, n), groupAt: make([]int, n)}
 	owner := make(map[nsName]int, n) // Service -> an Ingress that names it
-	named := make([][]nsName, n)
+	// The Services each Ingress names: named[i] in one array (an allocation per Ingress was
+	// a quarter of the plan's CPU, which runs on one core before the groups start).
+	namedAll := make([]nsName, 0, n)
+	namedEnd := make([]int, n)
+	named := func(i int) []nsName {
+		if i == 0 {
+			return namedAll[:namedEnd[0]]
+		}
+		return namedAll[namedEnd[i-1]:namedEnd[i]]
+	}
 	local := make([]bool, n)
 	for i, ing := range snap.Ingresses {
 		parent[i] = i
 		if ing == nil {
+			if i > 0 {
+				namedEnd[i] = namedEnd[i-1]
+			}
 			continue
 		}
 		if _, dup := plan.ingressAt[keyOf(ing)]; dup {
@@ -132,8 +180,9 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 		}
 		plan.ingressAt[keyOf(ing)] = i
 		local[i] = localIngress(ing) == "" && !referredByOthers(hint, ref(gvkIngress, ing.Namespace, ing.Name))
-		named[i] = servicesNamed(ing)
-		for _, s := range named[i] {
+		namedAll = appendServicesNamed(namedAll, ing)
+		namedEnd[i] = len(namedAll)
+		for _, s := range named(i) {
 			if svc := services[s]; svc != nil && !localService(svc) || referredByOthers(hint, ref(gvkService, s.ns, s.name)) {
 				local[i] = false
 			}
@@ -192,7 +241,7 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 	}
 	rest := *snap
 	rest.Ingresses, rest.Services, rest.EndpointSlices = nil, nil, nil
-	plan.serviceGroup = make(map[nsName]int, len(owner))
+	plan.namedBy = owner
 	for i, ing := range snap.Ingresses {
 		if ing == nil {
 			continue
@@ -204,11 +253,10 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 		}
 		grp := plan.groups[g]
 		grp.Ingresses = append(grp.Ingresses, ing)
-		for _, s := range named[i] {
-			if _, done := plan.serviceGroup[s]; done {
-				continue
+		for k, s := range named(i) {
+			if owner[s] != i || slices.Contains(named(i)[:k], s) {
+				continue // listed by an Ingress before it, or by this one already
 			}
-			plan.serviceGroup[s] = g
 			if svc := services[s]; svc != nil {
 				grp.Services = append(grp.Services, svc)
 			}
@@ -218,7 +266,7 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 		if s == nil {
 			continue
 		}
-		if _, in := plan.serviceGroup[keyOf(s)]; !in {
+		if _, in := plan.serviceGroup(keyOf(s)); !in {
 			rest.Services = append(rest.Services, s)
 		}
 	}
@@ -228,7 +276,7 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 			continue
 		}
 		s, ok := serviceOf(es)
-		g, in := plan.serviceGroup[s]
+		g, in := plan.serviceGroup(s)
 		if !ok || !in {
 			rest.EndpointSlices = append(rest.EndpointSlices, es)
 			continue
@@ -263,37 +311,39 @@ func localService(svc *corev1.Service) bool {
 	return !plugins
 }
 
-// assembleParallel puts the groups' results and the rest's together as Build would have made
-// them; it says why not ("" when it did) when a group's translation may have depended on what
-// it did not see, or the rest's on a group's objects.
-func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, string) {
-	readClock, readRustRegexes := rest.parts.readClock, rest.parts.readRustRegexes
+// restApart says why the rest's translation may have depended on the groups' objects, ""
+// when it cannot have: it must not have seen them missing (no reference to them or from
+// them, no problem about them) nor taken a route name.
+func restApart(rest Result, plan *parallelPlan) string {
 	if rest.parts.nameTaken {
-		return Result{}, "the rest took a route name"
+		return "the rest took a route name"
 	}
-	for g, part := range parts {
-		if why := groupLocal(part, g, plan); why != "" {
-			return Result{}, why
-		}
-		readClock = readClock || part.parts.readClock
-		readRustRegexes = readRustRegexes || part.parts.readRustRegexes
-	}
-	// The rest must not have seen the groups' objects missing: no reference to them or from
-	// them, no problem about them.
 	for to := range rest.Graph.rdeps {
 		if _, in := plan.groupOf(to.ref()); in {
-			return Result{}, "the rest refers to a group's object"
+			return "the rest refers to a group's object"
 		}
 	}
 	for from := range rest.Graph.deps {
 		if _, in := plan.groupOf(from.ref()); in {
-			return Result{}, "the rest refers to a group's object"
+			return "the rest refers to a group's object"
 		}
 	}
 	for _, p := range rest.Problems {
 		if _, in := plan.groupOf(p.Object); in {
-			return Result{}, "the rest reports on a group's object"
+			return "the rest reports on a group's object"
 		}
+	}
+	return ""
+}
+
+// assembleParallel puts the groups' results and the rest's together as Build would have made
+// them; it says why not ("" when it did) when the parts made a name twice. The parts were
+// each checked on their own before (groupLocal, restApart).
+func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, string) {
+	readClock, readRustRegexes := rest.parts.readClock, rest.parts.readRustRegexes
+	for _, part := range parts {
+		readClock = readClock || part.parts.readClock
+		readRustRegexes = readRustRegexes || part.parts.readRustRegexes
 	}
 
 	// Kong services by name (each list is sorted by name), no name twice; route names once
@@ -330,10 +380,12 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 	for _, part := range parts {
 		problems = append(problems, part.Problems...)
 	}
-	graph := rest.Graph
+	graphs := make([]*Graph, 0, len(parts)+1)
+	graphs = append(graphs, rest.Graph)
 	for _, part := range parts {
-		graph.absorb(part.Graph)
+		graphs = append(graphs, part.Graph)
 	}
+	graph := unite(graphs)
 	res := rest
 	res.State, res.Problems, res.Graph = state, sortProblems(problems), graph
 	res.parts = &resultParts{services: merged, readClock: readClock, readRustRegexes: readRustRegexes, consumers: rest.parts.consumers}
@@ -418,29 +470,49 @@ func mergeServiceParts(lists [][]servicePart) ([]servicePart, bool) {
 	return out, true
 }
 
-// absorb adds other's edges to g. Both are fresh graphs without base, of one translation
-// each; other is not used after (its sets may be shared or modified).
-func (g *Graph) absorb(other *Graph) {
-	for from, tos := range other.deps {
-		if mine, ok := g.deps[from]; ok {
-			for to := range tos.All() {
-				mine.Add(to)
-			}
-			continue
+// unite is the graph with every edge of graphs: fresh graphs without base, of one
+// translation each, none used after (their maps and sets are taken over or modified). The
+// largest takes the others' edges (each edge added costs a map insert: the groups' graphs
+// are about equal, the rest's small), and the two directions are united at once on two
+// cores: this runs after the last group's translation ended, on the path of the start's
+// first push.
+func unite(graphs []*Graph) *Graph {
+	largest := 0
+	for i, g := range graphs {
+		if len(g.deps)+len(g.rdeps) > len(graphs[largest].deps)+len(graphs[largest].rdeps) {
+			largest = i
 		}
-		g.deps[from] = tos
 	}
-	for to, froms := range other.rdeps {
-		if mine, ok := g.rdeps[to]; ok {
-			if mine.Len() < froms.Len() { // add the fewer
-				mine, froms = froms, mine
-				g.rdeps[to] = mine
-			}
-			for from := range froms.All() {
-				mine.Add(from)
-			}
+	into := graphs[largest]
+	others := slices.Delete(slices.Clone(graphs), largest, largest+1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for _, other := range others {
+			uniteEdges(into.rdeps, other.rdeps)
+		}
+	})
+	for _, other := range others {
+		uniteEdges(into.deps, other.deps)
+	}
+	wg.Wait()
+	return into
+}
+
+// uniteEdges adds the edges of one direction of a graph (other) to those of another (into);
+// other is not used after.
+func uniteEdges(into, other map[node]*refSet) {
+	for n, set := range other {
+		mine, ok := into[n]
+		if !ok {
+			into[n] = set
 			continue
 		}
-		g.rdeps[to] = froms
+		if mine.Len() < set.Len() { // add the fewer
+			mine, set = set, mine
+			into[n] = mine
+		}
+		for m := range set.All() {
+			mine.Add(m)
+		}
 	}
 }

@@ -239,8 +239,18 @@ func kongHash(config []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// kongHashOfBody is kongHash of the configuration body holds ("" when it holds none).
+// kongHashOfBody is kongHash of the configuration body holds ("" when it holds none). A
+// controller that restarts against a Kong that kept its configuration takes it before its
+// first push (PushBody): the body's pieces are unescaped into the hash as they are read
+// (unescapedHash). Copying the body into one slice, decoding it with encoding/json and
+// hashing the copy cost 33-39 cpu-ms and 15 MB at 3,000 Ingresses on the start's path;
+// reading the pieces costs 12-13 cpu-ms and 33 KB (BenchmarkKongHashOfBody). A body the
+// reading is not sure of (not Body's form, or an escape Body never writes) is decoded as
+// before.
 func kongHashOfBody(body kongstate.Body) string {
+	if sum, ok := unescapedHash(body); ok {
+		return sum
+	}
 	config, err := configOf(body.Bytes())
 	if err != nil {
 		return ""
