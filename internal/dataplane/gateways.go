@@ -226,7 +226,8 @@ func (g *DetectingGateway) detected(ctx context.Context) (Gateway, error) {
 // each gateway is asked GET / once. The first Sync takes the answer as if it had asked
 // itself, router check included; a failure is the first Sync's to meet again. Flavors is told
 // nothing here: a target translated before the answer arrived would then pass Sync's router
-// check rendered for the other router.
+// check rendered for the other router. (A standby, which syncs nothing, tells it before it
+// translates: RouterFlavors.Learn.)
 func (g *DetectingGateway) Detect(ctx context.Context) (*Root, error) {
 	g.rootMu.Lock()
 	defer g.rootMu.Unlock()

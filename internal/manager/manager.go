@@ -324,7 +324,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	var gateways []dataplane.Gateway
 	var discovered dataplane.GatewaySet
-	var learnRouters func(context.Context) // a standby's, with discovery
+	var learnRouters func(context.Context) // a standby's
 	if cfg.Discovery() {
 		set, err := gatewayDiscovery(ctx, cfg, mgr.GetCache(), dbMode, flavors, log.WithName("discovery"))
 		if err != nil {
@@ -333,6 +333,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		discovered, learnRouters = set, set.LearnRouters
 	} else if gateways, err = buildGateways(cfg, dbMode, flavors, election.Roots, log); err != nil {
 		return nil, err
+	} else {
+		learnRouters = staticRouterLearner(gateways, flavors, log.WithName("standby"))
 	}
 	var reporter dataplane.Reporters
 	// The graph of each translation of the whole snapshot (not of a fallback's, which

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -34,8 +35,9 @@ type standbyPreparer struct {
 	shared   *handover // the translation and renderer the loop takes over
 	gateways []dataplane.Gateway
 	// learnRouters, when set, tells the translation the routers of the gateways before each
-	// period's translation (discovered gateways: their set is the leader's to run, so the
-	// standby asks each one GET / itself, discovery.Set.LearnRouters).
+	// period's translation (RouterFlavors.Learn: discovered gateways, whose set is the
+	// leader's to run, by discovery.Set.LearnRouters; --kong-admin-url ones, whose first sync
+	// or Prepare would tell it one or two periods late, by staticRouterLearner).
 	learnRouters func(context.Context)
 	period       time.Duration
 	log          logr.Logger
@@ -171,4 +173,46 @@ func (p *standbyPreparer) target(ctx context.Context) ([sha256.Size]byte, *datap
 		return [sha256.Size]byte{}, nil, false
 	}
 	return digest, t, true
+}
+
+// standbyRouterAskTimeout bounds how long a standby's period waits for its --kong-admin-url
+// gateways to say their router before it translates: a Kong answers GET / in milliseconds,
+// and one that does not is asked again the next period (the leader's first sync asks it
+// anyway).
+const standbyRouterAskTimeout = 2 * time.Second
+
+// staticRouterLearner is a standby's learnRouters for --kong-admin-url gateways: each
+// period until they said it, it tells flavors their router (GET /, through Detect, which
+// takes the answer the start's askGateways got or waits for it, so that each gateway is asked
+// once). Before it, a standby learned the router only at its first Prepare (DetectingGateway),
+// one or two periods after its cache synced: its first warm translation was for the
+// traditional router, a takeover then translated everything again, and its webhook checked
+// regexes with the wrong engine. A gateway whose mode is known has reported its router
+// already. Only reads.
+func staticRouterLearner(gateways []dataplane.Gateway, flavors *dataplane.RouterFlavors, log logr.Logger) func(context.Context) {
+	var pending []*dataplane.DetectingGateway
+	for _, g := range gateways {
+		if d, ok := g.(*dataplane.DetectingGateway); ok {
+			pending = append(pending, d)
+		}
+	}
+	return func(ctx context.Context) {
+		if len(pending) == 0 {
+			return
+		}
+		asks := map[string]dataplane.RouterAsk{}
+		for _, d := range pending {
+			if d.Protocol() == "" { // else its first Prepare or Sync reported it
+				asks[d.URL()] = d.Detect
+			}
+		}
+		learned := flavors.Learn(ctx, standbyRouterAskTimeout, asks)
+		for url, flavor := range learned {
+			log.Info("router flavor learned from a gateway", "gateway", url, "routerFlavor", flavor)
+		}
+		pending = slices.DeleteFunc(pending, func(d *dataplane.DetectingGateway) bool {
+			_, ok := learned[d.URL()]
+			return ok || d.Protocol() != ""
+		})
+	}
 }

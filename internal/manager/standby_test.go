@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/kong/go-kong/kong"
 	"github.com/stretchr/testify/require"
 
 	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 	"github.com/konductor/konductor/internal/translator/benchdata"
@@ -223,4 +225,77 @@ func TestAskableURLs(t *testing.T) {
 	require.Equal(t, []string{"https://10.0.0.1:8444"}, askableURLs(nil, askingSet{heard: []string{"https://10.0.0.1:8444"}}))
 	static := []dataplane.Gateway{&preparingGateway{url: "http://a"}, &preparingGateway{url: "http://b"}}
 	require.Equal(t, []string{"http://a", "http://b"}, askableURLs(static, nil))
+}
+
+// A standby with --kong-admin-url gateways learns their router before its first warm
+// translation, from the GET / the start's askGateways got (one request per gateway), and not
+// one or two periods later at its first Prepare: before, its first translations, and its
+// webhook's reviews, were for the traditional router, and a takeover right after the start
+// translated everything again. It writes nothing.
+func TestStaticStandbyLearnsTheRouterBeforeItTranslates(t *testing.T) {
+	srv, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: kongemu.RouterExpressions}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	c, err := kong.NewClient(kong.String(srv.URL), nil)
+	require.NoError(t, err)
+	flavors := dataplane.NewRouterFlavors(nil)
+	gw := dataplane.NewDetectingGateway(srv.URL, c, nil, logr.Discard())
+	gw.Flavors = flavors
+	_, err = gw.Detect(context.Background()) // the start's askGateways
+	require.NoError(t, err)
+
+	barrier := gatedBarrier{synced: make(chan struct{})}
+	elected := make(chan struct{})
+	type router struct{ expressions, rust bool }
+	translatedFor := make(chan router, 100)
+	p := &standbyPreparer{
+		elected: elected, barrier: barrier, source: snapshotSource{benchdata.Snapshot(5)},
+		shared: &handover{options: func(*store.Snapshot) translator.Options {
+			select {
+			case translatedFor <- router{flavors.Expressions(), flavors.RustRegexes()}:
+			default:
+			}
+			return translator.Options{ExpressionRoutes: flavors.Expressions(), RustRegexes: flavors.RustRegexes()}
+		}},
+		gateways:     []dataplane.Gateway{gw},
+		learnRouters: staticRouterLearner([]dataplane.Gateway{gw}, flavors, logr.Discard()),
+		period:       time.Hour, // no Prepare is due: only the learner can tell the router
+		log:          logr.Discard(),
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Start(context.Background()) }()
+	close(barrier.synced)
+	require.Equal(t, router{true, true}, <-translatedFor, "the first translation is for the gateway's router")
+	close(elected)
+	require.NoError(t, <-done)
+	require.Equal(t, map[string]int{"GET /": 1}, srv.Requests(), "asked once, at the start, and nothing written")
+}
+
+// RouterFlavors.Learn waits a bounded time: a gateway that does not answer (here an ask that
+// ignores its context) holds up nobody's translation beyond the timeout, and those that
+// answered are told; it is asked again next time.
+func TestLearnRoutersDoesNotWaitForAGatewayThatDoesNotAnswer(t *testing.T) {
+	flavors := dataplane.NewRouterFlavors(nil)
+	release := make(chan struct{})
+	defer close(release)
+	learned := flavors.Learn(context.Background(), 10*time.Millisecond, map[string]dataplane.RouterAsk{
+		"http://a": func(context.Context) (*dataplane.Root, error) {
+			return &dataplane.Root{RouterFlavor: "expressions"}, nil
+		},
+		"http://b": func(context.Context) (*dataplane.Root, error) { <-release; return nil, errors.New("late") },
+	})
+	require.Equal(t, map[string]string{"http://a": "expressions"}, learned)
+	require.True(t, flavors.Expressions(), "what answered is told")
+
+	// A standby elected meanwhile (its context ended) tells nothing: the leader's first
+	// sync checks the router against its own round's target.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	other := dataplane.NewRouterFlavors(nil)
+	require.Empty(t, other.Learn(ctx, time.Minute, map[string]dataplane.RouterAsk{
+		"http://a": func(context.Context) (*dataplane.Root, error) {
+			return &dataplane.Root{RouterFlavor: "expressions"}, nil
+		},
+	}))
+	require.False(t, other.Expressions())
 }

@@ -377,3 +377,29 @@ func equalSets(a, b []string) bool {
 	}
 	return true
 }
+
+// A standby with --kong-admin-url gateways learns their router (the GET / its start asked)
+// before its first warm translation, as a standby with discovered gateways does: before, it
+// learned it only at its first Prepare, one or two periods after its cache synced (never,
+// here: its period is an hour), so a takeover right after the start translated everything
+// again and its webhook checked regexes with the wrong engine.
+func TestStandbyLearnsTheRouterOfItsGateways(t *testing.T) {
+	ns := newNamespace(t)
+	apps(t, ns, 2)
+	kong, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: kongemu.RouterExpressions}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = kong.Close() })
+	elect := append(handoverArgs(ns), "--leader-elect=true")
+	leader := startReplica(t, replicaSpec{name: "leader", namespace: ns, gateways: []string{kong.URL}, args: elect})
+	leader.waitFirstSync(t, time.Minute)
+	standby := startReplica(t, replicaSpec{name: "standby", namespace: ns, gateways: []string{kong.URL},
+		args: append(elect, "--proxy-sync-seconds", "3600")})
+	require.Eventually(t, func() bool {
+		return standby.logs.contains("router flavor learned from a gateway", kong.URL, "expressions")
+	}, 30*time.Second, 20*time.Millisecond, standby.logs.String())
+	select {
+	case <-standby.ctrl.Elected():
+		t.Fatal("the second replica leads")
+	default:
+	}
+}

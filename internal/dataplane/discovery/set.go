@@ -229,8 +229,7 @@ func (s *Set) LearnRouters(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	found := map[string]bool{}
-	var asked sync.Map // URL -> router flavor, of those that answered now
-	var wg sync.WaitGroup
+	asks := map[string]dataplane.RouterAsk{}
 	for _, api := range apis {
 		found[api.URL] = true
 		if _, ok := l.flavor[api.URL]; ok {
@@ -243,27 +242,21 @@ func (s *Set) LearnRouters(ctx context.Context) {
 			}
 			l.clients[api.URL] = c
 		}
-		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-			defer cancel()
-			root, err := dataplane.ReadRoot(cctx, c)
+		asks[api.URL] = func(ctx context.Context) (*dataplane.Root, error) {
+			root, err := dataplane.ReadRoot(ctx, c)
 			if err != nil {
 				s.opts.Logger.V(1).Info("discovered gateway did not say its router yet", "gateway", api.URL, "error", err.Error())
-				return
+				return nil, err
 			}
-			asked.Store(api.URL, root.RouterFlavor)
-		})
+			return &root, nil
+		}
 	}
-	wg.Wait()
 	s.opts.Flavors.KeepOnly(found)
-	asked.Range(func(k, v any) bool {
-		url, flavor := k.(string), v.(string)
+	for url, flavor := range s.opts.Flavors.Learn(ctx, s.opts.Timeout, asks) {
 		l.flavor[url] = flavor
 		delete(l.clients, url)
-		s.opts.Flavors.Report(url, flavor)
 		s.opts.Logger.Info("router flavor learned from a discovered gateway", "gateway", url, "routerFlavor", flavor)
-		return true
-	})
+	}
 	for url := range l.flavor {
 		if !found[url] {
 			delete(l.flavor, url)
