@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -396,4 +397,34 @@ func TestRenderEach(t *testing.T) {
 		}
 		require.EqualError(t, renderEach(todo, failing), fmt.Sprintf("entity %d", first), "n=%d", n)
 	}
+}
+
+// A body that cannot be rendered gives the error a whole render gives (the first entity that
+// fails in the body's order), though every list's entities and the skeleton are rendered as
+// one set of jobs on several cores: here two upstreams in different jobs fail with different
+// errors, the first in the body's order in a job after the services'.
+func TestRendererFailsAsDeclarativeConfigDoes(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	s := &State{}
+	for i := range 4 * parallelRenderMin {
+		name := fmt.Sprintf("svc-%04d", 4*parallelRenderMin-i) // the State's order is the body's
+		s.Services = append(s.Services, &file.FService{Service: kong.Service{Name: kong.String(name), Host: kong.String(name)}})
+		s.Upstreams = append(s.Upstreams, &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(name)}})
+	}
+	threshold := func(u *file.FUpstream, v float64) { u.Healthchecks = &kong.Healthcheck{Threshold: kong.Float64(v)} }
+	threshold(s.Upstreams[3*parallelRenderMin], math.NaN())
+	threshold(s.Upstreams[3*parallelRenderMin+100], math.Inf(1))
+	_, want := s.DeclarativeConfig()
+	require.ErrorContains(t, want, "NaN")
+	for range 20 {
+		_, err := (&Renderer{}).DeclarativeConfig(s)
+		require.EqualError(t, err, want.Error())
+		_, err = (&Renderer{}).QuotedDeclarativeConfig(s, "", "")
+		require.EqualError(t, err, want.Error())
+	}
+	threshold(s.Upstreams[3*parallelRenderMin], 1)
+	_, want = s.DeclarativeConfig()
+	require.ErrorContains(t, want, "+Inf")
+	_, err := (&Renderer{}).DeclarativeConfig(s)
+	require.EqualError(t, err, want.Error())
 }

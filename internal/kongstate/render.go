@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 )
@@ -83,19 +84,32 @@ const maxInserted = 64
 // among the previous one's: a round changes a few entities, which shift the others by a few.
 const reuseWindow = 16
 
-// renderAll renders every entity of list, re-using the bytes of prev's where the entity is
-// the same pointer (found by walking both lists in order, which is a State's stable order),
-// and returns their bytes in the body's order (bodyOrder), what they add to another list in
-// the same order (the entities that add nothing left out), and the list as rendered. Each
-// entity's bytes start with the comma that separates it from the one before (splice drops
-// the first's), so that a body is made of the cached bytes alone.
-func renderAll[E, K any](prev rendered[E, K], list []*E, c collection[E, K], quote bool) (own, extra [][]byte, next rendered[E, K], err error) {
-	next = rendered[E, K]{entities: make([]*E, 0, len(list)), keys: make([]K, 0, len(list)), bytes: make([][]byte, 0, len(list))}
+// listRender is one list's part of a body's render: its entities as the body holds them
+// (plan: those of the previous body that are the same pointer with their bytes, found
+// by walking both lists in order, which is a State's stable order; the others to render),
+// the jobs that render the others (jobs), and their bytes in the body's order once the jobs
+// ran (done). A body's lists are planned first and their jobs run as one set (runJobs), so
+// that the cores take them as they finish instead of waiting for each other at the end of
+// each list.
+type listRender[E, K any] struct {
+	c     collection[E, K]
+	quote bool
+	prev  rendered[E, K]
+	next  rendered[E, K]
+	from  []int32 // the index in prev of each entity re-used, -1 for a new one
+	fresh []int   // the indexes in next of the entities to render
+
+	extraMu sync.Mutex // next.extra, made by the first entity that adds to another list
+}
+
+// plan makes l the listRender of list after prev.
+func (l *listRender[E, K]) plan(prev rendered[E, K], list []*E, c collection[E, K], quote bool) {
+	l.c, l.quote, l.prev, l.from = c, quote, prev, make([]int32, 0, len(list))
+	l.next = rendered[E, K]{entities: make([]*E, 0, len(list)), keys: make([]K, 0, len(list)), bytes: make([][]byte, 0, len(list))}
+	next := &l.next
 	if prev.extra != nil {
 		next.extra = make([][]byte, 0, len(list))
 	}
-	from := make([]int32, 0, len(list)) // the index in prev of each entity re-used, -1 for a new one
-	var fresh []int                     // the indexes in next of the entities to render
 	j := 0
 	for _, e := range list {
 		if e == nil {
@@ -112,7 +126,7 @@ func renderAll[E, K any](prev rendered[E, K], list []*E, c collection[E, K], quo
 			next.keys = append(next.keys, prev.keys[at])
 			next.bytes = append(next.bytes, prev.bytes[at])
 		} else {
-			fresh = append(fresh, len(next.entities))
+			l.fresh = append(l.fresh, len(next.entities))
 			next.keys = append(next.keys, c.key(e))
 			next.bytes = append(next.bytes, nil)
 		}
@@ -124,29 +138,43 @@ func renderAll[E, K any](prev rendered[E, K], list []*E, c collection[E, K], quo
 			next.extra = append(next.extra, x)
 		}
 		next.entities = append(next.entities, e)
-		from = append(from, at)
+		l.from = append(l.from, at)
 	}
-	var extraMu sync.Mutex // next.extra, made by the first entity that adds to another list
-	err = renderEach(fresh, func(k int) error {
-		b, x, err := c.render(next.entities[k], quote)
-		if err != nil {
-			return err
-		}
-		next.bytes[k] = b
-		if x != nil {
-			extraMu.Lock()
-			if next.extra == nil {
-				next.extra = make([][]byte, len(next.entities))
-			}
-			next.extra[k] = x
-			extraMu.Unlock()
-		}
+}
+
+// jobs are the renders of the list's fresh entities, renderChunk each (renderJobs).
+func (l *listRender[E, K]) jobs() []func() error {
+	if len(l.fresh) == 0 {
 		return nil
-	})
-	if err != nil {
-		return nil, nil, rendered[E, K]{}, err
 	}
-	order, unique := bodyOrder(prev.order, len(prev.entities), from, next.keys, c.cmp)
+	return renderJobs(l.fresh, l.renderOne)
+}
+
+// renderOne renders the k-th entity of next into its place.
+func (l *listRender[E, K]) renderOne(k int) error {
+	b, x, err := l.c.render(l.next.entities[k], l.quote)
+	if err != nil {
+		return err
+	}
+	l.next.bytes[k] = b
+	if x != nil {
+		l.extraMu.Lock()
+		if l.next.extra == nil {
+			l.next.extra = make([][]byte, len(l.next.entities))
+		}
+		l.next.extra[k] = x
+		l.extraMu.Unlock()
+	}
+	return nil
+}
+
+// done is, once every job ran, the entities' bytes in the body's order (bodyOrder), what
+// they add to another list in the same order (the entities that add nothing left out), and
+// the list as rendered. Each entity's bytes start with the comma that separates it from the
+// one before (splice drops the first's), so that a body is made of the cached bytes alone.
+func (l *listRender[E, K]) done() (own, extra [][]byte, next rendered[E, K]) {
+	next = l.next
+	order, unique := bodyOrder(l.prev.order, len(l.prev.entities), l.from, next.keys, l.c.cmp)
 	if unique {
 		next.order = order
 	}
@@ -157,7 +185,7 @@ func renderAll[E, K any](prev rendered[E, K], list []*E, c collection[E, K], quo
 			extra = append(extra, next.extra[k])
 		}
 	}
-	return own, extra, next, nil
+	return own, extra, next
 }
 
 // parallelRenderMin is how many entities to render make it worth spreading them over the
@@ -165,35 +193,60 @@ func renderAll[E, K any](prev rendered[E, K], list []*E, c collection[E, K], quo
 // translated everything again, not a round's few changed entities.
 const parallelRenderMin = 256
 
-// renderEach calls render(k) for each k of todo, which renders the k-th entity into its
-// place. Each entity renders on its own (render reads only its entity), so with many to
-// render they are rendered on every core (GOMAXPROCS), each goroutine a contiguous part of
-// todo: the same bytes land in the same places whatever the split. The error is that of the
-// first entity in todo's order that failed, as rendering them one after the other would
-// return.
-func renderEach(todo []int, render func(k int) error) error {
-	workers := min(runtime.GOMAXPROCS(0), len(todo)/(parallelRenderMin/2))
-	if len(todo) < parallelRenderMin || workers < 2 {
-		for _, k := range todo {
-			if err := render(k); err != nil {
+// renderChunk is how many entities one job renders: small enough that the cores finish
+// together (a service costs about three times an upstream), large enough that taking a job
+// costs nothing next to it.
+const renderChunk = 64
+
+// renderJobs are jobs that call render(k) for each k of todo, each for a contiguous part of
+// todo; a job stops at its first entity that fails and returns its error.
+func renderJobs(todo []int, render func(k int) error) []func() error {
+	jobs := make([]func() error, 0, (len(todo)+renderChunk-1)/renderChunk)
+	for from := 0; from < len(todo); from += renderChunk {
+		part := todo[from:min(from+renderChunk, len(todo))]
+		jobs = append(jobs, func() error {
+			for _, k := range part {
+				if err := render(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return jobs
+}
+
+// runJobs runs jobs, on every core (GOMAXPROCS) when spread is set, each core taking the
+// next job as it finishes one, the caller's goroutine one of them (a new goroutine may wait
+// milliseconds for its thread on a loaded machine). It returns the error of the first job in
+// jobs' order that failed, as running them one after the other would (the jobs after a
+// failed one may have run).
+func runJobs(jobs []func() error, spread bool) error {
+	workers := min(runtime.GOMAXPROCS(0), len(jobs))
+	if !spread || workers < 2 {
+		for _, job := range jobs {
+			if err := job(); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		part := todo[w*len(todo)/workers : (w+1)*len(todo)/workers]
-		wg.Go(func() {
-			for _, k := range part {
-				if err := render(k); err != nil {
-					errs[w] = err
-					return
-				}
+	errs := make([]error, len(jobs))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(jobs) {
+				return
 			}
-		})
+			errs[i] = jobs[i]()
+		}
 	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
@@ -201,6 +254,15 @@ func renderEach(todo []int, render func(k int) error) error {
 		}
 	}
 	return nil
+}
+
+// renderEach calls render(k) for each k of todo, which renders the k-th entity into its
+// place. Each entity renders on its own (render reads only its entity), so with many to
+// render they are rendered on every core (runJobs): the same bytes land in the same places
+// whatever the split. The error is that of the first entity in todo's order that failed, as
+// rendering them one after the other would return.
+func renderEach(todo []int, render func(k int) error) error {
+	return runJobs(renderJobs(todo, render), len(todo) >= parallelRenderMin)
 }
 
 // bodyOrder is the order of keys in the body (indexes, ascending by cmp, stable), and
@@ -305,77 +367,118 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 	rest.Plugins, rest.Certificates, rest.CACertificates, rest.Vaults = nil, nil, nil, nil
 	c := rest.Content()
 	var p placement
-	_, err := place(&p, &cache.services, s.Services, serviceCollection, quote, markerService, &c.Services)
-	if err == nil {
-		_, err = place(&p, &cache.upstreams, s.Upstreams, upstreamCollection, quote, markerUpstream, &c.Upstreams)
-	}
-	var memberships [][]byte // what the consumers add to consumer_group_consumers
-	if err == nil {
-		memberships, err = place(&p, &cache.consumers, s.Consumers, consumerCollection, quote, markerConsumer, &c.Consumers)
-	}
-	if err == nil {
-		_, err = place(&p, &cache.consumerGroups, s.ConsumerGroups, consumerGroupCollection, quote, markerConsumerGroup, &c.ConsumerGroups)
-	}
-	if err == nil {
-		_, err = place(&p, &cache.plugins, s.Plugins, pluginCollection, quote, markerPlugin, &c.Plugins)
-	}
-	if err == nil {
-		_, err = place(&p, &cache.certificates, s.Certificates, certificateCollection, quote, markerCertificate, &c.Certificates)
-	}
-	if err == nil {
-		_, err = place(&p, &cache.caCertificates, s.CACertificates, caCertificateCollection, quote, markerCACertificate, &c.CACertificates)
-	}
-	if err == nil {
-		_, err = place(&p, &cache.vaults, s.Vaults, vaultCollection, quote, markerVault, &c.Vaults)
-	}
-	if err != nil {
-		return Body{}, err
-	}
-	if len(p.markers) == 0 {
-		return whole() // nothing but licenses, or an empty configuration (the stub upstream)
-	}
+	services := place(&p, cache.services, s.Services, serviceCollection, quote, markerService, &c.Services)
+	upstreams := place(&p, cache.upstreams, s.Upstreams, upstreamCollection, quote, markerUpstream, &c.Upstreams)
+	consumers := place(&p, cache.consumers, s.Consumers, consumerCollection, quote, markerConsumer, &c.Consumers)
+	consumerGroups := place(&p, cache.consumerGroups, s.ConsumerGroups, consumerGroupCollection, quote, markerConsumerGroup, &c.ConsumerGroups)
+	plugins := place(&p, cache.plugins, s.Plugins, pluginCollection, quote, markerPlugin, &c.Plugins)
+	certificates := place(&p, cache.certificates, s.Certificates, certificateCollection, quote, markerCertificate, &c.Certificates)
+	caCertificates := place(&p, cache.caCertificates, s.CACertificates, caCertificateCollection, quote, markerCACertificate, &c.CACertificates)
+	vaults := place(&p, cache.vaults, s.Vaults, vaultCollection, quote, markerVault, &c.Vaults)
 
-	// The rest of the body, with the placeholders.
-	body := dbless(c, true)
-	if len(memberships) > 0 {
-		p.markers, p.entities = append(p.markers, markerMembership), append(p.entities, memberships)
-		body.ConsumerGroupConsumers = []consumerGroupConsumer{markerMembership}
+	// The rest of the body, with the placeholders, rendered beside the entities as one more
+	// job (the first taken; its error counts after theirs, as when it came after them). The
+	// consumers add to consumer_group_consumers when one of them is in a group (their
+	// render's extra): known before they render.
+	withMemberships := slices.ContainsFunc(s.Consumers, func(c *file.FConsumer) bool { return c != nil && len(c.Groups) > 0 })
+	var skeleton []byte
+	var placeholders [][]byte
+	var skeletonErr error
+	renderSkeleton := func() error {
+		if len(p.markers) == 0 {
+			return nil // nothing but licenses, or an empty configuration: whole() below
+		}
+		body := dbless(c, true)
+		markers := p.markers
+		if withMemberships {
+			markers = append(slices.Clip(markers), markerMembership)
+			body.ConsumerGroupConsumers = []consumerGroupConsumer{markerMembership}
+		}
+		if skeleton, skeletonErr = marshal(body); skeletonErr != nil {
+			return nil
+		}
+		placeholders = make([][]byte, len(markers))
+		for i, m := range markers {
+			if placeholders[i], skeletonErr = marshal(m); skeletonErr != nil {
+				return nil
+			}
+		}
+		return nil
 	}
-	skeleton, err := marshal(body)
-	if err != nil {
+	// Every list's renders and the skeleton in one set of jobs: the cores take them as they
+	// finish, so that none waits for the other at the end of a list, nor of the body.
+	jobs := []func() error{renderSkeleton}
+	jobs = append(jobs, p.jobs...)
+	if err := runJobs(jobs, p.fresh >= parallelRenderMin); err != nil {
 		return Body{}, err
 	}
-	placeholders := make([][]byte, len(p.markers))
-	for i, m := range p.markers {
-		if placeholders[i], err = marshal(m); err != nil {
-			return Body{}, err
-		}
+	cache.services = services.done(&p)
+	cache.upstreams = upstreams.done(&p)
+	cache.consumers = consumers.done(&p)
+	cache.consumerGroups = consumerGroups.done(&p)
+	cache.plugins = plugins.done(&p)
+	cache.certificates = certificates.done(&p)
+	cache.caCertificates = caCertificates.done(&p)
+	cache.vaults = vaults.done(&p)
+	if len(p.markers) == 0 {
+		return whole()
+	}
+	if skeletonErr != nil {
+		return Body{}, skeletonErr
+	}
+	if memberships := consumers.extra; len(memberships) > 0 != withMemberships {
+		return whole() // a consumer's render added to another list unforeseen: not spliced
+	} else if withMemberships {
+		p.entities = append(p.entities, memberships)
 	}
 	// Escaping maps each byte on its own, and a placeholder starts with '{', which no
 	// escape sequence holds: the escaped placeholder is found where the placeholder was.
 	return splice(prefix, skeleton, suffix, placeholders, p.entities)
 }
 
-// placement is the placeholders of a body's skeleton and the entities that replace each.
+// placement is a body's render: the placeholders of its skeleton, the entities that replace
+// each (filled in once the jobs ran), the jobs that render the entities, and how many
+// entities they render.
 type placement struct {
 	markers  []any
 	entities [][][]byte
+	jobs     []func() error
+	fresh    int
 }
 
-// place renders list (renderAll, with cache's bytes, which it replaces) and, when it holds
-// any entity, sets the skeleton's list (field) to the placeholder marker, which p notes with
-// the entities' bytes. It returns what the entities add to another list.
-func place[E, K any](p *placement, cache *rendered[E, K], list []*E, c collection[E, K], quote bool, marker E, field *[]E) ([][]byte, error) {
-	own, extra, next, err := renderAll(*cache, list, c, quote)
-	if err != nil {
-		return nil, err
-	}
-	*cache = next
-	if len(own) > 0 {
-		p.markers, p.entities = append(p.markers, marker), append(p.entities, own)
+// placed is one list of a body being rendered (place).
+type placed[E, K any] struct {
+	render listRender[E, K]
+	at     int      // its placeholder's index in the placement's, -1 for none
+	extra  [][]byte // once done: what its entities add to another list
+}
+
+// place plans the render of list (listRender.plan, with cache's bytes) and adds its jobs to p;
+// when it holds any entity, it sets the skeleton's list (field) to the placeholder marker,
+// which p notes. done takes the entities' bytes once the jobs ran.
+func place[E, K any](p *placement, cache rendered[E, K], list []*E, c collection[E, K], quote bool, marker E, field *[]E) *placed[E, K] {
+	out := &placed[E, K]{at: -1}
+	l := &out.render
+	l.plan(cache, list, c, quote)
+	p.jobs = append(p.jobs, l.jobs()...)
+	p.fresh += len(l.fresh)
+	if len(l.next.entities) > 0 {
+		out.at = len(p.markers)
+		p.markers, p.entities = append(p.markers, marker), append(p.entities, nil)
 		*field = []E{marker}
 	}
-	return extra, nil
+	return out
+}
+
+// done puts the list's bytes in its place in p, keeps what they add to another list, and
+// returns the list as rendered, the cache of the next body.
+func (pl *placed[E, K]) done(p *placement) rendered[E, K] {
+	own, extra, next := pl.render.done()
+	if pl.at >= 0 {
+		p.entities[pl.at] = own
+	}
+	pl.extra = extra
+	return next
 }
 
 // scratch holds the buffers entities are rendered into before their bytes are copied out at

@@ -1,8 +1,10 @@
 package translator
 
 import (
+	"context"
 	"fmt"
 	"runtime"
+	"runtime/trace"
 	"testing"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
@@ -393,6 +395,9 @@ func BenchmarkFirstRender(b *testing.B) {
 				cpu := benchdata.ProcessCPU()
 				var size int
 				for b.Loop() {
+					// Each render a trace region (-test.trace): how long it took and how
+					// long a core stood idle in it (docs/performance.md).
+					region := trace.StartRegion(context.Background(), "render")
 					r := &kongstate.Renderer{}
 					if form == "quoted" {
 						body, err := r.QuotedDeclarativeConfig(state, `{"config":"`, `"}`)
@@ -407,6 +412,7 @@ func BenchmarkFirstRender(b *testing.B) {
 						}
 						size = len(body)
 					}
+					region.End()
 				}
 				b.ReportMetric(float64(benchdata.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 				b.ReportMetric(float64(size), "bytes/body")
