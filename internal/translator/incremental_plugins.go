@@ -4,6 +4,7 @@ import (
 	"github.com/kong/go-database-reconciler/pkg/file"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
@@ -106,6 +107,7 @@ type changedPlugin struct {
 type pluginObject interface {
 	pluginName() string
 	global() bool
+	GetUID() types.UID
 }
 
 type kongPluginObject struct{ *kongv1.KongPlugin }
@@ -132,7 +134,7 @@ func (p clusterPluginObject) global() bool       { return p.Labels[labelGlobal] 
 //     its global label, or its plugin name while global (global plugins are grouped by it),
 //     which is a full Build;
 //   - a plugin translation built resolved before (no problem of its configuration), resolves
-//     after, without a problem, and keeps its plugin name and its global label: which
+//     after, without a problem, and keeps its UID, its plugin name and its global label: which
 //     entities exist, their IDs and the duplicates left out (plugin name and attachment)
 //     are then the same, and so are the problems about it and its referrers;
 //   - a changed Secret is read by plugins only (splitPluginSecrets), and is no CA
@@ -192,6 +194,11 @@ func splicePlugins(prev *incrementalRound, opts Options, res Result, changes plu
 		}
 		if !resolved {
 			return Result{}, "a plugin of the change was left out before"
+		}
+		if c.old.GetUID() != c.new.GetUID() {
+			// Deleted and created again: the problems about it (a duplicate left out)
+			// name it with its UID.
+			return Result{}, "a plugin of the change was created again"
 		}
 		remake[n] = c
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongstate"
@@ -132,7 +133,7 @@ func (e *editor) editPlugins(s *store.Snapshot) string {
 		}
 	}
 	put := func() { replaceObject(s, old, n) }
-	switch e.rng.IntN(16) {
+	switch e.rng.IntN(17) {
 	case 0, 1, 2:
 		if len(config.Raw) > 0 || len(secrets) == 0 {
 			config.Raw = []byte(pluginConfigs[e.rng.IntN(len(pluginConfigs))])
@@ -197,6 +198,12 @@ func (e *editor) editPlugins(s *store.Snapshot) string {
 			s.KongPlugins[j] = c
 			return "plugin configFrom"
 		}
+	case 15:
+		// Deleted and created again between two rounds: a new UID.
+		n.SetUID(types.UID("uid-again-" + e.version()))
+		*disabled = !*disabled
+		put()
+		return "plugin created again"
 	case 8:
 		*pluginName = []string{"rate-limiting", "cors", "correlation-id", "custom-thing"}[e.rng.IntN(4)]
 		put()
@@ -257,23 +264,33 @@ func (e *editor) editPlugins(s *store.Snapshot) string {
 
 // A plugin's plugin name changed to that of another plugin attached to the same routes: a
 // full Build leaves one of the two out (one plugin of a name per entity), so the change is not
-// spliced, and the result is a full Build's.
+// spliced, and the result is a full Build's. Then the plugin left out (whose problem names it
+// with its UID) deleted and created again with another configuration: not spliced either.
 func TestIncrementalPluginNameChangedOntoAnother(t *testing.T) {
 	snap := pluginTestCluster()
 	inc := &Incremental{noSizeLimit: true}
 	renderer := &kongstate.Renderer{}
 	requireSameResult(t, "start", renderer, inc.Build(snap, Options{}), Build(snap, Options{}))
-	next := *snap
-	next.KongClusterPlugins = append([]*kongv1.KongClusterPlugin(nil), snap.KongClusterPlugins...)
-	for i, p := range next.KongClusterPlugins {
-		if p.Name == "shared" {
-			c := p.DeepCopy()
-			c.ResourceVersion, c.PluginName, c.Config.Raw = "2", "rate-limiting", []byte(`{"minute":4,"policy":"local"}`)
-			next.KongClusterPlugins[i] = c
+	// shared, a cors plugin, becomes a rate-limiting one, as patched is on Ingress 22.
+	shared := func(snap *store.Snapshot, uid, config string) *store.Snapshot {
+		next := *snap
+		next.KongClusterPlugins = append([]*kongv1.KongClusterPlugin(nil), snap.KongClusterPlugins...)
+		for i, p := range next.KongClusterPlugins {
+			if p.Name == "shared" {
+				c := p.DeepCopy()
+				c.ResourceVersion, c.UID, c.PluginName, c.Config.Raw = "v-"+uid+config, types.UID(uid), "rate-limiting", []byte(config)
+				next.KongClusterPlugins[i] = c
+			}
 		}
+		return &next
 	}
-	want := Build(&next, Options{})
+	renamed := shared(snap, "uid-shared", `{"minute":4,"policy":"local"}`)
+	want := Build(renamed, Options{})
 	require.NotEmpty(t, want.Problems, "the two plugins of one name on Ingress 22's routes")
-	requireSameResult(t, "renamed", renderer, inc.Build(&next, Options{}), want)
+	requireSameResult(t, "renamed", renderer, inc.Build(renamed, Options{}), want)
 	require.Equal(t, "a plugin's plugin name changed", inc.Stats.LastReason)
+
+	again := shared(renamed, "uid-shared-again", `{"minute":5,"policy":"local"}`)
+	requireSameResult(t, "created again", renderer, inc.Build(again, Options{}), Build(again, Options{}))
+	require.Equal(t, "a plugin of the change was created again", inc.Stats.LastReason)
 }
