@@ -687,8 +687,9 @@ func (g *objectGen) backendTLSPolicy() *gatewayv1.BackendTLSPolicy {
 	return p
 }
 
-// edit returns a copy of s in which a few Ingresses, Services, EndpointSlices and Gateway API
-// routes are new versions, added or removed: the changes Incremental translates locally.
+// edit returns a copy of s in which a few Ingresses, Services, EndpointSlices, Gateway API
+// routes, KongConsumers, Secrets and plugins are new versions, added or removed: the changes
+// Incremental translates locally.
 func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 	c := *s
 	c.Ingresses = append([]*netv1.Ingress(nil), s.Ingresses...)
@@ -812,12 +813,50 @@ func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 			editRouteList(g, &c.GRPCRoutes, op, route)
 		}
 	}
+	// KongPlugins and KongClusterPlugins, read after the rest for the same reason: added, a
+	// new version (every field the generator's, or the configuration, enabled and run_on
+	// only: the changes spliced) or deleted.
+	c.KongPlugins = append([]*kongv1.KongPlugin(nil), s.KongPlugins...)
+	c.KongClusterPlugins = append([]*kongv1.KongClusterPlugin(nil), s.KongClusterPlugins...)
+	for n := g.intn(3); n > 0; n-- {
+		cluster, op := g.bool(), g.intn(4)
+		switch {
+		case op == 3 && cluster:
+			reconfigure(g, c.KongClusterPlugins, func(p *kongv1.KongClusterPlugin) (*apiextensionsv1.JSON, *bool, *string) {
+				return &p.Config, &p.Disabled, &p.RunOn
+			})
+		case op == 3:
+			reconfigure(g, c.KongPlugins, func(p *kongv1.KongPlugin) (*apiextensionsv1.JSON, *bool, *string) {
+				return &p.Config, &p.Disabled, &p.RunOn
+			})
+		case cluster:
+			editRouteList(g, &c.KongClusterPlugins, op, func() client.Object { return g.kongClusterPlugin() })
+		default:
+			editRouteList(g, &c.KongPlugins, op, func() client.Object { return g.kongPlugin() })
+		}
+	}
 	unique(&c)
 	return &c
 }
 
-// editRouteList adds a route to list (op 0), replaces one by a new version (1: a new
-// route with the old one's metadata, a new resourceVersion and generation) or deletes one.
+// reconfigure replaces one plugin of list by a new version with only its configuration,
+// enabled and run_on (fields gives them) generated anew.
+func reconfigure[T client.Object](g *objectGen, list []T, fields func(T) (*apiextensionsv1.JSON, *bool, *string)) {
+	if len(list) == 0 {
+		return
+	}
+	i := g.intn(len(list))
+	p := list[i].DeepCopyObject().(T)
+	config, disabled, runOn := fields(p)
+	*config, *disabled, *runOn = g.json(fuzzPluginConfigs...), g.maybe(3), g.str("", "first")
+	p.SetResourceVersion(g.version())
+	p.SetGeneration(p.GetGeneration() + 1)
+	list[i] = p
+}
+
+// editRouteList adds a route (or another object route makes) to list (op 0), replaces one by
+// a new version (1: a new object with the old one's metadata, a new resourceVersion and
+// generation) or deletes one.
 func editRouteList[T client.Object](g *objectGen, list *[]T, op int, route func() client.Object) {
 	switch {
 	case op == 0:

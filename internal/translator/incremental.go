@@ -43,10 +43,12 @@ import (
 // condition is checked on the objects' old and new versions and on the partial result
 // (partial, spliceable); anything else is a full Build:
 //   - only Ingresses, Services, EndpointSlices and Gateway API routes changed, and
-//     KongConsumers and the Secrets they read (spliceConsumers' conditions then apply)
-//     (every other field of the Snapshot, whatever kinds are added to it later, compares
-//     equal: a Gateway, GatewayClass, ReferenceGrant, BackendTLSPolicy, plugin or Namespace
-//     label changed is a full Build), with the same Options (Now aside, unless the previous
+//     KongConsumers and the Secrets they read (spliceConsumers' conditions then apply), and
+//     KongPlugins, KongClusterPlugins and the Secrets only they read (splicePlugins'
+//     conditions then apply; not together with consumers) (every other field of the
+//     Snapshot, whatever kinds are added to it later, compares equal: a Gateway,
+//     GatewayClass, ReferenceGrant, BackendTLSPolicy or Namespace label changed is a full
+//     Build), with the same Options (Now aside, unless the previous
 //     result read the clock; RustRegexes aside, unless Rust's verdict on one of its regexes
 //     differed from the result);
 //   - the closure's Ingresses refer, in the object graph, to nothing but IngressClasses and
@@ -69,7 +71,9 @@ import (
 //
 // KongConsumers and the Secrets only they read (their credentials) may change too: those
 // changes are spliced after, on their own (spliceConsumers, incremental_consumers.go, says
-// when).
+// when). So may KongPlugins and KongClusterPlugins and the Secrets only they read
+// (configFrom, configPatches) when no plugin entity comes or goes: the changed plugins'
+// entities are made again in place, last (splicePlugins, incremental_plugins.go, says when).
 //
 // With routes in the closure, the Result's Gateway API attachment (what the status
 // writers read: which routes attach to which listeners, the attachedRoutes counts, each
@@ -86,7 +90,7 @@ import (
 // A full Build gives the same Result, byte for byte once rendered, with the same problems,
 // graph, attachment and parts (TestIncrementalMatchesBuild,
 // TestIncrementalMatchesBuildWithHTTPRoutes, TestIncrementalMatchesBuildWithGatewayRoutes,
-// TestIncrementalMatchesBuildWithConsumers).
+// TestIncrementalMatchesBuildWithConsumers, TestIncrementalMatchesBuildWithPlugins).
 // An Incremental is used by one goroutine (the sync loop's); its Results are read-only and
 // may be read by others.
 type Incremental struct {
@@ -113,6 +117,9 @@ type IncrementalStats struct {
 	// PartialConsumers counts the partial translations that translated KongConsumers
 	// (spliceConsumers).
 	PartialConsumers int
+	// PartialPlugins counts the partial translations that made plugin entities again
+	// (splicePlugins).
+	PartialPlugins int
 }
 
 // resultParts is what a Build adds to its Result for Incremental.
@@ -122,6 +129,7 @@ type resultParts struct {
 	readClock       bool
 	readRustRegexes bool // the result depends on Options.RustRegexes
 	consumers       consumerParts
+	plugins         pluginParts
 }
 
 // servicePart is one Kong service of a result, with its upstream and the Ingresses whose
@@ -217,6 +225,7 @@ type incrementalRound struct {
 	routes    []routeIndex // of each route kind (newRouteIndexes)
 	consumers objectIndex[*kongv1.KongConsumer]
 	secrets   objectIndex[*corev1.Secret]
+	plugins   pluginIndexes
 	// credentialHolders is which consumer holds each unique credential value of the result
 	// (credentialKeys), made by the first consumer splice (nil before).
 	credentialHolders map[string]nsName
@@ -296,7 +305,7 @@ func indexSnapshot(snap *store.Snapshot) *incrementalRound {
 		ingresses: newObjectIndex(snap.Ingresses), services: newObjectIndex(snap.Services),
 		slices: newObjectIndex(snap.EndpointSlices), slicesOf: slicesByService{},
 		routes: newRouteIndexes(snap), consumers: newObjectIndex(snap.KongConsumers),
-		secrets:         newObjectIndex(snap.Secrets),
+		secrets: newObjectIndex(snap.Secrets), plugins: newPluginIndexes(snap),
 		ingressesNaming: make(map[nsName]*smallSet[nsName], len(snap.Ingresses)),
 	}
 	for _, e := range r.ingresses.m {
@@ -557,14 +566,14 @@ func (m slicesByService) remove(es *discoveryv1.EndpointSlice) {
 }
 
 // othersUnchanged reports whether every field of b but Ingresses, Services, EndpointSlices,
-// the Gateway API routes, KongConsumers and Secrets holds what a's does (objects compared
+// the Gateway API routes, KongConsumers, Secrets, KongPlugins and KongClusterPlugins holds what a's does (objects compared
 // with unchanged, in any order).
 func othersUnchanged(a, b *store.Snapshot) bool {
 	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	for i := 0; i < va.NumField(); i++ {
 		switch va.Type().Field(i).Name {
 		case "Ingresses", "Services", "EndpointSlices", "HTTPRoutes", "GRPCRoutes", "TCPRoutes", "UDPRoutes", "TLSRoutes",
-			"KongConsumers", "Secrets", "Seq", "Changes":
+			"KongConsumers", "Secrets", "KongPlugins", "KongClusterPlugins", "Seq", "Changes":
 			continue
 		}
 		fa, fb := va.Field(i), vb.Field(i)
@@ -667,7 +676,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		return Result{}, false, "a route name was taken"
 	}
 	if !othersUnchanged(prev.snap, snap) {
-		return Result{}, false, "objects other than Ingresses, Services, EndpointSlices, Gateway API routes, KongConsumers and Secrets changed"
+		return Result{}, false, "objects other than Ingresses, Services, EndpointSlices, Gateway API routes, KongConsumers, Secrets and plugins changed"
 	}
 
 	// What changed. The indexes are updated in place: from here on, a failure is a full
@@ -740,6 +749,11 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	if !ok {
 		return Result{}, false, "a Secret twice"
 	}
+	pluginChanges, ok := prev.plugins.update(snap)
+	if !ok {
+		return Result{}, false, "a plugin twice"
+	}
+	pluginSecrets, secretChanges := splitPluginSecrets(prev.res.Graph, secretChanges)
 	oldIngress := func(k nsName) *netv1.Ingress {
 		if old, changed := ingChanges[k]; changed {
 			return old
@@ -1113,13 +1127,25 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	res.State, res.Problems, res.Gateway = state, problems, gw
 	res.Graph = prev.res.Graph.replaceEdgesFrom(outEdges, part.Graph)
 	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock,
-		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes, consumers: prev.res.parts.consumers}
+		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes, consumers: prev.res.parts.consumers,
+		plugins: prev.res.parts.plugins}
 	if len(consumerChanges) > 0 || len(secretChanges) > 0 {
+		if !pluginChanges.empty() || len(pluginSecrets) > 0 {
+			// spliceConsumers translates its consumers' plugins as they were.
+			return Result{}, false, "consumers and plugins changed together"
+		}
 		var why string
 		if res, why = spliceConsumers(prev, snap, opts, res, consumerChanges, secretChanges); why != "" {
 			return Result{}, false, why
 		}
 		t.Stats.PartialConsumers++
+	}
+	if !pluginChanges.empty() || len(pluginSecrets) > 0 {
+		var why string
+		if res, why = splicePlugins(prev, opts, res, pluginChanges, pluginSecrets); why != "" {
+			return Result{}, false, why
+		}
+		t.Stats.PartialPlugins++
 	}
 
 	// The indexes, for the next round.

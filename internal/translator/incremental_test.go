@@ -217,6 +217,8 @@ type editor struct {
 	routesMostly, otherRoutesMostly bool
 	// consumersMostly makes most edits of KongConsumers and their Secrets (editConsumers).
 	consumersMostly bool
+	// pluginsMostly makes most edits of plugins and what they read (editPlugins).
+	pluginsMostly bool
 }
 
 func (e *editor) version() string { e.rv++; return fmt.Sprintf("rv-%d", e.rv) }
@@ -271,6 +273,9 @@ func (e *editor) edit() string {
 	}
 	if e.consumersMostly && e.rng.IntN(4) > 0 || e.rng.IntN(10) == 0 {
 		return e.editConsumers(s)
+	}
+	if e.pluginsMostly && e.rng.IntN(4) > 0 || e.rng.IntN(12) == 0 {
+		return e.editPlugins(s)
 	}
 	switch e.rng.IntN(17) {
 	case 0, 1:

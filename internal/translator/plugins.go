@@ -256,7 +256,7 @@ func (b *builder) plugins() {
 	}
 
 	taken := map[string]client.Object{} // plugin name + relation -> first plugin object
-	for _, p := range order {
+	for i, p := range order {
 		for _, rel := range relations[p].combinations() {
 			key := p.name + "\x00" + rel.service + "\x00" + rel.route + "\x00" + rel.consumer + "\x00" + rel.consumerGroup
 			if first, dup := taken[key]; dup {
@@ -268,6 +268,7 @@ func (b *builder) plugins() {
 			}
 			taken[key] = p.obj
 			b.state.Plugins = append(b.state.Plugins, b.pluginEntity(p, rel))
+			b.parts.plugins.origins = append(b.parts.plugins.origins, pluginOrigin{nodeOf(kongstate.RefFor(p.obj, p.gvk)), int32(i)})
 		}
 	}
 	b.globalPlugins()
@@ -323,7 +324,9 @@ func (b *builder) pluginFromKongPlugin(kp *kongv1.KongPlugin) *pluginSource {
 	for _, cp := range kp.ConfigPatches {
 		patches = append(patches, configPatch{cp.Path, secretRef{kp.Namespace, cp.ValueFrom.SecretValue.Secret, cp.ValueFrom.SecretValue.Key}})
 	}
-	return b.pluginSource(kp, gvkKongPlugin, kp.PluginName, kp.InstanceName, kp.Disabled, kp.RunOn, kp.Protocols, kp.Ordering, kp.Config.Raw, from, patches)
+	p := b.pluginSource(kp, gvkKongPlugin, kp.PluginName, kp.InstanceName, kp.Disabled, kp.RunOn, kp.Protocols, kp.Ordering, kp.Config.Raw, from, patches)
+	b.parts.plugins.noteRead(ref(gvkKongPlugin, kp.Namespace, kp.Name), p != nil)
+	return p
 }
 
 func (b *builder) pluginFromClusterPlugin(kcp *kongv1.KongClusterPlugin) *pluginSource {
@@ -337,7 +340,9 @@ func (b *builder) pluginFromClusterPlugin(kcp *kongv1.KongClusterPlugin) *plugin
 		s := cp.ValueFrom.SecretValue
 		patches = append(patches, configPatch{cp.Path, secretRef{s.Namespace, s.Secret, s.Key}})
 	}
-	return b.pluginSource(kcp, gvkKongClusterPlugin, kcp.PluginName, kcp.InstanceName, kcp.Disabled, kcp.RunOn, kcp.Protocols, kcp.Ordering, kcp.Config.Raw, from, patches)
+	p := b.pluginSource(kcp, gvkKongClusterPlugin, kcp.PluginName, kcp.InstanceName, kcp.Disabled, kcp.RunOn, kcp.Protocols, kcp.Ordering, kcp.Config.Raw, from, patches)
+	b.parts.plugins.noteRead(ref(gvkKongClusterPlugin, "", kcp.Name), p != nil)
+	return p
 }
 
 type secretRef struct{ namespace, name, key string }
@@ -516,17 +521,24 @@ func (b *builder) globalPlugins() {
 		if p == nil {
 			continue
 		}
-		fp := &file.FPlugin{Plugin: kong.Plugin{
-			ID:   kong.String(kongstate.PluginID(b.opts.Workspace, p.name, "", "", "", "")),
-			Name: kong.String(p.name),
-			Tags: b.entityTags(p.obj, p.gvk),
-		}}
-		b.fillPlugin(fp, p)
-		if p.instanceName != "" {
-			fp.InstanceName = kong.String(p.instanceName)
-		}
-		b.state.Plugins = append(b.state.Plugins, fp)
+		b.state.Plugins = append(b.state.Plugins, b.globalPluginEntity(p))
+		b.parts.plugins.origins = append(b.parts.plugins.origins, pluginOrigin{nodeOf(kongstate.RefFor(p.obj, p.gvk)), globalInstance})
 	}
+}
+
+// globalPluginEntity renders p, a global KongClusterPlugin: attached to nothing, its
+// instance name as given.
+func (b *builder) globalPluginEntity(p *pluginSource) *file.FPlugin {
+	fp := &file.FPlugin{Plugin: kong.Plugin{
+		ID:   kong.String(kongstate.PluginID(b.opts.Workspace, p.name, "", "", "", "")),
+		Name: kong.String(p.name),
+		Tags: b.entityTags(p.obj, p.gvk),
+	}}
+	b.fillPlugin(fp, p)
+	if p.instanceName != "" {
+		fp.InstanceName = kong.String(p.instanceName)
+	}
+	return fp
 }
 
 // grantAllows reports whether a ReferenceGrant in namespace ns lets referrer (of kind gvk)

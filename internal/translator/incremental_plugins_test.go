@@ -1,0 +1,296 @@
+package translator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kong/go-kong/kong"
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// TestIncrementalMatchesBuildWithPlugins is TestIncrementalMatchesBuild on clusters of
+// KongPlugins and KongClusterPlugins (the golden cases that have some, and pluginTestCluster),
+// with edits mostly of plugins: configuration, enabled, protocols, ordering, run_on and
+// instance name changed (to valid and invalid values), configFrom and configPatches Secrets
+// rotated, deleted and created, plugin names and global labels changed, plugins created and
+// deleted while referenced, and konghq.com/plugins annotations changed. It fails when plugin
+// changes are not spliced (the property would then hold trivially).
+func TestIncrementalMatchesBuildWithPlugins(t *testing.T) {
+	var starts []translationStart
+	for _, s := range goldenStarts(t) {
+		if len(s.snap.KongPlugins)+len(s.snap.KongClusterPlugins) > 0 {
+			starts = append(starts, s)
+		}
+	}
+	starts = append(starts, translationStart{"plugins cluster", pluginTestCluster(), Options{}})
+	steps := 200
+	if testing.Short() {
+		steps = 60
+	}
+	stats, reasons := matchBuildRounds(t, starts, steps, 47, func(ed *editor) { ed.pluginsMostly = true })
+	t.Logf("full because: %v", reasons)
+	cluster := stats["plugins cluster"]
+	t.Logf("plugins cluster: %d plugin splices, %d full", cluster.PartialPlugins, cluster.Full)
+	// Edits leave plugins broken for a while (a configuration Kong refuses, a Secret
+	// deleted), and every change of a broken plugin is a full Build.
+	require.Greater(t, 2*cluster.PartialPlugins, cluster.Full, "plugin changes were hardly spliced")
+}
+
+// pluginTestCluster is pluginCluster at 60 Ingresses with what its plugins can also be: a
+// KongPlugin configured from a Secret (configFrom) and one patched from a Secret
+// (configPatches), both named by Ingresses, and a KongClusterPlugin with an instance name
+// named by Ingresses of two namespaces (two instances of it).
+func pluginTestCluster() *store.Snapshot {
+	snap := pluginCluster(60)
+	secret := func(ns, name, value string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: objectMeta(ns, name, "1"), Data: map[string][]byte{"config": []byte(value)}}
+	}
+	snap.Secrets = append(snap.Secrets, secret("ns-1", "limits", "minute: 5\npolicy: local\n"),
+		secret("ns-1", "limits-2", `{"second":2,"policy":"local"}`), secret("ns-2", "hour", "100"))
+	snap.KongPlugins = append(snap.KongPlugins,
+		&kongv1.KongPlugin{ObjectMeta: objectMeta("ns-1", "from-secret", "1"), PluginName: "rate-limiting",
+			ConfigFrom: &kongv1.ConfigSource{SecretValue: kongv1.SecretValueFromSource{Secret: "limits", Key: "config"}}},
+		&kongv1.KongPlugin{ObjectMeta: objectMeta("ns-2", "patched", "1"), PluginName: "rate-limiting",
+			Config:        apiextensionsv1.JSON{Raw: []byte(`{"minute":1,"policy":"local"}`)},
+			ConfigPatches: []kongv1.ConfigPatch{{Path: "/hour", ValueFrom: kongv1.ConfigSource{SecretValue: kongv1.SecretValueFromSource{Secret: "hour", Key: "config"}}}}},
+	)
+	snap.KongClusterPlugins = append(snap.KongClusterPlugins, &kongv1.KongClusterPlugin{
+		ObjectMeta: metav1.ObjectMeta{Name: "shared", ResourceVersion: "1", UID: "uid-shared",
+			Annotations: map[string]string{"kubernetes.io/ingress.class": "kong"}},
+		PluginName: "cors", InstanceName: "cors", Config: apiextensionsv1.JSON{Raw: []byte(`{"origins":["https://a.example.com"]}`)},
+	})
+	for i, ing := range snap.Ingresses {
+		switch i {
+		case 21:
+			ing.Annotations = map[string]string{annPlugins: "from-secret"}
+		case 22:
+			ing.Annotations = map[string]string{annPlugins: "patched,shared"}
+		case 23, 24:
+			ing.Annotations = map[string]string{annPlugins: "shared"}
+		}
+	}
+	return snap
+}
+
+// pluginConfigs are configurations the editor gives plugins: valid for rate-limiting (most
+// of the cluster's), for cors, for any plugin, and one Kong refuses.
+var pluginConfigs = []string{`{"minute":7,"policy":"local"}`, `{"minute":8,"policy":"local"}`, `{"minute":9,"policy":"local"}`, `{"hour":90,"policy":"local"}`,
+	`{"origins":["https://b.example.com"]}`, `{}`, `{"minute":-1}`}
+
+// editPlugins makes one random change of the KongPlugins and KongClusterPlugins of s, the
+// Secrets they read, or the konghq.com/plugins annotation of an Ingress.
+func (e *editor) editPlugins(s *store.Snapshot) string {
+	var objs []client.Object
+	for _, p := range s.KongPlugins {
+		objs = append(objs, p)
+	}
+	for _, p := range s.KongClusterPlugins {
+		objs = append(objs, p)
+	}
+	i, ok := pick(e, objs)
+	if !ok {
+		return "no plugin"
+	}
+	old := objs[i]
+	n := old.DeepCopyObject().(client.Object)
+	n.SetResourceVersion(e.version())
+	n.SetGeneration(n.GetGeneration() + 1)
+	// The fields both kinds have.
+	var (
+		pluginName *string
+		config     *apiextensionsv1.JSON
+		disabled   *bool
+		runOn      *string
+		instance   *string
+		protocols  *[]kongv1.KongProtocol
+		ordering   **kong.PluginOrdering
+		secrets    []string // the Secrets it reads, "ns/name"
+	)
+	switch p := n.(type) {
+	case *kongv1.KongPlugin:
+		pluginName, config, disabled, runOn, instance, protocols, ordering = &p.PluginName, &p.Config, &p.Disabled, &p.RunOn, &p.InstanceName, &p.Protocols, &p.Ordering
+		if p.ConfigFrom != nil {
+			secrets = append(secrets, p.Namespace+"/"+p.ConfigFrom.SecretValue.Secret)
+		}
+		for _, cp := range p.ConfigPatches {
+			secrets = append(secrets, p.Namespace+"/"+cp.ValueFrom.SecretValue.Secret)
+		}
+	case *kongv1.KongClusterPlugin:
+		pluginName, config, disabled, runOn, instance, protocols, ordering = &p.PluginName, &p.Config, &p.Disabled, &p.RunOn, &p.InstanceName, &p.Protocols, &p.Ordering
+		if p.ConfigFrom != nil {
+			secrets = append(secrets, p.ConfigFrom.SecretValue.Namespace+"/"+p.ConfigFrom.SecretValue.Secret)
+		}
+	}
+	put := func() { replaceObject(s, old, n) }
+	switch e.rng.IntN(17) {
+	case 0, 1, 2:
+		if len(config.Raw) > 0 || len(secrets) == 0 {
+			config.Raw = []byte(pluginConfigs[e.rng.IntN(len(pluginConfigs))])
+			put()
+			return "plugin config"
+		}
+	case 3:
+		*disabled = !*disabled
+		put()
+		return "plugin enabled"
+	case 4:
+		*protocols = [][]kongv1.KongProtocol{nil, {"http"}, {"https", "grpc"}, {"bad"}}[e.rng.IntN(4)]
+		put()
+		return "plugin protocols"
+	case 5:
+		*ordering = []*kong.PluginOrdering{nil, {Before: kong.PluginOrderingPhase{"access": {"key-auth"}}}}[e.rng.IntN(2)]
+		*runOn = []string{"", "first"}[e.rng.IntN(2)]
+		put()
+		return "plugin ordering"
+	case 6:
+		*instance = []string{"", "one", "two"}[e.rng.IntN(3)]
+		put()
+		return "plugin instance name"
+	case 7:
+		// A Secret it reads rotated, deleted or created.
+		if len(secrets) == 0 {
+			break
+		}
+		name := secrets[e.rng.IntN(len(secrets))]
+		for j, sec := range s.Secrets {
+			if sec.Namespace+"/"+sec.Name == name {
+				if e.rng.IntN(5) == 0 {
+					s.Secrets = append(s.Secrets[:j], s.Secrets[j+1:]...)
+					return "plugin Secret deleted"
+				}
+				c := sec.DeepCopy()
+				c.ResourceVersion = e.version()
+				c.Data = map[string][]byte{"config": []byte([]string{"minute: 9\npolicy: local\n", "100", "200", "{bad", `{"minute": -1}`}[e.rng.IntN(5)])}
+				s.Secrets[j] = c
+				return "plugin Secret rotated"
+			}
+		}
+		ns, secretName, _ := strings.Cut(name, "/")
+		s.Secrets = append(s.Secrets, &corev1.Secret{ObjectMeta: objectMeta(ns, secretName, e.version()), Data: map[string][]byte{"config": []byte("100")}})
+		return "plugin Secret created"
+	case 12, 13:
+		// The configFrom of the cluster's from-secret switched to another Secret (existing
+		// or not), or to a configuration.
+		for j, p := range s.KongPlugins {
+			if p.Namespace != "ns-1" || p.Name != "from-secret" {
+				continue
+			}
+			c := p.DeepCopy()
+			c.ResourceVersion = e.version()
+			c.Generation++
+			switch secret := []string{"limits", "limits-2", "limits-2", "other", ""}[e.rng.IntN(5)]; secret {
+			case "":
+				c.ConfigFrom, c.Config.Raw = nil, []byte(pluginConfigs[0])
+			default:
+				c.ConfigFrom, c.Config.Raw = &kongv1.ConfigSource{SecretValue: kongv1.SecretValueFromSource{Secret: secret, Key: "config"}}, nil
+			}
+			s.KongPlugins[j] = c
+			return "plugin configFrom"
+		}
+	case 15:
+		// Deleted and created again between two rounds: a new UID.
+		n.SetUID(types.UID("uid-again-" + e.version()))
+		*disabled = !*disabled
+		put()
+		return "plugin created again"
+	case 8:
+		*pluginName = []string{"rate-limiting", "cors", "correlation-id", "custom-thing"}[e.rng.IntN(4)]
+		put()
+		return "plugin name"
+	case 9:
+		if p, ok := n.(*kongv1.KongClusterPlugin); ok {
+			if p.Labels[labelGlobal] == "true" {
+				delete(p.Labels, labelGlobal)
+			} else {
+				p.Labels = map[string]string{labelGlobal: "true"}
+			}
+			put()
+			return "plugin global label"
+		}
+	case 10:
+		// Deleted while (perhaps) referenced.
+		switch p := old.(type) {
+		case *kongv1.KongPlugin:
+			s.KongPlugins = slices.DeleteFunc(s.KongPlugins, func(o *kongv1.KongPlugin) bool { return o == p })
+		case *kongv1.KongClusterPlugin:
+			s.KongClusterPlugins = slices.DeleteFunc(s.KongClusterPlugins, func(o *kongv1.KongClusterPlugin) bool { return o == p })
+		}
+		return "plugin deleted"
+	case 11, 14:
+		// Created: a name the cluster's Ingresses may name but that is missing, or a new one.
+		name := []string{"limit-0", "limit-1", "shared", "missing", fmt.Sprintf("new-%d", e.rv)}[e.rng.IntN(5)]
+		cfg := apiextensionsv1.JSON{Raw: []byte(`{"minute":3,"policy":"local"}`)}
+		if e.rng.IntN(2) == 0 {
+			s.KongPlugins = append(s.KongPlugins, &kongv1.KongPlugin{ObjectMeta: objectMeta(fmt.Sprintf("ns-%d", e.rng.IntN(3)), name, e.version()), PluginName: "rate-limiting", Config: cfg})
+		} else {
+			m := objectMeta("", name, e.version())
+			m.Annotations = map[string]string{"kubernetes.io/ingress.class": "kong"}
+			s.KongClusterPlugins = append(s.KongClusterPlugins, &kongv1.KongClusterPlugin{ObjectMeta: m, PluginName: "rate-limiting", Config: cfg})
+		}
+		unique(s)
+		return "plugin created"
+	default:
+		// An Ingress's konghq.com/plugins.
+		j, ok := pick(e, s.Ingresses)
+		if !ok {
+			break
+		}
+		ing := s.Ingresses[j].DeepCopy()
+		ing.ResourceVersion = e.version()
+		ing.Generation++
+		if ing.Annotations == nil {
+			ing.Annotations = map[string]string{}
+		}
+		ing.Annotations[annPlugins] = []string{"limit-0", "limit-1,limit-2", "shared", "missing", "from-secret"}[e.rng.IntN(5)]
+		if e.rng.IntN(4) == 0 {
+			delete(ing.Annotations, annPlugins)
+		}
+		s.Ingresses[j] = ing
+		return "Ingress plugins"
+	}
+	return "nothing to edit"
+}
+
+// A plugin's plugin name changed to that of another plugin attached to the same routes: a
+// full Build leaves one of the two out (one plugin of a name per entity), so the change is not
+// spliced, and the result is a full Build's. Then the plugin left out (whose problem names it
+// with its UID) deleted and created again with another configuration: not spliced either.
+func TestIncrementalPluginNameChangedOntoAnother(t *testing.T) {
+	snap := pluginTestCluster()
+	inc := &Incremental{noSizeLimit: true}
+	renderer := &kongstate.Renderer{}
+	requireSameResult(t, "start", renderer, inc.Build(snap, Options{}), Build(snap, Options{}))
+	// shared, a cors plugin, becomes a rate-limiting one, as patched is on Ingress 22.
+	shared := func(snap *store.Snapshot, uid, config string) *store.Snapshot {
+		next := *snap
+		next.KongClusterPlugins = append([]*kongv1.KongClusterPlugin(nil), snap.KongClusterPlugins...)
+		for i, p := range next.KongClusterPlugins {
+			if p.Name == "shared" {
+				c := p.DeepCopy()
+				c.ResourceVersion, c.UID, c.PluginName, c.Config.Raw = "v-"+uid+config, types.UID(uid), "rate-limiting", []byte(config)
+				next.KongClusterPlugins[i] = c
+			}
+		}
+		return &next
+	}
+	renamed := shared(snap, "uid-shared", `{"minute":4,"policy":"local"}`)
+	want := Build(renamed, Options{})
+	require.NotEmpty(t, want.Problems, "the two plugins of one name on Ingress 22's routes")
+	requireSameResult(t, "renamed", renderer, inc.Build(renamed, Options{}), want)
+	require.Equal(t, "a plugin's plugin name changed", inc.Stats.LastReason)
+
+	again := shared(renamed, "uid-shared-again", `{"minute":5,"policy":"local"}`)
+	requireSameResult(t, "created again", renderer, inc.Build(again, Options{}), Build(again, Options{}))
+	require.Equal(t, "a plugin of the change was created again", inc.Stats.LastReason)
+}
