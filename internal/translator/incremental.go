@@ -71,6 +71,12 @@ import (
 // changes are spliced after, on their own (spliceConsumers, incremental_consumers.go, says
 // when).
 //
+// So may TLS Secrets that only Ingresses' and TCPIngresses' spec.tls read (cert-manager's
+// rotations): the certificate each made is made again from its new version, in place, with
+// its SNIs (spliceCertificates, incremental_certificates.go, says when: a Secret added,
+// deleted, turned valid or invalid, sharing its pair with another, or read by a Gateway
+// listener, a Service's client certificate annotation or a plugin, is a full Build).
+//
 // With routes in the closure, the Result's Gateway API attachment (what the status
 // writers read: which routes attach to which listeners, the attachedRoutes counts, each
 // route's parents and unresolved backendRefs) is that of the whole new snapshot, made from
@@ -86,7 +92,7 @@ import (
 // A full Build gives the same Result, byte for byte once rendered, with the same problems,
 // graph, attachment and parts (TestIncrementalMatchesBuild,
 // TestIncrementalMatchesBuildWithHTTPRoutes, TestIncrementalMatchesBuildWithGatewayRoutes,
-// TestIncrementalMatchesBuildWithConsumers).
+// TestIncrementalMatchesBuildWithConsumers, TestIncrementalMatchesBuildWithCertificates).
 // An Incremental is used by one goroutine (the sync loop's); its Results are read-only and
 // may be read by others.
 type Incremental struct {
@@ -113,6 +119,9 @@ type IncrementalStats struct {
 	// PartialConsumers counts the partial translations that translated KongConsumers
 	// (spliceConsumers).
 	PartialConsumers int
+	// PartialCertificates counts the partial translations that re-derived certificates of
+	// TLS Secrets (spliceCertificates).
+	PartialCertificates int
 }
 
 // resultParts is what a Build adds to its Result for Incremental.
@@ -122,6 +131,8 @@ type resultParts struct {
 	readClock       bool
 	readRustRegexes bool // the result depends on Options.RustRegexes
 	consumers       consumerParts
+	// sharedCertificates are the certificates several Secrets of the same pair made (tls).
+	sharedCertificates map[*file.FCertificate]struct{}
 }
 
 // servicePart is one Kong service of a result, with its upstream and the Ingresses whose
@@ -581,10 +592,11 @@ func othersUnchanged(a, b *store.Snapshot) bool {
 // one of them: translation reads a Secret by reference (an edge in the graph of r's result,
 // to missing ones too) or, for CA certificates, by label, so a Secret nothing referred to,
 // without that label before or after, changes nothing (a Helm release's Secret, a token).
-func (r *incrementalRound) changedSecrets(objs []*corev1.Secret) (changed map[nsName]bool, ok bool) {
+// previous holds the previous version of each changed one (nil: added).
+func (r *incrementalRound) changedSecrets(objs []*corev1.Secret) (changed map[nsName]bool, previous map[nsName]*corev1.Secret, ok bool) {
 	updated, ok := r.secrets.update(objs)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	caCert := func(s *corev1.Secret) bool { return s != nil && s.Labels[store.CACertLabel] == "true" }
 	read := func(s *corev1.Secret) bool {
@@ -598,7 +610,7 @@ func (r *incrementalRound) changedSecrets(objs []*corev1.Secret) (changed map[ns
 			changed[k] = caCert(n) || caCert(old)
 		}
 	}
-	return changed, true
+	return changed, updated, true
 }
 
 var objectType = reflect.TypeFor[client.Object]()
@@ -736,10 +748,11 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	if !ok {
 		return Result{}, false, "a KongConsumer twice"
 	}
-	secretChanges, ok := prev.changedSecrets(snap.Secrets)
+	secretChanges, previousSecrets, ok := prev.changedSecrets(snap.Secrets)
 	if !ok {
 		return Result{}, false, "a Secret twice"
 	}
+	certSecrets := takeCertificateSecrets(prev.res.Graph, secretChanges)
 	oldIngress := func(k nsName) *netv1.Ingress {
 		if old, changed := ingChanges[k]; changed {
 			return old
@@ -1113,7 +1126,15 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	res.State, res.Problems, res.Gateway = state, problems, gw
 	res.Graph = prev.res.Graph.replaceEdgesFrom(outEdges, part.Graph)
 	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock,
-		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes, consumers: prev.res.parts.consumers}
+		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes, consumers: prev.res.parts.consumers,
+		sharedCertificates: prev.res.parts.sharedCertificates}
+	if len(certSecrets) > 0 {
+		var why string
+		if res, why = spliceCertificates(res, certSecrets, previousSecrets, prev.secrets.get); why != "" {
+			return Result{}, false, why
+		}
+		t.Stats.PartialCertificates++
+	}
 	if len(consumerChanges) > 0 || len(secretChanges) > 0 {
 		var why string
 		if res, why = spliceConsumers(prev, snap, opts, res, consumerChanges, secretChanges); why != "" {

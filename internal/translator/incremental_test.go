@@ -217,6 +217,10 @@ type editor struct {
 	routesMostly, otherRoutesMostly bool
 	// consumersMostly makes most edits of KongConsumers and their Secrets (editConsumers).
 	consumersMostly bool
+	// certificatesMostly makes most edits of TLS Secrets and Ingresses' spec.tls
+	// (editCertificates), with certs as the certificates Secrets hold.
+	certificatesMostly bool
+	certs              []testCertPEM
 }
 
 func (e *editor) version() string { e.rv++; return fmt.Sprintf("rv-%d", e.rv) }
@@ -266,6 +270,11 @@ func (e *editor) edit() string {
 	}
 	if e.routesMostly && e.rng.IntN(4) > 0 || e.rng.IntN(10) == 0 {
 		if what := e.editRoutes(s); what != "" {
+			return what
+		}
+	}
+	if e.certificatesMostly && e.rng.IntN(4) > 0 {
+		if what := e.editCertificates(s); what != "" {
 			return what
 		}
 	}

@@ -140,10 +140,13 @@ func (b *builder) tls() {
 				byPair[identity], owner[identity] = fc, secret
 				certs = append(certs, fc)
 				pairKeys[fc], alts[fc] = ts.key, alt
-			} else if older(secret, owner[identity]) {
-				byPair[identity].ID = fc.ID
-				owner[identity] = secret
-				pairKeys[byPair[identity]] = ts.key
+			} else {
+				b.shareCertificate(byPair[identity])
+				if older(secret, owner[identity]) {
+					byPair[identity].ID = fc.ID
+					owner[identity] = secret
+					pairKeys[byPair[identity]] = ts.key
+				}
 			}
 			fc = byPair[identity]
 			for _, h := range ts.hosts {
@@ -158,16 +161,15 @@ func (b *builder) tls() {
 			}
 			continue
 		}
-		cert := strings.TrimSpace(string(secret.Data[corev1.TLSCertKey]))
-		key := strings.TrimSpace(string(secret.Data[corev1.TLSPrivateKeyKey]))
-		if _, err := tls.X509KeyPair([]byte(cert), []byte(key)); cert == "" || key == "" || err != nil {
+		cert, key, ok := certificatePair(secret)
+		if !ok {
 			for _, r := range ts.referrers {
 				b.problem(r.obj, r.gvk, r.field, "failed to construct certificate from secret")
 			}
 			b.problem(secret, gvkSecret, "data", "failed to construct certificate from secret")
 			continue
 		}
-		pair := cert + "\x00" + key
+		pair := pairKey(cert, key)
 		fc := byPair[pair]
 		if fc == nil {
 			fc = &file.FCertificate{
@@ -179,9 +181,12 @@ func (b *builder) tls() {
 			byPair[pair] = fc
 			owner[pair] = secret
 			certs = append(certs, fc)
-		} else if older(secret, owner[pair]) {
-			fc.ID = kong.String(certID(secret))
-			owner[pair] = secret
+		} else {
+			b.shareCertificate(fc)
+			if older(secret, owner[pair]) {
+				fc.ID = kong.String(certID(secret))
+				owner[pair] = secret
+			}
 		}
 		fcByKey[ts.key] = fc
 		for _, h := range ts.hosts {
@@ -219,6 +224,32 @@ func (b *builder) tls() {
 		}
 		b.state.Certificates = append(b.state.Certificates, fc)
 	}
+}
+
+// certificatePair is the certificate and key a TLS Secret holds, trimmed as Kong gets them;
+// ok is false when they do not make a key pair.
+func certificatePair(secret *corev1.Secret) (cert, key string, ok bool) {
+	cert = strings.TrimSpace(string(secret.Data[corev1.TLSCertKey]))
+	key = strings.TrimSpace(string(secret.Data[corev1.TLSPrivateKeyKey]))
+	if cert == "" || key == "" {
+		return "", "", false
+	}
+	if _, err := tls.X509KeyPair([]byte(cert), []byte(key)); err != nil {
+		return "", "", false
+	}
+	return cert, key, true
+}
+
+// pairKey is the key Secrets of one certificate and key share (one Kong certificate for all).
+func pairKey(cert, key string) string { return cert + "\x00" + key }
+
+// shareCertificate records that fc is made of several Secrets, for Incremental
+// (spliceCertificates re-derives only a certificate that one Secret makes).
+func (b *builder) shareCertificate(fc *file.FCertificate) {
+	if b.parts.sharedCertificates == nil {
+		b.parts.sharedCertificates = map[*file.FCertificate]struct{}{}
+	}
+	b.parts.sharedCertificates[fc] = struct{}{}
 }
 
 func (ts *tlsSecret) addReferrer(obj client.Object, gvk schema.GroupVersionKind, field string) {
