@@ -72,10 +72,12 @@ import (
 // when).
 //
 // So may TLS Secrets that only Ingresses' and TCPIngresses' spec.tls read (cert-manager's
-// rotations): the certificate each made is made again from its new version, in place, with
-// its SNIs (spliceCertificates, incremental_certificates.go, says when: a Secret added,
-// deleted, turned valid or invalid, sharing its pair with another, or read by a Gateway
-// listener, a Service's client certificate annotation or a plugin, is a full Build).
+// rotations, a new Certificate's Secret): the certificate each makes is made again from its
+// new version (or dropped), where its place among the Secrets tls reads puts it, with the
+// hosts it won, and the problems about it made again (spliceCertificates,
+// incremental_certificates.go, says when: a certificate several Secrets of one pair share,
+// or a Secret a Gateway listener, a Service's client certificate annotation, a plugin or a
+// KongConsumer reads, or a CA certificate's, is a full Build).
 //
 // With routes in the closure, the Result's Gateway API attachment (what the status
 // writers read: which routes attach to which listeners, the attachedRoutes counts, each
@@ -131,8 +133,7 @@ type resultParts struct {
 	readClock       bool
 	readRustRegexes bool // the result depends on Options.RustRegexes
 	consumers       consumerParts
-	// sharedCertificates are the certificates several Secrets of the same pair made (tls).
-	sharedCertificates map[*file.FCertificate]struct{}
+	certificates    certificateParts
 }
 
 // servicePart is one Kong service of a result, with its upstream and the Ingresses whose
@@ -1127,7 +1128,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	res.Graph = prev.res.Graph.replaceEdgesFrom(outEdges, part.Graph)
 	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock,
 		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes, consumers: prev.res.parts.consumers,
-		sharedCertificates: prev.res.parts.sharedCertificates}
+		certificates: prev.res.parts.certificates}
 	if len(certSecrets) > 0 {
 		var why string
 		if res, why = spliceCertificates(res, certSecrets, previousSecrets, prev.secrets.get); why != "" {

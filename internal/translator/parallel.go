@@ -389,7 +389,7 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 	res := rest
 	res.State, res.Problems, res.Graph = state, sortProblems(problems), graph
 	res.parts = &resultParts{services: merged, readClock: readClock, readRustRegexes: readRustRegexes, consumers: rest.parts.consumers,
-		sharedCertificates: rest.parts.sharedCertificates}
+		certificates: rest.parts.certificates}
 	return res, ""
 }
 

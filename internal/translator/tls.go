@@ -32,6 +32,7 @@ type tlsSecret struct {
 	namespace string
 	name      string
 	alt       string // the second Secret's ns/name, "" for one
+	order     int    // its place among the Secrets tls reads (certificates are in that order)
 	hosts     []string
 	referrers []referrer
 }
@@ -46,7 +47,7 @@ func (b *builder) tls() {
 		key := ns + "/" + name
 		ts := bySecret[key]
 		if ts == nil {
-			ts = &tlsSecret{key: key, namespace: ns, name: name}
+			ts = &tlsSecret{key: key, namespace: ns, name: name, order: len(order)}
 			bySecret[key] = ts
 			order = append(order, ts)
 		}
@@ -128,6 +129,7 @@ func (b *builder) tls() {
 	byPair := map[string]*file.FCertificate{}
 	owner := map[string]*corev1.Secret{}
 	var certs []*file.FCertificate
+	var certOrder []int                         // of each of certs, the order of the Secret that made it first
 	pairKeys := map[*file.FCertificate]string{} // certificates with cert_alt: the ns/name+ns/name their ID is from
 	alts := map[*file.FCertificate]kongstate.CertificateAlt{}
 	for _, ts := range order {
@@ -138,7 +140,7 @@ func (b *builder) tls() {
 			}
 			if byPair[identity] == nil {
 				byPair[identity], owner[identity] = fc, secret
-				certs = append(certs, fc)
+				certs, certOrder = append(certs, fc), append(certOrder, ts.order)
 				pairKeys[fc], alts[fc] = ts.key, alt
 			} else {
 				b.shareCertificate(byPair[identity])
@@ -180,7 +182,7 @@ func (b *builder) tls() {
 			}
 			byPair[pair] = fc
 			owner[pair] = secret
-			certs = append(certs, fc)
+			certs, certOrder = append(certs, fc), append(certOrder, ts.order)
 		} else {
 			b.shareCertificate(fc)
 			if older(secret, owner[pair]) {
@@ -218,6 +220,7 @@ func (b *builder) tls() {
 			}
 		}
 	}
+	b.recordCertificates(order, certOrder)
 	for _, fc := range certs {
 		for i := range fc.SNIs {
 			fc.SNIs[i].Certificate = &kong.Certificate{ID: kong.String(*fc.ID)}
@@ -246,10 +249,10 @@ func pairKey(cert, key string) string { return cert + "\x00" + key }
 // shareCertificate records that fc is made of several Secrets, for Incremental
 // (spliceCertificates re-derives only a certificate that one Secret makes).
 func (b *builder) shareCertificate(fc *file.FCertificate) {
-	if b.parts.sharedCertificates == nil {
-		b.parts.sharedCertificates = map[*file.FCertificate]struct{}{}
+	if b.parts.certificates.shared == nil {
+		b.parts.certificates.shared = map[*file.FCertificate]struct{}{}
 	}
-	b.parts.sharedCertificates[fc] = struct{}{}
+	b.parts.certificates.shared[fc] = struct{}{}
 }
 
 func (ts *tlsSecret) addReferrer(obj client.Object, gvk schema.GroupVersionKind, field string) {
