@@ -86,7 +86,8 @@ func translate(t *testing.T, loaded *manifest.Loaded, opts uint8) {
 // annotations, good and bad) and translates them directly, without YAML or a store, so it
 // runs thousands of inputs a second. Build and both renderings must not panic or hang, and
 // Incremental, given the snapshot and then an edit of its Ingresses, Services,
-// EndpointSlices and Gateway API routes, must give what a full Build of the edit gives.
+// EndpointSlices, Gateway API routes, KongConsumers and Secrets (TLS Secrets rotated among
+// them), must give what a full Build of the edit gives.
 func FuzzTranslateObjects(f *testing.F) {
 	cert, err := newTestCertPEM()
 	if err != nil {
@@ -103,14 +104,18 @@ func FuzzTranslateObjects(f *testing.F) {
 		}
 		f.Add(seed)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) { translateObjects(t, cert, data) })
+	rotated, err := newTestCertPEM()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { translateObjects(t, cert, rotated, data) })
 }
 
 // translateObjects is one input of FuzzTranslateObjects.
-func translateObjects(t *testing.T, cert testCertPEM, data []byte) {
+func translateObjects(t *testing.T, cert, rotated testCertPEM, data []byte) {
 	watchdog := time.AfterFunc(fuzzHang, func() { panic(fmt.Sprintf("translation hangs on input %q", data)) })
 	defer watchdog.Stop()
-	g := &objectGen{data: data, cert: cert}
+	g := &objectGen{data: data, cert: cert, rotated: rotated}
 	opts := g.options()
 	snap := g.snapshot()
 	res := Build(snap, opts)

@@ -48,6 +48,8 @@ type objectGen struct {
 	pos  int
 	rv   int
 	cert testCertPEM
+	// rotated is a second certificate, that a TLS Secret's new version may hold (edit).
+	rotated testCertPEM
 }
 
 // testCertPEM is one self-signed certificate and its key, made once per fuzz run: the
@@ -755,7 +757,17 @@ func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 	c.KongConsumers = append([]*kongv1.KongConsumer(nil), s.KongConsumers...)
 	c.Secrets = append([]*corev1.Secret(nil), s.Secrets...)
 	for n := g.intn(3); n > 0; n-- {
-		switch g.intn(5) {
+		switch g.intn(6) {
+		case 5:
+			// A TLS Secret rotated: the same Secret, another pair (or half of one).
+			if len(c.Secrets) > 0 {
+				i := g.intn(len(c.Secrets))
+				n := c.Secrets[i].DeepCopy()
+				n.ResourceVersion = g.version()
+				pair := oneOf(g, g.cert, g.rotated)
+				n.Data = map[string][]byte{corev1.TLSCertKey: []byte(pair.cert), corev1.TLSPrivateKeyKey: []byte(oneOf(g, pair.key, g.cert.key, ""))}
+				c.Secrets[i] = n
+			}
 		case 0:
 			c.KongConsumers = append(c.KongConsumers, g.kongConsumer())
 		case 1:

@@ -75,6 +75,14 @@ import (
 // (configFrom, configPatches) when no plugin entity comes or goes: the changed plugins'
 // entities are made again in place, last (splicePlugins, incremental_plugins.go, says when).
 //
+// So may TLS Secrets that only Ingresses' and TCPIngresses' spec.tls read (cert-manager's
+// rotations, a new Certificate's Secret): the certificate each makes is made again from its
+// new version (or dropped), where its place among the Secrets tls reads puts it, with the
+// hosts it won, and the problems about it made again (spliceCertificates,
+// incremental_certificates.go, says when: a certificate several Secrets of one pair share,
+// or a Secret a Gateway listener, a Service's client certificate annotation, a plugin or a
+// KongConsumer reads, or a CA certificate's, is a full Build).
+//
 // With routes in the closure, the Result's Gateway API attachment (what the status
 // writers read: which routes attach to which listeners, the attachedRoutes counts, each
 // route's parents and unresolved backendRefs) is that of the whole new snapshot, made from
@@ -90,7 +98,8 @@ import (
 // A full Build gives the same Result, byte for byte once rendered, with the same problems,
 // graph, attachment and parts (TestIncrementalMatchesBuild,
 // TestIncrementalMatchesBuildWithHTTPRoutes, TestIncrementalMatchesBuildWithGatewayRoutes,
-// TestIncrementalMatchesBuildWithConsumers, TestIncrementalMatchesBuildWithPlugins).
+// TestIncrementalMatchesBuildWithConsumers, TestIncrementalMatchesBuildWithPlugins,
+// TestIncrementalMatchesBuildWithCertificates).
 // An Incremental is used by one goroutine (the sync loop's); its Results are read-only and
 // may be read by others.
 type Incremental struct {
@@ -120,6 +129,9 @@ type IncrementalStats struct {
 	// PartialPlugins counts the partial translations that made plugin entities again
 	// (splicePlugins).
 	PartialPlugins int
+	// PartialCertificates counts the partial translations that re-derived certificates of
+	// TLS Secrets (spliceCertificates).
+	PartialCertificates int
 }
 
 // resultParts is what a Build adds to its Result for Incremental.
@@ -130,6 +142,7 @@ type resultParts struct {
 	readRustRegexes bool // the result depends on Options.RustRegexes
 	consumers       consumerParts
 	plugins         pluginParts
+	certificates    certificateParts
 }
 
 // servicePart is one Kong service of a result, with its upstream and the Ingresses whose
@@ -584,16 +597,40 @@ func othersUnchanged(a, b *store.Snapshot) bool {
 	return true
 }
 
+// takeSecretsReadOnlyBy takes out of changed (changedSecrets') the Secrets that, in g, some
+// object reads and every object reading them is one reads accepts, and returns them. A CA
+// certificate's Secret (labelled, before or after) stays: it is read by label, not by
+// reference.
+func takeSecretsReadOnlyBy(g *Graph, changed map[nsName]bool, reads func(kongstate.ObjectRef) bool) map[nsName]bool {
+	var taken map[nsName]bool
+	for k, caCert := range changed {
+		if caCert {
+			continue
+		}
+		readers := g.ReferredBy(ref(gvkSecret, k.ns, k.name))
+		if len(readers) == 0 || slices.ContainsFunc(readers, func(r kongstate.ObjectRef) bool { return !reads(r) }) {
+			continue
+		}
+		if taken == nil {
+			taken = map[nsName]bool{}
+		}
+		taken[k] = false
+		delete(changed, k)
+	}
+	return taken
+}
+
 // changedSecrets updates r's index of Secrets to objs and returns those that changed for
 // translation, each with whether it is a CA certificate's (labelled, before or after); ok is
 // false when a name is listed twice. A Secret changed where translation does not look is not
 // one of them: translation reads a Secret by reference (an edge in the graph of r's result,
 // to missing ones too) or, for CA certificates, by label, so a Secret nothing referred to,
 // without that label before or after, changes nothing (a Helm release's Secret, a token).
-func (r *incrementalRound) changedSecrets(objs []*corev1.Secret) (changed map[nsName]bool, ok bool) {
+// previous holds the previous version of each changed one (nil: added).
+func (r *incrementalRound) changedSecrets(objs []*corev1.Secret) (changed map[nsName]bool, previous map[nsName]*corev1.Secret, ok bool) {
 	updated, ok := r.secrets.update(objs)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	caCert := func(s *corev1.Secret) bool { return s != nil && s.Labels[store.CACertLabel] == "true" }
 	read := func(s *corev1.Secret) bool {
@@ -607,7 +644,7 @@ func (r *incrementalRound) changedSecrets(objs []*corev1.Secret) (changed map[ns
 			changed[k] = caCert(n) || caCert(old)
 		}
 	}
-	return changed, true
+	return changed, updated, true
 }
 
 var objectType = reflect.TypeFor[client.Object]()
@@ -745,7 +782,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	if !ok {
 		return Result{}, false, "a KongConsumer twice"
 	}
-	secretChanges, ok := prev.changedSecrets(snap.Secrets)
+	secretChanges, previousSecrets, ok := prev.changedSecrets(snap.Secrets)
 	if !ok {
 		return Result{}, false, "a Secret twice"
 	}
@@ -753,7 +790,10 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	if !ok {
 		return Result{}, false, "a plugin twice"
 	}
-	pluginSecrets, secretChanges := splitPluginSecrets(prev.res.Graph, secretChanges)
+	// Secrets only plugins read, or only Ingresses' spec.tls, are spliced on their own; the
+	// rest is spliceConsumers', which refuses what it does not know.
+	pluginSecrets := takeSecretsReadOnlyBy(prev.res.Graph, secretChanges, isPluginKind)
+	certSecrets := takeSecretsReadOnlyBy(prev.res.Graph, secretChanges, readsTLSSecrets)
 	oldIngress := func(k nsName) *netv1.Ingress {
 		if old, changed := ingChanges[k]; changed {
 			return old
@@ -1128,7 +1168,14 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	res.Graph = prev.res.Graph.replaceEdgesFrom(outEdges, part.Graph)
 	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock,
 		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes, consumers: prev.res.parts.consumers,
-		plugins: prev.res.parts.plugins}
+		plugins: prev.res.parts.plugins, certificates: prev.res.parts.certificates}
+	if len(certSecrets) > 0 {
+		var why string
+		if res, why = spliceCertificates(res, certSecrets, previousSecrets, prev.secrets.get); why != "" {
+			return Result{}, false, why
+		}
+		t.Stats.PartialCertificates++
+	}
 	if len(consumerChanges) > 0 || len(secretChanges) > 0 {
 		if !pluginChanges.empty() || len(pluginSecrets) > 0 {
 			// spliceConsumers translates its consumers' plugins as they were.

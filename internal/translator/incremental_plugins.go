@@ -67,30 +67,6 @@ func (ix *pluginIndexes) update(snap *store.Snapshot) (c pluginChanges, ok bool)
 	return c, ok
 }
 
-// splitPluginSecrets separates, of the changed Secrets (changedSecrets), those read by
-// KongPlugins and KongClusterPlugins only (their configFrom and configPatches) from the rest.
-func splitPluginSecrets(g *Graph, secrets map[nsName]bool) (forPlugins, rest map[nsName]bool) {
-	for k, caCert := range secrets {
-		readers := g.ReferredBy(ref(gvkSecret, k.ns, k.name))
-		onlyPlugins := !caCert && len(readers) > 0
-		for _, from := range readers {
-			onlyPlugins = onlyPlugins && isPluginKind(from)
-		}
-		if onlyPlugins {
-			if forPlugins == nil {
-				forPlugins = map[nsName]bool{}
-			}
-			forPlugins[k] = caCert
-		} else {
-			if rest == nil {
-				rest = map[nsName]bool{}
-			}
-			rest[k] = caCert
-		}
-	}
-	return forPlugins, rest
-}
-
 func isPluginKind(r kongstate.ObjectRef) bool {
 	return r.Group == gvkKongPlugin.Group && (r.Kind == gvkKongPlugin.Kind || r.Kind == gvkKongClusterPlugin.Kind)
 }
@@ -137,7 +113,7 @@ func (p clusterPluginObject) global() bool       { return p.Labels[labelGlobal] 
 //     after, without a problem, and keeps its UID, its plugin name and its global label: which
 //     entities exist, their IDs and the duplicates left out (plugin name and attachment)
 //     are then the same, and so are the problems about it and its referrers;
-//   - a changed Secret is read by plugins only (splitPluginSecrets), and is no CA
+//   - a changed Secret is read by plugins only (takeSecretsReadOnlyBy), and is no CA
 //     certificate's: its plugins are made again, as changed ones.
 //
 // res is the round's result so far (with the other splices done); prev the previous round,

@@ -219,6 +219,10 @@ type editor struct {
 	consumersMostly bool
 	// pluginsMostly makes most edits of plugins and what they read (editPlugins).
 	pluginsMostly bool
+	// certificatesMostly makes most edits of TLS Secrets and Ingresses' spec.tls
+	// (editCertificates), with certs as the certificates Secrets hold.
+	certificatesMostly bool
+	certs              []testCertPEM
 }
 
 func (e *editor) version() string { e.rv++; return fmt.Sprintf("rv-%d", e.rv) }
@@ -268,6 +272,11 @@ func (e *editor) edit() string {
 	}
 	if e.routesMostly && e.rng.IntN(4) > 0 || e.rng.IntN(10) == 0 {
 		if what := e.editRoutes(s); what != "" {
+			return what
+		}
+	}
+	if e.certificatesMostly && e.rng.IntN(4) > 0 {
+		if what := e.editCertificates(s); what != "" {
 			return what
 		}
 	}

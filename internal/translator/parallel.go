@@ -388,7 +388,8 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 	graph := unite(graphs)
 	res := rest
 	res.State, res.Problems, res.Graph = state, sortProblems(problems), graph
-	res.parts = &resultParts{services: merged, readClock: readClock, readRustRegexes: readRustRegexes, consumers: rest.parts.consumers, plugins: rest.parts.plugins}
+	res.parts = &resultParts{services: merged, readClock: readClock, readRustRegexes: readRustRegexes, consumers: rest.parts.consumers,
+		plugins: rest.parts.plugins, certificates: rest.parts.certificates}
 	return res, ""
 }
 

@@ -32,6 +32,7 @@ type tlsSecret struct {
 	namespace string
 	name      string
 	alt       string // the second Secret's ns/name, "" for one
+	order     int    // its place among the Secrets tls reads (certificates are in that order)
 	hosts     []string
 	referrers []referrer
 }
@@ -46,7 +47,7 @@ func (b *builder) tls() {
 		key := ns + "/" + name
 		ts := bySecret[key]
 		if ts == nil {
-			ts = &tlsSecret{key: key, namespace: ns, name: name}
+			ts = &tlsSecret{key: key, namespace: ns, name: name, order: len(order)}
 			bySecret[key] = ts
 			order = append(order, ts)
 		}
@@ -128,6 +129,7 @@ func (b *builder) tls() {
 	byPair := map[string]*file.FCertificate{}
 	owner := map[string]*corev1.Secret{}
 	var certs []*file.FCertificate
+	var certOrder []int                         // of each of certs, the order of the Secret that made it first
 	pairKeys := map[*file.FCertificate]string{} // certificates with cert_alt: the ns/name+ns/name their ID is from
 	alts := map[*file.FCertificate]kongstate.CertificateAlt{}
 	for _, ts := range order {
@@ -138,12 +140,15 @@ func (b *builder) tls() {
 			}
 			if byPair[identity] == nil {
 				byPair[identity], owner[identity] = fc, secret
-				certs = append(certs, fc)
+				certs, certOrder = append(certs, fc), append(certOrder, ts.order)
 				pairKeys[fc], alts[fc] = ts.key, alt
-			} else if older(secret, owner[identity]) {
-				byPair[identity].ID = fc.ID
-				owner[identity] = secret
-				pairKeys[byPair[identity]] = ts.key
+			} else {
+				b.shareCertificate(byPair[identity])
+				if older(secret, owner[identity]) {
+					byPair[identity].ID = fc.ID
+					owner[identity] = secret
+					pairKeys[byPair[identity]] = ts.key
+				}
 			}
 			fc = byPair[identity]
 			for _, h := range ts.hosts {
@@ -158,16 +163,15 @@ func (b *builder) tls() {
 			}
 			continue
 		}
-		cert := strings.TrimSpace(string(secret.Data[corev1.TLSCertKey]))
-		key := strings.TrimSpace(string(secret.Data[corev1.TLSPrivateKeyKey]))
-		if _, err := tls.X509KeyPair([]byte(cert), []byte(key)); cert == "" || key == "" || err != nil {
+		cert, key, ok := certificatePair(secret)
+		if !ok {
 			for _, r := range ts.referrers {
 				b.problem(r.obj, r.gvk, r.field, "failed to construct certificate from secret")
 			}
 			b.problem(secret, gvkSecret, "data", "failed to construct certificate from secret")
 			continue
 		}
-		pair := cert + "\x00" + key
+		pair := pairKey(cert, key)
 		fc := byPair[pair]
 		if fc == nil {
 			fc = &file.FCertificate{
@@ -178,10 +182,13 @@ func (b *builder) tls() {
 			}
 			byPair[pair] = fc
 			owner[pair] = secret
-			certs = append(certs, fc)
-		} else if older(secret, owner[pair]) {
-			fc.ID = kong.String(certID(secret))
-			owner[pair] = secret
+			certs, certOrder = append(certs, fc), append(certOrder, ts.order)
+		} else {
+			b.shareCertificate(fc)
+			if older(secret, owner[pair]) {
+				fc.ID = kong.String(certID(secret))
+				owner[pair] = secret
+			}
 		}
 		fcByKey[ts.key] = fc
 		for _, h := range ts.hosts {
@@ -213,12 +220,39 @@ func (b *builder) tls() {
 			}
 		}
 	}
+	b.recordCertificates(order, certOrder)
 	for _, fc := range certs {
 		for i := range fc.SNIs {
 			fc.SNIs[i].Certificate = &kong.Certificate{ID: kong.String(*fc.ID)}
 		}
 		b.state.Certificates = append(b.state.Certificates, fc)
 	}
+}
+
+// certificatePair is the certificate and key a TLS Secret holds, trimmed as Kong gets them;
+// ok is false when they do not make a key pair.
+func certificatePair(secret *corev1.Secret) (cert, key string, ok bool) {
+	cert = strings.TrimSpace(string(secret.Data[corev1.TLSCertKey]))
+	key = strings.TrimSpace(string(secret.Data[corev1.TLSPrivateKeyKey]))
+	if cert == "" || key == "" {
+		return "", "", false
+	}
+	if _, err := tls.X509KeyPair([]byte(cert), []byte(key)); err != nil {
+		return "", "", false
+	}
+	return cert, key, true
+}
+
+// pairKey is the key Secrets of one certificate and key share (one Kong certificate for all).
+func pairKey(cert, key string) string { return cert + "\x00" + key }
+
+// shareCertificate records that fc is made of several Secrets, for Incremental
+// (spliceCertificates re-derives only a certificate that one Secret makes).
+func (b *builder) shareCertificate(fc *file.FCertificate) {
+	if b.parts.certificates.shared == nil {
+		b.parts.certificates.shared = map[*file.FCertificate]struct{}{}
+	}
+	b.parts.certificates.shared[fc] = struct{}{}
 }
 
 func (ts *tlsSecret) addReferrer(obj client.Object, gvk schema.GroupVersionKind, field string) {
