@@ -22,7 +22,7 @@ func PluginEntity(snap *store.Snapshot, obj client.Object) (*kong.Plugin, []Prob
 	if snap == nil {
 		snap = &store.Snapshot{}
 	}
-	b := &builder{snap: snap, secrets: map[string]*corev1.Secret{}, graph: newGraph()}
+	b := &builder{snap: snap, secrets: map[string]*corev1.Secret{}, graph: newGraph(), parts: &resultParts{}}
 	for _, s := range snap.Secrets {
 		if s != nil {
 			b.secrets[s.Namespace+"/"+s.Name] = s
