@@ -586,7 +586,10 @@ func othersUnchanged(a, b *store.Snapshot) bool {
 	for i := 0; i < va.NumField(); i++ {
 		switch va.Type().Field(i).Name {
 		case "Ingresses", "Services", "EndpointSlices", "HTTPRoutes", "GRPCRoutes", "TCPRoutes", "UDPRoutes", "TLSRoutes",
-			"KongConsumers", "Secrets", "KongPlugins", "KongClusterPlugins", "Seq", "Changes":
+			"KongConsumers", "Secrets", "KongPlugins", "KongClusterPlugins", "Seq", "Changes",
+			// Secrets cached without their data: translation never reads them (the manager
+			// loads those the result refers to and translates again, Secrets then changed).
+			"SecretsPending":
 			continue
 		}
 		fa, fb := va.Field(i), vb.Field(i)

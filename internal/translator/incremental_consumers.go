@@ -85,7 +85,11 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 			// Its plugin entities name it by username (or custom_id): they stay res's when
 			// both versions name the same plugins and the consumer is translated, under the
 			// same name, before and after (checked on the partial result below).
-			if old == nil || kc == nil || old.Annotations[annPlugins] != plugins || kc.Annotations[annPlugins] != plugins {
+			// Its creation time too: plugins are ranked by the first consumer (oldest first)
+			// naming them, which decides the winner of two plugins of one name on another
+			// consumer (a consumer deleted and created again in one round).
+			if old == nil || kc == nil || old.Annotations[annPlugins] != plugins || kc.Annotations[annPlugins] != plugins ||
+				!old.CreationTimestamp.Equal(&kc.CreationTimestamp) {
 				return Result{}, "a KongConsumer of the change has plugins that changed"
 			}
 			withPlugins[k] = struct{}{}
