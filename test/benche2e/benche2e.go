@@ -413,8 +413,12 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	res.Unserved = kong.unserved()
 	stop()
 	// After the stop: every line of the changes' pushes has been written.
-	if res.Stages, err = breakdown(res.LogFile, stamps); err != nil {
-		return res, err
+	// The breakdown is an analysis: a log it cannot read costs it, not the run's figures.
+	if cfg.Breakdown {
+		if res.Stages, err = breakdown(res.LogFile, stamps); err != nil {
+			progress("no per-stage breakdown: %v", err)
+			res.Stages, err = nil, nil
+		}
 	}
 	for i := range cfg.Starts {
 		binary := cfg.Binary
