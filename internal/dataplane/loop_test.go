@@ -232,15 +232,7 @@ func TestBurstOfChangesIsAHandfulOfSyncs(t *testing.T) {
 		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate, Clock: clk, Reporter: rep,
 		Gateways: []Gateway{gw}, Trigger: trigger, Period: time.Hour, Quiet: 100 * time.Millisecond, MaxDelay: time.Second, Logger: testr.New(t),
 	})
-	rounds := func() int {
-		n := 0
-		for _, r := range rep.all() {
-			if r.Translated {
-				n++
-			}
-		}
-		return n
-	}
+	rounds := rep.translated
 	run(t, l)
 	<-l.FirstSyncDone()
 	require.Equal(t, 1, gw.count())
@@ -282,15 +274,7 @@ func TestChangeRightAfterAResyncIsNotHeld(t *testing.T) {
 		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate, Clock: clk, Reporter: rep,
 		Gateways: []Gateway{gw}, Trigger: trigger, Period: time.Second, Quiet: 100 * time.Millisecond, MaxDelay: time.Hour, Logger: testr.New(t),
 	})
-	rounds := func() int {
-		n := 0
-		for _, r := range rep.all() {
-			if r.Translated {
-				n++
-			}
-		}
-		return n
-	}
+	rounds := rep.translated
 	run(t, l)
 	<-l.FirstSyncDone()
 	require.Eventually(t, func() bool { return rounds() == 1 }, 5*time.Second, time.Millisecond)
@@ -322,6 +306,17 @@ func (r *reports) Report(_ context.Context, round Round) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rounds = append(r.rounds, round)
+}
+
+// translated is how many of the reported rounds translated.
+func (r *reports) translated() int {
+	n := 0
+	for _, round := range r.all() {
+		if round.Translated {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *reports) all() []Round {
