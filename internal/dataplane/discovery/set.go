@@ -65,7 +65,8 @@ type Set struct {
 }
 
 // routerLearner is what LearnRouters keeps between calls: the router each discovered Admin
-// API said, and a client per Admin API not answered yet.
+// API said, and a client per Admin API not answered yet. mu is held to read and to merge,
+// never across a request.
 type routerLearner struct {
 	mu      sync.Mutex
 	flavor  map[string]string
@@ -225,34 +226,17 @@ func (s *Set) LearnRouters(ctx context.Context) {
 	if err != nil {
 		return // the next call reads again; Run logs the failures that matter to the leader
 	}
+	found := map[string]bool{}
+	asks := s.routerAsks(apis, found)
+	s.opts.Flavors.KeepOnly(found)
+	// Asked without the lock: AskableURLs (the admission webhook's reviews) does not wait
+	// for a gateway slow to answer.
+	learned := s.opts.Flavors.Learn(ctx, s.opts.Timeout, asks)
+
 	l := &s.routers
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	found := map[string]bool{}
-	asks := map[string]dataplane.RouterAsk{}
-	for _, api := range apis {
-		found[api.URL] = true
-		if _, ok := l.flavor[api.URL]; ok {
-			continue
-		}
-		c := l.clients[api.URL]
-		if c == nil {
-			if c, err = s.client(api); err != nil {
-				continue
-			}
-			l.clients[api.URL] = c
-		}
-		asks[api.URL] = func(ctx context.Context) (*dataplane.Root, error) {
-			root, err := dataplane.ReadRoot(ctx, c)
-			if err != nil {
-				s.opts.Logger.V(1).Info("discovered gateway did not say its router yet", "gateway", api.URL, "error", err.Error())
-				return nil, err
-			}
-			return &root, nil
-		}
-	}
-	s.opts.Flavors.KeepOnly(found)
-	for url, flavor := range s.opts.Flavors.Learn(ctx, s.opts.Timeout, asks) {
+	for url, flavor := range learned {
 		l.flavor[url] = flavor
 		delete(l.clients, url)
 		s.opts.Logger.Info("router flavor learned from a discovered gateway", "gateway", url, "routerFlavor", flavor)
@@ -267,6 +251,38 @@ func (s *Set) LearnRouters(ctx context.Context) {
 			delete(l.clients, url)
 		}
 	}
+}
+
+// routerAsks are LearnRouters' questions: GET / of each of apis not heard from yet, with the
+// client made for it the first time. found is told every URL of apis.
+func (s *Set) routerAsks(apis []AdminAPI, found map[string]bool) map[string]dataplane.RouterAsk {
+	l := &s.routers
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	asks := map[string]dataplane.RouterAsk{}
+	for _, api := range apis {
+		found[api.URL] = true
+		if _, ok := l.flavor[api.URL]; ok {
+			continue
+		}
+		c := l.clients[api.URL]
+		if c == nil {
+			var err error
+			if c, err = s.client(api); err != nil {
+				continue
+			}
+			l.clients[api.URL] = c
+		}
+		asks[api.URL] = func(ctx context.Context) (*dataplane.Root, error) {
+			root, err := dataplane.ReadRoot(ctx, c)
+			if err != nil {
+				s.opts.Logger.V(1).Info("discovered gateway did not say its router yet", "gateway", api.URL, "error", err.Error())
+				return nil, err
+			}
+			return &root, nil
+		}
+	}
+	return asks
 }
 
 // client is the Admin API client of api.

@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,4 +260,60 @@ func TestRunForgetsTheRouterOfGatewaysGone(t *testing.T) {
 	f.next()
 	require.True(t, flavors.Expressions(), "the gateway gone no longer counts")
 	require.Equal(t, f.urls(), f.set.AskableURLs(), "the leader's set: the gateways it configures")
+}
+
+// blockingKong is an Admin API whose GET / answers only once release is closed; arrived
+// receives each request as it comes in.
+func blockingKong(t *testing.T) (k emu, arrived chan struct{}, release func()) {
+	t.Helper()
+	arrived, released := make(chan struct{}, 10), make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-released
+		_, _ = w.Write([]byte(`{"version":"3.9.0","configuration":{"database":"off","router_flavor":"traditional_compatible"}}`))
+	}))
+	var once sync.Once
+	release = func() { once.Do(func() { close(released) }) }
+	t.Cleanup(srv.Close)
+	t.Cleanup(release) // before srv.Close, which waits for the handler
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	return emu{host: host, port: int32(p)}, arrived, release
+}
+
+// A standby's LearnRouters waiting for a discovered gateway that does not answer holds up
+// nobody else: the admission webhook's AskableURLs answers with the gateways heard from
+// meanwhile (it used to wait for LearnRouters' lock, up to the whole timeout).
+func TestAskableURLsDoNotWaitForLearnRouters(t *testing.T) {
+	a := startKong(t, kongemu.DBLess)
+	slow, arrived, release := blockingKong(t)
+	f := newIdleSet(t, nil, slicesFor(a)...)
+	f.set.opts.Timeout = time.Hour // only the test's release ends the slow gateway's GET /
+	ctx := context.Background()
+	f.set.LearnRouters(ctx)
+	require.Equal(t, []string{url(a)}, f.set.AskableURLs())
+
+	require.NoError(t, f.client.Create(ctx, slicesFor(a, slow)[1]))
+	learned := make(chan struct{})
+	go func() {
+		defer close(learned)
+		f.set.LearnRouters(ctx)
+	}()
+	<-arrived // LearnRouters is waiting for the slow gateway's answer
+
+	asked := make(chan []string, 1)
+	go func() { asked <- f.set.AskableURLs() }()
+	select {
+	case urls := <-asked:
+		require.Equal(t, []string{url(a)}, urls, "the gateway heard from, not the one still asked")
+	case <-time.After(10 * time.Second):
+		release()
+		<-learned
+		t.Fatal("AskableURLs waited for LearnRouters' GET / of a gateway that does not answer")
+	}
+	release()
+	<-learned
+	require.Equal(t, []string{min(url(a), url(slow)), max(url(a), url(slow))}, f.set.AskableURLs(), "its answer is kept")
 }
