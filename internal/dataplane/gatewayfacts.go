@@ -120,8 +120,9 @@ func (f *GatewayFacts) Learn(ctx context.Context, types []string) (enterprise bo
 }
 
 // RecordRoot keeps what a gateway's answer to GET / says of its edition, so that Learn does
-// not ask it again: the controller asks each gateway GET / once at start
-// (DetectingGateway.Detect) and hands the answer over (issue #13). baseRootURL is the
+// not ask it again: the controller asks each gateway GET / once and hands the answer over,
+// at start for the --kong-admin-url ones (DetectingGateway.Detect, issue #13), when it
+// learns the router of a discovered one (discovery.Set.ShareRootsWith). baseRootURL is the
 // gateway's kong.Client.BaseRootURL.
 func (f *GatewayFacts) RecordRoot(baseRootURL string, root Root) {
 	if f == nil {

@@ -10,7 +10,7 @@ import (
 type RouterAsk func(context.Context) (*Root, error)
 
 // Learn asks every gateway of asks (by URL) its router at once and tells f what those that
-// answered within timeout said; it returns their answers (URL -> router flavor). It is how a
+// answered within timeout said; it returns their answers (URL -> GET /). It is how a
 // standby replica, which does not sync, learns the router the leader renders for before its
 // warm translation, whether its gateways are discovered (discovery.Set.LearnRouters) or given
 // by --kong-admin-url (the standby's learner in internal/manager): the translation and the
@@ -20,11 +20,10 @@ type RouterAsk func(context.Context) (*Root, error)
 // DetectingGateway.Detect does): a gateway that does not answer is asked again next time, and
 // holds up nothing for longer. Once ctx ended it reports nothing. It only reads. A nil *RouterFlavors is told nothing, but the
 // answers are still returned.
-func (f *RouterFlavors) Learn(ctx context.Context, timeout time.Duration, asks map[string]RouterAsk) map[string]string {
+func (f *RouterFlavors) Learn(ctx context.Context, timeout time.Duration, asks map[string]RouterAsk) map[string]Root {
 	type answer struct {
-		url    string
-		flavor string
-		ok     bool
+		url  string
+		root *Root
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -33,20 +32,18 @@ func (f *RouterFlavors) Learn(ctx context.Context, timeout time.Duration, asks m
 	for url, ask := range asks {
 		go func() {
 			root, err := ask(ctx)
-			ok := err == nil && root != nil
-			a := answer{url: url, ok: ok}
-			if ok {
-				a.flavor = root.RouterFlavor
+			if err != nil {
+				root = nil
 			}
-			answers <- a
+			answers <- answer{url: url, root: root}
 		}()
 	}
-	learned := map[string]string{}
+	learned := map[string]Root{}
 	for range asks {
 		select {
 		case a := <-answers:
-			if a.ok {
-				learned[a.url] = a.flavor
+			if a.root != nil {
+				learned[a.url] = *a.root
 			}
 		case <-ctx.Done():
 			return f.reportAll(parent, learned)
@@ -55,16 +52,16 @@ func (f *RouterFlavors) Learn(ctx context.Context, timeout time.Duration, asks m
 	return f.reportAll(parent, learned)
 }
 
-// reportAll reports each of learned (URL -> flavor) and returns it; nothing when parent ended
+// reportAll reports the router of each of learned (URL -> GET /) and returns it; nothing when parent ended
 // (a standby is cancelled the moment it leads: the loop's first round may be translating
 // already, and the first sync's check against GET / then reports the router after that
 // round's target, DetectingGateway.detected).
-func (f *RouterFlavors) reportAll(parent context.Context, learned map[string]string) map[string]string {
+func (f *RouterFlavors) reportAll(parent context.Context, learned map[string]Root) map[string]Root {
 	if parent.Err() != nil {
 		return nil
 	}
-	for url, flavor := range learned {
-		f.Report(url, flavor)
+	for url, root := range learned {
+		f.Report(url, root.RouterFlavor)
 	}
 	return learned
 }

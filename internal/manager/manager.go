@@ -325,12 +325,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	var gateways []dataplane.Gateway
 	var discovered dataplane.GatewaySet
 	var learnRouters func(context.Context) // a standby's
+	var discoverySet *gatewaydiscovery.Set
 	if cfg.Discovery() {
-		set, err := gatewayDiscovery(ctx, cfg, mgr.GetCache(), dbMode, flavors, log.WithName("discovery"))
-		if err != nil {
+		if discoverySet, err = gatewayDiscovery(ctx, cfg, mgr.GetCache(), dbMode, flavors, log.WithName("discovery")); err != nil {
 			return nil, err
 		}
-		discovered, learnRouters = set, set.LearnRouters
+		discovered, learnRouters = discoverySet, discoverySet.LearnRouters
 	} else if gateways, err = buildGateways(cfg, dbMode, flavors, election.Roots, log); err != nil {
 		return nil, err
 	} else {
@@ -395,6 +395,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		return nil, err
 	}
 	facts := dataplane.NewGatewayFacts(gatewayClients)
+	if discoverySet != nil {
+		// The set's GET / of each discovered gateway also tells facts its edition.
+		discoverySet.ShareRootsWith(facts)
+	}
 	roundOptions := func(s *store.Snapshot) translator.Options {
 		opts := routerTranslatorOptions(cfg, flavors, time.Now())
 		var types []string

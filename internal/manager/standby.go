@@ -207,8 +207,8 @@ func staticRouterLearner(gateways []dataplane.Gateway, flavors *dataplane.Router
 			}
 		}
 		learned := flavors.Learn(ctx, standbyRouterAskTimeout, asks)
-		for url, flavor := range learned {
-			log.Info("router flavor learned from a gateway", "gateway", url, "routerFlavor", flavor)
+		for url, root := range learned {
+			log.Info("router flavor learned from a gateway", "gateway", url, "routerFlavor", root.RouterFlavor)
 		}
 		pending = slices.DeleteFunc(pending, func(d *dataplane.DetectingGateway) bool {
 			_, ok := learned[d.URL()]

@@ -284,7 +284,7 @@ func TestLearnRoutersDoesNotWaitForAGatewayThatDoesNotAnswer(t *testing.T) {
 		},
 		"http://b": func(context.Context) (*dataplane.Root, error) { <-release; return nil, errors.New("late") },
 	})
-	require.Equal(t, map[string]string{"http://a": "expressions"}, learned)
+	require.Equal(t, map[string]dataplane.Root{"http://a": {RouterFlavor: "expressions"}}, learned)
 	require.True(t, flavors.Expressions(), "what answered is told")
 
 	// A standby elected meanwhile (its context ended) tells nothing: the leader's first

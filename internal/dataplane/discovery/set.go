@@ -62,14 +62,16 @@ type Set struct {
 
 	routers routerLearner // LearnRouters' own record
 	running atomic.Bool   // Run started: this replica's loop runs the set
+	// facts, when set, is given every answer to GET / (ShareRootsWith).
+	facts *dataplane.GatewayFacts
 }
 
-// routerLearner is what LearnRouters keeps between calls: the router each discovered Admin
-// API said, and a client per Admin API not answered yet. mu is held to read and to merge,
-// never across a request.
+// routerLearner is what LearnRouters keeps between calls: what each discovered Admin API
+// answered to GET / (its router, its database mode), and a client per Admin API not answered
+// yet. mu is held to read and to merge, never across a request.
 type routerLearner struct {
 	mu      sync.Mutex
-	flavor  map[string]string
+	roots   map[string]dataplane.Root
 	clients map[string]*kong.Client
 }
 
@@ -89,7 +91,7 @@ var _ dataplane.GatewaySet = (*Set)(nil)
 // New returns a Set; Run keeps it current.
 func New(opts Options) *Set {
 	s := &Set{opts: opts, ports: map[string]bool{}, kick: dataplane.NewTrigger(), members: map[string]*member{},
-		routers: routerLearner{flavor: map[string]string{}, clients: map[string]*kong.Client{}}}
+		routers: routerLearner{roots: map[string]dataplane.Root{}, clients: map[string]*kong.Client{}}}
 	for _, p := range opts.PortNames {
 		s.ports[p] = true
 	}
@@ -130,7 +132,7 @@ func (s *Set) AskableURLs() []string {
 		}
 	} else {
 		s.routers.mu.Lock()
-		for url := range s.routers.flavor {
+		for url := range s.routers.roots {
 			out = append(out, url)
 		}
 		s.routers.mu.Unlock()
@@ -138,6 +140,11 @@ func (s *Set) AskableURLs() []string {
 	slices.Sort(out)
 	return out
 }
+
+// ShareRootsWith has the set give facts every answer of a discovered gateway to GET /
+// (LearnRouters', the readiness check's), so that facts learns the gateway's edition from it
+// instead of asking GET / again. Call it before Run and LearnRouters.
+func (s *Set) ShareRootsWith(facts *dataplane.GatewayFacts) { s.facts = facts }
 
 // Run implements dataplane.GatewaySet.
 func (s *Set) Run(ctx context.Context, changed func()) {
@@ -236,14 +243,14 @@ func (s *Set) LearnRouters(ctx context.Context) {
 	l := &s.routers
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for url, flavor := range learned {
-		l.flavor[url] = flavor
+	for url, root := range learned {
+		l.roots[url] = root
 		delete(l.clients, url)
-		s.opts.Logger.Info("router flavor learned from a discovered gateway", "gateway", url, "routerFlavor", flavor)
+		s.opts.Logger.Info("router flavor learned from a discovered gateway", "gateway", url, "routerFlavor", root.RouterFlavor, "database", root.Database)
 	}
-	for url := range l.flavor {
+	for url := range l.roots {
 		if !found[url] {
-			delete(l.flavor, url)
+			delete(l.roots, url)
 		}
 	}
 	for url := range l.clients {
@@ -262,7 +269,7 @@ func (s *Set) routerAsks(apis []AdminAPI, found map[string]bool) map[string]data
 	asks := map[string]dataplane.RouterAsk{}
 	for _, api := range apis {
 		found[api.URL] = true
-		if _, ok := l.flavor[api.URL]; ok {
+		if _, ok := l.roots[api.URL]; ok {
 			continue
 		}
 		c := l.clients[api.URL]
@@ -279,6 +286,7 @@ func (s *Set) routerAsks(apis []AdminAPI, found map[string]bool) map[string]data
 				s.opts.Logger.V(1).Info("discovered gateway did not say its router yet", "gateway", api.URL, "error", err.Error())
 				return nil, err
 			}
+			s.facts.RecordRoot(c.BaseRootURL(), root)
 			return &root, nil
 		}
 	}
@@ -339,6 +347,7 @@ func (s *Set) check(ctx context.Context, m *member) {
 		s.note(m, err)
 		return
 	}
+	s.facts.RecordRoot(m.client.BaseRootURL(), root)
 	db := root.Database
 	s.opts.Flavors.Report(m.api.URL, root.RouterFlavor)
 	if m.gw == nil || m.db != db || !db && m.router != root.RouterFlavor {

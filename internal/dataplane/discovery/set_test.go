@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/kong/go-kong/kong"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -316,4 +317,54 @@ func TestAskableURLsDoNotWaitForLearnRouters(t *testing.T) {
 	release()
 	<-learned
 	require.Equal(t, []string{min(url(a), url(slow)), max(url(a), url(slow))}, f.set.AskableURLs(), "its answer is kept")
+}
+
+// factsOf are the GatewayFacts the manager builds over the set: they ask the gateways the set
+// names (AskableURLs) and are handed the set's GET / answers.
+func factsOf(t *testing.T, set *Set) *dataplane.GatewayFacts {
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // test
+	facts := dataplane.NewGatewayFacts(func() []*kong.Client {
+		var out []*kong.Client
+		for _, u := range set.AskableURLs() {
+			c, err := kong.NewClient(kong.String(u), hc)
+			require.NoError(t, err)
+			out = append(out, c)
+		}
+		return out
+	})
+	set.ShareRootsWith(facts)
+	return facts
+}
+
+// Each discovered gateway is asked GET / once for its router, its database mode and its
+// edition together, on a standby (LearnRouters) as on the leader (the readiness check): the
+// facts translation asks for take that answer instead of asking again.
+func TestOneGETRootServesTheRouterAndTheEdition(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(f *fixture)
+	}{
+		{"standby", func(f *fixture) { f.set.LearnRouters(context.Background()) }},
+		{"leader", func(f *fixture) {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			go f.set.Run(ctx, func() { f.changed <- struct{}{} })
+			f.next()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := startKongWith(t, kongemu.Options{Mode: kongemu.DBLess, Edition: kongemu.Enterprise})
+			b := startKongWith(t, kongemu.Options{Mode: kongemu.DBLess, Edition: kongemu.Enterprise})
+			f := newIdleSet(t, nil, slicesFor(a, b)...)
+			facts := factsOf(t, f.set)
+			tc.run(f)
+			for i := 0; i < 3; i++ { // the rounds of a period and of the next ones
+				enterprise, _ := facts.Learn(context.Background(), nil)
+				require.True(t, enterprise, "the edition, from the answer the set had")
+			}
+			for _, k := range []emu{a, b} {
+				require.Equal(t, 1, k.srv.Emulator.Requests()["GET /"], "GET / of %s", url(k))
+			}
+		})
+	}
 }
