@@ -395,9 +395,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		return nil, err
 	}
 	facts := dataplane.NewGatewayFacts(gatewayClients)
+	var syncProtocol func() string // a standby's: what its gateways are sent
 	if discoverySet != nil {
 		// The set's GET / of each discovered gateway also tells facts its edition.
 		discoverySet.ShareRootsWith(facts)
+		syncProtocol = discoverySet.SyncProtocol
 	}
 	roundOptions := func(s *store.Snapshot) translator.Options {
 		opts := routerTranslatorOptions(cfg, flavors, time.Now())
@@ -455,7 +457,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		// It translates with the loop's incremental translator and renderer, which the loop
 		// takes over when this replica leads (handover.go).
 		if err := mgr.Add(&standbyPreparer{elected: mgr.Elected(), barrier: barrier, source: source, shared: shared,
-			gateways: gateways, learnRouters: learnRouters, period: cfg.ProxySyncPeriod, log: log.WithName("standby")}); err != nil {
+			gateways: gateways, learnRouters: learnRouters, syncProtocol: syncProtocol, period: cfg.ProxySyncPeriod, log: log.WithName("standby")}); err != nil {
 			return nil, err
 		}
 	}

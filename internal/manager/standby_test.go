@@ -299,3 +299,45 @@ func TestLearnRoutersDoesNotWaitForAGatewayThatDoesNotAnswer(t *testing.T) {
 	}))
 	require.False(t, other.Expressions())
 }
+
+// A standby with nothing to prepare renders each period only what its gateways' sync takes,
+// for the loop to take over: the DB-less body for DB-less gateways, the declarative
+// configuration for discovered gateways with a database (it used to render the DB-less body
+// for them too: 17 MB kept for nothing at 10,000 Ingresses), nothing before the gateways said.
+func TestStandbyRendersOnlyWhatItsGatewaysTake(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		protocol             func() string
+		wantPlain, wantQuote bool
+	}{
+		{"fixed DB-less gateways", nil, false, true},
+		{"discovered DB-less gateways", func() string { return dataplane.ProtocolDBLess }, false, true},
+		{"discovered gateways with a database", func() string { return dataplane.ProtocolDeck }, true, false},
+		{"discovered gateways not heard from", func() string { return "" }, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			barrier := gatedBarrier{synced: make(chan struct{})}
+			close(barrier.synced)
+			elected := make(chan struct{})
+			translated := make(chan struct{}, 100)
+			shared := &handover{around: func(s *store.Snapshot, build func(*store.Snapshot) translator.Result) translator.Result {
+				res := build(s)
+				translated <- struct{}{}
+				return res
+			}}
+			p := &standbyPreparer{
+				elected: elected, barrier: barrier, source: snapshotSource{benchdata.Snapshot(20)}, shared: shared,
+				syncProtocol: tc.protocol, period: time.Millisecond, log: logr.Discard(),
+			}
+			done := make(chan error, 1)
+			go func() { done <- p.Start(context.Background()) }()
+			<-translated
+			<-translated // the first period rendered
+			close(elected)
+			require.NoError(t, <-done)
+			plain, quoted := shared.renderer.KeptBytes()
+			require.Equal(t, tc.wantPlain, plain > 0, "declarative configuration kept: %d bytes", plain)
+			require.Equal(t, tc.wantQuote, quoted > 0, "DB-less body kept: %d bytes", quoted)
+		})
+	}
+}

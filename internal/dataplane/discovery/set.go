@@ -146,6 +146,26 @@ func (s *Set) AskableURLs() []string {
 // instead of asking GET / again. Call it before Run and LearnRouters.
 func (s *Set) ShareRootsWith(facts *dataplane.GatewayFacts) { s.facts = facts }
 
+// SyncProtocol is, on a standby, how the leader syncs the gateways LearnRouters heard from:
+// dataplane.ProtocolDeck when one has a database (those with one are the gateways the leader
+// configures when they disagree, publish), dataplane.ProtocolDBLess when they are DB-less,
+// "" before any answered. A standby renders each period what that protocol sends, for the
+// loop to take over, and only that: a DB-less /config body for gateways with a database would
+// be megabytes kept for nothing.
+func (s *Set) SyncProtocol() string {
+	s.routers.mu.Lock()
+	defer s.routers.mu.Unlock()
+	for _, root := range s.routers.roots {
+		if root.Database {
+			return dataplane.ProtocolDeck
+		}
+	}
+	if len(s.routers.roots) == 0 {
+		return ""
+	}
+	return dataplane.ProtocolDBLess
+}
+
 // Run implements dataplane.GatewaySet.
 func (s *Set) Run(ctx context.Context, changed func()) {
 	s.running.Store(true)

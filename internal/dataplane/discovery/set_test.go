@@ -368,3 +368,28 @@ func TestOneGETRootServesTheRouterAndTheEdition(t *testing.T) {
 		})
 	}
 }
+
+// A standby knows how the leader syncs the gateways it heard from, so that it renders for the
+// loop to take over what that sends: the DB-less body only for DB-less gateways.
+func TestStandbyKnowsTheSyncProtocolOfTheGateways(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		modes []kongemu.Mode
+		want  string
+	}{
+		{"none heard from", nil, ""},
+		{"DB-less", []kongemu.Mode{kongemu.DBLess, kongemu.DBLess}, dataplane.ProtocolDBLess},
+		{"database", []kongemu.Mode{kongemu.Postgres, kongemu.Postgres}, dataplane.ProtocolDeck},
+		{"disagreeing: the leader configures those with a database", []kongemu.Mode{kongemu.DBLess, kongemu.Postgres}, dataplane.ProtocolDeck},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ks []emu
+			for _, m := range tc.modes {
+				ks = append(ks, startKong(t, m))
+			}
+			f := newIdleSet(t, nil, slicesFor(ks...)...)
+			f.set.LearnRouters(context.Background())
+			require.Equal(t, tc.want, f.set.SyncProtocol())
+		})
+	}
+}
