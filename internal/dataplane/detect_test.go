@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
 	"github.com/stretchr/testify/require"
 
@@ -47,27 +48,31 @@ func countedGateway(t *testing.T, opts kongemu.Options) (*kongemu.Server, *Detec
 }
 
 // Detect, called while the cache syncs, asks GET / so that the first Sync does not; the first
-// Sync still checks the target's router against the answer.
+// Sync still checks the target against the answer's router and reports the router.
 func TestDetectBeforeTheFirstSyncAsksOnce(t *testing.T) {
 	ctx := context.Background()
-	_, g, counter := countedGateway(t, kongemu.Options{RouterFlavor: kongemu.RouterExpressions})
+	_, g, counter := countedGateway(t, kongemu.Options{RouterFlavor: kongemu.RouterTraditionalCompatible})
 	g.Flavors = NewRouterFlavors(nil)
+	g.Flavors.Report("http://other", "expressions") // what another gateway said
 
 	root, err := g.Detect(ctx)
 	require.NoError(t, err)
-	require.Equal(t, "expressions", root.RouterFlavor)
+	require.Equal(t, "traditional_compatible", root.RouterFlavor)
 	require.Equal(t, int32(1), counter.n.Load())
-	require.False(t, g.Flavors.Expressions(), "the router is reported by the first Sync, against its target")
+	require.True(t, g.Flavors.Expressions(), "the router is reported by the first Sync, against its target")
 	again, err := g.Detect(ctx)
 	require.NoError(t, err)
 	require.Equal(t, root, again, "the same answer")
 	require.Equal(t, int32(1), counter.n.Load(), "asked once")
 
-	// The target was rendered for the traditional router: the first Sync refuses it, on
-	// Detect's answer, and reports the router so that the next round renders for it.
-	require.ErrorContains(t, g.Sync(ctx, &Target{State: &kongstate.State{}}), "rendered again")
+	// The target was rendered for the expressions router, which this gateway does not run:
+	// the first Sync refuses it, on Detect's answer, and reports the router so that the next
+	// round renders for it.
+	expressionRoute := &kongstate.State{Services: []*file.FService{{Service: kong.Service{Name: kong.String("s"), Host: kong.String("h")},
+		Routes: []*file.FRoute{{Route: kong.Route{Name: kong.String("r"), Expression: kong.String(`http.path == "/"`)}}}}}}
+	require.ErrorContains(t, g.Sync(ctx, &Target{State: expressionRoute}), "rendered again")
 	require.Equal(t, int32(1), counter.n.Load(), "the first Sync took Detect's answer")
-	require.True(t, g.Flavors.Expressions())
+	require.False(t, g.Flavors.Expressions())
 	require.NoError(t, g.Sync(ctx, &Target{State: &kongstate.State{}}))
 	require.Equal(t, ProtocolDBLess, g.Protocol())
 	require.Equal(t, int32(2), counter.n.Load(), "a refused first Sync leaves the next one to ask")

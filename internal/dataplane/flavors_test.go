@@ -107,3 +107,63 @@ func TestDBLessGatewayRefusesTargetsOfAnotherRouter(t *testing.T) {
 	g.Router = "expressions"
 	require.NoError(t, g.Sync(context.Background(), &Target{State: expressionRoute}))
 }
+
+// A gateway that said its router judges a target the same way whether it was discovered
+// (DBLessGateway.Router) or given by --kong-admin-url (DetectingGateway's first Sync), and as
+// Kong 3.7+ does (routes.lua, docs/kong-facts.md): expression routes only under the
+// expressions router, traditional fields under every router. The traditional target on an
+// expressions Kong used to be held back by DetectingGateway and sent by DBLessGateway.
+func TestBothGatewaysJudgeATargetsRouterAlike(t *testing.T) {
+	route := func(r kong.Route) *kongstate.State {
+		r.Name = kong.String("r")
+		return &kongstate.State{Services: []*file.FService{{Service: kong.Service{Name: kong.String("s"), Host: kong.String("h")},
+			Routes: []*file.FRoute{{Route: r}}}}}
+	}
+	expressionRoute := route(kong.Route{Expression: kong.String(`http.path == "/"`)})
+	traditionalRoute := route(kong.Route{Paths: kong.StringSlice("/")})
+	for _, tc := range []struct {
+		name    string
+		flavor  string
+		target  *kongstate.State
+		refused bool
+	}{
+		{"expression routes, expressions router", kongemu.RouterExpressions, expressionRoute, false},
+		{"traditional routes, expressions router", kongemu.RouterExpressions, traditionalRoute, false},
+		{"no routes, expressions router", kongemu.RouterExpressions, &kongstate.State{}, false},
+		{"expression routes, traditional_compatible router", kongemu.RouterTraditionalCompatible, expressionRoute, true},
+		{"traditional routes, traditional_compatible router", kongemu.RouterTraditionalCompatible, traditionalRoute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kongOf := func() (*kongemu.Server, *kong.Client) {
+				srv, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: tc.flavor}).Start()
+				require.NoError(t, err)
+				t.Cleanup(func() { srv.Close() })
+				c, err := kong.NewClient(kong.String(srv.URL), &http.Client{})
+				require.NoError(t, err)
+				return srv, c
+			}
+			discoveredKong, dc := kongOf()
+			discovered := NewDBLessGateway(discoveredKong.URL, dc, logr.Discard())
+			discovered.Router = tc.flavor
+			staticKong, sc := kongOf()
+			static := NewDetectingGateway(staticKong.URL, sc, nil, logr.Discard())
+			// What the other gateways said: the target was rendered for the router they run.
+			static.Flavors = NewRouterFlavors(nil)
+			static.Flavors.Report("http://other", map[bool]string{true: "expressions", false: "traditional_compatible"}[hasExpressionRoutes(tc.target)])
+			for _, g := range []struct {
+				name string
+				gw   Gateway
+				kong *kongemu.Server
+			}{{"discovered", discovered, discoveredKong}, {"static", static, staticKong}} {
+				err := g.gw.Sync(context.Background(), &Target{State: tc.target})
+				if tc.refused {
+					require.ErrorContains(t, err, "to be rendered again", g.name)
+					require.Zero(t, g.kong.RequestCount(http.MethodPost, "/config"), "%s: not sent", g.name)
+				} else {
+					require.NoError(t, err, g.name)
+					require.Equal(t, 1, g.kong.RequestCount(http.MethodPost, "/config"), "%s: sent", g.name)
+				}
+			}
+		})
+	}
+}

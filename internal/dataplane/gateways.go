@@ -21,9 +21,8 @@ type DBLessGateway struct {
 	gw  *dbless.Gateway
 	log logr.Logger
 	// Router is the gateway's router flavor when known (a discovered gateway's, from its
-	// GET /): a target rendered for the expressions router is then not sent to a gateway on
-	// another router, which would refuse every route; the round its answer asked for
-	// (RouterFlavors) renders one it takes.
+	// GET /): a target its router refuses (refusedByRouter) is then not sent; the round its
+	// answer asked for (RouterFlavors) renders one it takes.
 	Router string
 }
 
@@ -40,8 +39,10 @@ func (g *DBLessGateway) Protocol() string { return ProtocolDBLess }
 
 // Sync implements Gateway.
 func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
-	if g.Router != "" && g.Router != "expressions" && hasExpressionRoutes(t.State) {
-		return fmt.Errorf("gateway %s uses the %s router: configuration rendered for the expressions router, to be rendered again", g.url, g.Router)
+	if g.Router != "" {
+		if err := refusedByRouter(g.url, g.Router, t.State); err != nil {
+			return err
+		}
 	}
 	renderStart := time.Now()
 	body, err := t.DBLessBody()
@@ -69,6 +70,23 @@ func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 		return fromDBLessRejection(g.url, rej, t.State)
 	}
 	return err
+}
+
+// refusedByRouter is why a Kong whose GET / said router flavor would refuse the routes of s,
+// nil when it takes them. Kong 3.7+ takes a route's traditional fields (paths, hosts, ...)
+// under every router, turning them into an expression under the expressions router, and
+// `expression` only under the expressions router: elsewhere the field does not exist and
+// every such route is refused (kong/db/schema/entities/routes.lua; docs/kong-facts.md). So
+// a target rendered for the traditional router goes to an expressions Kong (the round its
+// answer asks for renders its routes as KIC's expressions), and one rendered for the
+// expressions router to no other. The one judgement of both gateways that know their Kong's
+// router: a discovered DB-less one (DBLessGateway.Router, every Sync) and one given by
+// --kong-admin-url (DetectingGateway, on its first GET /).
+func refusedByRouter(url, flavor string, s *kongstate.State) error {
+	if flavor != "expressions" && hasExpressionRoutes(s) {
+		return fmt.Errorf("gateway %s uses the %s router: configuration rendered for the expressions router, to be rendered again", url, flavor)
+	}
+	return nil
 }
 
 // hasExpressionRoutes reports whether s was rendered for the expressions router: a route
@@ -164,7 +182,7 @@ var ErrNothingToPrepare = errors.New("nothing to prepare")
 // Prepare implements Preparer: it learns the gateway's mode as Sync does, and prepares a
 // database-backed gateway's next sync; a DB-less gateway has nothing to prepare.
 func (g *DetectingGateway) Prepare(ctx context.Context, t *Target) error {
-	inner, err := g.detected(ctx)
+	inner, err := g.detected(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -176,15 +194,16 @@ func (g *DetectingGateway) Prepare(ctx context.Context, t *Target) error {
 
 // Sync implements Gateway.
 func (g *DetectingGateway) Sync(ctx context.Context, t *Target) error {
-	inner, err := g.detected(ctx)
+	inner, err := g.detected(ctx, t)
 	if err != nil {
 		return err
 	}
 	return inner.Sync(ctx, t)
 }
 
-// detected is the gateway of the mode the Kong has, learned the first time.
-func (g *DetectingGateway) detected(ctx context.Context) (Gateway, error) {
+// detected is the gateway of the mode the Kong has, learned the first time, when t is a
+// target that Kong's router takes.
+func (g *DetectingGateway) detected(ctx context.Context, t *Target) (Gateway, error) {
 	g.mu.Lock()
 	inner := g.inner
 	g.mu.Unlock()
@@ -194,13 +213,11 @@ func (g *DetectingGateway) detected(ctx context.Context) (Gateway, error) {
 			return nil, err
 		}
 		db := root.Database
-		if g.Flavors != nil && g.Flavors.Expressions() != (root.RouterFlavor == "expressions") {
-			// The target was rendered for the other router; a new round renders it again
-			// (RouterFlavors asks for it), and this gateway takes that one.
-			g.Flavors.Report(g.url, root.RouterFlavor)
-			return nil, fmt.Errorf("gateway %s uses the %s router: configuration to be rendered again", g.url, root.RouterFlavor)
-		}
+		// A change of what the gateways run asks for a new round, rendered for their router.
 		g.Flavors.Report(g.url, root.RouterFlavor)
+		if err := refusedByRouter(g.url, root.RouterFlavor, t.State); err != nil {
+			return nil, err // this gateway takes the new round's target
+		}
 		if !db {
 			inner = NewDBLessGateway(g.url, g.client, g.log)
 		} else if g.dbMode == nil {
@@ -224,10 +241,9 @@ func (g *DetectingGateway) detected(ctx context.Context) (Gateway, error) {
 // while its cache syncs (issue #13). It returns the answer (nil when the mode is known), for
 // the other questions of the start (the edition, a database without leader election), so that
 // each gateway is asked GET / once. The first Sync takes the answer as if it had asked
-// itself, router check included; a failure is the first Sync's to meet again. Flavors is told
-// nothing here: a target translated before the answer arrived would then pass Sync's router
-// check rendered for the other router. (A standby, which syncs nothing, tells it before it
-// translates: RouterFlavors.Learn.)
+// itself, router check (refusedByRouter) and report to Flavors included; a failure is the
+// first Sync's to meet again. Flavors is told nothing here: the first Sync tells it. (A
+// standby, which syncs nothing, tells it before it translates: RouterFlavors.Learn.)
 func (g *DetectingGateway) Detect(ctx context.Context) (*Root, error) {
 	g.rootMu.Lock()
 	defer g.rootMu.Unlock()
