@@ -313,7 +313,10 @@ type Loop struct {
 	lastValid    *store.Snapshot
 	lastValidSeq uint64
 	done         chan syncDone
-	sem          chan struct{}
+	// inFlight counts the syncs started whose result has not been taken from done: Start
+	// takes them all before it returns (awaitSyncs).
+	inFlight int
+	sem      chan struct{}
 
 	firstSync     chan struct{}
 	firstSyncOnce sync.Once
@@ -438,8 +441,10 @@ func (l *Loop) Ready() error {
 	return nil
 }
 
-// Start runs the loop until ctx ends.
+// Start runs the loop until ctx ends, and returns once the syncs it started have ended
+// (their context ends with ctx).
 func (l *Loop) Start(ctx context.Context) error {
+	defer l.awaitSyncs()
 	log := l.opts.Logger
 	started := l.opts.Clock.Now()
 	if l.opts.SkipCacheBarrierForTesting {
@@ -496,7 +501,7 @@ func (l *Loop) Start(ctx context.Context) error {
 			doRound = false
 		case <-setChanged:
 			l.updateGateways(ctx, l.opts.Discovery.Gateways())
-			l.dispatchStale(ctx, started)
+			l.dispatchStale(started)
 			doRound = false
 		}
 		if retryTimer != nil {
@@ -619,7 +624,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 			}
 		}
 	}
-	skipped := l.dispatchStale(ctx, started)
+	skipped := l.dispatchStale(started)
 	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, GatewayAPI: res.Gateway, Gateways: skipped, Translated: true, TranslationDuration: translated})
 	if !eventAt.IsZero() {
 		l.roundEnded = l.opts.Clock.Now()
@@ -628,7 +633,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 
 // dispatchStale starts a sync of the current target on every gateway that does not hold it,
 // is idle and is not backing off; it returns the gateways skipped for their backoff.
-func (l *Loop) dispatchStale(ctx context.Context, started time.Time) []GatewayResult {
+func (l *Loop) dispatchStale(started time.Time) []GatewayResult {
 	if l.target == nil {
 		return nil
 	}
@@ -641,17 +646,18 @@ func (l *Loop) dispatchStale(ctx context.Context, started time.Time) []GatewayRe
 		case !g.retryAt.IsZero() && now.Before(g.retryAt):
 			skipped = append(skipped, GatewayResult{URL: g.URL(), Skipped: true, Err: g.lastErr})
 		default:
-			l.dispatch(ctx, g)
+			l.dispatch(g)
 		}
 	}
 	l.checkFirstSync(started)
 	return skipped
 }
 
-func (l *Loop) dispatch(ctx context.Context, g *gatewayState) {
+func (l *Loop) dispatch(g *gatewayState) {
 	g.busy, g.seq, g.retryAt = true, l.seq, time.Time{} // settle sets a new retry time if it fails
 	target, seq := l.target, l.seq
 	l.gate.hold()
+	l.inFlight++
 	go func() {
 		d := syncDone{g: g, seq: seq}
 		select {
@@ -663,13 +669,21 @@ func (l *Loop) dispatch(ctx context.Context, g *gatewayState) {
 		}
 		// The gate is released once the sync's result has been reported (collect), so that a
 		// status writer waiting at it writes what the sync did, not what the round before it
-		// said (a KongUpstreamPolicy's Pending, then Programmed: two writes for one change).
-		select {
-		case l.done <- d:
-		case <-ctx.Done():
-			l.gate.release()
-		}
+		// said (a KongUpstreamPolicy's Pending, then Programmed: two writes for one change);
+		// by awaitSyncs once the loop has stopped. Always sent: a result left in done, or a
+		// sync that released the gate itself, raced with the stop and could leave it held.
+		l.done <- d
 	}()
+}
+
+// awaitSyncs waits, when the loop stops, for the syncs still in flight (their context has
+// ended) and releases the gate each of them holds, so that no status writer waits at a gate
+// nothing opens, and no sync of this loop runs once Start returned.
+func (l *Loop) awaitSyncs() {
+	for ; l.inFlight > 0; l.inFlight-- {
+		<-l.done
+		l.gate.release()
+	}
 }
 
 // collect settles d and every other sync that has ended, reports them, and gives the
@@ -679,6 +693,7 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 	ended := 0 // syncs whose gate hold is released once reported
 	for more := true; more; {
 		ended++
+		l.inFlight--
 		d.g.busy = false
 		if d.accepted != nil && d.seq >= l.lastValidSeq {
 			l.lastValid, l.lastValidSeq = d.accepted, d.seq
@@ -698,7 +713,7 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 	if len(results) > 0 {
 		l.report(ctx, Round{Problems: l.target.Problems, State: l.target.State, Gateways: results})
 	}
-	l.dispatchStale(ctx, started) // a gateway that synced an older target holds the gate again first
+	l.dispatchStale(started) // a gateway that synced an older target holds the gate again first
 	for range ended {
 		l.gate.release()
 	}

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,5 +128,87 @@ func requireWaiting(t *testing.T, done chan struct{}, msg string) {
 	case <-done:
 		t.Fatal(msg)
 	default:
+	}
+}
+
+// heldGateway's syncs tell started, then end when finish is closed or, if endOnCancel, when
+// their context ends.
+type heldGateway struct {
+	url         string
+	endOnCancel bool
+	started     chan struct{}
+	finish      chan struct{}
+	ended       atomic.Bool
+}
+
+func (g *heldGateway) URL() string { return g.url }
+func (g *heldGateway) Sync(ctx context.Context, _ *Target) error {
+	defer g.ended.Store(true)
+	g.started <- struct{}{}
+	var cancelled <-chan struct{}
+	if g.endOnCancel {
+		cancelled = ctx.Done()
+	}
+	select {
+	case <-g.finish:
+		return nil
+	case <-cancelled:
+		return ctx.Err()
+	}
+}
+
+// The gate a sync holds is released once the loop has stopped, whether the sync ended just
+// before the stop (its result waiting for a loop that no longer reads it) or is still in
+// flight (ended by the stop): Start returns only once every sync it started has ended, so
+// that no status writer waits at a gate that nothing will open.
+func TestSyncGateOpenOnceTheLoopStopped(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// stopping happens while the loop reports the fast gateway's sync; then the loop
+		// is stopped and the report ends.
+		stopping func(l *Loop, slow *heldGateway)
+		// endOnCancel: the slow gateway's sync ends with the loop's context.
+		endOnCancel bool
+	}{{
+		name: "a sync ended just before the stop, its result not collected",
+		stopping: func(l *Loop, slow *heldGateway) {
+			close(slow.finish)
+			for len(l.done) == 0 {
+				time.Sleep(time.Millisecond) // until its result waits for the loop; not an assertion on time
+			}
+		},
+	}, {
+		name:        "a sync still in flight at the stop",
+		stopping:    func(*Loop, *heldGateway) {},
+		endOnCancel: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fast := &heldGateway{url: "fast", started: make(chan struct{}, 1), finish: make(chan struct{})}
+			close(fast.finish)
+			slow := &heldGateway{url: "slow", endOnCancel: tc.endOnCancel, started: make(chan struct{}, 1), finish: make(chan struct{})}
+			reporting, reported := make(chan struct{}), make(chan struct{})
+			l := NewLoop(Options{
+				Reporter: ReporterFunc(func(_ context.Context, r Round) {
+					if !r.Translated && len(r.Gateways) > 0 {
+						reporting <- struct{}{}
+						<-reported
+					}
+				}),
+				Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Gateways: []Gateway{fast, slow},
+				Translate: translate, Period: time.Hour, Logger: testr.New(t),
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stopped := make(chan error, 1)
+			go func() { stopped <- l.Start(ctx) }()
+			<-slow.started
+			<-reporting // the fast gateway's sync, collected while the slow one's is in flight
+			tc.stopping(l, slow)
+			cancel()
+			close(reported)
+			require.NoError(t, <-stopped)
+			require.True(t, slow.ended.Load(), "Start returned while a sync it started was in flight")
+			require.False(t, l.SyncGate().Busy(), "the gate stays held after the loop stopped")
+		})
 	}
 }

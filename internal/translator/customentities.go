@@ -293,8 +293,13 @@ func (b *builder) serviceOfRoute(r string) string {
 }
 
 // consumerIDOf is the ID of the consumer a plugin names (by username, else custom_id): KIC's
-// ID from the username; "" for a consumer with only a custom_id.
+// ID from the username; "" for a consumer with only a custom_id, unless another consumer has
+// it as its username. The look-up is noted for Incremental (consumerParts.lookedUp).
 func (b *builder) consumerIDOf(ident string) string {
+	if b.parts.consumers.lookedUp == nil {
+		b.parts.consumers.lookedUp = map[string]struct{}{}
+	}
+	b.parts.consumers.lookedUp[ident] = struct{}{}
 	for _, c := range b.state.Consumers {
 		if c.Username != nil && *c.Username == ident {
 			return kongstate.ConsumerID(b.opts.Workspace, ident)

@@ -28,7 +28,7 @@ import (
 func (b *builder) grpcRoutes() {
 	routes := append([]*gatewayv1.GRPCRoute(nil), b.snap.GRPCRoutes...)
 	sortByAge(routes)
-	var expressions []*gatewayv1.GRPCRoute
+	var expressions []attachedGRPCRoute
 	for _, gr := range routes {
 		if gr == nil {
 			continue
@@ -37,21 +37,29 @@ func (b *builder) grpcRoutes() {
 		for i, rule := range gr.Spec.Rules {
 			refs = append(refs, ruleBackendRefs(i, rule.BackendRefs, func(be gatewayv1.GRPCBackendRef) gatewayv1.BackendRef { return be.BackendRef })...)
 		}
-		if b.attachedRoute(gr, gvkGRPCRoute, gatewayapi.KindGRPCRoute, gr.Spec.ParentRefs, refs) == nil {
+		ra := b.attachedRoute(gr, gvkGRPCRoute, gatewayapi.KindGRPCRoute, gr.Spec.ParentRefs, refs)
+		if ra == nil {
 			continue
 		}
 		if b.opts.ExpressionRoutes {
-			expressions = append(expressions, gr)
+			expressions = append(expressions, attachedGRPCRoute{gr, parentListeners(ra)})
 			continue
 		}
-		b.grpcRoute(gr)
+		b.grpcRoute(gr, parentListeners(ra))
 	}
 	if b.opts.ExpressionRoutes {
 		b.grpcRoutesExpressions(expressions)
 	}
 }
 
-func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute) {
+// attachedGRPCRoute is a GRPCRoute that a parent accepted, with its parent listeners.
+type attachedGRPCRoute struct {
+	route     *gatewayv1.GRPCRoute
+	listeners []*gatewayv1.Listener
+}
+
+// grpcRoute translates gr, whose parent listeners are listeners (parentListeners).
+func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute, listeners []*gatewayv1.Listener) {
 	if len(gr.Spec.Rules) == 0 {
 		b.problem(gr, gvkGRPCRoute, "spec.rules", "GRPCRoute can't be routed: no rules provided")
 		return
@@ -60,8 +68,7 @@ func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute) {
 	if !ok {
 		return
 	}
-	listeners := b.parentListeners(gatewayapi.KindGRPCRoute, gr)
-	protocol := b.grpcServiceProtocol(gr)
+	protocol := grpcServiceProtocol(listeners)
 	var hosts []string
 	for _, h := range gr.Spec.Hostnames {
 		hosts = append(hosts, string(h))
@@ -101,10 +108,10 @@ func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute) {
 	}
 }
 
-// grpcServiceProtocol is the protocol of gr's Kong services: "grpc" when a parent listener
-// (of the parentRef's sectionName) is HTTP, else "grpcs".
-func (b *builder) grpcServiceProtocol(gr *gatewayv1.GRPCRoute) string {
-	for _, l := range b.parentListeners(gatewayapi.KindGRPCRoute, gr) {
+// grpcServiceProtocol is the protocol of a GRPCRoute's Kong services given its parent
+// listeners: "grpc" when one (of the parentRef's sectionName) is HTTP, else "grpcs".
+func grpcServiceProtocol(listeners []*gatewayv1.Listener) string {
+	for _, l := range listeners {
 		if l.Protocol == gatewayv1.HTTPProtocolType {
 			return "grpc"
 		}

@@ -33,10 +33,11 @@ type grpcSplitMatch struct {
 // split by spec.hostnames, rule and match (SplitGRPCRoute); Kong service
 // grpcroute.<ns>.<name>.<host>.<rule> (protocol as in the traditional translation), route
 // .<match> with an expression and KIC's priority (AssignRoutePriorityToSplitGRPCRouteMatches).
-func (b *builder) grpcRoutesExpressions(routes []*gatewayv1.GRPCRoute) {
+func (b *builder) grpcRoutesExpressions(routes []attachedGRPCRoute) {
 	var splits []*grpcSplitMatch
 	protocols := map[*gatewayv1.GRPCRoute]string{}
-	for _, gr := range routes {
+	for _, attached := range routes {
+		gr := attached.route
 		if len(gr.Spec.Rules) == 0 {
 			b.problem(gr, gvkGRPCRoute, "spec.rules", "GRPCRoute can't be routed: no rules provided")
 			continue
@@ -45,7 +46,7 @@ func (b *builder) grpcRoutesExpressions(routes []*gatewayv1.GRPCRoute) {
 		if !ok {
 			continue
 		}
-		protocols[gr] = b.grpcServiceProtocol(gr)
+		protocols[gr] = grpcServiceProtocol(attached.listeners)
 		hosts := []string{""}
 		if len(gr.Spec.Hostnames) > 0 {
 			hosts = hosts[:0]

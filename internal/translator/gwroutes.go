@@ -120,14 +120,10 @@ func (b *builder) attachedRoute(obj client.Object, gvk schema.GroupVersionKind, 
 // parentListeners are KIC's listeners of a route's parents (getGatewayListeningPorts and
 // the GRPCRoute hostnames): for each parentRef naming one of our Gateways, its listeners
 // of that sectionName, or all of them without one. They are read from the route's
-// attachment (whose parents are those parentRefs, in order), not from the Gateways, so that
-// a translation of some routes only (Incremental, with a view of the attachment without
-// Gateways) finds them too.
-func (b *builder) parentListeners(kind string, obj client.Object) []*gatewayv1.Listener {
-	ra := b.gw.Route(kind, obj)
-	if ra == nil {
-		return nil
-	}
+// attachment ra (whose parents are those parentRefs, in order; attachedRoute), not from the
+// Gateways, so that a translation of some routes only (Incremental, with a view of the
+// attachment without Gateways) finds them too.
+func parentListeners(ra *gatewayapi.RouteAttachment) []*gatewayv1.Listener {
 	var out []*gatewayv1.Listener
 	for _, p := range ra.Parents {
 		for _, l := range p.Gateway.Listeners {

@@ -243,15 +243,12 @@ type incrementalRound struct {
 	// (credentialKeys), made by the first consumer splice (nil before).
 	credentialHolders map[string]nsName
 
-	parts      []servicePart     // by name
-	routeOwner map[string]string // route name -> Kong service name
-	// kongServicesOf are the Kong services each Ingress has routes in; ingressesNaming the
-	// Ingresses whose spec names each Service (old and new versions of a changed Ingress are
-	// both in the closure, so this index of the previous snapshot is enough).
-	kongServicesOf  map[nsName][]string
+	parts []servicePart // by name
+	resultIndexes
+	// ingressesNaming are the Ingresses whose spec names each Service (old and new versions
+	// of a changed Ingress are both in the closure, so this index of the previous snapshot is
+	// enough).
 	ingressesNaming map[nsName]*smallSet[nsName]
-	// kongServicesOfRoute are the Kong services each Gateway API route has routes in.
-	kongServicesOfRoute map[gatewayapi.RouteKey][]string
 }
 
 // maxClosureShare: a closure above this share of the Ingresses is translated in full.
@@ -330,30 +327,31 @@ func indexSnapshot(snap *store.Snapshot) *incrementalRound {
 	return r
 }
 
-// resultIndexes are the indexes of a round made of its result (addPart).
+// resultIndexes are the indexes of a round made of its result's Kong services (addPart).
 type resultIndexes struct {
-	routeOwner          map[string]string
+	routeOwner map[string]string // route name -> Kong service name
+	// kongServicesOf are the Kong services each Ingress has routes in, kongServicesOfRoute
+	// those each Gateway API route has routes in.
 	kongServicesOf      map[nsName][]string
 	kongServicesOfRoute map[gatewayapi.RouteKey][]string
 }
 
 // resultIndexesOf indexes res's Kong services.
 func resultIndexesOf(res Result) resultIndexes {
-	r := incrementalRound{routeOwner: map[string]string{}, kongServicesOf: map[nsName][]string{}, kongServicesOfRoute: map[gatewayapi.RouteKey][]string{}}
+	idx := resultIndexes{routeOwner: map[string]string{}, kongServicesOf: map[nsName][]string{}, kongServicesOfRoute: map[gatewayapi.RouteKey][]string{}}
 	for _, p := range res.parts.services {
-		r.addPart(p)
+		idx.addPart(p)
 	}
-	return resultIndexes{routeOwner: r.routeOwner, kongServicesOf: r.kongServicesOf, kongServicesOfRoute: r.kongServicesOfRoute}
+	return idx
 }
 
 // withResult completes r with the translation of its snapshot and that translation's indexes.
 func (r *incrementalRound) withResult(opts Options, res Result, idx resultIndexes) *incrementalRound {
-	r.opts, r.res, r.parts = opts, res, res.parts.services
-	r.routeOwner, r.kongServicesOf, r.kongServicesOfRoute = idx.routeOwner, idx.kongServicesOf, idx.kongServicesOfRoute
+	r.opts, r.res, r.parts, r.resultIndexes = opts, res, res.parts.services, idx
 	return r
 }
 
-func (r *incrementalRound) addPart(p servicePart) {
+func (r *resultIndexes) addPart(p servicePart) {
 	for _, rt := range p.svc.Routes {
 		r.routeOwner[str(rt.Name)] = p.name
 	}

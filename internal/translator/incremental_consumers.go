@@ -8,11 +8,16 @@ import (
 )
 
 // consumerParts is what a Build adds to its Result for Incremental about consumers: the
-// KongConsumer of each of State.Consumers (in its order), and whether a credential conflict
-// left consumers out.
+// KongConsumer of each of State.Consumers (in its order), whether a credential conflict
+// left consumers out, and the usernames custom entities looked consumers up by.
 type consumerParts struct {
 	objs     []*kongv1.KongConsumer
 	conflict bool
+	// lookedUp are the usernames consumerIDOf was asked for, found or not: a custom entity
+	// attached to a consumer with only a custom_id takes the ID of the consumer whose
+	// username that is (any KongConsumer, with no edge in the graph: a look-up that found
+	// none has no object to point to).
+	lookedUp map[string]struct{}
 }
 
 // spliceConsumers is Incremental's splice of KongConsumer and credential Secret changes
@@ -28,7 +33,8 @@ type consumerParts struct {
 //     plugin entities (merged with the other objects', KIC's combinations) are then res's,
 //     and only its problems and references are the partial translation's;
 //   - no closure KongConsumer is referred to by anything, or refers to anything but Secrets,
-//     KongConsumerGroups and (with the annotation) plugins;
+//     KongConsumerGroups and (with the annotation) plugins, nor has (old or new) a username
+//     a custom entity looked a consumer up by (consumerIDOf);
 //   - no credential conflicted, in res or in the partial result, and no credential of the
 //     closure holds a value unique to one consumer (a key-auth key, ...) that another
 //     consumer holds (KIC then leaves out every consumer involved);
@@ -93,6 +99,11 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 				return Result{}, "a KongConsumer of the change has plugins that changed"
 			}
 			withPlugins[k] = struct{}{}
+		}
+		for _, c := range []*kongv1.KongConsumer{old, kc} {
+			if c != nil && hasKey(res.parts.consumers.lookedUp, c.Username) {
+				return Result{}, "a custom entity looks a KongConsumer of the change up by username"
+			}
 		}
 		at := ref(gvkKongConsumer, k.ns, k.name)
 		if from := res.Graph.ReferredBy(at); len(from) > 0 {
@@ -240,22 +251,10 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 		}
 	}
 	parts := *res.parts
-	parts.consumers = consumerParts{objs: mergedObjs}
+	parts.consumers = consumerParts{objs: mergedObjs, lookedUp: res.parts.consumers.lookedUp} // the custom entities are res's
 	res.State, res.Problems, res.parts = &state, sortProblems(append(kept, problems...)), &parts
 	res.Graph = res.Graph.replaceEdgesFrom(subjects, edges)
 	return res, ""
-}
-
-// olderThan is sortByAge's order: by creation time, then namespace and name.
-func olderThan(a, b *kongv1.KongConsumer) bool {
-	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
-	if ta.Before(&tb) || tb.Before(&ta) {
-		return ta.Before(&tb)
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
 }
 
 // credentialKeys are the values of fc's credentials that must be unique across consumers,

@@ -2,7 +2,6 @@ package translator
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/gatewayapi"
-	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -41,43 +39,30 @@ func TestIncrementalMatchesBuildWithGatewayRoutes(t *testing.T) {
 	if testing.Short() {
 		steps = 50
 	}
-	defer func(d int) { maxGraphDepth = d }(maxGraphDepth)
-	maxGraphDepth = 3
 	spliced := map[string]int{}            // partial rounds by the kind edited
 	splicedExpressions := map[string]int{} // the same under the expressions router
-	reasons := map[string]int{}
-	var partialRoutes, full, rounds int
-	for i, s := range starts {
-		t.Run(s.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(i), 31))
-			ed := &editor{rng: rng, snap: s.snap, routesMostly: true, otherRoutesMostly: true}
-			inc := &Incremental{noSizeLimit: true}
-			renderer := &kongstate.Renderer{}
-			requireSameResult(t, "start", renderer, inc.Build(s.snap, s.opts), Build(s.snap, s.opts))
-			for step := 0; step < steps; step++ {
-				what := ed.edit()
-				before, partialBefore := inc.Stats.Full, inc.Stats.PartialRoutes
-				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, inc.Build(ed.snap, s.opts), Build(ed.snap, s.opts))
-				if inc.Stats.Full > before {
-					reasons[inc.Stats.LastReason]++
-				}
-				if inc.Stats.PartialRoutes > partialBefore {
-					kind, _, _ := strings.Cut(what, " ")
-					spliced[kind]++
-					if s.opts.ExpressionRoutes {
-						splicedExpressions[kind]++
-					}
+	stats, reasons := matchBuildRounds(t, starts, steps, 31, func(ed *editor) {
+		ed.routesMostly, ed.otherRoutesMostly = true, true
+		ed.observe = func(s translationStart, what string, before, after IncrementalStats) {
+			if after.PartialRoutes > before.PartialRoutes {
+				kind, _, _ := strings.Cut(what, " ")
+				spliced[kind]++
+				if s.opts.ExpressionRoutes {
+					splicedExpressions[kind]++
 				}
 			}
-			partialRoutes += inc.Stats.PartialRoutes
-			full += inc.Stats.Full
-			rounds += steps
-			t.Logf("%d partial translations of routes, %d full", inc.Stats.PartialRoutes, inc.Stats.Full)
-			if strings.HasPrefix(s.name, "mixed") && !s.opts.ExpressionRoutes && !testing.Short() {
-				require.Greater(t, inc.Stats.PartialRoutes, 2*inc.Stats.Full, "route changes were hardly spliced")
-			}
-		})
+		}
+	})
+	var partialRoutes, full int
+	for _, s := range starts {
+		st := stats[s.name]
+		partialRoutes += st.PartialRoutes
+		full += st.Full
+		if strings.HasPrefix(s.name, "mixed") && !s.opts.ExpressionRoutes && !testing.Short() {
+			require.Greater(t, st.PartialRoutes, 2*st.Full, "%s: route changes were hardly spliced", s.name)
+		}
 	}
+	rounds := steps * len(starts)
 	t.Logf("%d rounds: %d partial translations of routes, %d full; spliced by kind edited: %v; full because: %v", rounds, partialRoutes, full, spliced, reasons)
 	for _, kind := range []string{gatewayapi.KindGRPCRoute, gatewayapi.KindTCPRoute, gatewayapi.KindUDPRoute, gatewayapi.KindTLSRoute} {
 		require.Greater(t, spliced[kind], 5, "%s changes were hardly spliced", kind)

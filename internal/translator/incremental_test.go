@@ -94,14 +94,17 @@ func matchBuildRounds(t *testing.T, starts []translationStart, steps int, seed u
 			requireSameResult(t, "start", renderer, inc.Build(s.snap, s.opts), Build(s.snap, s.opts))
 			for step := 0; step < steps; step++ {
 				what := ed.edit()
-				before := inc.Stats.Full
+				before := inc.Stats
 				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, inc.Build(ed.snap, s.opts), Build(ed.snap, s.opts))
-				if inc.Stats.Full > before {
+				if inc.Stats.Full > before.Full {
 					reasons[inc.Stats.LastReason]++
 				}
+				if ed.observe != nil {
+					ed.observe(s, what, before, inc.Stats)
+				}
 			}
-			t.Logf("%d partial translations (%d of HTTPRoutes, %d of KongConsumers), %d full",
-				inc.Stats.Partial, inc.Stats.PartialRoutes, inc.Stats.PartialConsumers, inc.Stats.Full)
+			t.Logf("%d partial translations (%d of Gateway API routes, %d of KongConsumers, %d of plugins, %d of certificates), %d full",
+				inc.Stats.Partial, inc.Stats.PartialRoutes, inc.Stats.PartialConsumers, inc.Stats.PartialPlugins, inc.Stats.PartialCertificates, inc.Stats.Full)
 			stats[s.name] = inc.Stats
 		})
 	}
@@ -223,6 +226,10 @@ type editor struct {
 	// (editCertificates), with certs as the certificates Secrets hold.
 	certificatesMostly bool
 	certs              []testCertPEM
+
+	// observe, when set, is told of each round matchBuildRounds makes: its start, the edit,
+	// and the Incremental's statistics before and after the round.
+	observe func(s translationStart, what string, before, after IncrementalStats)
 }
 
 func (e *editor) version() string { e.rv++; return fmt.Sprintf("rv-%d", e.rv) }

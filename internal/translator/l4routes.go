@@ -65,10 +65,11 @@ func (b *builder) l4Routes() {
 		for i, rule := range gr.rules {
 			refs = append(refs, ruleBackendRefs(i, rule.backendRefs, func(be gatewayv1.BackendRef) gatewayv1.BackendRef { return be })...)
 		}
-		if b.attachedRoute(gr.obj, gr.gvk, gr.kind, gr.parentRefs, refs) == nil {
+		ra := b.attachedRoute(gr.obj, gr.gvk, gr.kind, gr.parentRefs, refs)
+		if ra == nil {
 			continue
 		}
-		b.l4GatewayRoute(gr)
+		b.l4GatewayRoute(gr, parentListeners(ra))
 	}
 }
 
@@ -85,7 +86,8 @@ func appendL4Routes[E any, T interface {
 	return all
 }
 
-func (b *builder) l4GatewayRoute(gr l4GatewayRoute) {
+// l4GatewayRoute translates gr, whose parent listeners are listeners (parentListeners).
+func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Listener) {
 	fail := func(field, format string, args ...any) {
 		b.problem(gr.obj, gr.gvk, field, "%s can't be routed: %s", gr.kind, fmt.Sprintf(format, args...))
 	}
@@ -97,7 +99,6 @@ func (b *builder) l4GatewayRoute(gr l4GatewayRoute) {
 		fail("spec.rules", "no rules provided")
 		return
 	}
-	listeners := b.parentListeners(gr.kind, gr.obj)
 	var protocols []string
 	var destinations []*kong.CIDRPort
 	serviceProtocol := "tcp"

@@ -279,19 +279,22 @@ func newBuilder(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) *
 	return b
 }
 
-// sortByAge puts objects in KIC's order (kic-compat.md §1.1): by ns/name, then stable by
-// creationTimestamp, oldest first.
+// sortByAge puts objects in KIC's order (kic-compat.md §1.1): by creationTimestamp, oldest
+// first, then by ns/name (olderThan).
 func sortByAge[T client.Object](objs []T) {
-	sort.Slice(objs, func(i, j int) bool {
-		if objs[i].GetNamespace() != objs[j].GetNamespace() {
-			return objs[i].GetNamespace() < objs[j].GetNamespace()
-		}
-		return objs[i].GetName() < objs[j].GetName()
-	})
-	sort.SliceStable(objs, func(i, j int) bool {
-		ti, tj := objs[i].GetCreationTimestamp(), objs[j].GetCreationTimestamp()
-		return ti.Before(&tj)
-	})
+	sort.SliceStable(objs, func(i, j int) bool { return olderThan(objs[i], objs[j]) })
+}
+
+// olderThan is sortByAge's order: by creation time, then namespace and name.
+func olderThan(a, b client.Object) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if ta.Before(&tb) || tb.Before(&ta) {
+		return ta.Before(&tb)
+	}
+	if a.GetNamespace() != b.GetNamespace() {
+		return a.GetNamespace() < b.GetNamespace()
+	}
+	return a.GetName() < b.GetName()
 }
 
 func (b *builder) problem(obj client.Object, gvk schema.GroupVersionKind, field, format string, args ...any) {
