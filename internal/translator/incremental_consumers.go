@@ -246,18 +246,6 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 	return res, ""
 }
 
-// olderThan is sortByAge's order: by creation time, then namespace and name.
-func olderThan(a, b *kongv1.KongConsumer) bool {
-	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
-	if ta.Before(&tb) || tb.Before(&ta) {
-		return ta.Before(&tb)
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
-}
-
 // credentialKeys are the values of fc's credentials that must be unique across consumers,
 // each with its credential type's index (consumers' conflict check).
 func credentialKeys(fc *file.FConsumer) []string {

@@ -41,7 +41,7 @@ func TestIncrementalMatchesBuildWithPlugins(t *testing.T) {
 	stats, reasons := matchBuildRounds(t, starts, steps, 47, func(ed *editor) { ed.pluginsMostly = true })
 	t.Logf("full because: %v", reasons)
 	cluster := stats["plugins cluster"]
-	t.Logf("plugins cluster: %d plugin splices, %d full", cluster.PartialPlugins, cluster.Full)
+	t.Logf("plugins cluster: %d plugin splices, %d splices of Ingresses' plugins, %d full", cluster.PartialPlugins, cluster.PartialIngressPlugins, cluster.Full)
 	// Edits leave plugins broken for a while (a configuration Kong refuses, a Secret
 	// deleted), and every change of a broken plugin is a full Build.
 	require.Greater(t, 2*cluster.PartialPlugins, cluster.Full, "plugin changes were hardly spliced")
@@ -242,13 +242,10 @@ func (e *editor) editPlugins(s *store.Snapshot) string {
 		return "plugin created"
 	default:
 		// An Ingress's konghq.com/plugins.
-		j, ok := pick(e, s.Ingresses)
+		ing, j, ok := e.ingressVersion(s)
 		if !ok {
 			break
 		}
-		ing := s.Ingresses[j].DeepCopy()
-		ing.ResourceVersion = e.version()
-		ing.Generation++
 		if ing.Annotations == nil {
 			ing.Annotations = map[string]string{}
 		}
@@ -293,4 +290,83 @@ func TestIncrementalPluginNameChangedOntoAnother(t *testing.T) {
 	again := shared(renamed, "uid-shared-again", `{"minute":5,"policy":"local"}`)
 	requireSameResult(t, "created again", renderer, inc.Build(again, Options{}), Build(again, Options{}))
 	require.Equal(t, "a plugin of the change was created again", inc.Stats.LastReason)
+}
+
+// TestIncrementalMatchesBuildWithIngressPlugins is TestIncrementalMatchesBuild on
+// pluginTestCluster, its Ingresses created at different times (so that their age, not their
+// name, orders them and the plugins they name), with edits mostly of Ingresses'
+// konghq.com/plugins: plugins added, removed, reordered and named twice, KongPlugins of
+// other namespaces (refused without a ReferenceGrant) and missing ones named, two plugins of
+// one plugin name named together, a KongClusterPlugin with an instance name named from
+// several namespaces, and Ingresses with plugins added, deleted and created again (younger
+// than the others). It fails when those changes are not spliced (the property would then
+// hold trivially), and when the splice puts an entity elsewhere than a full Build does.
+func TestIncrementalMatchesBuildWithIngressPlugins(t *testing.T) {
+	snap := pluginTestCluster()
+	for i, ing := range snap.Ingresses {
+		ing.CreationTimestamp = metav1.Unix(int64(1000+(i*37)%23), 0)
+	}
+	starts := []translationStart{{"plugins cluster", snap, Options{}}}
+	for _, s := range goldenStarts(t) {
+		if s.name == "plugins" || s.name == "remote-plugins" {
+			starts = append(starts, s)
+		}
+	}
+	steps := 300
+	if testing.Short() {
+		steps = 100
+	}
+	stats, reasons := matchBuildRounds(t, starts, steps, 61, func(ed *editor) { ed.ingressPluginsMostly = true })
+	t.Logf("full because: %v", reasons)
+	cluster := stats["plugins cluster"]
+	t.Logf("plugins cluster: %d splices of Ingresses' plugins, %d full", cluster.PartialIngressPlugins, cluster.Full)
+	require.Greater(t, cluster.PartialIngressPlugins, cluster.Full, "Ingresses' plugins were hardly spliced")
+}
+
+// ingressPluginLists are the konghq.com/plugins values editIngressPlugins gives Ingresses.
+// Those that a full Build answers with a plugin left out (two of a plugin name on one route)
+// or a global plugin are rarer: a change of the Ingresses naming them is a full Build.
+var ingressPluginLists = []string{"limit-0", "limit-1", "limit-2", "shared", "limit-0,shared", "shared,limit-1", "missing",
+	"from-secret", "patched", "ns-1:limit-0", "ns-2:shared", "", "limit-2", "limit-1,shared", "shared,limit-0", "limit-0",
+	"limit-0,limit-0", "limit-0,limit-1", "correlation"}
+
+// editIngressPlugins makes one random change of an Ingress's konghq.com/plugins, or adds,
+// deletes or creates again an Ingress with plugins.
+func (e *editor) editIngressPlugins(s *store.Snapshot) string {
+	ing, j, ok := e.ingressVersion(s)
+	if !ok {
+		return "no Ingress"
+	}
+	if ing.Annotations == nil {
+		ing.Annotations = map[string]string{}
+	}
+	list := ingressPluginLists[e.rng.IntN(len(ingressPluginLists))]
+	if e.rng.IntN(3) > 0 {
+		list = ingressPluginLists[e.rng.IntN(len(ingressPluginLists)-3)]
+	}
+	switch e.rng.IntN(8) {
+	case 0:
+		delete(ing.Annotations, annPlugins)
+		s.Ingresses[j] = ing
+		return "Ingress plugins removed"
+	case 1:
+		ing.Name = fmt.Sprintf("%s-copy%d", ing.Name, e.rv)
+		ing.UID = types.UID(fmt.Sprintf("uid-%d", e.rv))
+		ing.Annotations[annPlugins] = list
+		s.Ingresses = append(s.Ingresses, ing)
+		return "Ingress with plugins added"
+	case 2:
+		s.Ingresses = slices.Delete(s.Ingresses, j, j+1)
+		return "Ingress with plugins deleted"
+	case 3:
+		ing.UID = types.UID(fmt.Sprintf("uid-%d", e.rv))
+		ing.CreationTimestamp = metav1.Unix(int64(2000+e.rv), 0)
+		ing.Annotations[annPlugins] = list
+		s.Ingresses[j] = ing
+		return "Ingress with plugins created again"
+	default:
+		ing.Annotations[annPlugins] = list
+		s.Ingresses[j] = ing
+		return "Ingress plugins"
+	}
 }
