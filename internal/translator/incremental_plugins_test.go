@@ -370,3 +370,98 @@ func (e *editor) editIngressPlugins(s *store.Snapshot) string {
 		return "Ingress plugins"
 	}
 }
+
+// An Ingress given konghq.com/plugins naming two plugins younger Ingresses of its namespace
+// name, in the other order (their blocks change places), then only one of them, is spliced:
+// the result is a full Build's, and every entity but the Ingress's is the previous one, the
+// same pointer. A plugin also named by a Service, or an Ingress naming a
+// global KongClusterPlugin, is a full Build.
+func TestIncrementalIngressPluginsKeepOtherEntities(t *testing.T) {
+	snap := pluginCluster(40)
+	for _, p := range snap.KongPlugins {
+		if p.Namespace == "ns-0" && p.Name == "limit-1" { // another plugin name than limit-0's
+			p.PluginName, p.Config.Raw = "cors", []byte(`{"origins":["https://a.example.com"]}`)
+		}
+	}
+	for i, ing := range snap.Ingresses {
+		ing.CreationTimestamp = metav1.Unix(int64(100+i), 0)
+		switch i {
+		case 20:
+			ing.Annotations = map[string]string{annPlugins: "limit-0"}
+		case 30:
+			ing.Annotations = map[string]string{annPlugins: "limit-1"}
+		default:
+			ing.Annotations = nil
+		}
+	}
+	edited := func(snap *store.Snapshot, i int, plugins string, svc bool) *store.Snapshot {
+		next := *snap
+		next.Ingresses = slices.Clone(snap.Ingresses)
+		ing := next.Ingresses[i].DeepCopy()
+		ing.ResourceVersion += "-2"
+		ing.Annotations = map[string]string{annPlugins: plugins}
+		next.Ingresses[i] = ing
+		if svc {
+			next.Services = slices.Clone(snap.Services)
+			for j, s := range next.Services {
+				if s.Namespace == "ns-0" && s.Name == "svc-30" {
+					s = s.DeepCopy()
+					s.ResourceVersion += "-2"
+					s.Annotations = map[string]string{annPlugins: "limit-1"}
+					next.Services[j] = s
+				}
+			}
+		}
+		return &next
+	}
+	type step struct {
+		name   string
+		snap   *store.Snapshot
+		reason string // of the full Build, "" when spliced
+	}
+	withService := edited(snap, 20, "limit-0", true)
+	for _, tc := range []struct {
+		name  string
+		start *store.Snapshot
+		steps []step
+	}{
+		{"spliced", snap, []step{
+			{"Ingress 10 names limit-1 and limit-0", edited(snap, 10, "limit-1,limit-0", false), ""},
+			{"and names limit-0 only", edited(edited(snap, 10, "limit-1,limit-0", false), 10, "limit-0", false), ""},
+		}},
+		{"named by a Service", withService, []step{
+			{"Ingress 10 names limit-1", edited(withService, 10, "limit-1", false), "a plugin of the change is named by a Service"},
+		}},
+		{"global", snap, []step{
+			{"Ingress 10 names the global one", edited(snap, 10, "correlation", false), "an Ingress of the change may name a global plugin"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inc := &Incremental{noSizeLimit: true}
+			renderer := &kongstate.Renderer{}
+			prev := inc.Build(tc.start, Options{})
+			require.Equal(t, "first translation", inc.Stats.LastReason)
+			for _, s := range tc.steps {
+				full := inc.Stats.Full
+				got := inc.Build(s.snap, Options{})
+				requireSameResult(t, s.name, renderer, got, Build(s.snap, Options{}))
+				if s.reason != "" {
+					require.Equal(t, full+1, inc.Stats.Full, s.name)
+					require.Equal(t, s.reason, inc.Stats.LastReason, s.name)
+					continue
+				}
+				require.Equal(t, full, inc.Stats.Full, "%s: %s", s.name, inc.Stats.LastReason)
+				kept := 0
+				for _, p := range got.State.Plugins {
+					if p.Route != nil && strings.Contains(str(p.Route.ID), ".ing-10.") {
+						continue // the changed Ingress's
+					}
+					require.True(t, slices.Contains(prev.State.Plugins, p), "%s: %s on %v made again", s.name, str(p.Name), p.Route)
+					kept++
+				}
+				require.Equal(t, 3, kept, "%s: the other Ingresses' entities and the global one", s.name)
+				prev = got
+			}
+		})
+	}
+}
