@@ -52,10 +52,11 @@ import (
 //     result read the clock; RustRegexes aside, unless Rust's verdict on one of its regexes
 //     differed from the result);
 //   - the closure's Ingresses refer, in the object graph, to nothing but IngressClasses,
-//     Services and plugins (spliceIngressPlugins' conditions then apply), its routes to nothing but Services, their parent Gateways and
-//     ReferenceGrants; nothing but Ingresses and routes refers to its Services and nothing
-//     to its Ingresses, routes and EndpointSlices: a reference to a plugin, a Secret, a
-//     KongIngress, a facade, or from a TCPIngress or UDPIngress, is a full Build;
+//     Services and plugins (spliceIngressPlugins' conditions then apply), its routes to
+//     nothing but Services, their parent Gateways and ReferenceGrants; nothing but Ingresses
+//     and routes refers to its Services and nothing to its Ingresses, routes and
+//     EndpointSlices: a reference to a Secret, a KongIngress, a facade, from a route to a
+//     plugin, or from a TCPIngress or UDPIngress, is a full Build;
 //   - no closure Ingress has a default backend (the oldest one wins cluster-wide), and its
 //     konghq.com/plugins are spliceIngressPlugins' (below), no closure route has
 //     konghq.com/plugins, no closure HTTPRoute an ExtensionRef filter (a GRPCRoute's filters
@@ -65,7 +66,8 @@ import (
 //     ReferenceGrant, and one refused leaves no edge in the graph), and no HTTPRoute or
 //     GRPCRoute is in the closure under the expressions router (priorities are assigned
 //     across all their routes; L4 routes keep their traditional fields, as TCPIngresses do);
-//   - the partial result has nothing but services and upstreams, problems only about the
+//   - the partial result has nothing but services and upstreams (and the closure
+//     Ingresses' plugin entities), problems only about the
 //     closure, no route name or Kong service name that another object has, and neither
 //     result refused a route for a taken name (the winner depends on every route).
 //
