@@ -690,8 +690,8 @@ func (g *objectGen) backendTLSPolicy() *gatewayv1.BackendTLSPolicy {
 }
 
 // edit returns a copy of s in which a few Ingresses, Services, EndpointSlices, Gateway API
-// routes, KongConsumers, Secrets and plugins are new versions, added or removed: the changes
-// Incremental translates locally.
+// routes, KongConsumers, Secrets and plugins are new versions, added or removed, and a few
+// Ingresses' konghq.com/plugins changed: the changes Incremental translates locally.
 func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 	c := *s
 	c.Ingresses = append([]*netv1.Ingress(nil), s.Ingresses...)
@@ -846,6 +846,24 @@ func (g *objectGen) edit(s *store.Snapshot) *store.Snapshot {
 		default:
 			editRouteList(g, &c.KongPlugins, op, func() client.Object { return g.kongPlugin() })
 		}
+	}
+	// An Ingress's konghq.com/plugins set (plugins of the pools' names, of another
+	// namespace, twice, listed with others) or removed, the commonest edit of plugins, read
+	// after the rest for the same reason.
+	for n := g.intn(3); n > 0 && len(c.Ingresses) > 0; n-- {
+		i := g.intn(len(c.Ingresses))
+		ing := c.Ingresses[i].DeepCopy()
+		ing.ResourceVersion = g.version()
+		ing.Generation++
+		if ing.Annotations == nil {
+			ing.Annotations = map[string]string{}
+		}
+		if g.maybe(4) {
+			delete(ing.Annotations, annPlugins)
+		} else {
+			ing.Annotations[annPlugins] = g.str("a", "b", "c", "a,b", "b,a", "a,a", "other:a", "default:b", "c,a,b", "")
+		}
+		c.Ingresses[i] = ing
 	}
 	unique(&c)
 	return &c

@@ -51,13 +51,14 @@ import (
 //     Build), with the same Options (Now aside, unless the previous
 //     result read the clock; RustRegexes aside, unless Rust's verdict on one of its regexes
 //     differed from the result);
-//   - the closure's Ingresses refer, in the object graph, to nothing but IngressClasses and
-//     Services, its routes to nothing but Services, their parent Gateways and
-//     ReferenceGrants; nothing but Ingresses and routes refers to its Services and nothing
-//     to its Ingresses, routes and EndpointSlices: a reference to a plugin, a Secret, a
-//     KongIngress, a facade, or from a TCPIngress or UDPIngress, is a full Build;
-//   - no closure Ingress has a default backend (the oldest one wins cluster-wide) or
-//     konghq.com/plugins (plugin entities are merged across objects), no closure route has
+//   - the closure's Ingresses refer, in the object graph, to nothing but IngressClasses,
+//     Services and plugins (spliceIngressPlugins' conditions then apply), its routes to
+//     nothing but Services, their parent Gateways and ReferenceGrants; nothing but Ingresses
+//     and routes refers to its Services and nothing to its Ingresses, routes and
+//     EndpointSlices: a reference to a Secret, a KongIngress, a facade, from a route to a
+//     plugin, or from a TCPIngress or UDPIngress, is a full Build;
+//   - no closure Ingress has a default backend (the oldest one wins cluster-wide), and its
+//     konghq.com/plugins are spliceIngressPlugins' (below), no closure route has
 //     konghq.com/plugins, no closure HTTPRoute an ExtensionRef filter (a GRPCRoute's filters
 //     are only reported as ignored), no closure route names a Service a BackendTLSPolicy
 //     targets (with GatewayAlpha), no closure Service, nor one a closure route reads,
@@ -65,9 +66,21 @@ import (
 //     ReferenceGrant, and one refused leaves no edge in the graph), and no HTTPRoute or
 //     GRPCRoute is in the closure under the expressions router (priorities are assigned
 //     across all their routes; L4 routes keep their traditional fields, as TCPIngresses do);
-//   - the partial result has nothing but services and upstreams, problems only about the
+//   - the partial result has nothing but services and upstreams (and the closure
+//     Ingresses' plugin entities), problems only about the
 //     closure, no route name or Kong service name that another object has, and neither
 //     result refused a route for a taken name (the winner depends on every route).
+//
+// A closure Ingress may have or have had konghq.com/plugins (adding it, changing it and
+// removing it are among the commonest edits): the closure is translated with the plugins its
+// Ingresses may look up, and the entities of the plugins they refer to (old or new) that are
+// attached to the closure's routes are replaced by the partial result's, each plugin's
+// entities of other Ingresses merged with them by the Ingresses' age, and each plugin's
+// entities where their first referrer puts them; every other entity is the previous pointer
+// (spliceIngressPlugins, incremental_ingressplugins.go, says when: a plugin also named by
+// other than Ingresses, a global one, one with a problem, left out as a duplicate or with
+// clashing instance names is a full Build, and so are plugins, Secrets or consumers changed
+// in the same round).
 //
 // KongConsumers and the Secrets only they read (their credentials) may change too: those
 // changes are spliced after, on their own (spliceConsumers, incremental_consumers.go, says
@@ -99,6 +112,7 @@ import (
 // graph, attachment and parts (TestIncrementalMatchesBuild,
 // TestIncrementalMatchesBuildWithHTTPRoutes, TestIncrementalMatchesBuildWithGatewayRoutes,
 // TestIncrementalMatchesBuildWithConsumers, TestIncrementalMatchesBuildWithPlugins,
+// TestIncrementalMatchesBuildWithIngressPlugins,
 // TestIncrementalMatchesBuildWithCertificates).
 // An Incremental is used by one goroutine (the sync loop's); its Results are read-only and
 // may be read by others.
@@ -129,6 +143,9 @@ type IncrementalStats struct {
 	// PartialPlugins counts the partial translations that made plugin entities again
 	// (splicePlugins).
 	PartialPlugins int
+	// PartialIngressPlugins counts the partial translations that made the plugin entities of
+	// closure Ingresses again (spliceIngressPlugins).
+	PartialIngressPlugins int
 	// PartialCertificates counts the partial translations that re-derived certificates of
 	// TLS Secrets (spliceCertificates).
 	PartialCertificates int
@@ -817,6 +834,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	routeClosure := map[gatewayapi.RouteKey]struct{}{}
 	readOnly := map[nsName]struct{}{} // Services closure routes name, not in the closure
 	var ingQueue, svcQueue []nsName
+	withPlugins := false // a closure Ingress has or had konghq.com/plugins
 	var routeQueue []gatewayapi.RouteKey
 	addIngress := func(k nsName) {
 		if _, ok := closure[k]; !ok {
@@ -951,8 +969,11 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 			if ing == nil {
 				continue
 			}
-			if why := localIngress(ing); why != "" {
+			if why := ingressLocality(ing, true); why != "" {
 				return Result{}, false, why
+			}
+			if _, ok := ing.Annotations[annPlugins]; ok {
+				withPlugins = true
 			}
 			for _, s := range servicesNamed(ing) {
 				addService(s)
@@ -966,6 +987,9 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 			case to.Kind == gvkService.Kind && to.Group == "":
 				addService(nsName{to.Namespace, to.Name})
 			case to.Kind == gvkIngressClass.Kind && to.Group == gvkIngressClass.Group:
+			case isPluginKind(to):
+				// Its plugins are made again (spliceIngressPlugins).
+				withPlugins = true
 			default:
 				return Result{}, false, "an Ingress of the change refers to a " + to.Kind
 			}
@@ -990,6 +1014,15 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	for k := range routeClosure {
 		if r := routeNow(k); r != nil {
 			appendRoute(sub, r)
+		}
+	}
+	if withPlugins {
+		if !pluginChanges.empty() || len(secretChanges) > 0 || len(consumerChanges) > 0 {
+			// Their splices keep the plugin entities they do not make again.
+			return Result{}, false, "Ingresses' plugins changed with plugins, Secrets or consumers"
+		}
+		if !closurePlugins(prev, sub.Ingresses, sub) {
+			return Result{}, false, "an Ingress of the change may name a global plugin"
 		}
 	}
 	for _, set := range []map[nsName]struct{}{services, readOnly} {
@@ -1057,7 +1090,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		view = gw.RoutesOnly(keys)
 	}
 	part := build(sub, opts, view)
-	if why := t.spliceable(part, subjects); why != "" {
+	if why := t.spliceable(part, subjects, withPlugins); why != "" {
 		return Result{}, false, why
 	}
 
@@ -1170,6 +1203,13 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock,
 		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes, consumers: prev.res.parts.consumers,
 		plugins: prev.res.parts.plugins, certificates: prev.res.parts.certificates}
+	if withPlugins {
+		var why string
+		if res, why = spliceIngressPlugins(prev, res, part, closure); why != "" {
+			return Result{}, false, why
+		}
+		t.Stats.PartialIngressPlugins++
+	}
 	if len(certSecrets) > 0 {
 		var why string
 		if res, why = spliceCertificates(res, certSecrets, previousSecrets, prev.secrets.get); why != "" {
@@ -1237,11 +1277,15 @@ func partIndex(parts []servicePart, name string) int {
 
 // localIngress says why an Ingress's translation may depend on other objects than those the
 // closure holds ("" when it does not).
-func localIngress(ing *netv1.Ingress) string {
+func localIngress(ing *netv1.Ingress) string { return ingressLocality(ing, false) }
+
+// ingressLocality is localIngress, but for konghq.com/plugins when plugins is set (the
+// plugins it names are then the caller's: spliceIngressPlugins).
+func ingressLocality(ing *netv1.Ingress, plugins bool) string {
 	if ing.Spec.DefaultBackend != nil {
 		return "an Ingress of the change has a default backend"
 	}
-	if _, ok := ing.Annotations[annPlugins]; ok {
+	if _, ok := ing.Annotations[annPlugins]; ok && !plugins {
 		return "an Ingress of the change has plugins"
 	}
 	for _, rule := range ing.Spec.Rules {
@@ -1261,11 +1305,11 @@ func localIngress(ing *netv1.Ingress) string {
 }
 
 // spliceable says why the partial result cannot replace its part of the previous one.
-func (t *Incremental) spliceable(part Result, subjects map[node]struct{}) string {
+func (t *Incremental) spliceable(part Result, subjects map[node]struct{}, plugins bool) string {
 	if part.parts.readClock && !t.prev.res.parts.readClock {
 		return "the translation read the clock"
 	}
-	return localResult(part, func(n node) bool { _, in := subjects[n]; return in }, nil)
+	return localResult(part, func(n node) bool { _, in := subjects[n]; return in }, nil, plugins)
 }
 
 // otherEntities names a field of st other than Services and Upstreams (or the fields named

@@ -210,13 +210,10 @@ func (e *editor) editCertificates(s *store.Snapshot) string {
 			return "TLS Secret made again"
 		}
 	default:
-		j, ok := pick(e, s.Ingresses)
+		c, j, ok := e.ingressVersion(s)
 		if !ok {
 			return ""
 		}
-		c := s.Ingresses[j].DeepCopy()
-		c.ResourceVersion = e.version()
-		c.Generation++
 		switch {
 		case len(c.Spec.TLS) > 0 && e.rng.IntN(2) == 0:
 			c.Spec.TLS = c.Spec.TLS[1:]

@@ -3,6 +3,7 @@ package translator
 import (
 	"github.com/kong/go-database-reconciler/pkg/file"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -17,19 +18,50 @@ import (
 type pluginParts struct {
 	origins []pluginOrigin // of each of State.Plugins, in its order
 	read    map[node]bool
+	// dups are the plugins of an entity left out because another plugin of its name (or the
+	// same plugin through another name) was attached to the same entities, and of that
+	// other: which one wins depends on their sources' order, which spliceIngressPlugins then
+	// does not vouch for.
+	dups map[node]struct{}
 }
 
 // pluginOrigin is the plugin object one plugin entity was made of, and which of that object's
 // pluginSources made it: plugins() resolves a plugin once per namespace and name it is named
 // by (a KongClusterPlugin named from two namespaces is two), each with its own record of the
 // instance names given (pluginEntity), so an entity is made again with a fresh record per
-// instance, in the entities' order.
+// source, in the entities' order. The entities of one source are contiguous (a block), and
+// the blocks are in the order their sources were first referred to (first).
 type pluginOrigin struct {
-	obj      node
-	instance int32 // the pluginSource's place in plugins()' order; globalInstance: global
+	obj    node
+	source string // the pluginSource's key ("ns:name" it was looked up by); "" when global
+	global bool
+	// first is where the source was first referred to; by is the Ingress whose route the
+	// entity is attached to (nil: none).
+	first pluginFirst
+	by    *netv1.Ingress
 }
 
-const globalInstance = -1
+// pluginFirst is where plugins() first met a plugin source: its phase and, in the Ingresses'
+// phase, the Ingress (phases are in plugins()' order: the Ingresses are met in sortByAge's
+// order, and one Ingress's plugins in the order its annotation lists them).
+type pluginFirst struct {
+	phase   int8
+	ingress *netv1.Ingress
+}
+
+const (
+	phaseGatewayRoutes int8 = iota
+	phaseIngresses
+	phaseOthers // TCPIngresses, UDPIngresses, Services, consumers, consumer groups
+	phaseGlobal
+)
+
+func (pp *pluginParts) noteDup(a, b node) {
+	if pp.dups == nil {
+		pp.dups = map[node]struct{}{}
+	}
+	pp.dups[a], pp.dups[b] = struct{}{}, struct{}{}
+}
 
 func (pp *pluginParts) noteRead(obj kongstate.ObjectRef, resolved bool) {
 	if pp.read == nil {
@@ -240,8 +272,8 @@ func splicePlugins(prev *incrementalRound, opts Options, res Result, changes plu
 	plugins := make([]*file.FPlugin, len(res.State.Plugins))
 	copy(plugins, res.State.Plugins)
 	type instance struct {
-		obj node
-		i   int32
+		obj    node
+		source string
 	}
 	instances := map[instance]*pluginSource{}
 	for i, o := range res.parts.plugins.origins {
@@ -249,16 +281,16 @@ func splicePlugins(prev *incrementalRound, opts Options, res Result, changes plu
 		if p == nil {
 			continue
 		}
-		if o.instance == globalInstance {
+		if o.global {
 			plugins[i] = b.globalPluginEntity(p)
 			continue
 		}
-		inst := instances[instance{o.obj, o.instance}]
+		inst := instances[instance{o.obj, o.source}]
 		if inst == nil {
 			fresh := *p
 			fresh.usedInstanceNames = map[string]bool{}
 			inst = &fresh
-			instances[instance{o.obj, o.instance}] = inst
+			instances[instance{o.obj, o.source}] = inst
 		}
 		plugins[i] = b.pluginEntity(inst, relationOf(plugins[i]))
 	}

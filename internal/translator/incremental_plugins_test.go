@@ -41,7 +41,7 @@ func TestIncrementalMatchesBuildWithPlugins(t *testing.T) {
 	stats, reasons := matchBuildRounds(t, starts, steps, 47, func(ed *editor) { ed.pluginsMostly = true })
 	t.Logf("full because: %v", reasons)
 	cluster := stats["plugins cluster"]
-	t.Logf("plugins cluster: %d plugin splices, %d full", cluster.PartialPlugins, cluster.Full)
+	t.Logf("plugins cluster: %d plugin splices, %d splices of Ingresses' plugins, %d full", cluster.PartialPlugins, cluster.PartialIngressPlugins, cluster.Full)
 	// Edits leave plugins broken for a while (a configuration Kong refuses, a Secret
 	// deleted), and every change of a broken plugin is a full Build.
 	require.Greater(t, 2*cluster.PartialPlugins, cluster.Full, "plugin changes were hardly spliced")
@@ -242,13 +242,10 @@ func (e *editor) editPlugins(s *store.Snapshot) string {
 		return "plugin created"
 	default:
 		// An Ingress's konghq.com/plugins.
-		j, ok := pick(e, s.Ingresses)
+		ing, j, ok := e.ingressVersion(s)
 		if !ok {
 			break
 		}
-		ing := s.Ingresses[j].DeepCopy()
-		ing.ResourceVersion = e.version()
-		ing.Generation++
 		if ing.Annotations == nil {
 			ing.Annotations = map[string]string{}
 		}
@@ -293,4 +290,178 @@ func TestIncrementalPluginNameChangedOntoAnother(t *testing.T) {
 	again := shared(renamed, "uid-shared-again", `{"minute":5,"policy":"local"}`)
 	requireSameResult(t, "created again", renderer, inc.Build(again, Options{}), Build(again, Options{}))
 	require.Equal(t, "a plugin of the change was created again", inc.Stats.LastReason)
+}
+
+// TestIncrementalMatchesBuildWithIngressPlugins is TestIncrementalMatchesBuild on
+// pluginTestCluster, its Ingresses created at different times (so that their age, not their
+// name, orders them and the plugins they name), with edits mostly of Ingresses'
+// konghq.com/plugins: plugins added, removed, reordered and named twice, KongPlugins of
+// other namespaces (refused without a ReferenceGrant) and missing ones named, two plugins of
+// one plugin name named together, a KongClusterPlugin with an instance name named from
+// several namespaces, and Ingresses with plugins added, deleted and created again (younger
+// than the others). It fails when those changes are not spliced (the property would then
+// hold trivially), and when the splice puts an entity elsewhere than a full Build does.
+func TestIncrementalMatchesBuildWithIngressPlugins(t *testing.T) {
+	snap := pluginTestCluster()
+	for i, ing := range snap.Ingresses {
+		ing.CreationTimestamp = metav1.Unix(int64(1000+(i*37)%23), 0)
+	}
+	starts := []translationStart{{"plugins cluster", snap, Options{}}}
+	for _, s := range goldenStarts(t) {
+		if s.name == "plugins" || s.name == "remote-plugins" {
+			starts = append(starts, s)
+		}
+	}
+	steps := 300
+	if testing.Short() {
+		steps = 100
+	}
+	stats, reasons := matchBuildRounds(t, starts, steps, 61, func(ed *editor) { ed.ingressPluginsMostly = true })
+	t.Logf("full because: %v", reasons)
+	cluster := stats["plugins cluster"]
+	t.Logf("plugins cluster: %d splices of Ingresses' plugins, %d full", cluster.PartialIngressPlugins, cluster.Full)
+	require.Greater(t, cluster.PartialIngressPlugins, cluster.Full, "Ingresses' plugins were hardly spliced")
+}
+
+// ingressPluginLists are the konghq.com/plugins values editIngressPlugins gives Ingresses.
+// Those that a full Build answers with a plugin left out (two of a plugin name on one route)
+// or a global plugin are rarer: a change of the Ingresses naming them is a full Build.
+var ingressPluginLists = []string{"limit-0", "limit-1", "limit-2", "shared", "limit-0,shared", "shared,limit-1", "missing",
+	"from-secret", "patched", "ns-1:limit-0", "ns-2:shared", "", "limit-2", "limit-1,shared", "shared,limit-0", "limit-0",
+	"limit-0,limit-0", "limit-0,limit-1", "correlation"}
+
+// editIngressPlugins makes one random change of an Ingress's konghq.com/plugins, or adds,
+// deletes or creates again an Ingress with plugins.
+func (e *editor) editIngressPlugins(s *store.Snapshot) string {
+	ing, j, ok := e.ingressVersion(s)
+	if !ok {
+		return "no Ingress"
+	}
+	if ing.Annotations == nil {
+		ing.Annotations = map[string]string{}
+	}
+	list := ingressPluginLists[e.rng.IntN(len(ingressPluginLists))]
+	if e.rng.IntN(3) > 0 {
+		list = ingressPluginLists[e.rng.IntN(len(ingressPluginLists)-3)]
+	}
+	switch e.rng.IntN(8) {
+	case 0:
+		delete(ing.Annotations, annPlugins)
+		s.Ingresses[j] = ing
+		return "Ingress plugins removed"
+	case 1:
+		ing.Name = fmt.Sprintf("%s-copy%d", ing.Name, e.rv)
+		ing.UID = types.UID(fmt.Sprintf("uid-%d", e.rv))
+		ing.Annotations[annPlugins] = list
+		s.Ingresses = append(s.Ingresses, ing)
+		return "Ingress with plugins added"
+	case 2:
+		s.Ingresses = slices.Delete(s.Ingresses, j, j+1)
+		return "Ingress with plugins deleted"
+	case 3:
+		ing.UID = types.UID(fmt.Sprintf("uid-%d", e.rv))
+		ing.CreationTimestamp = metav1.Unix(int64(2000+e.rv), 0)
+		ing.Annotations[annPlugins] = list
+		s.Ingresses[j] = ing
+		return "Ingress with plugins created again"
+	default:
+		ing.Annotations[annPlugins] = list
+		s.Ingresses[j] = ing
+		return "Ingress plugins"
+	}
+}
+
+// An Ingress given konghq.com/plugins naming two plugins younger Ingresses of its namespace
+// name, in the other order (their blocks change places), then only one of them, is spliced:
+// the result is a full Build's, and every entity but the Ingress's is the previous one, the
+// same pointer. A plugin also named by a Service, or an Ingress naming a
+// global KongClusterPlugin, is a full Build.
+func TestIncrementalIngressPluginsKeepOtherEntities(t *testing.T) {
+	snap := pluginCluster(40)
+	for _, p := range snap.KongPlugins {
+		if p.Namespace == "ns-0" && p.Name == "limit-1" { // another plugin name than limit-0's
+			p.PluginName, p.Config.Raw = "cors", []byte(`{"origins":["https://a.example.com"]}`)
+		}
+	}
+	for i, ing := range snap.Ingresses {
+		ing.CreationTimestamp = metav1.Unix(int64(100+i), 0)
+		switch i {
+		case 20:
+			ing.Annotations = map[string]string{annPlugins: "limit-0"}
+		case 30:
+			ing.Annotations = map[string]string{annPlugins: "limit-1"}
+		default:
+			ing.Annotations = nil
+		}
+	}
+	edited := func(snap *store.Snapshot, i int, plugins string, svc bool) *store.Snapshot {
+		next := *snap
+		next.Ingresses = slices.Clone(snap.Ingresses)
+		ing := next.Ingresses[i].DeepCopy()
+		ing.ResourceVersion += "-2"
+		ing.Annotations = map[string]string{annPlugins: plugins}
+		next.Ingresses[i] = ing
+		if svc {
+			next.Services = slices.Clone(snap.Services)
+			for j, s := range next.Services {
+				if s.Namespace == "ns-0" && s.Name == "svc-30" {
+					s = s.DeepCopy()
+					s.ResourceVersion += "-2"
+					s.Annotations = map[string]string{annPlugins: "limit-1"}
+					next.Services[j] = s
+				}
+			}
+		}
+		return &next
+	}
+	type step struct {
+		name   string
+		snap   *store.Snapshot
+		reason string // of the full Build, "" when spliced
+	}
+	withService := edited(snap, 20, "limit-0", true)
+	for _, tc := range []struct {
+		name  string
+		start *store.Snapshot
+		steps []step
+	}{
+		{"spliced", snap, []step{
+			{"Ingress 10 names limit-1 and limit-0", edited(snap, 10, "limit-1,limit-0", false), ""},
+			{"and names limit-0 only", edited(edited(snap, 10, "limit-1,limit-0", false), 10, "limit-0", false), ""},
+		}},
+		{"named by a Service", withService, []step{
+			{"Ingress 10 names limit-1", edited(withService, 10, "limit-1", false), "a plugin of the change is named by a Service"},
+		}},
+		{"global", snap, []step{
+			{"Ingress 10 names the global one", edited(snap, 10, "correlation", false), "an Ingress of the change may name a global plugin"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inc := &Incremental{noSizeLimit: true}
+			renderer := &kongstate.Renderer{}
+			prev := inc.Build(tc.start, Options{})
+			require.Equal(t, "first translation", inc.Stats.LastReason)
+			for _, s := range tc.steps {
+				full := inc.Stats.Full
+				got := inc.Build(s.snap, Options{})
+				requireSameResult(t, s.name, renderer, got, Build(s.snap, Options{}))
+				if s.reason != "" {
+					require.Equal(t, full+1, inc.Stats.Full, s.name)
+					require.Equal(t, s.reason, inc.Stats.LastReason, s.name)
+					continue
+				}
+				require.Equal(t, full, inc.Stats.Full, "%s: %s", s.name, inc.Stats.LastReason)
+				kept := 0
+				for _, p := range got.State.Plugins {
+					if p.Route != nil && strings.Contains(str(p.Route.ID), ".ing-10.") {
+						continue // the changed Ingress's
+					}
+					require.True(t, slices.Contains(prev.State.Plugins, p), "%s: %s on %v made again", s.name, str(p.Name), p.Route)
+					kept++
+				}
+				require.Equal(t, 3, kept, "%s: the other Ingresses' entities and the global one", s.name)
+				prev = got
+			}
+		})
+	}
 }

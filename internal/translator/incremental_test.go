@@ -2,6 +2,7 @@ package translator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -181,6 +183,21 @@ func requireSameResult(t *testing.T, step string, renderer *kongstate.Renderer, 
 	require.Equal(t, string(kongstate.AppendJSONStringContent(nil, wantCfg)), gotQuoted.String(), "%s: rendered configuration, quoted", step)
 	require.Equal(t, want.Problems, got.Problems, "%s: problems", step)
 	require.Equal(t, graphString(want.Graph), graphString(got.Graph), "%s: graph", step)
+	if !reflect.DeepEqual(want.State.Plugins, got.State.Plugins) {
+		// Which entities differ, for the State.Plugins failure below.
+		for i := range max(len(want.State.Plugins), len(got.State.Plugins)) {
+			d := func(ps []*file.FPlugin) string {
+				if i >= len(ps) {
+					return "-"
+				}
+				b, _ := json.Marshal(ps[i])
+				return string(b)
+			}
+			if w, g := d(want.State.Plugins), d(got.State.Plugins); w != g {
+				t.Logf("%s: plugin %d\n want %s\n got  %s", step, i, w, g)
+			}
+		}
+	}
 	ws, gs := reflect.ValueOf(want.State).Elem(), reflect.ValueOf(got.State).Elem()
 	for i := 0; i < ws.NumField(); i++ {
 		require.True(t, reflect.DeepEqual(ws.Field(i).Interface(), gs.Field(i).Interface()), "%s: State.%s differs", step, ws.Type().Field(i).Name)
@@ -188,7 +205,32 @@ func requireSameResult(t *testing.T, step string, renderer *kongstate.Renderer, 
 	// What the next round splices into: each Kong service's Ingresses and routes, in order.
 	require.Equal(t, partsString(want.parts.services), partsString(got.parts.services), "%s: parts", step)
 	require.Equal(t, objectNames(want.parts.consumers.objs), objectNames(got.parts.consumers.objs), "%s: consumer parts", step)
+	require.Equal(t, pluginPartsString(want.parts.plugins), pluginPartsString(got.parts.plugins), "%s: plugin parts", step)
 	require.Equal(t, attachmentString(want.Gateway), attachmentString(got.Gateway), "%s: Gateway API attachment", step)
+}
+
+// pluginPartsString is what the next round's plugin splices read of pp: each entity's origin
+// (its plugin object, source, first referrer and Ingress) and the plugins read.
+func pluginPartsString(pp pluginParts) string {
+	var lines []string
+	name := func(ing *netv1.Ingress) string {
+		if ing == nil {
+			return "-"
+		}
+		return ing.Namespace + "/" + ing.Name
+	}
+	for _, o := range pp.origins {
+		lines = append(lines, fmt.Sprintf("%s %q global=%v first=%d,%s by=%s", o.obj, o.source, o.global, o.first.phase, name(o.first.ingress), name(o.by)))
+	}
+	var read []string
+	for n, ok := range pp.read {
+		read = append(read, fmt.Sprintf("read %s %v", n, ok))
+	}
+	for n := range pp.dups {
+		read = append(read, fmt.Sprintf("dup %s", n))
+	}
+	sort.Strings(read)
+	return strings.Join(append(lines, read...), "\n")
 }
 
 func graphString(g *Graph) string {
@@ -222,6 +264,9 @@ type editor struct {
 	consumersMostly bool
 	// pluginsMostly makes most edits of plugins and what they read (editPlugins).
 	pluginsMostly bool
+	// ingressPluginsMostly makes most edits of Ingresses' konghq.com/plugins
+	// (editIngressPlugins).
+	ingressPluginsMostly bool
 	// certificatesMostly makes most edits of TLS Secrets and Ingresses' spec.tls
 	// (editCertificates), with certs as the certificates Secrets hold.
 	certificatesMostly bool
@@ -246,6 +291,18 @@ func (e *editor) next() *store.Snapshot {
 	return &c
 }
 
+// ingressVersion is a new version of a random Ingress of s, the j-th, for the caller to
+// change and put back (ok is false when s has none).
+func (e *editor) ingressVersion(s *store.Snapshot) (ing *netv1.Ingress, j int, ok bool) {
+	if j, ok = pick(e, s.Ingresses); !ok {
+		return nil, 0, false
+	}
+	ing = s.Ingresses[j].DeepCopy()
+	ing.ResourceVersion = e.version()
+	ing.Generation++
+	return ing, j, true
+}
+
 func pick[T any](e *editor, l []T) (int, bool) {
 	if len(l) == 0 {
 		return 0, false
@@ -268,14 +325,8 @@ func (e *editor) edit() string {
 	s := e.next()
 	defer func() { e.snap = s }()
 	ingress := func() (*netv1.Ingress, func(*netv1.Ingress), bool) {
-		i, ok := pick(e, s.Ingresses)
-		if !ok {
-			return nil, nil, false
-		}
-		c := s.Ingresses[i].DeepCopy()
-		c.ResourceVersion = e.version()
-		c.Generation++
-		return c, func(n *netv1.Ingress) { s.Ingresses[i] = n }, true
+		c, i, ok := e.ingressVersion(s)
+		return c, func(n *netv1.Ingress) { s.Ingresses[i] = n }, ok
 	}
 	if e.routesMostly && e.rng.IntN(4) > 0 || e.rng.IntN(10) == 0 {
 		if what := e.editRoutes(s); what != "" {
@@ -289,6 +340,9 @@ func (e *editor) edit() string {
 	}
 	if e.consumersMostly && e.rng.IntN(4) > 0 || e.rng.IntN(10) == 0 {
 		return e.editConsumers(s)
+	}
+	if e.ingressPluginsMostly && e.rng.IntN(4) > 0 {
+		return e.editIngressPlugins(s)
 	}
 	if e.pluginsMostly && e.rng.IntN(4) > 0 || e.rng.IntN(12) == 0 {
 		return e.editPlugins(s)

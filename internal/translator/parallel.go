@@ -400,7 +400,7 @@ func groupLocal(part Result, g int, plan *parallelPlan) string {
 		group, ok := plan.groupOf(n.ref())
 		return ok && group == g
 	}
-	return localResult(part, in, in)
+	return localResult(part, in, in, false)
 }
 
 // localResult says why part, the translation of some objects only, cannot be assembled with
@@ -409,12 +409,18 @@ func groupLocal(part Result, g int, plan *parallelPlan) string {
 // speaks only of its objects: problems about them, references from them, to Services and
 // IngressClasses only (and from Gateway API routes to their Gateways and ReferenceGrants). ours says
 // whether a node is one of its objects; ourService, whether a Service it refers to is one
-// (nil: any Service will do).
-func localResult(part Result, ours, ourService func(node) bool) string {
+// (nil: any Service will do). With plugins, it may also make plugin entities, its Ingresses
+// refer to KongPlugins and KongClusterPlugins and those to the Secrets they read
+// (spliceIngressPlugins says where those go).
+func localResult(part Result, ours, ourService func(node) bool, plugins bool) string {
 	if part.parts.nameTaken {
 		return "a route name was taken"
 	}
-	if other := otherEntities(part.State); other != "" {
+	kinds := []string{"Services", "Upstreams"}
+	if plugins {
+		kinds = append(kinds, "Plugins")
+	}
+	if other := otherEntities(part.State, kinds...); other != "" {
 		return "the translation makes " + other
 	}
 	for _, p := range part.Problems {
@@ -423,12 +429,22 @@ func localResult(part Result, ours, ourService func(node) bool) string {
 		}
 	}
 	for from, tos := range part.Graph.deps {
+		if plugins && isPluginNode(from) {
+			// A plugin's configuration read from Secrets.
+			for to := range tos.All() {
+				if !to.isKind(gvkSecret.Group, gvkSecret.Kind) {
+					return from.String() + " refers to a " + to.kind.Value().kind
+				}
+			}
+			continue
+		}
 		if !ours(from) {
 			return from.String() + " gets a reference"
 		}
 		for to := range tos.All() {
 			switch {
 			case to.isKind(gvkIngressClass.Group, gvkIngressClass.Kind):
+			case plugins && isPluginNode(to) && from.isKind(gvkIngress.Group, gvkIngress.Kind):
 			case to.isKind(gvkService.Group, gvkService.Kind):
 				if ourService != nil && !ourService(to) {
 					return "a reference to " + to.String() + ", another group's Service"
@@ -444,6 +460,10 @@ func localResult(part Result, ours, ourService func(node) bool) string {
 
 // mergeServiceParts merges lists sorted by name into one sorted by name; ok is false when a
 // name is in two lists.
+func isPluginNode(n node) bool {
+	return n.isKind(gvkKongPlugin.Group, gvkKongPlugin.Kind) || n.isKind(gvkKongClusterPlugin.Group, gvkKongClusterPlugin.Kind)
+}
+
 func mergeServiceParts(lists [][]servicePart) ([]servicePart, bool) {
 	n := 0
 	for _, l := range lists {

@@ -12,6 +12,7 @@ import (
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -37,6 +38,8 @@ type pluginSource struct {
 	protocols    []string
 	ordering     *kong.PluginOrdering
 	config       kong.Configuration
+	// key is the "ns:name" it was looked up by (lookupPlugin): one pluginSource per key.
+	key string
 	// usedInstanceNames are the instance names given so far, to detect hash prefix clashes.
 	usedInstanceNames map[string]bool
 }
@@ -145,6 +148,13 @@ func (b *builder) plugins() {
 	resolved := map[string]*pluginSource{} // "ns:name" -> plugin, nil when broken
 	relations := map[*pluginSource]*pluginRelations{}
 	var order []*pluginSource
+	// Where each of order was first referred to (the phase of plugins() and, in the
+	// Ingresses' phase, the Ingress), and the Ingress each route of an Ingress source is
+	// of: what Incremental's splice of Ingresses' plugins orders plugin entities by
+	// (spliceIngressPlugins).
+	firsts := map[*pluginSource]pluginFirst{}
+	var current pluginFirst
+	routeIngress := map[string]*netv1.Ingress{}
 
 	attachList := func(referrer client.Object, gvk schema.GroupVersionKind, list string, add func(*pluginRelations)) {
 		for _, entry := range splitList(list, ",") {
@@ -176,6 +186,7 @@ func (b *builder) plugins() {
 			if _, seen := relations[p]; !seen {
 				order = append(order, p)
 				relations[p] = &pluginRelations{}
+				firsts[p] = current
 			}
 			add(relations[p])
 		}
@@ -206,6 +217,7 @@ func (b *builder) plugins() {
 	}
 	gatewaySources := b.gatewayRouteSources()
 	routesOf := b.routesBySource(names, gatewaySources, sources)
+	current = pluginFirst{phase: phaseGatewayRoutes}
 	for _, src := range gatewaySources {
 		// Gateway API routes: the route object's annotation and each Kong route's
 		// ExtensionRef filters, per Kong route.
@@ -218,15 +230,24 @@ func (b *builder) plugins() {
 		}
 	}
 	for _, src := range sources {
+		current = pluginFirst{phase: phaseOthers}
+		ing, isIngress := src.obj.(*netv1.Ingress)
+		if isIngress {
+			current = pluginFirst{phase: phaseIngresses, ingress: ing}
+		}
 		var routes []string
 		for _, r := range routesOf[src.obj] {
 			routes = append(routes, *r.Name)
+			if isIngress {
+				routeIngress[*r.Name] = ing
+			}
 		}
 		sort.Strings(routes)
 		for _, r := range routes {
 			attach(src.obj, src.gvk, func(rs *pluginRelations) { rs.routes = append(rs.routes, r) })
 		}
 	}
+	current = pluginFirst{phase: phaseOthers}
 	for _, n := range names {
 		ks := b.kongServices[n]
 		if bk := b.backingService(ks); bk != nil {
@@ -256,10 +277,11 @@ func (b *builder) plugins() {
 	}
 
 	taken := map[string]client.Object{} // plugin name + relation -> first plugin object
-	for i, p := range order {
+	for _, p := range order {
 		for _, rel := range relations[p].combinations() {
 			key := p.name + "\x00" + rel.service + "\x00" + rel.route + "\x00" + rel.consumer + "\x00" + rel.consumerGroup
 			if first, dup := taken[key]; dup {
+				b.parts.plugins.noteDup(nodeOf(kongstate.RefFor(p.obj, p.gvk)), nodeOf(kongstate.RefFor(first, gvkOf(first))))
 				if first != p.obj {
 					b.problem(p.obj, p.gvk, "", "plugin %q is already attached to %s by %s; Kong allows one plugin of a name there, this one is left out",
 						p.name, rel.describe(), kongstate.RefFor(first, gvkOf(first)).String())
@@ -268,7 +290,8 @@ func (b *builder) plugins() {
 			}
 			taken[key] = p.obj
 			b.state.Plugins = append(b.state.Plugins, b.pluginEntity(p, rel))
-			b.parts.plugins.origins = append(b.parts.plugins.origins, pluginOrigin{nodeOf(kongstate.RefFor(p.obj, p.gvk)), int32(i)})
+			b.parts.plugins.origins = append(b.parts.plugins.origins, pluginOrigin{obj: nodeOf(kongstate.RefFor(p.obj, p.gvk)), source: p.key,
+				first: firsts[p], by: routeIngress[rel.route]})
 		}
 	}
 	b.globalPlugins()
@@ -304,11 +327,17 @@ func (b *builder) lookupPlugin(ns, name string, cache map[string]*pluginSource) 
 	}
 	if kp := b.kongPlugins[ns+"/"+name]; kp != nil {
 		p := b.pluginFromKongPlugin(kp)
+		if p != nil {
+			p.key = key
+		}
 		cache[key] = p
 		return p
 	}
 	if kcp := b.clusterPlugins[name]; kcp != nil {
 		p := b.pluginFromClusterPlugin(kcp)
+		if p != nil {
+			p.key = key
+		}
 		cache[key] = p
 		return p
 	}
@@ -522,7 +551,8 @@ func (b *builder) globalPlugins() {
 			continue
 		}
 		b.state.Plugins = append(b.state.Plugins, b.globalPluginEntity(p))
-		b.parts.plugins.origins = append(b.parts.plugins.origins, pluginOrigin{nodeOf(kongstate.RefFor(p.obj, p.gvk)), globalInstance})
+		b.parts.plugins.origins = append(b.parts.plugins.origins, pluginOrigin{obj: nodeOf(kongstate.RefFor(p.obj, p.gvk)), global: true,
+			first: pluginFirst{phase: phaseGlobal}})
 	}
 }
 
