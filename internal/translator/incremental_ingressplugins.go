@@ -6,7 +6,6 @@ import (
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	netv1 "k8s.io/api/networking/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/store"
 )
@@ -329,16 +328,4 @@ func shortInstanceNames(prev *incrementalRound, obj node, plugins []*file.FPlugi
 		seen[name] = true
 	}
 	return ""
-}
-
-// olderThan is sortByAge's order: by creation time, then namespace and name.
-func olderThan(a, b client.Object) bool {
-	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
-	if ta.Before(&tb) || tb.Before(&ta) {
-		return ta.Before(&tb)
-	}
-	if a.GetNamespace() != b.GetNamespace() {
-		return a.GetNamespace() < b.GetNamespace()
-	}
-	return a.GetName() < b.GetName()
 }
