@@ -75,6 +75,7 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 	startDone := make(chan struct{})
 	startOver := sync.OnceFunc(func() { close(startDone) })
 	relaxCollectorUntil(ctx, log, startDone)
+	releaseStartPagesWhen(ctx, log, startDone)
 	recorded := profileStartUntil(ctx, log, startDone)
 	// The start's profile and trace are written whole before the process exits, however the
 	// start ends (first push, stop, error).

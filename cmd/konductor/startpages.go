@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/go-logr/logr"
+)
+
+// keepStartPagesEnv, set to anything, keeps the executable's pages mapped after the start
+// (releaseStartPagesWhen does nothing): for measuring, or should a kernel misbehave.
+const keepStartPagesEnv = "KONDUCTOR_KEEP_START_PAGES"
+
+// releaseStartPagesWhen drops, once done closes (the first push), the process's mappings of
+// its own executable's read-only pages, unless ctx ended first or keepStartPagesEnv is set.
+//
+// Why: about half of the executable's pages the process maps are touched only during the
+// start: some 360 package initialisers (client-go's scheme registering every API group), the
+// cache's first lists, the first translation. The kernel maps each such fault's neighbours
+// too (fault-around, 64 KB), and keeps all of them in the process's RSS for its whole life:
+// at 3,000 Ingresses 37 MB of file-backed RSS, of which the steady state touches about 17
+// MB (issue #13, memory; docs/performance.md, "The executable's start-only pages").
+//
+// What it does is safe for any page of a read-only private file mapping: MADV_DONTNEED only
+// removes the process's page table entries; the pages stay in the page cache, reclaimable
+// like any file read, and a page touched again is mapped back from it by a minor fault (no
+// disk read while the cache holds it). Writable mappings (the executable's data, whose
+// private copies MADV_DONTNEED would discard) are never touched.
+//
+// It returns at once, with a channel closed once it is over (nil when keepStartPagesEnv
+// is set).
+func releaseStartPagesWhen(ctx context.Context, log logr.Logger, done <-chan struct{}) <-chan struct{} {
+	if os.Getenv(keepStartPagesEnv) != "" {
+		return nil
+	}
+	over := make(chan struct{})
+	go func() {
+		defer close(over)
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		released, err := releaseExecutablePages()
+		if err != nil {
+			log.V(1).Info("executable's start pages kept", "reason", err.Error())
+			return
+		}
+		log.V(1).Info("executable's start pages released", "bytes", released)
+	}()
+	return over
+}
+
+// releaseExecutablePages is a variable for tests.
+var releaseExecutablePages = releaseReadOnlyExecutableMappings
+
+// pageRange is one mapping of /proc/self/smaps: [start, end).
+type pageRange struct{ start, end uintptr }
+
+// readOnlyMappingsOf returns the mappings of /proc/<pid>/smaps that map the file exe private,
+// not writable, and hold no anonymous page. A read-only mapping may still hold private
+// copies: a position-independent executable's relocated read-only data (RELRO) is written by
+// the dynamic loader before it is made read-only, and MADV_DONTNEED would put the file's
+// unrelocated bytes back. The kernel appends " (deleted)" to the path of a file replaced on
+// disk since it was mapped (an upgrade in place); its mappings are still the process's own.
+func readOnlyMappingsOf(smaps []byte, exe string) []pageRange {
+	var ranges []pageRange
+	var candidate *pageRange
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
+	for sc.Scan() {
+		line := sc.Text()
+		if field, value, ok := strings.Cut(line, ":"); ok && !strings.Contains(field, " ") && !strings.Contains(field, "-") {
+			// A field of the mapping above: "Anonymous:   12 kB".
+			if candidate != nil && field == "Anonymous" && strings.TrimSpace(value) != "0 kB" {
+				candidate = nil
+			}
+			continue
+		}
+		if candidate != nil {
+			ranges = append(ranges, *candidate)
+			candidate = nil
+		}
+		candidate = exeMapping(line, exe)
+	}
+	if candidate != nil {
+		ranges = append(ranges, *candidate)
+	}
+	return ranges
+}
+
+// exeMapping reads a mapping's line ("address perms offset dev inode path") and returns its
+// range when it maps exe private and not writable.
+func exeMapping(line, exe string) *pageRange {
+	f := strings.SplitN(line, " ", 6)
+	if len(f) < 6 {
+		return nil
+	}
+	path := strings.TrimSuffix(strings.TrimLeft(f[5], " "), " (deleted)")
+	perms := f[1]
+	if path != exe || len(perms) != 4 || perms[1] != '-' || perms[3] != 'p' {
+		return nil
+	}
+	lo, hi, ok := strings.Cut(f[0], "-")
+	if !ok {
+		return nil
+	}
+	start, err1 := strconv.ParseUint(lo, 16, 64)
+	end, err2 := strconv.ParseUint(hi, 16, 64)
+	if err1 != nil || err2 != nil || end <= start {
+		return nil
+	}
+	return &pageRange{uintptr(start), uintptr(end)}
+}

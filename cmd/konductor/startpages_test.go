@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReadOnlyMappingsOf(t *testing.T) {
+	const exe = "/usr/local/bin/konductor"
+	maps := strings.Join([]string{
+		"00400000-01a00000 r-xp 00000000 fe:00 42                                 /usr/local/bin/konductor",
+		"01a00000-03000000 r--p 01600000 fe:00 42                                 /usr/local/bin/konductor",
+		"Size:              22528 kB",
+		"Rss:               20000 kB",
+		"Anonymous:             0 kB",
+		"VmFlags: rd mr mw me",
+		"02f00000-02f80000 r--p 02b00000 fe:00 42                                 /usr/local/bin/konductor",
+		"Rss:                 512 kB",
+		"Anonymous:           128 kB",
+		"VmFlags: rd mr mw me",
+		"03000000-03100000 rw-p 02c00000 fe:00 42                                 /usr/local/bin/konductor",
+		"03100000-03200000 r--s 00000000 fe:00 42                                 /usr/local/bin/konductor",
+		"04000000-04001000 r--p 00000000 fe:00 43                                 /usr/local/bin/konductor-other",
+		"05000000-05002000 r-xp 00000000 fe:00 42                                 /usr/local/bin/konductor (deleted)",
+		"c000000000-c004000000 rw-p 00000000 00:00 0 ",
+		"7ffd1000-7ffd3000 r--p 00000000 00:00 0                                  [vvar]",
+		"06000000-05000000 r-xp 00000000 fe:00 42                                 /usr/local/bin/konductor",
+		"zz-06000000 r-xp 00000000 fe:00 42                                 /usr/local/bin/konductor",
+		"garbage",
+		"",
+	}, "\n")
+	require.Equal(t, []pageRange{
+		{0x00400000, 0x01a00000},
+		{0x01a00000, 0x03000000},
+		{0x05000000, 0x05002000},
+	}, readOnlyMappingsOf([]byte(maps), exe),
+		"the executable's private read-only mappings, replaced on disk or not; never a writable, shared or other file's one, nor one with private copies (a PIE's relocated RELRO)")
+}
+
+// executableRSS sums the Rss of the test binary's read-only private mappings, from
+// /proc/self/smaps.
+func executableRSS(t *testing.T) int {
+	t.Helper()
+	exe, err := os.Readlink("/proc/self/exe")
+	require.NoError(t, err)
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	require.NoError(t, err)
+	total, ours := 0, false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			ours = len(f) >= 6 && f[5] == exe && f[1][1] == '-' && f[1][3] == 'p'
+			continue
+		}
+		if ours && len(f) == 3 && f[0] == "Rss:" {
+			kb, err := strconv.Atoi(f[1])
+			require.NoError(t, err)
+			total += kb
+		}
+	}
+	return total
+}
+
+func TestReleasedExecutablePagesLeaveTheRSSAndComeBack(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	before := executableRSS(t)
+	require.Greater(t, before, 1024, "the test binary maps more than 1 MB of its own pages")
+	released, err := releaseReadOnlyExecutableMappings()
+	require.NoError(t, err)
+	require.NotZero(t, released)
+	after := executableRSS(t)
+	require.Less(t, after, before/2, "the released pages left the RSS (before %d kB, after %d kB)", before, after)
+	// Code and data of the executable are read again from the page cache: the process goes
+	// on, and what it reads is what it read before.
+	require.Equal(t, []pageRange{{1, 2}}, readOnlyMappingsOf([]byte("1-2 r-xp 0 0:0 0 /x\nAnonymous: 0 kB"), "/x"))
+}
+
+func TestStartPagesReleasedOnceTheStartIsOver(t *testing.T) {
+	calls := 0
+	prev := releaseExecutablePages
+	releaseExecutablePages = func() (uintptr, error) { calls++; return 4096, nil }
+	t.Cleanup(func() { releaseExecutablePages = prev })
+	t.Setenv(keepStartPagesEnv, "")
+
+	done := make(chan struct{})
+	over := releaseStartPagesWhen(context.Background(), logr.Discard(), done)
+	require.NotNil(t, over)
+	select {
+	case <-over:
+		t.Fatal("released while the start goes on")
+	default:
+	}
+	close(done)
+	<-over
+	require.Equal(t, 1, calls, "released once, after the start")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	over = releaseStartPagesWhen(ctx, logr.Discard(), make(chan struct{}))
+	cancel()
+	<-over
+	require.Equal(t, 1, calls, "nothing released when the process stops before its first push")
+
+	t.Setenv(keepStartPagesEnv, "1")
+	require.Nil(t, releaseStartPagesWhen(context.Background(), logr.Discard(), done), "kept on request")
+	require.Equal(t, 1, calls)
+}
