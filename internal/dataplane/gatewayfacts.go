@@ -64,6 +64,7 @@ func (f *GatewayFacts) Learn(ctx context.Context, types []string) (enterprise bo
 	clients := f.clients()
 	sort.Slice(clients, func(i, j int) bool { return clients[i].BaseRootURL() < clients[j].BaseRootURL() })
 	f.mu.Lock()
+	f.forgetAllBut(clients)
 	var askRoot []*kong.Client
 	for _, c := range clients {
 		url := c.BaseRootURL()
@@ -132,6 +133,26 @@ func (f *GatewayFacts) RecordRoot(baseRootURL string, root Root) {
 	defer f.mu.Unlock()
 	f.editions[baseRootURL] = root.Enterprise
 	delete(f.rootFail, baseRootURL)
+}
+
+// forgetAllBut drops what was learned of gateways no longer among clients: discovered
+// gateways come and go (a replaced Pod has a new address), and an address reused by another
+// gateway must be asked again. Called with mu held.
+func (f *GatewayFacts) forgetAllBut(clients []*kong.Client) {
+	current := make(map[string]bool, len(clients))
+	for _, c := range clients {
+		current[c.BaseRootURL()] = true
+	}
+	for url := range f.editions {
+		if !current[url] {
+			delete(f.editions, url)
+		}
+	}
+	for url := range f.rootFail {
+		if !current[url] {
+			delete(f.rootFail, url)
+		}
+	}
 }
 
 func (f *GatewayFacts) due(failedAt time.Time) bool {

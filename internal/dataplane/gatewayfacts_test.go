@@ -98,3 +98,34 @@ func TestRefusedCustomEntityIsMappedToItsObject(t *testing.T) {
 	require.Equal(t, bad, rej.Entities[0].Object)
 	require.Equal(t, "query", rej.Entities[0].Field)
 }
+
+// Discovered gateways come and go (a Pod replaced gets a new address): what was learned of a
+// gone one is forgotten, so the facts do not grow with every Pod ever seen, and an address
+// reused by another gateway is asked again.
+func TestGatewayFactsForgetGatewaysNoLongerThere(t *testing.T) {
+	ctx := context.Background()
+	f, servers := factsFor(t, kongemu.Enterprise, kongemu.Community, kongemu.Community)
+	all := f.clients()
+	servers[2].InjectFault(kongemu.Fault{PathPrefix: "/", Status: 500})
+	ee, _ := f.Learn(ctx, nil)
+	require.False(t, ee)
+	f.RecordRoot("http://10.0.0.9:8001", Root{Enterprise: true})
+	f.mu.Lock()
+	require.Len(t, f.rootFail, 1, "the third gateway did not answer")
+	f.mu.Unlock()
+
+	var enterprise *kong.Client
+	for _, c := range all {
+		if c.BaseRootURL() == servers[0].URL {
+			enterprise = c
+		}
+	}
+	require.NotNil(t, enterprise)
+	f.clients = func() []*kong.Client { return []*kong.Client{enterprise} }
+	ee, _ = f.Learn(ctx, nil)
+	require.True(t, ee, "the community gateway is gone")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Equal(t, map[string]bool{enterprise.BaseRootURL(): true}, f.editions, "only the current gateway's edition is kept")
+	assert.Empty(t, f.rootFail)
+}
