@@ -25,11 +25,16 @@ const keepStartPagesEnv = "KONDUCTOR_KEEP_START_PAGES"
 // at 3,000 Ingresses 37 MB of file-backed RSS, of which the steady state touches about 17
 // MB (issue #13, memory; docs/performance.md, "The executable's start-only pages").
 //
-// What it does is safe for any page of a read-only private file mapping: MADV_DONTNEED only
-// removes the process's page table entries; the pages stay in the page cache, reclaimable
-// like any file read, and a page touched again is mapped back from it by a minor fault (no
-// disk read while the cache holds it). Writable mappings (the executable's data, whose
-// private copies MADV_DONTNEED would discard) are never touched.
+// What it does is safe for a private file mapping that holds no private copy of a page:
+// MADV_DONTNEED only removes the process's page table entries; the pages stay in the page
+// cache, and a page touched again is mapped back from it by a minor fault (no disk read while
+// the cache holds it). Writable mappings (the executable's data) and read-only ones with
+// private copies (readOnlyMappingsOf) are never touched.
+//
+// What it does not do: the pages stay in the page cache, charged to the container's memory
+// cgroup like any file it read, so the cgroup's usage (and the working set kubelet and
+// kubectl top report) does not drop with the RSS; unmapped, they are only easier for the
+// kernel to reclaim. A standby releases nothing until it has led and pushed once.
 //
 // It returns at once, with a channel closed once it is over (nil when keepStartPagesEnv
 // is set).
@@ -65,32 +70,42 @@ var releaseExecutablePages = releaseReadOnlyExecutableMappings
 type pageRange struct{ start, end uintptr }
 
 // readOnlyMappingsOf returns the mappings of /proc/<pid>/smaps that map the file exe private,
-// not writable, and hold no anonymous page. A read-only mapping may still hold private
-// copies: a position-independent executable's relocated read-only data (RELRO) is written by
-// the dynamic loader before it is made read-only, and MADV_DONTNEED would put the file's
-// unrelocated bytes back. The kernel appends " (deleted)" to the path of a file replaced on
+// not writable, and are seen to hold no private copy: smaps says "Anonymous: 0 kB" (none in
+// memory) and "Swap: 0 kB" (none swapped out). A read-only mapping may hold private copies:
+// a position-independent executable's relocated read-only data (RELRO) is written by the
+// dynamic loader before it is made read-only, and MADV_DONTNEED would put the file's
+// unrelocated bytes back. A mapping whose fields do not say so, or smaps that cannot be read
+// whole, gives nothing. The kernel appends " (deleted)" to the path of a file replaced on
 // disk since it was mapped (an upgrade in place); its mappings are still the process's own.
 func readOnlyMappingsOf(smaps []byte, exe string) []pageRange {
 	var ranges []pageRange
 	var candidate *pageRange
+	noAnonymous, noSwap := false, false
+	done := func() {
+		if candidate != nil && noAnonymous && noSwap {
+			ranges = append(ranges, *candidate)
+		}
+		candidate, noAnonymous, noSwap = nil, false, false
+	}
 	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
 		line := sc.Text()
 		if field, value, ok := strings.Cut(line, ":"); ok && !strings.Contains(field, " ") && !strings.Contains(field, "-") {
 			// A field of the mapping above: "Anonymous:   12 kB".
-			if candidate != nil && field == "Anonymous" && strings.TrimSpace(value) != "0 kB" {
-				candidate = nil
+			switch field {
+			case "Anonymous":
+				noAnonymous = strings.TrimSpace(value) == "0 kB"
+			case "Swap":
+				noSwap = strings.TrimSpace(value) == "0 kB"
 			}
 			continue
 		}
-		if candidate != nil {
-			ranges = append(ranges, *candidate)
-			candidate = nil
-		}
+		done()
 		candidate = exeMapping(line, exe)
 	}
-	if candidate != nil {
-		ranges = append(ranges, *candidate)
+	done()
+	if sc.Err() != nil {
+		return nil
 	}
 	return ranges
 }
