@@ -59,7 +59,7 @@ func TestDetectBeforeTheFirstSyncAsksOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "traditional_compatible", root.RouterFlavor)
 	require.Equal(t, int32(1), counter.n.Load())
-	require.True(t, g.Flavors.Expressions(), "the router is reported by the first Sync, against its target")
+	require.False(t, g.Flavors.Expressions(), "the router is reported at once, for the first round's translation")
 	again, err := g.Detect(ctx)
 	require.NoError(t, err)
 	require.Equal(t, root, again, "the same answer")
@@ -76,6 +76,22 @@ func TestDetectBeforeTheFirstSyncAsksOnce(t *testing.T) {
 	require.NoError(t, g.Sync(ctx, &Target{State: &kongstate.State{}}))
 	require.Equal(t, ProtocolDBLess, g.Protocol())
 	require.Equal(t, int32(2), counter.n.Load(), "a refused first Sync leaves the next one to ask")
+}
+
+// The router a gateway said at Detect is the first round's: an expressions Kong given by
+// --kong-admin-url gets KIC's expressions in its first push (review: before, the first round
+// rendered traditional fields, which Kong 3.7+ takes under that router, pushed them, and
+// pushed the expressions a round later).
+func TestDetectTellsTheFirstRoundTheRouter(t *testing.T) {
+	ctx := context.Background()
+	_, g, _ := countedGateway(t, kongemu.Options{RouterFlavor: kongemu.RouterExpressions})
+	rounds := 0
+	g.Flavors = NewRouterFlavors(func() { rounds++ })
+	require.False(t, g.Flavors.Expressions())
+	_, err := g.Detect(ctx)
+	require.NoError(t, err)
+	require.True(t, g.Flavors.Expressions(), "the first round renders for the expressions router")
+	require.Equal(t, 1, rounds)
 }
 
 // A Detect that failed leaves the question to the first Sync, which asks again.

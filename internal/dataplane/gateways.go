@@ -242,7 +242,10 @@ func (g *DetectingGateway) detected(ctx context.Context, t *Target) (Gateway, er
 // the other questions of the start (the edition, a database without leader election), so that
 // each gateway is asked GET / once. The first Sync takes the answer as if it had asked
 // itself, router check (refusedByRouter) and report to Flavors included; a failure is the
-// first Sync's to meet again. Flavors is told nothing here: the first Sync tells it. (A
+// first Sync's to meet again. Flavors is told the router here too, so that the first round,
+// which translates once the cache synced, already renders for it: a gateway on the
+// expressions router gets KIC's expressions in its first push, as KIC renders them from its
+// first translation, not traditional fields first and the expressions a round later. (A
 // standby, which syncs nothing, tells it before it translates: RouterFlavors.Learn.)
 func (g *DetectingGateway) Detect(ctx context.Context) (*Root, error) {
 	g.rootMu.Lock()
@@ -261,6 +264,7 @@ func (g *DetectingGateway) Detect(ctx context.Context) (*Root, error) {
 		g.probed = &root
 	}
 	root := *g.probed
+	g.Flavors.Report(g.url, root.RouterFlavor)
 	return &root, nil
 }
 
