@@ -458,12 +458,14 @@ func localResult(part Result, ours, ourService func(node) bool, plugins bool) st
 	return ""
 }
 
-// mergeServiceParts merges lists sorted by name into one sorted by name; ok is false when a
-// name is in two lists.
+// isPluginNode reports whether n is a KongPlugin or a KongClusterPlugin (isPluginKind for a
+// graph node).
 func isPluginNode(n node) bool {
 	return n.isKind(gvkKongPlugin.Group, gvkKongPlugin.Kind) || n.isKind(gvkKongClusterPlugin.Group, gvkKongClusterPlugin.Kind)
 }
 
+// mergeServiceParts merges lists sorted by name into one sorted by name; ok is false when a
+// name is in two lists.
 func mergeServiceParts(lists [][]servicePart) ([]servicePart, bool) {
 	n := 0
 	for _, l := range lists {
