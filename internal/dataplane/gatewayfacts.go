@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -143,16 +144,8 @@ func (f *GatewayFacts) forgetAllBut(clients []*kong.Client) {
 	for _, c := range clients {
 		current[c.BaseRootURL()] = true
 	}
-	for url := range f.editions {
-		if !current[url] {
-			delete(f.editions, url)
-		}
-	}
-	for url := range f.rootFail {
-		if !current[url] {
-			delete(f.rootFail, url)
-		}
-	}
+	maps.DeleteFunc(f.editions, func(url string, _ bool) bool { return !current[url] })
+	maps.DeleteFunc(f.rootFail, func(url string, _ time.Time) bool { return !current[url] })
 }
 
 func (f *GatewayFacts) due(failedAt time.Time) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -268,16 +269,8 @@ func (s *Set) LearnRouters(ctx context.Context) {
 		delete(l.clients, url)
 		s.opts.Logger.Info("router flavor learned from a discovered gateway", "gateway", url, "routerFlavor", root.RouterFlavor, "database", root.Database)
 	}
-	for url := range l.roots {
-		if !found[url] {
-			delete(l.roots, url)
-		}
-	}
-	for url := range l.clients {
-		if !found[url] {
-			delete(l.clients, url)
-		}
-	}
+	maps.DeleteFunc(l.roots, func(url string, _ dataplane.Root) bool { return !found[url] })
+	maps.DeleteFunc(l.clients, func(url string, _ *kong.Client) bool { return !found[url] })
 }
 
 // routerAsks are LearnRouters' questions: GET / of each of apis not heard from yet, with the
