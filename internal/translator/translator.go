@@ -285,16 +285,33 @@ func sortByAge[T client.Object](objs []T) {
 	sort.SliceStable(objs, func(i, j int) bool { return olderThan(objs[i], objs[j]) })
 }
 
-// olderThan is sortByAge's order: by creation time, then namespace and name.
+// olderThan is sortByAge's order: by creation time, then by "ns/name" as one string, as KIC's
+// store lists Ingresses (kic-compat.md §1.1) and as Gateway API breaks its conflicts
+// ("alphabetical order by {namespace}/{name}"). That differs from namespace first, then
+// name, when one namespace is the other's prefix followed by a byte below '/' ("team-a/y"
+// before "team/x").
 func olderThan(a, b client.Object) bool {
 	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
 	if ta.Before(&tb) || tb.Before(&ta) {
 		return ta.Before(&tb)
 	}
-	if a.GetNamespace() != b.GetNamespace() {
-		return a.GetNamespace() < b.GetNamespace()
+	return nsNameLess(a.GetNamespace(), a.GetName(), b.GetNamespace(), b.GetName())
+}
+
+// nsNameLess compares aNS+"/"+aName with bNS+"/"+bName without building them.
+func nsNameLess(aNS, aName, bNS, bName string) bool {
+	if aNS == bNS {
+		return aName < bName
 	}
-	return a.GetName() < b.GetName()
+	n := min(len(aNS), len(bNS))
+	if aNS[:n] != bNS[:n] {
+		return aNS < bNS
+	}
+	// One namespace is the other's prefix: the shorter one has '/' where the longer goes on.
+	if len(aNS) < len(bNS) {
+		return '/' < bNS[n]
+	}
+	return aNS[n] < '/'
 }
 
 func (b *builder) problem(obj client.Object, gvk schema.GroupVersionKind, field, format string, args ...any) {
