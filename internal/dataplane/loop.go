@@ -678,13 +678,42 @@ func (l *Loop) dispatch(g *gatewayState) {
 
 // awaitSyncs waits, when the loop stops, for the syncs still in flight (their context has
 // ended) and releases the gate each of them holds, so that no status writer waits at a gate
-// nothing opens, and no sync of this loop runs once Start returned.
+// nothing opens, and no sync of this loop runs once Start returned (but one that ignores
+// its context: below).
+//
+// A sync that does not end with its context (a Gateway whose Sync ignores it, a fallback's
+// translation asking a slow gateway) is waited for stopSyncsWait at most: then the gate
+// holds of the syncs still in flight are released, and their results are drained when they
+// come, so that Start returns (and the manager releases the lease) within its grace.
 func (l *Loop) awaitSyncs() {
+	if l.inFlight == 0 {
+		return
+	}
+	deadline := time.NewTimer(stopSyncsWait)
+	defer deadline.Stop()
 	for ; l.inFlight > 0; l.inFlight-- {
-		<-l.done
-		l.gate.release()
+		select {
+		case <-l.done:
+			l.gate.release()
+		case <-deadline.C:
+			left, done := l.inFlight, l.done
+			for range left {
+				l.gate.release()
+			}
+			go func() {
+				for range left {
+					<-done
+				}
+			}()
+			l.inFlight = 0
+			return
+		}
 	}
 }
+
+// stopSyncsWait bounds how long a stopping loop waits for its syncs in flight (awaitSyncs):
+// well within the manager's shutdown grace. A variable for tests.
+var stopSyncsWait = 3 * time.Second
 
 // collect settles d and every other sync that has ended, reports them, and gives the
 // gateways that finished the latest target if they synced an older one.

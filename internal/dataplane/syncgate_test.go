@@ -212,3 +212,32 @@ func TestSyncGateOpenOnceTheLoopStopped(t *testing.T) {
 		})
 	}
 }
+
+// A sync that ignores the loop's stop (a gateway whose Sync does not watch its context, a
+// fallback's translation asking a slow gateway) does not hold Start, nor the gate, beyond
+// stopSyncsWait: the lease is released and the process stops within the manager's grace
+// (review: Start waited for it without bound).
+func TestStopDoesNotWaitForeverForASyncIgnoringIt(t *testing.T) {
+	prev := stopSyncsWait
+	stopSyncsWait = 20 * time.Millisecond
+	t.Cleanup(func() { stopSyncsWait = prev })
+	stuck := &heldGateway{url: "stuck", started: make(chan struct{}, 1), finish: make(chan struct{})}
+	l := NewLoop(Options{
+		Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Gateways: []Gateway{stuck},
+		Translate: translate, Period: time.Hour, Logger: testr.New(t),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- l.Start(ctx) }()
+	<-stuck.started
+	cancel()
+	select {
+	case err := <-stopped:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second): // a failure deadline, not a measure
+		t.Fatal("Start still waits for a sync that ignores the stop")
+	}
+	require.False(t, l.SyncGate().Busy(), "the gate stays held after the loop stopped")
+	close(stuck.finish) // it ends at last: its result is drained, nothing blocks
+	require.Eventually(t, stuck.ended.Load, 10*time.Second, time.Millisecond)
+}
