@@ -124,18 +124,26 @@ func TestBothGatewaysJudgeATargetsRouterAlike(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		flavor  string
+		version string // "": the emulator's, 3.10.0
 		target  *kongstate.State
 		refused bool
 	}{
-		{"expression routes, expressions router", kongemu.RouterExpressions, expressionRoute, false},
-		{"traditional routes, expressions router", kongemu.RouterExpressions, traditionalRoute, false},
-		{"no routes, expressions router", kongemu.RouterExpressions, &kongstate.State{}, false},
-		{"expression routes, traditional_compatible router", kongemu.RouterTraditionalCompatible, expressionRoute, true},
-		{"traditional routes, traditional_compatible router", kongemu.RouterTraditionalCompatible, traditionalRoute, false},
+		{"expression routes, expressions router", kongemu.RouterExpressions, "", expressionRoute, false},
+		{"traditional routes, expressions router", kongemu.RouterExpressions, "", traditionalRoute, false},
+		{"no routes, expressions router", kongemu.RouterExpressions, "", &kongstate.State{}, false},
+		{"expression routes, traditional_compatible router", kongemu.RouterTraditionalCompatible, "", expressionRoute, true},
+		{"traditional routes, traditional_compatible router", kongemu.RouterTraditionalCompatible, "", traditionalRoute, false},
+		// Kong before 3.7 takes no traditional fields under the expressions router.
+		{"traditional routes, expressions router, Kong 3.6", kongemu.RouterExpressions, "3.6.1", traditionalRoute, true},
+		{"traditional routes, expressions router, Kong Enterprise 3.4", kongemu.RouterExpressions, "3.4.3.12", traditionalRoute, true},
+		{"traditional routes, expressions router, Kong 3.7", kongemu.RouterExpressions, "3.7.0", traditionalRoute, false},
+		{"expression routes, expressions router, Kong 3.6", kongemu.RouterExpressions, "3.6.1", expressionRoute, false},
+		{"no routes, expressions router, Kong 3.6", kongemu.RouterExpressions, "3.6.1", &kongstate.State{}, false},
+		{"traditional routes, traditional_compatible router, Kong 3.6", kongemu.RouterTraditionalCompatible, "3.6.1", traditionalRoute, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kongOf := func() (*kongemu.Server, *kong.Client) {
-				srv, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: tc.flavor}).Start()
+				srv, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: tc.flavor, Version: tc.version}).Start()
 				require.NoError(t, err)
 				t.Cleanup(func() { srv.Close() })
 				c, err := kong.NewClient(kong.String(srv.URL), &http.Client{})
@@ -144,7 +152,7 @@ func TestBothGatewaysJudgeATargetsRouterAlike(t *testing.T) {
 			}
 			discoveredKong, dc := kongOf()
 			discovered := NewDBLessGateway(discoveredKong.URL, dc, logr.Discard())
-			discovered.Router = tc.flavor
+			discovered.Router, discovered.Version = tc.flavor, tc.version
 			staticKong, sc := kongOf()
 			static := NewDetectingGateway(staticKong.URL, sc, nil, logr.Discard())
 			// What the other gateways said: the target was rendered for the router they run.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,8 +24,9 @@ type DBLessGateway struct {
 	log logr.Logger
 	// Router is the gateway's router flavor when known (a discovered gateway's, from its
 	// GET /): a target its router refuses (refusedByRouter) is then not sent; the round its
-	// answer asked for (RouterFlavors) renders one it takes.
-	Router string
+	// answer asked for (RouterFlavors) renders one it takes. Version is its Kong version,
+	// from the same answer ("" when unknown).
+	Router, Version string
 }
 
 // NewDBLessGateway returns a Gateway for the DB-less Kong at url.
@@ -40,7 +43,7 @@ func (g *DBLessGateway) Protocol() string { return ProtocolDBLess }
 // Sync implements Gateway.
 func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 	if g.Router != "" {
-		if err := refusedByRouter(g.url, g.Router, t.State); err != nil {
+		if err := refusedByRouter(g.url, Root{RouterFlavor: g.Router, Version: g.Version}, t.State); err != nil {
 			return err
 		}
 	}
@@ -82,11 +85,48 @@ func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 // expressions router to no other. The one judgement of both gateways that know their Kong's
 // router: a discovered DB-less one (DBLessGateway.Router, every Sync) and one given by
 // --kong-admin-url (DetectingGateway, on its first GET /).
-func refusedByRouter(url, flavor string, s *kongstate.State) error {
+//
+// Kong before 3.7 does not take traditional fields under the expressions router (its route
+// schema there requires `expression` and has no paths, hosts or methods): a target rendered
+// for the traditional router (routes, none with an expression) is not sent to it either, and
+// the round its answer asked for renders KIC's expressions. An unknown version is taken for
+// a current one.
+func refusedByRouter(url string, root Root, s *kongstate.State) error {
+	flavor := root.RouterFlavor
 	if flavor != "expressions" && hasExpressionRoutes(s) {
 		return fmt.Errorf("gateway %s uses the %s router: configuration rendered for the expressions router, to be rendered again", url, flavor)
 	}
+	if flavor == "expressions" && !traditionalFieldsUnderExpressions(root.Version) && hasRoutes(s) && !hasExpressionRoutes(s) {
+		return fmt.Errorf("gateway %s runs Kong %s on the expressions router, which takes no traditional route fields before 3.7: configuration rendered for the traditional router, to be rendered again", url, root.Version)
+	}
 	return nil
+}
+
+// traditionalFieldsUnderExpressions reports whether Kong version v (GET /'s "version":
+// "3.6.1", "3.4.3.12") takes routes' traditional fields under the expressions router: 3.7 and
+// later, or a version it cannot read.
+func traditionalFieldsUnderExpressions(v string) bool {
+	majorText, rest, _ := strings.Cut(v, ".")
+	minorText, _, _ := strings.Cut(rest, ".")
+	major, err1 := strconv.Atoi(majorText)
+	minor, err2 := strconv.Atoi(strings.TrimRightFunc(minorText, func(r rune) bool { return r < '0' || r > '9' }))
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return major > 3 || major == 3 && minor >= 7
+}
+
+// hasRoutes reports whether s has a route of a Kong service.
+func hasRoutes(s *kongstate.State) bool {
+	if s == nil {
+		return false
+	}
+	for _, svc := range s.Services {
+		if len(svc.Routes) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // hasExpressionRoutes reports whether s was rendered for the expressions router: a route
@@ -215,7 +255,7 @@ func (g *DetectingGateway) detected(ctx context.Context, t *Target) (Gateway, er
 		db := root.Database
 		// A change of what the gateways run asks for a new round, rendered for their router.
 		g.Flavors.Report(g.url, root.RouterFlavor)
-		if err := refusedByRouter(g.url, root.RouterFlavor, t.State); err != nil {
+		if err := refusedByRouter(g.url, root, t.State); err != nil {
 			return nil, err // this gateway takes the new round's target
 		}
 		if !db {
@@ -307,6 +347,7 @@ type Root struct {
 	Database     bool   // configuration.database is not "off"
 	RouterFlavor string // configuration.router_flavor: traditional, traditional_compatible or expressions
 	Enterprise   bool   // Kong Gateway Enterprise (IsEnterprise)
+	Version      string // version ("3.10.0"; "" when not said)
 }
 
 // ReadRoot asks a Kong GET /.
@@ -318,7 +359,8 @@ func ReadRoot(ctx context.Context, client *kong.Client) (Root, error) {
 	conf, _ := root["configuration"].(map[string]any)
 	db, _ := conf["database"].(string)
 	flavor, _ := conf["router_flavor"].(string)
-	return Root{Database: db != "" && db != "off", RouterFlavor: flavor, Enterprise: IsEnterprise(root)}, nil
+	version, _ := root["version"].(string)
+	return Root{Database: db != "" && db != "off", RouterFlavor: flavor, Enterprise: IsEnterprise(root), Version: version}, nil
 }
 
 // RouterFlavors is what the gateways said of their router, shared by the gateways that learn

@@ -367,7 +367,7 @@ func (s *Set) check(ctx context.Context, m *member) {
 		m.db, m.router = db, root.RouterFlavor
 		if !db {
 			gw := dataplane.NewDBLessGateway(m.api.URL, m.client, s.opts.Logger)
-			gw.Router = root.RouterFlavor
+			gw.Router, gw.Version = root.RouterFlavor, root.Version
 			m.gw = gw
 		} else if s.opts.DBMode == nil {
 			s.note(m, errors.New("gateway has a database, which this build cannot sync"))
