@@ -447,7 +447,8 @@ func (e *editor) editIngressPlugins(s *store.Snapshot) string {
 // consumers changed in the annotation's round are full Builds, for the reason given.
 // Malformed entries (":correlation", which would name the global plugin) name nothing. Two
 // plugins of one instance name on the same routes (their entities' instance names alike) is
-// spliced, as a full Build keeps both names.
+// spliced, as a full Build keeps both names; two entities of one plugin whose short instance
+// names clash are a full Build.
 func TestIncrementalIngressPluginsKeepOtherEntities(t *testing.T) {
 	snap := pluginCluster(40)
 	for _, p := range snap.KongPlugins {
@@ -539,6 +540,25 @@ func TestIncrementalIngressPluginsKeepOtherEntities(t *testing.T) {
 			}
 		}
 	})
+	// limit-0 given the instance name "one", and Ingresses 10 and 20 hosts that make their
+	// routes' entities of it the same short instance name (the first 9 hex digits of the
+	// hashes of their relations are alike, found by search): the younger's gets the long one.
+	instanceClash := changed(snap, func(next *store.Snapshot) {
+		next.KongPlugins = slices.Clone(snap.KongPlugins)
+		for j, p := range next.KongPlugins {
+			if p.Namespace == "ns-0" && p.Name == "limit-0" {
+				p = p.DeepCopy()
+				p.InstanceName = "one"
+				next.KongPlugins[j] = p
+			}
+		}
+		next.Ingresses = slices.Clone(snap.Ingresses)
+		for i, host := range map[int]string{10: "a1020116.example.com", 20: "b87599.example.com"} {
+			ing := next.Ingresses[i].DeepCopy()
+			ing.Spec.Rules[0].Host = host
+			next.Ingresses[i] = ing
+		}
+	})
 	pluginChanged := func(next *store.Snapshot) {
 		next.KongPlugins = slices.Clone(next.KongPlugins)
 		for j, p := range next.KongPlugins {
@@ -560,6 +580,11 @@ func TestIncrementalIngressPluginsKeepOtherEntities(t *testing.T) {
 	withCredential := changed(snap, func(next *store.Snapshot) {
 		next.KongConsumers, next.Secrets = []*kongv1.KongConsumer{consumer}, append(slices.Clone(snap.Secrets), credential)
 	})
+	longName := false
+	for _, p := range Build(annotated(instanceClash, 10, "limit-0"), Options{}).State.Plugins {
+		longName = longName || len(str(p.InstanceName)) > len("one-")+9
+	}
+	require.True(t, longName, "the instance names of limit-0 do not clash")
 	type step struct {
 		name   string
 		snap   *store.Snapshot
@@ -597,6 +622,9 @@ func TestIncrementalIngressPluginsKeepOtherEntities(t *testing.T) {
 		}},
 		{"one instance name", oneInstance, []step{
 			{"Ingress 10 names limit-1 and limit-0", annotated(oneInstance, 10, "limit-1,limit-0"), ""},
+		}},
+		{"instance names clash", instanceClash, []step{
+			{"Ingress 10 names limit-0", annotated(instanceClash, 10, "limit-0"), "a plugin of the change has instance names that clash"},
 		}},
 		{"a plugin changed too", snap, []step{
 			{"Ingress 10 names limit-0", changed(annotated(snap, 10, "limit-0"), pluginChanged), "Ingresses' plugins changed with plugins, Secrets or consumers"},
