@@ -143,8 +143,10 @@ type IncrementalStats struct {
 	// PartialPlugins counts the partial translations that made plugin entities again
 	// (splicePlugins).
 	PartialPlugins int
-	// PartialIngressPlugins counts the partial translations that made the plugin entities of
-	// closure Ingresses again (spliceIngressPlugins).
+	// PartialIngressPlugins counts the partial translations that made plugin entities of
+	// closure Ingresses and merged them into the previous result's (spliceIngressPlugins);
+	// not those whose closure attaches no plugin (its Ingresses name none, or only missing
+	// or refused ones), whose splice only drops the closure's old entities.
 	PartialIngressPlugins int
 	// PartialCertificates counts the partial translations that re-derived certificates of
 	// TLS Secrets (spliceCertificates).
@@ -1208,7 +1210,9 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		if res, why = spliceIngressPlugins(prev, res, part, closure); why != "" {
 			return Result{}, false, why
 		}
-		t.Stats.PartialIngressPlugins++
+		if len(part.State.Plugins) > 0 {
+			t.Stats.PartialIngressPlugins++
+		}
 	}
 	if len(certSecrets) > 0 {
 		var why string

@@ -43,7 +43,7 @@ func TestIncrementalMatchesBuildWithGatewayRoutes(t *testing.T) {
 	splicedExpressions := map[string]int{} // the same under the expressions router
 	stats, reasons := matchBuildRounds(t, starts, steps, 31, func(ed *editor) {
 		ed.routesMostly, ed.otherRoutesMostly = true, true
-		ed.observe = func(s translationStart, what string, before, after IncrementalStats) {
+		ed.observe = func(s translationStart, what string, before, after IncrementalStats, _, _ Result) {
 			if after.PartialRoutes > before.PartialRoutes {
 				kind, _, _ := strings.Cut(what, " ")
 				spliced[kind]++

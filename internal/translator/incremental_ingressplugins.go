@@ -2,7 +2,6 @@ package translator
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	netv1 "k8s.io/api/networking/v1"
@@ -18,15 +17,8 @@ func closurePlugins(prev *incrementalRound, ings []*netv1.Ingress, sub *store.Sn
 	namespaced := map[nsName]bool{}
 	cluster := map[string]bool{}
 	for _, ing := range ings {
-		list, has := ing.Annotations[annPlugins]
-		if !has {
-			continue
-		}
-		for _, entry := range splitList(list, ",") {
-			ns, name := ing.Namespace, entry
-			if remoteNS, remoteName, remote := strings.Cut(entry, ":"); remote {
-				ns, name = remoteNS, remoteName
-			}
+		for entry := range pluginEntries(ing.Namespace, ing.Annotations[annPlugins]) {
+			ns, name := entry.ns, entry.name
 			if kp := prev.plugins.namespaced.get(nsName{ns, name}); kp != nil && !namespaced[nsName{ns, name}] {
 				namespaced[nsName{ns, name}] = true
 				sub.KongPlugins = append(sub.KongPlugins, kp)
@@ -288,14 +280,12 @@ func spliceIngressPlugins(prev *incrementalRound, res, part Result, closure map[
 // annotationRank is the place in ing's konghq.com/plugins of the first entry looked up as
 // source (lookupPlugin's key).
 func annotationRank(ing *netv1.Ingress, source string) int {
-	for i, entry := range splitList(ing.Annotations[annPlugins], ",") {
-		key := ing.Namespace + ":" + entry
-		if strings.Contains(entry, ":") {
-			key = entry
-		}
-		if key == source {
+	i := 0
+	for entry := range pluginEntries(ing.Namespace, ing.Annotations[annPlugins]) {
+		if entry.key() == source {
 			return i
 		}
+		i++
 	}
 	return -1
 }

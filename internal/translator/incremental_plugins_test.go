@@ -8,12 +8,15 @@ import (
 
 	"github.com/kong/go-kong/kong"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
@@ -50,9 +53,39 @@ func TestIncrementalMatchesBuildWithPlugins(t *testing.T) {
 // pluginTestCluster is pluginCluster at 60 Ingresses with what its plugins can also be: a
 // KongPlugin configured from a Secret (configFrom) and one patched from a Secret
 // (configPatches), both named by Ingresses, and a KongClusterPlugin with an instance name
-// named by Ingresses of two namespaces (two instances of it).
+// named by Ingresses of two namespaces (two instances of it). Its Ingresses are also more
+// varied than pluginCluster's: every fourth has a second rule (another host, its paths
+// listed against their routes' names' order), every eighth a third (no host), so that one
+// Ingress's part of a plugin's entities is several routes in route-name order; and Ingresses
+// 40-49 share the Services of 30-39, so that a change of one's plugins has the other in its
+// closure.
 func pluginTestCluster() *store.Snapshot {
 	snap := pluginCluster(60)
+	prefix := netv1.PathTypePrefix
+	for i, ing := range snap.Ingresses {
+		backend := ing.Spec.Rules[0].HTTP.Paths[0].Backend
+		if i >= 40 && i < 50 {
+			backend.Service = &netv1.IngressServiceBackend{Name: fmt.Sprintf("svc-%d", i-10), Port: backend.Service.Port}
+			for j := range ing.Spec.Rules[0].HTTP.Paths {
+				ing.Spec.Rules[0].HTTP.Paths[j].Backend = backend
+			}
+		}
+		paths := func(ps ...string) *netv1.HTTPIngressRuleValue {
+			var v netv1.HTTPIngressRuleValue
+			for _, p := range ps {
+				v.Paths = append(v.Paths, netv1.HTTPIngressPath{Path: p, PathType: &prefix, Backend: backend})
+			}
+			return &v
+		}
+		if i%4 == 1 {
+			ing.Spec.Rules = append(ing.Spec.Rules, netv1.IngressRule{Host: fmt.Sprintf("alt-%d.example.com", i),
+				IngressRuleValue: netv1.IngressRuleValue{HTTP: paths("/z", "/b", "/a")}})
+		}
+		if i%8 == 1 {
+			ing.Spec.Rules = append(ing.Spec.Rules, netv1.IngressRule{
+				IngressRuleValue: netv1.IngressRuleValue{HTTP: paths(fmt.Sprintf("/ing-%d/y", i), fmt.Sprintf("/ing-%d/x", i))}})
+		}
+	}
 	secret := func(ns, name, value string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: objectMeta(ns, name, "1"), Data: map[string][]byte{"config": []byte(value)}}
 	}
@@ -78,6 +111,8 @@ func pluginTestCluster() *store.Snapshot {
 			ing.Annotations = map[string]string{annPlugins: "patched,shared"}
 		case 23, 24:
 			ing.Annotations = map[string]string{annPlugins: "shared"}
+		case 33, 41:
+			ing.Annotations = map[string]string{annPlugins: "limit-1"}
 		}
 	}
 	return snap
@@ -316,11 +351,43 @@ func TestIncrementalMatchesBuildWithIngressPlugins(t *testing.T) {
 	if testing.Short() {
 		steps = 100
 	}
-	stats, reasons := matchBuildRounds(t, starts, steps, 61, func(ed *editor) { ed.ingressPluginsMostly = true })
+	moved := 0 // splices in the cluster after which two plugins' blocks are in another order
+	stats, reasons := matchBuildRounds(t, starts, steps, 61, func(ed *editor) {
+		ed.ingressPluginsMostly = true
+		ed.observe = func(s translationStart, _ string, before, after IncrementalStats, prev, got Result) {
+			if s.name == "plugins cluster" && after.PartialIngressPlugins > before.PartialIngressPlugins && pluginBlocksMoved(prev, got) {
+				moved++
+			}
+		}
+	})
 	t.Logf("full because: %v", reasons)
 	cluster := stats["plugins cluster"]
-	t.Logf("plugins cluster: %d splices of Ingresses' plugins, %d full", cluster.PartialIngressPlugins, cluster.Full)
+	t.Logf("plugins cluster: %d splices of Ingresses' plugins (%d moving blocks), %d full", cluster.PartialIngressPlugins, moved, cluster.Full)
 	require.Greater(t, cluster.PartialIngressPlugins, cluster.Full, "Ingresses' plugins were hardly spliced")
+	require.GreaterOrEqual(t, moved, steps/30, "hardly a splice put plugins' blocks in another order")
+}
+
+// pluginBlocksMoved says whether two plugin sources that have entities in both prev and got
+// are in another order in got.
+func pluginBlocksMoved(prev, got Result) bool {
+	type source struct {
+		obj    node
+		source string
+		global bool
+	}
+	order := func(r Result) []source {
+		var out []source
+		for _, b := range blocksOf(r.State.Plugins, r.parts.plugins.origins) {
+			o := b.origins[0]
+			out = append(out, source{o.obj, o.source, o.global})
+		}
+		return out
+	}
+	before, after := order(prev), order(got)
+	both := func(in, other []source) []source {
+		return slices.DeleteFunc(slices.Clone(in), func(s source) bool { return !slices.Contains(other, s) })
+	}
+	return !slices.Equal(both(before, after), both(after, before))
 }
 
 // ingressPluginLists are the konghq.com/plugins values editIngressPlugins gives Ingresses.
@@ -328,7 +395,7 @@ func TestIncrementalMatchesBuildWithIngressPlugins(t *testing.T) {
 // or a global plugin are rarer: a change of the Ingresses naming them is a full Build.
 var ingressPluginLists = []string{"limit-0", "limit-1", "limit-2", "shared", "limit-0,shared", "shared,limit-1", "missing",
 	"from-secret", "patched", "ns-1:limit-0", "ns-2:shared", "", "limit-2", "limit-1,shared", "shared,limit-0", "limit-0",
-	"limit-0,limit-0", "limit-0,limit-1", "correlation"}
+	":limit-1,limit-0", "limit-2:,shared,limit-1", "limit-0,limit-0", "limit-0,limit-1", "correlation"}
 
 // editIngressPlugins makes one random change of an Ingress's konghq.com/plugins, or adds,
 // deletes or creates again an Ingress with plugins.
@@ -374,8 +441,14 @@ func (e *editor) editIngressPlugins(s *store.Snapshot) string {
 // An Ingress given konghq.com/plugins naming two plugins younger Ingresses of its namespace
 // name, in the other order (their blocks change places), then only one of them, is spliced:
 // the result is a full Build's, and every entity but the Ingress's is the previous one, the
-// same pointer. A plugin also named by a Service, or an Ingress naming a
-// global KongClusterPlugin, is a full Build.
+// same pointer. A plugin that something other than Ingresses also names (a Service, a
+// KongConsumer, a TCPIngress, an HTTPRoute), an Ingress naming a global KongClusterPlugin, a
+// plugin named twice by one Ingress (its second entity left out), and plugins, Secrets or
+// consumers changed in the annotation's round are full Builds, for the reason given.
+// Malformed entries (":correlation", which would name the global plugin) name nothing. Two
+// plugins of one instance name on the same routes (their entities' instance names alike) is
+// spliced, as a full Build keeps both names; two entities of one plugin whose short instance
+// names clash are a full Build.
 func TestIncrementalIngressPluginsKeepOtherEntities(t *testing.T) {
 	snap := pluginCluster(40)
 	for _, p := range snap.KongPlugins {
@@ -394,46 +467,173 @@ func TestIncrementalIngressPluginsKeepOtherEntities(t *testing.T) {
 			ing.Annotations = nil
 		}
 	}
-	edited := func(snap *store.Snapshot, i int, plugins string, svc bool) *store.Snapshot {
+	// changed is snap with change made to a copy of it.
+	changed := func(snap *store.Snapshot, change func(*store.Snapshot)) *store.Snapshot {
 		next := *snap
-		next.Ingresses = slices.Clone(snap.Ingresses)
-		ing := next.Ingresses[i].DeepCopy()
-		ing.ResourceVersion += "-2"
-		ing.Annotations = map[string]string{annPlugins: plugins}
-		next.Ingresses[i] = ing
-		if svc {
-			next.Services = slices.Clone(snap.Services)
-			for j, s := range next.Services {
-				if s.Namespace == "ns-0" && s.Name == "svc-30" {
-					s = s.DeepCopy()
-					s.ResourceVersion += "-2"
-					s.Annotations = map[string]string{annPlugins: "limit-1"}
-					next.Services[j] = s
-				}
-			}
-		}
+		change(&next)
 		return &next
 	}
+	// annotated is snap with Ingress i's konghq.com/plugins set to plugins.
+	annotated := func(snap *store.Snapshot, i int, plugins string) *store.Snapshot {
+		return changed(snap, func(next *store.Snapshot) {
+			next.Ingresses = slices.Clone(snap.Ingresses)
+			ing := next.Ingresses[i].DeepCopy()
+			ing.ResourceVersion += "-2"
+			ing.Annotations = map[string]string{annPlugins: plugins}
+			next.Ingresses[i] = ing
+		})
+	}
+	withService := changed(snap, func(next *store.Snapshot) {
+		next.Services = slices.Clone(snap.Services)
+		for j, s := range next.Services {
+			if s.Namespace == "ns-0" && s.Name == "svc-30" {
+				s = s.DeepCopy()
+				s.ResourceVersion += "-2"
+				s.Annotations = map[string]string{annPlugins: "limit-1"}
+				next.Services[j] = s
+			}
+		}
+	})
+	consumer, credential := benchConsumer(0, 0)
+	withConsumer := changed(snap, func(next *store.Snapshot) {
+		kc := consumer.DeepCopy()
+		kc.Annotations = map[string]string{"kubernetes.io/ingress.class": "kong", annPlugins: "limit-1"}
+		next.KongConsumers, next.Secrets = []*kongv1.KongConsumer{kc}, append(slices.Clone(snap.Secrets), credential)
+	})
+	withTCPIngress := changed(snap, func(next *store.Snapshot) {
+		// Its own Service: one of Ingresses' would be taken from them.
+		svc := snap.Services[30].DeepCopy()
+		svc.Name, svc.UID = "tcp-backend", "uid-tcp-backend"
+		next.Services = append(slices.Clone(snap.Services), svc)
+		next.TCPIngresses = []*kongv1beta1.TCPIngress{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns-0", Name: "tcp", UID: "uid-tcp", ResourceVersion: "1",
+				Annotations: map[string]string{"kubernetes.io/ingress.class": "kong", annPlugins: "limit-1"}},
+			Spec: kongv1beta1.TCPIngressSpec{Rules: []kongv1beta1.IngressRule{{Port: 9000,
+				Backend: kongv1beta1.IngressBackend{ServiceName: "tcp-backend", ServicePort: 80}}}},
+		}}
+	})
+	withHTTPRoute := changed(snap, func(next *store.Snapshot) {
+		gateway := routeCluster(0, false)
+		next.GatewayClasses, next.Gateways = gateway.GatewayClasses, gateway.Gateways
+		port, gwNS, section, path := gatewayv1.PortNumber(80), gatewayv1.Namespace("default"), gatewayv1.SectionName("http"), "/route"
+		prefix := gatewayv1.PathMatchPathPrefix
+		next.HTTPRoutes = []*gatewayv1.HTTPRoute{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns-0", Name: "route", Generation: 1, ResourceVersion: "1", UID: "uid-route",
+				Annotations: map[string]string{annPlugins: "limit-1"}},
+			Spec: gatewayv1.HTTPRouteSpec{
+				CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kong", Namespace: &gwNS, SectionName: &section}}},
+				Rules: []gatewayv1.HTTPRouteRule{{
+					Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: &prefix, Value: &path}}},
+					BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
+						BackendObjectReference: gatewayv1.BackendObjectReference{Name: "svc-30", Port: &port}}}},
+				}},
+			}}}
+	})
+	// limit-0 and limit-1 given the instance name "one".
+	oneInstance := changed(snap, func(next *store.Snapshot) {
+		next.KongPlugins = slices.Clone(snap.KongPlugins)
+		for j, p := range next.KongPlugins {
+			if p.Namespace == "ns-0" && (p.Name == "limit-0" || p.Name == "limit-1") {
+				p = p.DeepCopy()
+				p.InstanceName = "one"
+				next.KongPlugins[j] = p
+			}
+		}
+	})
+	// limit-0 given the instance name "one", and Ingresses 10 and 20 hosts that make their
+	// routes' entities of it the same short instance name (the first 9 hex digits of the
+	// hashes of their relations are alike, found by search): the younger's gets the long one.
+	instanceClash := changed(snap, func(next *store.Snapshot) {
+		next.KongPlugins = slices.Clone(snap.KongPlugins)
+		for j, p := range next.KongPlugins {
+			if p.Namespace == "ns-0" && p.Name == "limit-0" {
+				p = p.DeepCopy()
+				p.InstanceName = "one"
+				next.KongPlugins[j] = p
+			}
+		}
+		next.Ingresses = slices.Clone(snap.Ingresses)
+		for i, host := range map[int]string{10: "a1020116.example.com", 20: "b87599.example.com"} {
+			ing := next.Ingresses[i].DeepCopy()
+			ing.Spec.Rules[0].Host = host
+			next.Ingresses[i] = ing
+		}
+	})
+	pluginChanged := func(next *store.Snapshot) {
+		next.KongPlugins = slices.Clone(next.KongPlugins)
+		for j, p := range next.KongPlugins {
+			if p.Namespace == "ns-0" && p.Name == "limit-0" {
+				next.KongPlugins[j] = benchPlugin(0, 0, 1)
+			}
+		}
+	}
+	secretChanged := func(next *store.Snapshot) {
+		_, rotated := benchConsumer(0, 1)
+		next.Secrets = append(slices.DeleteFunc(slices.Clone(next.Secrets), func(s *corev1.Secret) bool { return s.Name == rotated.Name }), rotated)
+	}
+	consumerChanged := func(next *store.Snapshot) {
+		kc := next.KongConsumers[0].DeepCopy()
+		kc.ResourceVersion += "-2"
+		kc.CustomID = "custom"
+		next.KongConsumers = []*kongv1.KongConsumer{kc}
+	}
+	withCredential := changed(snap, func(next *store.Snapshot) {
+		next.KongConsumers, next.Secrets = []*kongv1.KongConsumer{consumer}, append(slices.Clone(snap.Secrets), credential)
+	})
+	longName := false
+	for _, p := range Build(annotated(instanceClash, 10, "limit-0"), Options{}).State.Plugins {
+		longName = longName || len(str(p.InstanceName)) > len("one-")+9
+	}
+	require.True(t, longName, "the instance names of limit-0 do not clash")
 	type step struct {
 		name   string
 		snap   *store.Snapshot
 		reason string // of the full Build, "" when spliced
 	}
-	withService := edited(snap, 20, "limit-0", true)
 	for _, tc := range []struct {
 		name  string
 		start *store.Snapshot
 		steps []step
 	}{
 		{"spliced", snap, []step{
-			{"Ingress 10 names limit-1 and limit-0", edited(snap, 10, "limit-1,limit-0", false), ""},
-			{"and names limit-0 only", edited(edited(snap, 10, "limit-1,limit-0", false), 10, "limit-0", false), ""},
+			{"Ingress 10 names limit-1 and limit-0", annotated(snap, 10, "limit-1,limit-0"), ""},
+			{"and names limit-0 only", annotated(annotated(snap, 10, "limit-1,limit-0"), 10, "limit-0"), ""},
+		}},
+		{"malformed entries", snap, []step{
+			{"Ingress 10 names :correlation, limit-0 and correlation:", annotated(snap, 10, ":correlation,limit-0,correlation:"), ""},
 		}},
 		{"named by a Service", withService, []step{
-			{"Ingress 10 names limit-1", edited(withService, 10, "limit-1", false), "a plugin of the change is named by a Service"},
+			{"Ingress 10 names limit-1", annotated(withService, 10, "limit-1"), "a plugin of the change is named by a Service"},
+		}},
+		{"named by a KongConsumer", withConsumer, []step{
+			{"Ingress 10 names limit-1", annotated(withConsumer, 10, "limit-1"), "a plugin of the change is named by a KongConsumer"},
+		}},
+		{"named by a TCPIngress", withTCPIngress, []step{
+			{"Ingress 10 names limit-1", annotated(withTCPIngress, 10, "limit-1"), "a plugin of the change is named by a TCPIngress"},
+		}},
+		{"named by an HTTPRoute", withHTTPRoute, []step{
+			{"Ingress 10 names limit-1", annotated(withHTTPRoute, 10, "limit-1"), "a plugin of the change is named by a HTTPRoute"},
 		}},
 		{"global", snap, []step{
-			{"Ingress 10 names the global one", edited(snap, 10, "correlation", false), "an Ingress of the change may name a global plugin"},
+			{"Ingress 10 names the global one", annotated(snap, 10, "correlation"), "an Ingress of the change may name a global plugin"},
+		}},
+		{"named twice", snap, []step{
+			{"Ingress 10 names limit-1 twice", annotated(snap, 10, "limit-1,limit-1"), "a plugin entity of the closure was left out as another's duplicate"},
+		}},
+		{"one instance name", oneInstance, []step{
+			{"Ingress 10 names limit-1 and limit-0", annotated(oneInstance, 10, "limit-1,limit-0"), ""},
+		}},
+		{"instance names clash", instanceClash, []step{
+			{"Ingress 10 names limit-0", annotated(instanceClash, 10, "limit-0"), "a plugin of the change has instance names that clash"},
+		}},
+		{"a plugin changed too", snap, []step{
+			{"Ingress 10 names limit-0", changed(annotated(snap, 10, "limit-0"), pluginChanged), "Ingresses' plugins changed with plugins, Secrets or consumers"},
+		}},
+		{"a Secret changed too", withCredential, []step{
+			{"Ingress 10 names limit-0", changed(annotated(withCredential, 10, "limit-0"), secretChanged), "Ingresses' plugins changed with plugins, Secrets or consumers"},
+		}},
+		{"a consumer changed too", withCredential, []step{
+			{"Ingress 10 names limit-0", changed(annotated(withCredential, 10, "limit-0"), consumerChanged), "Ingresses' plugins changed with plugins, Secrets or consumers"},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -441,6 +641,14 @@ func TestIncrementalIngressPluginsKeepOtherEntities(t *testing.T) {
 			renderer := &kongstate.Renderer{}
 			prev := inc.Build(tc.start, Options{})
 			require.Equal(t, "first translation", inc.Stats.LastReason)
+			if strings.HasPrefix(tc.name, "named by") {
+				// limit-1 (cors) has an entity on other than an Ingress's route alone.
+				other := false
+				for i, p := range prev.State.Plugins {
+					other = other || str(p.Name) == "cors" && (p.Consumer != nil || prev.parts.plugins.origins[i].by == nil)
+				}
+				require.True(t, other, "the other referrer has no entity of limit-1: %v", prev.Problems)
+			}
 			for _, s := range tc.steps {
 				full := inc.Stats.Full
 				got := inc.Build(s.snap, Options{})

@@ -93,17 +93,20 @@ func matchBuildRounds(t *testing.T, starts []translationStart, steps int, seed u
 			configure(ed)
 			inc := &Incremental{noSizeLimit: true}
 			renderer := &kongstate.Renderer{}
-			requireSameResult(t, "start", renderer, inc.Build(s.snap, s.opts), Build(s.snap, s.opts))
+			prev := inc.Build(s.snap, s.opts)
+			requireSameResult(t, "start", renderer, prev, Build(s.snap, s.opts))
 			for step := 0; step < steps; step++ {
 				what := ed.edit()
 				before := inc.Stats
-				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, inc.Build(ed.snap, s.opts), Build(ed.snap, s.opts))
+				got := inc.Build(ed.snap, s.opts)
+				requireSameResult(t, fmt.Sprintf("step %d (%s)", step, what), renderer, got, Build(ed.snap, s.opts))
 				if inc.Stats.Full > before.Full {
 					reasons[inc.Stats.LastReason]++
 				}
 				if ed.observe != nil {
-					ed.observe(s, what, before, inc.Stats)
+					ed.observe(s, what, before, inc.Stats, prev, got)
 				}
+				prev = got
 			}
 			t.Logf("%d partial translations (%d of Gateway API routes, %d of KongConsumers, %d of plugins, %d of certificates), %d full",
 				inc.Stats.Partial, inc.Stats.PartialRoutes, inc.Stats.PartialConsumers, inc.Stats.PartialPlugins, inc.Stats.PartialCertificates, inc.Stats.Full)
@@ -273,8 +276,9 @@ type editor struct {
 	certs              []testCertPEM
 
 	// observe, when set, is told of each round matchBuildRounds makes: its start, the edit,
-	// and the Incremental's statistics before and after the round.
-	observe func(s translationStart, what string, before, after IncrementalStats)
+	// the Incremental's statistics before and after the round, and its results before and
+	// after it.
+	observe func(s translationStart, what string, before, after IncrementalStats, prev, got Result)
 }
 
 func (e *editor) version() string { e.rv++; return fmt.Sprintf("rv-%d", e.rv) }

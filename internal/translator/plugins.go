@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 
@@ -157,14 +158,10 @@ func (b *builder) plugins() {
 	routeIngress := map[string]*netv1.Ingress{}
 
 	attachList := func(referrer client.Object, gvk schema.GroupVersionKind, list string, add func(*pluginRelations)) {
-		for _, entry := range splitList(list, ",") {
-			if strings.HasPrefix(entry, ":") || strings.HasSuffix(entry, ":") {
-				continue
-			}
+		for entry := range pluginEntries(referrer.GetNamespace(), list) {
 			field := annField(annPlugins)
-			ns, name := referrer.GetNamespace(), entry
-			if remoteNS, remoteName, remote := strings.Cut(entry, ":"); remote {
-				ns, name = remoteNS, remoteName
+			ns, name := entry.ns, entry.name
+			if entry.remote {
 				if !b.grantAllows(referrer, gvk, ns, name) {
 					// The referrer still names the plugin: when a grant comes, or the
 					// plugin changes, it is translated again (the graph must know).
@@ -177,7 +174,7 @@ func (b *builder) plugins() {
 			if p == nil {
 				b.refer(referrer, gvk, ref(gvkKongPlugin, ns, name))
 				b.refer(referrer, gvk, ref(gvkKongClusterPlugin, "", name))
-				if _, known := resolved[ns+":"+name]; !known {
+				if _, known := resolved[entry.key()]; !known {
 					b.problem(referrer, gvk, field, "referenced KongPlugin or KongClusterPlugin %q does not exist", name)
 				}
 				continue
@@ -304,10 +301,40 @@ func gvkOf(o client.Object) schema.GroupVersionKind {
 	return gvkKongPlugin
 }
 
+// pluginEntry is an entry of a konghq.com/plugins annotation: the namespace and name of the
+// plugin it names, remote when written "ns:name" (a KongPlugin of another namespace, which
+// needs a ReferenceGrant).
+type pluginEntry struct {
+	ns, name string
+	remote   bool
+}
+
+// key is the "ns:name" lookupPlugin looks the entry up by (pluginSource's key).
+func (e pluginEntry) key() string { return e.ns + ":" + e.name }
+
+// pluginEntries are the entries of list, the konghq.com/plugins annotation of an object of
+// namespace ns, in its order; a malformed one (":name", "ns:") names nothing and is left out.
+func pluginEntries(ns, list string) iter.Seq[pluginEntry] {
+	return func(yield func(pluginEntry) bool) {
+		for _, entry := range splitList(list, ",") {
+			if strings.HasPrefix(entry, ":") || strings.HasSuffix(entry, ":") {
+				continue
+			}
+			e := pluginEntry{ns: ns, name: entry}
+			if remoteNS, remoteName, remote := strings.Cut(entry, ":"); remote {
+				e = pluginEntry{ns: remoteNS, name: remoteName, remote: true}
+			}
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
 // lookupPlugin finds KongPlugin ns/name, else KongClusterPlugin name (kic-compat.md §8.1).
 // A plugin whose configuration cannot be built is reported once and resolves to nil.
 func (b *builder) lookupPlugin(ns, name string, cache map[string]*pluginSource) *pluginSource {
-	key := ns + ":" + name
+	key := pluginEntry{ns: ns, name: name}.key()
 	if p, ok := cache[key]; ok {
 		return p
 	}
