@@ -121,6 +121,7 @@ func TestBothGatewaysJudgeATargetsRouterAlike(t *testing.T) {
 	}
 	expressionRoute := route(kong.Route{Expression: kong.String(`http.path == "/"`)})
 	traditionalRoute := route(kong.Route{Paths: kong.StringSlice("/")})
+	streamRoute := route(kong.Route{Protocols: kong.StringSlice("tcp"), Destinations: []*kong.CIDRPort{{Port: kong.Int(9000)}}})
 	for _, tc := range []struct {
 		name    string
 		flavor  string
@@ -140,6 +141,11 @@ func TestBothGatewaysJudgeATargetsRouterAlike(t *testing.T) {
 		{"expression routes, expressions router, Kong 3.6", kongemu.RouterExpressions, "3.6.1", expressionRoute, false},
 		{"no routes, expressions router, Kong 3.6", kongemu.RouterExpressions, "3.6.1", &kongstate.State{}, false},
 		{"traditional routes, traditional_compatible router, Kong 3.6", kongemu.RouterTraditionalCompatible, "3.6.1", traditionalRoute, false},
+		// Stream routes keep their traditional fields in an expressions round too: judged by
+		// Kong itself, one by one, not refused whole for ever.
+		{"stream routes only, expressions router, Kong 3.6", kongemu.RouterExpressions, "3.6.1", streamRoute, false},
+		{"enterprise version string, expressions router", kongemu.RouterExpressions, "3.6.1.4-enterprise-edition", traditionalRoute, true},
+		{"unreadable version, expressions router", kongemu.RouterExpressions, "dev", traditionalRoute, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kongOf := func() (*kongemu.Server, *kong.Client) {

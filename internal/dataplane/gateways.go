@@ -96,10 +96,45 @@ func refusedByRouter(url string, root Root, s *kongstate.State) error {
 	if flavor != "expressions" && hasExpressionRoutes(s) {
 		return fmt.Errorf("gateway %s uses the %s router: configuration rendered for the expressions router, to be rendered again", url, flavor)
 	}
-	if flavor == "expressions" && !traditionalFieldsUnderExpressions(root.Version) && hasRoutes(s) && !hasExpressionRoutes(s) {
-		return fmt.Errorf("gateway %s runs Kong %s on the expressions router, which takes no traditional route fields before 3.7: configuration rendered for the traditional router, to be rendered again", url, root.Version)
+	if flavor == "expressions" && !traditionalFieldsUnderExpressions(root.Version) && !hasExpressionRoutes(s) && hasTraditionalHTTPRoutes(s) {
+		return fmt.Errorf("gateway %s runs Kong %s on the expressions router, which takes no traditional route fields before 3.7: "+
+			"configuration rendered for the traditional router, to be rendered again for the expressions router once every gateway says it runs that router", url, root.Version)
 	}
 	return nil
+}
+
+// hasTraditionalHTTPRoutes reports whether s has a route of the HTTP family (the protocols
+// Ingresses and HTTP and gRPC routes take; none said is Kong's http and https) without an
+// expression. Stream routes (TCPIngress, UDPIngress, TCP/TLS/UDP routes) keep their
+// traditional fields in a configuration rendered for the expressions router too, so they
+// do not say which router it was rendered for: a Kong before 3.7 refuses them itself, one by
+// one, whatever the round.
+func hasTraditionalHTTPRoutes(s *kongstate.State) bool {
+	if s == nil {
+		return false
+	}
+	for _, svc := range s.Services {
+		for _, r := range svc.Routes {
+			if r.Expression == nil && isHTTPFamily(r.Protocols) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isHTTPFamily reports whether a route of protocols serves HTTP or gRPC.
+func isHTTPFamily(protocols []*string) bool {
+	if len(protocols) == 0 {
+		return true
+	}
+	for _, p := range protocols {
+		switch kong.StringValue(p) {
+		case "http", "https", "grpc", "grpcs", "ws", "wss":
+			return true
+		}
+	}
+	return false
 }
 
 // traditionalFieldsUnderExpressions reports whether Kong version v (GET /'s "version":
@@ -114,19 +149,6 @@ func traditionalFieldsUnderExpressions(v string) bool {
 		return true
 	}
 	return major > 3 || major == 3 && minor >= 7
-}
-
-// hasRoutes reports whether s has a route of a Kong service.
-func hasRoutes(s *kongstate.State) bool {
-	if s == nil {
-		return false
-	}
-	for _, svc := range s.Services {
-		if len(svc.Routes) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // hasExpressionRoutes reports whether s was rendered for the expressions router: a route

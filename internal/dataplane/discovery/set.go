@@ -77,14 +77,15 @@ type routerLearner struct {
 }
 
 type member struct {
-	api    AdminAPI
-	client *kong.Client
-	http   *http.Client
-	gw     dataplane.Gateway // built once its database mode (and router) is known
-	db     bool
-	router string // its router flavor, which a DB-less gateway checks targets against
-	ready  bool
-	err    string // the last check's error, logged when it changes
+	api     AdminAPI
+	client  *kong.Client
+	http    *http.Client
+	gw      dataplane.Gateway // built once its database mode (and router) is known
+	db      bool
+	router  string // its router flavor, which a DB-less gateway checks targets against
+	version string // its Kong version, likewise (refusedByRouter)
+	ready   bool
+	err     string // the last check's error, logged when it changes
 }
 
 var _ dataplane.GatewaySet = (*Set)(nil)
@@ -363,8 +364,8 @@ func (s *Set) check(ctx context.Context, m *member) {
 	s.facts.RecordRoot(m.client.BaseRootURL(), root)
 	db := root.Database
 	s.opts.Flavors.Report(m.api.URL, root.RouterFlavor)
-	if m.gw == nil || m.db != db || !db && m.router != root.RouterFlavor {
-		m.db, m.router = db, root.RouterFlavor
+	if m.gw == nil || m.db != db || !db && (m.router != root.RouterFlavor || m.version != root.Version) {
+		m.db, m.router, m.version = db, root.RouterFlavor, root.Version
 		if !db {
 			gw := dataplane.NewDBLessGateway(m.api.URL, m.client, s.opts.Logger)
 			gw.Router, gw.Version = root.RouterFlavor, root.Version
