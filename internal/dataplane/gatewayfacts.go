@@ -37,6 +37,7 @@ type GatewayFacts struct {
 	rootFail  map[string]time.Time // gateway URL -> when GET / failed
 	schemas   map[string]translator.EntitySchemaAnswer
 	schemaErr map[string]failedQuestion
+	listed    map[string]bool // the gateways the last Learn was given (forgetGone)
 }
 
 type failedQuestion struct {
@@ -65,7 +66,7 @@ func (f *GatewayFacts) Learn(ctx context.Context, types []string) (enterprise bo
 	clients := f.clients()
 	sort.Slice(clients, func(i, j int) bool { return clients[i].BaseRootURL() < clients[j].BaseRootURL() })
 	f.mu.Lock()
-	f.forgetAllBut(clients)
+	f.forgetGone(clients)
 	var askRoot []*kong.Client
 	for _, c := range clients {
 		url := c.BaseRootURL()
@@ -136,16 +137,28 @@ func (f *GatewayFacts) RecordRoot(baseRootURL string, root Root) {
 	delete(f.rootFail, baseRootURL)
 }
 
-// forgetAllBut drops what was learned of gateways no longer among clients: discovered
-// gateways come and go (a replaced Pod has a new address), and an address reused by another
-// gateway must be asked again. Called with mu held.
-func (f *GatewayFacts) forgetAllBut(clients []*kong.Client) {
+// forgetGone drops what was learned of the gateways the last Learn was given and clients
+// no longer holds: discovered gateways come and go (a replaced Pod has a new address), and an
+// address reused by another gateway must be asked again. An answer recorded for a gateway not
+// listed yet (RecordRoot from a discovery check that has not published it) is kept. The
+// schema answers, which are the answers of the set of gateways, are asked again when one
+// left it (a rolling upgrade to a Kong with other entity types). Called with mu held.
+func (f *GatewayFacts) forgetGone(clients []*kong.Client) {
 	current := make(map[string]bool, len(clients))
 	for _, c := range clients {
 		current[c.BaseRootURL()] = true
 	}
-	maps.DeleteFunc(f.editions, func(url string, _ bool) bool { return !current[url] })
-	maps.DeleteFunc(f.rootFail, func(url string, _ time.Time) bool { return !current[url] })
+	gone := func(url string) bool { return f.listed[url] && !current[url] }
+	for url := range f.listed {
+		if !current[url] {
+			clear(f.schemas)
+			clear(f.schemaErr)
+			break
+		}
+	}
+	maps.DeleteFunc(f.editions, func(url string, _ bool) bool { return gone(url) })
+	maps.DeleteFunc(f.rootFail, func(url string, _ time.Time) bool { return gone(url) })
+	f.listed = current
 }
 
 func (f *GatewayFacts) due(failedAt time.Time) bool {

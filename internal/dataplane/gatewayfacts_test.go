@@ -109,6 +109,7 @@ func TestGatewayFactsForgetGatewaysNoLongerThere(t *testing.T) {
 	servers[2].InjectFault(kongemu.Fault{PathPrefix: "/", Status: 500})
 	ee, _ := f.Learn(ctx, nil)
 	require.False(t, ee)
+	// A gateway a discovery check recorded before the set listed it: kept until it is gone.
 	f.RecordRoot("http://10.0.0.9:8001", Root{Enterprise: true})
 	f.mu.Lock()
 	require.Len(t, f.rootFail, 1, "the third gateway did not answer")
@@ -126,6 +127,26 @@ func TestGatewayFactsForgetGatewaysNoLongerThere(t *testing.T) {
 	require.True(t, ee, "the community gateway is gone")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	assert.Equal(t, map[string]bool{enterprise.BaseRootURL(): true}, f.editions, "only the current gateway's edition is kept")
+	assert.Equal(t, map[string]bool{enterprise.BaseRootURL(): true, "http://10.0.0.9:8001": true}, f.editions,
+		"the gone gateways' editions are forgotten; one recorded but not listed yet is kept")
 	assert.Empty(t, f.rootFail)
+}
+
+// The schema answers are the set of gateways': one gateway gone (a rolling upgrade to a Kong
+// with other entity types), they are asked again.
+func TestGatewayFactsAskSchemasAgainWhenAGatewayLeft(t *testing.T) {
+	ctx := context.Background()
+	f, servers := factsFor(t, kongemu.Enterprise, kongemu.Community)
+	all := f.clients()
+	_, schemas := f.Learn(ctx, []string{"degraphql_routes"})
+	require.Nil(t, schemas["degraphql_routes"].Schema, "the community gateway has no such entity")
+	var enterprise *kong.Client
+	for _, c := range all {
+		if c.BaseRootURL() == servers[0].URL {
+			enterprise = c
+		}
+	}
+	f.clients = func() []*kong.Client { return []*kong.Client{enterprise} }
+	_, schemas = f.Learn(ctx, []string{"degraphql_routes"})
+	require.NotNil(t, schemas["degraphql_routes"].Schema, "asked again of the gateways left")
 }
