@@ -55,7 +55,7 @@ func releaseStartPagesWhen(ctx context.Context, log logr.Logger, done <-chan str
 		}
 		released, err := releaseExecutablePages()
 		if err != nil {
-			log.V(1).Info("executable's start pages kept", "reason", err.Error())
+			log.V(1).Info("executable's start pages kept, or partly", "released", released, "reason", err.Error())
 			return
 		}
 		log.V(1).Info("executable's start pages released", "bytes", released)

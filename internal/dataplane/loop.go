@@ -684,7 +684,9 @@ func (l *Loop) dispatch(g *gatewayState) {
 // A sync that does not end with its context (a Gateway whose Sync ignores it, a fallback's
 // translation asking a slow gateway) is waited for stopSyncsWait at most: then the gate
 // holds of the syncs still in flight are released, and their results are drained when they
-// come, so that Start returns (and the manager releases the lease) within its grace.
+// come, so that Start returns (and the manager releases the lease) within its grace. Such a
+// sync may still push its older target after a new leader's push; the new leader's next
+// change or resync period sends the current one again.
 func (l *Loop) awaitSyncs() {
 	if l.inFlight == 0 {
 		return

@@ -289,7 +289,8 @@ func sortByAge[T client.Object](objs []T) {
 // store lists Ingresses (kic-compat.md §1.1) and as Gateway API breaks its conflicts
 // ("alphabetical order by {namespace}/{name}"). That differs from namespace first, then
 // name, when one namespace is the other's prefix followed by a byte below '/' ("team-a/y"
-// before "team/x").
+// before "team/x"). Not to be unified with splitBefore's order of HTTPRoute matches of equal
+// priority (namespace, then name), which is KIC's own there.
 func olderThan(a, b client.Object) bool {
 	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
 	if ta.Before(&tb) || tb.Before(&ta) {
