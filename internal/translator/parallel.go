@@ -458,11 +458,9 @@ func localResult(part Result, ours, ourService func(node) bool, plugins bool) st
 	return ""
 }
 
-// isPluginNode reports whether n is a KongPlugin or a KongClusterPlugin (isPluginKind for a
-// graph node).
-func isPluginNode(n node) bool {
-	return n.isKind(gvkKongPlugin.Group, gvkKongPlugin.Kind) || n.isKind(gvkKongClusterPlugin.Group, gvkKongClusterPlugin.Kind)
-}
+// isPluginNode reports whether n is a KongPlugin or a KongClusterPlugin: isPluginKind, for a
+// graph node.
+func isPluginNode(n node) bool { return isPluginKind(n.ref()) }
 
 // mergeServiceParts merges lists sorted by name into one sorted by name; ok is false when a
 // name is in two lists.
