@@ -22,19 +22,23 @@ const keepStartPagesEnv = "KONDUCTOR_KEEP_START_PAGES"
 // start: some 360 package initialisers (client-go's scheme registering every API group), the
 // cache's first lists, the first translation. The kernel maps each such fault's neighbours
 // too (fault-around, 64 KB), and keeps all of them in the process's RSS for its whole life:
-// at 3,000 Ingresses 37 MB of file-backed RSS, of which the steady state touches about 17
-// MB (issue #13, memory; docs/performance.md, "The executable's start-only pages").
+// at 3,000 Ingresses 37 MB of file-backed RSS (issue #13, memory; docs/performance.md,
+// "The executable's start-only pages").
 //
 // What it does is safe for a private file mapping that holds no private copy of a page:
-// MADV_DONTNEED only removes the process's page table entries; the pages stay in the page
-// cache, and a page touched again is mapped back from it by a minor fault (no disk read while
-// the cache holds it). Writable mappings (the executable's data) and read-only ones with
+// MADV_DONTNEED only removes the process's page table entries, and a page touched again is
+// read back from the file. Writable mappings (the executable's data) and read-only ones with
 // private copies (readOnlyMappingsOf) are never touched.
 //
-// What it does not do: the pages stay in the page cache, charged to the container's memory
-// cgroup like any file it read, so the cgroup's usage (and the working set kubelet and
-// kubectl top report) does not drop with the RSS; unmapped, they are only easier for the
-// kernel to reclaim. A standby releases nothing until it has led and pushed once.
+// Unmapping alone is not enough: a page touched again brings its 64 KB of neighbours back
+// with it, from the page cache, and the RSS climbed back to 22-27 MB of the executable within
+// seconds. So the mappings read pages alone from then on (MADV_RANDOM), and the executable's
+// pages nobody maps leave the page cache (POSIX_FADV_DONTNEED): what comes back is what the
+// steady state touches, 13-14 MB at 3,000 Ingresses, and the container's memory cgroup
+// (kubectl top, the kubelet's working set) drops with it. The price: a page touched for the
+// first time after the start (a code path the start did not run, or ran and the steady state
+// had not yet) is a disk read of one page, once (docs/performance.md, "The executable's
+// start-only pages"). A standby releases nothing until it has led and pushed once.
 //
 // It returns at once, with a channel closed once it is over (nil when keepStartPagesEnv
 // is set).
