@@ -45,7 +45,9 @@ func (b *builder) populateServices() {
 			b.populateGatewayService(ks)
 			continue
 		}
-		ks.upstream = &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(*ks.svc.Host)}}
+		// The upstream's name is the service's host, the same string: one pointer for both,
+		// never written through (sharedvalues.go).
+		ks.upstream = &file.FUpstream{Upstream: kong.Upstream{Name: ks.svc.Host}}
 		bk := b.backingService(ks)
 		if ks.facade != "" {
 			for _, r := range ks.referrers {
@@ -183,7 +185,7 @@ func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.F
 						if !b.opts.EnableDrainSupport || !endpointTerminating(ep) {
 							continue
 						}
-						weight = kong.Int(0)
+						weight = &sharedZero
 					}
 					if k, hasPort, ok := hostKind(ep.Addresses[0]); !ok || hasPort || k == "" {
 						// The API server validates addresses; a manifest given to

@@ -44,7 +44,7 @@ func (b *builder) facadeService(ing *netv1.Ingress, field, name string, withPath
 		}},
 	}
 	if withPath {
-		ks.svc.Path = kong.String("/")
+		ks.svc.Path = &sharedRootPath
 	}
 	b.kongServices[full] = ks
 	return ks

@@ -109,7 +109,7 @@ func (b *builder) kongServiceFor(ing *netv1.Ingress, field, svcName string, port
 		svc:        b.httpKongService(name, host),
 	}
 	if withPath {
-		ks.svc.Path = kong.String("/")
+		ks.svc.Path = &sharedRootPath
 	}
 	b.kongServices[name] = ks
 	b.lastServiceFor = serviceMemo{ing.Namespace, svcName, pk, ks}
@@ -126,38 +126,28 @@ type serviceMemo struct {
 // httpKongService is a new HTTP Kong service with KIC's defaults: port 80 until the backend
 // resolves, protocol http, 60 s timeouts, 5 retries.
 //
-// The values its fields point to are allocated together, one block per service instead of
-// nine (issue #13, start); each service has its own, so no two entities share a pointer.
+// Its ID, name and host are allocated together, one block per service; the defaults point
+// to the values all services share (sharedvalues.go), never written through.
 func (b *builder) httpKongService(name, host string) file.FService {
-	v := &serviceValues{
-		id: kongstate.ServiceID(b.opts.Workspace, name), name: name, host: host, protocol: "http",
-		port: 80, connectTimeout: kongDefaultTimeout, readTimeout: kongDefaultTimeout, writeTimeout: kongDefaultTimeout, retries: 5,
-	}
+	v := &serviceValues{id: kongstate.ServiceID(b.opts.Workspace, name), name: name, host: host}
 	return file.FService{Service: kong.Service{
 		ID:             &v.id,
 		Name:           &v.name,
 		Host:           &v.host,
-		Port:           &v.port,
-		Protocol:       &v.protocol,
-		ConnectTimeout: &v.connectTimeout,
-		ReadTimeout:    &v.readTimeout,
-		WriteTimeout:   &v.writeTimeout,
-		Retries:        &v.retries,
+		Port:           &sharedPort80,
+		Protocol:       &sharedHTTP,
+		ConnectTimeout: &sharedDefaultTimeout,
+		ReadTimeout:    &sharedDefaultTimeout,
+		WriteTimeout:   &sharedDefaultTimeout,
+		Retries:        &sharedRetries,
 	}}
 }
 
-// serviceValues are what a new Kong service's fields point to (httpKongService).
-type serviceValues struct {
-	id, name, host, protocol                                 string
-	port, connectTimeout, readTimeout, writeTimeout, retries int
-}
+// serviceValues are what a new Kong service's own fields point to (httpKongService).
+type serviceValues struct{ id, name, host string }
 
-// routeValues are what a new Ingress route's fields point to, allocated together (newRoute).
-type routeValues struct {
-	id, name, host                                   string
-	regexPriority                                    int
-	stripPath, preserveHost, requestBuf, responseBuf bool
-}
+// routeValues are what a new Ingress route's own fields point to, allocated together (newRoute).
+type routeValues struct{ id, name, host string }
 
 // ingressRules builds a route per (Ingress, rule host, backend) with the paths of every rule
 // and path that share it (kic-compat.md §3.1-3.6).
@@ -308,18 +298,19 @@ func (b *builder) newRoute(ing *netv1.Ingress, ro *routeOverrides, field, key, n
 	b.routeNames[name] = key
 	b.routeKeys[key] = true
 	// One block for what the route's fields point to: allocated together, one per route.
-	v := &routeValues{id: kongstate.RouteID(b.opts.Workspace, name), name: name, host: host,
-		preserveHost: true, requestBuf: true, responseBuf: true}
+	// The defaults point to the values every route shares (sharedvalues.go), never written
+	// through: routeOverrides.apply replaces the pointers it changes.
+	v := &routeValues{id: kongstate.RouteID(b.opts.Workspace, name), name: name, host: host}
 	r := &file.FRoute{Route: kong.Route{
 		ID:   &v.id,
 		Name: &v.name,
 		// Protocols are left unset, as KIC leaves them, so that Kong's default (http, https)
 		// applies; konghq.com/protocols and force-ssl-redirect set them (routeOverrides).
-		StripPath:         &v.stripPath,
-		PreserveHost:      &v.preserveHost,
-		RegexPriority:     &v.regexPriority,
-		RequestBuffering:  &v.requestBuf,
-		ResponseBuffering: &v.responseBuf,
+		StripPath:         &sharedFalse,
+		PreserveHost:      &sharedTrue,
+		RegexPriority:     &sharedZero,
+		RequestBuffering:  &sharedTrue,
+		ResponseBuffering: &sharedTrue,
 		Tags:              b.entityTags(ing, gvkIngress),
 	}}
 	if host != "" {
