@@ -3,6 +3,7 @@ package translator
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -152,6 +153,7 @@ type routeValues struct{ id, name, host string }
 // ingressRules builds a route per (Ingress, rule host, backend) with the paths of every rule
 // and path that share it (kic-compat.md §3.1-3.6).
 func (b *builder) ingressRules() {
+	var made []*routeEntry // the routes of the Ingress being translated
 	for _, ing := range b.ingresses {
 		ro, ok := b.routeAnnotations(ing, gvkIngress)
 		if !ok {
@@ -165,6 +167,7 @@ func (b *builder) ingressRules() {
 		// field of their first rule.
 		lost := map[string]string{}
 		var lostOrder []string
+		made = made[:0]
 		// The route key of the last path, which the next path of the same host and
 		// backend shares: joined once rather than for every path.
 		var last struct {
@@ -223,10 +226,14 @@ func (b *builder) ingressRules() {
 						b.problem(ing, gvkIngress, field+".path", "%s; the path is left out", e)
 						continue
 					}
-					if strs != nil {
+					switch {
+					case kp == sharedRootPath:
+						// The most common path: one value for every route (sharedvalues.go).
+						paths = append(paths, &sharedRootPath)
+					case strs != nil:
 						strs[k] = kp
 						paths = append(paths, &strs[k])
-					} else {
+					default:
 						paths = append(paths, kong.String(kp))
 					}
 				}
@@ -266,9 +273,17 @@ func (b *builder) ingressRules() {
 					}
 					ks.routeByKey[key] = re
 					ks.routes = append(ks.routes, re)
+					made = append(made, re)
 				}
 				re.Paths = append(re.Paths, paths...)
 				re.sources = append(re.sources, sourcePath{pathType: pt, path: p, regexPrefix: prefix})
+			}
+		}
+		// The routes' paths were grown by append, up to twice the room they need; the
+		// State keeps them as long as the Ingress is unchanged (issue #13, memory).
+		for _, re := range made {
+			if cap(re.Paths) > len(re.Paths) {
+				re.Paths = slices.Clone(re.Paths)
 			}
 		}
 		for _, key := range lostOrder {
