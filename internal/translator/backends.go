@@ -90,11 +90,25 @@ func (b *builder) populateServices() {
 				b.problem(r.obj, r.gvk, r.field+".port", "%s", err)
 			}
 		} else {
-			ks.svc.Port = kong.Int(int(sp.Port))
+			ks.svc.Port = b.servicePort(sp.Port)
 			ks.upstream.Targets = b.targets(svc, sp)
 		}
 		b.serviceAnnotations(ks, svc)
 	}
+}
+
+// servicePort is the value a Kong service's port points to: one for every service of the
+// translation with that port, never written through (sharedvalues.go).
+func (b *builder) servicePort(port int32) *int {
+	p, ok := b.ports[port]
+	if !ok {
+		if b.ports == nil {
+			b.ports = map[int32]*int{}
+		}
+		p = kong.Int(int(port))
+		b.ports[port] = p
+	}
+	return p
 }
 
 var errNoPort = fmt.Errorf("can't find port for backend kubernetes service: no suitable port found")

@@ -216,6 +216,8 @@ type builder struct {
 	readRustRegexes bool
 	parts           *resultParts
 	tagCache        entityTagCache
+	// ports are the Kong services' resolved ports, one value for each number (servicePort).
+	ports map[int32]*int
 
 	state *kongstate.State
 }
