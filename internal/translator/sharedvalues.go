@@ -15,7 +15,9 @@ package translator
 // pointer, no json.Unmarshal into an existing entity (which would reuse its pointers), and
 // database mode hands go-database-reconciler deep copies (State.Content), whose file.Get
 // fills defaults into them. Take their address only for an entity's field; a new default
-// goes here, with the same rule.
+// goes here, with the same rule. The same holds for the values shared within one
+// translation: an object's entity tags (entitytags.go), a resolved port
+// (builder.servicePort), an upstream's name (its service's host).
 var (
 	sharedHTTP           = "http"
 	sharedRootPath       = "/"
