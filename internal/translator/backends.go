@@ -45,7 +45,9 @@ func (b *builder) populateServices() {
 			b.populateGatewayService(ks)
 			continue
 		}
-		ks.upstream = &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(*ks.svc.Host)}}
+		// The upstream's name is the service's host, the same string: one pointer for both,
+		// never written through (sharedvalues.go).
+		ks.upstream = &file.FUpstream{Upstream: kong.Upstream{Name: ks.svc.Host}}
 		bk := b.backingService(ks)
 		if ks.facade != "" {
 			for _, r := range ks.referrers {
@@ -88,11 +90,25 @@ func (b *builder) populateServices() {
 				b.problem(r.obj, r.gvk, r.field+".port", "%s", err)
 			}
 		} else {
-			ks.svc.Port = kong.Int(int(sp.Port))
+			ks.svc.Port = b.servicePort(sp.Port)
 			ks.upstream.Targets = b.targets(svc, sp)
 		}
 		b.serviceAnnotations(ks, svc)
 	}
+}
+
+// servicePort is the value a Kong service's port points to: one for every service of the
+// translation with that port, never written through (sharedvalues.go).
+func (b *builder) servicePort(port int32) *int {
+	p, ok := b.ports[port]
+	if !ok {
+		if b.ports == nil {
+			b.ports = map[int32]*int{}
+		}
+		p = kong.Int(int(port))
+		b.ports[port] = p
+	}
+	return p
 }
 
 var errNoPort = fmt.Errorf("can't find port for backend kubernetes service: no suitable port found")
@@ -183,7 +199,7 @@ func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.F
 						if !b.opts.EnableDrainSupport || !endpointTerminating(ep) {
 							continue
 						}
-						weight = kong.Int(0)
+						weight = &sharedZero
 					}
 					if k, hasPort, ok := hostKind(ep.Addresses[0]); !ok || hasPort || k == "" {
 						// The API server validates addresses; a manifest given to

@@ -4,15 +4,11 @@ import (
 	"maps"
 	"strconv"
 
-	"github.com/kong/go-database-reconciler/pkg/file"
-	"github.com/kong/go-kong/kong"
 	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/konductor/konductor/internal/kongstate"
 )
 
 var gvkKongServiceFacade = incubatorv1alpha1.GroupVersion.WithKind("KongServiceFacade")
@@ -37,14 +33,10 @@ func (b *builder) facadeService(ing *netv1.Ingress, field, name string, withPath
 	}
 	ks := &kongService{
 		namespace: ing.Namespace, facade: name, portKey: "", routeByKey: map[string]*routeEntry{},
-		svc: file.FService{Service: kong.Service{
-			ID: kong.String(kongstate.ServiceID(b.opts.Workspace, full)), Name: kong.String(full), Host: kong.String(full),
-			Port: kong.Int(80), Protocol: kong.String("http"),
-			ConnectTimeout: kong.Int(60000), ReadTimeout: kong.Int(60000), WriteTimeout: kong.Int(60000), Retries: kong.Int(5),
-		}},
+		svc: b.httpKongService(full, full),
 	}
 	if withPath {
-		ks.svc.Path = kong.String("/")
+		ks.svc.Path = &sharedRootPath
 	}
 	b.kongServices[full] = ks
 	return ks

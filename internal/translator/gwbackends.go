@@ -47,7 +47,7 @@ func (b *builder) populateGatewayService(ks *kongService) {
 		}
 		svc, sp := out.svc, out.port
 		resolved = append(resolved, svc)
-		ks.svc.Port = kong.Int(int(sp.Port))
+		ks.svc.Port = b.servicePort(sp.Port)
 		ts := b.targets(svc, sp)
 		if be.Weight != nil && len(ts) > 0 {
 			w := int(*be.Weight)

@@ -113,7 +113,7 @@ func (b *builder) httpRoutesExpressions(routes []attachedHTTPRoute) {
 		// KIC sets the route's timeout only when none of its splits failed.
 		if ms, ok := httpRouteTimeout(hr); ok && !failed[hr] {
 			for _, n := range services[hr] {
-				svc := &b.kongServices[n].svc
+				svc := b.kongServices[n].svc
 				svc.ConnectTimeout, svc.ReadTimeout, svc.WriteTimeout = kong.Int(ms), kong.Int(ms), kong.Int(ms)
 			}
 		}

@@ -171,20 +171,42 @@ type servicePart struct {
 	svc      *file.FService
 	upstream *file.FUpstream
 	owners   []*netv1.Ingress
-	routes   []gatewayapi.RouteKey // the Gateway API routes whose routes it holds
-	foreign  bool                  // it holds routes of other sources than Ingresses and Gateway API routes
+	// other are the sources of its routes that are not Ingresses: nil for most parts, which
+	// the Incremental translator keeps one of per Kong service (issue #13, memory).
+	other *otherRouteSources
 }
+
+// otherRouteSources are the sources of a Kong service's routes other than Ingresses.
+type otherRouteSources struct {
+	routes  []gatewayapi.RouteKey // the Gateway API routes whose routes it holds
+	foreign bool                  // it holds routes of other sources than Ingresses and Gateway API routes
+}
+
+// routes are the Gateway API routes whose routes p holds.
+func (p *servicePart) routes() []gatewayapi.RouteKey {
+	if p.other == nil {
+		return nil
+	}
+	return p.other.routes
+}
+
+// foreign: p holds routes of other sources than Ingresses and Gateway API routes.
+func (p *servicePart) foreign() bool { return p.other != nil && p.other.foreign }
 
 // addRouteOwner records the source of r, a route of no Ingress.
 func (p *servicePart) addRouteOwner(r *routeEntry) {
+	if p.other == nil {
+		p.other = &otherRouteSources{}
+	}
+	o := p.other
 	kind, ok := routeKindOf(r.srcGVK)
 	if !ok || r.src == nil {
-		p.foreign = true
+		o.foreign = true
 		return
 	}
 	k := gatewayapi.RouteKey{Kind: kind, Namespace: r.src.GetNamespace(), Name: r.src.GetName()}
-	if len(p.routes) == 0 || p.routes[len(p.routes)-1] != k {
-		p.routes = append(p.routes, k)
+	if len(o.routes) == 0 || o.routes[len(o.routes)-1] != k {
+		o.routes = append(o.routes, k)
 	}
 }
 
@@ -378,7 +400,7 @@ func (r *resultIndexes) addPart(p servicePart) {
 		k := keyOf(ing)
 		r.kongServicesOf[k] = append(r.kongServicesOf[k], p.name)
 	}
-	for _, k := range p.routes {
+	for _, k := range p.routes() {
 		r.kongServicesOfRoute[k] = append(r.kongServicesOfRoute[k], p.name)
 	}
 }
@@ -1119,7 +1141,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	slices.Sort(drop)
 	for _, i := range drop {
 		p := prev.parts[i]
-		if p.foreign {
+		if p.foreign() {
 			return Result{}, false, "a Kong service of the closure holds other routes"
 		}
 		for _, o := range p.owners {
@@ -1127,14 +1149,14 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 				return Result{}, false, "a Kong service of the closure holds routes of another Ingress"
 			}
 		}
-		for _, k := range p.routes {
+		for _, k := range p.routes() {
 			if _, in := routeClosure[k]; !in {
 				return Result{}, false, "a Kong service of the closure holds routes of another " + k.Kind
 			}
 		}
 	}
 	for _, p := range part.parts.services {
-		if p.foreign {
+		if p.foreign() {
 			return Result{}, false, "a new Kong service holds other routes"
 		}
 		for _, rt := range p.svc.Routes {

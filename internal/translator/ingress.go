@@ -3,6 +3,7 @@ package translator
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,7 +29,8 @@ const (
 // kongService is one Kong service being built (ns.svc.port), with what is needed to resolve
 // its backend later.
 type kongService struct {
-	svc       file.FService
+	// svc is the Kong service the State gets (finish adds its routes).
+	svc       *file.FService
 	namespace string
 	svcName   string
 	// facade names the KongServiceFacade the service stands for (kic-compat.md §3.8); its
@@ -109,7 +111,7 @@ func (b *builder) kongServiceFor(ing *netv1.Ingress, field, svcName string, port
 		svc:        b.httpKongService(name, host),
 	}
 	if withPath {
-		ks.svc.Path = kong.String("/")
+		ks.svc.Path = &sharedRootPath
 	}
 	b.kongServices[name] = ks
 	b.lastServiceFor = serviceMemo{ing.Namespace, svcName, pk, ks}
@@ -126,42 +128,42 @@ type serviceMemo struct {
 // httpKongService is a new HTTP Kong service with KIC's defaults: port 80 until the backend
 // resolves, protocol http, 60 s timeouts, 5 retries.
 //
-// The values its fields point to are allocated together, one block per service instead of
-// nine (issue #13, start); each service has its own, so no two entities share a pointer.
-func (b *builder) httpKongService(name, host string) file.FService {
-	v := &serviceValues{
-		id: kongstate.ServiceID(b.opts.Workspace, name), name: name, host: host, protocol: "http",
-		port: 80, connectTimeout: kongDefaultTimeout, readTimeout: kongDefaultTimeout, writeTimeout: kongDefaultTimeout, retries: 5,
-	}
-	return file.FService{Service: kong.Service{
+// The service, its ID, name and host are one block, one allocation per service (320 bytes;
+// the FService alone is 288 in its size class); the defaults point to the values all
+// services share (sharedvalues.go), never written through.
+func (b *builder) httpKongService(name, host string) *file.FService {
+	v := &httpService{id: kongstate.ServiceID(b.opts.Workspace, name), name: name, host: host}
+	v.Service = kong.Service{
 		ID:             &v.id,
 		Name:           &v.name,
 		Host:           &v.host,
-		Port:           &v.port,
-		Protocol:       &v.protocol,
-		ConnectTimeout: &v.connectTimeout,
-		ReadTimeout:    &v.readTimeout,
-		WriteTimeout:   &v.writeTimeout,
-		Retries:        &v.retries,
-	}}
+		Port:           &sharedPort80,
+		Protocol:       &sharedHTTP,
+		ConnectTimeout: &sharedDefaultTimeout,
+		ReadTimeout:    &sharedDefaultTimeout,
+		WriteTimeout:   &sharedDefaultTimeout,
+		Retries:        &sharedRetries,
+	}
+	return &v.FService
 }
 
-// serviceValues are what a new Kong service's fields point to (httpKongService).
-type serviceValues struct {
-	id, name, host, protocol                                 string
-	port, connectTimeout, readTimeout, writeTimeout, retries int
+// httpService is a new HTTP Kong service with what its own fields point to (httpKongService).
+type httpService struct {
+	file.FService
+	id, name, host string
 }
 
-// routeValues are what a new Ingress route's fields point to, allocated together (newRoute).
-type routeValues struct {
-	id, name, host                                   string
-	regexPriority                                    int
-	stripPath, preserveHost, requestBuf, responseBuf bool
+// ingressRoute is a new Ingress route with what its own fields point to (newRoute).
+type ingressRoute struct {
+	file.FRoute
+	id, name, host string
+	hosts          [1]*string
 }
 
 // ingressRules builds a route per (Ingress, rule host, backend) with the paths of every rule
 // and path that share it (kic-compat.md §3.1-3.6).
 func (b *builder) ingressRules() {
+	var made []*routeEntry // the routes of the Ingress being translated
 	for _, ing := range b.ingresses {
 		ro, ok := b.routeAnnotations(ing, gvkIngress)
 		if !ok {
@@ -175,6 +177,7 @@ func (b *builder) ingressRules() {
 		// field of their first rule.
 		lost := map[string]string{}
 		var lostOrder []string
+		made = made[:0]
 		// The route key of the last path, which the next path of the same host and
 		// backend shares: joined once rather than for every path.
 		var last struct {
@@ -233,10 +236,14 @@ func (b *builder) ingressRules() {
 						b.problem(ing, gvkIngress, field+".path", "%s; the path is left out", e)
 						continue
 					}
-					if strs != nil {
+					switch {
+					case kp == sharedRootPath:
+						// The most common path: one value for every route (sharedvalues.go).
+						paths = append(paths, &sharedRootPath)
+					case strs != nil:
 						strs[k] = kp
 						paths = append(paths, &strs[k])
-					} else {
+					default:
 						paths = append(paths, kong.String(kp))
 					}
 				}
@@ -276,9 +283,17 @@ func (b *builder) ingressRules() {
 					}
 					ks.routeByKey[key] = re
 					ks.routes = append(ks.routes, re)
+					made = append(made, re)
 				}
 				re.Paths = append(re.Paths, paths...)
 				re.sources = append(re.sources, sourcePath{pathType: pt, path: p, regexPrefix: prefix})
+			}
+		}
+		// The routes' paths were grown by append, up to twice the room they need; the
+		// State keeps them as long as the Ingress is unchanged (issue #13, memory).
+		for _, re := range made {
+			if cap(re.Paths) > len(re.Paths) {
+				re.Paths = slices.Clone(re.Paths)
 			}
 		}
 		for _, key := range lostOrder {
@@ -307,23 +322,28 @@ func (b *builder) newRoute(ing *netv1.Ingress, ro *routeOverrides, field, key, n
 	}
 	b.routeNames[name] = key
 	b.routeKeys[key] = true
-	// One block for what the route's fields point to: allocated together, one per route.
-	v := &routeValues{id: kongstate.RouteID(b.opts.Workspace, name), name: name, host: host,
-		preserveHost: true, requestBuf: true, responseBuf: true}
-	r := &file.FRoute{Route: kong.Route{
+	// The route and what its own fields point to are one block, one allocation per route
+	// (416 bytes; the FRoute alone is 384 in its size class). The defaults point to the values
+	// every route shares (sharedvalues.go), never written through: routeOverrides.apply
+	// replaces the pointers it changes.
+	v := &ingressRoute{id: kongstate.RouteID(b.opts.Workspace, name), name: name, host: host}
+	r := &v.FRoute
+	r.Route = kong.Route{
 		ID:   &v.id,
 		Name: &v.name,
 		// Protocols are left unset, as KIC leaves them, so that Kong's default (http, https)
 		// applies; konghq.com/protocols and force-ssl-redirect set them (routeOverrides).
-		StripPath:         &v.stripPath,
-		PreserveHost:      &v.preserveHost,
-		RegexPriority:     &v.regexPriority,
-		RequestBuffering:  &v.requestBuf,
-		ResponseBuffering: &v.responseBuf,
+		StripPath:         &sharedFalse,
+		PreserveHost:      &sharedTrue,
+		RegexPriority:     &sharedZero,
+		RequestBuffering:  &sharedTrue,
+		ResponseBuffering: &sharedTrue,
 		Tags:              b.entityTags(ing, gvkIngress),
-	}}
+	}
 	if host != "" {
-		r.Hosts = []*string{&v.host}
+		// Its capacity is 1: a host alias appended (routeOverrides.apply) copies it.
+		v.hosts[0] = &v.host
+		r.Hosts = v.hosts[:]
 	}
 	ro.apply(r)
 	return &routeEntry{FRoute: r, ing: ing, src: ing, srcGVK: gvkIngress}

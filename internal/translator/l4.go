@@ -120,7 +120,7 @@ func (b *builder) l4Service(obj client.Object, gvk schema.GroupVersionKind, fiel
 	ks := &kongService{
 		namespace: obj.GetNamespace(), svcName: svcName, port: netv1.ServiceBackendPort{Number: port}, portKey: strconv.Itoa(int(port)),
 		routeByKey: map[string]*routeEntry{},
-		svc: file.FService{Service: kong.Service{
+		svc: &file.FService{Service: kong.Service{
 			ID:       kong.String(kongstate.ServiceID(b.opts.Workspace, name)),
 			Name:     kong.String(name),
 			Host:     kong.String(host),

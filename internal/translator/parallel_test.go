@@ -128,11 +128,11 @@ func requireSameTranslation(t *testing.T, step string, got, want Result) {
 func partsString(ps []servicePart) []string {
 	var out []string
 	for _, p := range ps {
-		line := fmt.Sprintf("%s foreign=%v upstream=%v:", p.name, p.foreign, p.upstream != nil)
+		line := fmt.Sprintf("%s foreign=%v upstream=%v:", p.name, p.foreign(), p.upstream != nil)
 		for _, o := range p.owners {
 			line += " " + o.Namespace + "/" + o.Name
 		}
-		for _, o := range p.routes {
+		for _, o := range p.routes() {
 			line += " " + o.Kind + " " + o.Namespace + "/" + o.Name
 		}
 		out = append(out, line)

@@ -216,6 +216,8 @@ type builder struct {
 	readRustRegexes bool
 	parts           *resultParts
 	tagCache        entityTagCache
+	// ports are the Kong services' resolved ports, one value for each number (servicePort).
+	ports map[int32]*int
 
 	state *kongstate.State
 }
@@ -365,7 +367,7 @@ func (b *builder) finish() (*kongstate.State, []Problem) {
 	for _, n := range names {
 		ks := b.kongServices[n]
 		svc := ks.svc
-		part := servicePart{name: n, svc: &svc, upstream: ks.upstream}
+		part := servicePart{name: n, svc: svc, upstream: ks.upstream}
 		for _, r := range ks.routes {
 			svc.Routes = append(svc.Routes, r.FRoute)
 			if r.ing == nil {
