@@ -122,6 +122,18 @@ func BenchmarkRoundStateRetained(b *testing.B) {
 // roundStateRetained is BenchmarkRoundStateRetained's measure, in a function of its own so
 // that nothing it made outlives it.
 func roundStateRetained(b *testing.B, c *informers, data *store.Snapshot, round int) (follower, incremental float64) {
+	f, inc := keepRoundState(b, c, data, round)
+	withBoth := liveHeap()
+	runtime.KeepAlive(inc) // held until here, dropped from here
+	withFollower := liveHeap()
+	runtime.KeepAlive(f)
+	c.handlers = nil
+	return float64(withFollower - liveHeap()), float64(withBoth - withFollower)
+}
+
+// keepRoundState is the state the sync loop keeps after two rounds over c's objects (data),
+// the second after round's change of an Ingress: its Follower and Incremental translator.
+func keepRoundState(t testing.TB, c *informers, data *store.Snapshot, round int) (*store.Follower, *translator.Incremental) {
 	ctx := context.Background()
 	f := store.New(c, store.Options{}).Follow()
 	c.handlers = []toolscache.ResourceEventHandler{f.Recording(nopHandler{})}
@@ -132,24 +144,19 @@ func roundStateRetained(b *testing.B, c *informers, data *store.Snapshot, round 
 			ing := data.Ingresses[round%n].DeepCopy()
 			ing.ResourceVersion = fmt.Sprint(round + 1)
 			ing.Spec.Rules[0].Host = fmt.Sprintf("changed-%d.example.com", round)
-			c.update(b, ing)
+			c.update(t, ing)
 		}
 		snap, err := f.Snapshot(ctx)
 		if err != nil {
-			b.Fatal(err)
+			t.Fatal(err)
 		}
 		if res := inc.Build(snap, translator.Options{}); len(res.Problems) != 0 || len(res.State.Services) != n {
-			b.Fatalf("unexpected result: %d services, problems %v", len(res.State.Services), res.Problems)
+			t.Fatalf("unexpected result: %d services, problems %v", len(res.State.Services), res.Problems)
 		}
 		inc.Settle()
 	}
 	if inc.Stats.Full != 1 || inc.Stats.Partial != 1 {
-		b.Fatalf("%d full translations, %d partial (%s)", inc.Stats.Full, inc.Stats.Partial, inc.Stats.LastReason)
+		t.Fatalf("%d full translations, %d partial (%s)", inc.Stats.Full, inc.Stats.Partial, inc.Stats.LastReason)
 	}
-	withBoth := liveHeap()
-	runtime.KeepAlive(inc) // held until here, dropped from here
-	withFollower := liveHeap()
-	runtime.KeepAlive(f)
-	c.handlers = nil
-	return float64(withFollower - liveHeap()), float64(withBoth - withFollower)
+	return f, inc
 }
