@@ -280,7 +280,7 @@ func readOnlyService(prev *incrementalRound, s nsName, problemNodes map[node]str
 	if _, reported := problemNodes[nodeOf(ref(gvkService, s.ns, s.name))]; reported {
 		return false
 	}
-	for k := range prev.slicesOf[s].All() {
+	for k := range prev.byService.slicesOf(s).All() {
 		if _, reported := problemNodes[nodeOf(ref(gvkEndpointSlice, k.ns, k.name))]; reported {
 			return false
 		}
