@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,7 +40,8 @@ type Changes struct {
 // IngressClass's default flag (which decides which Ingresses are shown), an error, and once
 // every FullEvery. Between those, a snapshot holds the same objects as a full Snapshot made
 // after the same events were handled (TestFollowerMatchesSnapshot); the order of the slices
-// differs, which Snapshot does not promise anyway.
+// differs (a Follower's are sorted by namespace and name), which Snapshot does not promise
+// anyway.
 //
 // Snapshot is safe for concurrent use (one snapshot is made at a time); SnapshotOf with kinds
 // named is the store's.
@@ -53,9 +55,11 @@ type Follower struct {
 	overflow bool
 	recorded bool // Recording was called: without events nothing can be followed
 
-	snapMu   sync.Mutex // one snapshot at a time; guards the fields below it
+	snapMu sync.Mutex // one snapshot at a time; guards the fields below it
+	// prev is the last snapshot, its Ingresses, Services and EndpointSlices sorted by
+	// namespace and name (byKey): a changed object is found in them by a binary search, where
+	// a map of their positions was a fifth of the store's heap beside the cache's objects.
 	prev     *Snapshot
-	pos      [followedKinds]map[types.NamespacedName]int // index of each object in prev's slices
 	lastFull time.Time
 	seq      uint64
 }
@@ -186,13 +190,13 @@ func (f *Follower) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, err
 	s := f.store
 	changes := &Changes{Since: f.seq}
 	var ok [followedKinds]bool
-	snap.Ingresses, changes.Ingresses, ok[followIngress] = follow(ctx, s, f.prev.Ingresses, f.pos[followIngress], keys[followIngress], func(ing *netv1.Ingress) bool {
+	snap.Ingresses, changes.Ingresses, ok[followIngress] = follow(ctx, s, f.prev.Ingresses, keys[followIngress], func(ing *netv1.Ingress) bool {
 		return IngressMatchesClass(ing, s.opts.IngressClass, snap.IngressClassIsDefault)
 	})
-	snap.Services, changes.Services, ok[followService] = follow(ctx, s, f.prev.Services, f.pos[followService], keys[followService], nil)
-	snap.EndpointSlices, changes.EndpointSlices, ok[followEndpointSlice] = follow(ctx, s, f.prev.EndpointSlices, f.pos[followEndpointSlice], keys[followEndpointSlice], nil)
+	snap.Services, changes.Services, ok[followService] = follow(ctx, s, f.prev.Services, keys[followService], nil)
+	snap.EndpointSlices, changes.EndpointSlices, ok[followEndpointSlice] = follow(ctx, s, f.prev.EndpointSlices, keys[followEndpointSlice], nil)
 	if !ok[followIngress] || !ok[followService] || !ok[followEndpointSlice] {
-		return f.full(ctx) // the positions may be half updated: full makes new ones
+		return f.full(ctx)
 	}
 	f.seq++
 	snap.Seq, snap.Changes = f.seq, changes
@@ -223,19 +227,24 @@ func (f *Follower) full(ctx context.Context) (*Snapshot, error) {
 		storeOf[discoveryv1.EndpointSlice](ctx, f.store) == nil {
 		return snap, nil // listed, not the informers' objects: the next snapshot lists too
 	}
-	f.pos[followIngress] = positions(snap.Ingresses)
-	f.pos[followService] = positions(snap.Services)
-	f.pos[followEndpointSlice] = positions(snap.EndpointSlices)
+	slices.SortFunc(snap.Ingresses, byKey)
+	slices.SortFunc(snap.Services, byKey)
+	slices.SortFunc(snap.EndpointSlices, byKey)
 	f.prev, f.lastFull = snap, time.Now()
 	return snap, nil
 }
 
-func positions[PT client.Object](objs []PT) map[types.NamespacedName]int {
-	pos := make(map[types.NamespacedName]int, len(objs))
-	for i, o := range objs {
-		pos[types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}] = i
+// byKey orders objects by namespace, then name: a Follower's order of its followed kinds.
+func byKey[PT client.Object](a, b PT) int {
+	return compareKey(a, types.NamespacedName{Namespace: b.GetNamespace(), Name: b.GetName()})
+}
+
+// compareKey compares o's namespace and name with k's.
+func compareKey[PT client.Object](o PT, k types.NamespacedName) int {
+	if c := strings.Compare(o.GetNamespace(), k.Namespace); c != 0 {
+		return c
 	}
-	return pos
+	return strings.Compare(o.GetName(), k.Name)
 }
 
 // storeOf is the synced informer store of a kind in the cache, nil when there is none.
@@ -258,13 +267,13 @@ func storeOf[T any, PT interface {
 	return indexed.GetStore()
 }
 
-// follow returns prev with the objects of keys replaced by the informer's current ones (those
-// wanted, in watched namespaces), and those replacements by key (nil: gone). pos, prev's
-// index, is updated to the result's. ok is false when the informer's store cannot be read.
+// follow returns prev (sorted by byKey) with the objects of keys replaced by the informer's
+// current ones (those wanted, in watched namespaces), still sorted, and those replacements by
+// key (nil: gone). ok is false when the informer's store cannot be read.
 func follow[T any, PT interface {
 	*T
 	client.Object
-}](ctx context.Context, s *Store, prev []PT, pos map[types.NamespacedName]int, keys []types.NamespacedName, keep func(PT) bool) (out []PT, changed map[types.NamespacedName]PT, ok bool) {
+}](ctx context.Context, s *Store, prev []PT, keys []types.NamespacedName, keep func(PT) bool) (out []PT, changed map[types.NamespacedName]PT, ok bool) {
 	informer := storeOf[T, PT](ctx, s)
 	if informer == nil {
 		return nil, nil, false
@@ -286,22 +295,14 @@ func follow[T any, PT interface {
 				now = obj
 			}
 		}
-		i, listed := pos[k]
+		i, listed := slices.BinarySearchFunc(out, k, compareKey[PT])
 		switch {
 		case now != nil && listed:
 			out[i] = now
 		case now != nil:
-			pos[k] = len(out)
-			out = append(out, now)
+			out = slices.Insert(out, i, now)
 		case listed:
-			last := len(out) - 1
-			out[i] = out[last]
-			out[last] = nil
-			out = out[:last]
-			if i < last {
-				pos[types.NamespacedName{Namespace: out[i].GetNamespace(), Name: out[i].GetName()}] = i
-			}
-			delete(pos, k)
+			out = slices.Delete(out, i, i+1)
 		default:
 			continue // neither listed before nor now
 		}

@@ -1,10 +1,12 @@
 package store_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -119,6 +121,13 @@ func objectKeys[T client.Object](objs []T) []string {
 	return out
 }
 
+// sortedByKey reports whether objs are sorted by namespace, then name.
+func sortedByKey[T client.Object](objs []T) bool {
+	return slices.IsSortedFunc(objs, func(a, b T) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
+}
+
 // TestFollowerMatchesSnapshot: after random creates, updates (class changes, namespaces not
 // watched) and deletes of Ingresses, Services and EndpointSlices, each snapshot of a Follower
 // holds the very objects a full Snapshot lists, and an Incremental translating the Follower's
@@ -197,6 +206,9 @@ func TestFollowerMatchesSnapshot(t *testing.T) {
 		if round > 0 && round%50 != 0 {
 			require.NotNil(t, got.Changes, "round %d followed", round)
 		}
+		// A Follower finds a changed object by a binary search of its previous slices.
+		require.True(t, sortedByKey(got.Ingresses) && sortedByKey(got.Services) && sortedByKey(got.EndpointSlices),
+			"round %d: a Follower's slices are sorted by namespace and name", round)
 
 		res := inc.Build(got, translator.Options{})
 		full := translator.Build(want, translator.Options{})

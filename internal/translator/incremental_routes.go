@@ -127,10 +127,10 @@ func (r *kindRoutes[T]) kind() string { return r.name }
 func (r *kindRoutes[T]) len() int     { return len(r.m) }
 
 func (r *kindRoutes[T]) get(k nsName) client.Object {
-	if e := r.m[k]; e != nil {
-		return e.obj
+	if o, ok := r.m[k]; ok {
+		return o
 	}
-	return nil
+	return nil // not a typed nil in the interface
 }
 
 func (r *kindRoutes[T]) update(snap *store.Snapshot) (map[nsName]client.Object, bool) {
@@ -280,7 +280,7 @@ func readOnlyService(prev *incrementalRound, s nsName, problemNodes map[node]str
 	if _, reported := problemNodes[nodeOf(ref(gvkService, s.ns, s.name))]; reported {
 		return false
 	}
-	for k := range prev.slicesOf[s].All() {
+	for k := range prev.byService.slicesOf(s).All() {
 		if _, reported := problemNodes[nodeOf(ref(gvkEndpointSlice, k.ns, k.name))]; reported {
 			return false
 		}

@@ -16,14 +16,29 @@ import (
 // copies the ones it changes (clone).
 type refSet = smallSet[node]
 
-// smallSet is a set kept as a slice while it holds at most fewSize members, as a map
-// beyond: refSet, and the Incremental translator's Ingresses that name each Service.
+// smallSet is a set that holds its first member in itself and the others in a smallSetMore:
+// refSet, and the Incremental translator's Ingresses that name each Service and
+// EndpointSlices of each Service. Most of them hold one member, and kept by pointer in maps
+// of thousands they are the controller's state between rounds: a set of one node is one
+// 48-byte allocation, where a slice beside the set's header took a second one (80 bytes in
+// all).
 type smallSet[T comparable] struct {
+	// one is a member, unless it is T's zero value (a zero member is kept in more).
+	// Members are yielded one first, then more's in their order, which is the order they
+	// were added in while they are few: a removed one is replaced by more's first.
+	one  T
+	more *smallSetMore[T]
+}
+
+// smallSetMore is a smallSet's members beyond one: a slice while they are at most fewSize,
+// a map beyond.
+type smallSetMore[T comparable] struct {
 	few  []T
 	many map[T]struct{}
 }
 
-// fewSize is the largest set kept as a slice: a lookup compares at most this many refs.
+// fewSize is the largest number of members kept in a slice: a lookup compares at most this
+// many (and one).
 const fewSize = 8
 
 // newRefSet is an empty set for about n nodes.
@@ -31,89 +46,147 @@ func newRefSet(n int) *refSet { return newSmallSet[node](n) }
 
 // newSmallSet is an empty set for about n members.
 func newSmallSet[T comparable](n int) *smallSet[T] {
-	if n > fewSize {
-		return &smallSet[T]{many: make(map[T]struct{}, n)}
+	switch {
+	case n > fewSize+1:
+		return &smallSet[T]{more: &smallSetMore[T]{many: make(map[T]struct{}, n-1)}}
+	case n > 1:
+		return &smallSet[T]{more: &smallSetMore[T]{few: make([]T, 0, n-1)}}
 	}
-	return &smallSet[T]{few: make([]T, 0, n)}
+	return &smallSet[T]{}
 }
 
-// Len is the number of nodes in s (0 for nil).
+// Len is the number of members of s (0 for nil).
 func (s *smallSet[T]) Len() int {
-	switch {
-	case s == nil:
+	if s == nil {
 		return 0
-	case s.many != nil:
-		return len(s.many)
+	}
+	n := s.more.len()
+	var zero T
+	if s.one != zero {
+		n++
+	}
+	return n
+}
+
+func (m *smallSetMore[T]) len() int {
+	switch {
+	case m == nil:
+		return 0
+	case m.many != nil:
+		return len(m.many)
 	default:
-		return len(s.few)
+		return len(m.few)
 	}
 }
 
 // Has says whether n is in s.
 func (s *smallSet[T]) Has(n T) bool {
-	switch {
-	case s == nil:
+	if s == nil {
 		return false
-	case s.many != nil:
-		_, ok := s.many[n]
+	}
+	var zero T
+	if n != zero && s.one == n {
+		return true
+	}
+	return s.more.has(n)
+}
+
+func (m *smallSetMore[T]) has(n T) bool {
+	switch {
+	case m == nil:
+		return false
+	case m.many != nil:
+		_, ok := m.many[n]
 		return ok
 	default:
-		return slices.Contains(s.few, n)
+		return slices.Contains(m.few, n)
 	}
 }
 
 // Add puts n in s.
 func (s *smallSet[T]) Add(n T) {
+	var zero T
 	switch {
-	case s.many != nil:
-		s.many[n] = struct{}{}
-	case slices.Contains(s.few, n):
-	case len(s.few) < fewSize:
-		s.few = append(s.few, n)
+	case s.Has(n):
+	case s.one == zero && n != zero && s.more.len() == 0:
+		s.one = n
 	default:
-		s.many = make(map[T]struct{}, 2*fewSize)
-		for _, r := range s.few {
-			s.many[r] = struct{}{}
+		if s.more == nil {
+			s.more = &smallSetMore[T]{}
 		}
-		s.many[n] = struct{}{}
-		s.few = nil
+		s.more.add(n)
+	}
+}
+
+func (m *smallSetMore[T]) add(n T) {
+	switch {
+	case m.many != nil:
+		m.many[n] = struct{}{}
+	case len(m.few) < fewSize:
+		m.few = append(m.few, n)
+	default:
+		m.many = make(map[T]struct{}, 2*fewSize)
+		for _, r := range m.few {
+			m.many[r] = struct{}{}
+		}
+		m.many[n] = struct{}{}
+		m.few = nil
 	}
 }
 
 // Remove takes n out of s. A map stays a map: sets that shrink are rare.
 func (s *smallSet[T]) Remove(n T) {
-	if s.many != nil {
-		delete(s.many, n)
+	var zero T
+	if n == zero || s.one != n {
+		s.more.remove(n)
 		return
 	}
-	if i := slices.Index(s.few, n); i >= 0 {
-		s.few = slices.Delete(s.few, i, i+1)
+	s.one = zero
+	if m := s.more; m != nil && m.many == nil && len(m.few) > 0 && m.few[0] != zero {
+		s.one = m.few[0]
+		m.few = slices.Delete(m.few, 0, 1)
 	}
 }
 
-// All is every node of s, in no particular order.
+func (m *smallSetMore[T]) remove(n T) {
+	switch {
+	case m == nil:
+	case m.many != nil:
+		delete(m.many, n)
+	default:
+		if i := slices.Index(m.few, n); i >= 0 {
+			m.few = slices.Delete(m.few, i, i+1)
+		}
+	}
+}
+
+// All is every member of s, in no particular order.
 func (s *smallSet[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
 		if s == nil {
 			return
 		}
-		if s.many != nil {
-			for n := range s.many {
+		var zero T
+		if s.one != zero && !yield(s.one) {
+			return
+		}
+		if m := s.more; m != nil && m.many != nil {
+			for n := range m.many {
 				if !yield(n) {
 					return
 				}
 			}
-			return
-		}
-		for _, n := range s.few {
-			if !yield(n) {
-				return
+		} else if m != nil {
+			for _, n := range m.few {
+				if !yield(n) {
+					return
+				}
 			}
 		}
 	}
 }
 
-// clone is a copy of s with room for one more node.
+// clone is a copy of s with room for one more member.
 func (s *smallSet[T]) clone() *smallSet[T] {
 	out := newSmallSet[T](s.Len() + 1)
 	for n := range s.All() {

@@ -12,10 +12,14 @@ import (
 )
 
 // TestRefSetActsAsAMap: random adds and removes across the slice-to-map threshold give what a
-// map gives, and a clone is independent of its original.
+// map gives, the zero node (kept apart from the set's first member) included, and a clone is
+// independent of its original.
 func TestRefSetActsAsAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	nodeAt := func(i int) node {
+		if i == 0 {
+			return node{}
+		}
 		return nodeOf(kongstate.ObjectRef{Kind: "Ingress", Namespace: "ns", Name: fmt.Sprintf("n%d", i)})
 	}
 	for round := 0; round < 200; round++ {
@@ -47,4 +51,18 @@ func TestRefSetActsAsAMap(t *testing.T) {
 	require.False(t, none.Has(nodeAt(0)))
 	require.Empty(t, slices.Collect(none.All()))
 	require.Zero(t, none.clone().Len())
+}
+
+// TestSmallSetKeepsOrderWhileFew: while a set is few, All yields its members in the order
+// they were added, whichever were removed (as the slice it was did).
+func TestSmallSetKeepsOrderWhileFew(t *testing.T) {
+	s := newSmallSet[string](1)
+	for _, m := range []string{"a", "b", "c", "d"} {
+		s.Add(m)
+	}
+	s.Remove("a")
+	s.Add("e")
+	s.Remove("c")
+	require.Equal(t, []string{"b", "d", "e"}, slices.Collect(s.All()))
+	require.Equal(t, []string{"b", "d", "e", "f"}, slices.Collect(func() *smallSet[string] { c := s.clone(); c.Add("f"); return c }().All()))
 }
