@@ -35,7 +35,7 @@ test-unit:
 	# The executable's start pages released in a position-independent executable too, whose
 	# relocated read-only data must be kept (cmd/konductor/startpages.go); CGO_ENABLED=0 links it
 	# without a C toolchain.
-	CGO_ENABLED=0 $(GO) test -buildmode=pie -count=1 -run 'TestReleasedExecutablePages' ./cmd/konductor/
+	CGO_ENABLED=0 $(GO) test -buildmode=pie -count=1 -run 'TestReleasedExecutable' ./cmd/konductor/
 
 # Integration tests on a real kube-apiserver + etcd, one line per test (and helm, for the chart).
 test-integration: helm

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 
@@ -47,11 +48,14 @@ func releaseReadOnlyExecutableMappings() (uintptr, error) {
 	}
 	// /proc/self/exe opens the file mapped, even if replaced on disk since.
 	f, err := os.Open("/proc/self/exe")
-	if err != nil {
-		return released, err
+	if err == nil {
+		defer f.Close()
+		err = evictFromPageCache(f)
 	}
-	defer f.Close()
-	return released, evictFromPageCache(f)
+	if err != nil {
+		return released, fmt.Errorf("mappings released, but the executable's pages not dropped from the page cache: %w", err)
+	}
+	return released, nil
 }
 
 // evictFromPageCache drops f's pages that nothing maps from the page cache (a variable for

@@ -42,6 +42,9 @@ func vmFlagsOf(t *testing.T, exe string, ranges []pageRange) map[pageRange][]str
 // A released mapping reads a page touched again alone (MADV_RANDOM, smaps's "rr"): with the
 // file's other pages out of the page cache, fault-around then maps nothing around it.
 func TestReleasedExecutableMappingsReadPagesAlone(t *testing.T) {
+	if !inFreshProcess(t) {
+		return
+	}
 	exe, err := os.Readlink("/proc/self/exe")
 	require.NoError(t, err)
 	smaps, err := os.ReadFile("/proc/self/smaps")
@@ -90,6 +93,11 @@ func TestEvictFromPageCacheDropsTheFilesPages(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	require.NoError(t, unix.Fsync(int(f.Fd()))) // clean pages: dirty ones are written back first
+	var fs unix.Statfs_t
+	require.NoError(t, unix.Fstatfs(int(f.Fd()), &fs))
+	if fs.Type == unix.TMPFS_MAGIC || fs.Type == unix.RAMFS_MAGIC {
+		t.Skip("the temporary folder is in memory (tmpfs): its pages cannot leave the page cache")
+	}
 	if residentPages(t, f, size) == 0 {
 		t.Skip("the file system keeps no page cache for the file")
 	}

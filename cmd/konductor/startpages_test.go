@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -93,9 +94,33 @@ func mappingDigests(t *testing.T) map[pageRange][sha256.Size]byte {
 	return digests
 }
 
+// freshProcessEnv names the test a child test process runs for inFreshProcess.
+const freshProcessEnv = "KONDUCTOR_TEST_FRESH_PROCESS"
+
+// inFreshProcess reports whether the calling test runs in a child process of its own, and
+// otherwise runs it there (the test binary again, with -test.run for that test alone) and
+// fails with the child's output if it fails. A release leaves its marks on the process for
+// its life (fewer pages mapped, MADV_RANDOM), so a test of it must be the first release of
+// its process, whatever ran before it, -count or -shuffle.
+func inFreshProcess(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(freshProcessEnv) == t.Name() {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), freshProcessEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s in a fresh process:\n%s", t.Name(), out)
+	require.Contains(t, string(out), "--- PASS: "+t.Name(), "the child ran the test:\n%s", out)
+	return false
+}
+
 func TestReleasedExecutablePagesLeaveTheRSSAndComeBack(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
+	}
+	if !inFreshProcess(t) {
+		return
 	}
 	before := executableRSS(t)
 	require.Greater(t, before, 1024, "the test binary maps more than 1 MB of its own pages")
