@@ -130,9 +130,9 @@ func (b *builder) l4Service(obj client.Object, gvk schema.GroupVersionKind, fiel
 	if protocol == "udp" {
 		ks.svc.Port = kong.Int(int(port))
 	} else {
-		ks.svc.Port = kong.Int(80)
-		ks.svc.ConnectTimeout, ks.svc.ReadTimeout, ks.svc.WriteTimeout = kong.Int(60000), kong.Int(60000), kong.Int(60000)
-		ks.svc.Retries = kong.Int(5)
+		ks.svc.Port = &sharedPort80
+		ks.svc.ConnectTimeout, ks.svc.ReadTimeout, ks.svc.WriteTimeout = &sharedDefaultTimeout, &sharedDefaultTimeout, &sharedDefaultTimeout
+		ks.svc.Retries = &sharedRetries
 	}
 	return ks
 }
