@@ -1,9 +1,16 @@
 package translator
 
 import (
+	"context"
+	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/store"
 )
 
 // TestSharedValuesAreNotWritten translates and renders every golden case (their annotations
@@ -23,4 +30,75 @@ func TestSharedValuesAreNotWritten(t *testing.T) {
 		assert.True(t, sharedTrue)
 		assert.False(t, sharedFalse)
 	})
+}
+
+// TestContentSharesNothingWithTheState: database mode hands State.Content's entities to
+// go-database-reconciler, whose file.Get fills defaults into them in place. Everything the
+// copy reaches is written over here; the State (its shared values, an upstream's name that is
+// its service's host, its tags) must render the same bytes after.
+func TestContentSharesNothingWithTheState(t *testing.T) {
+	eachGoldenCase(t, func(t *testing.T, dir string) {
+		objs, err := manifest.Load(filepath.Join(dir, "in.yaml"))
+		require.NoError(t, err)
+		opts := readGoldenOptions(t, dir)
+		st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
+		require.NoError(t, err)
+		snap, err := st.Snapshot(context.Background())
+		require.NoError(t, err)
+		state, _ := Translate(snap, opts.Translator)
+		want, err := state.DeclarativeConfig()
+		require.NoError(t, err)
+		scribble(reflect.ValueOf(state.Content()), map[uintptr]bool{})
+		got, err := state.DeclarativeConfig()
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "writing over State.Content's copy changed the State")
+	})
+}
+
+// scribble writes a different value into every settable string, number and bool v reaches.
+func scribble(v reflect.Value, seen map[uintptr]bool) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() || seen[v.Pointer()] {
+			return
+		}
+		seen[v.Pointer()] = true
+		scribble(v.Elem(), seen)
+	case reflect.Interface:
+		if !v.IsNil() {
+			scribble(v.Elem(), seen)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			scribble(v.Field(i), seen)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			scribble(v.Index(i), seen)
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			scribble(v.MapIndex(k), seen)
+		}
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString("scribbled")
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if v.CanSet() {
+			v.SetInt(v.Int() + 12345)
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if v.CanSet() {
+			v.SetUint(v.Uint() + 123)
+		}
+	case reflect.Float32, reflect.Float64:
+		if v.CanSet() {
+			v.SetFloat(v.Float() + 1.5)
+		}
+	case reflect.Bool:
+		if v.CanSet() {
+			v.SetBool(!v.Bool())
+		}
+	}
 }
