@@ -61,9 +61,9 @@ func cgroupMemoryLimit(files []string) int64 {
 // given: the heap may grow to 1.3 times the live heap instead of Go's default 2 times. What
 // a collection costs is its mark of the live heap; how often it comes is the allocation rate
 // over the headroom (the target's share of the live heap). Once started, the controller
-// allocates little: a change is spliced into the kept result (the translator allocates about
-// 1 MB for it at 3,000 Ingresses, a full translation 39 MB: BenchmarkIncrementalOneIngressChanged)
-// and a full translation comes only with a resync or a change the splice does not take. So a narrow headroom costs few collections, and the heap's high-water mark,
+// allocates little: a change is spliced into the kept result (a few hundred kilobytes at
+// 3,000 Ingresses) and a full translation comes only with a resync or a change the splice
+// does not take. So a narrow headroom costs few collections, and the heap's high-water mark,
 // which is what the process keeps resident, is the live heap plus that headroom (issue #13,
 // memory: at 3,000 Ingresses 3-5 MB of RSS less than at 50, for 2-5% more CPU while a
 // fresh leader writes status everywhere; docs/performance.md, "Memory: the collector's
