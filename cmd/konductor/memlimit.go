@@ -58,19 +58,12 @@ func cgroupMemoryLimit(files []string) int64 {
 }
 
 // defaultGCPercent is the collector's target (GOGC) when neither GOGC nor a memory limit is
-// given: the heap may grow to 1.3 times the live heap instead of Go's default 2 times. What
-// a collection costs is its mark of the live heap; how often it comes is the allocation rate
-// over the headroom (the target's share of the live heap). Once started, the controller
-// allocates little: a change is spliced into the kept result (a few hundred kilobytes at
-// 3,000 Ingresses) and a full translation comes only with a resync or a change the splice
-// does not take. So a narrow headroom costs few collections, and the heap's high-water mark,
-// which is what the process keeps resident, is the live heap plus that headroom (issue #13,
-// memory: at 3,000 Ingresses 3-5 MB of RSS less than at 50, for 2-5% more CPU while a
-// fresh leader writes status everywhere; docs/performance.md, "Memory: the collector's
-// steady target"). The start, which allocates most, runs at startGCPercent.
+// given: the heap may grow to 1.5 times the live heap instead of Go's default 2 times. Every
+// sync round allocates about as much as the live heap again (issue #13, memory), so at 100 the
+// process sat at about twice its live data; 50 trades some collector CPU for that memory.
 // With a memory limit (GOMEMLIMIT or the container's) Go's default stays: the limit bounds the
 // heap already and a lower target would only collect more often below it.
-const defaultGCPercent = 30
+const defaultGCPercent = 50
 
 // setGCPercent applies defaultGCPercent unless GOGC is set or a memory limit is in force
 // (memoryLimit from setMemoryLimit, or GOMEMLIMIT). It returns the percent set, 0 for none.
