@@ -34,7 +34,7 @@ const keepStartPagesEnv = "KONDUCTOR_KEEP_START_PAGES"
 // with it, from the page cache, and the RSS climbed back to 22-27 MB of the executable within
 // seconds. So the mappings read pages alone from then on (MADV_RANDOM), and the executable's
 // pages nobody maps leave the page cache (POSIX_FADV_DONTNEED): what comes back is what the
-// steady state touches, 13-14 MB at 3,000 Ingresses, and the container's memory cgroup
+// steady state touches, 13-17 MB at 3,000 Ingresses, and the container's memory cgroup
 // (kubectl top, the kubelet's working set) drops with it. The price: a page touched for the
 // first time after the start (a code path the start did not run, or ran and the steady state
 // had not yet) is a disk read of one page, once (docs/performance.md, "The executable's
