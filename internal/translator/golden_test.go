@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/manifest"
 	"github.com/konductor/konductor/internal/store"
 )
@@ -49,15 +50,22 @@ func renderCase(t *testing.T, dir string) (string, string) {
 	return renderObjects(t, dir, objs)
 }
 
-// renderObjects is renderCase with the case's objects given (changed by the caller).
-func renderObjects(t *testing.T, dir string, objs []client.Object) (string, string) {
+// translateCaseObjects translates a case's objects (given, maybe changed by the caller) with the
+// case's options.
+func translateCaseObjects(t *testing.T, dir string, objs []client.Object) (*kongstate.State, []Problem) {
 	t.Helper()
 	opts := readGoldenOptions(t, dir)
 	st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
 	require.NoError(t, err)
 	snap, err := st.Snapshot(context.Background())
 	require.NoError(t, err)
-	state, problems := Translate(snap, opts.Translator)
+	return Translate(snap, opts.Translator)
+}
+
+// renderObjects is renderCase with the case's objects given (changed by the caller).
+func renderObjects(t *testing.T, dir string, objs []client.Object) (string, string) {
+	t.Helper()
+	state, problems := translateCaseObjects(t, dir, objs)
 	b, err := state.DeclarativeConfig()
 	require.NoError(t, err)
 	y, err := sigsyaml.JSONToYAML(b)

@@ -1,7 +1,6 @@
 package translator
 
 import (
-	"context"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/konductor/konductor/internal/manifest"
-	"github.com/konductor/konductor/internal/store"
 )
 
 // TestSharedValuesAreNotWritten translates and renders every golden case (their annotations
@@ -40,12 +38,7 @@ func TestContentSharesNothingWithTheState(t *testing.T) {
 	eachGoldenCase(t, func(t *testing.T, dir string) {
 		objs, err := manifest.Load(filepath.Join(dir, "in.yaml"))
 		require.NoError(t, err)
-		opts := readGoldenOptions(t, dir)
-		st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
-		require.NoError(t, err)
-		snap, err := st.Snapshot(context.Background())
-		require.NoError(t, err)
-		state, _ := Translate(snap, opts.Translator)
+		state, _ := translateCaseObjects(t, dir, objs)
 		want, err := state.DeclarativeConfig()
 		require.NoError(t, err)
 		scribble(reflect.ValueOf(state.Content()), map[uintptr]bool{})
