@@ -241,10 +241,15 @@ func byKey[PT client.Object](a, b PT) int {
 
 // compareKey compares o's namespace and name with k's.
 func compareKey[PT client.Object](o PT, k types.NamespacedName) int {
-	if c := strings.Compare(o.GetNamespace(), k.Namespace); c != 0 {
+	return compareNames(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, k)
+}
+
+// compareNames orders by namespace, then name.
+func compareNames(a, b types.NamespacedName) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 		return c
 	}
-	return strings.Compare(o.GetName(), k.Name)
+	return strings.Compare(a.Name, b.Name)
 }
 
 // storeOf is the synced informer store of a kind in the cache, nil when there is none.
@@ -269,7 +274,8 @@ func storeOf[T any, PT interface {
 
 // follow returns prev (sorted by byKey) with the objects of keys replaced by the informer's
 // current ones (those wanted, in watched namespaces), still sorted, and those replacements by
-// key (nil: gone). ok is false when the informer's store cannot be read.
+// key (nil: gone). keys are distinct (a Follower's pending set). ok is false when the
+// informer's store cannot be read.
 func follow[T any, PT interface {
 	*T
 	client.Object
@@ -278,8 +284,11 @@ func follow[T any, PT interface {
 	if informer == nil {
 		return nil, nil, false
 	}
-	out = slices.Clone(prev)
-	changed = make(map[types.NamespacedName]PT, len(keys))
+	type step struct {
+		key types.NamespacedName
+		now PT // nil: gone, or not wanted
+	}
+	steps := make([]step, 0, len(keys))
 	for _, k := range keys {
 		var now PT
 		item, exists, err := informer.GetByKey(cacheKey(k))
@@ -295,19 +304,29 @@ func follow[T any, PT interface {
 				now = obj
 			}
 		}
-		i, listed := slices.BinarySearchFunc(out, k, compareKey[PT])
-		switch {
-		case now != nil && listed:
-			out[i] = now
-		case now != nil:
-			out = slices.Insert(out, i, now)
-		case listed:
-			out = slices.Delete(out, i, i+1)
-		default:
-			continue // neither listed before nor now
-		}
-		changed[k] = now
+		steps = append(steps, step{k, now})
 	}
+	// One merge of prev with the sorted steps: a burst of k creations or deletions costs
+	// O(n + k log k), where an insertion or deletion in place each moved the rest of the slice.
+	slices.SortFunc(steps, func(a, b step) int { return compareNames(a.key, b.key) })
+	out = make([]PT, 0, len(prev)+len(steps))
+	changed = make(map[types.NamespacedName]PT, len(steps))
+	next := 0 // prev[:next] is in out, or replaced
+	for _, st := range steps {
+		at, listed := slices.BinarySearchFunc(prev[next:], st.key, compareKey[PT])
+		out = append(out, prev[next:next+at]...)
+		next += at
+		if listed {
+			next++ // replaced by now, or gone
+		}
+		if st.now != nil {
+			out = append(out, st.now)
+		}
+		if st.now != nil || listed {
+			changed[st.key] = st.now
+		}
+	}
+	out = append(out, prev[next:]...)
 	return out, changed, true
 }
 

@@ -94,7 +94,7 @@ func benchCluster(n int) (*store.Snapshot, []client.Object) {
 
 // BenchmarkRoundStateRetained is the heap the sync loop keeps between rounds beside the
 // cache's objects (issue #13), per Ingress at benchdata's cluster shape: the Follower's
-// previous snapshot and its positions (follower-B/ingress), and the Incremental translator's
+// previous snapshot, its sorted slices (follower-B/ingress), and the Incremental translator's
 // previous result, object graph and indexes (translator-B/ingress), as they are after a
 // full round, its Settle, and one followed round that spliced one changed Ingress. Each is
 // the live heap after a collection with it held less the heap once it is dropped; the

@@ -193,7 +193,11 @@ func TestFollowerMatchesSnapshot(t *testing.T) {
 		}
 	}
 	for round := 0; round < 300; round++ {
-		for n := rng.Intn(6); n > 0; n-- {
+		n := rng.Intn(6)
+		if round%10 == 5 {
+			n = 40 // a burst: many objects created, changed and deleted between two snapshots
+		}
+		for ; n > 0; n-- {
 			mutate()
 		}
 		got, err := f.Snapshot(ctx)

@@ -160,7 +160,8 @@ func (m *smallSetMore[T]) remove(n T) {
 	}
 }
 
-// All is every member of s, in no particular order.
+// All is every member of s: in the order added while s is small, in no particular order once
+// it holds them in a map. Callers must not rely on either (they sort, or use sets).
 func (s *smallSet[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
 		if s == nil {
@@ -186,9 +187,10 @@ func (s *smallSet[T]) All() iter.Seq[T] {
 	}
 }
 
-// clone is a copy of s with room for one more member.
+// clone is a copy of s, sized to it: a clone made to remove a member, kept in the graph, holds
+// no room it does not use (one allocation for a set of one); Add makes room when needed.
 func (s *smallSet[T]) clone() *smallSet[T] {
-	out := newSmallSet[T](s.Len() + 1)
+	out := newSmallSet[T](s.Len())
 	for n := range s.All() {
 		out.Add(n)
 	}

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -39,11 +40,16 @@ func TestRefSetActsAsAMap(t *testing.T) {
 				require.Equal(t, want, s.Has(nodeAt(i)), "node %d", i)
 			}
 			got := slices.Collect(s.All())
-			require.Len(t, got, len(model))
+			require.ElementsMatch(t, slices.Collect(maps.Keys(model)), got, "All yields each member once")
 			c := s.clone()
+			require.ElementsMatch(t, got, slices.Collect(c.All()), "a clone has the same members")
 			c.Add(nodeAt(1000))
 			require.False(t, s.Has(nodeAt(1000)), "a clone's add reaches the original")
 			require.Equal(t, s.Len()+1, c.Len())
+			for _, n := range got[:min(len(got), 2)] {
+				c.Remove(n)
+				require.True(t, s.Has(n), "a clone's removal reaches the original")
+			}
 		}
 	}
 	var none *refSet
