@@ -57,8 +57,9 @@ type Follower struct {
 
 	snapMu sync.Mutex // one snapshot at a time; guards the fields below it
 	// prev is the last snapshot, its Ingresses, Services and EndpointSlices sorted by
-	// namespace and name (byKey): a changed object is found in them by a binary search, where
-	// a map of their positions was a fifth of the store's heap beside the cache's objects.
+	// namespace and name (byKey): a round's changed objects are merged into them in one pass
+	// (follow), where a map of their positions was a fifth of the store's heap beside the
+	// cache's objects.
 	prev     *Snapshot
 	lastFull time.Time
 	seq      uint64
