@@ -73,6 +73,7 @@ type Set struct {
 type routerLearner struct {
 	mu      sync.Mutex
 	roots   map[string]dataplane.Root
+	pods    map[string]types.NamespacedName // the Pod that answered roots[url]
 	clients map[string]*kong.Client
 }
 
@@ -93,7 +94,7 @@ var _ dataplane.GatewaySet = (*Set)(nil)
 // New returns a Set; Run keeps it current.
 func New(opts Options) *Set {
 	s := &Set{opts: opts, ports: map[string]bool{}, kick: dataplane.NewTrigger(), members: map[string]*member{},
-		routers: routerLearner{roots: map[string]dataplane.Root{}, clients: map[string]*kong.Client{}}}
+		routers: routerLearner{roots: map[string]dataplane.Root{}, pods: map[string]types.NamespacedName{}, clients: map[string]*kong.Client{}}}
 	for _, p := range opts.PortNames {
 		s.ports[p] = true
 	}
@@ -204,8 +205,15 @@ func (s *Set) refresh(ctx context.Context, full bool) bool {
 	found := map[string]bool{}
 	for _, api := range apis {
 		found[api.URL] = true
-		if _, ok := s.members[api.URL]; ok {
-			continue
+		if m, ok := s.members[api.URL]; ok {
+			if m.api.Pod == api.Pod {
+				continue
+			}
+			// Another Pod on the same address (a hostNetwork Kong replaced on its node): a
+			// new gateway, empty until configured, maybe with another router or database
+			// mode. The old one's member would keep its answers and its last push.
+			delete(s.members, api.URL)
+			log.Info("gateway's Pod replaced on the same address", "gateway", api.URL, "pod", api.Pod.String(), "was", m.api.Pod.String())
 		}
 		hc, err := s.opts.HTTPClient(api.ServerName)
 		if err != nil {
@@ -256,7 +264,7 @@ func (s *Set) LearnRouters(ctx context.Context) {
 		return // the next call reads again; Run logs the failures that matter to the leader
 	}
 	found := map[string]bool{}
-	asks := s.routerAsks(apis, found)
+	asks, pods := s.routerAsks(apis, found)
 	s.opts.Flavors.KeepOnly(found)
 	// Asked without the lock: AskableURLs (the admission webhook's reviews) does not wait
 	// for a gateway slow to answer.
@@ -266,25 +274,33 @@ func (s *Set) LearnRouters(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for url, root := range learned {
-		l.roots[url] = root
+		l.roots[url], l.pods[url] = root, pods[url]
 		delete(l.clients, url)
 		s.opts.Logger.Info("router flavor learned from a discovered gateway", "gateway", url, "routerFlavor", root.RouterFlavor, "database", root.Database)
 	}
 	maps.DeleteFunc(l.roots, func(url string, _ dataplane.Root) bool { return !found[url] })
+	maps.DeleteFunc(l.pods, func(url string, _ types.NamespacedName) bool { return !found[url] })
 	maps.DeleteFunc(l.clients, func(url string, _ *kong.Client) bool { return !found[url] })
 }
 
 // routerAsks are LearnRouters' questions: GET / of each of apis not heard from yet, with the
-// client made for it the first time. found is told every URL of apis.
-func (s *Set) routerAsks(apis []AdminAPI, found map[string]bool) map[string]dataplane.RouterAsk {
+// client made for it the first time, and the Pod each is asked of. found is told every URL of
+// apis. An address whose Pod is not the one that answered (a hostNetwork Kong replaced on
+// the node's address) is asked again, its old answer forgotten: the new Pod may run another
+// router or database mode.
+func (s *Set) routerAsks(apis []AdminAPI, found map[string]bool) (map[string]dataplane.RouterAsk, map[string]types.NamespacedName) {
 	l := &s.routers
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	asks := map[string]dataplane.RouterAsk{}
+	asks, pods := map[string]dataplane.RouterAsk{}, map[string]types.NamespacedName{}
 	for _, api := range apis {
 		found[api.URL] = true
 		if _, ok := l.roots[api.URL]; ok {
-			continue
+			if l.pods[api.URL] == api.Pod {
+				continue
+			}
+			delete(l.roots, api.URL)
+			delete(l.pods, api.URL)
 		}
 		c := l.clients[api.URL]
 		if c == nil {
@@ -294,6 +310,7 @@ func (s *Set) routerAsks(apis []AdminAPI, found map[string]bool) map[string]data
 			}
 			l.clients[api.URL] = c
 		}
+		pods[api.URL] = api.Pod
 		asks[api.URL] = func(ctx context.Context) (*dataplane.Root, error) {
 			root, err := dataplane.ReadRoot(ctx, c)
 			if err != nil {
@@ -304,7 +321,7 @@ func (s *Set) routerAsks(apis []AdminAPI, found map[string]bool) map[string]data
 			return &root, nil
 		}
 	}
-	return asks
+	return asks, pods
 }
 
 // client is the Admin API client of api.

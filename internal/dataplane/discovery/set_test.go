@@ -247,6 +247,64 @@ func TestLearnRoutersWithoutRunning(t *testing.T) {
 	require.Equal(t, []string{url(a)}, f.set.AskableURLs())
 }
 
+// A standby asks again a gateway whose Pod was replaced on the same address (a hostNetwork
+// Kong: the node's IP and the same port): the new Pod may run another router or database mode,
+// and an answer kept by address alone would be the old Pod's for good.
+func TestLearnRoutersAsksAReplacedPodAgain(t *testing.T) {
+	a, b, objs, flavors, f := twoRouters(t)
+	ctx := context.Background()
+	f.set.LearnRouters(ctx)
+	require.False(t, flavors.Expressions(), "b is on the traditional_compatible router")
+	asked := func(k emu) map[string]int { return k.srv.Emulator.Requests() }
+	require.Equal(t, map[string]int{"GET /": 1}, asked(b))
+
+	// b's Pod is replaced by one of another name at the same address and port.
+	replaced := slice("s1", b.port, endpoint(b.host, "kong-1-replacement"))
+	replaced.ResourceVersion = objs[1].GetResourceVersion()
+	require.NoError(t, f.client.Update(ctx, replaced))
+	f.set.LearnRouters(ctx)
+	require.Equal(t, map[string]int{"GET /": 2}, asked(b), "the new Pod is asked what it runs")
+	require.Equal(t, map[string]int{"GET /": 1}, asked(a), "a's Pod is the same: not asked again")
+	f.set.LearnRouters(ctx)
+	require.Equal(t, map[string]int{"GET /": 2}, asked(b), "once")
+}
+
+// The leader's set takes a gateway whose Pod was replaced on the same address as a new one: it
+// asks the new Pod what it runs and publishes a new gateway (which the loop configures: the
+// new Kong starts empty), where it kept the old Pod's.
+func TestRunTakesAReplacedPodAsANewGateway(t *testing.T) {
+	_, b, objs, _, f := twoRouters(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go f.set.Run(ctx, func() { f.changed <- struct{}{} })
+	f.next()
+	byURL := func() map[string]dataplane.Gateway {
+		out := map[string]dataplane.Gateway{}
+		for _, g := range f.set.Gateways() {
+			out[g.URL()] = g
+		}
+		return out
+	}
+	before := byURL()
+	require.Len(t, before, 2)
+	require.Equal(t, 1, b.srv.Emulator.Requests()["GET /"])
+
+	replaced := slice("s1", b.port, endpoint(b.host, "kong-1-replacement"))
+	replaced.ResourceVersion = objs[1].GetResourceVersion()
+	require.NoError(t, f.client.Update(ctx, replaced))
+	f.set.Kick()
+	f.next()
+	require.Equal(t, 2, b.srv.Emulator.Requests()["GET /"], "the new Pod is asked what it runs")
+	after := byURL()
+	require.Len(t, after, 2)
+	require.NotSame(t, before[url(b)], after[url(b)], "a new gateway for the new Pod")
+	for u, g := range after {
+		if u != url(b) {
+			require.Same(t, before[u], g, "the other gateway is kept")
+		}
+	}
+}
+
 // The leader's set forgets the router of a gateway it no longer discovers.
 func TestRunForgetsTheRouterOfGatewaysGone(t *testing.T) {
 	_, _, objs, flavors, f := twoRouters(t)
