@@ -117,24 +117,16 @@ func (b *builder) l4Service(obj client.Object, gvk schema.GroupVersionKind, fiel
 		b.problem(obj, gvk, field+".backend", "Kong service %s", e)
 		return nil
 	}
-	ks := &kongService{
-		namespace: obj.GetNamespace(), svcName: svcName, port: netv1.ServiceBackendPort{Number: port}, portKey: strconv.Itoa(int(port)),
-		routeByKey: map[string]*routeEntry{},
-		svc: &file.FService{Service: kong.Service{
-			ID:       kong.String(kongstate.ServiceID(b.opts.Workspace, name)),
-			Name:     kong.String(name),
-			Host:     kong.String(host),
-			Protocol: kong.String(protocol),
-		}},
-	}
+	svc := b.httpKongService(name, host) // the TCP one: an Ingress's, with its protocol
+	svc.Protocol = kong.String(protocol)
 	if protocol == "udp" {
-		ks.svc.Port = kong.Int(int(port))
-	} else {
-		ks.svc.Port = &sharedPort80
-		ks.svc.ConnectTimeout, ks.svc.ReadTimeout, ks.svc.WriteTimeout = &sharedDefaultTimeout, &sharedDefaultTimeout, &sharedDefaultTimeout
-		ks.svc.Retries = &sharedRetries
+		svc.Port = b.servicePort(port)
+		svc.ConnectTimeout, svc.ReadTimeout, svc.WriteTimeout, svc.Retries = nil, nil, nil, nil
 	}
-	return ks
+	return &kongService{
+		namespace: obj.GetNamespace(), svcName: svcName, port: netv1.ServiceBackendPort{Number: port}, portKey: strconv.Itoa(int(port)),
+		routeByKey: map[string]*routeEntry{}, svc: svc,
+	}
 }
 
 func (b *builder) l4Route(obj client.Object, gvk schema.GroupVersionKind, field, name string, protocols ...string) *routeEntry {
