@@ -72,9 +72,14 @@ type Set struct {
 // yet. mu is held to read and to merge, never across a request.
 type routerLearner struct {
 	mu      sync.Mutex
-	roots   map[string]dataplane.Root
-	pods    map[string]types.NamespacedName // the Pod that answered roots[url]
+	roots   map[string]podRoot
 	clients map[string]*kong.Client
+}
+
+// podRoot is a discovered Admin API's answer to GET /, and the Pod that gave it.
+type podRoot struct {
+	dataplane.Root
+	pod types.NamespacedName
 }
 
 type member struct {
@@ -94,7 +99,7 @@ var _ dataplane.GatewaySet = (*Set)(nil)
 // New returns a Set; Run keeps it current.
 func New(opts Options) *Set {
 	s := &Set{opts: opts, ports: map[string]bool{}, kick: dataplane.NewTrigger(), members: map[string]*member{},
-		routers: routerLearner{roots: map[string]dataplane.Root{}, pods: map[string]types.NamespacedName{}, clients: map[string]*kong.Client{}}}
+		routers: routerLearner{roots: map[string]podRoot{}, clients: map[string]*kong.Client{}}}
 	for _, p := range opts.PortNames {
 		s.ports[p] = true
 	}
@@ -274,12 +279,11 @@ func (s *Set) LearnRouters(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for url, root := range learned {
-		l.roots[url], l.pods[url] = root, pods[url]
+		l.roots[url] = podRoot{root, pods[url]}
 		delete(l.clients, url)
 		s.opts.Logger.Info("router flavor learned from a discovered gateway", "gateway", url, "routerFlavor", root.RouterFlavor, "database", root.Database)
 	}
-	maps.DeleteFunc(l.roots, func(url string, _ dataplane.Root) bool { return !found[url] })
-	maps.DeleteFunc(l.pods, func(url string, _ types.NamespacedName) bool { return !found[url] })
+	maps.DeleteFunc(l.roots, func(url string, _ podRoot) bool { return !found[url] })
 	maps.DeleteFunc(l.clients, func(url string, _ *kong.Client) bool { return !found[url] })
 }
 
@@ -295,12 +299,11 @@ func (s *Set) routerAsks(apis []AdminAPI, found map[string]bool) (map[string]dat
 	asks, pods := map[string]dataplane.RouterAsk{}, map[string]types.NamespacedName{}
 	for _, api := range apis {
 		found[api.URL] = true
-		if _, ok := l.roots[api.URL]; ok {
-			if l.pods[api.URL] == api.Pod {
+		if known, ok := l.roots[api.URL]; ok {
+			if known.pod == api.Pod {
 				continue
 			}
 			delete(l.roots, api.URL)
-			delete(l.pods, api.URL)
 		}
 		c := l.clients[api.URL]
 		if c == nil {
