@@ -55,7 +55,7 @@ soak:
 
 # Fuzzing: translation and rendering must never panic or hang, whatever the objects.
 # FuzzTranslateObjects builds objects of every translated kind straight from the input bytes
-# (references between them, random values and annotations; thousands of inputs a second) and
+# (references between them, random values and annotations; a few hundred inputs a second) and
 # also checks Incremental against a full Build; FuzzTranslate mutates the golden cases' YAML
 # through the manifest parser and the store (class filtering). go test runs one fuzz target
 # at a time. Crashers land in internal/translator/testdata/fuzz/<target>/ and are kept there

@@ -84,7 +84,7 @@ func translate(t *testing.T, loaded *manifest.Loaded, opts uint8) {
 // FuzzTranslateObjects builds objects of every kind the translator reads out of the fuzz
 // input (objectGen: references between them from small pools of names, random values and
 // annotations, good and bad) and translates them directly, without YAML or a store, so it
-// runs thousands of inputs a second. Build and both renderings must not panic or hang, and
+// runs a few hundred inputs a second. Build and both renderings must not panic or hang, and
 // Incremental, given the snapshot and then an edit of its Ingresses, Services,
 // EndpointSlices, Gateway API routes, KongConsumers and Secrets (TLS Secrets rotated among
 // them), must give what a full Build of the edit gives.
