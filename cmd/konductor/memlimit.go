@@ -58,9 +58,14 @@ func cgroupMemoryLimit(files []string) int64 {
 }
 
 // defaultGCPercent is the collector's target (GOGC) when neither GOGC nor a memory limit is
-// given: the heap may grow to 1.5 times the live heap instead of Go's default 2 times. Every
-// sync round allocates about as much as the live heap again (issue #13, memory), so at 100 the
-// process sat at about twice its live data; 50 trades some collector CPU for that memory.
+// given: the heap may grow to 1.5 times the live heap instead of Go's default 2 times. The
+// heap's high-water mark, the live heap plus that headroom, is what the process keeps
+// resident, and at 100 it sat at about twice its live data. A change spliced into the kept
+// result allocates little (about 1 MB at 3,000 Ingresses, a full translation 39 MB:
+// BenchmarkIncrementalOneIngressChanged), so the narrower headroom costs few collections; a
+// full translation still allocates about the live heap again. 30 took another 4-5 MB off at
+// 3,000 Ingresses for more CPU per change and was not kept (issue #13, memory;
+// docs/performance.md, "The collector's steady target at 30").
 // With a memory limit (GOMEMLIMIT or the container's) Go's default stays: the limit bounds the
 // heap already and a lower target would only collect more often below it.
 const defaultGCPercent = 50
