@@ -58,8 +58,20 @@ func scribble(v reflect.Value, seen map[uintptr]bool) {
 		seen[v.Pointer()] = true
 		scribble(v.Elem(), seen)
 	case reflect.Interface:
-		if !v.IsNil() {
-			scribble(v.Elem(), seen)
+		if v.IsNil() {
+			return
+		}
+		el := v.Elem()
+		switch el.Kind() {
+		case reflect.Pointer, reflect.Map, reflect.Slice:
+			scribble(el, seen) // reached through the interface: written where they are
+		default:
+			if v.CanSet() { // a value held in the interface (a plugin config's "x": 5): replaced
+				c := reflect.New(el.Type()).Elem()
+				c.Set(el)
+				scribble(c, seen)
+				v.Set(c)
+			}
 		}
 	case reflect.Struct:
 		for i := range v.NumField() {
@@ -70,8 +82,17 @@ func scribble(v reflect.Value, seen map[uintptr]bool) {
 			scribble(v.Index(i), seen)
 		}
 	case reflect.Map:
+		if v.IsNil() || seen[v.Pointer()] {
+			return
+		}
+		seen[v.Pointer()] = true
+		// A map's values cannot be set in place: each is copied, written over and put back,
+		// so a map the copy shares with the State (a plugin's config) shows.
 		for _, k := range v.MapKeys() {
-			scribble(v.MapIndex(k), seen)
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(v.MapIndex(k))
+			scribble(e, seen)
+			v.SetMapIndex(k, e)
 		}
 	case reflect.String:
 		if v.CanSet() {
