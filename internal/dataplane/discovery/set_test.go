@@ -105,11 +105,24 @@ type fixture struct {
 // newSet runs a Set over the EndpointSlices in c; changes arrive on changed.
 func newSet(t *testing.T, objs ...client.Object) *fixture {
 	f := newIdleSet(t, nil, objs...)
+	f.run()
+	return f
+}
+
+// run runs the set until the test ends, and waits for its first change.
+func (f *fixture) run() {
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	f.t.Cleanup(cancel)
 	go f.set.Run(ctx, func() { f.changed <- struct{}{} })
 	f.next()
-	return f
+}
+
+// replacePod replaces the Pod of k, listed in old (one of slicesFor's EndpointSlices), by one of
+// another name at the same address and port: a hostNetwork Kong replaced on its node.
+func (f *fixture) replacePod(old client.Object, k emu) {
+	replaced := slice(old.GetName(), k.port, endpoint(k.host, "kong-1-replacement"))
+	replaced.ResourceVersion = old.GetResourceVersion()
+	require.NoError(f.t, f.client.Update(context.Background(), replaced))
 }
 
 // newIdleSet is a Set over the EndpointSlices in c, telling flavors the gateways' routers,
@@ -259,9 +272,7 @@ func TestLearnRoutersAsksAReplacedPodAgain(t *testing.T) {
 	require.Equal(t, map[string]int{"GET /": 1}, asked(b))
 
 	// b's Pod is replaced by one of another name at the same address and port.
-	replaced := slice("s1", b.port, endpoint(b.host, "kong-1-replacement"))
-	replaced.ResourceVersion = objs[1].GetResourceVersion()
-	require.NoError(t, f.client.Update(ctx, replaced))
+	f.replacePod(objs[1], b)
 	f.set.LearnRouters(ctx)
 	require.Equal(t, map[string]int{"GET /": 2}, asked(b), "the new Pod is asked what it runs")
 	require.Equal(t, map[string]int{"GET /": 1}, asked(a), "a's Pod is the same: not asked again")
@@ -274,10 +285,7 @@ func TestLearnRoutersAsksAReplacedPodAgain(t *testing.T) {
 // new Kong starts empty), where it kept the old Pod's.
 func TestRunTakesAReplacedPodAsANewGateway(t *testing.T) {
 	_, b, objs, _, f := twoRouters(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go f.set.Run(ctx, func() { f.changed <- struct{}{} })
-	f.next()
+	f.run()
 	byURL := func() map[string]dataplane.Gateway {
 		out := map[string]dataplane.Gateway{}
 		for _, g := range f.set.Gateways() {
@@ -289,9 +297,7 @@ func TestRunTakesAReplacedPodAsANewGateway(t *testing.T) {
 	require.Len(t, before, 2)
 	require.Equal(t, 1, b.srv.Emulator.Requests()["GET /"])
 
-	replaced := slice("s1", b.port, endpoint(b.host, "kong-1-replacement"))
-	replaced.ResourceVersion = objs[1].GetResourceVersion()
-	require.NoError(t, f.client.Update(ctx, replaced))
+	f.replacePod(objs[1], b)
 	f.set.Kick()
 	f.next()
 	require.Equal(t, 2, b.srv.Emulator.Requests()["GET /"], "the new Pod is asked what it runs")
@@ -308,13 +314,10 @@ func TestRunTakesAReplacedPodAsANewGateway(t *testing.T) {
 // The leader's set forgets the router of a gateway it no longer discovers.
 func TestRunForgetsTheRouterOfGatewaysGone(t *testing.T) {
 	_, _, objs, flavors, f := twoRouters(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go f.set.Run(ctx, func() { f.changed <- struct{}{} })
-	f.next()
+	f.run()
 	require.False(t, flavors.Expressions())
 
-	require.NoError(t, f.client.Delete(ctx, objs[1]))
+	require.NoError(t, f.client.Delete(context.Background(), objs[1]))
 	f.set.Kick()
 	f.next()
 	require.True(t, flavors.Expressions(), "the gateway gone no longer counts")
@@ -403,12 +406,7 @@ func TestOneGETRootServesTheRouterAndTheEdition(t *testing.T) {
 		run  func(f *fixture)
 	}{
 		{"standby", func(f *fixture) { f.set.LearnRouters(context.Background()) }},
-		{"leader", func(f *fixture) {
-			ctx, cancel := context.WithCancel(context.Background())
-			t.Cleanup(cancel)
-			go f.set.Run(ctx, func() { f.changed <- struct{}{} })
-			f.next()
-		}},
+		{"leader", func(f *fixture) { f.run() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := startKongWith(t, kongemu.Options{Mode: kongemu.DBLess, Edition: kongemu.Enterprise})
