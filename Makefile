@@ -63,7 +63,7 @@ soak:
 # minimized for at most 1 s (go's default, 60 s, stalls the search for minutes on these
 # inputs of up to a kilobyte).
 #
-# `make test` gives each target a number of inputs, not a duration (about 10-20 s each here):
+# `make test` gives each target a number of inputs, not a duration (about 10-40 s each here):
 # go 1.26's fuzzing coordinator can fail a run whose -fuzztime duration ends while a worker is
 # busy ("context deadline exceeded", no crasher; go.dev/issue/75804, fixed in go 1.27), and a
 # count has no deadline to race. `make fuzz` runs 10 minutes a target, where that end-of-run
