@@ -17,6 +17,7 @@ var awaitedObjectPhrases = []string{
 	"Failed to fetch the secret",
 	"no kubernetes service found",
 	"no grant found",
+	"no ReferenceGrant",
 	"not permitted by any ReferenceGrant",
 	"not accepted by Gateway",
 }

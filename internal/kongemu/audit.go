@@ -16,6 +16,9 @@ type AuditEntry struct {
 	ID     string
 	Name   string
 	Tags   []string
+	// RouteTags are the tags of each route of a loaded DB-less configuration, with
+	// Options.AuditConfigRoutes.
+	RouteTags [][]string
 }
 
 func (e *Emulator) record(method, path, entity, id, name string, tags []string) {

@@ -634,6 +634,20 @@ func (e *Emulator) postConfig(w http.ResponseWriter, r *http.Request) {
 	e.configHash = hash
 	e.rawConfig = cfg
 	e.record(r.Method, r.URL.Path, "config", hash, "", nil)
+	if e.opts.AuditConfigRoutes {
+		var tags [][]string
+		for _, rt := range d.ents["routes"] {
+			var ts []string
+			list, _ := rt["tags"].([]any)
+			for _, t := range list {
+				if s, ok := t.(string); ok {
+					ts = append(ts, s)
+				}
+			}
+			tags = append(tags, ts)
+		}
+		e.audit[len(e.audit)-1].RouteTags = tags
+	}
 	resp := map[string]any{}
 	for _, name := range entityOrder {
 		if len(d.ents[name]) == 0 {

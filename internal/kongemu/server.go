@@ -53,6 +53,10 @@ type Options struct {
 	// Edition is Community (default) or Enterprise. Only Kong Gateway Enterprise has
 	// consumer groups (and consumer-group-scoped plugins) and the mtls-auth plugin.
 	Edition Edition
+	// AuditConfigRoutes records, in the audit entry of each configuration a DB-less
+	// emulator loads, the tags of its routes (AuditEntry.RouteTags): tests that must show a
+	// route was never served, not only that it is not served now, read them.
+	AuditConfigRoutes bool
 }
 
 // Router flavors (Kong's router_flavor setting).

@@ -30,8 +30,12 @@ func TestProgrammedCondition(t *testing.T) {
 	class := "kong"
 	prefix := netv1.PathTypePrefix
 	objs := []client.Object{
-		&netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-ing", Annotations: map[string]string{"konghq.com/plugins": "used, broken"}},
+		&netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-ing", Annotations: map[string]string{"konghq.com/plugins": "used"}},
 			Spec: netv1.IngressSpec{IngressClassName: &class, Rules: []netv1.IngressRule{{Host: "web.example.com", IngressRuleValue: netv1.IngressRuleValue{HTTP: &netv1.HTTPIngressRuleValue{
+				Paths: []netv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: "web", Port: netv1.ServiceBackendPort{Number: 80}}}}}}}}}}},
+		// Left out for its broken plugin (the translator's fail-closed rule).
+		&netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-broken", UID: "u-ing-2", Annotations: map[string]string{"konghq.com/plugins": "broken"}},
+			Spec: netv1.IngressSpec{IngressClassName: &class, Rules: []netv1.IngressRule{{Host: "broken.example.com", IngressRuleValue: netv1.IngressRuleValue{HTTP: &netv1.HTTPIngressRuleValue{
 				Paths: []netv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: "web", Port: netv1.ServiceBackendPort{Number: 80}}}}}}}}}}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-svc"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
 		&kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "used", UID: "u-used", Generation: 3}, PluginName: "correlation-id"},
@@ -86,7 +90,7 @@ func TestProgrammedCondition(t *testing.T) {
 	require.Equal(t, before.ResourceVersion, after.ResourceVersion, "an unchanged condition is not written again")
 
 	// Kong refusing the plugin's entity makes it Invalid with Kong's message.
-	ref := kongstate.RefFor(objs[2], kongv1.SchemeGroupVersion.WithKind("KongPlugin"))
+	ref := kongstate.RefFor(objs[3], kongv1.SchemeGroupVersion.WithKind("KongPlugin")) // used
 	u.Report(ctx, dataplane.Round{State: state, Problems: problems, Gateways: []dataplane.GatewayResult{{URL: "http://kong",
 		Err: &dataplane.RejectedError{RestApplied: true, Entities: []dataplane.EntityError{{Object: ref, Field: "config.header_name", Message: "expected a string"}}}}}})
 	require.NoError(t, u.Update(ctx))

@@ -8,11 +8,12 @@ import (
 // Select returns a snapshot holding the objects of s that keep accepts, and the same class
 // settings. It is how a fallback configuration leaves refused objects out (kic-compat.md
 // §12.3): the translator then sees a cluster without them. Objects are shared, not copied.
-// IngressClassParameters stay: they are settings, not a source of Kong entities.
+// IngressClassParameters and the Namespaces' labels stay: they are settings (a Gateway
+// listener's allowedRoutes selector reads the labels), not a source of Kong entities.
 func (s *Snapshot) Select(keep func(gvk schema.GroupVersionKind, obj client.Object) bool) *Snapshot {
 	out := &Snapshot{
 		IngressClass: s.IngressClass, IngressClassIsDefault: s.IngressClassIsDefault,
-		IngressClassParameters: s.IngressClassParameters,
+		IngressClassParameters: s.IngressClassParameters, NamespaceLabels: s.NamespaceLabels,
 	}
 	out.Ingresses = selectKind(KindIngress, s.Ingresses, keep)
 	out.Services = selectKind(KindService, s.Services, keep)

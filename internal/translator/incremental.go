@@ -162,6 +162,10 @@ type resultParts struct {
 	consumers       consumerParts
 	plugins         pluginParts
 	certificates    certificateParts
+	// leftOut are the objects left out because a plugin they name (or need) could not be
+	// applied (failclosed.go), nil when none: a round that changes one of them, or whose
+	// partial translation leaves anything out, is a full Build.
+	leftOut map[node]struct{}
 }
 
 // servicePart is one Kong service of a result, with its upstream and the Ingresses whose
@@ -288,6 +292,82 @@ type incrementalRound struct {
 
 	parts []servicePart // by name
 	resultIndexes
+}
+
+// leftOutReason is why a round whose partial translation left out other objects than the
+// closure's Ingresses is translated in full: a left-out Service takes every Ingress and route
+// naming it, a KongConsumerGroup its consumers (failclosed.go).
+const leftOutReason = "the change leaves objects out for plugins they name"
+
+// spliceLeftOut is the objects left out after the splice: the previous result's, but the
+// closure's Ingresses (translated again), and the partial translation's; why says why not
+// ("" when it can), when the partial translation left out anything but closure Ingresses
+// (nothing refers to an Ingress, so leaving one out takes nothing else with it).
+func spliceLeftOut(prev, part map[node]struct{}, closure map[nsName]struct{}) (map[node]struct{}, string) {
+	for n := range part {
+		if _, in := closure[nsName{n.namespace, n.name}]; !in || !n.isKind(gvkIngress.Group, gvkIngress.Kind) {
+			return nil, leftOutReason
+		}
+	}
+	if len(prev) == 0 {
+		return part, ""
+	}
+	out := make(map[node]struct{}, len(prev)+len(part))
+	for n := range prev {
+		if _, in := closure[nsName{n.namespace, n.name}]; in && n.isKind(gvkIngress.Group, gvkIngress.Kind) {
+			continue
+		}
+		out[n] = struct{}{}
+	}
+	for n := range part {
+		out[n] = struct{}{}
+	}
+	if len(out) == 0 {
+		return nil, ""
+	}
+	return out, ""
+}
+
+// secretsOfLeftOut says why changed Secrets cannot be spliced ("" when they can): an object
+// left out for its plugins reads one (its problems about it are kept as they were).
+func secretsOfLeftOut(prev Result, changed map[nsName]bool) string {
+	if len(prev.parts.leftOut) == 0 {
+		return ""
+	}
+	for k := range changed {
+		for from := range prev.Graph.rdepsOf(nodeOf(ref(gvkSecret, k.ns, k.name))).All() {
+			if _, out := prev.parts.leftOut[from]; out {
+				return "a Secret of the change is read by an object left out for its plugins"
+			}
+		}
+	}
+	return ""
+}
+
+// closureLeftOut says why a closure cannot be spliced while the previous result left objects
+// out ("" when it can): a route or Service left out is in it. (A closure Ingress left out is
+// translated again: spliceLeftOut.) The objects left out stay out, with their problems and
+// graph edges, only while the change does not reach them (and the plugins, ReferenceGrants
+// and Secrets that decide it do not change: those are full Builds or splices that keep
+// every plugin's verdict).
+func closureLeftOut(leftOut map[node]struct{}, routes map[gatewayapi.RouteKey]struct{}, services ...map[nsName]struct{}) string {
+	if len(leftOut) == 0 {
+		return ""
+	}
+	in := func(n node) bool { _, ok := leftOut[n]; return ok }
+	for k := range routes {
+		if in(nodeOf(routeRef(k))) {
+			return "the change reaches an object left out for its plugins"
+		}
+	}
+	for _, set := range services {
+		for s := range set {
+			if in(nodeOf(ref(gvkService, s.ns, s.name))) {
+				return "the change reaches an object left out for its plugins"
+			}
+		}
+	}
+	return ""
 }
 
 // maxClosureShare: a closure above this share of the Ingresses is translated in full.
@@ -843,6 +923,9 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	if !ok {
 		return Result{}, false, "a plugin twice"
 	}
+	if why := secretsOfLeftOut(prev.res, secretChanges); why != "" {
+		return Result{}, false, why
+	}
 	// Secrets only plugins read, or only Ingresses' spec.tls, are spliced on their own; the
 	// rest is spliceConsumers', which refuses what it does not know.
 	pluginSecrets := takeSecretsReadOnlyBy(prev.res.Graph, secretChanges, isPluginKind)
@@ -1124,7 +1207,14 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 		}
 		view = gw.RoutesOnly(keys)
 	}
+	if why := closureLeftOut(prev.res.parts.leftOut, routeClosure, services, readOnly); why != "" {
+		return Result{}, false, why
+	}
 	part := build(sub, opts, view)
+	leftOut, why := spliceLeftOut(prev.res.parts.leftOut, part.parts.leftOut, closure)
+	if why != "" {
+		return Result{}, false, why
+	}
 	if why := t.spliceable(part, subjects, withPlugins); why != "" {
 		return Result{}, false, why
 	}
@@ -1237,7 +1327,7 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	res.Graph = prev.res.Graph.replaceEdgesFrom(outEdges, part.Graph)
 	res.parts = &resultParts{services: merged, readClock: prev.res.parts.readClock,
 		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes, consumers: prev.res.parts.consumers,
-		plugins: prev.res.parts.plugins, certificates: prev.res.parts.certificates}
+		plugins: prev.res.parts.plugins, certificates: prev.res.parts.certificates, leftOut: leftOut}
 	if withPlugins {
 		var why string
 		if res, why = spliceIngressPlugins(prev, res, part, closure); why != "" {

@@ -63,6 +63,11 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 			closure[nsName{from.Namespace, from.Name}] = struct{}{}
 		}
 	}
+	for k := range closure {
+		if _, out := res.parts.leftOut[nodeOf(ref(gvkKongConsumer, k.ns, k.name))]; out {
+			return Result{}, "the change reaches an object left out for its plugins"
+		}
+	}
 	oldConsumer := func(k nsName) *kongv1.KongConsumer {
 		if old, ok := changed[k]; ok {
 			return old
@@ -144,6 +149,9 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 	}
 
 	part := build(sub, opts, nil)
+	if len(part.parts.leftOut) > 0 {
+		return Result{}, leftOutReason
+	}
 	if part.parts.consumers.conflict {
 		return Result{}, "the change's credentials conflict"
 	}

@@ -228,6 +228,20 @@ func spliceIngressPlugins(prev *incrementalRound, res, part Result, closure map[
 		blocks = append(blocks, pluginBlock{plugins: m.plugins, origins: origins})
 		read[m.origins[0].obj] = true
 	}
+	// What a full Build keeps of a plugin that only objects left out for their plugins look
+	// up (failclosed.go: its reads and edges) is not spliced.
+	for n := range affected {
+		if _, read := read[n]; read || !prev.plugins.exists(n) {
+			continue // read by others, or a plugin that does not exist, which nothing reads
+		}
+		for _, g := range []*Graph{prev.res.Graph, part.Graph} {
+			for from := range g.rdepsOf(n).All() {
+				if _, out := res.parts.leftOut[from]; out {
+					return Result{}, "a plugin of the change is named only by objects left out for their plugins"
+				}
+			}
+		}
+	}
 	slices.SortStableFunc(blocks, func(a, b pluginBlock) int {
 		fa, fb := a.origins[0].first, b.origins[0].first
 		if fa.phase != fb.phase {

@@ -77,6 +77,16 @@ type pluginIndexes struct {
 	cluster    objectIndex[*kongv1.KongClusterPlugin]
 }
 
+// exists reports whether the plugin n (a KongPlugin or KongClusterPlugin node) is in the
+// indexed snapshot.
+func (ix pluginIndexes) exists(n node) bool {
+	k := nsName{n.namespace, n.name}
+	if n.isKind(gvkKongClusterPlugin.Group, gvkKongClusterPlugin.Kind) {
+		return ix.cluster.get(k) != nil
+	}
+	return ix.namespaced.get(k) != nil
+}
+
 func newPluginIndexes(snap *store.Snapshot) pluginIndexes {
 	return pluginIndexes{namespaced: newObjectIndex(snap.KongPlugins), cluster: newObjectIndex(snap.KongClusterPlugins)}
 }
@@ -296,6 +306,9 @@ func splicePlugins(prev *incrementalRound, opts Options, res Result, changes plu
 	}
 	state := *res.State
 	state.Plugins = plugins
+	if len(plugins) == 0 {
+		state.Plugins = nil // as Build leaves it (a plugin read only by objects left out)
+	}
 	res.State = &state
 	from := make(map[node]struct{}, len(remake))
 	for n := range remake {

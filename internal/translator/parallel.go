@@ -389,13 +389,17 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 	res := rest
 	res.State, res.Problems, res.Graph = state, sortProblems(problems), graph
 	res.parts = &resultParts{services: merged, readClock: readClock, readRustRegexes: readRustRegexes, consumers: rest.parts.consumers,
-		plugins: rest.parts.plugins, certificates: rest.parts.certificates}
+		plugins: rest.parts.plugins, certificates: rest.parts.certificates, leftOut: rest.parts.leftOut}
 	return res, ""
 }
 
 // groupLocal says why group g's result speaks of objects outside the group, "" when it
 // does not (localResult; a Service it refers to must be of the group too).
 func groupLocal(part Result, g int, plan *parallelPlan) string {
+	if len(part.parts.leftOut) > 0 {
+		// A group's objects read no plugin (localIngress, localService); this guards that.
+		return leftOutReason
+	}
 	in := func(n node) bool {
 		group, ok := plan.groupOf(n.ref())
 		return ok && group == g

@@ -24,6 +24,8 @@ import (
 
 const (
 	annPlugins = "konghq.com/plugins"
+	// extensionRefField is where an HTTPRoute names KongPlugins besides its annotation.
+	extensionRefField = "spec.rules[].filters[].extensionRef"
 	// labelGlobal makes a KongClusterPlugin apply to every request (kic-compat.md §8.4).
 	labelGlobal = "global"
 )
@@ -157,9 +159,16 @@ func (b *builder) plugins() {
 	var current pluginFirst
 	routeIngress := map[string]*netv1.Ingress{}
 
-	attachList := func(referrer client.Object, gvk schema.GroupVersionKind, list string, add func(*pluginRelations)) {
+	// attachList attaches the plugins list names (field is where referrer names them).
+	attachList := func(referrer client.Object, gvk schema.GroupVersionKind, field, list string, add func(*pluginRelations)) {
+		for _, entry := range splitList(list, ",") {
+			if malformedPluginEntry(entry) {
+				// It names no plugin, but it was meant to: never served without it.
+				b.problem(referrer, gvk, field, "%q names no plugin (ns:name or name)", entry)
+				b.refuse(referrer, gvk, field, kongstate.ObjectRef{}, "the entry %q names no plugin", entry)
+			}
+		}
 		for entry := range pluginEntries(referrer.GetNamespace(), list) {
-			field := annField(annPlugins)
 			ns, name := entry.ns, entry.name
 			if entry.remote {
 				if !b.grantAllows(referrer, gvk, ns, name) {
@@ -167,6 +176,7 @@ func (b *builder) plugins() {
 					// plugin changes, it is translated again (the graph must know).
 					b.refer(referrer, gvk, ref(gvkKongPlugin, ns, name))
 					b.problem(referrer, gvk, field, "no grant found to referenced %q plugin in the requested remote KongPlugin bind", ns+"/"+name)
+					b.refuse(referrer, gvk, field, kongstate.ObjectRef{}, "no ReferenceGrant in namespace %s lets it use KongPlugin %q", ns, name)
 					continue
 				}
 			}
@@ -174,9 +184,14 @@ func (b *builder) plugins() {
 			if p == nil {
 				b.refer(referrer, gvk, ref(gvkKongPlugin, ns, name))
 				b.refer(referrer, gvk, ref(gvkKongClusterPlugin, "", name))
+				if refused := b.pluginObject(ns, name); refused != nil {
+					b.refuse(referrer, gvk, field, kongstate.RefFor(refused, gvkOf(refused)), "%s %q is refused (its own problems say why)", gvkOf(refused).Kind, name)
+					continue
+				}
 				if _, known := resolved[entry.key()]; !known {
 					b.problem(referrer, gvk, field, "referenced KongPlugin or KongClusterPlugin %q does not exist", name)
 				}
+				b.refuse(referrer, gvk, field, kongstate.ObjectRef{}, "KongPlugin or KongClusterPlugin %q does not exist", name)
 				continue
 			}
 			b.refer(referrer, gvk, kongstate.RefFor(p.obj, p.gvk))
@@ -190,7 +205,7 @@ func (b *builder) plugins() {
 	}
 
 	attach := func(referrer client.Object, gvk schema.GroupVersionKind, add func(*pluginRelations)) {
-		attachList(referrer, gvk, referrer.GetAnnotations()[annPlugins], add)
+		attachList(referrer, gvk, annField(annPlugins), referrer.GetAnnotations()[annPlugins], add)
 	}
 
 	names := b.kongServiceNames()
@@ -221,9 +236,10 @@ func (b *builder) plugins() {
 		routes := routesOf[src.obj]
 		sort.Slice(routes, func(i, j int) bool { return *routes[i].Name < *routes[j].Name })
 		for _, r := range routes {
-			list := strings.Join(append(splitList(src.obj.GetAnnotations()[annPlugins], ","), r.extraPlugins...), ",")
 			name := *r.Name
-			attachList(src.obj, src.gvk, list, func(rs *pluginRelations) { rs.routes = append(rs.routes, name) })
+			add := func(rs *pluginRelations) { rs.routes = append(rs.routes, name) }
+			attachList(src.obj, src.gvk, annField(annPlugins), src.obj.GetAnnotations()[annPlugins], add)
+			attachList(src.obj, src.gvk, extensionRefField, strings.Join(r.extraPlugins, ","), add)
 		}
 	}
 	for _, src := range sources {
@@ -317,7 +333,7 @@ func (e pluginEntry) key() string { return e.ns + ":" + e.name }
 func pluginEntries(ns, list string) iter.Seq[pluginEntry] {
 	return func(yield func(pluginEntry) bool) {
 		for _, entry := range splitList(list, ",") {
-			if strings.HasPrefix(entry, ":") || strings.HasSuffix(entry, ":") {
+			if malformedPluginEntry(entry) {
 				continue
 			}
 			e := pluginEntry{ns: ns, name: entry}
@@ -331,6 +347,11 @@ func pluginEntries(ns, list string) iter.Seq[pluginEntry] {
 	}
 }
 
+// malformedPluginEntry: an entry of konghq.com/plugins that names no plugin (":name", "ns:").
+func malformedPluginEntry(entry string) bool {
+	return strings.HasPrefix(entry, ":") || strings.HasSuffix(entry, ":")
+}
+
 // lookupPlugin finds KongPlugin ns/name, else KongClusterPlugin name (kic-compat.md §8.1).
 // A plugin whose configuration cannot be built is reported once and resolves to nil.
 func (b *builder) lookupPlugin(ns, name string, cache map[string]*pluginSource) *pluginSource {
@@ -338,20 +359,7 @@ func (b *builder) lookupPlugin(ns, name string, cache map[string]*pluginSource) 
 	if p, ok := cache[key]; ok {
 		return p
 	}
-	if b.kongPlugins == nil {
-		b.kongPlugins = map[string]*kongv1.KongPlugin{}
-		b.clusterPlugins = map[string]*kongv1.KongClusterPlugin{}
-		for _, kp := range b.snap.KongPlugins {
-			if kp != nil {
-				b.kongPlugins[kp.Namespace+"/"+kp.Name] = kp
-			}
-		}
-		for _, kcp := range b.snap.KongClusterPlugins {
-			if kcp != nil {
-				b.clusterPlugins[kcp.Name] = kcp
-			}
-		}
-	}
+	b.indexPlugins()
 	if kp := b.kongPlugins[ns+"/"+name]; kp != nil {
 		p := b.pluginFromKongPlugin(kp)
 		if p != nil {
@@ -369,6 +377,37 @@ func (b *builder) lookupPlugin(ns, name string, cache map[string]*pluginSource) 
 		return p
 	}
 	return nil
+}
+
+// pluginObject is the object lookupPlugin resolves ns/name to (KongPlugin ns/name, else
+// KongClusterPlugin name), or nil when there is none.
+func (b *builder) pluginObject(ns, name string) client.Object {
+	b.indexPlugins()
+	if kp := b.kongPlugins[ns+"/"+name]; kp != nil {
+		return kp
+	}
+	if kcp := b.clusterPlugins[name]; kcp != nil {
+		return kcp
+	}
+	return nil
+}
+
+// indexPlugins indexes the snapshot's plugins by namespace and name, once.
+func (b *builder) indexPlugins() {
+	if b.kongPlugins == nil {
+		b.kongPlugins = map[string]*kongv1.KongPlugin{}
+		b.clusterPlugins = map[string]*kongv1.KongClusterPlugin{}
+		for _, kp := range b.snap.KongPlugins {
+			if kp != nil {
+				b.kongPlugins[kp.Namespace+"/"+kp.Name] = kp
+			}
+		}
+		for _, kcp := range b.snap.KongClusterPlugins {
+			if kcp != nil {
+				b.clusterPlugins[kcp.Name] = kcp
+			}
+		}
+	}
 }
 
 func (b *builder) pluginFromKongPlugin(kp *kongv1.KongPlugin) *pluginSource {

@@ -144,6 +144,12 @@ func build(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) Result
 	if snap == nil {
 		snap = &store.Snapshot{}
 	}
+	return buildFailClosed(snap, opts, gw)
+}
+
+// buildOnce is one translation of snap, with the referrers of plugins it could not apply
+// (failclosed.go).
+func buildOnce(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) (Result, []refusal) {
 	b := newBuilder(snap, opts, gw)
 	b.ingressRules()
 	b.defaultBackend()
@@ -167,7 +173,7 @@ func build(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) Result
 		b.expressionRoutes()
 	}
 	state, problems := b.finish()
-	return Result{State: state, Problems: problems, Graph: b.graph, Gateway: b.gw, parts: b.parts}
+	return Result{State: state, Problems: problems, Graph: b.graph, Gateway: b.gw, parts: b.parts}, b.refusals
 }
 
 // builder holds the indexes and the growing output of one translation.
@@ -209,6 +215,8 @@ type builder struct {
 	// nameTaken is set when a route was refused because another had its name: which one
 	// wins depends on every route of the cluster, so Incremental translates everything.
 	nameTaken bool
+	// refusals are the referrers of plugins this translation could not apply (failclosed.go).
+	refusals []refusal
 	// readClock is set when the result depended on Options.Now (a CA certificate's expiry).
 	readClock bool
 	// readRustRegexes is set when the result depended on Options.RustRegexes (a regex was

@@ -71,11 +71,20 @@ func oneOfEveryKind(t *testing.T) *utils.KongRawState {
 // entities knew would be deleted, not kept, when its object is refused).
 func TestRawEntityKeysAreTheKeysOfEntities(t *testing.T) {
 	raw := oneOfEveryKind(t)
+	// Consumer groups come with their members (which have no ID: a membership is keyed by
+	// its group and consumer).
+	require.Len(t, raw.Consumers, 1)
+	raw.ConsumerGroups = []*kong.ConsumerGroupObject{{
+		ConsumerGroup: &kong.ConsumerGroup{ID: kong.String("id-group"), Name: kong.String("gold")},
+		Consumers:     []*kong.Consumer{{ID: raw.Consumers[0].ID, Username: raw.Consumers[0].Username}},
+	}}
 	ks, err := state.Get(raw)
 	require.NoError(t, err)
 	ents, err := entities(ks, nil)
 	require.NoError(t, err)
 	want := slices.Sorted(maps.Keys(ents))
 	require.NotEmpty(t, want)
+	require.Contains(t, want, membershipKey("id-group", *raw.Consumers[0].ID))
+	require.Contains(t, want, "consumer-group/id-group")
 	require.Equal(t, want, slices.Sorted(maps.Keys(rawEntityKeys(raw))))
 }

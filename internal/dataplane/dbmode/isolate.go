@@ -145,11 +145,77 @@ func entities(ks *state.KongState, licenses map[string]kongstate.ObjectRef) (map
 			return &entity{key: "plugin/" + id, kind: "plugin", name: kong.StringValue(p.Name), tags: p.Tags, parents: parents,
 				remove: func(k *state.KongState) error { return k.Plugins.Delete(id) }}
 		}),
+		addEach(add, ks.Consumers.GetAll, func(c *state.Consumer) *entity {
+			id := *c.ID
+			return &entity{key: "consumer/" + id, kind: "consumer", name: kong.StringValue(c.Username), tags: c.Tags,
+				remove: func(k *state.KongState) error { return k.Consumers.Delete(id) }}
+		}),
+		addEach(add, ks.ConsumerGroups.GetAll, func(g *state.ConsumerGroup) *entity {
+			id := *g.ID
+			return &entity{key: "consumer-group/" + id, kind: "consumer-group", name: kong.StringValue(g.Name), tags: g.Tags,
+				remove: func(k *state.KongState) error { return k.ConsumerGroups.Delete(id) }}
+		}),
+		// A membership has no ID and no tags: it goes with its consumer or its group.
+		addEach(add, ks.ConsumerGroupConsumers.GetAll, func(m *state.ConsumerGroupConsumer) *entity {
+			consumerID, groupID := kong.StringValue(m.Consumer.ID), kong.StringValue(m.ConsumerGroup.ID)
+			return &entity{key: membershipKey(groupID, consumerID), kind: "consumer-group-consumer", name: consumerID,
+				parents: append(ref("consumer", &consumerID), ref("consumer-group", &groupID)...),
+				remove:  func(k *state.KongState) error { return k.ConsumerGroupConsumers.Delete(consumerID, groupID) }}
+		}),
+		addEach(add, ks.KeyAuths.GetAll, func(c *state.KeyAuth) *entity {
+			return credential("key-auth", c.ID, c.Consumer, c.Tags, ref, func(k *state.KongState, id string) error { return k.KeyAuths.Delete(id) })
+		}),
+		addEach(add, ks.HMACAuths.GetAll, func(c *state.HMACAuth) *entity {
+			return credential("hmac-auth", c.ID, c.Consumer, c.Tags, ref, func(k *state.KongState, id string) error { return k.HMACAuths.Delete(id) })
+		}),
+		addEach(add, ks.JWTAuths.GetAll, func(c *state.JWTAuth) *entity {
+			return credential("jwt", c.ID, c.Consumer, c.Tags, ref, func(k *state.KongState, id string) error { return k.JWTAuths.Delete(id) })
+		}),
+		addEach(add, ks.BasicAuths.GetAll, func(c *state.BasicAuth) *entity {
+			return credential("basic-auth", c.ID, c.Consumer, c.Tags, ref, func(k *state.KongState, id string) error { return k.BasicAuths.Delete(id) })
+		}),
+		addEach(add, ks.ACLGroups.GetAll, func(c *state.ACLGroup) *entity {
+			return credential("acl", c.ID, c.Consumer, c.Tags, ref, func(k *state.KongState, id string) error { return k.ACLGroups.Delete(id) })
+		}),
+		addEach(add, ks.Oauth2Creds.GetAll, func(c *state.Oauth2Credential) *entity {
+			return credential("oauth2", c.ID, c.Consumer, c.Tags, ref, func(k *state.KongState, id string) error { return k.Oauth2Creds.Delete(id) })
+		}),
+		addEach(add, ks.MTLSAuths.GetAll, func(c *state.MTLSAuth) *entity {
+			return credential("mtls-auth", c.ID, c.Consumer, c.Tags, ref, func(k *state.KongState, id string) error { return k.MTLSAuths.Delete(id) })
+		}),
+		addEach(add, ks.CACertificates.GetAll, func(c *state.CACertificate) *entity {
+			id := *c.ID
+			return &entity{key: "ca-certificate/" + id, kind: "ca-certificate", name: id, tags: c.Tags,
+				remove: func(k *state.KongState) error { return k.CACertificates.Delete(id) }}
+		}),
+		addEach(add, ks.Vaults.GetAll, func(v *state.Vault) *entity {
+			id := *v.ID
+			return &entity{key: "vault/" + id, kind: "vault", name: kong.StringValue(v.Prefix), tags: v.Tags,
+				remove: func(k *state.KongState) error { return k.Vaults.Delete(id) }}
+		}),
 	)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// credential is the entity of a consumer's credential: its object is its Secret (its tags),
+// and it goes with its consumer when that is left out and Kong does not hold it.
+func credential(kind string, id *string, consumer *kong.Consumer, tags []*string, ref func(string, *string) []string,
+	remove func(*state.KongState, string) error) *entity {
+	var parents []string
+	if consumer != nil {
+		parents = ref("consumer", consumer.ID)
+	}
+	key := kong.StringValue(id)
+	return &entity{key: kind + "/" + key, kind: kind, name: key, tags: tags, parents: parents,
+		remove: func(k *state.KongState) error { return remove(k, key) }}
+}
+
+// membershipKey is the key of a consumer's membership of a consumer group.
+func membershipKey(groupID, consumerID string) string {
+	return "consumer-group-consumer/" + groupID + "/" + consumerID
 }
 
 // addEach adds the entity of every item list gives.
@@ -179,6 +245,27 @@ func rawEntityKeys(raw *utils.KongRawState) map[string]bool {
 	addKeys(out, "certificate", raw.Certificates, func(e *kong.Certificate) *string { return e.ID })
 	addKeys(out, "sni", raw.SNIs, func(e *kong.SNI) *string { return e.ID })
 	addKeys(out, "plugin", raw.Plugins, func(e *kong.Plugin) *string { return e.ID })
+	addKeys(out, "consumer", raw.Consumers, func(e *kong.Consumer) *string { return e.ID })
+	for _, g := range raw.ConsumerGroups {
+		if g.ConsumerGroup == nil || g.ConsumerGroup.ID == nil {
+			continue
+		}
+		out["consumer-group/"+*g.ConsumerGroup.ID] = true
+		for _, c := range g.Consumers {
+			if c.ID != nil {
+				out[membershipKey(*g.ConsumerGroup.ID, *c.ID)] = true
+			}
+		}
+	}
+	addKeys(out, "key-auth", raw.KeyAuths, func(e *kong.KeyAuth) *string { return e.ID })
+	addKeys(out, "hmac-auth", raw.HMACAuths, func(e *kong.HMACAuth) *string { return e.ID })
+	addKeys(out, "jwt", raw.JWTAuths, func(e *kong.JWTAuth) *string { return e.ID })
+	addKeys(out, "basic-auth", raw.BasicAuths, func(e *kong.BasicAuthOptions) *string { return e.ID })
+	addKeys(out, "acl", raw.ACLGroups, func(e *kong.ACLGroup) *string { return e.ID })
+	addKeys(out, "oauth2", raw.Oauth2Creds, func(e *kong.Oauth2Credential) *string { return e.ID })
+	addKeys(out, "mtls-auth", raw.MTLSAuths, func(e *kong.MTLSAuth) *string { return e.ID })
+	addKeys(out, "ca-certificate", raw.CACertificates, func(e *kong.CACertificate) *string { return e.ID })
+	addKeys(out, "vault", raw.Vaults, func(e *kong.Vault) *string { return e.ID })
 	return out
 }
 

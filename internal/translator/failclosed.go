@@ -1,0 +1,207 @@
+package translator
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// Fail closed (docs/security.md, item 0): an object that names a plugin konductor cannot
+// apply is never served without it. The plugin may be refused (its configuration cannot be
+// built or Kong's schema refuses it), missing (no KongPlugin or KongClusterPlugin of that
+// name), or in another namespace that no ReferenceGrant opens. Its referrer (an Ingress,
+// Service, KongServiceFacade, KongConsumer, KongConsumerGroup, TCPIngress, UDPIngress or
+// Gateway API route) is then left out of the snapshot together with every object that
+// depends on it, by the object graph: exactly what the fallback configuration leaves out
+// when a gateway refuses the plugin (dataplane/fallback.go), so both kinds of refusal give
+// the same configuration. A Service left out takes the Ingresses and routes that use it; a
+// KongConsumerGroup its consumers (a consumer without its group's plugins is a widening too).
+//
+// KIC renders the referrer without the plugin (kic-compat.md §12.1: "referenced plugin
+// missing: failure on the referrers; no plugin"): a route asking for key-auth would be open to
+// everyone. This is one of konductor's deliberate differences (docs/migration-from-kic.md).
+//
+// A global KongClusterPlugin that is refused has no referrer to leave out; it is reported
+// and left out, as in KIC.
+
+// refusal is one referrer whose plugin cannot be applied, and why.
+type refusal struct {
+	referrer kongstate.ObjectRef
+	field    string // where the referrer names the plugin
+	// plugin is the refused plugin object; zero when the plugin is missing or not granted.
+	plugin kongstate.ObjectRef
+	why    string
+}
+
+// refuse records that referrer names a plugin it cannot have (attachList).
+func (b *builder) refuse(referrer client.Object, gvk schema.GroupVersionKind, field string, plugin kongstate.ObjectRef, format string, args ...any) {
+	b.refusals = append(b.refusals, refusal{referrer: kongstate.RefFor(referrer, gvk), field: field, plugin: plugin, why: fmt.Sprintf(format, args...)})
+}
+
+// maxFailClosedPasses bounds the translations of one Build. Leaving objects out does not
+// make another plugin unresolvable (a plugin and what it reads are never a referrer's
+// dependents), so the second pass finds no new refusal; the bound guards the rule, not a
+// case known to need it.
+const maxFailClosedPasses = 4
+
+// buildFailClosed is build: a translation, then, while referrers of plugins that cannot be
+// applied are found, a translation of the snapshot without them and their dependents.
+func buildFailClosed(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) Result {
+	res, refusals := buildOnce(snap, opts, gw)
+	if len(refusals) == 0 {
+		return res
+	}
+	out := newFailedClosed()
+	for pass := 1; len(refusals) > 0 && pass < maxFailClosedPasses; pass++ {
+		out.add(res, refusals)
+		snap = snap.Select(func(gvk schema.GroupVersionKind, obj client.Object) bool {
+			r := kongstate.RefFor(obj, gvk)
+			if n := nodeOf(r); out.has(n) {
+				out.refs[n] = r
+				return false
+			}
+			return true
+		})
+		// The attachment given was of the snapshot with the objects left out: made again.
+		res, refusals = buildOnce(snap, opts, nil)
+	}
+	return out.into(res)
+}
+
+// failedClosed is what failing closed left out: each object with the reason, or the object it
+// depends on that was left out.
+type failedClosed struct {
+	order   []node
+	because map[node]failedClosedReason
+	// refs are the objects left out as the snapshot held them (with UID and version: an
+	// Event goes to the object itself); an object the graph names but the snapshot does not
+	// hold has none.
+	refs map[node]kongstate.ObjectRef
+	// plugins are the refused plugins that kept referrers out: their own problems (why they
+	// are refused) stay in the result.
+	plugins map[node]struct{}
+	// passes are the translations that found refusals, first to last: their problems about
+	// the objects left out and the edges out of them stay in the result.
+	passes []Result
+}
+
+type failedClosedReason struct {
+	// refusal is the referrer's own, or that of the referrer it depends on through via.
+	refusal *refusal
+	via     *node // the object left out that it depends on; nil for a referrer
+}
+
+func newFailedClosed() *failedClosed {
+	return &failedClosed{because: map[node]failedClosedReason{}, refs: map[node]kongstate.ObjectRef{}, plugins: map[node]struct{}{}}
+}
+
+func (l *failedClosed) has(n node) bool { _, ok := l.because[n]; return ok }
+
+// add leaves out the referrers of refusals and, by g, everything that depends on them, each
+// once, breadth first so that a dependent is reported with the nearest object it needs.
+func (l *failedClosed) add(pass Result, refusals []refusal) {
+	l.passes = append(l.passes, pass)
+	g := pass.Graph
+	var queue []node
+	for i := range refusals {
+		r := &refusals[i]
+		n := nodeOf(r.referrer)
+		if r.plugin.Name != "" {
+			l.plugins[nodeOf(r.plugin)] = struct{}{}
+		}
+		if l.has(n) {
+			continue
+		}
+		l.because[n] = failedClosedReason{refusal: r}
+		l.order = append(l.order, n)
+		queue = append(queue, n)
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for d := range g.rdepsOf(n).All() {
+			if l.has(d) {
+				continue
+			}
+			l.because[d] = failedClosedReason{refusal: l.because[n].refusal, via: &n}
+			l.order = append(l.order, d)
+			queue = append(queue, d)
+		}
+	}
+}
+
+// into is res, the translation without the objects left out, with what a reader of the
+// result needs of them from the passes that left them out: the problems about them and about
+// the refused plugins (which the last translation no longer looked up), a problem on each
+// saying why it was left out, the edges out of them, and the plugins those passes built.
+func (l *failedClosed) into(res Result) Result {
+	problems := res.Problems
+	for _, pass := range l.passes {
+		for _, p := range pass.Problems {
+			n := nodeOf(p.Object)
+			if _, refused := l.plugins[n]; refused || l.has(n) {
+				problems = append(problems, p)
+			}
+		}
+	}
+	for _, n := range l.order {
+		why := l.because[n]
+		r := why.refusal
+		if why.via == nil {
+			problems = append(problems, Problem{Object: r.referrer, Field: r.field,
+				Message: "left out with everything that depends on it: " + r.why + "; konductor never serves an object without a plugin it names"})
+			continue
+		}
+		obj, ok := l.refs[n]
+		if !ok {
+			obj = n.ref()
+		}
+		// The root reason is repeated: it says whether an object is awaited (the webhook
+		// warns then) or refused.
+		msg := fmt.Sprintf("left out: it depends on %s, which names a plugin it cannot have: %s", why.via.ref(), r.why)
+		if *why.via != nodeOf(r.referrer) {
+			msg = fmt.Sprintf("left out: it depends on %s, left out because %s names a plugin it cannot have: %s", why.via.ref(), r.referrer, r.why)
+		}
+		problems = append(problems, Problem{Object: obj, Message: msg})
+	}
+	res.Problems = sortProblems(problems)
+	// The result's graph is the last translation's, new: the edges out of the objects left
+	// out are added to it, so that an event of what they name (the plugin fixed, a grant
+	// made) wakes a round (Relevance).
+	for _, pass := range l.passes {
+		for _, n := range l.order {
+			for d := range pass.Graph.depsOf(n).All() {
+				res.Graph.refer(n.ref(), d.ref())
+			}
+		}
+		// The plugins the pass built, the refused ones among them, stay known to
+		// Incremental, with the edges out of them (to the Secrets they read): a change of
+		// one is then seen (a refused plugin fixed is a full Build).
+		for n, ok := range pass.parts.plugins.read {
+			if _, known := res.parts.plugins.read[n]; known {
+				continue
+			}
+			if res.parts.plugins.read == nil {
+				res.parts.plugins.read = map[node]bool{}
+			}
+			res.parts.plugins.read[n] = ok
+			for d := range pass.Graph.depsOf(n).All() {
+				res.Graph.refer(n.ref(), d.ref())
+			}
+		}
+	}
+	// The Gateway API attachment is the first translation's: a route left out for its
+	// plugins still attaches to its listeners (its status says so, and its Events why it
+	// is not served), as it does while the change does not reach it (Incremental).
+	res.Gateway = l.passes[0].Gateway
+	res.parts.leftOut = make(map[node]struct{}, len(l.order))
+	for _, n := range l.order {
+		res.parts.leftOut[n] = struct{}{}
+	}
+	return res
+}
