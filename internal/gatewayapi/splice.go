@@ -124,3 +124,28 @@ func (a *Attachment) TakeRefProblems(from *Attachment, fresh func(RouteKey) bool
 		}
 	}
 }
+
+// RefProblemsMark is what the routes of an attachment held in RefProblems at one point
+// (MarkRefProblems), to translate them again from there.
+type RefProblemsMark map[*RouteAttachment][]RefProblem
+
+// MarkRefProblems records what a's routes hold in RefProblems now.
+func (a *Attachment) MarkRefProblems() RefProblemsMark {
+	m := make(RefProblemsMark, len(a.routes))
+	for _, ra := range a.routes {
+		m[ra] = slices.Clip(ra.RefProblems)
+	}
+	return m
+}
+
+// Restore gives every route of the mark the RefProblems it held then: a translation of the
+// same routes again adds its own (a translation that left objects out and made again,
+// translator/failclosed.go). keep, when it says so for a route, keeps what it holds now.
+func (m RefProblemsMark) Restore(keep func(RouteKey) bool) {
+	for ra, problems := range m {
+		if keep != nil && keep(keyOf(ra)) {
+			continue
+		}
+		ra.RefProblems = problems
+	}
+}

@@ -69,12 +69,27 @@ func (b *builder) caCertificates() {
 		}
 		return a.GetName() < c.GetName()
 	})
+	// An id is global in Kong but claimed from namespaced objects: an id claimed from two
+	// namespaces is rendered from neither (mtls-auth then refuses rather than trusts another
+	// tenant's CA), and every claim says why (docs/security.md, item 1). Within one
+	// namespace the oldest claim wins, as in KIC.
+	claims := map[string][]caSource{}
+	for _, src := range sources {
+		if id, ok := src.data("id"); ok && strings.TrimSpace(id) != "" {
+			claims[id] = append(claims[id], src)
+		}
+	}
 	ids := map[string]bool{}
 	byObject := map[string]string{} // kind/ns/name -> id, for the Service annotations
 	for _, src := range sources {
 		id, ok := src.data("id")
 		if !ok || strings.TrimSpace(id) == "" {
 			b.problem(src.obj, src.gvk, "data.id", "invalid %s CA certificate: missing 'id' field in data", src.kind)
+			continue
+		}
+		if others := claimedElsewhere(claims[id], src.obj.GetNamespace()); len(others) > 0 {
+			b.problem(src.obj, src.gvk, "data.id", "CA certificate id %q is also claimed from namespace %s (%s); an id claimed from two namespaces is rendered from neither",
+				id, others[0].obj.GetNamespace(), strings.Join(claimNames(others), ", "))
 			continue
 		}
 		if ids[id] {
@@ -159,4 +174,24 @@ func (b *builder) checkCACert(certPEM string) string {
 		return `certificate expired, "Not After" time is in the past`
 	}
 	return ""
+}
+
+// claimedElsewhere are the claims of an id from other namespaces than ns.
+func claimedElsewhere(claims []caSource, ns string) []caSource {
+	var out []caSource
+	for _, c := range claims {
+		if c.obj.GetNamespace() != ns {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// claimNames names the objects of claims ("ConfigMap ns/name").
+func claimNames(claims []caSource) []string {
+	out := make([]string, len(claims))
+	for i, c := range claims {
+		out[i] = c.gvk.Kind + " " + c.obj.GetNamespace() + "/" + c.obj.GetName()
+	}
+	return out
 }

@@ -3,7 +3,6 @@ package translator
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -80,18 +79,19 @@ type credentialUse struct {
 func (b *builder) consumers() {
 	consumers := append([]*kongv1.KongConsumer(nil), b.snap.KongConsumers...)
 	sortByAge(consumers)
-	groups := map[string]bool{}
-	for _, g := range b.snap.KongConsumerGroups {
-		if g != nil {
-			groups[g.Namespace+"/"+g.Name] = true
-		}
-	}
 	var entries []*consumerEntry
+	// Usernames and custom_ids are global in Kong but come from namespaced objects: the
+	// oldest KongConsumer (then by namespace and name, sortByAge) keeps one, the others are
+	// left out, never merged into it (docs/security.md, item 1).
+	names := map[string]*kongv1.KongConsumer{} // "username:"/"custom_id:" + value -> holder
 	for _, kc := range consumers {
 		if kc == nil {
 			continue
 		}
-		if e := b.consumer(kc, groups); e != nil {
+		if b.consumerNameTaken(kc, names) {
+			continue
+		}
+		if e := b.consumer(kc); e != nil {
 			entries = append(entries, e)
 		}
 	}
@@ -140,6 +140,34 @@ func (b *builder) consumers() {
 	b.parts.consumers.objs = b.consumerObjs
 }
 
+// consumerNameTaken reports, with a problem on kc, whether an older KongConsumer holds kc's
+// username or custom_id (names); else it records kc as their holder.
+func (b *builder) consumerNameTaken(kc *kongv1.KongConsumer, names map[string]*kongv1.KongConsumer) bool {
+	taken := false
+	for _, n := range []struct{ field, value string }{{"username", kc.Username}, {"custom_id", kc.CustomID}} {
+		if n.value == "" {
+			continue
+		}
+		if holder := names[n.field+":"+n.value]; holder != nil {
+			if b.parts.consumers.contested == nil {
+				b.parts.consumers.contested = map[string]struct{}{}
+			}
+			b.parts.consumers.contested[n.field+"\x00"+n.value] = struct{}{}
+			b.problem(kc, gvkKongConsumer, n.field, "%s %q is already KongConsumer %s/%s's (older); Kong keeps it unique, this consumer is left out",
+				n.field, n.value, holder.Namespace, holder.Name)
+			taken = true
+		}
+	}
+	if !taken {
+		for _, n := range []struct{ field, value string }{{"username", kc.Username}, {"custom_id", kc.CustomID}} {
+			if n.value != "" {
+				names[n.field+":"+n.value] = kc
+			}
+		}
+	}
+	return taken
+}
+
 // consumerIdent is how plugins and group memberships name a consumer: its username, else its
 // custom_id (kic-compat.md §8.1).
 func consumerIdent(c *file.FConsumer) string {
@@ -149,7 +177,7 @@ func consumerIdent(c *file.FConsumer) string {
 	return str(c.CustomID)
 }
 
-func (b *builder) consumer(kc *kongv1.KongConsumer, groups map[string]bool) *consumerEntry {
+func (b *builder) consumer(kc *kongv1.KongConsumer) *consumerEntry {
 	if kc.Username == "" && kc.CustomID == "" {
 		b.problem(kc, gvkKongConsumer, "username", "no username or custom_id specified")
 		return nil
@@ -171,8 +199,20 @@ func (b *builder) consumer(kc *kongv1.KongConsumer, groups map[string]bool) *con
 			b.problem(kc, gvkKongConsumer, fmt.Sprintf("consumerGroups[%d]", i), "a consumer without username cannot join consumer group %q; set username", name)
 			continue
 		}
-		if !groups[kc.Namespace+"/"+name] {
+		kept := b.keptConsumerGroups()[name]
+		switch {
+		case kept == nil:
 			b.problem(kc, gvkKongConsumer, fmt.Sprintf("consumerGroups[%d]", i), "nonexistent consumer group: %q", kc.Namespace+"/"+name)
+			continue
+		case kept.Namespace != kc.Namespace:
+			// Another namespace holds the group's name in Kong (its KongConsumerGroup is
+			// older): joining it would give this consumer that namespace's plugins.
+			if !b.hasConsumerGroup(kc.Namespace, name) {
+				b.problem(kc, gvkKongConsumer, fmt.Sprintf("consumerGroups[%d]", i), "nonexistent consumer group: %q", kc.Namespace+"/"+name)
+			} else {
+				b.problem(kc, gvkKongConsumer, fmt.Sprintf("consumerGroups[%d]", i),
+					"consumer group %q is KongConsumerGroup %s/%s's in Kong (older); a consumer joins only a group of its own namespace", name, kept.Namespace, kept.Name)
+			}
 			continue
 		}
 		fc.Groups = append(fc.Groups, &kong.ConsumerGroup{Name: kong.String(name)})
@@ -277,17 +317,11 @@ func credentialValues(secret *corev1.Secret, ct credentialType) (map[string]any,
 // consumerGroups translates KongConsumerGroups (kic-compat.md §9.3): {name, id, tags}, the
 // name being the object's name.
 func (b *builder) consumerGroups() {
-	groups := append([]*kongv1beta1.KongConsumerGroup(nil), b.snap.KongConsumerGroups...)
-	sort.Slice(groups, func(i, j int) bool {
-		return groups[i].Namespace+"/"+groups[i].Name < groups[j].Namespace+"/"+groups[j].Name
-	})
+	kept := b.keptConsumerGroups()
 	b.consumerGroupObjs = map[string]*kongv1beta1.KongConsumerGroup{}
-	for _, g := range groups {
-		if g == nil {
-			continue
-		}
-		if first, dup := b.consumerGroupObjs[g.Name]; dup {
-			b.problem(g, gvkKongConsumerGroup, "metadata.name", "consumer group %q is already defined by KongConsumerGroup %s/%s; Kong group names are unique, this one is left out",
+	for _, g := range b.sortedConsumerGroups() {
+		if first := kept[g.Name]; first != g {
+			b.problem(g, gvkKongConsumerGroup, "metadata.name", "consumer group %q is already defined by KongConsumerGroup %s/%s (older); Kong group names are unique, this one is left out",
 				g.Name, first.Namespace, first.Name)
 			continue
 		}
@@ -305,4 +339,41 @@ func str(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// sortedConsumerGroups are the snapshot's KongConsumerGroups, oldest first (sortByAge).
+func (b *builder) sortedConsumerGroups() []*kongv1beta1.KongConsumerGroup {
+	groups := make([]*kongv1beta1.KongConsumerGroup, 0, len(b.snap.KongConsumerGroups))
+	for _, g := range b.snap.KongConsumerGroups {
+		if g != nil {
+			groups = append(groups, g)
+		}
+	}
+	sortByAge(groups)
+	return groups
+}
+
+// keptConsumerGroups is, by name, the KongConsumerGroup that holds the name in Kong: the
+// oldest of that name (then by namespace and name), which a tenant cannot take by choosing a
+// namespace that sorts first (docs/security.md, item 1).
+func (b *builder) keptConsumerGroups() map[string]*kongv1beta1.KongConsumerGroup {
+	if b.groupHolders == nil {
+		b.groupHolders = map[string]*kongv1beta1.KongConsumerGroup{}
+		for _, g := range b.sortedConsumerGroups() {
+			if _, taken := b.groupHolders[g.Name]; !taken {
+				b.groupHolders[g.Name] = g
+			}
+		}
+	}
+	return b.groupHolders
+}
+
+// hasConsumerGroup reports whether namespace ns has a KongConsumerGroup name.
+func (b *builder) hasConsumerGroup(ns, name string) bool {
+	for _, g := range b.snap.KongConsumerGroups {
+		if g != nil && g.Namespace == ns && g.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -3,7 +3,9 @@ package translator
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 
+	"github.com/kong/go-kong/kong"
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 
 	"github.com/konductor/konductor/internal/kongstate"
@@ -142,6 +144,9 @@ func (b *builder) customEntities() {
 			!b.grantAllows(e, gvkKongCustomEntity, parent.Namespace, parent.Name) {
 			b.problem(e, gvkKongCustomEntity, "spec.parentRef", "failed to find attached foreign entities for custom entity: no grant found to referenced %q plugin in the requested remote KongPlugin bind",
 				parent.Namespace+"/"+parent.Name)
+			continue
+		}
+		if !b.customEntityForeignKeysOwn(e, fields, parseForeignKeys(answer.Schema)) {
 			continue
 		}
 		ref := kongstate.RefFor(e, gvkKongCustomEntity)
@@ -306,4 +311,110 @@ func (b *builder) consumerIDOf(ident string) string {
 		}
 	}
 	return ""
+}
+
+// customEntityForeignKeysOwn checks the foreign keys e's spec.fields name itself (a service,
+// route or consumer, by ID or name): each must name an entity of the configuration made from
+// an object of e's own namespace (docs/security.md, item 1: a tenant must not attach its
+// entity to another's, as spec.parentRef needs a ReferenceGrant). A key that names nothing
+// the configuration holds is refused too, since IDs are predictable (UUIDv5 of names) and
+// another namespace could make it later. Each key found is an edge in the graph (a change of
+// the object it names reaches e); a key found nowhere marks the result for Incremental,
+// which then translates everything (consumerParts.lookedUp's reason: there is no object to
+// point an edge at). Reports and returns false when one fails.
+func (b *builder) customEntityForeignKeysOwn(e *kongv1alpha1.KongCustomEntity, fields map[string]any, fk foreignKeys) bool {
+	ok := true
+	for _, group := range []struct {
+		kind   string
+		fields []string
+	}{{"services", fk.services}, {"routes", fk.routes}, {"consumers", fk.consumers}} {
+		for _, f := range group.fields {
+			v, set := fields[f]
+			if !set || v == nil {
+				continue
+			}
+			key := foreignKeyValue(v)
+			owner, found := b.entityOwner(group.kind, key)
+			field := "spec.fields." + f
+			switch {
+			case !found:
+				b.parts.danglingForeignKey = true
+				b.problem(e, gvkKongCustomEntity, field, "names %s %q, which is not in the configuration; the custom entity is left out", strings.TrimSuffix(group.kind, "s"), key)
+				ok = false
+			case owner.Namespace != e.Namespace:
+				b.refer(e, gvkKongCustomEntity, owner)
+				b.problem(e, gvkKongCustomEntity, field, "names %s %q of %s; a custom entity names only entities of its own namespace, the custom entity is left out",
+					strings.TrimSuffix(group.kind, "s"), key, owner)
+				ok = false
+			default:
+				b.refer(e, gvkKongCustomEntity, owner)
+			}
+		}
+	}
+	return ok
+}
+
+// foreignKeyValue is the ID or name a foreign key field holds: {"id": ...}, {"name": ...}
+// or a plain string.
+func foreignKeyValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		for _, k := range []string{"id", "name", "username"} {
+			if s, ok := x[k].(string); ok && s != "" {
+				return s
+			}
+		}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// entityOwner is the object whose tags the service, route or consumer (kind) of ID or name
+// key carries, found when the configuration holds one.
+func (b *builder) entityOwner(kind, key string) (kongstate.ObjectRef, bool) {
+	// The object's own tags come first (TagsFor): the first of each prefix counts, so a
+	// user tag cannot pass an entity off as another namespace's. No UID is needed here (a
+	// manifest given to `konductor translate` may have none).
+	owner := func(tags []*string) (kongstate.ObjectRef, bool) {
+		var r kongstate.ObjectRef
+		for _, t := range tags {
+			for _, f := range []struct {
+				dst    *string
+				prefix string
+			}{{&r.Kind, kongstate.TagKind}, {&r.Namespace, kongstate.TagNamespace}, {&r.Name, kongstate.TagName}, {&r.Group, kongstate.TagGroup}} {
+				if v, ok := strings.CutPrefix(kong.StringValue(t), f.prefix); ok && *f.dst == "" {
+					*f.dst = v
+				}
+			}
+		}
+		if r.Group == "core" {
+			r.Group = ""
+		}
+		return r, r.Kind != "" && r.Name != ""
+	}
+	switch kind {
+	case "services":
+		for _, ks := range b.kongServices {
+			if str(ks.svc.ID) == key || str(ks.svc.Name) == key {
+				return owner(ks.svc.Tags)
+			}
+		}
+	case "routes":
+		for _, ks := range b.kongServices {
+			for _, r := range ks.routes {
+				if str(r.ID) == key || str(r.Name) == key {
+					return owner(r.Tags)
+				}
+			}
+		}
+	case "consumers":
+		for _, c := range b.state.Consumers {
+			if str(c.ID) == key || str(c.Username) == key {
+				return owner(c.Tags)
+			}
+		}
+	}
+	return kongstate.ObjectRef{}, false
 }

@@ -51,11 +51,22 @@ const maxFailClosedPasses = 4
 
 // buildFailClosed is build: a translation, then, while referrers of plugins that cannot be
 // applied are found, a translation of the snapshot without them and their dependents.
+//
+// Every pass translates with one Gateway API attachment, that of the whole snapshot (given
+// or made here): a route left out still attaches to its listeners (its status says so, and
+// its Events why it is not served), as it does while a change does not reach it
+// (Incremental). Each pass starts from the RefProblems the routes held before the first,
+// and a route left out keeps those the first pass found.
 func buildFailClosed(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) Result {
+	if gw == nil {
+		gw = gatewayapi.Attach(GatewayInput(snap, opts))
+	}
+	before := gw.MarkRefProblems()
 	res, refusals := buildOnce(snap, opts, gw)
 	if len(refusals) == 0 {
 		return res
 	}
+	first := gw.MarkRefProblems()
 	out := newFailedClosed()
 	for pass := 1; len(refusals) > 0 && pass < maxFailClosedPasses; pass++ {
 		out.add(res, refusals)
@@ -67,9 +78,10 @@ func buildFailClosed(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachme
 			}
 			return true
 		})
-		// The attachment given was of the snapshot with the objects left out: made again.
-		res, refusals = buildOnce(snap, opts, nil)
+		before.Restore(nil)
+		res, refusals = buildOnce(snap, opts, gw)
 	}
+	first.Restore(func(k gatewayapi.RouteKey) bool { return !out.has(nodeOf(routeRef(k))) })
 	return out.into(res)
 }
 
@@ -195,10 +207,6 @@ func (l *failedClosed) into(res Result) Result {
 			}
 		}
 	}
-	// The Gateway API attachment is the first translation's: a route left out for its
-	// plugins still attaches to its listeners (its status says so, and its Events why it
-	// is not served), as it does while the change does not reach it (Incremental).
-	res.Gateway = l.passes[0].Gateway
 	res.parts.leftOut = make(map[node]struct{}, len(l.order))
 	for _, n := range l.order {
 		res.parts.leftOut[n] = struct{}{}

@@ -166,6 +166,10 @@ type resultParts struct {
 	// applied (failclosed.go), nil when none: a round that changes one of them, or whose
 	// partial translation leaves anything out, is a full Build.
 	leftOut map[node]struct{}
+	// danglingForeignKey: a KongCustomEntity's fields name a service, route or consumer the
+	// configuration does not hold (customEntityForeignKeysOwn): any round may make it, so
+	// every round is a full Build while one does.
+	danglingForeignKey bool
 }
 
 // servicePart is one Kong service of a result, with its upstream and the Ingresses whose
@@ -844,6 +848,9 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 	}
 	if prev.res.parts.nameTaken {
 		return Result{}, false, "a route name was taken"
+	}
+	if prev.res.parts.danglingForeignKey {
+		return Result{}, false, "a custom entity names an entity the configuration lacks"
 	}
 	if !othersUnchanged(prev.snap, snap) {
 		return Result{}, false, "objects other than Ingresses, Services, EndpointSlices, Gateway API routes, KongConsumers, Secrets and plugins changed"

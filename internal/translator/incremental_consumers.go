@@ -13,6 +13,9 @@ import (
 type consumerParts struct {
 	objs     []*kongv1.KongConsumer
 	conflict bool
+	// contested are the usernames and custom_ids (credentialKeys' keys) that several
+	// KongConsumers claim, of which the younger were left out (consumerNameTaken).
+	contested map[string]struct{}
 	// lookedUp are the usernames consumerIDOf was asked for, found or not: a custom entity
 	// attached to a consumer with only a custom_id takes the ID of the consumer whose
 	// username that is (any KongConsumer, with no edge in the graph: a look-up that found
@@ -48,6 +51,14 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 	if res.parts.consumers.conflict {
 		return Result{}, "consumers' credentials conflicted"
 	}
+	contested := func(kc *kongv1.KongConsumer) bool {
+		for _, k := range []string{"username\x00" + kc.Username, "custom_id\x00" + kc.CustomID} {
+			if _, ok := res.parts.consumers.contested[k]; ok {
+				return true
+			}
+		}
+		return false
+	}
 	closure := make(map[nsName]struct{}, len(changed)+len(secrets))
 	for k := range changed {
 		closure[k] = struct{}{}
@@ -66,6 +77,12 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 	for k := range closure {
 		if _, out := res.parts.leftOut[nodeOf(ref(gvkKongConsumer, k.ns, k.name))]; out {
 			return Result{}, "the change reaches an object left out for its plugins"
+		}
+		// A consumer left out for a name an older one holds comes back when either changes.
+		for _, c := range []*kongv1.KongConsumer{changed[k], prev.consumers.get(k)} {
+			if c != nil && contested(c) {
+				return Result{}, "a KongConsumer of the change has a username or custom_id another claims"
+			}
 		}
 	}
 	oldConsumer := func(k nsName) *kongv1.KongConsumer {
@@ -152,6 +169,9 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 	if len(part.parts.leftOut) > 0 {
 		return Result{}, leftOutReason
 	}
+	if len(part.parts.consumers.contested) > 0 {
+		return Result{}, "the change's usernames or custom_ids conflict"
+	}
 	if part.parts.consumers.conflict {
 		return Result{}, "the change's credentials conflict"
 	}
@@ -200,8 +220,8 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 		}
 	}
 
-	// Credentials unique to a consumer: those of the closure's new consumers may be held by
-	// no other consumer.
+	// Credentials unique to a consumer, and its username and custom_id: those of the
+	// closure's new consumers may be held by no other consumer.
 	objs, list := res.parts.consumers.objs, res.State.Consumers
 	if prev.credentialHolders == nil {
 		prev.credentialHolders = make(map[string]nsName, len(list))
@@ -216,7 +236,7 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 		for _, v := range credentialKeys(fc) {
 			if k, held := holders[v]; held {
 				if _, in := closure[k]; !in {
-					return Result{}, "a credential of the change is another consumer's"
+					return Result{}, "a credential, username or custom_id of the change is another consumer's"
 				}
 			}
 		}
@@ -259,7 +279,8 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 		}
 	}
 	parts := *res.parts
-	parts.consumers = consumerParts{objs: mergedObjs, lookedUp: res.parts.consumers.lookedUp} // the custom entities are res's
+	parts.consumers = consumerParts{objs: mergedObjs, lookedUp: res.parts.consumers.lookedUp, // the custom entities are res's
+		contested: res.parts.consumers.contested} // no closure consumer's names were
 	res.State, res.Problems, res.parts = &state, sortProblems(append(kept, problems...)), &parts
 	res.Graph = res.Graph.replaceEdgesFrom(subjects, edges)
 	return res, ""
@@ -289,6 +310,9 @@ func credentialKeys(fc *file.FConsumer) []string {
 	for _, c := range fc.Oauth2Creds {
 		add("oauth2", c.ClientID)
 	}
+	// The consumer's own names are Kong's unique keys too (consumerNameTaken).
+	add("username", fc.Username)
+	add("custom_id", fc.CustomID)
 	return out
 }
 

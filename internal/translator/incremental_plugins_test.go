@@ -352,7 +352,7 @@ func TestIncrementalMatchesBuildWithIngressPlugins(t *testing.T) {
 		steps = 100
 	}
 	moved := 0 // splices in the cluster after which two plugins' blocks are in another order
-	stats, reasons := matchBuildRounds(t, starts, steps, 61, func(ed *editor) {
+	stats, reasons := matchBuildRounds(t, starts, steps, 64, func(ed *editor) {
 		ed.ingressPluginsMostly = true
 		ed.observe = func(s translationStart, _ string, before, after IncrementalStats, prev, got Result) {
 			if s.name == "plugins cluster" && after.PartialIngressPlugins > before.PartialIngressPlugins && pluginBlocksMoved(prev, got) {

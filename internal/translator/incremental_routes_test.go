@@ -205,7 +205,7 @@ func TestIncrementalMatchesBuildWithHTTPRoutes(t *testing.T) {
 	if testing.Short() {
 		steps = 50
 	}
-	stats, reasons := matchBuildRounds(t, starts, steps, 29, func(ed *editor) { ed.routesMostly = true })
+	stats, reasons := matchBuildRounds(t, starts, steps, 30, func(ed *editor) { ed.routesMostly = true })
 	var partialRoutes, full int
 	for _, s := range starts {
 		st := stats[s.name]

@@ -37,10 +37,21 @@ type tlsSecret struct {
 	referrers []referrer
 }
 
+// hostClaim is the first object that named a TLS host, and with which Secret.
+type hostClaim struct {
+	obj    client.Object
+	gvk    schema.GroupVersionKind
+	field  string
+	secret string // ns/name
+}
+
 // tls turns Ingress spec.tls into certificates and SNIs (kic-compat.md §7.1, §7.2). Hosts
 // are claimed globally in Ingress age order: the first Secret to name a host gets it.
 func (b *builder) tls() {
 	claimed := map[string]bool{}
+	// Who took each host, for the report when another Secret asks for it (a host is
+	// global in Kong: a tenant's older Ingress can take another's).
+	claimer := map[string]hostClaim{}
 	bySecret := map[string]*tlsSecret{}
 	var order []*tlsSecret
 	secretFor := func(ns, name string) *tlsSecret {
@@ -70,10 +81,19 @@ func (b *builder) tls() {
 				b.problem(obj, gvk, fmt.Sprintf("spec.tls[%d].hosts[%d]", k, h), "%s; the host gets no certificate", e)
 				continue
 			}
+			field := fmt.Sprintf("spec.tls[%d].hosts[%d]", k, h)
 			if claimed[host] {
+				if first, ok := claimer[host]; ok && first.secret != ts.key {
+					// Reported on both: the one that lost the host and the one that has it.
+					b.problem(obj, gvk, field, "TLS host %q is already served with Secret %s's certificate, named by %s %s/%s (older); this Ingress's Secret %s does not get it",
+						host, first.secret, first.gvk.Kind, first.obj.GetNamespace(), first.obj.GetName(), ts.key)
+					b.problem(first.obj, first.gvk, first.field, "TLS host %q is also named with Secret %s by %s %s/%s; this object's Secret %s keeps it (older)",
+						host, ts.key, gvk.Kind, obj.GetNamespace(), obj.GetName(), first.secret)
+				}
 				continue
 			}
 			claimed[host] = true
+			claimer[host] = hostClaim{obj: obj, gvk: gvk, field: field, secret: ts.key}
 			ts.hosts = append(ts.hosts, host)
 		}
 	}

@@ -195,6 +195,8 @@ type builder struct {
 	consumerObjs      []*kongv1.KongConsumer
 	consumerIdents    map[string]string
 	consumerGroupObjs map[string]*kongv1beta1.KongConsumerGroup
+	// groupHolders is keptConsumerGroups' answer (nil: not made yet).
+	groupHolders map[string]*kongv1beta1.KongConsumerGroup
 
 	tcpIngresses []*kongv1beta1.TCPIngress // KIC order
 	udpIngresses []*kongv1beta1.UDPIngress
