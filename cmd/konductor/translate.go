@@ -48,6 +48,7 @@ func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 	class := fs.String("ingress-class", store.DefaultIngressClass, "ingress class to serve")
 	output := fs.String("output", "yaml", "output format: yaml or json")
 	fs.StringVar(output, "o", "yaml", "same as --output")
+	allowLocal := fs.Bool("allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses, as the controller's flag of that name")
 	adminURL := fs.String("kong-admin-url", "", "a Kong Admin API to ask whether it is Kong Enterprise and for custom entity schemas (optional)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -77,7 +78,7 @@ func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("translate: %w", err)
 	}
-	var opts translator.Options
+	opts := translator.Options{AllowLocalTargets: *allowLocal}
 	if *adminURL != "" {
 		c, err := kong.NewClient(kong.String(*adminURL), nil)
 		if err != nil {

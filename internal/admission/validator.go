@@ -202,7 +202,7 @@ func (v *Validator) judge(ctx context.Context, before *translation, kind store.K
 		if schemaChecked[translator.Node(p.Object)] && strings.HasPrefix(p.Field, "config") {
 			continue // the plugin check above said it, in KIC's words
 		}
-		if awaitsAnotherObject(p.Message) {
+		if p.Warning || awaitsAnotherObject(p.Message) {
 			warnings = append(warnings, p.String())
 			continue
 		}

@@ -102,6 +102,10 @@ type Config struct {
 	// EnableDrainSupport keeps terminating endpoints as targets of weight 0
 	// (--enable-drain-support, KIC's).
 	EnableDrainSupport bool
+	// AllowLocalTargets lets upstream targets be loopback, unspecified or link-local
+	// addresses (an ExternalName of localhost, an EndpointSlice of 169.254.169.254), which
+	// are refused by default (docs/security.md).
+	AllowLocalTargets bool
 	// FeatureGates are KIC's gates (--feature-gates), defaults filled in.
 	FeatureGates FeatureGates
 	// KongAdminURLsIgnored: --kong-admin-url was given along with --kong-admin-svc, which
@@ -254,6 +258,7 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 	fs.BoolVar(&c.UpdateStatus, "update-status", true, "write the published addresses into Ingress status (with --publish-service or --publish-status-address)")
 	fs.StringVar(&c.GatewayAPIControllerName, "gateway-api-controller-name", "konghq.com/kic-gateway-controller", "the controllerName of the GatewayClasses whose Gateways and routes this controller serves (KIC's default)")
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", "", "cluster domain appended to the Service names of service-upstream targets (empty: none, as KIC)")
+	fs.BoolVar(&c.AllowLocalTargets, "allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses (refused by default: Kong's own Admin API, the cloud metadata service)")
 	fs.BoolVar(&c.EnableDrainSupport, "enable-drain-support", false, "keep terminating endpoints as upstream targets of weight 0, so that existing connections drain")
 	fs.StringVar(&c.AdmissionWebhook.ListenAddr, "admission-webhook-listen", "off", "address (host:port) of the validating admission webhook (HTTPS, path /); off disables it")
 	fs.StringVar(&c.AdmissionWebhook.CertFile, "admission-webhook-cert-file", "", "PEM certificate file of the admission webhook, reloaded when it changes; with no certificate given, "+DefaultAdmissionWebhookCertFile)

@@ -714,6 +714,7 @@ func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 		ClusterDomain:         cfg.ClusterDomain,
 		GatewayControllerName: cfg.GatewayAPIControllerName,
 		EnableDrainSupport:    cfg.EnableDrainSupport,
+		AllowLocalTargets:     cfg.AllowLocalTargets,
 		RewriteURIs:           cfg.FeatureGates.Enabled(config.GateRewriteURIs),
 		NoCustomEntities:      !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
 		GatewayAlpha:          cfg.FeatureGates.Enabled(config.GateGatewayAlpha),

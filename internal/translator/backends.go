@@ -161,6 +161,10 @@ func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.F
 		if svc.Spec.ExternalName == "" {
 			return nil
 		}
+		if !b.allowedTarget(svc, "spec.externalName", svc.Spec.ExternalName) {
+			return nil
+		}
+		b.foreignServiceName(svc)
 		return []*file.FTarget{target(joinHostPort(svc.Spec.ExternalName, sp.TargetPort.String()), nil)}
 	}
 
@@ -205,6 +209,9 @@ func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.F
 						// The API server validates addresses; a manifest given to
 						// `konductor translate` may not be, and Kong would refuse the target.
 						b.problem(es, gvkEndpointSlice, "endpoints", "invalid address %q; the endpoint is left out", ep.Addresses[0])
+						continue
+					}
+					if !b.allowedTarget(svc, "", ep.Addresses[0]) {
 						continue
 					}
 					t := joinHostPort(ep.Addresses[0], port)

@@ -54,7 +54,12 @@ func renderCase(t *testing.T, dir string) (string, string) {
 // case's options.
 func translateCaseObjects(t *testing.T, dir string, objs []client.Object) (*kongstate.State, []Problem) {
 	t.Helper()
-	opts := readGoldenOptions(t, dir)
+	return translateWith(t, objs, readGoldenOptions(t, dir))
+}
+
+// translateWith translates objects with the given case options.
+func translateWith(t *testing.T, objs []client.Object, opts goldenOptions) (*kongstate.State, []Problem) {
+	t.Helper()
 	st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
 	require.NoError(t, err)
 	snap, err := st.Snapshot(context.Background())

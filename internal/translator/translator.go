@@ -77,6 +77,9 @@ type Options struct {
 	// are translated, and BackendTLSPolicies apply, only with it (as in KIC, whose
 	// controllers for those kinds run only with the gate).
 	GatewayAlpha bool `json:"gatewayAlpha,omitempty"`
+	// AllowLocalTargets lets upstream targets be loopback, unspecified or link-local
+	// addresses (--allow-local-targets; off: such a target is refused, targets.go).
+	AllowLocalTargets bool `json:"allowLocalTargets,omitempty"`
 	// Now is the time CA certificates must be valid at; zero skips the expiry check. The
 	// caller passes it so that translation reads no clock.
 	Now time.Time
@@ -89,6 +92,9 @@ type Problem struct {
 	// Field is the path of the offending field, e.g. spec.rules[0].http.paths[1].path, or "".
 	Field   string
 	Message string
+	// Warning marks a problem that leaves nothing out: translation did what the object
+	// asks, and says what deserves a look (the admission webhook warns rather than refuses).
+	Warning bool
 }
 
 // String is "Kind ns/name: field: message".
