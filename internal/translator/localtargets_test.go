@@ -17,7 +17,7 @@ func TestLocalTarget(t *testing.T) {
 		"169.254.169.254": "a link-local address", "fe80::1%eth0": "a link-local address", "FE80::1": "a link-local address",
 		"localhost": "a loopback name", "LOCALHOST.": "a loopback name", "kong.localhost": "a loopback name",
 		"metadata.google.internal": "the cloud metadata service's name",
-		"10.0.0.1": "", "fd00::1": "", "example.com": "", "localhost.example.com": "", "192.168.1.1": "",
+		"10.0.0.1":                 "", "fd00::1": "", "example.com": "", "localhost.example.com": "", "192.168.1.1": "",
 	} {
 		require.Equal(t, want, localTarget(host), host)
 	}
