@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,6 +84,10 @@ func (g *fakeGateway) ValidatePlugin(_ context.Context, p *kong.Plugin) (bool, s
 	}
 	if _, bad := p.Config["bad"]; bad {
 		return false, "schema violation (config.bad: unknown field)", nil
+	}
+	if v, echo := p.Config["echo"]; echo {
+		// As Kong's UNIQUE and custom validators do: the value is in the message.
+		return false, fmt.Sprintf("schema violation (config.echo: %v is not allowed)", v), nil
 	}
 	return true, "", nil
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -168,4 +169,27 @@ func storedPlugin(snap *store.Snapshot, obj client.Object) client.Object {
 		}
 	}
 	return nil
+}
+
+// pluginSecrets are the Secrets a KongPlugin or KongClusterPlugin reads (configFrom,
+// configPatches); none for another object.
+func pluginSecrets(obj client.Object) []types.NamespacedName {
+	var out []types.NamespacedName
+	switch p := obj.(type) {
+	case *kongv1.KongPlugin:
+		if p.ConfigFrom != nil {
+			out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.ConfigFrom.SecretValue.Secret})
+		}
+		for _, cp := range p.ConfigPatches {
+			out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: cp.ValueFrom.SecretValue.Secret})
+		}
+	case *kongv1.KongClusterPlugin:
+		if p.ConfigFrom != nil {
+			out = append(out, types.NamespacedName{Namespace: p.ConfigFrom.SecretValue.Namespace, Name: p.ConfigFrom.SecretValue.Secret})
+		}
+		for _, cp := range p.ConfigPatches {
+			out = append(out, types.NamespacedName{Namespace: cp.ValueFrom.SecretValue.Namespace, Name: cp.ValueFrom.SecretValue.Secret})
+		}
+	}
+	return out
 }

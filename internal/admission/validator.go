@@ -12,11 +12,13 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
@@ -209,7 +211,62 @@ func (v *Validator) judge(ctx context.Context, before *translation, kind store.K
 		refused = append(refused, p.String())
 	}
 
+	// Every answer goes through one redaction (docs/security.md, item 3): the secrets the
+	// configuration holds, the values of the Secrets the reviewed objects read, and the
+	// reviewed Secret's own, wherever a message (Kong's validator's included) quotes them.
+	red := reviewRedactor(after, afterSnap, scope, obj)
+	for i := range refused {
+		refused[i] = red.String(refused[i])
+	}
+	for i := range warnings {
+		warnings[i] = red.String(warnings[i])
+	}
 	return refused, warnings
+}
+
+// reviewRedactor masks the secrets a review's messages could quote: those of the translated
+// configuration (credentials, certificate keys, secret-named plugin fields), every value of
+// the Secrets the objects in scope read (directly, or through the plugins they name: a
+// configFrom Secret is a secret whole), and, when the reviewed object is a Secret, its own.
+func reviewRedactor(after translator.Result, snap *store.Snapshot, scope map[kongstate.ObjectRef]bool, obj client.Object) *redact.Redactor {
+	read := map[kongstate.ObjectRef]bool{}
+	isSecret := func(r kongstate.ObjectRef) bool { return r.Kind == "Secret" && r.Group == "" }
+	for s := range scope {
+		for _, to := range after.Graph.References(s) {
+			if isSecret(to) {
+				read[to] = true
+				continue
+			}
+			for _, from := range after.Graph.References(to) { // a plugin's Secrets
+				if isSecret(from) {
+					read[from] = true
+				}
+			}
+		}
+	}
+	var values []string
+	addSecret := func(sec *corev1.Secret) {
+		for _, v := range sec.Data {
+			values = append(values, redact.DocumentValues(v)...)
+		}
+		for _, v := range sec.StringData {
+			values = append(values, redact.DocumentValues([]byte(v))...)
+		}
+	}
+	if sec, ok := obj.(*corev1.Secret); ok {
+		addSecret(sec)
+	}
+	// A plugin under review is checked whether or not anything names it (checkPlugin):
+	// the Secrets it reads, which translation may not have looked at.
+	for _, k := range pluginSecrets(obj) {
+		read[translator.Node(kongstate.ObjectRef{Kind: "Secret", Namespace: k.Namespace, Name: k.Name})] = true
+	}
+	for _, sec := range snap.Secrets {
+		if sec != nil && read[translator.Node(kongstate.RefFor(sec, corev1.SchemeGroupVersion.WithKind("Secret")))] {
+			addSecret(sec)
+		}
+	}
+	return redact.ForStateAnd(after.State, values...)
 }
 
 type problemKey struct {

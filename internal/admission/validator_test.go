@@ -54,6 +54,11 @@ kind: Secret
 metadata: {name: limits, namespace: default}
 stringData: {config: '{"minute": 10, "policy": "local"}'}
 ---
+apiVersion: v1
+kind: Secret
+metadata: {name: echoed, namespace: default}
+stringData: {config: '{"echo": "hunter2-value"}'}
+---
 apiVersion: configuration.konghq.com/v1
 kind: KongPlugin
 metadata: {name: limit, namespace: default}
@@ -149,7 +154,19 @@ func TestReview(t *testing.T) {
 		gateway  *fakeGateway
 		denied   []string // every one is in the message; nil: allowed
 		warnings []string // every one is in some warning
+		never    []string // none is anywhere in the answer (Secret values)
 	}{
+		{name: "a configFrom Secret that does not parse is denied without quoting it",
+			op: admissionv1.Update,
+			object: `
+apiVersion: v1
+kind: Secret
+metadata: {name: limits, namespace: default}
+stringData: {config: 'minute: *s3cretAnchor'}`,
+			denied: []string{"KongPlugin default/limit: configFrom:", "not valid YAML or JSON"}, never: []string{"s3cretAnchor"}},
+		{name: "a gateway's refusal that quotes a configFrom Secret's value is redacted",
+			object: plugin("echoing", "my-plugin", "null") + "\nconfigFrom: {secretKeyRef: {name: echoed, key: config}}",
+			gateway: &fakeGateway{}, denied: []string{"KongPlugin default/echoing: config:", "[redacted]"}, never: []string{"hunter2-value"}},
 		{name: "ingress with a path regex Kong refuses is denied, naming the field",
 			object: ingress("bad", "kong", "bad.example.com", "/~/api/(v1", "ImplementationSpecific"),
 			denied: []string{"Ingress default/bad: spec.rules[0].http.paths[0].path:", "invalid regex", "missing closing parenthesis"}},
@@ -316,6 +333,12 @@ credentials: [carol-key]`,
 			all := strings.Join(resp.Warnings, "\n")
 			for _, want := range tc.warnings {
 				require.Contains(t, all, want)
+			}
+			for _, secret := range tc.never {
+				require.NotContains(t, all, secret)
+				if resp.Result != nil {
+					require.NotContains(t, resp.Result.Message, secret)
+				}
 			}
 			if len(tc.warnings) == 0 {
 				require.Empty(t, resp.Warnings)

@@ -22,6 +22,9 @@ const EnvPrefix = "CONTROLLER_"
 type Config struct {
 	// Kong Admin API.
 	KongAdminURLs          []string
+	// KongAdminURLUsers are the user:password@ of --kong-admin-url, by scheme://host, taken
+	// out of KongAdminURLs: the Admin API client sends them as basic auth.
+	KongAdminURLUsers map[string]*url.Userinfo
 	KongAdminToken         string
 	KongAdminTokenFile     string
 	KongAdminTLSSkipVerify bool
@@ -404,10 +407,21 @@ func (c *Config) validate(syncSecs float64) error {
 				c.DiscoveryReadinessCheckInterval, c.DiscoveryReadinessCheckTimeout)
 		}
 	}
-	for _, u := range c.KongAdminURLs {
+	for i, u := range c.KongAdminURLs {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			bad("kong-admin-url", "%q is not an http(s) URL", u)
+			bad("kong-admin-url", "%q is not an http(s) URL", redactURL(u))
+			continue
+		}
+		if p.User != nil {
+			// user:password@ is sent as basic auth (as net/http does with it), but the
+			// URL that names the gateway in logs, errors, Events and metric labels has
+			// none (docs/security.md, item 3).
+			if c.KongAdminURLUsers == nil {
+				c.KongAdminURLUsers = map[string]*url.Userinfo{}
+			}
+			p.User, c.KongAdminURLUsers[p.Scheme+"://"+p.Host] = nil, p.User
+			c.KongAdminURLs[i] = p.String()
 		}
 	}
 	if c.KongAdminToken != "" && c.KongAdminTokenFile != "" {
@@ -540,3 +554,14 @@ type ignoredValue struct{ v string }
 func (i *ignoredValue) String() string     { return i.v }
 func (i *ignoredValue) Set(v string) error { i.v = v; return nil }
 func (i *ignoredValue) Type() string       { return "string" }
+
+// redactURL is u with the password of a user:password@ masked, for messages.
+func redactURL(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Redacted()
+	}
+	if at := strings.LastIndex(u, "@"); at >= 0 {
+		return "[redacted]@" + u[at+1:]
+	}
+	return u
+}

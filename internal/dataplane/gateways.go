@@ -482,3 +482,11 @@ func (f *RouterFlavors) expressions() bool {
 	}
 	return true
 }
+
+// RefuseRedirect is the Admin API clients' http.Client.CheckRedirect: a redirect is never
+// followed. The Admin API does not redirect; one that does would take the Kong-Admin-Token
+// (and any credentials) to wherever it points (docs/security.md, item 3).
+func RefuseRedirect(req *http.Request, via []*http.Request) error {
+	return fmt.Errorf("the Kong Admin API answered %s with a redirect to %s; konductor does not follow redirects (its credentials would go along)",
+		via[0].URL.Redacted(), req.URL.Redacted())
+}

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +38,7 @@ import (
 	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
 	gatewaydiscovery "github.com/konductor/konductor/internal/dataplane/discovery"
+	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/status"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -951,6 +954,9 @@ func adminHTTPClient(cfg *config.Config, serverName string) (*http.Client, error
 	}
 	// A request that got no answer, a 5xx or a 429 is tried again when that is safe
 	// (retryTransport), within the same bound.
+	if len(cfg.KongAdminURLUsers) > 0 {
+		rt = basicAuthTransport{users: cfg.KongAdminURLUsers, next: rt}
+	}
 	rt = newRetryTransport(rt)
 	// Every request to the Admin API is bounded (--proxy-timeout-seconds, KIC's), retries
 	// included: a gateway that stops answering fails the sync, which the loop retries with
@@ -959,7 +965,23 @@ func adminHTTPClient(cfg *config.Config, serverName string) (*http.Client, error
 	if timeout <= 0 {
 		timeout = config.DefaultProxyTimeoutSeconds * time.Second
 	}
-	return &http.Client{Transport: rt, Timeout: timeout}, nil
+	return &http.Client{Transport: rt, Timeout: timeout, CheckRedirect: dataplane.RefuseRedirect}, nil
+}
+
+// basicAuthTransport sends the user:password@ of a --kong-admin-url (config.KongAdminURLUsers)
+// to that gateway, and to no other.
+type basicAuthTransport struct {
+	users map[string]*url.Userinfo
+	next  http.RoundTripper
+}
+
+func (t basicAuthTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if u := t.users[r.URL.Scheme+"://"+r.URL.Host]; u != nil {
+		r = r.Clone(r.Context())
+		pass, _ := u.Password()
+		r.SetBasicAuth(u.Username(), pass)
+	}
+	return t.next.RoundTrip(r)
 }
 
 type tokenTransport struct {
@@ -981,9 +1003,54 @@ func profilingHandlers(on bool) map[string]http.Handler {
 	}
 	return map[string]http.Handler{
 		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
-		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/cmdline": http.HandlerFunc(redactedCmdline),
 		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
 		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
 		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
 	}
+}
+
+// redactedCmdline is pprof.Cmdline without the secrets the command line may hold (the
+// Admin API token, inline keys, a user:password@ in a URL): /debug/pprof is served to anyone
+// who reaches the metrics port (docs/security.md, item 3).
+func redactedCmdline(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprint(w, strings.Join(RedactArgs(os.Args), "\x00"))
+}
+
+// secretFlag names the flags whose value is a secret (KIC's and konductor's: --kong-admin-token,
+// --kong-admin-tls-client-key, --konnect-tls-client-key, ...).
+var secretFlag = regexp.MustCompile(`(?i)(token|password|secret|-key)$`)
+
+// RedactArgs is args with the values of secret flags and the passwords of URLs masked.
+func RedactArgs(args []string) []string {
+	out := make([]string, len(args))
+	maskNext := false
+	for i, a := range args {
+		switch {
+		case maskNext:
+			a, maskNext = redact.Mask, false
+		case strings.HasPrefix(a, "-"):
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if secretFlag.MatchString(name) {
+				if hasValue {
+					a = a[:strings.Index(a, "=")+1] + redact.Mask
+				} else {
+					maskNext = true
+				}
+			}
+		}
+		if p, err := url.Parse(a); err == nil && p.User != nil {
+			a = p.Redacted()
+		} else if eq := strings.Index(a, "="); eq >= 0 {
+			for _, part := range strings.Split(a[eq+1:], ",") {
+				if p, err := url.Parse(part); err == nil && p.User != nil {
+					a = strings.Replace(a, part, p.Redacted(), 1)
+				}
+			}
+		}
+		out[i] = a
+	}
+	return out
 }

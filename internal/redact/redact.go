@@ -6,10 +6,12 @@ package redact
 
 import (
 	"regexp"
+	"strconv"
 	"sort"
 	"strings"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/konductor/konductor/internal/kongstate"
 )
@@ -49,11 +51,14 @@ var patterns = []struct {
 
 // ForState returns a Redactor masking the secrets of s: every credential's secret, every
 // certificate's key, and the string values of plugin configuration fields named like secrets.
-func ForState(s *kongstate.State) *Redactor {
+func ForState(s *kongstate.State) *Redactor { return ForStateAnd(s) }
+
+// ForStateAnd is ForState masking more values too (a Secret's whole data).
+func ForStateAnd(s *kongstate.State, more ...string) *Redactor {
+	values := more
 	if s == nil {
-		return &Redactor{}
+		return New(values...)
 	}
-	var values []string
 	add := func(ps ...*string) {
 		for _, p := range ps {
 			if p != nil && len(*p) >= minSecretLen {
@@ -165,3 +170,33 @@ type redacted struct {
 
 func (e *redacted) Error() string { return e.msg }
 func (e *redacted) Unwrap() error { return e.err }
+
+// DocumentValues are the values to mask of a Secret's value: the value whole and, when it is
+// a YAML or JSON document (a plugin's configFrom), every string and number in it, which a
+// message about the configuration built from it could quote.
+func DocumentValues(v []byte) []string {
+	out := []string{string(v)}
+	var doc any
+	if err := sigsyaml.Unmarshal(v, &doc); err != nil {
+		return out
+	}
+	var walk func(any)
+	walk = func(x any) {
+		switch t := x.(type) {
+		case string:
+			out = append(out, t)
+		case float64:
+			out = append(out, strconv.FormatFloat(t, 'f', -1, 64))
+		case map[string]any:
+			for _, e := range t {
+				walk(e)
+			}
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		}
+	}
+	walk(doc)
+	return out
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
@@ -151,6 +152,9 @@ func outcomeOf(r dataplane.Round) *outcome {
 		}
 	}
 	refused := refusalsOf(r.Gateways)
+	// Conditions are read by whoever may read the object: they go through the redaction
+	// Events do (Kong's messages can quote a credential, a UNIQUE violation its key).
+	red := redact.ForState(r.State)
 	// A gateway that took a fallback configuration took it without the refused objects and
 	// their dependents: the others are programmed.
 	for _, x := range refused.fallbackTaken {
@@ -158,7 +162,7 @@ func outcomeOf(r dataplane.Round) *outcome {
 	}
 	for _, e := range refused.entities {
 		if e.Object.Name != "" {
-			o.invalid[translator.Node(e.Object)] = fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message)
+			o.invalid[translator.Node(e.Object)] = red.String(fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message))
 		}
 	}
 	for _, p := range r.Problems {
@@ -168,7 +172,7 @@ func outcomeOf(r dataplane.Round) *outcome {
 			if p.Field != "" {
 				msg = p.Field + ": " + msg
 			}
-			o.invalid[n] = msg
+			o.invalid[n] = red.String(msg)
 		}
 	}
 	var ts []string // reused: one slice per entity was most of this function's garbage per round

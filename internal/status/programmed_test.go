@@ -144,3 +144,30 @@ func TestProgrammedConditionOfAnObjectThatAppearsAfterTheRound(t *testing.T) {
 	require.NoError(t, u.Update(ctx))
 	require.Equal(t, metav1.ConditionTrue, programmed(t, c, &kongv1.KongPlugin{}, "used").Status)
 }
+
+// A condition's message goes through the redaction Events do: Kong's refusal quoting a
+// credential of the configuration (a database-mode UNIQUE violation quotes the key) is
+// written without it (docs/security.md, item 3).
+func TestProgrammedConditionIsRedacted(t *testing.T) {
+	ctx := context.Background()
+	consumer := &kongv1.KongConsumer{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alice", UID: "u-alice", Generation: 1,
+		Annotations: map[string]string{"kubernetes.io/ingress.class": "kong"}}, Username: "alice", Credentials: []string{"alice-key"}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alice-key", Labels: map[string]string{"konghq.com/credential": "key-auth"}},
+		Data: map[string][]byte{"key": []byte("alice-very-secret-key")}}
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(consumer, secret).WithStatusSubresource(&kongv1.KongConsumer{}).Build()
+	st := store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)})
+	snap, err := st.Snapshot(ctx)
+	require.NoError(t, err)
+	state, problems := translator.Translate(snap, translator.Options{})
+	require.Len(t, state.Consumers, 1)
+	ref := kongstate.RefFor(consumer, kongv1.SchemeGroupVersion.WithKind("KongConsumer"))
+	u := NewProgrammedUpdater(st, c, logr.Discard())
+	u.Report(ctx, dataplane.Round{State: state, Problems: problems, Gateways: []dataplane.GatewayResult{{URL: "http://kong",
+		Err: &dataplane.RejectedError{RestApplied: true, Entities: []dataplane.EntityError{{Object: ref, Field: "keyauth_credentials",
+			Message: `UNIQUE violation detected on '{key="alice-very-secret-key"}'`}}}}}})
+	require.NoError(t, u.Update(ctx))
+	cond := programmed(t, c, &kongv1.KongConsumer{}, "alice")
+	require.Equal(t, metav1.ConditionFalse, cond.Status)
+	require.NotContains(t, cond.Message, "alice-very-secret-key")
+	require.Contains(t, cond.Message, "[redacted]")
+}

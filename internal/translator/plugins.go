@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -476,7 +477,9 @@ func (b *builder) pluginSource(obj client.Object, gvk schema.GroupVersionKind, n
 		}
 		j, err := sigsyaml.YAMLToJSON(v)
 		if err != nil {
-			b.problem(obj, gvk, "configFrom", "%s: could not parse configuration from secret %s/%s key %q: %v", label, from.namespace, from.name, from.key, err)
+			// The parser's message quotes the text it failed on: a Secret's value never
+			// leaves it (docs/security.md, item 3), so only where it failed is said.
+			b.problem(obj, gvk, "configFrom", "%s: could not parse configuration from secret %s/%s key %q: not valid YAML or JSON%s", label, from.namespace, from.name, from.key, yamlErrorPlace(err))
 			return nil
 		}
 		conf = j
@@ -667,4 +670,16 @@ func (b *builder) validPluginConfig(obj client.Object, gvk schema.GroupVersionKi
 		b.problem(obj, gvk, field, "plugin %q failed schema validation: %s", name, e.Message)
 	}
 	return len(errs) == 0
+}
+
+// yamlLine finds where a YAML parser's error is ("line 3").
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// yamlErrorPlace is where err, a YAML parser's error about a Secret's value, happened (" at
+// line N"), without the rest of its message, which may quote the value.
+func yamlErrorPlace(err error) string {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		return " (line " + m[1] + ")"
+	}
+	return ""
 }

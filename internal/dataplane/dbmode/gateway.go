@@ -121,7 +121,7 @@ func New(url string, httpClient *http.Client, opts Options) (*Gateway, error) {
 		hc.Transport = t
 	}
 	schemas := newSchemaCache(hc.Transport, u.Path)
-	replay := &http.Client{Transport: schemas, Timeout: hc.Timeout}
+	replay := &http.Client{Transport: schemas, Timeout: hc.Timeout, CheckRedirect: hc.CheckRedirect}
 	hc.Transport = dumpDigests{next: newTargetPrefetch(schemas, opts.Concurrency)}
 	client, err := kong.NewClient(kong.String(url), hc)
 	if err != nil {
