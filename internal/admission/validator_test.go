@@ -165,7 +165,7 @@ metadata: {name: limits, namespace: default}
 stringData: {config: 'minute: *s3cretAnchor'}`,
 			denied: []string{"KongPlugin default/limit: configFrom:", "not valid YAML or JSON"}, never: []string{"s3cretAnchor"}},
 		{name: "a gateway's refusal that quotes a configFrom Secret's value is redacted",
-			object: plugin("echoing", "my-plugin", "null") + "\nconfigFrom: {secretKeyRef: {name: echoed, key: config}}",
+			object:  plugin("echoing", "my-plugin", "null") + "\nconfigFrom: {secretKeyRef: {name: echoed, key: config}}",
 			gateway: &fakeGateway{}, denied: []string{"KongPlugin default/echoing: config:", "[redacted]"}, never: []string{"hunter2-value"}},
 		{name: "ingress with a path regex Kong refuses is denied, naming the field",
 			object: ingress("bad", "kong", "bad.example.com", "/~/api/(v1", "ImplementationSpecific"),

@@ -21,10 +21,10 @@ const EnvPrefix = "CONTROLLER_"
 // Config is everything the controller is told at start.
 type Config struct {
 	// Kong Admin API.
-	KongAdminURLs          []string
+	KongAdminURLs []string
 	// KongAdminURLUsers are the user:password@ of --kong-admin-url, by scheme://host, taken
 	// out of KongAdminURLs: the Admin API client sends them as basic auth.
-	KongAdminURLUsers map[string]*url.Userinfo
+	KongAdminURLUsers      map[string]*url.Userinfo
 	KongAdminToken         string
 	KongAdminTokenFile     string
 	KongAdminTLSSkipVerify bool

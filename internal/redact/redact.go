@@ -6,8 +6,8 @@ package redact
 
 import (
 	"regexp"
-	"strconv"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
