@@ -45,12 +45,26 @@ type Options struct {
 	// Now is the clock (time.Now); tests set it.
 	Now    func() time.Time
 	Logger logr.Logger
+	// MaxConcurrentReviews bounds the reviews translating at once (DefaultMaxConcurrentReviews
+	// when 0): each translates the cache, which costs memory in proportion to it, and
+	// anyone who can reach the webhook can send reviews (docs/security.md, item 4).
+	MaxConcurrentReviews int
+	// BusyWait is how long a review waits for a turn before it is allowed with a warning
+	// (DefaultBusyWait when 0): the API server's call has a deadline of its own.
+	BusyWait time.Duration
 }
+
+// Defaults of Options.
+const (
+	DefaultMaxConcurrentReviews = 2
+	DefaultBusyWait             = 3 * time.Second
+)
 
 // Warnings given when a review cannot be decided.
 const (
 	warnNotSynced = "konductor has not finished reading the cluster yet; this object was not checked"
 	warnNoCache   = "konductor could not read its cache (%v); this object was not checked"
+	warnBusy      = "konductor's webhook is busy with other reviews; this object was not checked (its problems, if any, are reported as Events once it is stored)"
 )
 
 // Validator decides admission reviews. It is safe for concurrent use.
@@ -62,6 +76,8 @@ type Validator struct {
 	generation atomic.Uint64
 	mu         sync.Mutex
 	current    *cacheTranslations
+	// turns holds a token per review translating (MaxConcurrentReviews).
+	turns chan struct{}
 }
 
 // cacheTranslations are the translations of one snapshot of the cache, by review scope.
@@ -90,7 +106,28 @@ func NewValidator(opts Options) *Validator {
 	if opts.TranslatorOptions == nil {
 		opts.TranslatorOptions = func(now time.Time) translator.Options { return translator.Options{Now: now} }
 	}
-	return &Validator{opts: opts}
+	if opts.MaxConcurrentReviews <= 0 {
+		opts.MaxConcurrentReviews = DefaultMaxConcurrentReviews
+	}
+	if opts.BusyWait <= 0 {
+		opts.BusyWait = DefaultBusyWait
+	}
+	return &Validator{opts: opts, turns: make(chan struct{}, opts.MaxConcurrentReviews)}
+}
+
+// turn waits for one of the review turns, at most BusyWait; release gives it back. ok is
+// false when none came.
+func (v *Validator) turn(ctx context.Context) (release func(), ok bool) {
+	timer := time.NewTimer(v.opts.BusyWait)
+	defer timer.Stop()
+	select {
+	case v.turns <- struct{}{}:
+		return func() { <-v.turns }, true
+	case <-timer.C:
+		return nil, false
+	case <-ctx.Done():
+		return nil, false
+	}
 }
 
 // EventHandler is to be added to every informer the store reads: any event makes the next
@@ -129,6 +166,12 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		resp.Warnings = append(resp.Warnings, warnNotSynced)
 		return resp
 	}
+	release, ok := v.turn(ctx)
+	if !ok {
+		resp.Warnings = append(resp.Warnings, warnBusy)
+		return resp
+	}
+	defer release()
 	before, err := v.translation(ctx, scopeOf(kind, obj))
 	if err != nil {
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf(warnNoCache, err))
@@ -197,8 +240,31 @@ func (v *Validator) judge(ctx context.Context, before *translation, kind store.K
 	for _, p := range before.result.Problems {
 		known[keyOf(p)] = true
 	}
+	// A namespaced object's reviewer learns nothing of other namespaces: what the change
+	// breaks there is counted, not described (docs/security.md, item 4). Cluster-scoped
+	// objects (KongClusterPlugin, Gateway API classes) are an administrator's.
+	foreignRefused, foreignWarned := 0, 0
+	foreign := func(p translator.Problem) bool {
+		return obj.GetNamespace() != "" && p.Object.Namespace != "" && p.Object.Namespace != obj.GetNamespace()
+	}
+	defer func() {
+		if foreignRefused > 0 {
+			refused = append(refused, fmt.Sprintf("the change breaks %d object(s) of other namespaces that depend on it; their Events say how", foreignRefused))
+		}
+		if foreignWarned > 0 {
+			warnings = append(warnings, fmt.Sprintf("the change affects %d object(s) of other namespaces that depend on it; their Events say how", foreignWarned))
+		}
+	}()
 	for _, p := range after.Problems {
 		if !scope[translator.Node(p.Object)] || known[keyOf(p)] {
+			continue
+		}
+		if foreign(p) {
+			if p.Warning || awaitsAnotherObject(p.Message) {
+				foreignWarned++
+			} else if !(schemaChecked[translator.Node(p.Object)] && strings.HasPrefix(p.Field, "config")) {
+				foreignRefused++
+			}
 			continue
 		}
 		if schemaChecked[translator.Node(p.Object)] && strings.HasPrefix(p.Field, "config") {

@@ -125,6 +125,14 @@ kind: Service
 metadata: {name: api, namespace: other}
 spec: {ports: [{port: 80, targetPort: 8080}]}
 ---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: uses-other, namespace: default, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: kong}]
+  hostnames: [other.example.com]
+  rules: [{matches: [{path: {type: PathPrefix, value: /}}], backendRefs: [{name: api, namespace: other, port: 80}]}]
+---
 apiVersion: gateway.networking.k8s.io/v1beta1
 kind: ReferenceGrant
 metadata: {name: from-default, namespace: other}
@@ -156,6 +164,14 @@ func TestReview(t *testing.T) {
 		warnings []string // every one is in some warning
 		never    []string // none is anywhere in the answer (Secret values)
 	}{
+		{name: "a change that affects another namespace's objects says how many, not which",
+			op: admissionv1.Update,
+			object: `
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: other, annotations: {konghq.com/plugins: not-yet}}
+spec: {ports: [{port: 80, targetPort: 8080}]}`,
+			warnings: []string{"Service other/api:", "affects 1 object(s) of other namespaces"}, never: []string{"uses-other", "default/"}},
 		{name: "a configFrom Secret that does not parse is denied without quoting it",
 			op: admissionv1.Update,
 			object: `
@@ -472,4 +488,24 @@ func newValidatorUnder(t testing.TB, rust func() bool) *Validator {
 		return translator.Options{Now: now, RustRegexes: rust()}
 	}
 	return v
+}
+
+// Reviews translate the cache one or two at a time: a review that finds every turn taken for
+// BusyWait is allowed with a warning rather than translating the cache once more (anyone who
+// can reach the webhook can send reviews; each costs memory in proportion to the cache).
+func TestReviewsAreBoundedWhenBusy(t *testing.T) {
+	v := newValidator(t, true, nil)
+	v.opts.BusyWait = 50 * time.Millisecond
+	for range cap(v.turns) {
+		v.turns <- struct{}{} // every turn taken, as by long reviews
+	}
+	obj := objects(t, ingress("bad", "kong", "bad.example.com", "/~/api/(v1", "ImplementationSpecific"))[0]
+	resp := v.Review(context.Background(), request(t, kindFor(t, obj), admissionv1.Create, obj))
+	require.True(t, resp.Allowed)
+	require.Equal(t, []string{warnBusy}, resp.Warnings)
+
+	<-v.turns // one frees up: the same review is judged
+	resp = v.Review(context.Background(), request(t, kindFor(t, obj), admissionv1.Create, obj))
+	require.False(t, resp.Allowed)
+	require.Equal(t, DefaultMaxConcurrentReviews, cap(v.turns))
 }

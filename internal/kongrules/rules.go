@@ -171,8 +171,15 @@ func PCRE(pattern string) string {
 	if order {
 		return "numbers out of order in {} quantifier"
 	}
-	if _, err := regexp.Compile(p); err != nil {
-		var se *syntax.Error
+	_, err := regexp.Compile(p)
+	var se *syntax.Error
+	if errors.As(err, &se) && se.Code == syntax.ErrInvalidRepeatSize {
+		// Every count is in order and at most 1000 by now: RE2 refuses the product of
+		// nested counts ((a{100}){100}), which PCRE compiles. Checked again with counts of
+		// one, for the rest of the syntax.
+		_, err = regexp.Compile(bigRepeat.ReplaceAllString(p, "{1}"))
+	}
+	if err != nil {
 		if errors.As(err, &se) {
 			if m, ok := pcreMessages[se.Code]; ok {
 				return m

@@ -75,18 +75,21 @@ func TestServicePath(t *testing.T) {
 
 func TestPCRE(t *testing.T) {
 	cases := map[string]string{
-		"/plain":       "",
-		`(a)\1`:        "",
-		`a\Kb`:         "",
-		`(?'n'a)\k<n>`: "",
-		"a{65535}":     "",
-		"a{65536}":     "number too big in {} quantifier",
-		"a{2,1}":       "numbers out of order in {} quantifier",
-		"(":            "missing closing parenthesis",
-		")":            "unmatched closing parenthesis",
-		"[z-a]":        "range out of order in character class",
-		`\q`:           `unrecognized character follows \`,
-		"(?z)":         "unrecognized character after (? or (?-",
+		"/plain":             "",
+		`(a)\1`:              "",
+		`a\Kb`:               "",
+		`(?'n'a)\k<n>`:       "",
+		"a{65535}":           "",
+		"a{65536}":           "number too big in {} quantifier",
+		"a{2,1}":             "numbers out of order in {} quantifier",
+		"(a{100}){100}":      "", // nested counts: RE2 refuses their product, PCRE compiles it
+		"((a{10}){10}){10}(": "missing closing parenthesis",
+		"(a{2000}){100}":     "",
+		"(":                  "missing closing parenthesis",
+		")":                  "unmatched closing parenthesis",
+		"[z-a]":              "range out of order in character class",
+		`\q`:                 `unrecognized character follows \`,
+		"(?z)":               "unrecognized character after (? or (?-",
 	}
 	for in, want := range cases {
 		if got := PCRE(in); got != want {

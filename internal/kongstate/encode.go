@@ -652,3 +652,23 @@ func appendPlugin(dst []byte, p *file.FPlugin, quote bool) (_ []byte, err error)
 	w.plugin(p)
 	return w.b, nil
 }
+
+// RepairUTF8 is s as the rendering sends it to Kong: each byte that is not part of valid
+// UTF-8 becomes U+FFFD, as encoding/json (and encodeString) write it. Two values that differ
+// only in such bytes are one value in Kong.
+func RepairUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
@@ -506,5 +507,18 @@ func BenchmarkAppendServiceWithPlugins(b *testing.B) {
 		if _, err := appendService(nil, svc, true); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// RepairUTF8 is what the rendering makes of a string: each invalid byte a U+FFFD, as
+// encoding/json writes it.
+func TestRepairUTF8MatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"plain", "caf\xe9", "\xff\xfe", "a\xc3", "ok\u00e9\xffend", "\xed\xa0\x80"} {
+		encoded, err := json.Marshal(s)
+		require.NoError(t, err)
+		var kong string // what Kong reads
+		require.NoError(t, json.Unmarshal(encoded, &kong))
+		require.Equal(t, kong, RepairUTF8(s), "%q", s)
+		require.True(t, utf8.ValidString(RepairUTF8(s)))
 	}
 }

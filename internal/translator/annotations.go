@@ -156,6 +156,9 @@ func (b *builder) routeAnnotations(ing client.Object, gvk schema.GroupVersionKin
 	if v, ok := annotationInt(a, annRegexPriority); ok {
 		ro.regexPriority = kong.Int(v)
 	}
+	// A restriction that cannot be read leaves the routes out (KIC drops it and serves them
+	// to every method or SNI: a widening no one asked for; docs/security.md, item 5).
+	var unreadable []string
 	if v, ok := a[annMethods]; ok {
 		ms := splitList(v, ",")
 		valid := true
@@ -163,10 +166,13 @@ func (b *builder) routeAnnotations(ing client.Object, gvk schema.GroupVersionKin
 			ms[i] = strings.ToUpper(m)
 			if !methodRe.MatchString(ms[i]) {
 				valid = false
+				b.problem(ing, gvk, annField(annMethods), "%q is not an HTTP method (methods are comma-separated); the %s's routes are left out rather than served to every method", m, gvk.Kind)
 			}
 		}
 		if valid {
 			ro.methods = ms
+		} else {
+			unreadable = append(unreadable, annMethods)
 		}
 	}
 	if v, ok := a[annSNIs]; ok {
@@ -175,10 +181,17 @@ func (b *builder) routeAnnotations(ing client.Object, gvk schema.GroupVersionKin
 		for _, s := range snis {
 			if !sniRe.MatchString(s) {
 				valid = false
+				why := "is not an SNI (SNIs are comma-separated)"
+				if strings.HasPrefix(s, "*") {
+					why = "is a wildcard, which konghq.com/snis does not take (KIC's rule)"
+				}
+				b.problem(ing, gvk, annField(annSNIs), "%q %s; the %s's routes are left out rather than served to every SNI", s, why, gvk.Kind)
 			}
 		}
 		if valid {
 			ro.snisSet, ro.snis = true, snis
+		} else {
+			unreadable = append(unreadable, annSNIs)
 		}
 	}
 	if v, ok := a[annHostAliases]; ok {
@@ -201,7 +214,7 @@ func (b *builder) routeAnnotations(ing client.Object, gvk schema.GroupVersionKin
 		}
 	}
 
-	ok := true
+	ok := len(unreadable) == 0
 	// Headers, in sorted annotation order so problems come out in a stable order.
 	sep := ","
 	if v := a[annHeadersSeparator]; v != "" {

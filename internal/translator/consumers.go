@@ -1,8 +1,11 @@
 package translator
 
 import (
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -257,6 +260,10 @@ func (b *builder) consumer(kc *kongv1.KongConsumer) *consumerEntry {
 		if typ == "jwt" && values["algorithm"] == nil {
 			values["algorithm"] = "HS256"
 		}
+		if msg := credentialKongRefuses(typ, values); msg != "" {
+			fail("%s; the credential is left out", msg)
+			continue
+		}
 		values["tags"] = b.tags(secret, gvkSecret)
 		raw, _ := json.Marshal(values)
 		if err := ct.add(fc, raw); err != nil {
@@ -265,7 +272,10 @@ func (b *builder) consumer(kc *kongv1.KongConsumer) *consumerEntry {
 		}
 		use := credentialUse{secret: secret}
 		if ct.unique != "" {
-			use.index, use.value = ct.index, values[ct.unique].(string)
+			// As Kong will hold it: the rendering repairs invalid UTF-8 (each bad byte
+			// becomes U+FFFD, as encoding/json does), so two values that differ only in
+			// bad bytes are one key in Kong, which refuses the second.
+			use.index, use.value = ct.index, kongstate.RepairUTF8(values[ct.unique].(string))
 		}
 		e.secrets = append(e.secrets, use)
 	}
@@ -374,6 +384,60 @@ func (b *builder) hasConsumerGroup(ns, name string) bool {
 		if g != nil && g.Namespace == ns && g.Name == name {
 			return true
 		}
+	}
+	return false
+}
+
+// credentialKongRefuses is what Kong's schema says of a credential konductor would send
+// ("" when it takes it), checked here so that one credential does not make a DB-less gateway
+// refuse the whole configuration. Values come from a Secret: the message names the field,
+// never the value (docs/security.md, item 3).
+func credentialKongRefuses(typ string, values map[string]any) string {
+	switch typ {
+	case "jwt":
+		// Kong's jwt daos: an algorithm other than HS* needs rsa_public_key, a key that
+		// loads.
+		alg, _ := values["algorithm"].(string)
+		if strings.HasPrefix(alg, "HS") {
+			return ""
+		}
+		key, _ := values["rsa_public_key"].(string)
+		if key == "" {
+			return fmt.Sprintf("failed to provision credential: jwt algorithm %s needs rsa_public_key", alg)
+		}
+		if !publicKeyPEM(key) {
+			return "failed to provision credential: rsa_public_key is not a PEM public key (Kong: invalid key)"
+		}
+	case "oauth2":
+		// Kong's oauth2 daos (validate_uri): an absolute URL with a host, no fragment.
+		uris, _ := values["redirect_uris"].([]string)
+		for i, u := range uris {
+			p, err := url.Parse(strings.TrimSpace(u))
+			if err != nil || p.Scheme == "" || p.Host == "" {
+				return fmt.Sprintf("failed to provision credential: redirect_uris[%d] is not an absolute URL with a host", i)
+			}
+			if p.Fragment != "" || strings.Contains(u, "#") {
+				return fmt.Sprintf("failed to provision credential: redirect_uris[%d] has a fragment, which Kong does not allow", i)
+			}
+		}
+	}
+	return ""
+}
+
+// publicKeyPEM reports whether s holds a PEM public key (PKIX, or PKCS#1 RSA), as OpenSSL
+// loads for Kong.
+func publicKeyPEM(s string) bool {
+	block, _ := pem.Decode([]byte(s))
+	if block == nil {
+		return false
+	}
+	switch block.Type {
+	case "PUBLIC KEY":
+		_, err := x509.ParsePKIXPublicKey(block.Bytes)
+		return err == nil
+	case "RSA PUBLIC KEY":
+		_, err := x509.ParsePKCS1PublicKey(block.Bytes)
+		return err == nil
 	}
 	return false
 }

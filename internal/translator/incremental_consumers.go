@@ -4,6 +4,7 @@ import (
 	"github.com/kong/go-database-reconciler/pkg/file"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -292,7 +293,7 @@ func credentialKeys(fc *file.FConsumer) []string {
 	var out []string
 	add := func(index string, v *string) {
 		if v != nil {
-			out = append(out, index+"\x00"+*v)
+			out = append(out, index+"\x00"+kongstate.RepairUTF8(*v)) // as Kong holds it (consumers.go)
 		}
 	}
 	for _, c := range fc.KeyAuths {

@@ -11,6 +11,8 @@ import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/konductor/konductor/internal/kongrules"
 )
 
 // Service annotations that select upstream settings (kic-compat.md §10.2, §10.3).
@@ -48,6 +50,10 @@ func (b *builder) upstreamOverrides() {
 			if ki := b.kongIngress(svc.Namespace, name); ki == nil {
 				b.problem(svc, gvkService, annField(annOverride), "failed fetching KongIngress: KongIngress %s/%s not found", svc.Namespace, name)
 			} else if ki.Upstream != nil {
+				if field, msg := upstreamKongRefuses(ki.Upstream.Slots, ki.Upstream.HashOnHeader, ki.Upstream.HashFallbackHeader); msg != "" {
+					b.problem(ki, gvkKongIngress, "upstream."+field, "%s; the upstream section is not applied", msg)
+					continue
+				}
 				applyKongIngressUpstream(&ks.upstream.Upstream, ki.Upstream)
 			}
 		}
@@ -197,6 +203,10 @@ func (b *builder) applyUpstreamPolicy(u *file.FUpstream, svc *corev1.Service, na
 			out.HashOnCookie, out.HashOnCookiePath = cookie, cookiePath
 		}
 	}
+	if field, msg := upstreamKongRefuses(out.Slots, out.HashOnHeader, out.HashFallbackHeader); msg != "" {
+		b.problem(p, gvkKongUpstreamPolicy, "spec."+field, "%s; the policy is not applied", msg)
+		return
+	}
 	if hc := spec.Healthchecks; hc != nil {
 		out.Healthchecks = healthchecks(hc)
 	}
@@ -294,4 +304,22 @@ func unhealthy(h *kongv1beta1.KongUpstreamHealthcheckUnhealthy) *kong.Unhealthy 
 		return nil
 	}
 	return &kong.Unhealthy{HTTPFailures: h.HTTPFailures, HTTPStatuses: statuses(h.HTTPStatuses), TCPFailures: h.TCPFailures, Timeouts: h.Timeouts, Interval: h.Interval}
+}
+
+// upstreamKongRefuses is what Kong's upstream schema says of these fields ("" when it takes
+// them), and the field: slots between 10 and 65536, hash headers valid header names. Checked
+// here so that one policy does not make a DB-less gateway refuse the whole configuration.
+func upstreamKongRefuses(slots *int, hashOnHeader, hashFallbackHeader *string) (field, msg string) {
+	if slots != nil && (*slots < 10 || *slots > 65536) {
+		return "slots", fmt.Sprintf("slots must be between 10 and 65536 (Kong's schema), got %d", *slots)
+	}
+	for _, h := range []struct {
+		field string
+		v     *string
+	}{{"hashOn.header", hashOnHeader}, {"hashOnFallback.header", hashFallbackHeader}} {
+		if h.v != nil && kongrules.HeaderName(*h.v) != "" {
+			return h.field, fmt.Sprintf("bad header name %q, allowed characters are A-Z, a-z, 0-9, '_', and '-'", *h.v)
+		}
+	}
+	return "", ""
 }

@@ -181,9 +181,8 @@ timeoutSeconds: {{ $wh.timeoutSeconds }}
 namespaceSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with $wh.objectSelector }}
 objectSelector:
-  matchExpressions:
-    - key: owner
-      operator: NotIn
-      values: [helm]
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
