@@ -1,0 +1,245 @@
+// Package hostile runs the hostile-input corpus (issue #26, docs/security.md): manifests a
+// tenant could write to get in or to read what it should not, each with what must happen and
+// what must never show. Every case is translated as `konductor translate` does, the result is
+// loaded by the Kong emulator as a DB-less gateway would (a configuration Kong refuses whole
+// is a failure: one object's bad input must not hold back the others), and the objects the
+// case names are reviewed by the admission webhook.
+//
+// A case is a folder of cases/ with in.yaml and expect.yaml:
+//
+//	loadError: "..."          # the manifests must not load, with this in the error
+//	problems:                 # each must be reported (object "Kind ns/name", text in its message)
+//	  - {object: "Ingress default/open", says: "left out"}
+//	absent:                   # entities the configuration must not hold, by type and name
+//	  routes: [default.open.open-svc.open.example.com.80]
+//	present:                  # entities it must hold (the victim's configuration is intact)
+//	  routes: [default.fine.fine-svc.fine.example.com.80]
+//	neverShown: [s3cret]      # in no problem and no webhook answer
+//	webhook:                  # reviews of the case's objects (created as they are)
+//	  - {object: "KongConsumer team-b/impostor", denied: true, says: "left out"}
+package hostile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/konductor/konductor/internal/admission"
+	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
+)
+
+type expectation struct {
+	LoadError  string              `json:"loadError"`
+	Problems   []problemExpected   `json:"problems"`
+	Absent     map[string][]string `json:"absent"`
+	Present    map[string][]string `json:"present"`
+	NeverShown []string            `json:"neverShown"`
+	Webhook    []reviewExpected    `json:"webhook"`
+}
+
+type problemExpected struct {
+	Object string `json:"object"`
+	Says   string `json:"says"`
+}
+
+type reviewExpected struct {
+	Object string `json:"object"`
+	Denied bool   `json:"denied"`
+	Says   string `json:"says"`
+}
+
+func TestHostileCorpus(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("cases", "*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(dir, "expect.yaml"))
+			require.NoError(t, err)
+			var want expectation
+			require.NoError(t, sigsyaml.UnmarshalStrict(raw, &want))
+			runCase(t, dir, want)
+		})
+	}
+}
+
+func runCase(t *testing.T, dir string, want expectation) {
+	ctx := context.Background()
+	loaded, err := loadWithin(t, filepath.Join(dir, "in.yaml"))
+	if want.LoadError != "" {
+		require.Error(t, err, "the manifests must not load")
+		require.Contains(t, err.Error(), want.LoadError)
+		return
+	}
+	require.NoError(t, err)
+	st, err := store.NewForObjects(loaded.Objects, store.Options{IngressClass: "kong"})
+	require.NoError(t, err)
+	snap, err := st.Snapshot(ctx)
+	require.NoError(t, err)
+	res := translator.Build(snap, translator.Options{})
+
+	var shown []string // every problem, as Events would say it
+	for _, p := range res.Problems {
+		shown = append(shown, p.String())
+	}
+	for _, p := range want.Problems {
+		require.True(t, anyProblem(res.Problems, p), "no problem on %s saying %q; problems:\n%s", p.Object, p.Says, strings.Join(shown, "\n"))
+	}
+
+	// What a DB-less Kong loads: the whole configuration is taken.
+	body, err := res.State.DeclarativeConfig()
+	require.NoError(t, err)
+	emu := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, Edition: kongemu.Enterprise}) // Enterprise: consumer groups
+	rec := httptest.NewRecorder()
+	emu.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/config?flatten_errors=1", bytes.NewReader(body)))
+	require.Equal(t, http.StatusCreated, rec.Code, "Kong refused the configuration: %s", rec.Body.String())
+	for kind, names := range want.Absent {
+		for _, n := range names {
+			require.Nil(t, emu.Entity(kind, n), "%s %s is in what Kong holds", kind, n)
+		}
+	}
+	for kind, names := range want.Present {
+		for _, n := range names {
+			require.NotNil(t, emu.Entity(kind, n), "%s %s is not in what Kong holds", kind, n)
+		}
+	}
+
+	// The webhook, reviewing each object named as if it were created now.
+	if len(want.Webhook) > 0 {
+		for _, r := range want.Webhook {
+			obj := find(t, loaded.Objects, r.Object)
+			others := withoutObject(loaded.Objects, obj)
+			rst, err := store.NewForObjects(others, store.Options{IngressClass: "kong"})
+			require.NoError(t, err)
+			v := admission.NewValidator(admission.Options{Source: rst, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }})
+			resp := v.Review(ctx, review(t, obj))
+			answer := strings.Join(resp.Warnings, "\n")
+			if resp.Result != nil {
+				answer += "\n" + resp.Result.Message
+			}
+			shown = append(shown, answer)
+			require.Equal(t, r.Denied, !resp.Allowed, "review of %s: %s", r.Object, answer)
+			if r.Says != "" {
+				require.Contains(t, answer, r.Says, "review of %s", r.Object)
+			}
+		}
+	}
+	for _, secret := range want.NeverShown {
+		for _, s := range shown {
+			require.NotContains(t, s, secret, "a Secret's value is shown")
+		}
+	}
+}
+
+// loadWithin loads the manifests, failing the test when that takes more than 10 s (a YAML
+// alias bomb must be refused, not expanded).
+func loadWithin(t *testing.T, path string) (*manifest.Loaded, error) {
+	type result struct {
+		l   *manifest.Loaded
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := manifest.LoadAll(path)
+		done <- result{l, err}
+	}()
+	select {
+	case r := <-done:
+		return r.l, r.err
+	case <-time.After(10 * time.Second):
+		t.Fatal("loading the manifests hangs")
+		return nil, nil
+	}
+}
+
+func anyProblem(ps []translator.Problem, want problemExpected) bool {
+	for _, p := range ps {
+		if refName(p.Object) == want.Object && strings.Contains(p.String(), want.Says) {
+			return true
+		}
+	}
+	return false
+}
+
+// refName is "Kind ns/name" (or "Kind name" for a cluster-scoped object).
+func refName(r kongstate.ObjectRef) string {
+	if r.Namespace == "" {
+		return r.Kind + " " + r.Name
+	}
+	return r.Kind + " " + r.Namespace + "/" + r.Name
+}
+
+func find(t *testing.T, objs []client.Object, name string) client.Object {
+	t.Helper()
+	for _, o := range objs {
+		if refName(kongstate.ObjectRef{Kind: kindOf(o), Namespace: o.GetNamespace(), Name: o.GetName()}) == name {
+			return o
+		}
+	}
+	t.Fatalf("no object %s in the case", name)
+	return nil
+}
+
+func withoutObject(objs []client.Object, drop client.Object) []client.Object {
+	var out []client.Object
+	for _, o := range objs {
+		if o != drop {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func kindOf(o client.Object) string {
+	gvks, _, err := store.NewScheme().ObjectKinds(o)
+	if err != nil || len(gvks) == 0 {
+		return fmt.Sprintf("%T", o)
+	}
+	return gvks[0].Kind
+}
+
+// review is the admission request creating obj.
+func review(t *testing.T, obj client.Object) *admissionv1.AdmissionRequest {
+	t.Helper()
+	gvks, _, err := store.NewScheme().ObjectKinds(obj)
+	require.NoError(t, err)
+	gvk := gvks[0]
+	var kind store.Kind
+	for _, k := range store.AllKinds() {
+		if k.GroupVersionKind().GroupKind() == gvk.GroupKind() {
+			kind = k
+		}
+	}
+	obj = obj.DeepCopyObject().(client.Object)
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	raw, err := json.Marshal(obj)
+	require.NoError(t, err)
+	return &admissionv1.AdmissionRequest{
+		UID:       "review",
+		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+		Resource:  metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: kind.Resource()},
+		Name:      obj.GetName(),
+		Namespace: obj.GetNamespace(),
+		Operation: admissionv1.Create,
+		Object:    runtime.RawExtension{Raw: raw},
+	}
+}
