@@ -111,16 +111,7 @@ func testRouteNeverServedWithoutItsPlugin(t *testing.T, mode kongemu.Mode, refus
 		require.Nil(t, srv.Entity("consumers", "consumer"), "the consumer that names the plugin")
 	}
 	// Each left-out object says why (a Warning Event, KongConfigurationTranslationFailed).
-	reason := func(kind, name, says string) bool {
-		var evs corev1.EventList
-		require.NoError(t, admin.List(ctx, &evs, client.InNamespace(ns)))
-		for _, e := range evs.Items {
-			if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && strings.Contains(e.Message, says) {
-				return true
-			}
-		}
-		return false
-	}
+	reason := func(kind, name, says string) bool { return hasEvent(t, ns, kind, name, says) }
 	if refusedBy == "konductor" {
 		require.Eventually(t, func() bool {
 			return reason("Ingress", "ingress", `KongPlugin "plugin" is refused`) && reason("Service", "service", `KongPlugin "plugin" is refused`) &&
@@ -210,4 +201,17 @@ func eventsIn(t *testing.T, ns string) []string {
 		out = append(out, e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name+": "+e.Reason+": "+e.Message)
 	}
 	return out
+}
+
+// hasEvent reports whether an Event of namespace ns is about the object (kind, name) and says
+// text.
+func hasEvent(t *testing.T, ns, kind, name, text string) bool {
+	var evs corev1.EventList
+	require.NoError(t, admin.List(context.Background(), &evs, client.InNamespace(ns)))
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && strings.Contains(e.Message, text) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongemu"
 )
@@ -32,7 +30,6 @@ func TestTenantsTakeNothingFromEachOther(t *testing.T) {
 }
 
 func testTenantsTakeNothing(t *testing.T, mode kongemu.Mode) {
-	ctx := context.Background()
 	victim, tenant := newNamespace(t), newNamespace(t)
 	class := map[string]string{"kubernetes.io/ingress.class": "kong"}
 	key := func(ns, name, value string) *corev1.Secret {
@@ -51,7 +48,7 @@ func testTenantsTakeNothing(t *testing.T, mode kongemu.Mode) {
 		ca(victim, "platform-ca"),
 	)
 	createAll(t, objs)
-	time.Sleep(1100 * time.Millisecond) // creationTimestamp has a resolution of a second: the tenant's are younger
+	time.Sleep(1100 * time.Millisecond)                          // creationTimestamp has a resolution of a second: the tenant's are younger
 	objs = append(app(tenant, "probe", "probe.example.com")[2:], // the Ingress; its Services are these:
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "probe"},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost", Ports: []corev1.ServicePort{{Port: 80}}}},
@@ -94,16 +91,7 @@ func testTenantsTakeNothing(t *testing.T, mode kongemu.Mode) {
 		require.False(t, strings.HasPrefix(target, "localhost") || strings.HasPrefix(target, "169.254."), "target %s", target)
 	}
 
-	says := func(ns, kind, name, text string) bool {
-		var evs corev1.EventList
-		require.NoError(t, admin.List(ctx, &evs, client.InNamespace(ns)))
-		for _, e := range evs.Items {
-			if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && strings.Contains(e.Message, text) {
-				return true
-			}
-		}
-		return false
-	}
+	says := func(ns, kind, name, text string) bool { return hasEvent(t, ns, kind, name, text) }
 	require.Eventually(t, func() bool {
 		return says(tenant, "KongConsumer", "impostor", `username "alice" is already KongConsumer `+victim+"/alice's") &&
 			says(tenant, "Secret", "claim", "also claimed from namespace "+victim) &&
