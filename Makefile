@@ -29,9 +29,16 @@ chart-sync:
 	cp $$(ls config/crd/*.yaml | grep -v kustomization.yaml) charts/konductor/crds/
 	cp config/rbac/cluster_role.yaml config/rbac/leader_election_role.yaml charts/konductor/files/rbac/
 
-# Unit tests: no API server needed.
+# Unit tests: no API server needed. With the race detector, but for the translator: it is pure
+# (one goroutine) but for its parallel and incremental paths, whose tests run with it; the
+# rest runs without (its property tests and fuzz corpora take two minutes under the detector,
+# twenty seconds without). Each fuzz target's corpus includes thousands of generated inputs
+# (a fixed sample; `make fuzz` searches with coverage guidance).
+RACE_TRANSLATOR_TESTS := Parallel|Spread|Settle|TestIncrementalMatchesBuild$$
 test-unit:
-	$(GO) test -race $$($(GO) list ./... | grep -v /test/integration)
+	$(GO) test -race $$($(GO) list ./... | grep -v -e /test/integration -e '/internal/translator$$')
+	$(GO) test ./internal/translator
+	$(GO) test -race -short -run '$(RACE_TRANSLATOR_TESTS)' ./internal/translator
 	# The executable's start pages released in a position-independent executable too, whose
 	# relocated read-only data must be kept (cmd/konductor/startpages.go); CGO_ENABLED=0 links it
 	# without a C toolchain.
@@ -63,11 +70,14 @@ soak:
 # minimized for at most 1 s (go's default, 60 s, stalls the search for minutes on these
 # inputs of up to a kilobyte).
 #
-# `make test` gives each target a number of inputs, not a duration (about 10-40 s each here):
-# go 1.26's fuzzing coordinator can fail a run whose -fuzztime duration ends while a worker is
-# busy ("context deadline exceeded", no crasher; go.dev/issue/75804, fixed in go 1.27), and a
-# count has no deadline to race. `make fuzz` runs 10 minutes a target, where that end-of-run
-# report may still appear: it is a failure only if a crasher was written.
+# `make test` does not fuzz: each target's corpus, with thousands of generated inputs, runs
+# with the unit tests (the instrumented build coverage guidance needs costs minutes on two
+# cores). `make test-fuzz` is a short guided search, a number of inputs a target, not a
+# duration (about 10-40 s each here, after the build): go 1.26's fuzzing coordinator can fail
+# a run whose -fuzztime duration ends while a worker is busy ("context deadline exceeded", no
+# crasher; go.dev/issue/75804, fixed in go 1.27), and a count has no deadline to race.
+# `make fuzz` runs 10 minutes a target, where that end-of-run report may still appear: it is a
+# failure only if a crasher was written.
 FUZZ_OBJECTS ?= 5000x
 FUZZ_MANIFESTS ?= 2000x
 FUZZ_REGEX ?= 250000x
@@ -80,8 +90,8 @@ fuzz: FUZZ_MANIFESTS = 10m
 fuzz: FUZZ_REGEX = 10m
 fuzz: test-fuzz
 
-# Unit, fuzz (short) and integration tests, with the race detector.
-test: test-unit test-fuzz test-integration
+# Unit tests (with the fuzz corpora) and integration tests, with the race detector.
+test: test-unit test-integration
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 assets="$(hack/envtest-assets.sh)" || exit 1
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
-KUBEBUILDER_ASSETS="$assets" ${GO:-go} test -race -timeout 40m -v "$@" ./test/integration/... >"$log" 2>&1
+KUBEBUILDER_ASSETS="$assets" ${GO:-go} test -race -timeout 40m -parallel 6 -v "$@" ./test/integration/... >"$log" 2>&1
 status=$?
 if [ "$status" -ne 0 ]; then
   echo "== integration tests failed; full output:"

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,12 +28,20 @@ func FuzzTranslate(f *testing.F) {
 	if err != nil || len(ins) == 0 {
 		f.Fatalf("no golden cases: %v", err)
 	}
+	var golden [][]byte
 	for i, in := range ins {
 		b, err := os.ReadFile(in)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(uint8(i), b)
+		golden = append(golden, b)
+	}
+	// generatedSeeds mutants of the golden inputs (bytes flipped, inserted, deleted, lines
+	// duplicated), which `go test` runs without the fuzzer's instrumented build.
+	rng := rand.New(rand.NewPCG(5, 3))
+	for range generatedSeeds(500) {
+		f.Add(uint8(rng.IntN(256)), mutate(rng, golden[rng.IntN(len(golden))]))
 	}
 	f.Fuzz(func(t *testing.T, opts uint8, data []byte) {
 		// A hang is a failure too (one object must not stop every sync): an input that
@@ -104,6 +113,16 @@ func FuzzTranslateObjects(f *testing.F) {
 		}
 		f.Add(seed)
 	}
+	// And 5,000 more (generatedSeeds), of every length up to 1 KB: `go test` (make test) runs them
+	// all, a fixed sample of the search `make fuzz` does with coverage guidance, without the
+	// instrumented build (minutes on two cores) that guidance needs.
+	for range generatedSeeds(5000) {
+		seed := make([]byte, 1+rng.IntN(1024))
+		for j := range seed {
+			seed[j] = byte(rng.IntN(256))
+		}
+		f.Add(seed)
+	}
 	rotated, err := newTestCertPEM()
 	if err != nil {
 		f.Fatal(err)
@@ -144,4 +163,38 @@ func translateObjects(t *testing.T, cert, rotated testCertPEM, data []byte) {
 		return
 	}
 	requireSameResult(t, "edit of "+describe(snap), renderer, got, want)
+}
+
+// generatedSeeds is how many generated inputs a fuzz target adds to its corpus: n, or
+// $KONDUCTOR_FUZZ_SEEDS when set (0 for none).
+func generatedSeeds(n int) int {
+	if v, err := strconv.Atoi(os.Getenv("KONDUCTOR_FUZZ_SEEDS")); err == nil {
+		return v
+	}
+	return n
+}
+
+// mutate is b with a few random edits, as a fuzzer's mutator makes them.
+func mutate(rng *rand.Rand, b []byte) []byte {
+	out := append([]byte(nil), b...)
+	for range 1 + rng.IntN(8) {
+		if len(out) == 0 {
+			out = append(out, byte(rng.IntN(256)))
+			continue
+		}
+		i := rng.IntN(len(out))
+		switch rng.IntN(4) {
+		case 0: // flip a byte
+			out[i] = byte(rng.IntN(256))
+		case 1: // insert one
+			out = append(out[:i], append([]byte{byte(rng.IntN(256))}, out[i:]...)...)
+		case 2: // delete a run
+			j := min(len(out), i+1+rng.IntN(16))
+			out = append(out[:i], out[j:]...)
+		default: // repeat a run
+			j := min(len(out), i+1+rng.IntN(64))
+			out = append(out[:j], append(append([]byte(nil), out[i:j]...), out[j:]...)...)
+		}
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 // never holds fewer routes than before. Then a 429 with Retry-After: the configuration is
 // sent again no sooner than the gateway asked.
 func TestAdminAPIFaultsAreSurvived(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	apps(t, ns, 10)
 	kong := startEmulator(t, kongemu.DBLess)

@@ -16,6 +16,7 @@ import (
 // 50 Ingresses, 3 changes, status writes on, the controller's own binary as a process. It
 // checks what the benchmark counts, never how fast (docs/performance.md has the figures).
 func TestBenchE2ESmall(t *testing.T) {
+	withOwnAPIServer(t)
 	dir, err := assets()
 	if err != nil {
 		t.Fatal(err)

@@ -176,6 +176,7 @@ admissionWebhook:
 const providedCABundle = "-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----\\n"
 
 func TestChartLint(t *testing.T) {
+	parallel(t)
 	for name, values := range chartValueSets {
 		t.Run(name, func(t *testing.T) {
 			out, err := helm(t, "lint", "--strict", chartDir(), "--values", valuesFile(t, values))
@@ -187,6 +188,7 @@ func TestChartLint(t *testing.T) {
 
 // Values the chart must refuse, each with the reason it gives.
 func TestChartRefusesBadValues(t *testing.T) {
+	parallel(t)
 	for values, reason := range map[string]string{
 		"podDisruptionBudget: {enabled: true, minAvailable: 1, maxUnavailable: 1}": "not both",
 		"gatewayDiscovery: {enabled: true, adminService: {name: ''}}":              "gatewayDiscovery.adminService.name is required",
@@ -269,6 +271,7 @@ func parseController(t *testing.T, args, environ []string) *config.Config {
 // What each value set renders: the controller's settings as konductor parses them, the
 // Deployment's fixed parts, and the optional objects.
 func TestChartRendersController(t *testing.T) {
+	parallel(t)
 	for name, values := range chartValueSets {
 		t.Run(name, func(t *testing.T) {
 			objs := mustTemplate(t, "konductor", "kong", values)
@@ -455,6 +458,7 @@ func checkChartPod(t *testing.T, objs []*unstructured.Unstructured, ctrl map[str
 
 // The chart's copies of config/ (CRDs, RBAC rules) are byte for byte the originals.
 func TestChartCopiesOfConfigAreCurrent(t *testing.T) {
+	parallel(t)
 	for src, dst := range map[string]string{
 		filepath.Join("config", "crd"):  filepath.Join("charts", "konductor", "crds"),
 		filepath.Join("config", "rbac"): filepath.Join("charts", "konductor", "files", "rbac"),
@@ -506,6 +510,7 @@ func grants(rules []rbacv1.PolicyRule) map[string][]string {
 // default; with watchNamespaces, the namespaced kinds through RoleBindings in those namespaces
 // and the cluster-scoped ones (as the API server's discovery says) cluster-wide.
 func TestChartRBACMatchesConfig(t *testing.T) {
+	parallel(t)
 	cluster, lease := rbacRules(t)
 
 	objs := mustTemplate(t, "konductor", "kong", chartValueSets["defaults"])
@@ -646,6 +651,7 @@ func installServiceMonitorCRD(t *testing.T) {
 // dry run), with no warning: the release namespace enforces the "restricted" Pod Security
 // Standard. The ServiceMonitor goes against a minimal CRD of its own (serviceMonitorCRD).
 func TestChartAppliesToAPIServer(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	installServiceMonitorCRD(t)
 	warnings := &warningCollector{}
@@ -688,6 +694,7 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 // kinds cluster-wide, events and the publish Service in the release namespace, the Lease
 // there), it becomes leader, syncs, writes Events and publishes the proxy Service's address.
 func TestChartRBACWatchNamespacesIsEnough(t *testing.T) {
+	// Not parallel: it sets the process's POD_NAME and POD_NAMESPACE, as the downward API does.
 	ctx := context.Background()
 	watched, release := newNamespace(t), newNamespace(t)
 	objs := app(watched, "echo", "echo.example.com")

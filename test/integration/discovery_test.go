@@ -202,6 +202,7 @@ func routesOf(e *kongemu.Emulator) int { return len(e.Entities("routes")) }
 // appears gets it at once; one whose Pod terminates is dropped; one that dies holds no other
 // back.
 func TestGatewayDiscoveryDBLess(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	addrs := hostAddresses(t, 4)
 	cert, caFile := adminTLS(t, "kong-admin", ns)
@@ -251,6 +252,7 @@ func TestGatewayDiscoveryDBLess(t *testing.T) {
 // before, only the leader's discovery asked, so a standby translated, and its webhook
 // reviewed, for the traditional router.
 func TestGatewayDiscoveryStandbyLearnsTheRouter(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	addrs := hostAddresses(t, 2)
 	cert, caFile := adminTLS(t, "kong-admin", ns)
@@ -290,6 +292,7 @@ func TestGatewayDiscoveryStandbyLearnsTheRouter(t *testing.T) {
 // router Pod by Pod) is not sent the configuration rendered for the expressions router, which
 // it would refuse whole: it waits for the round its answer asked for, and takes that one.
 func TestGatewayDiscoveryNewGatewayOnAnotherRouter(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	addrs := hostAddresses(t, 2)
 	cert, caFile := adminTLS(t, "kong-admin", ns)
@@ -315,6 +318,7 @@ func TestGatewayDiscoveryNewGatewayOnAnotherRouter(t *testing.T) {
 // Gateways sharing one database (three listeners over one emulator): exactly one receives the
 // writes; when it goes, another takes over, and nothing is written twice.
 func TestGatewayDiscoveryDatabaseHasOneWriter(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	addrs := hostAddresses(t, 3)
 	cert, caFile := adminTLS(t, "kong-admin", ns)

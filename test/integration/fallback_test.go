@@ -28,10 +28,12 @@ import (
 // configurations against kongrules), so what reaches Kong and is refused there is a plugin
 // that only the gateway can judge.
 func TestFallbackIsolatesARefusedPluginDBLess(t *testing.T) {
+	parallel(t)
 	testFallbackIsolatesARefusedPlugin(t, kongemu.DBLess, []string{"--leader-elect=false"})
 }
 
 func TestFallbackIsolatesARefusedPluginDatabase(t *testing.T) {
+	parallel(t)
 	testFallbackIsolatesARefusedPlugin(t, kongemu.Postgres, nil)
 }
 

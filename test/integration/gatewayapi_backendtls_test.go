@@ -19,6 +19,7 @@ import (
 // for that Gateway: Accepted False (NoValidCACertificate) while its CA ConfigMap is missing,
 // Accepted True once it exists; another controller's ancestors entry stays as it was.
 func TestGatewayAPIBackendTLSPolicyStatus(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	controller := "konductor.test/" + ns

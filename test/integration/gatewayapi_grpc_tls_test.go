@@ -25,6 +25,7 @@ import (
 // the Gateway refers to) wakes translation: Kong gets the certificate for the listener's
 // hostname, and the listener resolves.
 func TestGatewayAPIGRPCRouteAndListenerTLS(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	controller := "konductor.test/" + ns

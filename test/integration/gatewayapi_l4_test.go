@@ -19,6 +19,7 @@ import (
 // listeners reach Kong as stream routes matching the listeners' ports (destinations), and
 // each route's parents entry for our controller is Accepted with its refs resolved.
 func TestGatewayAPIL4Routes(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	controller := "konductor.test/" + ns

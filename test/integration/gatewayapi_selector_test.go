@@ -22,6 +22,7 @@ import (
 // NotAllowedByListeners; labelling the namespace (a change to a Namespace's
 // metadata only) attaches the route and Kong gets it; removing the label detaches it again.
 func TestGatewayAPINamespaceSelector(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	controller := "konductor.test/" + ns

@@ -107,6 +107,7 @@ func gatewayAPIStatusWritten(ctx context.Context, ns, controller, route string) 
 // on a route is left as it is, and a route moved from one listener to the other moves in
 // both listeners' counts.
 func TestGatewayAPIStatus(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	controller := "konductor.test/" + ns // classes are cluster-wide: one controller per test

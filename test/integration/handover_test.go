@@ -146,6 +146,7 @@ func (h *handover) assertNothingWritten(t *testing.T, second *replica, elected f
 
 // A: a warm standby takes over from a leader that stops cleanly and releases the lease.
 func TestHandoverCleanStop(t *testing.T) {
+	parallel(t)
 	h := syncedLeader(t)
 	mark := h.kong.AuditMark()
 	second := startReplica(t, replicaSpec{name: "second", namespace: h.ns, gateways: []string{h.kong.URL}, args: handoverArgs(h.ns)})
@@ -171,6 +172,7 @@ func TestHandoverCleanStop(t *testing.T) {
 
 // B: the leader is killed without releasing the lease; the standby takes it when it expires.
 func TestHandoverLeaseExpiry(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	n := handoverN(t)
 	apps(t, ns, n)
@@ -194,6 +196,7 @@ func TestHandoverLeaseExpiry(t *testing.T) {
 // C: the standby starts only after the leader is gone: a cold cache and an immediate lease.
 // It must still wait for its own cache before the first sync, and delete nothing.
 func TestHandoverColdStandby(t *testing.T) {
+	parallel(t)
 	h := syncedLeader(t)
 	h.first.stop(t)
 	mark := h.kong.AuditMark()
@@ -207,6 +210,7 @@ func TestHandoverColdStandby(t *testing.T) {
 // with leadership, read without waiting — must make scenario C see deletions; otherwise the
 // zero above proves nothing. The real store, in the same scenario, sees none (test C).
 func TestHandoverColdStandbyWithTheOldDesignDeletesRoutes(t *testing.T) {
+	parallel(t)
 	h := syncedLeader(t)
 	h.first.stop(t)
 	mark := h.kong.AuditMark()
@@ -231,6 +235,7 @@ func TestHandoverColdStandbyWithTheOldDesignDeletesRoutes(t *testing.T) {
 // D: objects keep changing while the leader changes. The final Kong state equals the
 // translation of the final cluster state, and nothing that existed throughout was deleted.
 func TestHandoverWhileObjectsChange(t *testing.T) {
+	parallel(t)
 	h := syncedLeader(t)
 	stable := stableEntityIDs(h.kong)
 	require.Len(t, stable, 4*h.n, "a service, route, upstream and target per app")
@@ -384,6 +389,7 @@ func equalSets(a, b []string) bool {
 // here: its period is an hour), so a takeover right after the start translated everything
 // again and its webhook checked regexes with the wrong engine.
 func TestStandbyLearnsTheRouterOfItsGateways(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	apps(t, ns, 2)
 	kong, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: kongemu.RouterExpressions}).Start()

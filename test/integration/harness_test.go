@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -247,4 +248,29 @@ func apps(t *testing.T, ns string, n int) {
 // routeName is the Kong route of app name in ns (kic-compat.md §3.3).
 func routeName(ns, name string) string {
 	return fmt.Sprintf("%s.%s.%s.%s.example.com.80", ns, name, name, name)
+}
+
+// parallel runs the test beside the other parallel ones (after every test that is not): it
+// uses namespaces of its own and its own Kong emulators, creates no cluster-scoped object
+// another test reads (a GatewayClass of its own controller name is its own), and does not
+// stop or reconfigure the API server. Most of an integration test is waiting (for informers,
+// leases, syncs), so running them side by side (test-integration.sh: -parallel 6) takes
+// minutes off `make test`. KONDUCTOR_SERIAL=1 runs every test alone.
+func parallel(t *testing.T) {
+	if os.Getenv("KONDUCTOR_SERIAL") == "" {
+		t.Parallel()
+	}
+}
+
+// ownAPIServers lets one test at a time start a kube-apiserver and etcd of its own (the local
+// environment's tests, the end-to-end benchmark): they would race for the local environment's
+// fixed ports, and two more control planes at once starve two cores.
+var ownAPIServers sync.Mutex
+
+// withOwnAPIServer is parallel for a test that starts its own API server: beside the other
+// tests, one of its kind at a time.
+func withOwnAPIServer(t *testing.T) {
+	parallel(t)
+	ownAPIServers.Lock()
+	t.Cleanup(ownAPIServers.Unlock)
 }

@@ -26,6 +26,7 @@ import (
 // a key-auth KongPlugin on an Ingress. Kong holds the consumer, its credential and the
 // route's plugin; deleting the credential's Secret removes the credential.
 func TestConsumerWithKeyAuthDBLess(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	objs := app(ns, "echo", "echo.example.com")
@@ -82,6 +83,7 @@ func TestConsumerWithKeyAuthDBLess(t *testing.T) {
 // expressions with KIC's priorities (kic-compat.md §13), without a restart of anything: the
 // controller learns the flavor on its first contact and renders again.
 func TestExpressionsRouter(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	createAll(t, app(ns, "echo", "echo.example.com"))
 	srv, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: kongemu.RouterExpressions}).Start()
@@ -105,6 +107,7 @@ func TestExpressionsRouter(t *testing.T) {
 // from the translation of the same objects (as KIC writes through decK). The controller
 // adopts it: its first sync creates nothing and deletes nothing.
 func TestDatabaseModeAdoptsConsumersAndCACertificates(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	objs, err := manifest.Load(filepath.Join(repoRoot(), "internal", "dataplane", "dbmode", "testdata", "consumers.yaml"))

@@ -170,6 +170,7 @@ func (r *localRun) requireExamplesSynced(t *testing.T) {
 // kube-apiserver, etcd, the emulator and konductor, shows the example routes and the
 // first-sync time in each Kong mode, and leaves nothing running.
 func TestLocalEnvRunOnce(t *testing.T) {
+	withOwnAPIServer(t)
 	if testing.Short() {
 		t.Skip("starts its own kube-apiserver and etcd")
 	}
@@ -186,6 +187,7 @@ func TestLocalEnvRunOnce(t *testing.T) {
 
 // Ctrl-C stops everything.
 func TestLocalEnvInterrupt(t *testing.T) {
+	withOwnAPIServer(t)
 	if testing.Short() {
 		t.Skip("starts its own kube-apiserver and etcd")
 	}
@@ -202,6 +204,7 @@ func TestLocalEnvInterrupt(t *testing.T) {
 // With KUBECONFIG and KONG_ADMIN_URL set, the script starts neither an API server nor an
 // emulator and runs konductor against them.
 func TestLocalEnvExternalClusterAndKong(t *testing.T) {
+	withOwnAPIServer(t)
 	kong := startEmulator(t, kongemu.DBLess)
 	user, err := env.AddUser(envtest.User{Name: "local-env-test", Groups: []string{"system:masters"}}, adminConfig)
 	require.NoError(t, err)

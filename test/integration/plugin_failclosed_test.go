@@ -31,6 +31,7 @@ import (
 // loaded, every route a database-backed one was asked to create), the objects carry the
 // reason, an Ingress beside them is served, and fixing the plugin brings them back with it.
 func TestRouteNeverServedWithoutItsPlugin(t *testing.T) {
+	parallel(t)
 	for _, mode := range []kongemu.Mode{kongemu.DBLess, kongemu.Postgres} {
 		for _, refusedBy := range []string{"konductor", "gateway"} {
 			t.Run(string(mode)+"/refused by "+refusedBy, func(t *testing.T) {

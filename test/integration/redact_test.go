@@ -21,6 +21,7 @@ import (
 // refuses the credential with a UNIQUE violation that quotes the key; the Events say so
 // and the log say so without the key.
 func TestKongEchoedSecretsAreNotInEvents(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	const key = "alice-secret-9f3a"

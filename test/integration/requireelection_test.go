@@ -16,6 +16,7 @@ import (
 // With --leader-elect=false and a database-backed gateway the controller stops with the
 // refusal (RequireLeaderElection, asked while the cache syncs) and writes nothing to Kong.
 func TestDatabaseGatewayWithoutLeaderElectionStops(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	apps(t, ns, 3)
 	kong := startEmulator(t, kongemu.Postgres)

@@ -20,6 +20,7 @@ import (
 // the gateway already holds, not at all: the gateway never reloads, never holds less, and the
 // refused configuration is not sent again.
 func TestDBLessRestartSendsNothingTheGatewayHolds(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	const n, broken = 20, "app-0005"
 	for i := range n {

@@ -38,6 +38,7 @@ func pluginHeader(kong *kongemu.Server) string {
 // KongPlugin comes to take its configuration from it, the Secret is read whole from the API
 // server, and a later change to it reaches Kong too (issue #13, memory).
 func TestSecretReferencedLaterIsReadWhole(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	pluginConf := func(ns string) *corev1.Secret {
 		return &corev1.Secret{
@@ -120,6 +121,7 @@ func (c *countingLister) List(opts metav1.ListOptions) (runtime.Object, error) {
 // most recent state, which it pages), and every Secret of a page is transformed before the
 // next page is asked for.
 func TestSecretsAreListedInPages(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	const n, pageSize = 120, 50

@@ -26,6 +26,7 @@ import (
 // HTTPRoute rule of our Gateway shares with a Service without the policy; our own status writes
 // do not make the controller write again.
 func TestStreamIngressAndUpstreamPolicyStatus(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	controller := "konductor.test/" + ns

@@ -16,6 +16,7 @@ import (
 // Every object that exists when the controller starts is in its first configuration: the
 // first POST /config already holds all of them, and it is the only one.
 func TestObjectsCreatedBeforeStartAreAllInTheFirstSync(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	const n = 50
 	apps(t, ns, n)
@@ -51,6 +52,7 @@ func dblessSynced(t *testing.T, n int, args ...string) (string, *kongemu.Server)
 }
 
 func TestIngressChangeReachesKong(t *testing.T) {
+	parallel(t)
 	// The resync period is an hour: only the change event can bring a change to Kong.
 	ns, kong := dblessSynced(t, 3, "--proxy-sync-seconds", "3600")
 
@@ -69,6 +71,7 @@ func TestIngressChangeReachesKong(t *testing.T) {
 }
 
 func TestDeletedIngressIsRemovedFromKong(t *testing.T) {
+	parallel(t)
 	ns, kong := dblessSynced(t, 3, "--proxy-sync-seconds", "3600")
 	require.NotNil(t, kong.Entity("routes", routeName(ns, "app-0002")))
 
@@ -84,6 +87,7 @@ func TestDeletedIngressIsRemovedFromKong(t *testing.T) {
 
 // The leader writes the published address into the status of the Ingresses it serves.
 func TestIngressStatusIsPublished(t *testing.T) {
+	parallel(t)
 	ns, _ := dblessSynced(t, 2, "--publish-status-address", "192.0.2.10,kong.example.net")
 	for _, name := range []string{"app-0000", "app-0001"} {
 		require.Eventually(t, func() bool {

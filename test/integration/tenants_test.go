@@ -24,6 +24,7 @@ import (
 //   - ExternalNames of localhost and of 169.254.169.254: no such target reaches Kong, and the
 //     Services say why; the victim's Ingress is served.
 func TestTenantsTakeNothingFromEachOther(t *testing.T) {
+	parallel(t)
 	for _, mode := range []kongemu.Mode{kongemu.DBLess, kongemu.Postgres} {
 		t.Run(string(mode), func(t *testing.T) { testTenantsTakeNothing(t, mode) })
 	}

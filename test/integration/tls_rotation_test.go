@@ -21,6 +21,7 @@ import (
 // The controller splices these changes (translator.spliceCertificates) instead of translating
 // the cluster again; what Kong gets must be the same.
 func TestRotatedTLSSecretReachesKong(t *testing.T) {
+	parallel(t)
 	ns, kong := dblessSynced(t, 2, "--proxy-sync-seconds", "3600")
 	ctx := context.Background()
 	pemPair := func() (string, string) {

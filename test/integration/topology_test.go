@@ -35,6 +35,7 @@ func readyz(addr string) int {
 // Leader election is off, as KIC decides it for DB-less gateways, so both Kongs hold the
 // configuration, and each replica is ready only once its own Kong took it.
 func TestSidecarReplicasEachConfigureTheirOwnKong(t *testing.T) {
+	parallel(t)
 	ns := newNamespace(t)
 	apps(t, ns, 3)
 	kongA, kongB := startEmulator(t, kongemu.DBLess), startEmulator(t, kongemu.DBLess)
