@@ -95,7 +95,7 @@ func diffTarget(ctx context.Context, cfg *config.Config, files []string) (*kongs
 			return nil, err
 		}
 	} else {
-		restCfg, err := manager.RestConfig(cfg.Kubeconfig)
+		restCfg, err := manager.RestConfig(cfg.Kubeconfig, cfg.APIServerHost)
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +132,7 @@ func diffGateway(ctx context.Context, url string, httpClient *http.Client, cfg *
 	if !db {
 		return fmt.Errorf("gateway %s has no database (DB-less): diff compares a database-backed Kong; use `konductor translate` to see its configuration", url)
 	}
-	g, err := dbmode.New(url, httpClient, dbmode.Options{FilterTag: cfg.KongAdminFilterTag, Concurrency: cfg.KongAdminConcurrency})
+	g, err := dbmode.New(url, httpClient, dbmode.Options{FilterTags: cfg.KongAdminFilterTags, Concurrency: cfg.KongAdminConcurrency, SkipCACertificates: cfg.SkipCACertificates})
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func diffGateway(ctx context.Context, url string, httpClient *http.Client, cfg *
 	if err != nil {
 		return err
 	}
-	return printResult(w, url, cfg.KongAdminFilterTag, res)
+	return printResult(w, url, strings.Join(cfg.KongAdminFilterTags, ","), res)
 }
 
 func printResult(w io.Writer, url, tag string, res *dbmode.Result) error {

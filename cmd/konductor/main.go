@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
@@ -69,7 +70,8 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	stopMemoryProfileUnless(cfg.Profiling)
-	log := newLogger(stderr, cfg.LogLevel)
+	log := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	ctx = delayStop(ctx, cfg.TermDelay, log)
 	log.Info("starting konductor", "version", version)
 	setGCPercent(log, setMemoryLimit(log, cgroupMemoryFiles))
 	startDone := make(chan struct{})
@@ -101,18 +103,42 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 	return c.Start(ctx)
 }
 
-// newLogger returns a logr.Logger writing JSON lines, and makes controller-runtime and
-// client-go log through it too.
-func newLogger(w io.Writer, level string) logr.Logger {
+// newLogger returns a logr.Logger writing text lines (KIC's default --log-format) or JSON
+// lines, and makes controller-runtime and client-go log through it too. KIC's levels: error,
+// info, debug (logr V(1) to V(7)), trace (every V level).
+func newLogger(w io.Writer, level, format string) logr.Logger {
 	lvl := slog.LevelInfo
 	switch level {
+	case "trace":
+		lvl = slog.LevelDebug - 100
 	case "debug":
-		lvl = slog.LevelDebug - 3 // logr V(1..3)
+		lvl = slog.LevelDebug - 3 // logr V(1..7): slog level -n is V(n)
 	case "error":
 		lvl = slog.LevelError
 	}
-	log := logr.FromSlogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
+	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if format == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	log := logr.FromSlogHandler(h)
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
 	return log
+}
+
+// delayStop is ctx, ended delay after stop (SIGTERM, SIGINT) ends: KIC's --term-delay, which
+// keeps the controller serving while the Pod is taken out of load balancers.
+func delayStop(stop context.Context, delay time.Duration, log logr.Logger) context.Context {
+	if delay <= 0 {
+		return stop
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(stop))
+	go func() {
+		<-stop.Done()
+		log.Info("stopping after --term-delay", "delay", delay.String())
+		time.Sleep(delay)
+		cancel()
+	}()
+	return ctx
 }

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // EnvPrefix is the prefix of the environment variable that sets each flag: --kong-admin-url is
@@ -31,8 +34,28 @@ type Config struct {
 	KongAdminCACertFile    string
 	KongAdminClientCert    string
 	KongAdminClientKey     string
-	KongAdminFilterTag     string
-	KongAdminConcurrency   int
+	// KongAdminCACert, KongAdminClientCertPEM and KongAdminClientKeyPEM are the inline (PEM)
+	// forms of the three files above (KIC's --kong-admin-ca-cert, --kong-admin-tls-client-cert,
+	// --kong-admin-tls-client-key); a value and its file are not given together.
+	KongAdminCACert        string
+	KongAdminClientCertPEM string
+	KongAdminClientKeyPEM  string
+	// KongAdminTLSServerName is the name the Admin API's certificate is verified against
+	// (--kong-admin-tls-server-name); empty: the URL's host.
+	KongAdminTLSServerName string
+	// KongAdminHeaders are sent with every Admin API request (--kong-admin-header, KIC's
+	// "Name:value" form, repeatable).
+	KongAdminHeaders http.Header
+	// KongAdminFilterTags mark the entities konductor owns in database-backed Kong: an entity
+	// is konductor's when it carries every one of them (decK's select_tags, as in KIC).
+	KongAdminFilterTags  []string
+	KongAdminConcurrency int
+	// KongWorkspace is the Kong Enterprise workspace configured in database mode
+	// (--kong-workspace); empty: the default workspace.
+	KongWorkspace string
+	// SkipCACertificates leaves CA certificates out of what Kong receives
+	// (--skip-ca-certificates, for gateways whose workspaces share them).
+	SkipCACertificates bool
 
 	// Gateway discovery (KIC's flags). With KongAdminSvc set, the gateways are the endpoints
 	// of those Services' EndpointSlices, on the ports named in KongAdminSvcPortNames, and
@@ -46,10 +69,30 @@ type Config struct {
 	IngressClass    string
 	WatchNamespaces []string
 	Kubeconfig      string
+	// APIServerHost overrides the Kubernetes API server's URL (--apiserver-host).
+	APIServerHost string
+	// DisabledControllers are KIC's --enable-controller-* switches turned off, by the name
+	// after enable-controller- (ingress-networkingv1, kongplugin, ...): their kinds are not
+	// read (ControllerKinds).
+	DisabledControllers []string
+	// SecretLabelSelector and ConfigMapLabelSelector are label keys: when set, only the
+	// Secrets (ConfigMaps) carrying that label with the value "true" are read, as in KIC.
+	SecretLabelSelector    string
+	ConfigMapLabelSelector string
+	// GatewayToReconcile, when set, is the only Gateway served (--gateway-to-reconcile).
+	GatewayToReconcile *types.NamespacedName
 
 	// Ingress status.
 	PublishService   string
 	PublishAddresses []string
+	// PublishServiceUDP and PublishAddressesUDP are the addresses of UDPIngresses and of
+	// Gateways' UDP listeners (--publish-service-udp, --publish-status-address-udp); unset,
+	// the TCP ones serve.
+	PublishServiceUDP   string
+	PublishAddressesUDP []string
+	// UpdateStatusQueueBufferSize is KIC's --update-status-queue-buffer-size: accepted and
+	// validated; konductor's status writers read the cache after each round and keep no queue.
+	UpdateStatusQueueBufferSize int
 
 	// Leader election. LeaderElect is the user's choice when LeaderElectAuto is false (an
 	// explicit --leader-elect or KIC's --force-leader-election); with LeaderElectAuto the
@@ -79,11 +122,34 @@ type Config struct {
 	KongAdminInitRetries    int
 	KongAdminInitRetryDelay time.Duration
 
+	// CacheSyncTimeout bounds how long the controller waits for its cache to sync at start
+	// (--cache-sync-timeout); 0: controller-runtime's default.
+	CacheSyncTimeout time.Duration
+	// TermDelay is how long the controller goes on after SIGTERM before it stops
+	// (--term-delay), so that load balancers stop sending to the Pod first.
+	TermDelay time.Duration
+	// EnableReverseSync sends the configuration on every resync even when it has not changed
+	// (--enable-reverse-sync), which repairs a gateway changed behind konductor's back.
+	EnableReverseSync bool
+	// EmitKubernetesEvents (--emit-kubernetes-events) turns Kubernetes Events off when false.
+	EmitKubernetesEvents bool
+
 	// Endpoints.
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
+	// MetricsAccessFilter is KIC's --metrics-access-filter: "off", or "rbac" (a request to
+	// /metrics must carry a token that the API server authenticates and authorizes).
+	MetricsAccessFilter string
+	// Diagnostics (KIC's): with DumpConfig the diagnostics server on DiagnosticServerPort
+	// serves /debug/config/* (the last configuration sent and the last refused, secrets
+	// redacted unless DumpSensitiveConfig); with Profiling it serves /debug/pprof/ too.
+	DumpConfig           bool
+	DumpSensitiveConfig  bool
+	DiagnosticServerPort int
 
-	LogLevel string
+	// LogLevel is error, info, debug or trace; LogFormat text (console) or json.
+	LogLevel  string
+	LogFormat string
 
 	// UpdateStatus (--update-status, KIC's) turns Ingress status writes off when false.
 	UpdateStatus bool
@@ -119,32 +185,81 @@ type Config struct {
 	// flags); off unless AdmissionWebhook.ListenAddr is set.
 	AdmissionWebhook AdmissionWebhook
 
-	// Profiling serves net/http/pprof at /debug/pprof/ on the metrics server (KIC's --profiling,
-	// which KIC serves on its diagnostics server): heap and CPU profiles of a running controller.
+	// Profiling serves net/http/pprof at /debug/pprof/ on the diagnostics server (KIC's
+	// --profiling, on --diagnostic-server-port as in KIC): heap and CPU profiles of a running
+	// controller.
 	Profiling bool
 
-	// Ignored lists the KIC flags given that konductor accepts but that have no effect here,
-	// so that a KIC Deployment's arguments carry over; the controller logs each at start.
-	Ignored []string
+	// Notes are what the controller logs at start about the flags and variables given: a
+	// KIC flag accepted without effect and why, a CONTROLLER_ variable that names no flag.
+	Notes []Note
 }
 
-// kicFlagsWithoutEffect are KIC flags konductor accepts and ignores: they tune things it does
-// not have (telemetry, config dumps, UDP status). The value says whether the flag is boolean (may stand bare: --anonymous-reports); the others
-// also take their value as the next argument (--log-format json). A flag whose absence would change what Kong receives (for example
-// --kong-workspace) is deliberately not in this list: it fails as unknown.
-var kicFlagsWithoutEffect = map[string]bool{
-	"anonymous-reports":          true,
-	"log-format":                 false,
-	"dump-config":                true,
-	"dump-sensitive-config":      true,
-	"publish-service-udp":        false,
-	"publish-status-address-udp": false,
-	"enable-reverse-sync":        true,
-	"skip-ca-certificates":       true,
-	"sync-period":                false,
+// Note is one start-up remark on a flag or variable.
+type Note struct {
+	Flag string // --name, or the variable's name
+	Why  string
+}
+
+// kicFlagsWithoutEffect are KIC flags konductor accepts though its design has no use for them,
+// each with the reason the controller logs when it is given. A flag that would change what is
+// watched or what Kong receives never belongs here.
+var kicFlagsWithoutEffect = map[string]struct {
+	boolean bool // may stand bare (--anonymous-reports); the others take a value
+	why     string
+}{
+	"anonymous-reports":        {true, "konductor sends no usage reports"},
+	"sync-period":              {false, "konductor's informers never resync: every change is an event, and the configuration is sent again every --proxy-sync-seconds"},
+	"init-cache-sync-duration": {false, "nothing waits on a timer: the first configuration is sent as soon as every informer has synced, never before (docs/architecture.md, the barrier)"},
 	// Deprecated in KIC, where it has no effect any more: discovered gateways are always
 	// reached on their Pod IP.
-	"gateway-discovery-dns-strategy": false,
+	"gateway-discovery-dns-strategy":         {false, "deprecated in KIC and without effect there: discovered gateways are reached on their Pod IP"},
+	"kong-status-svc-port-names":             {false, "konductor checks discovered gateways on their Admin API (GET /status), which needs no status port"},
+	"konnect-initial-license-polling-period": {false, konnectOff},
+	"konnect-license-polling-period":         {false, konnectOff},
+	"konnect-control-plane-id":               {false, konnectOff},
+	"konnect-runtime-group-id":               {false, konnectOff},
+	"konnect-address":                        {false, konnectOff},
+	"konnect-tls-client-cert":                {false, konnectOff},
+	"konnect-tls-client-cert-file":           {false, konnectOff},
+	"konnect-tls-client-key":                 {false, konnectOff},
+	"konnect-tls-client-key-file":            {false, konnectOff},
+	"konnect-upload-config-period":           {false, konnectOff},
+	"konnect-refresh-node-period":            {false, konnectOff},
+	"konnect-config-sync-concurrency":        {false, konnectOff},
+	"konnect-disable-consumers-sync":         {true, konnectOff},
+	"konnect-license-storage-enabled":        {true, konnectOff},
+}
+
+const konnectOff = "Konnect is off (--konnect-sync-enabled and --konnect-licensing-enabled are not set), as in KIC"
+
+// ErrKonnect is returned when Konnect is switched on: konductor does not sync to Konnect yet,
+// and a KIC installation that relies on it must not start as if it did.
+var ErrKonnect = errors.New("Konnect is not supported by konductor yet (KIC's --konnect-sync-enabled, --konnect-licensing-enabled): " +
+	"the configuration would not reach the Konnect control plane; remove these flags (or CONTROLLER_KONNECT_* variables) to run without Konnect")
+
+// ControllerKinds are KIC's --enable-controller-* switches, by the name after
+// "enable-controller-", with the kinds of objects each one's controller reads in KIC.
+var ControllerKinds = map[string][]string{
+	"ingress-networkingv1":       {"Ingress"},
+	"ingress-class-networkingv1": {"IngressClass"},
+	"ingress-class-parameters":   {"IngressClassParameters"},
+	"udpingress":                 {"UDPIngress"},
+	"tcpingress":                 {"TCPIngress"},
+	"kongingress":                {"KongIngress"},
+	"kongclusterplugin":          {"KongClusterPlugin"},
+	"kongplugin":                 {"KongPlugin"},
+	"kongconsumer":               {"KongConsumer", "KongConsumerGroup"},
+	"service":                    {"Service", "EndpointSlice"},
+	"kong-upstream-policy":       {"KongUpstreamPolicy"},
+	"gwapi-gateway":              {"Gateway", "GatewayClass"},
+	"gwapi-httproute":            {"HTTPRoute"},
+	"gwapi-reference-grant":      {"ReferenceGrant"},
+	"gwapi-grpcroute":            {"GRPCRoute"},
+	"kong-service-facade":        {"KongServiceFacade"},
+	"kong-vault":                 {"KongVault"},
+	"kong-license":               {"KongLicense"},
+	"kong-custom-entity":         {"KongCustomEntity"},
 }
 
 // AdmissionWebhook is where and with which certificate the admission webhook listens. KIC's
@@ -177,6 +292,10 @@ const (
 	DefaultProxyTimeoutSeconds = 30.0
 	DefaultMetricsAddress      = ":10255"
 	DefaultHealthProbeAddress  = ":10254"
+	DefaultDiagnosticsPort     = 10256
+	// DefaultConfigMapLabelSelector is KIC's --configmap-label-selector: a ConfigMap is read
+	// only when it carries this label with the value "true".
+	DefaultConfigMapLabelSelector = "konghq.com/configmap"
 
 	// KIC's gateway discovery defaults and bound.
 	DefaultDiscoveryReadinessCheckInterval = 10 * time.Second
@@ -188,99 +307,50 @@ const (
 var DefaultKongAdminSvcPortNames = []string{"admin-tls", "kong-admin-tls"}
 
 // Parse reads args (without the program name) and the environment through getenv (os.Getenv
-// in the binary). It returns an error that names the offending flag; pflag.ErrHelp when
-// --help was asked for.
+// in the binary; an empty value counts as unset). It returns an error that names the offending
+// flag; pflag.ErrHelp when --help was asked for.
 func Parse(args []string, getenv func(string) string) (*Config, error) {
 	return ParseWithOutput(args, getenv, os.Stderr)
 }
 
-// ParseEnviron is Parse over a whole environment (os.Environ() in the binary): a CONTROLLER_
-// variable that names no flag is an error too.
+// ParseEnviron is Parse over a whole environment (os.Environ() in the binary), as KIC reads
+// it: a variable set to the empty string is applied (an empty list, an error for a number),
+// and a CONTROLLER_ variable that names no flag is ignored with a Note.
 func ParseEnviron(args []string, environ []string) (*Config, error) {
 	vars := map[string]string{}
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
 		vars[k] = v
 	}
-	return parse(args, func(k string) string { return vars[k] }, environ, os.Stderr)
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	return parse(args, lookup, environ, os.Stderr)
 }
 
 // ParseWithOutput is Parse, writing usage and flag errors to out.
 func ParseWithOutput(args []string, getenv func(string) string, out io.Writer) (*Config, error) {
-	return parse(args, getenv, nil, out)
+	lookup := func(k string) (string, bool) { v := getenv(k); return v, v != "" }
+	return parse(args, lookup, nil, out)
 }
 
-func parse(args []string, getenv func(string) string, environ []string, out io.Writer) (*Config, error) {
+// flagValues are the flags whose value is worked on after parsing.
+type flagValues struct {
+	syncSecs, timeoutSecs             float64
+	force, gates                      string
+	adminSvcs, headers                []string
+	publishService, publishServiceUDP string
+	gatewayToReconcile                string
+	enabled                           map[string]*bool
+	konnectSync, konnectLicensing     bool
+	combinedServices                  bool
+}
+
+func parse(args []string, lookup func(string) (string, bool), environ []string, out io.Writer) (*Config, error) {
 	c := &Config{}
+	v := flagValues{enabled: map[string]*bool{}}
 	fs := pflag.NewFlagSet("konductor", pflag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.SortFlags = false
-	var (
-		adminURLs   string
-		namespaces  string
-		syncSecs    float64
-		timeoutSecs float64
-		publish     string
-		force       string
-		adminSvcs   []string
-	)
-	fs.StringVar(&adminURLs, "kong-admin-url", DefaultKongAdminURL, "Kong Admin API URLs, comma-separated; every gateway gets the same configuration")
-	fs.StringVar(&c.KongAdminToken, "kong-admin-token", "", "Kong-Admin-Token header value sent to the Admin API")
-	fs.StringVar(&c.KongAdminTokenFile, "kong-admin-token-file", "", "file holding the Admin API token (conflicts with --kong-admin-token)")
-	fs.BoolVar(&c.KongAdminTLSSkipVerify, "kong-admin-tls-skip-verify", false, "do not verify the Admin API's TLS certificate")
-	fs.StringVar(&c.KongAdminCACertFile, "kong-admin-ca-cert-file", "", "PEM CA bundle that signs the Admin API's certificate")
-	fs.StringVar(&c.KongAdminClientCert, "kong-admin-tls-client-cert-file", "", "client certificate (PEM) for mTLS to the Admin API")
-	fs.StringVar(&c.KongAdminClientKey, "kong-admin-tls-client-key-file", "", "client key (PEM) for mTLS to the Admin API")
-	fs.StringSliceVar(&adminSvcs, "kong-admin-svc", nil, "namespace/name of the Kong Admin API Service whose endpoints are the gateways (gateway discovery); repeat or comma-separate for several; replaces --kong-admin-url")
-	fs.StringSliceVar(&c.KongAdminSvcPortNames, "kong-admin-svc-port-names", DefaultKongAdminSvcPortNames, "names of the admin Service's ports whose endpoints are gateways, comma-separated")
-	fs.DurationVar(&c.DiscoveryReadinessCheckInterval, "gateway-discovery-readiness-check-interval", DefaultDiscoveryReadinessCheckInterval, "how often discovered gateways are checked: pending ones with GET /, ready ones with GET /status (at least 3s)")
-	fs.DurationVar(&c.DiscoveryReadinessCheckTimeout, "gateway-discovery-readiness-check-timeout", DefaultDiscoveryReadinessCheckTimeout, "timeout of each of those checks; shorter than the interval")
-	fs.StringVar(&c.KongAdminFilterTag, "kong-admin-filter-tag", DefaultFilterTag, "tag that marks the entities this controller owns in database-backed Kong")
-	fs.IntVar(&c.KongAdminConcurrency, "kong-admin-concurrency", 10, "maximum concurrent Admin API requests per gateway in database mode")
-	fs.StringVar(&c.IngressClass, "ingress-class", "kong", "ingress class served by this controller")
-	fs.StringVar(&namespaces, "watch-namespace", "", "namespaces to watch, comma-separated; empty watches all")
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses in-cluster config or $KUBECONFIG")
-	fs.StringVar(&c.PublishService, "publish-service", "", "namespace/name of the Kong proxy Service whose addresses go into Ingress status")
-	fs.StringVar(&publish, "publish-status-address", "", "addresses (IPs or host names, comma-separated) for Ingress status; override --publish-service")
-	fs.BoolVar(&c.LeaderElect, "leader-elect", true, "elect a leader among replicas; only the leader writes to Kong (required with a database). Unset: decided at start as KIC does, on with a database, off for DB-less gateways")
-	fs.StringVar(&force, "force-leader-election", "", "KIC's override of the leader-election decision: enabled or disabled")
-	fs.Lookup("force-leader-election").Hidden = true // hidden in KIC too
-	fs.StringVar(&c.ElectionID, "election-id", DefaultElectionID, "name of the Lease used for leader election")
-	fs.StringVar(&c.ElectionNamespace, "election-namespace", "", "namespace of the Lease; empty uses the Pod's namespace")
-	fs.DurationVar(&c.ElectionLeaseDuration, "election-lease-duration", 15*time.Second, "how long a standby waits before taking a lease its holder stopped renewing")
-	fs.DurationVar(&c.ElectionRenewDeadline, "election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leadership")
-	fs.DurationVar(&c.ElectionRetryPeriod, "election-retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
-	fs.IntVar(&c.KongAdminInitRetries, "kong-admin-init-retries", 60, "how many times to ask a gateway GET / at start before giving up, when leader election is decided from its database mode")
-	fs.DurationVar(&c.KongAdminInitRetryDelay, "kong-admin-init-retry-delay", time.Second, "delay between those attempts")
-	fs.Float64Var(&syncSecs, "proxy-sync-seconds", DefaultProxySyncSeconds, "period of the full resync to Kong, in seconds; changes are synced as they happen")
-	fs.Float64Var(&timeoutSecs, "proxy-timeout-seconds", DefaultProxyTimeoutSeconds, "timeout of each request to a gateway's Admin API, in seconds")
-	fs.BoolVar(&c.UseLastValidConfigForFallback, "use-last-valid-config-for-fallback", false, "fill the objects a fallback configuration leaves out back in from the last configuration a gateway accepted (FallbackConfiguration gate)")
-	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", DefaultMetricsAddress, "address of the Prometheus metrics endpoint; 0 disables it")
-	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", DefaultHealthProbeAddress, "address of /healthz and /readyz; 0 disables it")
-	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, error")
-	fs.BoolVar(&c.UpdateStatus, "update-status", true, "write the published addresses into Ingress status (with --publish-service or --publish-status-address)")
-	fs.StringVar(&c.GatewayAPIControllerName, "gateway-api-controller-name", "konghq.com/kic-gateway-controller", "the controllerName of the GatewayClasses whose Gateways and routes this controller serves (KIC's default)")
-	fs.StringVar(&c.ClusterDomain, "cluster-domain", "", "cluster domain appended to the Service names of service-upstream targets (empty: none, as KIC)")
-	fs.BoolVar(&c.AllowLocalTargets, "allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses (refused by default: Kong's own Admin API, the cloud metadata service)")
-	fs.BoolVar(&c.EnableDrainSupport, "enable-drain-support", false, "keep terminating endpoints as upstream targets of weight 0, so that existing connections drain")
-	fs.StringVar(&c.AdmissionWebhook.ListenAddr, "admission-webhook-listen", "off", "address (host:port) of the validating admission webhook (HTTPS, path /); off disables it")
-	fs.StringVar(&c.AdmissionWebhook.CertFile, "admission-webhook-cert-file", "", "PEM certificate file of the admission webhook, reloaded when it changes; with no certificate given, "+DefaultAdmissionWebhookCertFile)
-	fs.StringVar(&c.AdmissionWebhook.KeyFile, "admission-webhook-key-file", "", "PEM private key file of the admission webhook; with no key given, "+DefaultAdmissionWebhookKeyFile)
-	fs.StringVar(&c.AdmissionWebhook.Cert, "admission-webhook-cert", "", "PEM certificate of the admission webhook (instead of --admission-webhook-cert-file)")
-	fs.StringVar(&c.AdmissionWebhook.Key, "admission-webhook-key", "", "PEM private key of the admission webhook (instead of --admission-webhook-key-file)")
-	fs.BoolVar(&c.Profiling, "profiling", false, "serve net/http/pprof at /debug/pprof/ on the metrics endpoint")
-	var gates string
-	fs.StringVar(&gates, "feature-gates", "", "KIC's feature gates, Name=true|false comma-separated (see docs/migration-from-kic.md)")
-	fs.Float32Var(&c.APIServerQPS, "apiserver-qps", 100, "requests per second to the Kubernetes API")
-	fs.IntVar(&c.APIServerBurst, "apiserver-burst", 300, "request burst to the Kubernetes API")
-	fs.BoolVar(&c.APIServerCompression, "apiserver-compression", false, "ask the Kubernetes API server for gzip-compressed answers (worth it only on a slow link to it: it costs the API server CPU on every large list)")
-	for name, boolean := range kicFlagsWithoutEffect {
-		f := fs.VarPF(&ignoredValue{}, name, "", "accepted for KIC compatibility; no effect")
-		if boolean {
-			f.NoOptDefVal = "true" // a bare --anonymous-reports must not eat the next argument
-		}
-		f.Hidden = true
-	}
+	c.defineFlags(fs, &v)
 
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -289,80 +359,245 @@ func parse(args []string, getenv func(string) string, environ []string, out io.W
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var err error
-	if err = applyEnv(fs, getenv, environ); err != nil {
+	if err = c.applyEnv(fs, lookup, environ); err != nil {
 		return nil, err
 	}
-
+	if v.konnectSync || v.konnectLicensing {
+		return nil, ErrKonnect
+	}
 	fs.Visit(func(f *pflag.Flag) {
-		if _, ok := f.Value.(*ignoredValue); ok {
-			c.Ignored = append(c.Ignored, f.Name)
+		if no, ok := kicFlagsWithoutEffect[f.Name]; ok {
+			c.Notes = append(c.Notes, Note{Flag: "--" + f.Name, Why: no.why})
 		}
 	})
+	if fs.Changed("update-status-queue-buffer-size") {
+		c.Notes = append(c.Notes, Note{Flag: "--update-status-queue-buffer-size",
+			Why: "konductor keeps no status queue: its status writers read the cache after each round"})
+	}
 	c.LeaderElectAuto = !fs.Changed("leader-elect")
-	switch force {
+	switch v.force {
 	case "":
 	case "enabled", "disabled":
-		if !c.LeaderElectAuto && c.LeaderElect != (force == "enabled") {
-			return nil, fmt.Errorf("--force-leader-election=%s contradicts --leader-elect=%t; give one", force, c.LeaderElect)
+		if !c.LeaderElectAuto && c.LeaderElect != (v.force == "enabled") {
+			return nil, fmt.Errorf("--force-leader-election=%s contradicts --leader-elect=%t; give one", v.force, c.LeaderElect)
 		}
-		c.LeaderElect, c.LeaderElectAuto = force == "enabled", false
+		c.LeaderElect, c.LeaderElectAuto = v.force == "enabled", false
 	default:
-		return nil, fmt.Errorf("--force-leader-election: must be enabled or disabled, got %q", force)
+		return nil, fmt.Errorf("--force-leader-election: must be enabled or disabled, got %q", v.force)
 	}
-	if c.FeatureGates, err = ParseFeatureGates(gates); err != nil {
+	if c.FeatureGates, err = ParseFeatureGates(v.gates); err != nil {
 		return nil, err
 	}
-	c.KongAdminURLs = splitList(adminURLs)
-	var svcErrs []error
-	for _, s := range adminSvcs {
-		ns, name, ok := strings.Cut(strings.TrimSpace(s), "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			svcErrs = append(svcErrs, fmt.Errorf("--kong-admin-svc: %q is not namespace/name", s))
+	if v.combinedServices {
+		// KIC 3.5's flag for what older releases gated.
+		c.FeatureGates[GateCombinedServicesFromDifferentHTTPRoutes] = true
+	}
+	for _, name := range sortedKeys(v.enabled) {
+		if !*v.enabled[name] {
+			c.DisabledControllers = append(c.DisabledControllers, name)
+		}
+	}
+	c.KongAdminURLs = trimList(c.KongAdminURLs)
+	c.WatchNamespaces = trimList(c.WatchNamespaces)
+	c.PublishAddresses = trimList(c.PublishAddresses)
+	c.PublishAddressesUDP = trimList(c.PublishAddressesUDP)
+	c.KongAdminFilterTags = trimList(c.KongAdminFilterTags)
+	var errs []error
+	for _, s := range v.adminSvcs {
+		nn, err := namespacedName("kong-admin-svc", s)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		c.KongAdminSvc = append(c.KongAdminSvc, types.NamespacedName{Namespace: ns, Name: name})
+		c.KongAdminSvc = append(c.KongAdminSvc, nn)
 	}
-	if err := errors.Join(svcErrs...); err != nil {
+	for _, f := range []struct {
+		flag, value string
+		into        *string
+	}{{"publish-service", v.publishService, &c.PublishService}, {"publish-service-udp", v.publishServiceUDP, &c.PublishServiceUDP}} {
+		if f.value == "" {
+			continue
+		}
+		if _, err := namespacedName(f.flag, f.value); err != nil {
+			errs = append(errs, err)
+		}
+		*f.into = f.value
+	}
+	if v.gatewayToReconcile != "" {
+		nn, err := namespacedName("gateway-to-reconcile", v.gatewayToReconcile)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.GatewayToReconcile = &nn
+	}
+	for _, h := range v.headers {
+		name, value, ok := strings.Cut(h, ":")
+		if name = strings.TrimSpace(name); !ok || name == "" {
+			errs = append(errs, fmt.Errorf("--kong-admin-header: %q is not Name:value", h))
+			continue
+		}
+		if c.KongAdminHeaders == nil {
+			c.KongAdminHeaders = http.Header{}
+		}
+		c.KongAdminHeaders.Add(name, strings.TrimSpace(value))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	if c.Discovery() && fs.Changed("kong-admin-url") {
 		c.KongAdminURLsIgnored = true
 	}
-	c.WatchNamespaces = splitList(namespaces)
-	c.PublishAddresses = splitList(publish)
-	c.ProxySyncPeriod = time.Duration(syncSecs * float64(time.Second))
-	if timeoutSecs <= 0 {
-		return nil, fmt.Errorf("--proxy-timeout-seconds: must be positive, got %g", timeoutSecs)
+	c.ProxySyncPeriod = time.Duration(v.syncSecs * float64(time.Second))
+	if v.timeoutSecs <= 0 {
+		return nil, fmt.Errorf("--proxy-timeout-seconds: must be positive, got %g", v.timeoutSecs)
 	}
-	c.ProxyTimeout = time.Duration(timeoutSecs * float64(time.Second))
-	if err := c.validate(syncSecs); err != nil {
+	c.ProxyTimeout = time.Duration(v.timeoutSecs * float64(time.Second))
+	if err := c.validate(v.syncSecs); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// applyEnv sets every flag not given on the command line from CONTROLLER_<NAME>.
-func applyEnv(fs *pflag.FlagSet, getenv func(string) string, environ []string) error {
-	var errs []error
-	// A CONTROLLER_ variable that names no flag is an error, as an unknown flag is: KIC's
-	// charts pass most settings this way, and one that would change what Kong receives
-	// (CONTROLLER_KONG_WORKSPACE) must not be dropped in silence.
+// defineFlags defines every flag: konductor's, and every one of KIC 3.5's
+// (testdata/kic-flags.tsv) under KIC's name, type and default.
+func (c *Config) defineFlags(fs *pflag.FlagSet, v *flagValues) {
+	// Kong Admin API.
+	fs.StringSliceVar(&c.KongAdminURLs, "kong-admin-url", []string{DefaultKongAdminURL}, "Kong Admin API URLs, comma-separated or repeated; every gateway gets the same configuration")
+	fs.StringVar(&c.KongAdminToken, "kong-admin-token", "", "Kong-Admin-Token header value sent to the Admin API")
+	fs.StringVar(&c.KongAdminTokenFile, "kong-admin-token-file", "", "file holding the Admin API token (conflicts with --kong-admin-token)")
+	fs.StringSliceVar(&v.headers, "kong-admin-header", nil, "header sent with every Admin API request, Name:value; comma-separated or repeated")
+	fs.BoolVar(&c.KongAdminTLSSkipVerify, "kong-admin-tls-skip-verify", false, "do not verify the Admin API's TLS certificate")
+	fs.StringVar(&c.KongAdminTLSServerName, "kong-admin-tls-server-name", "", "name the Admin API's TLS certificate is verified against (default: the URL's host)")
+	fs.StringVar(&c.KongAdminCACertFile, "kong-admin-ca-cert-file", "", "PEM CA bundle that signs the Admin API's certificate")
+	fs.StringVar(&c.KongAdminCACert, "kong-admin-ca-cert", "", "PEM CA bundle that signs the Admin API's certificate, inline (instead of --kong-admin-ca-cert-file)")
+	fs.StringVar(&c.KongAdminClientCert, "kong-admin-tls-client-cert-file", "", "client certificate (PEM) for mTLS to the Admin API")
+	fs.StringVar(&c.KongAdminClientKey, "kong-admin-tls-client-key-file", "", "client key (PEM) for mTLS to the Admin API")
+	fs.StringVar(&c.KongAdminClientCertPEM, "kong-admin-tls-client-cert", "", "client certificate (PEM) for mTLS to the Admin API, inline")
+	fs.StringVar(&c.KongAdminClientKeyPEM, "kong-admin-tls-client-key", "", "client key (PEM) for mTLS to the Admin API, inline")
+	fs.StringSliceVar(&v.adminSvcs, "kong-admin-svc", nil, "namespace/name of the Kong Admin API Service whose endpoints are the gateways (gateway discovery); repeat or comma-separate for several; replaces --kong-admin-url")
+	fs.StringSliceVar(&c.KongAdminSvcPortNames, "kong-admin-svc-port-names", DefaultKongAdminSvcPortNames, "names of the admin Service's ports whose endpoints are gateways, comma-separated")
+	fs.DurationVar(&c.DiscoveryReadinessCheckInterval, "gateway-discovery-readiness-check-interval", DefaultDiscoveryReadinessCheckInterval, "how often discovered gateways are checked: pending ones with GET /, ready ones with GET /status (at least 3s)")
+	fs.DurationVar(&c.DiscoveryReadinessCheckTimeout, "gateway-discovery-readiness-check-timeout", DefaultDiscoveryReadinessCheckTimeout, "timeout of each of those checks; shorter than the interval")
+	fs.StringSliceVar(&c.KongAdminFilterTags, "kong-admin-filter-tag", []string{DefaultFilterTag}, "tags that mark the entities this controller owns in database-backed Kong (all of them), comma-separated or repeated")
+	fs.IntVar(&c.KongAdminConcurrency, "kong-admin-concurrency", 10, "maximum concurrent Admin API requests per gateway in database mode")
+	fs.StringVar(&c.KongWorkspace, "kong-workspace", "", "Kong Enterprise workspace configured in database mode (default: the default workspace)")
+	fs.BoolVar(&c.SkipCACertificates, "skip-ca-certificates", false, "send no CA certificates to Kong (for workspaces that share them)")
+	fs.IntVar(&c.KongAdminInitRetries, "kong-admin-init-retries", 60, "how many times to ask a gateway GET / at start before giving up, when leader election is decided from its database mode")
+	fs.DurationVar(&c.KongAdminInitRetryDelay, "kong-admin-init-retry-delay", time.Second, "delay between those attempts")
+	fs.Float64Var(&v.syncSecs, "proxy-sync-seconds", DefaultProxySyncSeconds, "period of the full resync to Kong, in seconds; changes are synced as they happen")
+	fs.Float64Var(&v.timeoutSecs, "proxy-timeout-seconds", DefaultProxyTimeoutSeconds, "timeout of each request to a gateway's Admin API, in seconds")
+	fs.BoolVar(&c.EnableReverseSync, "enable-reverse-sync", false, "send the configuration on every resync even when it has not changed")
+	fs.BoolVar(&c.UseLastValidConfigForFallback, "use-last-valid-config-for-fallback", false, "fill the objects a fallback configuration leaves out back in from the last configuration a gateway accepted (FallbackConfiguration gate)")
+
+	// What is watched.
+	fs.StringVar(&c.IngressClass, "ingress-class", "kong", "ingress class served by this controller")
+	fs.StringSliceVar(&c.WatchNamespaces, "watch-namespace", nil, "namespaces to watch, comma-separated or repeated; empty watches all")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses in-cluster config or $KUBECONFIG")
+	fs.StringVar(&c.APIServerHost, "apiserver-host", "", "URL of the Kubernetes API server (default: from the kubeconfig or the Pod)")
+	fs.StringVar(&c.SecretLabelSelector, "secret-label-selector", "", "read only the Secrets that carry this label with the value \"true\" (default: all)")
+	fs.StringVar(&c.ConfigMapLabelSelector, "configmap-label-selector", DefaultConfigMapLabelSelector, "read only the ConfigMaps that carry this label with the value \"true\"")
+	fs.StringVar(&v.gatewayToReconcile, "gateway-to-reconcile", "", "namespace/name of the only Gateway served (default: every Gateway of the served GatewayClasses)")
+	for _, name := range sortedKeys(ControllerKinds) {
+		v.enabled[name] = new(bool)
+		fs.BoolVar(v.enabled[name], "enable-controller-"+name, true, "read "+strings.Join(ControllerKinds[name], " and ")+" objects (KIC's controller switch)")
+	}
+	fs.BoolVar(&v.combinedServices, "combined-services-from-different-httproutes", false, "KIC's CombinedServicesFromDifferentHTTPRoutes feature gate, as a flag")
+
+	// Status and Events.
+	fs.StringVar(&v.publishService, "publish-service", "", "namespace/name of the Kong proxy Service whose addresses go into Ingress status")
+	fs.StringSliceVar(&c.PublishAddresses, "publish-status-address", nil, "addresses (IPs or host names, comma-separated or repeated) for Ingress status; override --publish-service")
+	fs.StringVar(&v.publishServiceUDP, "publish-service-udp", "", "namespace/name of the Kong UDP proxy Service whose addresses go into UDPIngress status and Gateways' UDP listeners")
+	fs.StringSliceVar(&c.PublishAddressesUDP, "publish-status-address-udp", nil, "addresses for UDPIngress status; override --publish-service-udp")
+	fs.BoolVar(&c.UpdateStatus, "update-status", true, "write the published addresses into Ingress status (with --publish-service or --publish-status-address)")
+	fs.IntVar(&c.UpdateStatusQueueBufferSize, "update-status-queue-buffer-size", 8192, "KIC's status queue size; accepted, konductor keeps no status queue")
+	fs.BoolVar(&c.EmitKubernetesEvents, "emit-kubernetes-events", true, "record Kubernetes Events about the objects translated and the gateways")
+
+	// Leader election.
+	fs.BoolVar(&c.LeaderElect, "leader-elect", true, "elect a leader among replicas; only the leader writes to Kong (required with a database). Unset: decided at start as KIC does, on with a database, off for DB-less gateways")
+	fs.StringVar(&v.force, "force-leader-election", "", "KIC's override of the leader-election decision: enabled or disabled")
+	fs.Lookup("force-leader-election").Hidden = true // hidden in KIC too
+	fs.StringVar(&c.ElectionID, "election-id", DefaultElectionID, "name of the Lease used for leader election")
+	fs.StringVar(&c.ElectionNamespace, "election-namespace", "", "namespace of the Lease; empty uses the Pod's namespace")
+	fs.DurationVar(&c.ElectionLeaseDuration, "election-lease-duration", 15*time.Second, "how long a standby waits before taking a lease its holder stopped renewing")
+	fs.DurationVar(&c.ElectionRenewDeadline, "election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leadership")
+	fs.DurationVar(&c.ElectionRetryPeriod, "election-retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
+
+	// Operations.
+	fs.DurationVar(&c.CacheSyncTimeout, "cache-sync-timeout", 2*time.Minute, "how long to wait at start for the cache to sync before giving up; 0: controller-runtime's default")
+	fs.DurationVar(&c.TermDelay, "term-delay", 0, "how long to go on serving after SIGTERM before stopping")
+	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", DefaultMetricsAddress, "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&c.MetricsAccessFilter, "metrics-access-filter", "off", "access to /metrics: off (open), or rbac (a bearer token the API server authenticates and authorizes)")
+	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", DefaultHealthProbeAddress, "address of /healthz and /readyz; 0 disables it")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: trace, debug, info, error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text (console) or json")
+	fs.BoolVar(&c.Profiling, "profiling", false, "serve net/http/pprof at /debug/pprof/ on the diagnostics server (--diagnostic-server-port)")
+	fs.BoolVar(&c.DumpConfig, "dump-config", false, "serve the last configuration sent and the last refused at /debug/config/ on the diagnostics server")
+	fs.BoolVar(&c.DumpSensitiveConfig, "dump-sensitive-config", false, "with --dump-config, show secrets (keys, passwords, certificates' keys) unredacted")
+	fs.IntVar(&c.DiagnosticServerPort, "diagnostic-server-port", DefaultDiagnosticsPort, "port of the diagnostics server (with --dump-config or --profiling)")
+	fs.Lookup("diagnostic-server-port").Hidden = true // hidden in KIC too
+
+	// Translation.
+	fs.StringVar(&c.GatewayAPIControllerName, "gateway-api-controller-name", "konghq.com/kic-gateway-controller", "the controllerName of the GatewayClasses whose Gateways and routes this controller serves (KIC's default)")
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", "", "cluster domain appended to the Service names of service-upstream targets (empty: none, as KIC)")
+	fs.BoolVar(&c.AllowLocalTargets, "allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses (refused by default: Kong's own Admin API, the cloud metadata service)")
+	fs.BoolVar(&c.EnableDrainSupport, "enable-drain-support", false, "keep terminating endpoints as upstream targets of weight 0, so that existing connections drain")
+	fs.StringVar(&v.gates, "feature-gates", "", "KIC's feature gates, Name=true|false comma-separated (see docs/migration-from-kic.md)")
+
+	// Admission webhook.
+	fs.StringVar(&c.AdmissionWebhook.ListenAddr, "admission-webhook-listen", "off", "address (host:port) of the validating admission webhook (HTTPS, path /); off disables it")
+	fs.StringVar(&c.AdmissionWebhook.CertFile, "admission-webhook-cert-file", "", "PEM certificate file of the admission webhook, reloaded when it changes; with no certificate given, "+DefaultAdmissionWebhookCertFile)
+	fs.StringVar(&c.AdmissionWebhook.KeyFile, "admission-webhook-key-file", "", "PEM private key file of the admission webhook; with no key given, "+DefaultAdmissionWebhookKeyFile)
+	fs.StringVar(&c.AdmissionWebhook.Cert, "admission-webhook-cert", "", "PEM certificate of the admission webhook (instead of --admission-webhook-cert-file)")
+	fs.StringVar(&c.AdmissionWebhook.Key, "admission-webhook-key", "", "PEM private key of the admission webhook (instead of --admission-webhook-key-file)")
+
+	// Kubernetes API.
+	fs.Float32Var(&c.APIServerQPS, "apiserver-qps", 100, "requests per second to the Kubernetes API")
+	fs.IntVar(&c.APIServerBurst, "apiserver-burst", 300, "request burst to the Kubernetes API")
+	fs.BoolVar(&c.APIServerCompression, "apiserver-compression", false, "ask the Kubernetes API server for gzip-compressed answers (worth it only on a slow link to it: it costs the API server CPU on every large list)")
+
+	// Konnect: refused when switched on (ErrKonnect); the others are accepted, as in KIC,
+	// where they do nothing without it.
+	fs.BoolVar(&v.konnectSync, "konnect-sync-enabled", false, "KIC's Konnect configuration sync: not supported by konductor yet (refused)")
+	fs.BoolVar(&v.konnectLicensing, "konnect-licensing-enabled", false, "KIC's Konnect licensing: not supported by konductor yet (refused)")
+	for _, name := range sortedKeys(kicFlagsWithoutEffect) {
+		f := fs.VarPF(&ignoredValue{}, name, "", "accepted for KIC compatibility; no effect: "+kicFlagsWithoutEffect[name].why)
+		if kicFlagsWithoutEffect[name].boolean {
+			f.NoOptDefVal = "true" // a bare --anonymous-reports must not eat the next argument
+		}
+		f.Hidden = true
+	}
+}
+
+// namespacedName reads KIC's namespace/name flag values.
+func namespacedName(flag, s string) (types.NamespacedName, error) {
+	ns, name, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, fmt.Errorf("--%s: %q is not namespace/name", flag, s)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+// applyEnv sets every flag not given on the command line from CONTROLLER_<NAME>, as KIC does:
+// the variable is one value (a list variable is one comma-separated list), a bad value is an
+// error naming the variable, and a CONTROLLER_ variable that names no flag is ignored (a Note).
+func (c *Config) applyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool), environ []string) error {
 	known := map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) { known[EnvVarName(f.Name)] = true })
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, EnvPrefix) && !known[name] {
-			errs = append(errs, fmt.Errorf("%s names no konductor flag (--%s); remove it", name,
-				strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, EnvPrefix)), "_", "-")))
+			c.Notes = append(c.Notes, Note{Flag: name, Why: "names no flag (--" +
+				strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, EnvPrefix)), "_", "-") + "); ignored, as in KIC"})
 		}
 	}
+	var errs []error
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Changed {
 			return
 		}
 		name := EnvVarName(f.Name)
-		v := getenv(name)
-		if v == "" {
+		v, ok := lookup(name)
+		if !ok {
 			return
 		}
 		if err := fs.Set(f.Name, v); err != nil {
@@ -377,13 +612,25 @@ func EnvVarName(flag string) string {
 	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-func splitList(s string) []string {
+func splitList(s string) []string { return trimList(strings.Split(s, ",")) }
+
+// trimList drops the spaces around each item and the empty items of a list flag's value.
+func trimList(l []string) []string {
 	var out []string
-	for _, p := range strings.Split(s, ",") {
+	for _, p := range l {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
 		}
 	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }
 
@@ -440,19 +687,26 @@ func (c *Config) validate(syncSecs float64) error {
 			bad(flag, "cannot read %q: %v", path, err)
 		}
 	}
-	if (c.KongAdminClientCert == "") != (c.KongAdminClientKey == "") {
-		bad("kong-admin-tls-client-cert-file", "--kong-admin-tls-client-cert-file and --kong-admin-tls-client-key-file go together")
+	for _, p := range []struct {
+		inline, file string
+		value, path  string
+	}{
+		{"kong-admin-ca-cert", "kong-admin-ca-cert-file", c.KongAdminCACert, c.KongAdminCACertFile},
+		{"kong-admin-tls-client-cert", "kong-admin-tls-client-cert-file", c.KongAdminClientCertPEM, c.KongAdminClientCert},
+		{"kong-admin-tls-client-key", "kong-admin-tls-client-key-file", c.KongAdminClientKeyPEM, c.KongAdminClientKey},
+	} {
+		if p.value != "" && p.path != "" {
+			bad(p.inline, "conflicts with --%s; give one", p.file)
+		}
 	}
-	if c.KongAdminFilterTag == "" {
+	if (c.KongAdminClientCert == "" && c.KongAdminClientCertPEM == "") != (c.KongAdminClientKey == "" && c.KongAdminClientKeyPEM == "") {
+		bad("kong-admin-tls-client-cert", "the client certificate (--kong-admin-tls-client-cert[-file]) and its key (--kong-admin-tls-client-key[-file]) go together")
+	}
+	if len(c.KongAdminFilterTags) == 0 {
 		bad("kong-admin-filter-tag", "must not be empty: it is how konductor tells its entities from hand-made ones")
 	}
 	if c.KongAdminConcurrency < 1 {
 		bad("kong-admin-concurrency", "must be at least 1, got %d", c.KongAdminConcurrency)
-	}
-	if c.PublishService != "" {
-		if ns, name, ok := strings.Cut(c.PublishService, "/"); !ok || ns == "" || name == "" {
-			bad("publish-service", "%q is not namespace/name", c.PublishService)
-		}
 	}
 	if c.IngressClass == "" {
 		bad("ingress-class", "must not be empty")
@@ -496,9 +750,41 @@ func (c *Config) validate(syncSecs float64) error {
 		bad("apiserver-burst", "must be at least 1, got %d", c.APIServerBurst)
 	}
 	switch c.LogLevel {
-	case "debug", "info", "error":
+	case "trace", "debug", "info", "error":
 	default:
-		bad("log-level", "must be debug, info or error, got %q", c.LogLevel)
+		bad("log-level", "must be trace, debug, info or error, got %q", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "text", "console", "json":
+	default:
+		bad("log-format", "must be text or json, got %q", c.LogFormat)
+	}
+	switch c.MetricsAccessFilter {
+	case "off", "rbac":
+	default:
+		bad("metrics-access-filter", "must be off or rbac, got %q", c.MetricsAccessFilter)
+	}
+	if c.DiagnosticServerPort < 0 || c.DiagnosticServerPort > 65535 {
+		bad("diagnostic-server-port", "must be a port number, got %d", c.DiagnosticServerPort)
+	}
+	for _, d := range []struct {
+		flag string
+		d    time.Duration
+	}{{"term-delay", c.TermDelay}, {"cache-sync-timeout", c.CacheSyncTimeout}} {
+		if d.d < 0 {
+			bad(d.flag, "must not be negative, got %s", d.d)
+		}
+	}
+	if c.UpdateStatusQueueBufferSize < 0 {
+		bad("update-status-queue-buffer-size", "must not be negative, got %d", c.UpdateStatusQueueBufferSize)
+	}
+	for _, sel := range []struct{ flag, key string }{{"secret-label-selector", c.SecretLabelSelector}, {"configmap-label-selector", c.ConfigMapLabelSelector}} {
+		if sel.key == "" {
+			continue
+		}
+		if errs := validation.IsQualifiedName(sel.key); len(errs) > 0 {
+			bad(sel.flag, "%q is not a label key: %s", sel.key, strings.Join(errs, "; "))
+		}
 	}
 	return errors.Join(errs...)
 }

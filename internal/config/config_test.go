@@ -22,7 +22,7 @@ func TestParseDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{DefaultKongAdminURL}, c.KongAdminURLs)
 	require.Equal(t, "kong", c.IngressClass)
-	require.Equal(t, DefaultFilterTag, c.KongAdminFilterTag)
+	require.Equal(t, []string{DefaultFilterTag}, c.KongAdminFilterTags)
 	require.Equal(t, DefaultElectionID, c.ElectionID)
 	require.True(t, c.LeaderElectAuto, "leader election is decided at start unless the user chose")
 	require.Equal(t, 3*time.Second, c.ProxySyncPeriod)
@@ -111,7 +111,7 @@ func TestParseRejectsBadValues(t *testing.T) {
 		{"env not a bool", nil, map[string]string{"CONTROLLER_LEADER_ELECT": "maybe"}, "CONTROLLER_LEADER_ELECT (flag --leader-elect)"},
 		{"token and file", []string{"--kong-admin-token", "a", "--kong-admin-token-file", "/nonexistent"}, nil, "--kong-admin-token-file"},
 		{"missing ca file", []string{"--kong-admin-ca-cert-file", "/nonexistent/ca.pem"}, nil, "--kong-admin-ca-cert-file"},
-		{"cert without key", []string{"--kong-admin-tls-client-cert-file", "/etc/hostname"}, nil, "--kong-admin-tls-client-cert-file"},
+		{"cert without key", []string{"--kong-admin-tls-client-cert-file", "/etc/hostname"}, nil, "--kong-admin-tls-client-cert: the client certificate"},
 		{"concurrency", []string{"--kong-admin-concurrency", "0"}, nil, "--kong-admin-concurrency"},
 		{"empty class", []string{"--ingress-class", ""}, nil, "--ingress-class"},
 		{"lease shorter than renew", []string{"--election-lease-duration", "5s"}, nil, "--election-lease-duration"},
@@ -151,21 +151,35 @@ func TestReadmeListsEveryFlag(t *testing.T) {
 		if len(fields) == 0 || !strings.HasPrefix(fields[0], "--") {
 			continue
 		}
-		require.True(t, strings.Contains(string(readme), "| `"+fields[0]+"` |"), "README flags table lacks %s", fields[0])
+		listed := strings.Contains(string(readme), "| `"+fields[0]+"` |") || strings.Contains(string(readme), "`"+fields[0]+"`, `") || strings.Contains(string(readme), ", `"+fields[0]+"` |")
+		if kind, ok := strings.CutPrefix(fields[0], "--enable-controller-"); ok {
+			// One row for KIC's 19 switches, naming each.
+			listed = strings.Contains(string(readme), "| `--enable-controller-<kind>` |") && strings.Contains(string(readme), "`"+kind+"`")
+		}
+		require.True(t, listed, "README flags table lacks %s", fields[0])
 	}
 }
 
-// A KIC Deployment's arguments carry over: flags that have no effect here are accepted, listed
-// (the controller logs them), and a bare boolean form does not swallow the next argument.
+// A KIC Deployment's arguments carry over: flags that have no effect here are accepted, noted
+// with the reason (the controller logs them), and a bare boolean form does not swallow the
+// next argument.
 func TestKICFlagsWithoutEffectAreAccepted(t *testing.T) {
-	c, err := Parse([]string{"--anonymous-reports", "--ingress-class", "internal", "--log-format=json", "--sync-period=10m"},
-		env(map[string]string{"CONTROLLER_SKIP_CA_CERTIFICATES": "true"}))
+	c, err := Parse([]string{"--anonymous-reports", "--ingress-class", "internal", "--sync-period=10m"},
+		env(map[string]string{"CONTROLLER_INIT_CACHE_SYNC_DURATION": "5s"}))
 	require.NoError(t, err)
 	require.Equal(t, "internal", c.IngressClass)
-	require.ElementsMatch(t, []string{"anonymous-reports", "log-format", "sync-period", "skip-ca-certificates"}, c.Ignored)
+	require.ElementsMatch(t, []string{"--anonymous-reports", "--sync-period", "--init-cache-sync-duration"}, noteFlags(c))
+	for _, n := range c.Notes {
+		require.NotEmpty(t, n.Why, n.Flag)
+	}
+}
 
-	_, err = Parse([]string{"--kong-workspace", "team-a"}, env(nil))
-	require.ErrorContains(t, err, "kong-workspace", "a flag that would change what Kong receives is not silently ignored")
+func noteFlags(c *Config) []string {
+	var out []string
+	for _, n := range c.Notes {
+		out = append(out, n.Flag)
+	}
+	return out
 }
 
 func TestUpdateStatusAndAPIServerLimits(t *testing.T) {
@@ -191,32 +205,153 @@ func TestAPIServerCompression(t *testing.T) {
 	require.True(t, c.APIServerCompression)
 }
 
-// A CONTROLLER_ variable that names no flag fails at start, like an unknown flag.
-func TestUnknownControllerVariableFails(t *testing.T) {
-	_, err := ParseEnviron(nil, []string{"CONTROLLER_KONG_WORKSPACE=team-a", "HOME=/root"})
-	require.ErrorContains(t, err, "CONTROLLER_KONG_WORKSPACE names no konductor flag (--kong-workspace)")
-	c, err := ParseEnviron(nil, []string{"CONTROLLER_INGRESS_CLASS=internal", "CONTROLLER_ANONYMOUS_REPORTS=false", "PATH=/bin"})
+// A CONTROLLER_ variable that names no flag is ignored with a note, as KIC ignores it (KIC
+// says nothing; konductor logs it).
+func TestUnknownControllerVariableIsNoted(t *testing.T) {
+	c, err := ParseEnviron(nil, []string{"CONTROLLER_KONG_WORKSPACES=team-a", "CONTROLLER_INGRESS_CLASS=internal", "HOME=/root"})
 	require.NoError(t, err)
 	require.Equal(t, "internal", c.IngressClass)
+	require.Equal(t, []string{"CONTROLLER_KONG_WORKSPACES"}, noteFlags(c))
+	require.Contains(t, c.Notes[0].Why, "names no flag (--kong-workspaces)")
 }
 
-// Value-taking ignored flags also take their value as the next argument.
-func TestIgnoredFlagsTakeSeparateValues(t *testing.T) {
-	c, err := Parse([]string{"--log-format", "json", "--publish-service-udp", "kong/udp", "--dump-config", "--ingress-class", "x"}, env(nil))
+// A variable set to the empty string is applied, as in KIC: an empty list, an error for a bool.
+func TestEmptyVariableIsAValue(t *testing.T) {
+	c, err := ParseEnviron(nil, []string{"CONTROLLER_WATCH_NAMESPACE="})
 	require.NoError(t, err)
-	require.Equal(t, "x", c.IngressClass)
+	require.Empty(t, c.WatchNamespaces)
+	_, err = ParseEnviron(nil, []string{"CONTROLLER_PROFILING="})
+	require.ErrorContains(t, err, "CONTROLLER_PROFILING (flag --profiling)")
 }
 
-// KIC's --profiling (also CONTROLLER_PROFILING) has an effect here: pprof on the metrics server.
-func TestProfilingFlag(t *testing.T) {
-	c, err := Parse([]string{"--profiling", "--ingress-class", "x"}, env(nil))
+// List flags are pflag's StringSlice, as in KIC: comma-separated, repeatable (values append),
+// an environment variable is one comma-separated value, and a flag on the command line wins.
+func TestListFlagsAreRepeatable(t *testing.T) {
+	c, err := Parse([]string{
+		"--watch-namespace", "a,b", "--watch-namespace", "c",
+		"--kong-admin-url", "http://k1:8001", "--kong-admin-url", "http://k2:8001",
+		"--kong-admin-filter-tag", "team-a,managed",
+		"--publish-status-address", "192.0.2.1", "--publish-status-address", "192.0.2.2",
+		"--kong-admin-header", "X-A: 1", "--kong-admin-header", "X-B:two,X-A:3",
+	}, env(map[string]string{"CONTROLLER_WATCH_NAMESPACE": "ignored", "CONTROLLER_PUBLISH_STATUS_ADDRESS_UDP": "192.0.2.9,192.0.2.10"}))
 	require.NoError(t, err)
-	require.True(t, c.Profiling)
-	require.Equal(t, "x", c.IngressClass, "a bare --profiling does not eat the next argument")
-	c, err = Parse(nil, env(map[string]string{"CONTROLLER_PROFILING": "true"}))
+	require.Equal(t, []string{"a", "b", "c"}, c.WatchNamespaces)
+	require.Equal(t, []string{"http://k1:8001", "http://k2:8001"}, c.KongAdminURLs)
+	require.Equal(t, []string{"team-a", "managed"}, c.KongAdminFilterTags, "two tags, not one tag with a comma")
+	require.Equal(t, []string{"192.0.2.1", "192.0.2.2"}, c.PublishAddresses)
+	require.Equal(t, []string{"192.0.2.9", "192.0.2.10"}, c.PublishAddressesUDP)
+	require.Equal(t, []string{"1", "3"}, c.KongAdminHeaders.Values("X-A"))
+	require.Equal(t, "two", c.KongAdminHeaders.Get("X-B"))
+
+	_, err = Parse([]string{"--kong-admin-header", "no-colon"}, env(nil))
+	require.ErrorContains(t, err, `--kong-admin-header: "no-colon" is not Name:value`)
+}
+
+// Konnect is refused with a message that names it until konductor syncs to Konnect; its other
+// flags, which do nothing in KIC without it, are accepted with a note.
+func TestKonnectIsRefusedByName(t *testing.T) {
+	for _, args := range [][]string{{"--konnect-sync-enabled"}, {"--konnect-licensing-enabled=true"}} {
+		_, err := Parse(args, env(nil))
+		require.ErrorIs(t, err, ErrKonnect, args)
+		require.ErrorContains(t, err, "Konnect")
+	}
+	_, err := ParseEnviron(nil, []string{"CONTROLLER_KONNECT_SYNC_ENABLED=true"})
+	require.ErrorIs(t, err, ErrKonnect)
+	c, err := ParseEnviron([]string{"--konnect-address", "https://eu.kic.api.konghq.com"}, []string{"CONTROLLER_KONNECT_SYNC_ENABLED=false"})
 	require.NoError(t, err)
-	require.True(t, c.Profiling)
-	require.Empty(t, c.Ignored)
+	require.Equal(t, []string{"--konnect-address"}, noteFlags(c))
+}
+
+// Every KIC 3.5 flag (testdata/kic-flags.tsv, read from KIC's source) is accepted under its name
+// and from its CONTROLLER_ variable, the two give the same configuration, and each one either
+// changes the configuration or is noted with the reason it has no effect: none is dropped in
+// silence.
+func TestEveryKICFlag(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.pem")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o600))
+	values := map[string]string{ // values that pass validation and differ from the defaults
+		"kong-admin-url": "http://a:8001,http://b:8001", "kong-admin-header": "X-A:1,X-B:2",
+		"kong-admin-token-file": file, "kong-admin-ca-cert-file": file,
+		"kong-admin-tls-client-cert-file": file, "kong-admin-tls-client-key-file": file,
+		"log-level": "debug", "log-format": "json", "metrics-access-filter": "rbac",
+		"force-leader-election": "disabled", "feature-gates": "GatewayAlpha=true",
+		"gateway-api-controller-name": "example.com/x", "apiserver-host": "https://k8s:6443",
+		"metrics-bind-address": ":1", "health-probe-bind-address": ":2", "admission-webhook-listen": ":3",
+		"election-lease-duration": "20s", "election-renew-deadline": "9s", "election-retry-period": "1s",
+		"proxy-sync-seconds": "7", "proxy-timeout-seconds": "7",
+	}
+	companions := map[string]string{ // flags that go with another one
+		"kong-admin-tls-client-cert-file": "kong-admin-tls-client-key-file", "kong-admin-tls-client-key-file": "kong-admin-tls-client-cert-file",
+		"kong-admin-tls-client-cert": "kong-admin-tls-client-key", "kong-admin-tls-client-key": "kong-admin-tls-client-cert",
+		"admission-webhook-cert-file": "admission-webhook-key-file", "admission-webhook-key-file": "admission-webhook-cert-file",
+		"admission-webhook-cert": "admission-webhook-key", "admission-webhook-key": "admission-webhook-cert",
+	}
+	value := func(name, kind, def string) string {
+		if v, ok := values[name]; ok {
+			return v
+		}
+		switch {
+		case strings.HasPrefix(kind, "Bool"):
+			if def == "true" {
+				return "false"
+			}
+			return "true"
+		case strings.HasPrefix(kind, "Duration"):
+			return "7s"
+		case strings.HasPrefix(kind, "Int"), strings.HasPrefix(kind, "Uint"), strings.HasPrefix(kind, "Float"):
+			return "3"
+		case strings.Contains(kind, "NamespacedName"):
+			return "ns/name"
+		case strings.HasPrefix(kind, "StringSlice"):
+			return "a,b"
+		}
+		return "x"
+	}
+	defaults, err := ParseEnviron(nil, nil)
+	require.NoError(t, err)
+	tsv, err := os.ReadFile(filepath.Join("testdata", "kic-flags.tsv"))
+	require.NoError(t, err)
+	seen := 0
+	for _, line := range strings.Split(string(tsv), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		cols := strings.Split(line, "\t")
+		name, kind, def := cols[0], cols[1], cols[2]
+		seen++
+		t.Run(name, func(t *testing.T) {
+			if name == "help" {
+				_, err := ParseEnviron([]string{"--help"}, nil)
+				require.ErrorIs(t, err, pflag.ErrHelp)
+				return
+			}
+			v := value(name, kind, def)
+			args, environ := []string{"--" + name + "=" + v}, []string{EnvVarName(name) + "=" + v}
+			if other, ok := companions[name]; ok {
+				ov := value(other, "String", "")
+				args = append(args, "--"+other+"="+ov)
+				environ = append(environ, EnvVarName(other)+"="+ov)
+			}
+			fromFlag, err := ParseEnviron(args, nil)
+			if name == "konnect-sync-enabled" || name == "konnect-licensing-enabled" {
+				require.ErrorIs(t, err, ErrKonnect)
+				_, err = ParseEnviron(nil, environ)
+				require.ErrorIs(t, err, ErrKonnect)
+				return
+			}
+			require.NoError(t, err, "%v", args)
+			fromEnv, err := ParseEnviron(nil, environ)
+			require.NoError(t, err, "%v", environ)
+			require.Equal(t, fromFlag, fromEnv, "the flag and its variable mean the same")
+			if _, noted := kicFlagsWithoutEffect[name]; noted || name == "update-status-queue-buffer-size" {
+				require.Contains(t, noteFlags(fromFlag), "--"+name, "a flag without effect is noted")
+				return
+			}
+			require.NotEqual(t, defaults, fromFlag, "--%s=%s changes nothing", name, v)
+		})
+	}
+	require.GreaterOrEqual(t, seen, 105)
 }
 
 // Gateway discovery takes KIC's flags and defaults; --gateway-discovery-dns-strategy, which
@@ -229,7 +364,7 @@ func TestGatewayDiscoveryFlags(t *testing.T) {
 	require.Equal(t, []string{"admin-tls", "kong-admin-tls"}, c.KongAdminSvcPortNames)
 	require.Equal(t, 10*time.Second, c.DiscoveryReadinessCheckInterval)
 	require.Equal(t, 5*time.Second, c.DiscoveryReadinessCheckTimeout)
-	require.Equal(t, []string{"gateway-discovery-dns-strategy"}, c.Ignored)
+	require.Equal(t, []string{"--gateway-discovery-dns-strategy"}, noteFlags(c))
 	require.False(t, c.KongAdminURLsIgnored)
 
 	c, err = Parse([]string{"--kong-admin-url", "http://kong:8001", "--kong-admin-svc-port-names", "admin"},

@@ -61,7 +61,11 @@ func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 		post = &dbless.PostTrace{}
 		ctx = dbless.WithPostTrace(ctx, post)
 	}
-	out, err := g.gw.PushBody(ctx, body)
+	push := g.gw.PushBody
+	if t.Resend {
+		push = g.gw.PushBodyAgain
+	}
+	out, err := push(ctx, body)
 	if out != dbless.Unchanged && debug.Enabled() {
 		debug.Info("configuration sent", "gateway", g.url, "outcome", out.String(), "bytes", body.Len(),
 			"render", pushStart.Sub(renderStart).String(), "push", time.Since(pushStart).String(),
@@ -170,7 +174,7 @@ func hasExpressionRoutes(s *kongstate.State) bool {
 // fromDBLessRejection maps the entities Kong refused to their objects: by their tags, or, for
 // custom entities (no tags), by their fields in the state that was sent.
 func fromDBLessRejection(url string, rej *dbless.RejectedError, sent *kongstate.State) *RejectedError {
-	out := &RejectedError{Gateway: url, Message: rej.Error()}
+	out := &RejectedError{Gateway: url, Message: rej.Error(), Raw: rej.Raw}
 	for _, ent := range rej.Entities {
 		ref, ok := kongstate.ObjectRefFromTags(ent.Tags)
 		if !ok && len(ent.Tags) == 0 {
@@ -199,6 +203,9 @@ type DetectingGateway struct {
 	log    logr.Logger
 	// Flavors, when set, is told the gateway's router flavor.
 	Flavors *RouterFlavors
+	// DBLessRefused, when set, is the error a DB-less Kong gets instead of a sync (KIC's
+	// --skip-ca-certificates, which only database mode can honour).
+	DBLessRefused error
 
 	mu    sync.Mutex
 	inner Gateway
@@ -280,7 +287,9 @@ func (g *DetectingGateway) detected(ctx context.Context, t *Target) (Gateway, er
 		if err := refusedByRouter(g.url, root, t.State); err != nil {
 			return nil, err // this gateway takes the new round's target
 		}
-		if !db {
+		if !db && g.DBLessRefused != nil {
+			return nil, fmt.Errorf("gateway %s is DB-less: %w", g.url, g.DBLessRefused)
+		} else if !db {
 			inner = NewDBLessGateway(g.url, g.client, g.log)
 		} else if g.dbMode == nil {
 			return nil, fmt.Errorf("gateway %s has a database, which this build cannot sync", g.url)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -68,6 +69,10 @@ type Target struct {
 	// Graph is the translation's object graph; nil for a target made by hand (tests, the
 	// diff command): a refused object then only takes itself out.
 	Graph *translator.Graph
+	// Resend makes a gateway send the target even when it holds it already (KIC's
+	// --enable-reverse-sync): a DB-less gateway is posted the configuration again, a
+	// database-backed one is listed and diffed instead of skipped (dbmode FullSyncEvery).
+	Resend bool
 
 	snapshot  *store.Snapshot // what was translated; nil for a target made by hand
 	seq       uint64          // the loop's round that translated it (debug logs); 0 when made by hand
@@ -86,6 +91,10 @@ type Target struct {
 	bodyOnce sync.Once
 	body     kongstate.Body
 	bodyErr  error
+
+	// configDone and bodyDone are set once DeclarativeConfig and DBLessBody have rendered:
+	// SentConfig reads the form rendered without rendering the other (diagnostics.go).
+	configDone, bodyDone atomic.Bool
 }
 
 // NewTarget is the target of a translation outside the loop (a standby's preparation):
@@ -106,6 +115,7 @@ func (t *Target) DeclarativeConfig() ([]byte, error) {
 		} else {
 			t.config, t.err = t.State.DeclarativeConfig()
 		}
+		t.configDone.Store(true)
 	})
 	return t.config, t.err
 }
@@ -127,6 +137,7 @@ func (t *Target) ConfigDigest() ([sha256.Size]byte, error) {
 // asks for it: the renderer keeps the entities' bytes escaped.
 func (t *Target) DBLessBody() (kongstate.Body, error) {
 	t.bodyOnce.Do(func() {
+		defer t.bodyDone.Store(true)
 		if t.renderer != nil {
 			t.body, t.bodyErr = t.renderer.QuotedDeclarativeConfig(t.State, dbless.BodyPrefix, dbless.BodySuffix)
 			return
@@ -169,6 +180,10 @@ type RejectedError struct {
 	// (the object graph: the Ingress of a refused KongPlugin), refused objects included,
 	// when the gateway isolated them itself (database mode). Kong keeps what it held for them.
 	Excluded []kongstate.ObjectRef
+	// Raw is the gateway's answer as it came, a DB-less Kong's 400 body (nil when there is
+	// none): the diagnostics server's raw-error dump. It may quote secrets of the
+	// configuration; nothing logs it.
+	Raw []byte
 }
 
 // EntityError is one entity a gateway refused: the Kubernetes object it came from (found
@@ -271,6 +286,9 @@ type Options struct {
 
 	// Period is the full resync period (--proxy-sync-seconds). Default 3s.
 	Period time.Duration
+	// ReverseSync sends every round's target to every gateway even when it holds it
+	// (KIC's --enable-reverse-sync; Target.Resend).
+	ReverseSync bool
 	// Quiet is how long the loop waits for a burst of change events to end before it syncs,
 	// when a round that took change events ran less than Quiet ago; a change after a quiet
 	// period (or right after a resync) is translated at once. Default 50ms.
@@ -288,7 +306,15 @@ type Options struct {
 	// UseLastValidConfigForFallback fills the objects a fallback leaves out back in from the
 	// last snapshot a gateway accepted (KIC's --use-last-valid-config-for-fallback).
 	UseLastValidConfigForFallback bool
+	// Diagnostics, when set, is told which configurations the gateways took and refused
+	// (--dump-config: internal/diagnostics). nil: nothing is kept.
+	Diagnostics Diagnostics
 
+	// CacheSyncTimeout bounds the wait for the cache before the first sync (KIC's
+	// --cache-sync-timeout): a cache that has not synced by then stops the controller with an
+	// error naming the kinds not synced, rather than waiting in silence. 0: two minutes, the
+	// controller-runtime default KIC falls back to.
+	CacheSyncTimeout time.Duration
 	// SkipCacheBarrierForTesting removes the barrier. It exists only so that a test can show
 	// that the barrier is what prevents syncing an empty cache; never set it elsewhere.
 	SkipCacheBarrierForTesting bool
@@ -451,11 +477,18 @@ func (l *Loop) Start(ctx context.Context) error {
 		log.Info("cache barrier skipped (test-only switch)")
 	} else {
 		log.Info("waiting for the cache to sync before the first sync to Kong")
-		if err := l.opts.Barrier.WaitForCacheSync(ctx); err != nil {
+		timeout := l.opts.CacheSyncTimeout
+		if timeout <= 0 {
+			timeout = 2 * time.Minute
+		}
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		err := l.opts.Barrier.WaitForCacheSync(wctx)
+		cancel()
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil //nolint:nilerr // shutting down before the cache synced is not a failure
 			}
-			return err
+			return fmt.Errorf("--cache-sync-timeout (%s): %w", timeout, err)
 		}
 		log.Info("cache synced", "waited", l.opts.Clock.Since(started).String())
 	}
@@ -605,6 +638,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 		}
 	}
 	l.target = newTarget(res, snap, fb, l.renderer)
+	l.target.Resend = l.opts.ReverseSync
 	l.seq++
 	l.target.seq = l.seq
 	if debug := log.V(1); debug.Enabled() {
@@ -851,6 +885,7 @@ func (l *Loop) settleError(ctx context.Context, g *gatewayState, err error) Gate
 func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
 	var out syncOutcome
 	out.err, out.duration, out.size = l.timedSync(g, target)
+	l.observe(g, target, out.err, false)
 	if out.err == nil {
 		out.accepted = target.snapshot
 		return out
@@ -865,6 +900,10 @@ func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
 	}
 	res := &FallbackResult{}
 	out.fallback = res
+	if d := l.opts.Diagnostics; d != nil {
+		// Told once the passes are over: what the gateway holds then.
+		defer func() { d.Fallback(g.URL(), *res) }()
+	}
 	for pass := 1; ; pass++ {
 		plan, built := target.fallbacks.plan(broken)
 		res.Broken, res.Excluded, res.Backfilled, res.Problems = broken, plan.excluded, plan.backfilled, plan.target.Problems
@@ -874,6 +913,7 @@ func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
 		var d time.Duration
 		res.Err, d, res.Size = l.timedSync(g, plan.target)
 		res.Duration += d
+		l.observe(g, plan.target, res.Err, true)
 		if res.Err == nil {
 			out.accepted = plan.snapshot
 			return out

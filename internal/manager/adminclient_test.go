@@ -1,6 +1,14 @@
 package manager
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -86,4 +94,52 @@ func TestRedactArgs(t *testing.T) {
 	}
 	require.Contains(t, out, "--ingress-class kong")
 	require.Contains(t, out, "http://kong-2:8001")
+}
+
+// KIC's inline TLS flags and --kong-admin-tls-server-name: the inline CA is trusted, the
+// certificate is verified against the given name (not the URL's host), the inline client
+// certificate is presented, and --kong-admin-header's headers go with every request.
+func TestAdminHTTPClientKICTLSFlagsAndHeaders(t *testing.T) {
+	clientCert, clientKey := selfSigned(t)
+	var presented atomic.Int32
+	var headers http.Header
+	admin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		presented.Store(int32(len(r.TLS.PeerCertificates)))
+		headers = r.Header.Clone()
+	}))
+	admin.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	admin.StartTLS()
+	defer admin.Close()
+	caPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: admin.Certificate().Raw}))
+	parse := func(serverName string) *http.Client {
+		cfg, err := config.Parse([]string{"--kong-admin-url", admin.URL, "--kong-admin-ca-cert", caPEM,
+			"--kong-admin-tls-server-name", serverName, "--kong-admin-tls-client-cert", clientCert, "--kong-admin-tls-client-key", clientKey,
+			"--kong-admin-header", "X-Tenant:a,X-Trace:1"}, func(string) string { return "" })
+		require.NoError(t, err)
+		c, err := AdminHTTPClient(cfg)
+		require.NoError(t, err)
+		return c
+	}
+	// httptest's certificate names example.com and 127.0.0.1; the URL's host is 127.0.0.1.
+	resp, err := parse("example.com").Get(admin.URL + "/status")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.EqualValues(t, 1, presented.Load(), "the inline client certificate was presented")
+	require.Equal(t, "a", headers.Get("X-Tenant"))
+	require.Equal(t, "1", headers.Get("X-Trace"))
+	_, err = parse("kong.example.org").Get(admin.URL + "/status")
+	require.ErrorContains(t, err, "kong.example.org", "the certificate is checked against --kong-admin-tls-server-name")
+}
+
+func selfSigned(t *testing.T) (certPEM, keyPEM string) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "konductor"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
 }

@@ -3,6 +3,8 @@ package manager
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -53,4 +55,24 @@ func TestAPIServerCompressionIsAskedOnlyWhenSet(t *testing.T) {
 	require.Empty(t, ask(), "no gzip by default")
 	require.Empty(t, ask("--apiserver-compression=false"))
 	require.Equal(t, "gzip", ask("--apiserver-compression"))
+}
+
+// KIC's --apiserver-host replaces the API server's URL of the kubeconfig, credentials kept.
+func TestAPIServerHostOverridesTheKubeconfig(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://from-kubeconfig:6443"}}]
+users: [{name: u, user: {token: t0ken}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600))
+	t.Setenv("KUBECONFIG", "")
+	cfg, err := restConfig(kubeconfig, "")
+	require.NoError(t, err)
+	require.Equal(t, "https://from-kubeconfig:6443", cfg.Host)
+	cfg, err = restConfig(kubeconfig, "https://elsewhere:6443")
+	require.NoError(t, err)
+	require.Equal(t, "https://elsewhere:6443", cfg.Host)
+	require.Equal(t, "t0ken", cfg.BearerToken)
 }

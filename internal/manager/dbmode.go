@@ -47,8 +47,10 @@ func InstalledOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
 }
 
 // RestConfig is the Kubernetes client configuration of --kubeconfig (empty: in-cluster or
-// $KUBECONFIG), as the controller loads it.
-func RestConfig(kubeconfig string) (*rest.Config, error) { return restConfig(kubeconfig) }
+// $KUBECONFIG) and --apiserver-host, as the controller loads it.
+func RestConfig(kubeconfig, apiserverHost string) (*rest.Config, error) {
+	return restConfig(kubeconfig, apiserverHost)
+}
 
 // DBModeFullSyncEvery: in database mode an unchanged configuration is not re-diffed on every
 // resync; every 20th one is (a minute at the default --proxy-sync-seconds), which repairs
@@ -72,8 +74,9 @@ func DBModeFactory(cfg *config.Config, log logr.Logger) dataplane.DBModeFactory 
 			}
 		}
 		return dbmode.New(url, httpClient, dbmode.Options{
-			FilterTag: cfg.KongAdminFilterTag, Concurrency: cfg.KongAdminConcurrency, Logger: log.WithName("dbmode"),
-			FullSyncEvery: DBModeFullSyncEvery,
+			FilterTags: cfg.KongAdminFilterTags, Concurrency: cfg.KongAdminConcurrency, Logger: log.WithName("dbmode"),
+			SkipCACertificates: cfg.SkipCACertificates,
+			FullSyncEvery:      DBModeFullSyncEvery,
 		})
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,7 @@ import (
 	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
 	gatewaydiscovery "github.com/konductor/konductor/internal/dataplane/discovery"
+	"github.com/konductor/konductor/internal/diagnostics"
 	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/status"
 	"github.com/konductor/konductor/internal/store"
@@ -92,15 +94,15 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	restCfg := opts.RestConfig
 	if restCfg == nil {
 		var err error
-		if restCfg, err = restConfig(cfg.Kubeconfig); err != nil {
+		if restCfg, err = restConfig(cfg.Kubeconfig, cfg.APIServerHost); err != nil {
 			return nil, err
 		}
 	}
 
 	disableWatchListClient()
 	restCfg = apiServerConfig(restCfg, cfg)
-	for _, name := range cfg.Ignored {
-		log.Info("flag accepted for KIC compatibility has no effect in konductor", "flag", "--"+name)
+	for _, n := range cfg.Notes {
+		log.Info("flag or variable without effect", "flag", n.Flag, "why", n.Why)
 	}
 	for _, gate := range []string{config.GateCombinedServicesFromDifferentHTTPRoutes} {
 		if cfg.FeatureGates.Enabled(gate) {
@@ -149,7 +151,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			log.Info("CRD not installed; kind skipped", "kind", k.String(), "group", k.GroupVersionKind().Group, "resource", k.Resource())
 		}
 	}
+	off := kindsSwitchedOff(cfg, log)
 	readKinds := store.ReadKinds(optional)
+	for k := range off {
+		delete(optional, k)
+		delete(readKinds, k)
+	}
 	log.V(1).Info("start: API discovery done", "sinceStart", time.Since(started).String())
 
 	election, err := DecideLeaderElection(ctx, cfg, log)
@@ -188,7 +195,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		NewInformer: newInformerPagingSecrets(payloads.Transform),
 	}
 	for _, k := range readKinds.Sorted() {
-		if sel := k.CacheSelector(); sel != nil {
+		if sel := cacheSelector(k, cfg); sel != nil {
 			if cacheOpts.ByObject == nil {
 				cacheOpts.ByObject = map[client.Object]cache.ByObject{}
 			}
@@ -262,7 +269,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			LeaseDuration:                 &leaseDuration,
 			RenewDeadline:                 &renewDeadline,
 			RetryPeriod:                   &retryPeriod,
-			Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsBindAddress, ExtraHandlers: profilingHandlers(cfg.Profiling)},
+			Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsBindAddress, FilterProvider: metricsFilter(cfg)},
 			HealthProbeBindAddress:        cfg.HealthProbeBindAddress,
 			GracefulShutdownTimeout:       &gracefulShutdown,
 		})
@@ -296,6 +303,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	// Follower notes each changed object before the trigger wakes the round).
 	st := store.New(mgr.GetCache(), store.Options{
 		IngressClass: cfg.IngressClass, Namespaces: cfg.WatchNamespaces, Kinds: optional, Live: live,
+		Off: off, Gateway: cfg.GatewayToReconcile,
 	})
 	follower := st.Follow()
 	if err := barrier.AddEventHandler(follower.Recording(trigger.FilteredEventHandler(relevance))); err != nil {
@@ -307,6 +315,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		return nil, err
 	}
 	crds = newOptionalKinds(mgr.GetCache(), barrier, live, served, trigger.Request, health, log.WithName("crds"))
+	crds.ignore(off)
 	if err := crds.watchCRDs(ctx, mgr.GetCache(), crdsListable); err != nil {
 		return nil, err
 	}
@@ -348,8 +357,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			payloads.SetReferenced(secretReferenced(r.Graph))
 		}
 	}))
-	reporter = append(reporter, status.NewReporter(mgr.GetEventRecorderFor("konductor"), //nolint:staticcheck // core/v1 events keep every message (see status.Reporter)
-		status.NewMetrics(metrics.Registry, instanceID()), podReference(), log))
+	var events record.EventRecorder = mgr.GetEventRecorderFor("konductor") //nolint:staticcheck // core/v1 events keep every message (see status.Reporter)
+	if !cfg.EmitKubernetesEvents {
+		events = &record.FakeRecorder{} // KIC's --emit-kubernetes-events=false: a recorder that drops them
+	}
+	reporter = append(reporter, status.NewReporter(events, status.NewMetrics(metrics.Registry, instanceID()), podReference(), log))
 	status.RegisterControllerState(metrics.Registry, barrier.Synced, func() bool {
 		select {
 		case <-mgr.Elected():
@@ -358,7 +370,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			return false
 		}
 	})
-	publish := status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService}
+	publish := status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService,
+		PublishAddressesUDP: cfg.PublishAddressesUDP, PublishServiceUDP: cfg.PublishServiceUDP}
 	ingressStatus := status.NewIngressUpdater(publish,
 		st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("ingress-status"))
 	if cfg.UpdateStatus && ingressStatus.Enabled() {
@@ -419,6 +432,18 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		around: func(s *store.Snapshot, build func(*store.Snapshot) translator.Result) translator.Result {
 			return translateWithPayloads(ctx, payloads, s, build, log)
 		}}
+	// KIC's diagnostics server: --dump-config's dumps and --profiling's pprof, on
+	// --diagnostic-server-port as in KIC.
+	var diag *diagnostics.Server
+	if cfg.DumpConfig || cfg.Profiling {
+		diag = diagnostics.New(diagnostics.Options{
+			Port: cfg.DiagnosticServerPort, DumpConfig: cfg.DumpConfig, DumpSensitiveConfig: cfg.DumpSensitiveConfig,
+			Profiling: profilingHandlers(cfg.Profiling), Logger: log.WithName("diagnostics"),
+		})
+		if err := mgr.Add(diag); err != nil {
+			return nil, err
+		}
+	}
 	loopOpts := dataplane.Options{
 		Source:  source,
 		Barrier: barrier,
@@ -434,12 +459,17 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Reporter:                      reporter,
 		Logger:                        log.WithName("sync"),
 		Period:                        cfg.ProxySyncPeriod,
+		CacheSyncTimeout:              cfg.CacheSyncTimeout,
+		ReverseSync:                   cfg.EnableReverseSync,
 		Quiet:                         opts.Quiet,
 
 		SkipCacheBarrierForTesting: opts.SkipCacheBarrierForTesting,
 	}
 	// Rounds translate what changed since the previous one (issue #13).
 	shared.loopRounds(&loopOpts, log)
+	if diag != nil {
+		loopOpts.Diagnostics = diag.Diagnostics() // a nil interface without --dump-config
+	}
 	loop := dataplane.NewLoop(loopOpts)
 	if err := mgr.Add(loop); err != nil {
 		return nil, err
@@ -817,13 +847,21 @@ func watchErrorLogger(log logr.Logger, failed func(kind string, err error)) tool
 	}
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
+func restConfig(kubeconfig, apiserverHost string) (*rest.Config, error) {
 	if kubeconfig != "" {
 		os.Setenv("KUBECONFIG", kubeconfig) //nolint:errcheck // read by ctrl.GetConfig below
 	}
 	cfg, err := ctrl.GetConfig()
-	if err != nil {
+	switch {
+	case err != nil && apiserverHost != "":
+		// KIC's --apiserver-host alone (client-go's BuildConfigFromFlags): the URL, no
+		// credentials.
+		return &rest.Config{Host: apiserverHost}, nil
+	case err != nil:
 		return nil, fmt.Errorf("--kubeconfig: no Kubernetes configuration: %w", err)
+	case apiserverHost != "":
+		// The kubeconfig's (or the Pod's) credentials, at the URL given (--apiserver-host).
+		cfg.Host = apiserverHost
 	}
 	return cfg, nil
 }
@@ -875,6 +913,7 @@ func buildGateways(cfg *config.Config, dbMode dataplane.DBModeFactory, flavors *
 		}
 		g := dataplane.NewDetectingGateway(u, c, dbMode, log)
 		g.Flavors = flavors
+		g.DBLessRefused = dbLessRefused(cfg)
 		if root, ok := roots[u]; ok {
 			g.Answered(root)
 		}
@@ -893,7 +932,7 @@ func gatewayDiscovery(ctx context.Context, cfg *config.Config, c cache.Cache, db
 	set := gatewaydiscovery.New(gatewaydiscovery.Options{
 		Reader: c, Services: cfg.KongAdminSvc, PortNames: cfg.KongAdminSvcPortNames, Flavors: flavors,
 		HTTPClient: func(serverName string) (*http.Client, error) { return adminHTTPClient(cfg, serverName) },
-		DBMode:     dbMode,
+		DBMode:     dbMode, DBLessRefused: dbLessRefused(cfg),
 		Interval:   cfg.DiscoveryReadinessCheckInterval, Timeout: cfg.DiscoveryReadinessCheckTimeout,
 		Logger: log,
 	})
@@ -920,24 +959,36 @@ func gatewayDiscovery(ctx context.Context, cfg *config.Config, c cache.Cache, db
 // AdminHTTPClient is the HTTP client for the Admin API: TLS settings and the token header.
 func AdminHTTPClient(cfg *config.Config) (*http.Client, error) { return adminHTTPClient(cfg, "") }
 
-// adminHTTPClient is AdminHTTPClient with a TLS server name (a discovered gateway's).
+// adminHTTPClient is AdminHTTPClient with a TLS server name (a discovered gateway's, which
+// wins over --kong-admin-tls-server-name as each discovered gateway has its own).
 func adminHTTPClient(cfg *config.Config, serverName string) (*http.Client, error) {
+	if serverName == "" {
+		serverName = cfg.KongAdminTLSServerName
+	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.KongAdminTLSSkipVerify, ServerName: serverName} //nolint:gosec // the user asked for it
-	if cfg.KongAdminCACertFile != "" {
-		pem, err := os.ReadFile(cfg.KongAdminCACertFile)
-		if err != nil {
-			return nil, fmt.Errorf("--kong-admin-ca-cert-file: %w", err)
-		}
+	caPEM, caFlag, err := pemOf(cfg.KongAdminCACert, "kong-admin-ca-cert", cfg.KongAdminCACertFile)
+	if err != nil {
+		return nil, err
+	}
+	if caPEM != nil {
 		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--kong-admin-ca-cert-file: no PEM certificate in %s", cfg.KongAdminCACertFile)
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, fmt.Errorf("--%s: no PEM certificate", caFlag)
 		}
 		tlsCfg.RootCAs = pool
 	}
-	if cfg.KongAdminClientCert != "" {
-		pair, err := tls.LoadX509KeyPair(cfg.KongAdminClientCert, cfg.KongAdminClientKey)
+	certPEM, certFlag, err := pemOf(cfg.KongAdminClientCertPEM, "kong-admin-tls-client-cert", cfg.KongAdminClientCert)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, _, err := pemOf(cfg.KongAdminClientKeyPEM, "kong-admin-tls-client-key", cfg.KongAdminClientKey)
+	if err != nil {
+		return nil, err
+	}
+	if certPEM != nil {
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
-			return nil, fmt.Errorf("--kong-admin-tls-client-cert-file: %w", err)
+			return nil, fmt.Errorf("--%s: %w", certFlag, err)
 		}
 		tlsCfg.Certificates = []tls.Certificate{pair}
 	}
@@ -951,6 +1002,9 @@ func adminHTTPClient(cfg *config.Config, serverName string) (*http.Client, error
 	var rt http.RoundTripper = transport
 	if token != "" {
 		rt = tokenTransport{token: token, next: transport}
+	}
+	if len(cfg.KongAdminHeaders) > 0 {
+		rt = headerTransport{headers: cfg.KongAdminHeaders, next: rt}
 	}
 	// A request that got no answer, a 5xx or a 429 is tried again when that is safe
 	// (retryTransport), within the same bound.
@@ -984,6 +1038,36 @@ func (t basicAuthTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
+// pemOf is the PEM of a KIC flag given inline (--name) or as a file (--name-file, the
+// path); nil when neither is set, and the name of the flag it came from.
+func pemOf(inline, name, path string) ([]byte, string, error) {
+	switch {
+	case inline != "":
+		return []byte(inline), name, nil
+	case path != "":
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, name + "-file", fmt.Errorf("--%s-file: %w", name, err)
+		}
+		return b, name + "-file", nil
+	}
+	return nil, "", nil
+}
+
+// headerTransport sends --kong-admin-header's headers with every Admin API request.
+type headerTransport struct {
+	headers http.Header
+	next    http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for name, values := range t.headers {
+		r.Header[name] = append([]string(nil), values...)
+	}
+	return t.next.RoundTrip(r)
+}
+
 type tokenTransport struct {
 	token string
 	next  http.RoundTripper
@@ -996,7 +1080,7 @@ func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // profilingHandlers are net/http/pprof's endpoints under /debug/pprof/ when --profiling is set
-// (KIC's flag; KIC serves them on its diagnostics server, konductor on the metrics server).
+// (KIC's flag), served on the diagnostics server (--diagnostic-server-port) as in KIC.
 func profilingHandlers(on bool) map[string]http.Handler {
 	if !on {
 		return nil
@@ -1012,7 +1096,7 @@ func profilingHandlers(on bool) map[string]http.Handler {
 
 // redactedCmdline is pprof.Cmdline without the secrets the command line may hold (the
 // Admin API token, inline keys, a user:password@ in a URL): /debug/pprof is served to anyone
-// who reaches the metrics port (docs/security.md, item 3).
+// who reaches the diagnostics port (docs/security.md, item 3).
 func redactedCmdline(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

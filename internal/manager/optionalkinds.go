@@ -80,6 +80,15 @@ func newOptionalKinds(c cache.Informers, barrier *dataplane.InformerBarrier, liv
 	return o
 }
 
+// ignore stops o following the CRDs of kinds: a kind switched off (--enable-controller-*) is
+// not read when its CRD is installed later either.
+func (o *optionalKinds) ignore(kinds store.KindSet) {
+	for k := range kinds {
+		delete(o.byCRD, crdName(k))
+		delete(o.byType, k.String())
+	}
+}
+
 // crdName is the name of the CRD that defines k: "<plural>.<group>".
 func crdName(k store.Kind) string { return k.Resource() + "." + k.GroupVersionKind().Group }
 

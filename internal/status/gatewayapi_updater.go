@@ -169,7 +169,7 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 	}
 	var addrs []string
 	addrsKnown := true
-	if len(a.Gateways) > 0 && (len(u.opts.PublishAddresses) > 0 || u.opts.PublishService != "") {
+	if len(a.Gateways) > 0 && (u.opts.hasTCP() || u.opts.hasUDP()) {
 		if addrs, err = publishedAddresses(ctx, u.opts, u.reader); err != nil {
 			// Rather than write no addresses for a read that failed, leave Gateways as they are.
 			errs, addrsKnown = append(errs, err.Error()), false

@@ -33,6 +33,32 @@ type IngressOptions struct {
 	// PublishService (--publish-service, "namespace/name") is the Kong proxy Service: its
 	// load-balancer addresses, else its external IPs, else its cluster IP.
 	PublishService string
+	// PublishAddressesUDP and PublishServiceUDP (--publish-status-address-udp,
+	// --publish-service-udp) are the same for the UDP proxy: UDPIngresses' addresses, added
+	// to Gateways'. Unset, UDPIngresses get the addresses above, as in KIC.
+	PublishAddressesUDP []string
+	PublishServiceUDP   string
+}
+
+// udp is the options of UDPIngresses' addresses: the UDP ones when given, else o.
+func (o IngressOptions) udp() IngressOptions {
+	if len(o.PublishAddressesUDP) == 0 && o.PublishServiceUDP == "" {
+		return o
+	}
+	return IngressOptions{PublishAddresses: o.PublishAddressesUDP, PublishService: o.PublishServiceUDP}
+}
+
+// tcp is the options of the (TCP) proxy's addresses alone.
+func (o IngressOptions) tcp() IngressOptions {
+	return IngressOptions{PublishAddresses: o.PublishAddresses, PublishService: o.PublishService}
+}
+
+// hasTCP reports whether the proxy's addresses are given.
+func (o IngressOptions) hasTCP() bool { return len(o.PublishAddresses) > 0 || o.PublishService != "" }
+
+// hasUDP reports whether the UDP proxy has addresses of its own.
+func (o IngressOptions) hasUDP() bool {
+	return len(o.PublishAddressesUDP) > 0 || o.PublishServiceUDP != ""
 }
 
 // IngressUpdater writes status.loadBalancer of every Ingress, TCPIngress and UDPIngress the
@@ -62,7 +88,7 @@ func NewIngressUpdater(opts IngressOptions, source dataplane.SnapshotSource, rea
 
 // Enabled reports whether there is any address to publish.
 func (u *IngressUpdater) Enabled() bool {
-	return len(u.opts.PublishAddresses) > 0 || u.opts.PublishService != ""
+	return u.opts.hasTCP() || u.opts.hasUDP()
 }
 
 // Report implements dataplane.Reporter: a round whose configuration at least one gateway took
@@ -128,9 +154,18 @@ func leftOutEverywhere(gateways []dataplane.GatewayResult) map[kongstate.ObjectR
 // Update writes the current addresses into every served Ingress, TCPIngress and UDPIngress
 // whose status differs.
 func (u *IngressUpdater) Update(ctx context.Context) error {
-	want, err := u.addresses(ctx)
-	if err != nil {
-		return err
+	var want []netv1.IngressLoadBalancerIngress
+	var err error
+	if u.opts.hasTCP() {
+		if want, err = loadBalancerAddresses(ctx, u.opts.tcp(), u.reader); err != nil {
+			return err
+		}
+	}
+	wantUDP := want
+	if u.opts.hasUDP() {
+		if wantUDP, err = loadBalancerAddresses(ctx, u.opts.udp(), u.reader); err != nil {
+			return err
+		}
 	}
 	snap, err := store.SnapshotOf(ctx, u.source, loadBalancerKinds)
 	if err != nil {
@@ -140,11 +175,14 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 	// a merge patch replaces whole) and nothing else, which is what a diff of each Ingress
 	// with its copy gave, without copying, marshalling and diffing each one (a fresh leader
 	// writes thousands).
-	lb, err := json.Marshal(want)
+	patch, err := loadBalancerPatch(want)
 	if err != nil {
 		return err
 	}
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"loadBalancer":{"ingress":`+string(lb)+`}}}`))
+	patchUDP, err := loadBalancerPatch(wantUDP)
+	if err != nil {
+		return err
+	}
 	u.mu.Lock()
 	leftOut := u.leftOut
 	u.mu.Unlock()
@@ -155,13 +193,17 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 	}
 	var errs []string
 	write := func(kind string, updated client.Object) {
+		patch := patch
+		if kind == "UDPIngress" {
+			patch = patchUDP
+		}
 		if err := u.writeStatus(ctx, updated, patch); err != nil {
 			errs = append(errs, fmt.Sprintf("%s %s/%s: %v", kind, updated.GetNamespace(), updated.GetName(), err))
 		}
 	}
 	// The answers are decoded into new objects: the snapshot's objects belong to the cache.
 	for _, ing := range snap.Ingresses {
-		if served(gvkIngress, ing.Namespace, ing.Name) && !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalLB) {
+		if u.opts.hasTCP() && served(gvkIngress, ing.Namespace, ing.Name) && !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalLB) {
 			write("Ingress", &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}})
 		}
 	}
@@ -169,12 +211,12 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 	// LoadBalancerStatus), written under the same conditions as KIC does for the three kinds:
 	// the store's snapshot holds only those of our class.
 	for _, ing := range snap.TCPIngresses {
-		if served(gvkTCPIngress, ing.Namespace, ing.Name) && !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalCoreLB) {
+		if u.opts.hasTCP() && served(gvkTCPIngress, ing.Namespace, ing.Name) && !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalCoreLB) {
 			write("TCPIngress", &kongv1beta1.TCPIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}})
 		}
 	}
 	for _, ing := range snap.UDPIngresses {
-		if served(gvkUDPIngress, ing.Namespace, ing.Name) && !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, want, equalCoreLB) {
+		if served(gvkUDPIngress, ing.Namespace, ing.Name) && !slices.EqualFunc(ing.Status.LoadBalancer.Ingress, wantUDP, equalCoreLB) {
 			write("UDPIngress", &kongv1beta1.UDPIngress{ObjectMeta: metav1.ObjectMeta{Namespace: ing.Namespace, Name: ing.Name}})
 		}
 	}
@@ -202,8 +244,18 @@ func equalCoreLB(a corev1.LoadBalancerIngress, b netv1.IngressLoadBalancerIngres
 	return a.IP == b.IP && a.Hostname == b.Hostname
 }
 
-func (u *IngressUpdater) addresses(ctx context.Context) ([]netv1.IngressLoadBalancerIngress, error) {
-	addrs, err := publishedAddresses(ctx, u.opts, u.reader)
+// loadBalancerPatch is the merge patch that sets status.loadBalancer.ingress (a list, which a
+// merge patch replaces whole) to want and nothing else.
+func loadBalancerPatch(want []netv1.IngressLoadBalancerIngress) (client.Patch, error) {
+	lb, err := json.Marshal(want)
+	if err != nil {
+		return nil, err
+	}
+	return client.RawPatch(types.MergePatchType, []byte(`{"status":{"loadBalancer":{"ingress":`+string(lb)+`}}}`)), nil
+}
+
+func loadBalancerAddresses(ctx context.Context, opts IngressOptions, reader client.Reader) ([]netv1.IngressLoadBalancerIngress, error) {
+	addrs, err := publishedAddresses(ctx, opts, reader)
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +276,21 @@ func (u *IngressUpdater) addresses(ctx context.Context) ([]netv1.IngressLoadBala
 // then host names, each sorted, so that comparing them with what an object holds does not
 // depend on order.
 func publishedAddresses(ctx context.Context, opts IngressOptions, reader client.Reader) ([]string, error) {
+	if opts.hasUDP() {
+		// Gateways: the TCP and the UDP proxy's addresses together.
+		var tcp []string
+		if opts.hasTCP() {
+			var err error
+			if tcp, err = publishedAddresses(ctx, opts.tcp(), reader); err != nil {
+				return nil, err
+			}
+		}
+		udp, err := publishedAddresses(ctx, opts.udp(), reader)
+		if err != nil {
+			return nil, err
+		}
+		return sortAddresses(uniqueStrings(append(tcp, udp...))), nil
+	}
 	if len(opts.PublishAddresses) > 0 {
 		return sortAddresses(opts.PublishAddresses), nil
 	}
@@ -272,3 +339,15 @@ func sortAddresses(addrs []string) []string {
 
 var _ dataplane.Reporter = (*IngressUpdater)(nil)
 var _ dataplane.SnapshotSource = (*store.Store)(nil)
+
+func uniqueStrings(l []string) []string {
+	seen := map[string]bool{}
+	out := l[:0:0]
+	for _, x := range l {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -170,6 +170,40 @@ func TestStreamIngressStatusFollowsPublishedAddresses(t *testing.T) {
 	require.Equal(t, int32(2), patches.Load(), "a right status is not written again")
 }
 
+// KIC's --publish-status-address-udp and --publish-service-udp: UDPIngresses get the UDP
+// proxy's addresses, TCPIngresses keep the proxy's; Gateways get both (publishedAddresses).
+func TestUDPIngressStatusTakesTheUDPAddresses(t *testing.T) {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: classedAnnotations("kong")}
+	}
+	udpSvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kong", Name: "udp-proxy"},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "198.51.100.8"}}}}}
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).
+		WithObjects(&kongv1beta1.TCPIngress{ObjectMeta: meta("tcp")}, &kongv1beta1.UDPIngress{ObjectMeta: meta("udp")}, udpSvc).
+		WithStatusSubresource(&kongv1beta1.TCPIngress{}, &kongv1beta1.UDPIngress{}).Build()
+	s := store.New(c, store.Options{Kinds: store.NewKindSet(store.KindTCPIngress, store.KindUDPIngress)})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		opts IngressOptions
+		udp  string
+	}{
+		{IngressOptions{PublishAddresses: []string{"192.0.2.1"}, PublishAddressesUDP: []string{"198.51.100.7"}}, "198.51.100.7"},
+		{IngressOptions{PublishAddresses: []string{"192.0.2.1"}, PublishServiceUDP: "kong/udp-proxy"}, "198.51.100.8"},
+	} {
+		opts := tc.opts
+		require.NoError(t, NewIngressUpdater(opts, s, c, c, logr.Discard()).Update(ctx))
+		var tcp kongv1beta1.TCPIngress
+		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "tcp"}, &tcp))
+		require.Equal(t, []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}, tcp.Status.LoadBalancer.Ingress)
+		var udp kongv1beta1.UDPIngress
+		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "udp"}, &udp))
+		require.Equal(t, []corev1.LoadBalancerIngress{{IP: tc.udp}}, udp.Status.LoadBalancer.Ingress, "%+v", opts)
+		addrs, err := publishedAddresses(ctx, opts, c)
+		require.NoError(t, err)
+		require.Equal(t, []string{"192.0.2.1", tc.udp}, addrs, "a Gateway's addresses: both proxies'")
+	}
+}
+
 // After a gateway took a configuration without refused objects (a fallback configuration, or
 // in database mode all but them), the objects in it get their addresses and the refused ones,
 // and those left out with them, do not: Kong routes nothing of theirs. A gateway that took

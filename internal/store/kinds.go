@@ -170,10 +170,29 @@ func (k Kind) Optional() bool { return kinds[k].optional }
 
 // CacheSelector is the label selector the kind's informer is limited to; nil for all objects.
 func (k Kind) CacheSelector() labels.Selector {
+	if set := k.CacheLabels(); set != nil {
+		return labels.SelectorFromSet(set)
+	}
+	return nil
+}
+
+// CacheLabels are the labels (with their values) the kind's informer is limited to; nil for
+// all objects.
+func (k Kind) CacheLabels() labels.Set {
 	if kinds[k].cacheLabel == "" {
 		return nil
 	}
-	return labels.SelectorFromSet(labels.Set{kinds[k].cacheLabel: "true"})
+	return labels.Set{kinds[k].cacheLabel: "true"}
+}
+
+// KindNamed returns the kind whose name (Ingress, KongPlugin, ...) is name.
+func KindNamed(name string) (Kind, bool) {
+	for _, k := range AllKinds() {
+		if k.String() == name {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
 // NewObject returns an empty object of the kind, for informer registration.

@@ -30,6 +30,12 @@ type Options struct {
 	// Live, when set, replaces Kinds: the set as it is when each Snapshot starts (CRDs
 	// installed or removed while the controller runs).
 	Live *LiveKinds
+	// Off are kinds never read, required ones included (KIC's --enable-controller-* switches
+	// turned off): their fields stay empty. Without IngressClass, the class is not looked up
+	// (it is not the default class), as KIC's DisableIngressClassLookups.
+	Off KindSet
+	// Gateway, when set, is the only Gateway read (KIC's --gateway-to-reconcile).
+	Gateway *types.NamespacedName
 }
 
 // DefaultIngressClass is KIC's default --ingress-class.
@@ -97,11 +103,15 @@ func (s *Store) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error)
 		}
 		s = &fixed
 	}
-	reads := func(k Kind) bool { return read == nil || read.Has(k) }
+	reads := func(k Kind) bool { return !s.opts.Off.Has(k) && (read == nil || read.Has(k)) }
 	snap := &Snapshot{IngressClass: s.opts.IngressClass}
 
 	var class netv1.IngressClass
-	switch err := s.reader.Get(ctx, types.NamespacedName{Name: s.opts.IngressClass}, &class); {
+	var classErr error = apierrors.NewNotFound(netv1.Resource("ingressclasses"), s.opts.IngressClass)
+	if !s.opts.Off.Has(KindIngressClass) {
+		classErr = s.reader.Get(ctx, types.NamespacedName{Name: s.opts.IngressClass}, &class)
+	}
+	switch err := classErr; {
 	case err == nil:
 		snap.IngressClassIsDefault = IsDefaultClass(&class)
 		params, err := s.classParameters(ctx, &class)
@@ -221,7 +231,11 @@ func (s *Store) gatewayAPI(ctx context.Context, snap *Snapshot) error {
 	if snap.GatewayClasses, err = listKind[gatewayv1.GatewayClassList, gatewayv1.GatewayClass](ctx, s, KindGatewayClass, nil); err != nil {
 		return err
 	}
-	if snap.Gateways, err = listKind[gatewayv1.GatewayList, gatewayv1.Gateway](ctx, s, KindGateway, nil); err != nil {
+	var onlyGateway func(client.Object) bool
+	if only := s.opts.Gateway; only != nil {
+		onlyGateway = func(o client.Object) bool { return o.GetNamespace() == only.Namespace && o.GetName() == only.Name }
+	}
+	if snap.Gateways, err = listKind[gatewayv1.GatewayList, gatewayv1.Gateway](ctx, s, KindGateway, onlyGateway); err != nil {
 		return err
 	}
 	if snap.HTTPRoutes, err = listKind[gatewayv1.HTTPRouteList, gatewayv1.HTTPRoute](ctx, s, KindHTTPRoute, nil); err != nil {

@@ -265,7 +265,8 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	args := func(kongURL string) []string {
 		args := []string{"run", "--kubeconfig", kubeconfig, "--kong-admin-url", kongURL, "--ingress-class", ingressClass,
 			"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect=false",
-			fmt.Sprintf("--update-status=%t", cfg.Status)}
+			fmt.Sprintf("--update-status=%t", cfg.Status),
+			"--log-format=json"} // the breakdown and the start's timeline are read from JSON lines
 		if cfg.Status {
 			args = append(args, "--publish-status-address", "192.0.2.10")
 		}
@@ -277,7 +278,12 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		if pprofAddr, err = freeLocalAddr(); err != nil {
 			return res, err
 		}
-		runArgs = append(runArgs, "--profiling", "--metrics-bind-address", pprofAddr)
+		_, port, err := net.SplitHostPort(pprofAddr)
+		if err != nil {
+			return res, err
+		}
+		// pprof is on the diagnostics server, which listens on every address at that port.
+		runArgs = append(runArgs, "--profiling", "--diagnostic-server-port", port)
 	}
 	apiServerHTTP, err := rest.HTTPClientFor(restCfg)
 	if err != nil {

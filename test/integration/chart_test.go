@@ -311,7 +311,7 @@ func TestChartRendersController(t *testing.T) {
 				require.Equal(t, []string{"http://kong-0.kong.svc:8001", "http://kong-1.kong.svc:8001"}, cfg.KongAdminURLs)
 				require.False(t, cfg.KongAdminTLSSkipVerify, "env.kong_admin_tls_skip_verify: null removes the default")
 				require.Equal(t, 4, cfg.KongAdminConcurrency, "env keys with dashes")
-				require.Equal(t, "mine", cfg.KongAdminFilterTag, "env keys in upper case")
+				require.Equal(t, []string{"mine"}, cfg.KongAdminFilterTags, "env keys in upper case")
 				require.False(t, cfg.LeaderElect)
 				require.Equal(t, "kong/kong-proxy", cfg.PublishService)
 				require.Equal(t, "internal", cfg.IngressClass)

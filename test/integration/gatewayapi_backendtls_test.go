@@ -82,7 +82,7 @@ func TestGatewayAPIBackendTLSPolicyStatus(t *testing.T) {
 	}
 	requireAncestor("False/NoValidCACertificate")
 
-	createAll(t, []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo-ca", Labels: map[string]string{"konghq.com/ca-cert": "true"}},
+	createAll(t, []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo-ca", Labels: map[string]string{"konghq.com/ca-cert": "true", "konghq.com/configmap": "true"}},
 		Data: map[string]string{"ca.crt": "not checked here"}}})
 	requireAncestor("True/Accepted")
 }

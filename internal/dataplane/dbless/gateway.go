@@ -126,6 +126,16 @@ func (g *Gateway) Push(ctx context.Context, config []byte) (Outcome, error) {
 // kongstate.Renderer gives without escaping the whole configuration each time, nor copying
 // it (QuotedDeclarativeConfig with BodyPrefix and BodySuffix).
 func (g *Gateway) PushBody(ctx context.Context, body kongstate.Body) (Outcome, error) {
+	return g.push(ctx, body, false)
+}
+
+// PushBodyAgain is PushBody that posts a configuration the gateway holds already (KIC's
+// --enable-reverse-sync); one the gateway refused is still not sent again.
+func (g *Gateway) PushBodyAgain(ctx context.Context, body kongstate.Body) (Outcome, error) {
+	return g.push(ctx, body, true)
+}
+
+func (g *Gateway) push(ctx context.Context, body kongstate.Body, again bool) (Outcome, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 
@@ -141,7 +151,7 @@ func (g *Gateway) PushBody(ctx context.Context, body kongstate.Body) (Outcome, e
 		g.lastGood, g.lastHashOfLastGood = body, true
 	}
 	// Megabytes compared only when the sizes are equal: a change almost always changes it.
-	known := !g.lastGood.IsNil() && body.Equal(g.lastGood)
+	known := !g.lastGood.IsNil() && body.Equal(g.lastGood) && !again
 	rejectedBefore := g.rejectionOf(body)
 	if known || rejectedBefore != nil {
 		lost, err := g.drifted(ctx)
@@ -336,6 +346,8 @@ func (g *Gateway) reloadConfig(ctx context.Context, body kongstate.Body) error {
 type RejectedError struct {
 	Message  string
 	Entities []EntityError
+	// Raw is Kong's answer as it came: what KIC's diagnostics server serves as raw-error.
+	Raw []byte
 }
 
 // EntityError is one flattened_errors entry: an entity Kong refused and why.
@@ -394,9 +406,9 @@ type flatBody struct {
 func parseRejection(raw []byte) *RejectedError {
 	var body flatBody
 	if err := json.Unmarshal(raw, &body); err != nil {
-		return &RejectedError{Message: strings.TrimSpace(string(raw))}
+		return &RejectedError{Message: strings.TrimSpace(string(raw)), Raw: raw}
 	}
-	rej := &RejectedError{Message: body.Message}
+	rej := &RejectedError{Message: body.Message, Raw: raw}
 	for _, fe := range body.FlattenedErrors {
 		ent := EntityError{EntityType: fe.EntityType, EntityName: fe.EntityName, EntityID: fe.EntityID}
 		// entity_tags is only present when every tag is a string; anything else maps to no object.

@@ -15,6 +15,8 @@ import (
 
 	"github.com/kong/go-kong/kong"
 	"github.com/stretchr/testify/require"
+
+	"github.com/konductor/konductor/internal/kongstate"
 )
 
 // fakeKong is a minimal DB-less Admin API: POST /config and GET /status, nothing else.
@@ -134,6 +136,31 @@ func TestPushSkipsUnchangedConfiguration(t *testing.T) {
 	require.Equal(t, Pushed, out)
 	posts, _ = f.counts()
 	require.Equal(t, 2, posts)
+}
+
+// KIC's --enable-reverse-sync: a configuration the gateway holds is posted again; one it
+// refused is still not.
+func TestPushBodyAgainResendsWhatTheGatewayHolds(t *testing.T) {
+	f := &fakeKong{reject: func(b []byte) bool { return string(b) == "bad" }}
+	g := newGateway(t, f)
+	ctx := context.Background()
+	body := func(s string) kongstate.Body { return kongstate.BodyOf(Body([]byte(s))) }
+	out, err := g.PushBodyAgain(ctx, body("good"))
+	require.NoError(t, err)
+	require.Equal(t, Pushed, out)
+	out, err = g.PushBodyAgain(ctx, body("good"))
+	require.NoError(t, err)
+	require.Equal(t, Pushed, out, "sent again")
+	posts, _ := f.counts()
+	require.Equal(t, 2, posts)
+
+	_, err = g.PushBodyAgain(ctx, body("bad"))
+	require.Error(t, err)
+	out, err = g.PushBodyAgain(ctx, body("bad"))
+	require.Error(t, err)
+	require.Equal(t, Unchanged, out, "a refused configuration is not sent again")
+	posts, _ = f.counts()
+	require.Equal(t, 3, posts)
 }
 
 func TestPushAgainAfterGatewayRestart(t *testing.T) {

@@ -39,10 +39,14 @@ const (
 
 // Options configures a Gateway. Zero values take the documented defaults.
 type Options struct {
-	// FilterTag marks the entities this controller owns. Default DefaultFilterTag.
-	FilterTag string
+	// FilterTags mark the entities this controller owns: an entity is its own when it
+	// carries every one (decK's select_tags). Default [DefaultFilterTag].
+	FilterTags []string
 	// Concurrency bounds the Admin API write requests in flight. Default DefaultConcurrency.
 	Concurrency int
+	// SkipCACertificates leaves CA certificates alone: neither listed nor written (KIC's
+	// --skip-ca-certificates, decK's SkipCACerts), for Kongs whose workspaces share them.
+	SkipCACertificates bool
 	// Logger receives one line per sync that changed something.
 	Logger logr.Logger
 	// FullSyncEvery lets Sync skip the dump when the target is the one Kong last took: only
@@ -98,8 +102,8 @@ var (
 // Gateway wraps its transport with a cache of entity schemas (GET /schemas/...), which
 // go-database-reconciler reads on every sync and which change only with the Kong version.
 func New(url string, httpClient *http.Client, opts Options) (*Gateway, error) {
-	if opts.FilterTag == "" {
-		opts.FilterTag = DefaultFilterTag
+	if len(opts.FilterTags) == 0 {
+		opts.FilterTags = []string{DefaultFilterTag}
 	}
 	if opts.Concurrency < 1 {
 		opts.Concurrency = DefaultConcurrency
@@ -151,7 +155,7 @@ func (g *Gateway) sync(ctx context.Context, t *dataplane.Target) (*Result, error
 	if err != nil {
 		return nil, fmt.Errorf("rendering the target: %w", err)
 	}
-	if skipped, rejected := g.skip(digest); skipped {
+	if skipped, rejected := g.skip(digest); skipped && !t.Resend {
 		return nil, rejected
 	}
 	res, err := g.run(ctx, t.State, t.Graph, false, &digest)
@@ -432,7 +436,8 @@ func (g *Gateway) dumpSettings(ctx context.Context, s *kongstate.State) (semver.
 	// licenses: Kong's are then left as they are rather than deleted.
 	enterprise = enterprise && s != nil && s.LicensesKnown
 	return version, enterprise, dump.Config{
-		SelectorTags:                         []string{g.opts.FilterTag},
+		SelectorTags:                         g.opts.FilterTags,
+		SkipCACerts:                          g.opts.SkipCACertificates,
 		IsConsumerGroupScopedPluginSupported: utils.Kong340Version.LTE(version),
 		// Licenses are synced to Kong Gateway Enterprise as KIC syncs them (license.go);
 		// Kong OSS has no licenses entity, so it gets no license request at all.
@@ -444,7 +449,7 @@ func (g *Gateway) dumpSettings(ctx context.Context, s *kongstate.State) (semver.
 func (g *Gateway) dump(ctx context.Context, dumpConfig dump.Config) (*utils.KongRawState, error) {
 	raw, err := dump.Get(ctx, g.client, dumpConfig)
 	if err != nil {
-		return nil, fmt.Errorf("listing the entities tagged %q on %s: %w", g.opts.FilterTag, g.url, err)
+		return nil, fmt.Errorf("listing the entities tagged %q on %s: %w", strings.Join(g.opts.FilterTags, ","), g.url, err)
 	}
 	return raw, nil
 }
@@ -476,7 +481,7 @@ func (g *Gateway) targetState(ctx context.Context, s *kongstate.State, current *
 		content.Licenses = nil
 	}
 	// The select tag makes file.Get add the filter tag to every entity, as decK does.
-	content.Info = &file.Info{SelectorTags: []string{g.opts.FilterTag}}
+	content.Info = &file.Info{SelectorTags: g.opts.FilterTags}
 	targetRaw, err := file.Get(ctx, content, file.RenderConfig{CurrentState: current, KongVersion: version}, dumpConfig, g.client)
 	if err != nil {
 		return nil, fmt.Errorf("building the target state for %s: %w", g.url, err)

@@ -221,12 +221,18 @@ func TestHandMadeEntitiesAreNeverTouched(t *testing.T) {
 }
 
 func TestFilterTagIsConfigurable(t *testing.T) {
-	e, g := newKong(t, Options{FilterTag: "owned-by-b"})
+	e, g := newKong(t, Options{FilterTags: []string{"owned-by-b", "team-b"}})
 	require.NoError(t, g.Sync(ctx, target(translate(t, objects(apps(2)...)))))
 	for _, ent := range e.Entities("routes") {
 		require.Contains(t, ent["tags"], "owned-by-b")
+		require.Contains(t, ent["tags"], "team-b", "every filter tag is written (decK's select_tags)")
 		require.NotContains(t, ent["tags"], DefaultFilterTag)
 	}
+	// A controller with only one of the tags does not own them: it must have both.
+	_, partial := newKong(t, Options{FilterTags: []string{"owned-by-b", "team-c"}})
+	partial.client = g.client
+	require.NoError(t, partial.Sync(ctx, target(translate(t, nil))))
+	require.Len(t, e.Entities("routes"), 2)
 	// A second controller with the default tag sees none of them and leaves them alone.
 	_, other := newKong(t, Options{})
 	other.client = g.client
@@ -411,4 +417,41 @@ func TestConsumersAreDiffed(t *testing.T) {
 	require.Nil(t, e.Entity("consumers", "alice"), "a consumer no KongConsumer produces is deleted")
 	require.Empty(t, e.Entities("key-auths"))
 	require.Empty(t, e.Entities("plugins"))
+}
+
+// KIC's --skip-ca-certificates: CA certificates are neither written nor deleted; those in
+// Kong (another workspace's, tagged as ours) stay.
+func TestSkipCACertificatesLeavesThemAlone(t *testing.T) {
+	e := kongemu.New(kongemu.Options{Mode: kongemu.Postgres, Edition: kongemu.Enterprise})
+	srv, err := e.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	objs, err := manifest.Load(filepath.Join("testdata", "consumers.yaml"))
+	require.NoError(t, err)
+	s := translate(t, append(objects(apps(1)...), objs...))
+	require.Len(t, s.CACertificates, 1)
+
+	g, err := New(srv.URL, &http.Client{}, Options{SkipCACertificates: true})
+	require.NoError(t, err)
+	require.NoError(t, g.Sync(ctx, target(s)))
+	require.Empty(t, e.Entities("ca_certificates"), "not written")
+	require.NotEmpty(t, e.Entities("consumers"), "the rest is")
+
+	// One written by another controller, with our tag, is not deleted by a sync without it.
+	ca := s.CACertificates[0]
+	body, err := json.Marshal(map[string]any{"cert": *ca.Cert, "tags": []string{DefaultFilterTag}})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPut, srv.URL+"/ca_certificates/"+*ca.ID, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Less(t, resp.StatusCode, 300)
+	require.Len(t, e.Entities("ca_certificates"), 1)
+	none := translate(t, objects(apps(1)...))
+	g, err = New(srv.URL, &http.Client{}, Options{SkipCACertificates: true})
+	require.NoError(t, err)
+	require.NoError(t, g.Sync(ctx, target(none)))
+	require.Len(t, e.Entities("ca_certificates"), 1, "not deleted")
 }

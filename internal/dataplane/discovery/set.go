@@ -35,6 +35,9 @@ type Options struct {
 	HTTPClient func(serverName string) (*http.Client, error)
 	// DBMode builds the gateway of a Kong with a database.
 	DBMode dataplane.DBModeFactory
+	// DBLessRefused, when set, is noted for a DB-less Kong instead of syncing it
+	// (dataplane.DetectingGateway.DBLessRefused).
+	DBLessRefused error
 	// Interval is how often every gateway is checked (--gateway-discovery-readiness-check-
 	// interval); Timeout bounds one check (-timeout). A change of the EndpointSlices checks
 	// the new gateways at once.
@@ -386,7 +389,10 @@ func (s *Set) check(ctx context.Context, m *member) {
 	s.opts.Flavors.Report(m.api.URL, root.RouterFlavor)
 	if m.gw == nil || m.db != db || !db && (m.router != root.RouterFlavor || m.version != root.Version) {
 		m.db, m.router, m.version = db, root.RouterFlavor, root.Version
-		if !db {
+		if !db && s.opts.DBLessRefused != nil {
+			s.note(m, s.opts.DBLessRefused)
+			return
+		} else if !db {
 			gw := dataplane.NewDBLessGateway(m.api.URL, m.client, s.opts.Logger)
 			gw.Router, gw.Version = root.RouterFlavor, root.Version
 			m.gw = gw

@@ -1,0 +1,72 @@
+package manager
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/konductor/konductor/internal/config"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// kindsSwitchedOff are the kinds of KIC's --enable-controller-* switches turned off: they are
+// neither watched nor read, as KIC then runs no controller for them.
+func kindsSwitchedOff(cfg *config.Config, log logr.Logger) store.KindSet {
+	off := store.KindSet{}
+	for _, name := range cfg.DisabledControllers {
+		for _, kind := range config.ControllerKinds[name] {
+			k, ok := store.KindNamed(kind)
+			if !ok {
+				panic("config.ControllerKinds names an unknown kind: " + kind) // a test keeps them in step
+			}
+			off[k] = struct{}{}
+			log.Info("kind not watched: its controller is switched off", "kind", kind, "flag", "--enable-controller-"+name+"=false")
+		}
+	}
+	return off
+}
+
+// cacheSelector is the label selector k's informer is limited to: the kind's own (CA
+// certificate ConfigMaps carry konghq.com/ca-cert) and KIC's --secret-label-selector and
+// --configmap-label-selector (a label key whose value must be "true"); nil for all objects.
+func cacheSelector(k store.Kind, cfg *config.Config) labels.Selector {
+	set := labels.Set{}
+	for key, value := range k.CacheLabels() {
+		set[key] = value
+	}
+	switch {
+	case k == store.KindSecret && cfg.SecretLabelSelector != "":
+		set[cfg.SecretLabelSelector] = "true"
+	case k == store.KindConfigMap && cfg.ConfigMapLabelSelector != "":
+		set[cfg.ConfigMapLabelSelector] = "true"
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return labels.SelectorFromSet(set)
+}
+
+// metricsFilter is KIC's --metrics-access-filter: with rbac, a request to /metrics must carry
+// a bearer token that the API server authenticates (TokenReview) and authorizes for GET on the
+// non-resource URL /metrics (SubjectAccessReview); the controller needs RBAC to create both.
+func metricsFilter(cfg *config.Config) func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+	if cfg.MetricsAccessFilter != "rbac" {
+		return nil
+	}
+	return filters.WithAuthenticationAndAuthorization
+}
+
+// dbLessRefused is why a DB-less gateway is not synced: --skip-ca-certificates, which KIC
+// refuses with DB-less Kong (a DB-less configuration is whole; leaving CA certificates out
+// would break the services and plugins that name them). nil when nothing is refused.
+func dbLessRefused(cfg *config.Config) error {
+	if !cfg.SkipCACertificates {
+		return nil
+	}
+	return errors.New("--skip-ca-certificates is available only with database-backed Kong, as in KIC")
+}
