@@ -933,7 +933,7 @@ func gatewayDiscovery(ctx context.Context, cfg *config.Config, c cache.Cache, db
 		Reader: c, Services: cfg.KongAdminSvc, PortNames: cfg.KongAdminSvcPortNames, Flavors: flavors,
 		HTTPClient: func(serverName string) (*http.Client, error) { return adminHTTPClient(cfg, serverName) },
 		DBMode:     dbMode, DBLessRefused: dbLessRefused(cfg),
-		Interval:   cfg.DiscoveryReadinessCheckInterval, Timeout: cfg.DiscoveryReadinessCheckTimeout,
+		Interval: cfg.DiscoveryReadinessCheckInterval, Timeout: cfg.DiscoveryReadinessCheckTimeout,
 		Logger: log,
 	})
 	inf, err := c.GetInformer(ctx, &discoveryv1.EndpointSlice{}, cache.BlockUntilSynced(false))
