@@ -442,12 +442,6 @@ func (w *jsonAppender) plugins(f *fields, ps []*file.FPlugin) {
 	w.array(len(ps), func(i int) { w.plugin(ps[at(order, i)]) })
 }
 
-// The defaults of fillPluginDefaults, as values to point to.
-var (
-	defaultPluginEnabled   = true
-	defaultPluginProtocols = kong.StringSlice("http", "https")
-)
-
 // plugin appends p as renderPlugins renders it (fillPluginDefaults' defaults, its deep copy's
 // configuration), encoded as FPlugin.MarshalJSON does (its copy into go-database-reconciler's
 // foo type: foreign keys by ID, which it reads without a nil check; no created_at, condition or
@@ -473,20 +467,12 @@ func (w *jsonAppender) plugin(p *file.FPlugin) {
 	if p.Route != nil {
 		f.nonEmpty("route", *p.Route.ID)
 	}
-	if p.Enabled == nil {
-		f.bool("enabled", &defaultPluginEnabled)
-	} else {
-		f.bool("enabled", p.Enabled)
-	}
+	f.bool("enabled", p.Enabled) // unset: left to Kong's default (fillPluginDefaults)
 	// run_on: fillPluginDefaults drops it.
 	if p.Ordering != nil {
 		f.marshal("ordering", p.Ordering)
 	}
-	if len(p.Protocols) == 0 {
-		f.strs("protocols", defaultPluginProtocols)
-	} else {
-		f.strs("protocols", p.Protocols)
-	}
+	f.strs("protocols", p.Protocols) // unset: the plugin schema's default, filled by Kong
 	f.strs("tags", p.Tags)
 	if len(p.Partials) > 0 {
 		// A partial's configuration is copied through encoding/json too.

@@ -144,8 +144,9 @@ func TestPluginOrder(t *testing.T) {
 	assert.Equal(t, "r2", *c.Plugins[1].Route.ID)
 }
 
-// Plugins get KIC's render defaults as against a real Kong (kic-compat.md §11.3): enabled and
-// protocols when unset, and never run_on, which Kong 3 refuses.
+// Plugins keep enabled and protocols unset when the object leaves them unset (Kong fills them
+// from the plugin schema, as KIC fills them from the same schema; kic-compat.md §11.3), keep
+// them when set, and never carry run_on, which Kong 3 refuses.
 func TestPluginRenderDefaults(t *testing.T) {
 	s := &State{Plugins: []*file.FPlugin{
 		{Plugin: kong.Plugin{Name: kong.String("key-auth"), RunOn: kong.String("first")}},
@@ -156,7 +157,7 @@ func TestPluginRenderDefaults(t *testing.T) {
 		got[*p.Name] = p
 	}
 	ka := got["key-auth"]
-	if ka.RunOn != nil || ka.Enabled == nil || !*ka.Enabled || len(ka.Protocols) != 2 || *ka.Protocols[0] != "http" || *ka.Protocols[1] != "https" {
+	if ka.RunOn != nil || ka.Enabled != nil || ka.Protocols != nil {
 		t.Fatalf("key-auth: run_on %v, enabled %v, protocols %v", ka.RunOn, ka.Enabled, ka.Protocols)
 	}
 	cors := got["cors"]

@@ -253,18 +253,17 @@ func isEmpty(c *file.Content) bool {
 }
 
 // fillRouteDefaults fills what KIC fills at render time for the traditional router.
-// fillPluginDefaults is KIC's render step for plugins (kic-compat.md §11.3) as it runs against a
-// real Kong, whose plugin schemas it can read: enabled true when unset, protocols [http, https]
-// when empty, and no run_on (Kong 3 has no such field and refuses the whole configuration
-// over it). Filling the schema's config defaults is left to Kong, which stores the same values.
+// fillPluginDefaults is what konductor keeps of KIC's render step for plugins (kic-compat.md
+// §11.3, docs/kong-facts.md "Plugin defaults"): no run_on (Kong 3 has no such field and refuses
+// the whole configuration over it). KIC also fills, from the plugin's schema on the gateway,
+// the config defaults, protocols (the schema's default: grpc, grpcs, http, https for Kong's
+// plugins) and enabled; konductor leaves the three unset, as KIC's rendering without a schema
+// does, and Kong fills the same values from the same schema: a DB-less Kong stores what KIC's
+// filled configuration gives, and in database mode go-database-reconciler fills them from the
+// schema before it compares, so a Kong KIC wrote sees no update. Sending [http, https], as
+// konductor did, updated every plugin on a takeover.
 func fillPluginDefaults(ps ...*file.FPlugin) {
 	for _, p := range ps {
-		if p.Enabled == nil {
-			p.Enabled = kong.Bool(true)
-		}
-		if len(p.Protocols) == 0 {
-			p.Protocols = kong.StringSlice("http", "https")
-		}
 		p.RunOn = nil
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
 
@@ -66,7 +67,7 @@ func TestAdoptsKICManagedKong(t *testing.T) {
 	require.Empty(t, e.AuditSince(mark))
 }
 
-// requireAdopted syncs s over what writeAsKIC wrote: not one create or delete. It returns
+// requireAdopted syncs s over what writeAsKIC wrote: not one create, update or delete. It returns
 // the audit mark taken before the sync.
 func requireAdopted(t *testing.T, e *kongemu.Emulator, g *Gateway, s *kongstate.State) int {
 	t.Helper()
@@ -75,6 +76,7 @@ func requireAdopted(t *testing.T, e *kongemu.Emulator, g *Gateway, s *kongstate.
 	require.NoError(t, err)
 	w := writes(e.AuditSince(mark))
 	require.Zero(t, res.Creates, "changes: %+v", res.Changes)
+	require.Zero(t, res.Updates, "changes: %+v", res.Changes)
 	require.Zero(t, res.Deletes, "changes: %+v", res.Changes)
 	require.Zero(t, w["POST"], "no entity created")
 	require.Zero(t, w["DELETE"], "no entity deleted")
@@ -147,6 +149,11 @@ func writeAsKIC(t *testing.T, e *kongemu.Emulator, s *kongstate.State) {
 			put("POST", "/consumer_groups/"+*grp.Name+"/consumers", map[string]any{"consumer": id}, nil)
 		}
 	}
+	// Whether an object set protocols or enabled is read from the State, not its rendering.
+	raw := map[string]*file.FPlugin{}
+	for _, p := range s.Plugins {
+		raw[*p.ID] = p
+	}
 	for _, p := range c.Plugins {
 		extra := map[string]any{}
 		if p.Consumer != nil {
@@ -161,8 +168,38 @@ func writeAsKIC(t *testing.T, e *kongemu.Emulator, s *kongstate.State) {
 		if p.ConsumerGroup != nil {
 			extra["consumer_group"] = map[string]any{"id": kongstate.ConsumerGroupID("", *p.ConsumerGroup.ID)}
 		}
+		// KIC renders a plugin against Kong's schema (kic-compat.md §11.3): enabled, and the
+		// schema's protocols when the object sets none.
+		if r := raw[*p.ID]; r == nil || r.Enabled == nil {
+			extra["enabled"] = true
+		}
+		if r := raw[*p.ID]; r == nil || len(r.Protocols) == 0 {
+			extra["protocols"] = schemaProtocols(t, srv.URL, *p.Name)
+		}
 		put("PUT", "/plugins/"+*p.ID, p.Plugin, extra)
 	}
+}
+
+// schemaProtocols is the default of the protocols field of plugin name's schema on Kong.
+func schemaProtocols(t *testing.T, url, name string) any {
+	t.Helper()
+	resp, err := http.Get(url + "/schemas/plugins/" + name)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var schema struct {
+		Fields []map[string]struct {
+			Default any `json:"default"`
+		} `json:"fields"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&schema))
+	for _, f := range schema.Fields {
+		if p, ok := f["protocols"]; ok {
+			require.NotNil(t, p.Default, "%s: protocols has a default", name)
+			return p.Default
+		}
+	}
+	t.Fatalf("%s: no protocols field", name)
+	return nil
 }
 
 // A database KIC filled with consumers, credentials, a consumer group, consumer plugins and
