@@ -201,7 +201,8 @@ METRICS_PORT="$(free_port $((HEALTH_PORT + 1)))"
 args=(run --kubeconfig "$KCFG" --kong-admin-url "$KONG"
   --election-namespace "${ELECTION_NAMESPACE:-default}"
   --health-probe-bind-address "127.0.0.1:$HEALTH_PORT"
-  --metrics-bind-address "127.0.0.1:$METRICS_PORT")
+  --metrics-bind-address "127.0.0.1:$METRICS_PORT"
+  --log-format json) # this script reads the first sync's line from the JSON log
 if [ "$KONG_MODE" = dbless ]; then
   args+=(--leader-elect=false)
 fi

@@ -113,7 +113,8 @@ func diffTarget(ctx context.Context, cfg *config.Config, files []string) (*kongs
 	if err != nil {
 		return nil, err
 	}
-	state, problems := translator.Translate(snap, translator.Options{})
+	// The workspace keys the deterministic IDs, as the controller's translation does.
+	state, problems := translator.Translate(snap, translator.Options{Workspace: cfg.KongWorkspace})
 	for _, p := range problems {
 		fmt.Fprintln(diffStderr, p.String())
 	}
@@ -132,7 +133,8 @@ func diffGateway(ctx context.Context, url string, httpClient *http.Client, cfg *
 	if !db {
 		return fmt.Errorf("gateway %s has no database (DB-less): diff compares a database-backed Kong; use `konductor translate` to see its configuration", url)
 	}
-	g, err := dbmode.New(url, httpClient, dbmode.Options{FilterTags: cfg.KongAdminFilterTags, Concurrency: cfg.KongAdminConcurrency, SkipCACertificates: cfg.SkipCACertificates})
+	g, err := dbmode.New(url, httpClient, dbmode.Options{FilterTags: cfg.KongAdminFilterTags, Concurrency: cfg.KongAdminConcurrency, SkipCACertificates: cfg.SkipCACertificates,
+		Workspace: cfg.KongWorkspace})
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,9 @@ func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 		push = g.gw.PushBodyAgain
 	}
 	out, err := push(ctx, body)
+	if out == dbless.Unchanged && err == nil {
+		NoteUnchanged(ctx)
+	}
 	if out != dbless.Unchanged && debug.Enabled() {
 		debug.Info("configuration sent", "gateway", g.url, "outcome", out.String(), "bytes", body.Len(),
 			"render", pushStart.Sub(renderStart).String(), "push", time.Since(pushStart).String(),

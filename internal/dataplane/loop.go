@@ -224,6 +224,9 @@ type GatewayResult struct {
 	// Stale is true when the sync carried an older translation than the round's latest (a
 	// round translated again while it ran; the gateway gets the latest next).
 	Stale bool
+	// Unchanged is true when the gateway held the round's configuration already and nothing
+	// was sent (a resync): KIC counts no push then.
+	Unchanged bool
 }
 
 // Round is a report of the loop: a round's translation problems and the gateways it skipped,
@@ -396,11 +399,12 @@ type syncDone struct {
 
 // syncOutcome is what one sync of a target, fallback included, did.
 type syncOutcome struct {
-	err      error
-	fallback *FallbackResult
-	accepted *store.Snapshot // the snapshot the gateway took, if it took one
-	duration time.Duration   // of the sync of the round's configuration
-	size     int             // of that configuration, bytes
+	err       error
+	fallback  *FallbackResult
+	accepted  *store.Snapshot // the snapshot the gateway took, if it took one
+	duration  time.Duration   // of the sync of the round's configuration
+	size      int             // of that configuration, bytes
+	unchanged bool            // the gateway held that configuration: nothing was sent
 }
 
 // NewLoop returns a loop; Start runs it.
@@ -812,7 +816,7 @@ func (l *Loop) updateReadiness() {
 // change event d delivered when the gateway took a configuration that includes it.
 func (l *Loop) measured(d syncDone, res GatewayResult) GatewayResult {
 	g := d.g
-	res.Protocol, res.Duration, res.Size = protocolOf(g.Gateway), d.duration, d.size
+	res.Protocol, res.Duration, res.Size, res.Unchanged = protocolOf(g.Gateway), d.duration, d.size, d.unchanged
 	took := d.accepted != nil
 	if rej := (*RejectedError)(nil); errors.As(d.err, &rej) && rej.RestApplied {
 		took = true // database mode applied all but the refused objects
@@ -884,7 +888,9 @@ func (l *Loop) settleError(ctx context.Context, g *gatewayState, err error) Gate
 // error, the fallback's outcome (nil when none was tried) and the snapshot g took, if any.
 func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
 	var out syncOutcome
-	out.err, out.duration, out.size = l.timedSync(g, target)
+	note := &syncNote{}
+	out.err, out.duration, out.size = l.timedSync(withSyncNote(g.ctx, note), g, target)
+	out.unchanged = out.err == nil && note.unchanged.Load()
 	l.observe(g, target, out.err, false)
 	if out.err == nil {
 		out.accepted = target.snapshot
@@ -911,7 +917,7 @@ func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
 			res.Translations = append(res.Translations, plan.translation)
 		}
 		var d time.Duration
-		res.Err, d, res.Size = l.timedSync(g, plan.target)
+		res.Err, d, res.Size = l.timedSync(g.ctx, g, plan.target)
 		res.Duration += d
 		l.observe(g, plan.target, res.Err, true)
 		if res.Err == nil {
@@ -942,9 +948,9 @@ func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
 
 // timedSync syncs target to g and says how long that took and the size of the configuration
 // (0 when it cannot be rendered).
-func (l *Loop) timedSync(g *gatewayState, target *Target) (error, time.Duration, int) { //nolint:revive // the error first reads as the sync's own
+func (l *Loop) timedSync(ctx context.Context, g *gatewayState, target *Target) (error, time.Duration, int) { //nolint:revive // the error first reads as the sync's own
 	start := l.opts.Clock.Now()
-	err := g.Sync(g.ctx, target)
+	err := g.Sync(ctx, target)
 	took := l.opts.Clock.Since(start)
 	size := 0
 	if target.State != nil {
@@ -992,5 +998,23 @@ func (f ReporterFunc) Report(ctx context.Context, r Round) { f(ctx, r) }
 func (rs Reporters) Report(ctx context.Context, r Round) {
 	for _, rep := range rs {
 		rep.Report(ctx, r)
+	}
+}
+
+// syncNote is what a Gateway's Sync says of itself besides its error, through its context.
+type syncNote struct{ unchanged atomic.Bool }
+
+type syncNoteKey struct{}
+
+func withSyncNote(ctx context.Context, n *syncNote) context.Context {
+	return context.WithValue(ctx, syncNoteKey{}, n)
+}
+
+// NoteUnchanged is called by a Gateway's Sync that sent nothing because the gateway holds the
+// target already: the push is not counted (KIC counts a push only when the configuration
+// changed, or with --enable-reverse-sync).
+func NoteUnchanged(ctx context.Context) {
+	if n, ok := ctx.Value(syncNoteKey{}).(*syncNote); ok {
+		n.unchanged.Store(true)
 	}
 }

@@ -68,3 +68,36 @@ func TestTriggerRemembersTheFirstRequestUntilTaken(t *testing.T) {
 	require.False(t, tr.takeFirst().After(mid), "the first of the requests since the last take")
 	require.True(t, tr.takeFirst().IsZero(), "taken")
 }
+
+// A resync of a configuration the gateway holds sends nothing and says so (Unchanged), for
+// KIC's push metrics; a change is sent and is not Unchanged; with ReverseSync every resync
+// is sent.
+func TestLoopReportsUnchangedResyncs(t *testing.T) {
+	for _, reverse := range []bool{false, true} {
+		objs := objects(app("a", ""))
+		_, src, rep, trigger, l := fallbackLoop(t, Options{ReverseSync: reverse}, objs)
+		<-l.FirstSyncDone()
+		trigger.Request() // a round with nothing changed
+		syncs := func(unchanged bool) int {
+			n := 0
+			for _, r := range rep.all() {
+				for _, g := range r.Gateways {
+					if !g.Skipped && g.Err == nil && g.Unchanged == unchanged {
+						n++
+					}
+				}
+			}
+			return n
+		}
+		if reverse {
+			require.Eventually(t, func() bool { return syncs(false) >= 2 }, 5*time.Second, time.Millisecond, "every resync is sent")
+			require.Zero(t, syncs(true))
+			continue
+		}
+		require.Eventually(t, func() bool { return syncs(true) >= 1 }, 5*time.Second, time.Millisecond, "the resync sent nothing")
+		sent := syncs(false)
+		src.cur.Store(newStore(t, append(objs, app("b", "")...)))
+		trigger.Request()
+		require.Eventually(t, func() bool { return syncs(false) > sent }, 5*time.Second, time.Millisecond, "a change is sent")
+	}
+}

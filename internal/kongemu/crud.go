@@ -78,7 +78,10 @@ func (e *Emulator) handleCRUD(w http.ResponseWriter, r *http.Request, segs []str
 	// large page slowly holds no other request back (Kong's workers answer concurrently).
 	buf := &bufferedAnswer{header: w.Header()}
 	e.mu.Lock()
-	e.serveCRUD(buf, r, segs, body)
+	if restore, ok := e.enter(buf, r, segs[0]); ok {
+		e.serveCRUD(buf, r, segs, body)
+		restore()
+	}
 	e.mu.Unlock()
 	buf.writeTo(w)
 }
@@ -93,6 +96,9 @@ func (e *Emulator) serveCRUD(w http.ResponseWriter, r *http.Request, segs []stri
 	if aerr != nil {
 		writeErr(w, aerr)
 		return
+	}
+	if p := pathPrefix(r); p != "" {
+		t.basePath = p + t.basePath
 	}
 	if _, isForm := body[formMarker]; isForm {
 		delete(body, formMarker)
@@ -113,8 +119,7 @@ func (e *Emulator) serveCRUD(w http.ResponseWriter, r *http.Request, segs []stri
 			writeErr(w, methodNotAllowed)
 			return
 		}
-		writeErr(w, errBody(http.StatusMethodNotAllowed, 12, "operation unsupported",
-			fmt.Sprintf("cannot %s '%s' entities when not using a database", verb(r.Method), t.s.Name), nil))
+		writeErr(w, dblessRefusal(r.Method, t.s.Name))
 		return
 	}
 	if !t.item {
@@ -392,7 +397,7 @@ func (e *Emulator) prepare(t *crudTarget, body map[string]any, old map[string]an
 		hashPassword(ent)
 	}
 	id := ent["id"].(string)
-	if old == nil && e.db.get(t.s.Name, id) != nil {
+	if old == nil && (e.db.get(t.s.Name, id) != nil || e.idInOtherWorkspace(t.s.Name, id)) {
 		return nil, nil, uniqueErr([]string{"id"}, ent)
 	}
 	if aerr := e.db.checkUnique(t.s, ent, id); aerr != nil {

@@ -18,6 +18,7 @@
 //	config.go   DB-less declarative configuration: POST/GET /config, flattened errors
 //	crud.go     database mode collections and items, nested endpoints, pagination, tags
 //	consumergroups.go  Enterprise consumer group endpoints (group with consumers, memberships)
+//	workspaces.go  Enterprise workspaces: /workspaces and every route under /{workspace}/...
 //	vaults.go   vault entities and the bundled vaults' config schemas
 //	db.go       the in-memory store, foreign keys, uniqueness, cascades, error bodies
 //	schema.go   the per-entity schema table that drives defaults, validation, responses and /schemas
@@ -67,6 +68,13 @@
 //     entity of the degraphql plugin (the plugin itself is not emulated). Membership
 //     answers follow Kong 3.5+ ({data, next}); rate-limiting-advanced
 //     overrides (/consumer_groups/{g}/overrides) are not emulated.
+//   - Enterprise workspaces (workspaces.go): /workspaces CRUD with Kong's rules, and every
+//     route but GET / under /{workspace}/... (GET /{workspace}/kong for GET /), each
+//     workspace with its own entities (licenses shared); only default in DB-less mode.
+//     Not emulated: /workspaces/{ws}/entities and /meta, RBAC, the 400 Kong gives a prefix
+//     that is not a valid workspace name (the emulator answers "Workspace '...' not found"),
+//     and Kong's own list of reserved workspace names (the emulator reserves the first path
+//     segments it routes without a workspace).
 //   - Under the expressions router (Options.RouterFlavor) an expression is
 //     parsed and type-checked by kongrules.Expression, a parser of the ATC
 //     grammar; a "~" pattern is compiled as the Rust regex crate would

@@ -152,6 +152,11 @@ func (e *Emulator) handleTags(w http.ResponseWriter, r *http.Request, segs []str
 		return
 	}
 	e.mu.Lock()
+	restore, ok := e.enter(w, r, "tags")
+	if !ok {
+		e.mu.Unlock()
+		return
+	}
 	var rows []map[string]any
 	for _, name := range entityOrder {
 		for _, ent := range e.db.list(name) {
@@ -163,6 +168,7 @@ func (e *Emulator) handleTags(w http.ResponseWriter, r *http.Request, segs []str
 			}
 		}
 	}
+	restore()
 	e.mu.Unlock()
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
@@ -171,7 +177,7 @@ func (e *Emulator) handleTags(w http.ResponseWriter, r *http.Request, segs []str
 		}
 		return a["tag"].(string) < b["tag"].(string)
 	})
-	path := "/tags"
+	path := pathPrefix(r) + "/tags"
 	if len(segs) == 1 {
 		path += "/" + segs[0]
 	}

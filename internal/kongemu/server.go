@@ -91,6 +91,10 @@ type Emulator struct {
 	faultHits  []FaultHit
 	rejectNext []ConfigRejection
 	rng        *rnd.Rand
+	// workspaces by name (Enterprise only; nil for Kong OSS), default included
+	// (workspaces.go); outside is the default workspace's store while e.db is another's.
+	workspaces map[string]*workspace
+	outside    *db
 }
 
 const emptyHash = "00000000000000000000000000000000"
@@ -118,7 +122,7 @@ func New(opts Options) *Emulator {
 	if opts.Edition == "" {
 		opts.Edition = Community
 	}
-	return &Emulator{
+	e := &Emulator{
 		opts:       opts,
 		prof:       newProfile(opts),
 		nodeID:     uuid.NewString(),
@@ -127,6 +131,10 @@ func New(opts Options) *Emulator {
 		requests:   map[string]int{},
 		rng:        rnd.New(rnd.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 	}
+	if opts.Edition == Enterprise {
+		e.workspaces = e.newWorkspaces()
+	}
+	return e
 }
 
 // Mode reports the emulator's storage mode.
@@ -185,13 +193,23 @@ func writeErr(w http.ResponseWriter, err *apiError) { writeJSON(w, err.Status, e
 
 var methodNotAllowed = msgErr(http.StatusMethodNotAllowed, "Method not allowed")
 
-// route dispatches a request to the node, config, schema, tag or CRUD handlers.
+// route dispatches a request to the node, config, schema, tag or CRUD handlers, or, on
+// Kong Gateway Enterprise, to a workspace's (workspaces.go).
 func (e *Emulator) route(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	segs := []string{}
 	if path != "" {
 		segs = strings.Split(strings.TrimPrefix(path, "/"), "/")
 	}
+	if e.workspaces != nil && len(segs) > 0 && !topLevel(segs[0]) {
+		e.routeWorkspace(w, r, segs)
+		return
+	}
+	e.routeSegs(w, r, segs)
+}
+
+// routeSegs is route after the workspace prefix, if any.
+func (e *Emulator) routeSegs(w http.ResponseWriter, r *http.Request, segs []string) {
 	if len(segs) == 0 {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			writeErr(w, methodNotAllowed)
@@ -228,6 +246,11 @@ func (e *Emulator) route(w http.ResponseWriter, r *http.Request) {
 	case "endpoints":
 		e.handleEndpoints(w, r)
 		return
+	case "workspaces":
+		if e.workspaces != nil {
+			e.handleWorkspaces(w, r, nil, segs[1:]) // routeWorkspace serves /{ws}/workspaces
+			return
+		}
 	}
 	e.handleCRUD(w, r, segs)
 }

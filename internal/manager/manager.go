@@ -517,7 +517,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	// Asked with discovery for this line only: its answer (two round trips in a row, which
 	// used to hold up the start by 10-20 ms) is logged when it comes.
 	go func() {
-		if kinds := untranslatedKongKinds(<-kongKindsServed, readKinds); len(kinds) > 0 {
+		if kinds := untranslatedKongKinds(<-kongKindsServed, readKinds, off); len(kinds) > 0 {
 			log.Info("Kong CRDs installed whose objects konductor does not translate yet; in DB-less mode what KIC made of such objects does not survive the switch (docs/migration-from-kic.md)",
 				"kinds", strings.Join(kinds, ","))
 		}
@@ -751,7 +751,11 @@ func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 		RewriteURIs:           cfg.FeatureGates.Enabled(config.GateRewriteURIs),
 		NoCustomEntities:      !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
 		GatewayAlpha:          cfg.FeatureGates.Enabled(config.GateGatewayAlpha),
-		Now:                   now,
+		KongServiceFacade:     cfg.FeatureGates.Enabled(config.GateKongServiceFacade),
+		// KIC keys the deterministic IDs with the workspace: without it a workspace KIC
+		// filled would not be adopted, and two workspaces' IDs would collide.
+		Workspace: cfg.KongWorkspace,
+		Now:       now,
 	}
 }
 

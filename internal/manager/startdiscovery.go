@@ -90,10 +90,13 @@ func servedKongKinds(cfg *rest.Config) []string {
 }
 
 // untranslatedKongKinds are the kinds of served (servedKongKinds) that konductor does not
-// read, sorted, each once.
-func untranslatedKongKinds(served []string, read store.KindSet) []string {
+// read, sorted, each once; those switched off (a flag or a gate) are not read on purpose.
+func untranslatedKongKinds(served []string, read, off store.KindSet) []string {
 	readNames := map[string]bool{}
 	for k := range read {
+		readNames[k.String()] = true
+	}
+	for k := range off {
 		readNames[k.String()] = true
 	}
 	seen := map[string]bool{}

@@ -13,12 +13,13 @@ import (
 	"github.com/konductor/konductor/internal/store"
 )
 
-// Kong's kinds the cluster serves and konductor does not read are named once each, sorted.
+// Kong's kinds the cluster serves and konductor does not read are named once each, sorted;
+// those switched off on purpose (KongServiceFacade without its gate) are not.
 func TestUntranslatedKongKinds(t *testing.T) {
-	served := []string{"KongPlugin", "KongUpstream", "KongIngress", "KongPlugin", "KongDataPlaneClientCertificate", "KongUpstream"}
+	served := []string{"KongPlugin", "KongUpstream", "KongIngress", "KongPlugin", "KongDataPlaneClientCertificate", "KongUpstream", "KongServiceFacade"}
 	read := store.KindSet{store.KindKongPlugin: {}, store.KindKongIngress: {}}
-	require.Equal(t, []string{"KongDataPlaneClientCertificate", "KongUpstream"}, untranslatedKongKinds(served, read))
-	require.Empty(t, untranslatedKongKinds(nil, read))
+	require.Equal(t, []string{"KongDataPlaneClientCertificate", "KongUpstream"}, untranslatedKongKinds(served, read, store.NewKindSet(store.KindKongServiceFacade)))
+	require.Empty(t, untranslatedKongKinds(nil, read, nil))
 }
 
 // Every group version is asked, each answer and error lands at its own index, and the

@@ -2,7 +2,9 @@ package manager
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"sort"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/labels"
@@ -14,10 +16,29 @@ import (
 	"github.com/konductor/konductor/internal/store"
 )
 
-// kindsSwitchedOff are the kinds of KIC's --enable-controller-* switches turned off: they are
-// neither watched nor read, as KIC then runs no controller for them.
+// gatedKinds are the kinds KIC watches only with a feature gate on: without it KIC runs no
+// controller for them, its ClusterRole may not grant them, and konductor would not translate
+// them anyway.
+var gatedKinds = map[string][]store.Kind{
+	config.GateKongServiceFacade: {store.KindKongServiceFacade},
+	config.GateKongCustomEntity:  {store.KindKongCustomEntity},
+	config.GateGatewayAlpha:      {store.KindTCPRoute, store.KindTLSRoute, store.KindUDPRoute, store.KindBackendTLSPolicy},
+}
+
+// kindsSwitchedOff are the kinds KIC would not watch with these flags and gates: those of its
+// --enable-controller-* switches turned off and those of gates turned off (gatedKinds). They
+// are neither watched nor read, so that KIC's ClusterRole is enough.
 func kindsSwitchedOff(cfg *config.Config, log logr.Logger) store.KindSet {
 	off := store.KindSet{}
+	for _, gate := range sortedGates(gatedKinds) {
+		if cfg.FeatureGates.Enabled(gate) {
+			continue
+		}
+		for _, k := range gatedKinds[gate] {
+			off[k] = struct{}{}
+			log.V(1).Info("kind not watched: its feature gate is off, as in KIC", "kind", k.String(), "gate", gate)
+		}
+	}
 	for _, name := range cfg.DisabledControllers {
 		for _, kind := range config.ControllerKinds[name] {
 			k, ok := store.KindNamed(kind)
@@ -65,8 +86,23 @@ func metricsFilter(cfg *config.Config) func(*rest.Config, *http.Client) (metrics
 // refuses with DB-less Kong (a DB-less configuration is whole; leaving CA certificates out
 // would break the services and plugins that name them). nil when nothing is refused.
 func dbLessRefused(cfg *config.Config) error {
-	if !cfg.SkipCACertificates {
-		return nil
+	var err error
+	if cfg.SkipCACertificates {
+		err = errors.New("--skip-ca-certificates is available only with database-backed Kong, as in KIC")
 	}
-	return errors.New("--skip-ca-certificates is available only with database-backed Kong, as in KIC")
+	// KIC fails at start with an obscure "creating workspace" error there: a DB-less Kong has
+	// only the default workspace (POST /config configures it).
+	if ws := cfg.KongWorkspace; ws != "" && ws != "default" {
+		err = errors.Join(err, fmt.Errorf("--kong-workspace %q is available only with database-backed Kong: a DB-less Kong has only the default workspace", ws))
+	}
+	return err
+}
+
+func sortedGates(m map[string][]store.Kind) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

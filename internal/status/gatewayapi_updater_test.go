@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -278,4 +280,43 @@ func BenchmarkGatewayAPIUpdaterAttach(b *testing.B) {
 			b.Fatalf("attachedRoutes %d, want 1000", n)
 		}
 	}
+}
+
+// KIC's ClusterRole grants update, not patch, on the Gateway API kinds' status: under it the
+// status is written with Update (whole, with its resourceVersion), and the patch is not tried
+// again for that kind.
+func TestGatewayAPIStatusUnderKICsRole(t *testing.T) {
+	ctx := context.Background()
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}
+	gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
+	web := testRoute("default", "web", nil, parentRef("kong", ""))
+	var patches, updates atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(class, gw, web).
+		WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				patches.Add(1)
+				return apierrors.NewForbidden(schema.GroupResource{Group: gatewayv1.GroupName, Resource: "status"}, obj.GetName(), errors.New("RBAC: patch not granted"))
+			},
+			SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				updates.Add(1)
+				return cl.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}).Build()
+	u := NewGatewayAPIUpdater("", IngressOptions{PublishAddresses: []string{"192.0.2.1"}}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+	u.now = func() time.Time { return t0 }
+	u.Report(ctx, dataplane.Round{GatewayAPI: attach(gw, web)})
+	require.NoError(t, u.Update(ctx))
+
+	var gotGW gatewayv1.Gateway
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(gw), &gotGW))
+	require.Equal(t, "192.0.2.1", gotGW.Status.Addresses[0].Value)
+	var gotWeb gatewayv1.HTTPRoute
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(web), &gotWeb))
+	require.Len(t, gotWeb.Status.Parents, 1)
+	var gotClass gatewayv1.GatewayClass
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(class), &gotClass))
+	require.Equal(t, "True/Accepted", condition(gotClass.Status.Conditions, "Accepted"))
+	require.EqualValues(t, 3, updates.Load(), "the class, the Gateway and the route, each by update")
+	require.EqualValues(t, 3, patches.Load(), "one refused patch per kind, then update only")
 }

@@ -181,7 +181,9 @@ func (m *Metrics) observe(r dataplane.Round) {
 		default:
 			m.rounds.WithLabelValues(g.URL, ResultError).Inc()
 		}
-		m.push(pushMetrics{m.pushCount, m.pushDuration, m.pushLastSuccess, m.pushBroken, m.pushSize}, g.URL, g.Protocol, g.Err, g.Duration, g.Size)
+		if !g.Unchanged { // KIC counts a push only when something was sent
+			m.push(pushMetrics{m.pushCount, m.pushDuration, m.pushLastSuccess, m.pushBroken, m.pushSize}, g.URL, g.Protocol, g.Err, g.Duration, g.Size)
+		}
 		size := g.Size
 		took := g.Err == nil || rej != nil && rej.RestApplied
 		if fb := g.Fallback; fb != nil {

@@ -209,3 +209,25 @@ func itoa(i int) string { return string(rune('0' + i)) }
 func kongAPIError(code int) error {
 	return fmt.Errorf("creating route: %w", kong.NewAPIError(code, "boom"))
 }
+
+// A resync that sent nothing (the gateway held the configuration) counts no push, as in KIC;
+// konductor's own sync counter still counts it.
+func TestUnchangedSyncCountsNoPush(t *testing.T) {
+	reg, _, r := newTestMetrics(t)
+	for range 3 {
+		r.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{
+			{URL: "http://a:8001", Protocol: dataplane.ProtocolDBLess, Duration: time.Millisecond, Size: 10, Unchanged: true}}})
+	}
+	r.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{
+		{URL: "http://a:8001", Protocol: dataplane.ProtocolDBLess, Duration: time.Millisecond, Size: 10}}})
+	compare(t, reg, `
+# HELP ingress_controller_configuration_push_count Count of successful/failed configuration pushes to Kong, by dataplane (Admin API URL), protocol (db-less or deck), success, and failure_reason (conflict, network, other) when success is false.
+# TYPE ingress_controller_configuration_push_count counter
+ingress_controller_configuration_push_count{dataplane="http://a:8001",failure_reason="",instance_id="konductor-0",protocol="db-less",success="true"} 1
+`, "ingress_controller_configuration_push_count")
+	compare(t, reg, `
+# HELP konductor_gateway_syncs_total Sync attempts per gateway, by result (success, rejected, error, backoff).
+# TYPE konductor_gateway_syncs_total counter
+konductor_gateway_syncs_total{gateway="http://a:8001",result="success"} 4
+`, "konductor_gateway_syncs_total")
+}

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"sync"
 
 	"github.com/go-logr/logr"
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
@@ -35,6 +36,10 @@ type runner struct {
 type statusWriter struct {
 	client client.Client
 	syncs  *dataplane.SyncGate
+	// updateOnly holds the kinds (GroupKind strings) whose status may not be patched: KIC's
+	// ClusterRole grants only update on the Gateway API kinds' status, and a KIC installation's
+	// role must be enough (issue #30). Their status is then written whole with Update.
+	updateOnly sync.Map
 }
 
 // GatedWriter is a status updater whose writes wait at the sync loop's gate once it has it:
@@ -53,9 +58,26 @@ var (
 func (w *statusWriter) WaitForSyncs(g *dataplane.SyncGate) { w.syncs = g }
 
 // writeStatus patches obj's status once the sync loop's gate lets it.
+//
+// When the role forbids patch but obj is whole (read from the cache, with its
+// resourceVersion), the status is written with Update instead, as KIC writes it; a conflict
+// then fails the write like an optimistic-lock patch's, and the next pass writes again.
 func (w *statusWriter) writeStatus(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	w.syncs.Wait(ctx)
-	return w.client.Status().Patch(ctx, obj, patch, opts...)
+	whole := obj.GetResourceVersion() != ""
+	kind := ""
+	if gvk, err := apiutil.GVKForObject(obj, w.client.Scheme()); err == nil {
+		kind = gvk.GroupKind().String()
+	}
+	if _, denied := w.updateOnly.Load(kind); denied && whole {
+		return w.client.Status().Update(ctx, obj)
+	}
+	err := w.client.Status().Patch(ctx, obj, patch, opts...)
+	if apierrors.IsForbidden(err) && whole && kind != "" {
+		w.updateOnly.Store(kind, true)
+		return w.client.Status().Update(ctx, obj)
+	}
+	return err
 }
 
 // writeStatusRetrying writes the status desired gives obj, with its resourceVersion, so that

@@ -50,8 +50,9 @@ func TestCRDInstalledAndRemovedWhileRunning(t *testing.T) {
 	o.createAll(t, app(ns, "web", "web.example.com"))
 	o.createAll(t, app(ns, "api", "api.example.com"))
 	kong := startPushRecorder(t)
+	// TCPRoutes are read with the GatewayAlpha gate only, as in KIC.
 	r := startReplica(t, replicaSpec{name: "r1", namespace: ns, gateways: []string{kong.srv.URL},
-		args: []string{"--leader-elect=false"}, restConfig: o.config})
+		args: []string{"--leader-elect=false", "--feature-gates=GatewayAlpha=true"}, restConfig: o.config})
 	require.Eventually(t, func() bool { return routesOf(kong.kong) == 2 }, time.Minute, 20*time.Millisecond)
 	require.True(t, r.logs.contains("CRD not installed; kind skipped", "KongConsumer"))
 

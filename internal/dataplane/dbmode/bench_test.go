@@ -112,7 +112,7 @@ func BenchmarkNewLeaderFirstSyncPhases(b *testing.B) {
 						// The transport New builds, without the prefetch.
 						t := http.DefaultTransport.(*http.Transport).Clone()
 						t.MaxIdleConnsPerHost = DefaultConcurrency
-						hc := &http.Client{Transport: newSchemaCache(t, "")}
+						hc := &http.Client{Transport: newSchemaCache(t, "", "")}
 						if fresh.client, err = kong.NewClient(kong.String(g.url), hc); err != nil {
 							b.Fatal(err)
 						}

@@ -55,6 +55,10 @@ type Options struct {
 	// about one request per upstream, so with thousands of Ingresses and a resync every few
 	// seconds skipping matters to Kong's database.
 	FullSyncEvery int
+	// Workspace is the Kong Gateway Enterprise workspace the Gateway configures
+	// (--kong-workspace); "" is the default workspace. Every request goes to it
+	// (workspace.go); the first sync creates it when Kong has none of that name, as KIC does.
+	Workspace string
 }
 
 // Gateway syncs one database-backed Kong by difference. It implements dataplane.Gateway.
@@ -62,8 +66,14 @@ type Options struct {
 // beside them, never in their way.
 type Gateway struct {
 	url    string
-	client *kong.Client
+	client *kong.Client // in Options.Workspace
 	opts   Options
+	// root is client outside any workspace, which the workspace is looked up and created
+	// with (workspace.go); nil without Options.Workspace.
+	root *kong.Client
+	// wsMu guards wsReady: Options.Workspace was found or created on this Kong.
+	wsMu    sync.Mutex
+	wsReady bool
 	// origin (scheme and host of url) and replay, the client's transport without the
 	// target prefetch and the digests, serve replayDump (dumpreplay.go).
 	origin string
@@ -124,14 +134,25 @@ func New(url string, httpClient *http.Client, opts Options) (*Gateway, error) {
 		t.MaxIdleConnsPerHost = opts.Concurrency
 		hc.Transport = t
 	}
-	schemas := newSchemaCache(hc.Transport, u.Path)
+	schemas := newSchemaCache(hc.Transport, u.Path, opts.Workspace)
 	replay := &http.Client{Transport: schemas, Timeout: hc.Timeout, CheckRedirect: hc.CheckRedirect}
 	hc.Transport = dumpDigests{next: newTargetPrefetch(schemas, opts.Concurrency)}
 	client, err := kong.NewClient(kong.String(url), hc)
 	if err != nil {
 		return nil, fmt.Errorf("kong admin url %q: %w", url, err)
 	}
-	return &Gateway{url: url, client: client, opts: opts, origin: u.Scheme + "://" + u.Host, replay: replay}, nil
+	g := &Gateway{url: url, client: client, opts: opts, origin: u.Scheme + "://" + u.Host, replay: replay}
+	if opts.Workspace != "" {
+		// go-kong prefixes every path with the workspace (/{ws}/services, GET / as
+		// /{ws}/kong), and go-database-reconciler's dump, target and syncer take the
+		// workspace from the client, so nothing else here names it. The lookup and creation
+		// of the workspace itself must not be prefixed: a client of its own.
+		if g.root, err = kong.NewClient(kong.String(url), hc); err != nil {
+			return nil, fmt.Errorf("kong admin url %q: %w", url, err)
+		}
+		client.SetWorkspace(opts.Workspace)
+	}
+	return g, nil
 }
 
 // URL implements dataplane.Gateway.
@@ -156,6 +177,9 @@ func (g *Gateway) sync(ctx context.Context, t *dataplane.Target) (*Result, error
 		return nil, fmt.Errorf("rendering the target: %w", err)
 	}
 	if skipped, rejected := g.skip(digest); skipped && !t.Resend {
+		if rejected == nil {
+			dataplane.NoteUnchanged(ctx)
+		}
 		return nil, rejected
 	}
 	res, err := g.run(ctx, t.State, t.Graph, false, &digest)
@@ -216,6 +240,10 @@ func (g *Gateway) Diff(ctx context.Context, s *kongstate.State) (*Result, error)
 func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator.Graph, dry bool, content *[sha256.Size]byte) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// A dry run only reads: it does not create the workspace a sync would.
+	if err := g.ensureWorkspace(ctx, !dry); err != nil {
+		return nil, err
+	}
 	// Prepared states serve the first pass at most, and no other sync after this one: a
 	// Prepare that lands between passes is left to the next sync.
 	prep := g.takePrepared()

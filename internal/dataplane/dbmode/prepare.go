@@ -62,6 +62,11 @@ func (g *Gateway) Prepare(ctx context.Context, t *dataplane.Target) error {
 	if err != nil {
 		return fmt.Errorf("rendering the target: %w", err)
 	}
+	// A standby writes nothing: it finds the workspace, and leaves creating it to the
+	// leader's first sync.
+	if err := g.ensureWorkspace(ctx, false); err != nil {
+		return err
+	}
 	// Not under mu: a sync never waits for a Prepare (the new leader's first sync would
 	// wait for the CPU of a Prepare that the lease made useless). Prepare builds states of
 	// its own and only reads Kong; it shares the client and the schema cache, which are

@@ -15,10 +15,12 @@ import (
 // schemas on every sync (and the syncer plugin schemas on every plugin change); they change
 // only when the Kong version does. The cache watches every GET / answer that passes through
 // it (dump reads GET / on each sync) and empties itself when the version or the node changes,
-// so it never outlives the Kong it describes.
+// so it never outlives the Kong it describes. In a workspace go-kong asks both under the
+// workspace's prefix: GET /{ws}/schemas/... and, for GET /, GET /{ws}/kong.
 type schemaCache struct {
-	next http.RoundTripper
-	root string // path of GET / (the admin URL's path, without a trailing slash)
+	next    http.RoundTripper
+	schemas string // path prefix of the schemas: the admin URL's path [+ /{ws}] + /schemas/
+	root    string // path of GET /: the admin URL's path without a trailing slash, or .../{ws}/kong
 
 	mu      sync.Mutex
 	node    string // version and node id of the last GET /
@@ -52,18 +54,26 @@ func readBody(resp *http.Response) ([]byte, error) {
 	return body, nil
 }
 
-func newSchemaCache(next http.RoundTripper, basePath string) *schemaCache {
+// newSchemaCache caches the schemas of the Kong at basePath (the admin URL's path), as
+// asked in workspace ("": none).
+func newSchemaCache(next http.RoundTripper, basePath, workspace string) *schemaCache {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return &schemaCache{next: next, root: strings.TrimSuffix(basePath, "/"), entries: map[string]cachedResponse{}}
+	prefix := strings.TrimSuffix(basePath, "/")
+	root := prefix
+	if workspace != "" {
+		prefix += "/" + workspace
+		root = prefix + "/kong"
+	}
+	return &schemaCache{next: next, schemas: prefix + "/schemas/", root: root, entries: map[string]cachedResponse{}}
 }
 
 func (c *schemaCache) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodGet {
 		return c.next.RoundTrip(r)
 	}
-	isSchema := strings.HasPrefix(r.URL.Path, c.root+"/schemas/")
+	isSchema := strings.HasPrefix(r.URL.Path, c.schemas)
 	isRoot := strings.TrimSuffix(r.URL.Path, "/") == c.root
 	key := r.URL.String()
 	if isSchema {
