@@ -96,12 +96,18 @@ func helmTemplate(t *testing.T, release, namespace, values string) ([]*unstructu
 	if err != nil {
 		return nil, err
 	}
+	return decodeManifests(t, out), nil
+}
+
+// decodeManifests reads the objects of a multi-document YAML stream (helm template's output).
+func decodeManifests(t *testing.T, out string) []*unstructured.Unstructured {
+	t.Helper()
 	var objs []*unstructured.Unstructured
 	docs := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(out)))
 	for {
 		doc, err := docs.Read()
 		if errors.Is(err, io.EOF) {
-			return objs, nil
+			return objs
 		}
 		require.NoError(t, err)
 		j, err := yaml.YAMLToJSON(doc)

@@ -102,6 +102,7 @@ type replicaSpec struct {
 	namespace  string // the only namespace watched
 	gateways   []string
 	args       []string // more flags
+	environ    []string // the process environment the controller reads (CONTROLLER_*); none when nil
 	restConfig *rest.Config
 	opts       manager.Options
 }
@@ -117,7 +118,7 @@ func startReplica(t testing.TB, spec replicaSpec) *replica {
 		"--health-probe-bind-address", "0",
 		"--proxy-sync-seconds", "1",
 	}
-	cfg, err := config.Parse(append(args, spec.args...), func(string) string { return "" })
+	cfg, err := config.ParseEnviron(append(args, spec.args...), spec.environ)
 	require.NoError(t, err)
 	logs := &logBuffer{t: t, name: spec.name}
 	t.Cleanup(func() { logs.ended.Store(true) }) // registered first, so it runs last
