@@ -457,3 +457,18 @@ func TestAdmissionWebhookFlags(t *testing.T) {
 		require.ErrorContains(t, err, tc.want, "%v", tc.args)
 	}
 }
+
+// docs/migration-from-kic.md's flag table lists every KIC flag of the fixture.
+func TestMigrationDocListsEveryKICFlag(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "migration-from-kic.md"))
+	require.NoError(t, err)
+	tsv, err := os.ReadFile(filepath.Join("testdata", "kic-flags.tsv"))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(tsv), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, _ := strings.Cut(line, "\t")
+		require.Contains(t, string(doc), "| `--"+name+"` |", "docs/migration-from-kic.md's flag table lacks --%s", name)
+	}
+}
