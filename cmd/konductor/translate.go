@@ -8,11 +8,14 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/kong/go-kong/kong"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/manager"
 	"github.com/konductor/konductor/internal/manifest"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -31,6 +34,7 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 // without a cluster:
 //
 //	konductor translate -f FILE|DIR [-f ...] [--ingress-class kong] [--output yaml|json] [--kong-admin-url URL]
+//	                    [--kong-version 3.9.1] [--router-flavor traditional_compatible] [--feature-gates A=true,B=false]
 //
 // The objects go through the same store and translator as in the controller, so the output
 // is what DB-less Kong would receive. Translation problems are printed to stderr, one a
@@ -39,6 +43,15 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 // translation learns from the gateways (Kong Enterprise or not, for KongLicenses; the schemas
 // of KongCustomEntity types); without it, no license is rendered and custom entities are
 // reported as having no schema.
+//
+// --kong-version, --router-flavor and --feature-gates make the output what the controller
+// sends to such a Kong with those gates (--feature-gates is the controller's flag, read by
+// the same parser and mapped to translation as the controller maps it,
+// manager.TranslatorOptions): the router as the gateways say it in GET /, the version as
+// GET / says it. Without --kong-version, what depends on the version is rendered as KIC's
+// golden tests render it (no redirect plugin, no sticky-sessions check); without
+// --router-flavor, for the traditional router with PCRE's regexes, as the controller does
+// before any gateway answered.
 func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("translate", flag.ContinueOnError)
 	fs.SetOutput(translateStderr)
@@ -50,6 +63,9 @@ func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(output, "o", "yaml", "same as --output")
 	allowLocal := fs.Bool("allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses, as the controller's flag of that name")
 	adminURL := fs.String("kong-admin-url", "", "a Kong Admin API to ask whether it is Kong Enterprise and for custom entity schemas (optional)")
+	kongVersion := fs.String("kong-version", "", "the gateways' Kong version, as GET / says it (e.g. 3.9.1); decides the redirect plugin (3.9+) and sticky sessions (3.11+)")
+	routerFlavor := fs.String("router-flavor", "", "the gateways' router_flavor: traditional, traditional_compatible or expressions (default: as before any gateway answered, traditional)")
+	featureGates := fs.String("feature-gates", "", "the controller's --feature-gates (Name=true|false, comma-separated)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,7 +94,33 @@ func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("translate: %w", err)
 	}
-	opts := translator.Options{AllowLocalTargets: *allowLocal}
+	gates, err := config.ParseFeatureGates(*featureGates)
+	if err != nil {
+		return fmt.Errorf("translate: --feature-gates: %w", err)
+	}
+	// The controller's mapping of its settings to translation, with only the gates and
+	// --allow-local-targets of its flags; no clock, so CA certificates are not checked for
+	// expiry.
+	opts := manager.TranslatorOptions(&config.Config{FeatureGates: gates, AllowLocalTargets: *allowLocal}, time.Time{})
+	switch *routerFlavor {
+	case "", "traditional", "traditional_compatible", "expressions":
+	default:
+		return fmt.Errorf("translate: --router-flavor must be traditional, traditional_compatible or expressions, not %q", *routerFlavor)
+	}
+	// The gateways' answer goes through the record the controller keeps of them, which
+	// decides the router's rendering and the version as it does for the sync loop.
+	flavors := dataplane.NewRouterFlavors(nil)
+	if *routerFlavor != "" || *kongVersion != "" {
+		if *kongVersion != "" {
+			if _, err := dataplane.ParseKongVersion(*kongVersion); err != nil {
+				return fmt.Errorf("translate: --kong-version: %w", err)
+			}
+		}
+		flavors.ReportRoot("translate", dataplane.Root{RouterFlavor: *routerFlavor, Version: *kongVersion})
+	}
+	opts.ExpressionRoutes = flavors.Expressions()
+	opts.RustRegexes = flavors.RustRegexes()
+	opts.KongVersion = flavors.KongVersion()
 	if *adminURL != "" {
 		c, err := kong.NewClient(kong.String(*adminURL), nil)
 		if err != nil {

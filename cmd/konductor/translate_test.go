@@ -51,3 +51,64 @@ enabled: true
 	require.Contains(t, out.String(), "degraphql_routes:\n- query: query{ contacts { name } }\n  uri: /contacts\n")
 	require.Contains(t, out.String(), "licenses:\n- id: ")
 }
+
+// translate's --kong-version, --router-flavor and --feature-gates give what the controller
+// sends to such a Kong with those gates: each golden case translated with the flags that
+// stand for its options is its golden output, byte for byte, and without them it is not.
+func TestTranslateFlagsAreTheControllersSettings(t *testing.T) {
+	td := filepath.Join("..", "..", "internal", "translator", "testdata")
+	golden := func(c string) string {
+		b, err := os.ReadFile(filepath.Join(td, c, "out_golden.yaml"))
+		require.NoError(t, err)
+		return string(b)
+	}
+	run := func(c string, flags ...string) (string, string) {
+		var stderr, out bytes.Buffer
+		translateStderr = &stderr
+		t.Cleanup(func() { translateStderr = os.Stderr })
+		require.NoError(t, runTranslate(context.Background(), append([]string{"-f", filepath.Join(td, c, "in.yaml")}, flags...), &out))
+		return out.String(), stderr.String()
+	}
+	for _, tc := range []struct {
+		golden, in string
+		flags      []string
+	}{
+		// Kong 3.9: the redirect plugin.
+		{"httproute-redirect-kong-3.9", "httproute-redirect-kong-3.9", []string{"--kong-version", "3.9.0"}},
+		// Kong Gateway Enterprise's four-number version is 3.9 too.
+		{"httproute-redirect-kong-3.9", "httproute-redirect-kong-3.9", []string{"--kong-version", "3.9.1.2"}},
+		// No version: as KIC's golden tests.
+		{"httproute-redirect", "httproute-redirect-kong-3.9", nil},
+		{"httproute-redirect", "httproute-redirect-kong-3.9", []string{"--kong-version", "3.8.1"}},
+		{"upstream-policy-sticky-kong-3.10", "upstream-policy-sticky-kong-3.10", []string{"--kong-version", "3.10.0"}},
+		{"expressions", "expressions", []string{"--router-flavor", "expressions"}},
+		{"regex-traditional-compatible", "regex-traditional-compatible", []string{"--router-flavor", "traditional_compatible"}},
+		{"rewrite", "rewrite", []string{"--feature-gates", "RewriteURIs=true"}},
+		{"service-facade", "service-facade", []string{"--feature-gates", "KongServiceFacade=true"}},
+		{"gateway-l4-routes", "gateway-l4-routes", []string{"--feature-gates=GatewayAlpha=true"}},
+		{"custom-entities-gate-off", "custom-entities-gate-off", []string{"--feature-gates", "KongCustomEntity=false"}},
+	} {
+		out, _ := run(tc.in, tc.flags...)
+		require.Equal(t, golden(tc.golden), out, "%s %v", tc.in, tc.flags)
+	}
+	// Without the flags, those cases are not their goldens: the flags changed something.
+	for _, c := range []string{"httproute-redirect-kong-3.9", "expressions", "rewrite", "service-facade", "gateway-l4-routes"} {
+		out, _ := run(c)
+		require.NotEqual(t, golden(c), out, c)
+	}
+	_, stderr := run("upstream-policy-sticky-kong-3.10", "--kong-version", "3.10.0")
+	require.Contains(t, stderr, "Service default/web: metadata.annotations[konghq.com/upstream-policy]: sticky sessions algorithm specified in KongUpstreamPolicy 'sticky' is not supported with Kong Gateway versions < 3.11.0")
+	_, stderr = run("upstream-policy-sticky-kong-3.10", "--kong-version", "3.11.0")
+	require.Empty(t, stderr)
+
+	for _, bad := range [][]string{
+		{"--kong-version", "three"},
+		{"--router-flavor", "atc"},
+		{"--feature-gates", "NoSuchGate=true"},
+	} {
+		var out bytes.Buffer
+		err := runTranslate(context.Background(), append([]string{"-f", filepath.Join(td, "empty", "in.yaml")}, bad...), &out)
+		require.Error(t, err, "%v", bad)
+		require.Contains(t, err.Error(), bad[0])
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/blang/semver/v4"
+
 	"github.com/go-logr/logr"
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
@@ -180,4 +182,39 @@ func TestBothGatewaysJudgeATargetsRouterAlike(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The translation's Kong version is the oldest of the gateways that answered (one
+// configuration goes to all of them), forgotten with the gateway that said it; a change of
+// it asks for a new round, as a change of router does.
+func TestRouterFlavorsKongVersionIsTheOldestGateways(t *testing.T) {
+	changes := 0
+	f := NewRouterFlavors(func() { changes++ })
+	require.True(t, f.KongVersion().EQ(semver.Version{}), "no gateway answered: unknown")
+
+	f.ReportRoot("a", Root{RouterFlavor: "traditional_compatible", Version: "3.11.1"})
+	require.Equal(t, "3.11.1", f.KongVersion().String())
+	require.Equal(t, 1, changes)
+	// Kong Gateway Enterprise's fourth number is dropped; 3.9.1.0 is older.
+	f.ReportRoot("b", Root{RouterFlavor: "traditional_compatible", Version: "3.9.1.0"})
+	require.Equal(t, "3.9.1", f.KongVersion().String())
+	require.Equal(t, 2, changes)
+	f.ReportRoot("b", Root{RouterFlavor: "traditional_compatible", Version: "3.9.1.0"})
+	require.Equal(t, 2, changes, "the same answer asks for nothing")
+	// A gateway upgraded in place.
+	f.ReportRoot("b", Root{RouterFlavor: "traditional_compatible", Version: "3.12.0"})
+	require.Equal(t, "3.11.1", f.KongVersion().String())
+	require.Equal(t, 3, changes)
+	// A version that does not parse is none.
+	f.ReportRoot("c", Root{RouterFlavor: "traditional_compatible", Version: "next"})
+	require.Equal(t, "3.11.1", f.KongVersion().String())
+	f.KeepOnly(map[string]bool{"b": true, "c": true})
+	require.Equal(t, "3.12.0", f.KongVersion().String())
+	require.Equal(t, 4, changes)
+	// Report (the router only) forgets the version the gateway said.
+	f.Report("b", "traditional_compatible")
+	require.True(t, f.KongVersion().EQ(semver.Version{}))
+	var none *RouterFlavors
+	require.True(t, none.KongVersion().EQ(semver.Version{}))
+	none.ReportRoot("a", Root{Version: "3.9.0"})
 }

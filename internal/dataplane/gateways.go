@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blang/semver/v4"
 	"github.com/go-logr/logr"
 	"github.com/kong/go-kong/kong"
 
@@ -286,7 +287,7 @@ func (g *DetectingGateway) detected(ctx context.Context, t *Target) (Gateway, er
 		}
 		db := root.Database
 		// A change of what the gateways run asks for a new round, rendered for their router.
-		g.Flavors.Report(g.url, root.RouterFlavor)
+		g.Flavors.ReportRoot(g.url, root)
 		if err := refusedByRouter(g.url, root, t.State); err != nil {
 			return nil, err // this gateway takes the new round's target
 		}
@@ -338,7 +339,7 @@ func (g *DetectingGateway) Detect(ctx context.Context) (*Root, error) {
 		g.probed = &root
 	}
 	root := *g.probed
-	g.Flavors.Report(g.url, root.RouterFlavor)
+	g.Flavors.ReportRoot(g.url, root)
 	return &root, nil
 }
 
@@ -404,28 +405,82 @@ func ReadRoot(ctx context.Context, client *kong.Client) (Root, error) {
 type RouterFlavors struct {
 	mu       sync.Mutex
 	byURL    map[string]string
+	versions map[string]semver.Version // the Kong version each gateway said (GET / "version"), when it parsed
 	onChange func()
 }
 
 // NewRouterFlavors returns an empty record; onChange (may be nil) is called when the answer
-// of Expressions changes.
+// of Expressions, RustRegexes or KongVersion changes.
 func NewRouterFlavors(onChange func()) *RouterFlavors {
-	return &RouterFlavors{byURL: map[string]string{}, onChange: onChange}
+	return &RouterFlavors{byURL: map[string]string{}, versions: map[string]semver.Version{}, onChange: onChange}
 }
 
-// Report records what the gateway at url said.
+// Report records what the gateway at url said of its router.
 func (f *RouterFlavors) Report(url, flavor string) {
+	f.ReportRoot(url, Root{RouterFlavor: flavor})
+}
+
+// ReportRoot records what the gateway at url said in GET /: its router and its Kong
+// version. The version decides what KIC renders only for some Kong versions (the redirect
+// plugin from 3.9, sticky sessions from 3.11), so it travels with the router, the same way
+// and for the same gateways. A version that does not parse ("" included) is no version.
+func (f *RouterFlavors) ReportRoot(url string, root Root) {
 	if f == nil {
 		return
 	}
+	v, verr := ParseKongVersion(root.Version)
 	f.mu.Lock()
-	before, beforeRust := f.expressions(), f.rustRegexes()
-	f.byURL[url] = flavor
-	changed := before != f.expressions() || beforeRust != f.rustRegexes()
+	before, beforeRust, beforeVersion := f.expressions(), f.rustRegexes(), f.kongVersion()
+	f.byURL[url] = root.RouterFlavor
+	if verr == nil {
+		f.versions[url] = v
+	} else {
+		delete(f.versions, url)
+	}
+	changed := before != f.expressions() || beforeRust != f.rustRegexes() || !beforeVersion.EQ(f.kongVersion())
 	f.mu.Unlock()
 	if changed && f.onChange != nil {
 		f.onChange()
 	}
+}
+
+// KongVersion is the lowest Kong version the gateways that answered reported (major, minor
+// and patch only), zero when none did: one configuration goes to every gateway, so it may
+// use only what the oldest of them has (a redirect plugin a 3.8 gateway lacks would make
+// it refuse the whole configuration). Zero for a nil *RouterFlavors.
+func (f *RouterFlavors) KongVersion() semver.Version {
+	if f == nil {
+		return semver.Version{}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.kongVersion()
+}
+
+func (f *RouterFlavors) kongVersion() semver.Version {
+	var low semver.Version
+	first := true
+	for _, v := range f.versions {
+		if first || v.LT(low) {
+			low, first = v, false
+		}
+	}
+	return low
+}
+
+// ParseKongVersion reads a Kong version as GET / says it ("3.9.1", "3.4.3.12" for Kong
+// Gateway Enterprise, "3.10.0-rc.1"...) with go-kong's parser, the one KIC reads its
+// gateways' version with, keeping its major, minor and patch: the parts KIC compares with its
+// version cut-offs (internal/versions).
+func ParseKongVersion(s string) (semver.Version, error) {
+	if strings.TrimSpace(s) == "" {
+		return semver.Version{}, errors.New("no Kong version")
+	}
+	v, err := kong.ParseSemanticVersion(s)
+	if err != nil {
+		return semver.Version{}, fmt.Errorf("Kong version %q: %w", s, err)
+	}
+	return semver.Version{Major: v.Major(), Minor: v.Minor(), Patch: v.Patch()}, nil
 }
 
 // KeepOnly forgets what the gateways not in urls said: gateways that went away (a discovered
@@ -437,12 +492,14 @@ func (f *RouterFlavors) KeepOnly(urls map[string]bool) {
 	}
 	f.mu.Lock()
 	before, beforeRust := f.expressions(), f.rustRegexes()
+	beforeVersion := f.kongVersion()
 	for url := range f.byURL {
 		if !urls[url] {
 			delete(f.byURL, url)
+			delete(f.versions, url)
 		}
 	}
-	changed := before != f.expressions() || beforeRust != f.rustRegexes()
+	changed := before != f.expressions() || beforeRust != f.rustRegexes() || !beforeVersion.EQ(f.kongVersion())
 	f.mu.Unlock()
 	if changed && f.onChange != nil {
 		f.onChange()

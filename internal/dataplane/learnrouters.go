@@ -61,7 +61,7 @@ func (f *RouterFlavors) reportAll(parent context.Context, learned map[string]Roo
 		return nil
 	}
 	for url, root := range learned {
-		f.Report(url, root.RouterFlavor)
+		f.ReportRoot(url, root)
 	}
 	return learned
 }

@@ -129,6 +129,13 @@ func init() {
 		BoolField("echo", false),
 		{Name: "trigger", Type: String},
 	}, Checks: []EntityCheck{checkRequestTermination}})
+	// redirect (Kong 3.9 and later, kong/plugins/redirect/schema.lua): KIC's rendering of an
+	// HTTPRoute RequestRedirect on those versions.
+	registerPlugin(&PluginSchema{Name: "redirect", Priority: 779, Config: []*Field{
+		{Name: "status_code", Type: Integer, Default: 301, Required: true, Between: Between(100, 599)},
+		{Name: "location", Type: String, Required: true, Check: CheckURL},
+		BoolField("keep_incoming_path", false),
+	}})
 	registerPlugin(&PluginSchema{Name: "prometheus", Priority: 13, Config: []*Field{
 		BoolField("per_consumer", false),
 		BoolField("status_code_metrics", false),

@@ -768,6 +768,9 @@ func routerTranslatorOptions(cfg *config.Config, flavors *dataplane.RouterFlavor
 	opts := TranslatorOptions(cfg, now)
 	opts.ExpressionRoutes = flavors.Expressions()
 	opts.RustRegexes = flavors.RustRegexes()
+	// The oldest Kong version the gateways run: KIC's version-dependent rendering (the
+	// redirect plugin from 3.9, sticky sessions from 3.11).
+	opts.KongVersion = flavors.KongVersion()
 	return opts
 }
 

@@ -6,9 +6,11 @@ import (
 	pathlib "path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/blang/semver/v4"
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,11 +63,39 @@ func (b *builder) httpRoutes() {
 			expressions = append(expressions, attachedHTTPRoute{hr, ra.Hostnames})
 			continue
 		}
+		b.httpRouteProtocols = httpListenerProtocols(parentListeners(ra))
 		b.httpRoute(hr, ra.Hostnames)
 	}
+	b.httpRouteProtocols = nil
 	if b.opts.ExpressionRoutes {
 		b.httpRoutesExpressions(expressions)
 	}
+}
+
+// httpListenerProtocols are the protocols of the Kong routes of an HTTPRoute attached to
+// listeners (KIC 3.5.x and later, PR #7901, "secure by default"): http for an HTTP listener,
+// https for an HTTPS one, sorted, the listeners being those of its parentRefs (of their
+// sectionName, or all of the Gateway's without one). A route attached to an HTTP listener
+// only is then [http], not served on the HTTPS port, which Kong's default [http, https]
+// would do. With no HTTP or HTTPS listener among them (an accepted HTTPRoute always has
+// one) the protocols are [http, https], what KIC rendered before.
+func httpListenerProtocols(listeners []*gatewayv1.Listener) []string {
+	var http, https bool
+	for _, l := range listeners {
+		switch l.Protocol {
+		case gatewayv1.HTTPProtocolType:
+			http = true
+		case gatewayv1.HTTPSProtocolType:
+			https = true
+		}
+	}
+	switch {
+	case http && !https:
+		return []string{"http"}
+	case https && !http:
+		return []string{"https"}
+	}
+	return []string{"http", "https"}
 }
 
 // httpRuleGroup is the rules of one HTTPRoute that share backendRefs: one Kong service.
@@ -369,10 +399,13 @@ func (b *builder) httpKongRouteOf(hr *gatewayv1.HTTPRoute, ro *routeOverrides, h
 	r := &file.FRoute{Route: kong.Route{
 		ID:           kong.String(kongstate.RouteID(b.opts.Workspace, name)),
 		Name:         kong.String(name),
-		Protocols:    kong.StringSlice("http", "https"),
+		Protocols:    kong.StringSlice(b.httpRouteProtocols...),
 		PreserveHost: kong.Bool(true),
 		StripPath:    kong.Bool(false),
 	}}
+	if len(r.Protocols) == 0 {
+		r.Protocols = kong.StringSlice("http", "https")
+	}
 	for _, h := range hostnames {
 		r.Hosts = append(r.Hosts, kong.String(h))
 	}
@@ -423,7 +456,7 @@ func (b *builder) httpKongRouteOf(hr *gatewayv1.HTTPRoute, ro *routeOverrides, h
 	}
 	r.Tags = b.ruleNameTags(hr, gvkHTTPRoute, ruleNames)
 
-	extensionRefs, rerr := addFilterPlugins(filters, path, field, r)
+	extensionRefs, rerr := b.addFilterPlugins(filters, path, field, r)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -444,8 +477,8 @@ func (b *builder) httpKongRouteOf(hr *gatewayv1.HTTPRoute, ro *routeOverrides, h
 
 // addFilterPlugins gives route r the plugins of filters (httpFilterPlugins), tagged as r,
 // and returns the KongPlugins ExtensionRefs name; field is the rule's, for the error.
-func addFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path, field string, r *file.FRoute) ([]string, *routeError) {
-	plugins, extensionRefs, err := httpFilterPlugins(filters, path, r)
+func (b *builder) addFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path, field string, r *file.FRoute) ([]string, *routeError) {
+	plugins, extensionRefs, err := httpFilterPlugins(filters, path, r, b.opts.KongVersion.GTE(redirectPluginMinVersion))
 	if err != nil {
 		return nil, &routeError{field + ".filters", err.Error()}
 	}
@@ -562,7 +595,12 @@ func headerModifier(t *transformer, f *gatewayv1.HTTPHeaderFilter) {
 // response-transformer Location header, URLRewrite into request-transformer (PrefixMatch
 // also rewrites r's paths to capture the rest), ExtensionRef into the names of KongPlugins
 // attached like konghq.com/plugins. Other filters are refused.
-func httpFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path string, r *file.FRoute) ([]*file.FPlugin, []string, error) {
+//
+// redirectPlugin (the gateways are Kong 3.9 or later) makes a RequestRedirect with a hostname
+// Kong's redirect plugin instead, which keeps the request's path (KIC's
+// SupportRedirectPlugin); without a hostname the plugin cannot be used (its location must
+// be an absolute URL), so the two plugins remain, which redirect to a path on the same host.
+func httpFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path string, r *file.FRoute, redirectPlugin bool) ([]*file.FPlugin, []string, error) {
 	var req, resp *transformer
 	var plugins []*file.FPlugin
 	var extensionRefs []string
@@ -589,25 +627,24 @@ func httpFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path string, r *file
 			if rr == nil {
 				return nil, nil, fmt.Errorf("%s filter without requestRedirect", f.Type)
 			}
+			if redirectPlugin && rr.Hostname != nil {
+				plugins = append(plugins, redirectKongPlugin(rr))
+				continue
+			}
 			status := 302
 			if rr.StatusCode != nil {
 				status = *rr.StatusCode
 			}
 			plugins = append(plugins, &file.FPlugin{Plugin: kong.Plugin{
 				Name: kong.String("request-termination"), Config: kong.Configuration{"status_code": status}}})
-			scheme, port, p := "http", 80, path
-			if rr.Scheme != nil {
-				scheme = *rr.Scheme
-			}
-			if rr.Port != nil {
-				port = int(*rr.Port)
-			}
+			p := path
 			if rr.Path != nil && rr.Path.Type == gatewayv1.FullPathHTTPPathModifier && rr.Path.ReplaceFullPath != nil {
 				p = *rr.Path.ReplaceFullPath
 			}
 			location := "Location: " + p
 			if rr.Hostname != nil {
-				location = fmt.Sprintf("Location: %s://%s", scheme, pathlib.Join(fmt.Sprintf("%s:%d", *rr.Hostname, port), p))
+				scheme, hostPort := redirectSchemeHostPort(rr)
+				location = fmt.Sprintf("Location: %s://%s", scheme, pathlib.Join(hostPort, p))
 			}
 			respT().addHeaders = append(respT().addHeaders, location)
 		case gatewayv1.HTTPRouteFilterURLRewrite:
@@ -636,6 +673,51 @@ func httpFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path string, r *file
 		plugins = append(plugins, &file.FPlugin{Plugin: kong.Plugin{Name: kong.String("response-transformer"), Config: resp.config()}})
 	}
 	return plugins, extensionRefs, nil
+}
+
+// redirectPluginMinVersion is the first Kong with the redirect plugin (KIC's
+// versions.KongRedirectPluginCutoff).
+var redirectPluginMinVersion = semver.MustParse("3.9.0")
+
+// redirectSchemeHostPort are the scheme and host[:port] of a RequestRedirect's Location
+// (KIC's schemeHostPortFromHTTPPathModifier): the scheme http unless given (the redirect
+// plugin needs one; the spec's "the request's scheme" cannot be said), the port only when
+// given. KIC before 3.4 wrote ":80" when no port was given, which sends a client to port 80
+// whatever the scheme.
+func redirectSchemeHostPort(rr *gatewayv1.HTTPRequestRedirectFilter) (string, string) {
+	scheme := "http"
+	if rr.Scheme != nil {
+		scheme = *rr.Scheme
+	}
+	hostPort := ""
+	if rr.Hostname != nil {
+		hostPort = string(*rr.Hostname)
+	}
+	if rr.Port != nil {
+		hostPort += ":" + strconv.Itoa(int(*rr.Port))
+	}
+	return scheme, hostPort
+}
+
+// redirectKongPlugin is the redirect plugin of a RequestRedirect with a hostname (Kong 3.9
+// and later): location <scheme>://<host>[:<port>] followed by the ReplaceFullPath path, or
+// by "/" with keep_incoming_path, so that the request's path and query string are kept, as
+// the spec asks of a redirect without a path modifier (a ReplacePrefixMatch, which neither
+// KIC nor the plugin can do, keeps the request's path too).
+func redirectKongPlugin(rr *gatewayv1.HTTPRequestRedirectFilter) *file.FPlugin {
+	status := 302
+	if rr.StatusCode != nil {
+		status = *rr.StatusCode
+	}
+	scheme, hostPort := redirectSchemeHostPort(rr)
+	cfg := kong.Configuration{"status_code": status}
+	if rr.Path != nil && rr.Path.Type == gatewayv1.FullPathHTTPPathModifier && rr.Path.ReplaceFullPath != nil && *rr.Path.ReplaceFullPath != "" {
+		cfg["location"] = scheme + "://" + hostPort + *rr.Path.ReplaceFullPath
+	} else {
+		cfg["location"] = scheme + "://" + hostPort + "/"
+		cfg["keep_incoming_path"] = true
+	}
+	return &file.FPlugin{Plugin: kong.Plugin{Name: kong.String("redirect"), Config: cfg}}
 }
 
 // urlRewrite is KIC's URLRewrite: ReplaceFullPath replaces the URI; ReplacePrefixMatch

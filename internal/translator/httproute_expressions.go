@@ -196,7 +196,7 @@ func (b *builder) httpSplitRoute(s *httpSplitMatch) (*routeEntry, *routeError) {
 	if s.m.Path != nil && s.m.Path.Value != nil {
 		path = *s.m.Path.Value
 	}
-	extensionRefs, rerr := addFilterPlugins(filters, path, field, r)
+	extensionRefs, rerr := b.addFilterPlugins(filters, path, field, r)
 	if rerr != nil {
 		return nil, rerr
 	}

@@ -187,6 +187,10 @@ type builder struct {
 	opts Options
 	snap *store.Snapshot
 
+	// httpRouteProtocols are the protocols of the Kong routes of the HTTPRoute being
+	// translated, from its listeners (httpListenerProtocols); set around httpRoute.
+	httpRouteProtocols []string
+
 	ingresses []*netv1.Ingress // KIC order: ns/name, then stable by age
 	services  map[string]*corev1.Service
 	slices    map[string][]*discoveryv1.EndpointSlice // by ns/service-name, sorted by name

@@ -386,7 +386,7 @@ func (s *Set) check(ctx context.Context, m *member) {
 	}
 	s.facts.RecordRoot(m.client.BaseRootURL(), root)
 	db := root.Database
-	s.opts.Flavors.Report(m.api.URL, root.RouterFlavor)
+	s.opts.Flavors.ReportRoot(m.api.URL, root)
 	if m.gw == nil || m.db != db || !db && (m.router != root.RouterFlavor || m.version != root.Version) {
 		m.db, m.router, m.version = db, root.RouterFlavor, root.Version
 		if !db && s.opts.DBLessRefused != nil {
