@@ -198,9 +198,13 @@ func TestChartRefusesBadValues(t *testing.T) {
 	for values, reason := range map[string]string{
 		"podDisruptionBudget: {enabled: true, minAvailable: 1, maxUnavailable: 1}": "not both",
 		"gatewayDiscovery: {enabled: true, adminService: {name: ''}}":              "gatewayDiscovery.adminService.name is required",
-		"kongAdminURL: ''":                                                 "kongAdminURL is required",
-		"leaderElection: {enabled: 'yes'}":                                 "leaderElection/enabled",
-		"ingressController: {env: {kong_admin_url: http://x}}":             "additional properties 'ingressController' not allowed",
+		"kongAdminURL: ''":                             "kongAdminURL is required",
+		"leaderElection: {enabled: 'yes'}":             "leaderElection/enabled",
+		"notAValue: {env: {kong_admin_url: http://x}}": "additional properties 'notAValue' not allowed",
+		"ingressController: {gatewayDiscovery: {enabled: true, generateAdminApiService: true, adminApiService: {name: x}}}": "must not be provided at the same time",
+		"controller: {ingressController: {konnect: {enabled: true}}}":                                                       "controller.ingressController.konnect.enabled",
+		"ingressController: {adminApi: {tls: {client: {enabled: true}}}}":                                                   "set certProvided: true and secretName",
+		"imagePullSecrets: [{}]":                                           "imagePullSecrets",
 		"env: {kong_admin_token: {secretKeyRef: {name: s}}}":               "env/kong_admin_token",
 		"admissionWebhook: {enabled: true, certificate: {provided: true}}": "admissionWebhook.certificate.secretName is required",
 		"admissionWebhook: {enabled: true, certificate: {provided: true, secretName: s}, certManager: {enabled: true}}": "not both",
@@ -299,9 +303,11 @@ func TestChartRendersController(t *testing.T) {
 				require.Nil(t, find(objs, "PodDisruptionBudget", "konductor"))
 				require.Nil(t, find(objs, "ServiceMonitor", "konductor"))
 				require.Nil(t, find(objs, "Service", "konductor-metrics"))
-				require.False(t, cfg.AdmissionWebhook.Enabled(), "no admission webhook by default")
-				require.Nil(t, find(objs, "ValidatingWebhookConfiguration", "konductor-validations"))
-				require.Nil(t, find(objs, "Service", "konductor-webhook"))
+				// The admission webhook is on by default, as in KIC's charts; the Lease is KIC's chart's.
+				require.Equal(t, ":8080", cfg.AdmissionWebhook.ListenAddr)
+				_, secretName := requireChartWebhook(t, objs, cfg, admissionregistrationv1.Ignore, 10)
+				require.NotNil(t, find(objs, "Secret", secretName), "the chart's certificate")
+				require.Equal(t, "kong-ingress-controller-leader-kong", cfg.ElectionID)
 				class := find(objs, "IngressClass", "kong")
 				require.NotNil(t, class)
 				require.Empty(t, class.GetAnnotations())
@@ -321,6 +327,7 @@ func TestChartRendersController(t *testing.T) {
 				require.False(t, cfg.LeaderElect)
 				require.Equal(t, "kong/kong-proxy", cfg.PublishService)
 				require.Equal(t, "internal", cfg.IngressClass)
+				require.Equal(t, "kong-ingress-controller-leader-internal", cfg.ElectionID, "KIC's chart's Lease name for the class")
 				require.Equal(t, "debug", cfg.LogLevel)
 				class := find(objs, "IngressClass", "internal")
 				require.NotNil(t, class)
@@ -604,11 +611,15 @@ func serviceMonitorCRD() *apiextensionsv1.CustomResourceDefinition {
 	obj := func(props map[string]apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
 		return apiextensionsv1.JSONSchemaProps{Type: "object", Properties: props}
 	}
+	anyObjects := apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", XPreserveUnknownFields: ptrTo(true)}}}
 	spec := obj(map[string]apiextensionsv1.JSONSchemaProps{
+		"targetLabels":      {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}},
 		"selector":          obj(map[string]apiextensionsv1.JSONSchemaProps{"matchLabels": strMap}),
 		"namespaceSelector": obj(map[string]apiextensionsv1.JSONSchemaProps{"matchNames": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}}}),
 		"endpoints": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: ptrTo(obj(map[string]apiextensionsv1.JSONSchemaProps{
-			"port": str, "path": str, "interval": duration, "scrapeTimeout": duration,
+			"port": str, "path": str, "interval": duration, "scrapeTimeout": duration, "honorLabels": {Type: "boolean"},
+			"relabelings": anyObjects, "metricRelabelings": anyObjects,
 			"scheme": {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"http"`)}, {Raw: []byte(`"https"`)}}},
 		}))}},
 	})
@@ -658,6 +669,18 @@ func installServiceMonitorCRD(t *testing.T) {
 // Standard. The ServiceMonitor goes against a minimal CRD of its own (serviceMonitorCRD).
 func TestChartAppliesToAPIServer(t *testing.T) {
 	parallel(t)
+	apply := chartDryRunApplier(t)
+	for name, values := range chartValueSets {
+		t.Run(name, func(t *testing.T) { apply(t, values) })
+	}
+}
+
+// chartDryRunApplier returns a function that renders the chart with values as a unique release
+// in a namespace that enforces the "restricted" Pod Security Standard, and applies every object
+// to the API server (server-side, dry run), requiring no error and no warning. Subtests that
+// use it must not run in parallel (they share the warning collector).
+func chartDryRunApplier(t *testing.T) func(t *testing.T, values string) []*unstructured.Unstructured {
+	t.Helper()
 	ctx := context.Background()
 	installServiceMonitorCRD(t)
 	warnings := &warningCollector{}
@@ -665,33 +688,33 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 	cfg.WarningHandlerWithContext = warnings
 	c, err := client.New(cfg, client.Options{})
 	require.NoError(t, err)
-	createNamespace := func(name string, labels map[string]string) {
+	createNamespace := func(t *testing.T, name string, labels map[string]string) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 		if err := c.Create(ctx, ns); !apierrors.IsAlreadyExists(err) {
 			require.NoError(t, err, "namespace %s", name)
 		}
 	}
-	for name, values := range chartValueSets {
-		t.Run(name, func(t *testing.T) {
-			release := newNamespace(t) // a unique name
-			createNamespace(release+"-kong", map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
-			objs := mustTemplate(t, release, release+"-kong", values)
-			for _, o := range objs {
-				if ns := o.GetNamespace(); ns != "" {
-					createNamespace(ns, nil) // watchNamespaces
-				}
+	return func(t *testing.T, values string) []*unstructured.Unstructured {
+		t.Helper()
+		release := newNamespace(t) // a unique name
+		createNamespace(t, release+"-kong", map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+		objs := mustTemplate(t, release, release+"-kong", values)
+		for _, o := range objs {
+			if ns := o.GetNamespace(); ns != "" {
+				createNamespace(t, ns, nil) // watchNamespaces
 			}
-			warnings.take()
-			for _, o := range objs {
-				if o.GroupVersionKind().Group == "cert-manager.io" { // cert-manager's CRDs are not installed here
-					continue
-				}
-				err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
-					client.DryRunAll, client.ForceOwnership, client.FieldOwner("konductor-chart-test"))
-				require.NoError(t, err, "server-side dry-run apply of %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
-				require.Empty(t, warnings.take(), "warnings for %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+		}
+		warnings.take()
+		for _, o := range objs {
+			if o.GroupVersionKind().Group == "cert-manager.io" { // cert-manager's CRDs are not installed here
+				continue
 			}
-		})
+			err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
+				client.DryRunAll, client.ForceOwnership, client.FieldOwner("konductor-chart-test"))
+			require.NoError(t, err, "server-side dry-run apply of %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+			require.Empty(t, warnings.take(), "warnings for %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+		}
+		return objs
 	}
 }
 

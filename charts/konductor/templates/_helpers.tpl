@@ -27,6 +27,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 app.kubernetes.io/component: controller
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- range $k, $v := .Values.extraLabels }}
+{{ $k }}: {{ tpl (toString $v) $ | quote }}
+{{- end }}
 {{- end }}
 
 {{- define "konductor.serviceAccountName" -}}
@@ -38,7 +41,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{- define "konductor.image" -}}
+{{- if .Values.image.unifiedRepoTag }}
+{{- .Values.image.unifiedRepoTag }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag | toString) }}
+{{- end }}
 {{- end }}
 
 {{/* "name" or "namespace/name" as namespace/name, the release namespace by default. */}}
@@ -66,6 +73,8 @@ KONG_ADMIN_URL and kong_admin_url are one setting). Rendered in key order.
 {{- $_ := set $env "kong_admin_url" $url }}
 {{- end }}
 {{- $_ := set $env "ingress_class" (required "ingressClass is required" .Values.ingressClass) }}
+{{- /* KIC's charts' Lease name, so that a konductor replacing KIC's controller takes over its lease. */}}
+{{- $_ := set $env "election_id" (printf "kong-ingress-controller-leader-%s" .Values.ingressClass) }}
 {{- with .Values.watchNamespaces }}
 {{- $_ := set $env "watch_namespace" (join "," .) }}
 {{- end }}
@@ -73,7 +82,7 @@ KONG_ADMIN_URL and kong_admin_url are one setting). Rendered in key order.
 {{- $_ := set $env "publish_service" (include "konductor.namespacedName" (dict "namespace" $.Release.Namespace "name" .)) }}
 {{- end }}
 {{- if .Values.admissionWebhook.enabled }}
-{{- $_ := set $env "admission_webhook_listen" (printf ":%v" .Values.admissionWebhook.port) }}
+{{- $_ := set $env "admission_webhook_listen" (printf "%s:%v" (default "" .Values.admissionWebhook.address) .Values.admissionWebhook.port) }}
 {{- end }}
 {{- if kindIs "bool" .Values.leaderElection.enabled }}
 {{- $_ := set $env "leader_elect" .Values.leaderElection.enabled }}
@@ -174,15 +183,56 @@ clientConfig:
   caBundle: {{ . | b64enc }}
   {{- end }}
 failurePolicy: {{ $wh.failurePolicy }}
-matchPolicy: Equivalent
+matchPolicy: {{ $wh.matchPolicy | default "Equivalent" }}
 sideEffects: None
 timeoutSeconds: {{ $wh.timeoutSeconds }}
 {{- with $wh.namespaceSelector }}
 namespaceSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with $wh.objectSelector }}
+{{- $selector := deepCopy ($wh.objectSelector | default dict) }}
+{{- if and .secrets $wh.filterSecrets }}
+{{- /* KIC's filterSecrets: only the Secrets labelled konghq.com/validate. */}}
+{{- $_ := set $selector "matchExpressions" (append ($selector.matchExpressions | default list) (dict "key" "konghq.com/validate" "operator" "Exists")) }}
+{{- end }}
+{{- with $selector }}
 objectSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- $conditions := .matchConditions | default list }}
+{{- $conditions = concat $conditions ($wh.matchConditions | default list) }}
+{{- with $conditions }}
+matchConditions:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+"true" when the PodDisruptionBudget lets at least one Pod be evicted with the replicas the
+chart runs (autoscaling.minReplicas with autoscaling, else replicaCount): a budget that allows
+none would block every node drain, so the chart makes none (NOTES.txt says so).
+*/}}
+{{- define "konductor.pdbSatisfiable" -}}
+{{- $pdb := .Values.podDisruptionBudget }}
+{{- $replicas := int .Values.replicaCount }}
+{{- if .Values.autoscaling.enabled }}{{ $replicas = int .Values.autoscaling.minReplicas }}{{ end }}
+{{- $ok := false }}
+{{- if not (kindIs "invalid" $pdb.minAvailable) }}
+{{- $min := $pdb.minAvailable }}
+{{- $required := 0 }}
+{{- if and (kindIs "string" $min) (hasSuffix "%" $min) }}
+{{- $required = int (ceil (divf (mulf $replicas (float64 (trimSuffix "%" $min))) 100)) }}
+{{- else }}
+{{- $required = int $min }}
+{{- end }}
+{{- $ok = gt $replicas $required }}
+{{- else }}
+{{- $max := ternary 1 $pdb.maxUnavailable (kindIs "invalid" $pdb.maxUnavailable) }}
+{{- if and (kindIs "string" $max) (hasSuffix "%" $max) }}
+{{- $ok = and (gt $replicas 0) (gt (float64 (trimSuffix "%" $max)) 0.0) }}
+{{- else }}
+{{- $ok = and (gt $replicas 0) (gt (int $max) 0) }}
+{{- end }}
+{{- end }}
+{{- $ok }}
 {{- end }}
