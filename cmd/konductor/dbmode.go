@@ -99,7 +99,9 @@ func diffTarget(ctx context.Context, cfg *config.Config, files []string) (*kongs
 		if err != nil {
 			return nil, err
 		}
-		if opts.Kinds, err = manager.InstalledOptionalKinds(restCfg); err != nil {
+		// Kinds served only at an older version (TCPRoute v1alpha2, ...) are read at it, as
+		// the controller reads them.
+		if opts.Kinds, opts.Versions, err = manager.InstalledOptionalKindsAt(restCfg); err != nil {
 			return nil, err
 		}
 		// A direct (uncached) client: one List per kind, no informers to wait for.

@@ -104,11 +104,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	for _, n := range cfg.Notes {
 		log.Info("flag or variable without effect", "flag", n.Flag, "why", n.Why)
 	}
-	for _, gate := range []string{config.GateCombinedServicesFromDifferentHTTPRoutes} {
-		if cfg.FeatureGates.Enabled(gate) {
-			log.Info("feature gate has no effect in konductor yet", "gate", gate)
-		}
-	}
 	if cfg.KongAdminURLsIgnored {
 		log.Info("--kong-admin-url is not used with gateway discovery (--kong-admin-svc), as in KIC", "urls", cfg.KongAdminURLs)
 	}
@@ -140,8 +135,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		crdsAsked <- crdsListing{listable, err}
 	}()
 	var optional store.KindSet
+	var versions store.Versions // kinds served only at an older version (startdiscovery.go)
 	if err := health.startStep(ctx, ep, "API discovery of the optional kinds", func() (err error) {
-		optional, err = installedOptionalKinds(restCfg)
+		optional, versions, err = discoverOptionalKinds(restCfg)
 		return err
 	}); err != nil {
 		return nil, err
@@ -149,6 +145,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	for _, k := range store.AllKinds() {
 		if k.Optional() && !optional.Has(k) {
 			log.Info("CRD not installed; kind skipped", "kind", k.String(), "group", k.GroupVersionKind().Group, "resource", k.Resource())
+		}
+	}
+	for _, k := range optional.Sorted() {
+		if v, older := versions[k]; older {
+			log.Info("CRD serves an older version only; kind read at it, as KIC reads it", "kind", k.String(), "version", v)
 		}
 	}
 	off := kindsSwitchedOff(cfg, log)
@@ -226,7 +227,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 				return err
 			}
 		}
-		return mapKinds(mapper, readKinds)
+		return mapKinds(mapper, readKinds, versions)
 	}); err != nil {
 		return nil, err
 	}
@@ -288,7 +289,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	flavors := dataplane.NewRouterFlavors(trigger.Request)
 	var objs []client.Object
 	for _, k := range readKinds.Sorted() {
-		objs = append(objs, k.NewObject())
+		objs = append(objs, versions.NewObject(k))
 	}
 	barrier, err := dataplane.NewInformerBarrier(ctx, mgr.GetCache(), objs...)
 	if err != nil {
@@ -298,7 +299,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	barrier.LogEachSync(ctx, log.WithName("cache"), started)
 	relevance := &translator.Relevance{IngressClass: cfg.IngressClass}
 	// CRDs installed or removed while the controller runs change the kinds the store reads.
-	live := store.NewLiveKinds(optional)
+	live := store.NewLiveKindsAt(optional, versions)
 	// The store is made here so that the loop's snapshots can follow the events (the
 	// Follower notes each changed object before the trigger wakes the round).
 	st := store.New(mgr.GetCache(), store.Options{
@@ -744,14 +745,15 @@ func askableURLs(gateways []dataplane.Gateway, discovered dataplane.GatewaySet) 
 // valid; the loop passes the time of each round, so that translation itself reads no clock.
 func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 	return translator.Options{
-		ClusterDomain:         cfg.ClusterDomain,
-		GatewayControllerName: cfg.GatewayAPIControllerName,
-		EnableDrainSupport:    cfg.EnableDrainSupport,
-		AllowLocalTargets:     cfg.AllowLocalTargets,
-		RewriteURIs:           cfg.FeatureGates.Enabled(config.GateRewriteURIs),
-		NoCustomEntities:      !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
-		GatewayAlpha:          cfg.FeatureGates.Enabled(config.GateGatewayAlpha),
-		KongServiceFacade:     cfg.FeatureGates.Enabled(config.GateKongServiceFacade),
+		ClusterDomain:                           cfg.ClusterDomain,
+		GatewayControllerName:                   cfg.GatewayAPIControllerName,
+		EnableDrainSupport:                      cfg.EnableDrainSupport,
+		AllowLocalTargets:                       cfg.AllowLocalTargets,
+		RewriteURIs:                             cfg.FeatureGates.Enabled(config.GateRewriteURIs),
+		NoCustomEntities:                        !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
+		GatewayAlpha:                            cfg.FeatureGates.Enabled(config.GateGatewayAlpha),
+		KongServiceFacade:                       cfg.FeatureGates.Enabled(config.GateKongServiceFacade),
+		CombinedServicesFromDifferentHTTPRoutes: cfg.FeatureGates.Enabled(config.GateCombinedServicesFromDifferentHTTPRoutes),
 		// KIC keys the deterministic IDs with the workspace: without it a workspace KIC
 		// filled would not be adopted, and two workspaces' IDs would collide.
 		Workspace: cfg.KongWorkspace,

@@ -30,10 +30,14 @@ import (
 //     (GetInformer starts it at once), given the barrier's event handlers, and the kind joins
 //     the store's set only once that informer has synced, so no snapshot reads the kind as
 //     "no objects" while it loads. A round is then requested.
-//   - A CRD removed: the kind leaves the set only once API discovery confirms that its group
-//     version no longer serves the resource. A watch that fails for any other reason (the API
+//   - A CRD removed: the kind leaves the set only once API discovery confirms that none of
+//     its versions (store.Kind.Versions) serves the resource any more. A watch that fails for any other reason (the API
 //     server away, a 5xx, RBAC) changes nothing: the cache keeps the objects it holds. Then a
 //     round is requested (the kind's objects leave the translation) and its informer is stopped.
+//   - A kind read at one version whose CRD now serves a preferred one (Gateway API CRDs
+//     upgraded from v1.4: TCPRoute at v1 besides v1alpha2), or no longer serves the one read:
+//     the preferred version's informer is started and synced, the kind moves to it in one
+//     step (no snapshot without the kind), and the other informer is stopped.
 //
 // What asks: events of the CustomResourceDefinition informer (metadata only) for the CRDs of
 // the kinds konductor reads, and a list or watch of a kind failing with NotFound. Every ask is
@@ -42,14 +46,16 @@ type optionalKinds struct {
 	cache    cache.Informers
 	barrier  *dataplane.InformerBarrier
 	live     *store.LiveKinds
-	served   func(store.Kind) (bool, error)
-	changed  func() // requests a round
+	served   func(store.Kind) (string, error) // the version to read k at; "": not served
+	changed  func()                           // requests a round
 	health   *apiHealth
 	log      logr.Logger
 	queue    workqueue.TypedRateLimitingInterface[store.Kind]
 	byCRD    map[string]store.Kind // "<resource>.<group>"
 	byType   map[string]store.Kind // kind name
 	informer map[store.Kind]cache.Informer
+	// informerAt is the version of each informer of informer (those started here).
+	informerAt map[store.Kind]string
 	// present: the CRDs of optional kinds that exist and are not being deleted, from the CRD
 	// informer's events. A CRD present whose kind discovery does not serve yet (not
 	// established, discovery a moment behind) is asked about again, with backoff.
@@ -62,13 +68,13 @@ type optionalKinds struct {
 }
 
 func newOptionalKinds(c cache.Informers, barrier *dataplane.InformerBarrier, live *store.LiveKinds,
-	served func(store.Kind) (bool, error), changed func(), health *apiHealth, log logr.Logger) *optionalKinds {
+	served func(store.Kind) (string, error), changed func(), health *apiHealth, log logr.Logger) *optionalKinds {
 	o := &optionalKinds{
 		cache: c, barrier: barrier, live: live, served: served, changed: changed, health: health, log: log,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[store.Kind](500*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[store.Kind]{Name: "optional-kinds"}),
-		byCRD: map[string]store.Kind{}, byType: map[string]store.Kind{}, informer: map[store.Kind]cache.Informer{}, present: map[string]bool{},
+		byCRD: map[string]store.Kind{}, byType: map[string]store.Kind{}, informer: map[store.Kind]cache.Informer{}, informerAt: map[store.Kind]string{}, present: map[string]bool{},
 		syncTimeout: 30 * time.Second, removeGrace: 2 * time.Second,
 	}
 	for _, k := range store.AllKinds() {
@@ -184,12 +190,20 @@ func (o *optionalKinds) Start(ctx context.Context) error {
 		switch {
 		case err == nil || ctx.Err() != nil:
 			o.queue.Forget(k)
+		case errors.Is(err, errPreferredNotServedYet):
+			// Asked again a while (discovery may be a moment behind a CRD just changed), then
+			// left at the version read until the CRD changes again.
+			if o.queue.NumRequeues(k) < notServedRetries {
+				o.queue.AddRateLimited(k)
+			} else {
+				o.queue.Forget(k)
+			}
 		case errors.Is(err, errNotServedYet):
 			if o.queue.NumRequeues(k) < notServedRetries {
 				o.queue.AddRateLimited(k)
 			} else {
-				o.log.Info("CRD installed but its kind is not served at the version konductor reads; skipped until the CRD changes", "kind", k.String(),
-					"crd", crdName(k), "version", k.GroupVersionKind().GroupVersion().String())
+				o.log.Info("CRD installed but its kind is not served at a version konductor reads; skipped until the CRD changes", "kind", k.String(),
+					"crd", crdName(k), "versions", strings.Join(k.Versions(), ","))
 				o.queue.Forget(k)
 			}
 		default:
@@ -200,16 +214,26 @@ func (o *optionalKinds) Start(ctx context.Context) error {
 	}
 }
 
-// reconcile brings kind k's informer and membership in the store's set in line with what
-// discovery says the cluster serves.
+// reconcile brings kind k's informer and membership in the store's set (and the version it
+// is read at) in line with what discovery says the cluster serves.
 func (o *optionalKinds) reconcile(ctx context.Context, k store.Kind) error {
-	served, err := o.served(k)
+	version, err := o.served(k)
 	if err != nil {
 		return err // never drop, never add on a guess
 	}
+	served := version != ""
 	switch {
-	case served && !o.live.Has(k):
-		return o.add(ctx, k)
+	case served && (!o.live.Has(k) || o.live.Version(k) != version):
+		if err := o.add(ctx, k, version); err != nil {
+			return err
+		}
+		return o.preferredServed(k, version)
+	case served && o.informer[k] != nil && o.informerAt[k] != version:
+		// A move to another version that failed, and the CRD is back to the version read:
+		// that other version's informer is not needed.
+		return o.stopInformer(ctx, k, o.informer[k], o.informerAt[k])
+	case served:
+		return o.preferredServed(k, version)
 	case !served && (o.live.Has(k) || o.informer[k] != nil):
 		return o.drop(ctx, k)
 	case !served && o.crdPresent(k):
@@ -217,6 +241,19 @@ func (o *optionalKinds) reconcile(ctx context.Context, k store.Kind) error {
 	}
 	return nil
 }
+
+// preferredServed is errPreferredNotServedYet when k is read at an older version while its
+// CRD exists: a CRD upgraded in place (v1 served besides v1alpha2) shows in discovery a
+// moment after the CRD's event that asked, so the ask is repeated a while; nil otherwise.
+func (o *optionalKinds) preferredServed(k store.Kind, version string) error {
+	if version != k.GroupVersionKind().Version && o.crdPresent(k) {
+		return errPreferredNotServedYet
+	}
+	return nil
+}
+
+// errPreferredNotServedYet: k is read at an older version; its own may be served soon.
+var errPreferredNotServedYet = errors.New("kind read at an older version, its own not served (yet)")
 
 // errNotServedYet: the kind's CRD exists but discovery does not serve the kind (yet).
 var errNotServedYet = errors.New("CRD present, kind not served yet")
@@ -232,38 +269,74 @@ func (o *optionalKinds) crdPresent(k store.Kind) bool {
 	return o.present[crdName(k)]
 }
 
-func (o *optionalKinds) add(ctx context.Context, k store.Kind) error {
+// add starts k's informer at version and puts k in the set, read at that version, once the
+// informer has synced. A kind read at another version moves in that one step; the other
+// version's informer is then stopped.
+func (o *optionalKinds) add(ctx context.Context, k store.Kind, version string) error {
+	prev, wasRead := o.live.Version(k), o.live.Has(k)
+	if inf := o.informer[k]; inf != nil && o.informerAt[k] != version {
+		if wasRead && o.informerAt[k] == prev {
+			// The informer read now: set aside, stopped below once the kind has moved.
+			delete(o.informer, k)
+			delete(o.informerAt, k)
+		} else if err := o.stopInformer(ctx, k, inf, o.informerAt[k]); err != nil {
+			return err // one started for a version the CRD served a moment ago, never read
+		}
+	}
 	inf := o.informer[k]
 	if inf == nil {
 		var err error
-		if inf, err = o.cache.GetInformer(ctx, k.NewObject(), cache.BlockUntilSynced(false)); err != nil {
+		obj := store.Versions{k: version}.NewObject(k)
+		if inf, err = o.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
 			return fmt.Errorf("starting the %s informer: %w", k, err)
 		}
 		if err := o.barrier.AddLateInformer(inf); err != nil {
 			return err
 		}
-		o.informer[k] = inf
+		o.informer[k], o.informerAt[k] = inf, version
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.syncTimeout)
 	defer cancel()
 	if !toolscache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
 		return fmt.Errorf("the %s informer has not synced within %s", k, o.syncTimeout)
 	}
-	o.live.Add(k)
-	o.log.Info("CRD installed; kind now read", "kind", k.String(), "crd", crdName(k))
+	o.live.AddAt(k, version)
 	o.changed()
+	if !wasRead {
+		o.log.Info("CRD installed; kind now read", "kind", k.String(), "crd", crdName(k), "version", version)
+		return nil
+	}
+	o.log.Info("CRD serves another version; kind now read at it", "kind", k.String(), "crd", crdName(k), "version", version, "was", prev)
+	// The informer of the version read before (registered at start, or here): stopped once
+	// snapshots that started before the move are long done, as drop does.
+	old, err := o.cache.GetInformer(ctx, store.Versions{k: prev}.NewObject(k), cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("finding the %s informer at %s: %w", k, prev, err)
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(o.removeGrace):
+	}
+	o.barrier.RemoveInformer(old)
+	if err := o.cache.RemoveInformer(ctx, store.Versions{k: prev}.NewObject(k)); err != nil {
+		return fmt.Errorf("stopping the %s informer at %s: %w", k, prev, err)
+	}
 	return nil
 }
 
 func (o *optionalKinds) drop(ctx context.Context, k store.Kind) error {
 	wasRead := o.live.Has(k)
+	version := o.live.Version(k)
 	o.live.Remove(k) // the next snapshot leaves the kind out
 	o.changed()
 	inf := o.informer[k]
-	if inf == nil {
+	if inf != nil {
+		version = o.informerAt[k]
+	} else {
 		var err error
 		// Registered at start: GetInformer returns that one (the cache has it).
-		if inf, err = o.cache.GetInformer(ctx, k.NewObject(), cache.BlockUntilSynced(false)); err != nil {
+		if inf, err = o.cache.GetInformer(ctx, store.Versions{k: version}.NewObject(k), cache.BlockUntilSynced(false)); err != nil {
 			return fmt.Errorf("finding the %s informer: %w", k, err)
 		}
 	}
@@ -274,11 +347,9 @@ func (o *optionalKinds) drop(ctx context.Context, k store.Kind) error {
 		return nil
 	case <-time.After(o.removeGrace):
 	}
-	o.barrier.RemoveInformer(inf)
-	if err := o.cache.RemoveInformer(ctx, k.NewObject()); err != nil {
-		return fmt.Errorf("stopping the %s informer: %w", k, err)
+	if err := o.stopInformer(ctx, k, inf, version); err != nil {
+		return err
 	}
-	delete(o.informer, k)
 	o.health.forget(k.String())
 	if wasRead {
 		o.log.Info("CRD removed (API discovery confirms); kind dropped, its objects leave the configuration", "kind", k.String(), "crd", crdName(k))
@@ -286,16 +357,39 @@ func (o *optionalKinds) drop(ctx context.Context, k store.Kind) error {
 	return nil
 }
 
-// servedByDiscovery asks API discovery whether the cluster serves k at the version the store
-// reads. NotFound of the group version is "not served"; any other error is an error.
-func servedByDiscovery(restCfg *rest.Config) (func(store.Kind) (bool, error), error) {
+// stopInformer stops inf, k's informer at version, and forgets it.
+func (o *optionalKinds) stopInformer(ctx context.Context, k store.Kind, inf cache.Informer, version string) error {
+	o.barrier.RemoveInformer(inf)
+	if err := o.cache.RemoveInformer(ctx, store.Versions{k: version}.NewObject(k)); err != nil {
+		return fmt.Errorf("stopping the %s informer: %w", k, err)
+	}
+	delete(o.informer, k)
+	delete(o.informerAt, k)
+	return nil
+}
+
+// servedByDiscovery asks API discovery at which version the cluster serves k: its own when
+// served, else the first older one the store reads (store.Kind.Versions); "" when none.
+// NotFound of a group version is "not served there"; any other error is an error.
+func servedByDiscovery(restCfg *rest.Config) (func(store.Kind) (string, error), error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
-	return func(k store.Kind) (bool, error) {
-		have, err := servedResources(dc, k.GroupVersionKind().GroupVersion().String())
-		return have[k.Resource()], err
+	return func(k store.Kind) (string, error) {
+		var failed error
+		version := firstServed(k, func(gv string) map[string]bool {
+			if failed != nil {
+				return nil
+			}
+			have, err := servedResources(dc, gv)
+			failed = err
+			return have
+		})
+		if failed != nil {
+			return "", failed
+		}
+		return version, nil
 	}, nil
 }
 

@@ -16,9 +16,9 @@ import (
 // A kind whose watch fails is dropped only when discovery says its CRD is gone: not when
 // discovery itself fails (the API server away), not when discovery still serves it.
 func TestOptionalKindIsNotDroppedOnATransientError(t *testing.T) {
-	for name, served := range map[string]func(store.Kind) (bool, error){
-		"discovery fails": func(store.Kind) (bool, error) { return false, errors.New("connection refused") },
-		"still served":    func(store.Kind) (bool, error) { return true, nil },
+	for name, served := range map[string]func(store.Kind) (string, error){
+		"discovery fails": func(store.Kind) (string, error) { return "", errors.New("connection refused") },
+		"still served":    func(store.Kind) (string, error) { return "v1", nil },
 	} {
 		t.Run(name, func(t *testing.T) {
 			live := store.NewLiveKinds(store.NewKindSet(store.KindKongConsumer))
@@ -49,7 +49,7 @@ func TestOptionalKindsWatchFailedAsksOnNotFoundOnly(t *testing.T) {
 // A CRD that exists but whose kind discovery does not serve yet (just created, not
 // established) is asked about again: reconcile says so instead of settling.
 func TestOptionalKindPresentButNotServedIsRetried(t *testing.T) {
-	o := newOptionalKinds(nil, nil, store.NewLiveKinds(nil), func(store.Kind) (bool, error) { return false, nil }, func() {}, nil, logr.Discard())
+	o := newOptionalKinds(nil, nil, store.NewLiveKinds(nil), func(store.Kind) (string, error) { return "", nil }, func() {}, nil, logr.Discard())
 	require.NoError(t, o.reconcile(context.Background(), store.KindKongConsumer), "no CRD: nothing to do")
 	o.present[crdName(store.KindKongConsumer)] = true
 	require.ErrorIs(t, o.reconcile(context.Background(), store.KindKongConsumer), errNotServedYet)

@@ -22,16 +22,40 @@ import (
 // after the other, a dozen round trips on the path from start to first push (issue #13).
 // Here every group version's request goes out at once.
 
+// installedOptionalKinds is the optional kinds the cluster serves at their own version,
+// the set a store without Versions can read (`konductor diff`, through
+// InstalledOptionalKinds).
 func installedOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
+	kinds, versions, err := discoverOptionalKinds(cfg)
+	for k := range versions {
+		delete(kinds, k)
+	}
+	return kinds, err
+}
+
+// InstalledOptionalKindsAt is the optional kinds the cluster serves and the versions the
+// store reads them at (store.Options.Kinds and Versions), as the controller discovers them
+// at start.
+func InstalledOptionalKindsAt(cfg *rest.Config) (store.KindSet, store.Versions, error) {
+	return discoverOptionalKinds(cfg)
+}
+
+// discoverOptionalKinds asks which optional kinds the cluster serves, and at which version:
+// a kind's own when served, else the first older one served (store.Kind.Versions: TCPRoute,
+// UDPRoute and TLSRoute at v1alpha2, BackendTLSPolicy at v1alpha3, as KIC 3.5 reads them).
+// Every version's group version is asked at once, older ones included: a cluster that
+// serves v1 answers the same number of round trips' worth.
+func discoverOptionalKinds(cfg *rest.Config) (store.KindSet, store.Versions, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("discovery client: %w", err)
+		return nil, nil, fmt.Errorf("discovery client: %w", err)
 	}
-	byGV := map[string][]store.Kind{}
+	byGV := map[string]bool{}
 	for _, k := range store.AllKinds() {
 		if k.Optional() {
-			gv := k.GroupVersionKind().GroupVersion().String()
-			byGV[gv] = append(byGV[gv], k)
+			for _, v := range k.Versions() {
+				byGV[schema.GroupVersion{Group: k.GroupVersionKind().Group, Version: v}.String()] = true
+			}
 		}
 	}
 	gvs := make([]string, 0, len(byGV))
@@ -39,19 +63,38 @@ func installedOptionalKinds(cfg *rest.Config) (store.KindSet, error) {
 		gvs = append(gvs, gv)
 	}
 	sort.Strings(gvs)
-	served, errs := eachGroupVersion(gvs, func(gv string) (map[string]bool, error) { return servedResources(dc, gv) })
-	out := store.KindSet{}
+	answers, errs := eachGroupVersion(gvs, func(gv string) (map[string]bool, error) { return servedResources(dc, gv) })
+	served := map[string]map[string]bool{}
 	for i, gv := range gvs {
 		if errs[i] != nil {
-			return nil, errs[i]
+			return nil, nil, errs[i]
 		}
-		for _, k := range byGV[gv] {
-			if served[i][k.Resource()] {
-				out[k] = struct{}{}
+		served[gv] = answers[i]
+	}
+	out, versions := store.KindSet{}, store.Versions{}
+	for _, k := range store.AllKinds() {
+		if !k.Optional() {
+			continue
+		}
+		if v := firstServed(k, func(gv string) map[string]bool { return served[gv] }); v != "" {
+			out[k] = struct{}{}
+			if v != k.GroupVersionKind().Version {
+				versions[k] = v
 			}
 		}
 	}
-	return out, nil
+	return out, versions, nil
+}
+
+// firstServed is the first of k's versions (its own, then older ones) whose group version
+// serves k's resource, according to resources; "" when none does.
+func firstServed(k store.Kind, resources func(gv string) map[string]bool) string {
+	for _, v := range k.Versions() {
+		if resources(schema.GroupVersion{Group: k.GroupVersionKind().Group, Version: v}.String())[k.Resource()] {
+			return v
+		}
+	}
+	return ""
 }
 
 // servedKongKinds lists the kinds of Kong's API groups the cluster serves, top-level resources
@@ -153,13 +196,13 @@ type crdsListing struct {
 	err      error
 }
 
-// mapKinds asks mapper for the REST mapping of every kind read and of the CRDs (each group's
-// discovery once; the mapper keeps what it learnt), so that constructing the manager and
-// registering the informers ask the API server nothing more.
-func mapKinds(mapper meta.RESTMapper, kinds store.KindSet) error {
+// mapKinds asks mapper for the REST mapping of every kind read (at the version it is read
+// at) and of the CRDs (each group's discovery once; the mapper keeps what it learnt), so that
+// constructing the manager and registering the informers ask the API server nothing more.
+func mapKinds(mapper meta.RESTMapper, kinds store.KindSet, versions store.Versions) error {
 	gvks := []schema.GroupVersionKind{crdGVK}
 	for _, k := range kinds.Sorted() {
-		gvks = append(gvks, k.GroupVersionKind())
+		gvks = append(gvks, versions.GroupVersionKind(k))
 	}
 	for _, gvk := range gvks {
 		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {

@@ -71,7 +71,7 @@ func TestAskMapperThenMapKinds(t *testing.T) {
 	m = &recordingMapper{}
 	require.NoError(t, <-askMapper(m))
 	read := store.ReadKinds(store.KindSet{store.KindHTTPRoute: {}})
-	require.NoError(t, mapKinds(m, read))
+	require.NoError(t, mapKinds(m, read, nil))
 	want := []schema.GroupVersionKind{crdGVK, crdGVK}
 	for _, k := range read.Sorted() {
 		want = append(want, k.GroupVersionKind())

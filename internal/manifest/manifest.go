@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/konductor/konductor/internal/store"
@@ -97,7 +98,9 @@ func newReader() *reader {
 		read: map[schema.GroupVersionKind]bool{}, seen: map[string]string{}, out: &Loaded{},
 	}
 	for _, k := range store.AllKinds() {
-		r.read[k.GroupVersionKind()] = true
+		for _, gvk := range k.GroupVersionKinds() { // older versions too (store.Kind.Versions)
+			r.read[gvk] = true
+		}
 	}
 	return r
 }
@@ -116,8 +119,19 @@ func (r *reader) add(name string, data []byte) error {
 		}
 		r.seen[key] = name
 		if !r.read[gvk] {
-			r.out.Skipped = append(r.out.Skipped, fmt.Sprintf("%s: %s %s: konductor does not read this kind; skipped", name, gvk.Kind, strings.TrimPrefix(o.GetNamespace()+"/"+o.GetName(), "/")))
+			why := "konductor does not read this kind"
+			if k, ok := store.KindNamed(gvk.Kind); ok && k.GroupVersionKind().Group == gvk.Group {
+				why = fmt.Sprintf("konductor does not read %s at %s (versions read: %s)", gvk.Kind, gvk.Version, strings.Join(k.Versions(), ", "))
+			}
+			r.out.Skipped = append(r.out.Skipped, fmt.Sprintf("%s: %s %s: %s; skipped", name, gvk.Kind, strings.TrimPrefix(o.GetNamespace()+"/"+o.GetName(), "/"), why))
 			continue
+		}
+		if v1, older := store.ToInternal(o); older {
+			// TCPRoute, UDPRoute, TLSRoute at v1alpha2 and BackendTLSPolicy at v1alpha3, as KIC
+			// 3.5 reads them: converted to the v1 type the store and translation read, as the
+			// controller converts them from a cluster that serves only those versions.
+			v1.GetObjectKind().SetGroupVersionKind(v1.GetObjectKind().GroupVersionKind().GroupKind().WithVersion(gatewayv1.SchemeGroupVersion.Version))
+			o = v1
 		}
 		r.out.Objects = append(r.out.Objects, o)
 	}

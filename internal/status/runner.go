@@ -64,6 +64,11 @@ func (w *statusWriter) WaitForSyncs(g *dataplane.SyncGate) { w.syncs = g }
 // then fails the write like an optimistic-lock patch's, and the next pass writes again.
 func (w *statusWriter) writeStatus(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	w.syncs.Wait(ctx)
+	if read, older := store.AsRead(obj); older {
+		// A kind the cluster serves only at an older version (store.Versions): the status
+		// goes back in the version read, the patch holding what it holds for obj.
+		obj, patch = read, store.PatchAsRead(patch, obj)
+	}
 	whole := obj.GetResourceVersion() != ""
 	kind := ""
 	if gvk, err := apiutil.GVKForObject(obj, w.client.Scheme()); err == nil {
@@ -91,7 +96,8 @@ func (w *statusWriter) writeStatusRetrying(ctx context.Context, reader client.Re
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
 			fresh := empty()
-			if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+			// At the version obj was read at (store.GetAsRead), converted as the store does.
+			if err := store.GetAsRead(ctx, reader, obj, fresh); err != nil {
 				if apierrors.IsNotFound(err) {
 					return nil
 				}

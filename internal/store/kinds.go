@@ -24,8 +24,10 @@ type Kind int
 
 // The kinds the store reads. Kinds built into Kubernetes are always read; custom resources
 // (Kong's and Gateway API's) only when their CRD is installed. Gateway API kinds are read at
-// v1 (ReferenceGrant at v1beta1, its storage version): a cluster whose CRDs do not serve that
-// version has the kind skipped like a missing CRD.
+// v1 (ReferenceGrant at v1beta1, its storage version); TCPRoute, UDPRoute, TLSRoute and
+// BackendTLSPolicy, when the cluster does not serve v1, at the older version KIC 3.5 reads,
+// converted to v1 (versions.go). A cluster whose CRDs serve none of a kind's versions has the
+// kind skipped like a missing CRD.
 const (
 	KindIngressClass Kind = iota
 	KindIngress

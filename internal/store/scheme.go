@@ -11,6 +11,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+	gatewayv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
@@ -22,8 +24,9 @@ import (
 var Scheme = sync.OnceValue(NewScheme)
 
 // NewScheme returns a scheme with every type konductor reads or writes: the built-in
-// Kubernetes types, Kong's configuration.konghq.com types and Gateway API's types (v1, and v1beta1 for
-// ReferenceGrant).
+// Kubernetes types, Kong's configuration.konghq.com types and Gateway API's types (v1,
+// v1beta1 for ReferenceGrant, and v1alpha2 and v1alpha3 for the older versions of TCPRoute,
+// UDPRoute, TLSRoute and BackendTLSPolicy that clusters may serve instead of v1: Versions).
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -33,5 +36,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(incubatorv1alpha1.AddToScheme(s))
 	utilruntime.Must(gatewayv1.Install(s))
 	utilruntime.Must(gatewayv1beta1.Install(s))
+	utilruntime.Must(gatewayv1alpha2.Install(s))
+	utilruntime.Must(gatewayv1alpha3.Install(s))
 	return s
 }

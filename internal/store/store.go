@@ -27,8 +27,12 @@ type Options struct {
 	// Kinds is the set of optional (CRD-backed) kinds whose CRD is installed. Kinds not listed
 	// here are never read. Required kinds are always read.
 	Kinds KindSet
-	// Live, when set, replaces Kinds: the set as it is when each Snapshot starts (CRDs
-	// installed or removed while the controller runs).
+	// Versions are the versions kinds of Kinds are read at where not their own: TCPRoute,
+	// UDPRoute, TLSRoute and BackendTLSPolicy of a cluster that serves them only at the
+	// versions KIC 3.5 reads (Kind.Versions), converted to v1 on read. Nil: their own.
+	Versions Versions
+	// Live, when set, replaces Kinds and Versions: the set as it is when each Snapshot starts
+	// (CRDs installed or removed while the controller runs).
 	Live *LiveKinds
 	// Off are kinds never read, required ones included (KIC's --enable-controller-* switches
 	// turned off): their fields stay empty. Without IngressClass, the class is not looked up
@@ -46,6 +50,7 @@ const DefaultIngressClass = "kong"
 type Store struct {
 	reader client.Reader
 	opts   Options
+	conv   *conversions // shared by the copies SnapshotOf makes
 }
 
 // New returns a store over reader, which in the controller is the manager's cache-backed
@@ -54,7 +59,7 @@ func New(reader client.Reader, opts Options) *Store {
 	if opts.IngressClass == "" {
 		opts.IngressClass = DefaultIngressClass
 	}
-	return &Store{reader: reader, opts: opts}
+	return &Store{reader: reader, opts: opts, conv: &conversions{}}
 }
 
 // Options returns the options the store was built with.
@@ -90,7 +95,7 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 func (s *Store) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error) {
 	if s.opts.Live != nil {
 		fixed := *s
-		fixed.opts.Kinds = s.opts.Live.Load()
+		fixed.opts.Kinds, fixed.opts.Versions = s.opts.Live.LoadWithVersions()
 		s = &fixed
 	}
 	if read != nil {
@@ -244,16 +249,17 @@ func (s *Store) gatewayAPI(ctx context.Context, snap *Snapshot) error {
 	if snap.GRPCRoutes, err = listKind[gatewayv1.GRPCRouteList, gatewayv1.GRPCRoute](ctx, s, KindGRPCRoute, nil); err != nil {
 		return err
 	}
-	if snap.TCPRoutes, err = listKind[gatewayv1.TCPRouteList, gatewayv1.TCPRoute](ctx, s, KindTCPRoute, nil); err != nil {
+	// Read at v1, or at the older version the cluster serves them at (Options.Versions).
+	if snap.TCPRoutes, err = listConverted[gatewayv1.TCPRouteList, gatewayv1.TCPRoute](ctx, s, KindTCPRoute); err != nil {
 		return err
 	}
-	if snap.TLSRoutes, err = listKind[gatewayv1.TLSRouteList, gatewayv1.TLSRoute](ctx, s, KindTLSRoute, nil); err != nil {
+	if snap.TLSRoutes, err = listConverted[gatewayv1.TLSRouteList, gatewayv1.TLSRoute](ctx, s, KindTLSRoute); err != nil {
 		return err
 	}
-	if snap.UDPRoutes, err = listKind[gatewayv1.UDPRouteList, gatewayv1.UDPRoute](ctx, s, KindUDPRoute, nil); err != nil {
+	if snap.UDPRoutes, err = listConverted[gatewayv1.UDPRouteList, gatewayv1.UDPRoute](ctx, s, KindUDPRoute); err != nil {
 		return err
 	}
-	if snap.BackendTLSPolicies, err = listKind[gatewayv1.BackendTLSPolicyList, gatewayv1.BackendTLSPolicy](ctx, s, KindBackendTLSPolicy, nil); err != nil {
+	if snap.BackendTLSPolicies, err = listConverted[gatewayv1.BackendTLSPolicyList, gatewayv1.BackendTLSPolicy](ctx, s, KindBackendTLSPolicy); err != nil {
 		return err
 	}
 	return nil
