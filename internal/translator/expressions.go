@@ -96,8 +96,8 @@ func (m *matcher) expression() string {
 // expressionRoutes rewrites every Ingress route for the expressions router (kic-compat.md
 // §13): the same services, names and IDs; no paths, hosts, regex_priority, path_handling,
 // methods, headers or snis, but an expression and a priority. The default backend's route
-// matches every path at priority 0. Routes of TCPIngresses and UDPIngresses keep their
-// traditional fields, which Kong 3.7+ also takes under this flavor.
+// matches every path at priority 0. Routes of TCPIngresses and UDPIngresses (r.ing nil) got
+// KIC's stream expression when they were made (l4_expressions.go).
 func (b *builder) expressionRoutes() {
 	for _, n := range b.kongServiceNames() {
 		for _, r := range b.kongServices[n].routes {

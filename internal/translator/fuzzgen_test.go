@@ -939,6 +939,7 @@ func (g *objectGen) options() Options {
 	if more&32 != 0 {
 		opts.GatewayControllerName = "example.com/other"
 	}
+	opts.CombinedServicesFromDifferentHTTPRoutes = more&64 != 0
 	opts.EntitySchemas = map[string]EntitySchemaAnswer{
 		"degraphql_routes": {Schema: map[string]any{"fields": []any{
 			map[string]any{"uri": map[string]any{"type": "string"}},

@@ -47,6 +47,7 @@ func (b *builder) httpRoutes() {
 	routes := append([]*gatewayv1.HTTPRoute(nil), b.snap.HTTPRoutes...)
 	sortByAge(routes)
 	var expressions []attachedHTTPRoute
+	var combined map[string][]combinedRule
 	for _, hr := range routes {
 		if hr == nil {
 			continue
@@ -63,12 +64,19 @@ func (b *builder) httpRoutes() {
 			expressions = append(expressions, attachedHTTPRoute{hr, ra.Hostnames})
 			continue
 		}
+		if b.opts.CombinedServicesFromDifferentHTTPRoutes {
+			combined = b.addCombinedHTTPRoute(combined, hr, ra)
+			continue
+		}
 		b.httpRouteProtocols = httpListenerProtocols(parentListeners(ra))
 		b.httpRoute(hr, ra.Hostnames)
 	}
 	b.httpRouteProtocols = nil
 	if b.opts.ExpressionRoutes {
 		b.httpRoutesExpressions(expressions)
+	}
+	if combined != nil {
+		b.httpCombinedServices(combined)
 	}
 }
 
@@ -104,22 +112,7 @@ type httpRuleGroup struct {
 }
 
 func (b *builder) httpRoute(hr *gatewayv1.HTTPRoute, hostnames []string) {
-	if len(hr.Spec.Rules) == 0 {
-		b.problem(hr, gvkHTTPRoute, "spec.rules", "HTTPRoute can't be routed: no rules provided")
-		return
-	}
-	for i, rule := range hr.Spec.Rules {
-		for j, m := range rule.Matches {
-			if len(m.QueryParams) > 0 {
-				// KIC refuses the whole HTTPRoute: Kong's traditional router cannot match on
-				// query parameters, and serving the route without them would match more.
-				b.problem(hr, gvkHTTPRoute, fmt.Sprintf("spec.rules[%d].matches[%d].queryParams", i, j),
-					"HTTPRoute can't be routed: query param matches are supported only with the expressions router")
-				return
-			}
-		}
-	}
-	ro, ok := b.routeAnnotations(hr, gvkHTTPRoute)
+	ro, ok := b.httpRouteTranslatable(hr)
 	if !ok {
 		return
 	}
@@ -138,6 +131,28 @@ func (b *builder) httpRoute(hr *gatewayv1.HTTPRoute, hostnames []string) {
 	for _, g := range groups {
 		b.httpRuleGroup(hr, ro, hostnames, g)
 	}
+}
+
+// httpRouteTranslatable checks what KIC checks of an HTTPRoute before the traditional
+// router's translation (validateHTTPRoute), reports why it is left out, and returns its
+// route annotations.
+func (b *builder) httpRouteTranslatable(hr *gatewayv1.HTTPRoute) (*routeOverrides, bool) {
+	if len(hr.Spec.Rules) == 0 {
+		b.problem(hr, gvkHTTPRoute, "spec.rules", "HTTPRoute can't be routed: no rules provided")
+		return nil, false
+	}
+	for i, rule := range hr.Spec.Rules {
+		for j, m := range rule.Matches {
+			if len(m.QueryParams) > 0 {
+				// KIC refuses the whole HTTPRoute: Kong's traditional router cannot match on
+				// query parameters, and serving the route without them would match more.
+				b.problem(hr, gvkHTTPRoute, fmt.Sprintf("spec.rules[%d].matches[%d].queryParams", i, j),
+					"HTTPRoute can't be routed: query param matches are supported only with the expressions router")
+				return nil, false
+			}
+		}
+	}
+	return b.routeAnnotations(hr, gvkHTTPRoute)
 }
 
 // jsonKey is a stable key of v for grouping (KIC groups by deep equality the same way).

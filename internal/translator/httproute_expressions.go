@@ -75,11 +75,20 @@ func (b *builder) httpRoutesExpressions(routes []attachedHTTPRoute) {
 	}
 	assignHTTPPriorities(splits)
 
+	// With combined services, a split's service is its rule's backends' (httproute_combined.go),
+	// made from the first of its rules in KIC's order.
+	var combined map[string][]combinedRule
+	if b.opts.CombinedServicesFromDifferentHTTPRoutes {
+		combined = combinedSplitRules(splits)
+	}
 	services := map[*gatewayv1.HTTPRoute][]string{}
 	failed := map[*gatewayv1.HTTPRoute]bool{}
 	for _, s := range splits {
 		hr := s.route
 		name := httpSplitServiceName(s)
+		if combined != nil {
+			name = combinedServiceName(hr.Namespace, hr.Spec.Rules[s.rule].BackendRefs)
+		}
 		field := fmt.Sprintf("spec.rules[%d]", s.rule)
 		ks := b.kongServices[name]
 		if ks == nil {
@@ -97,11 +106,19 @@ func (b *builder) httpRoutesExpressions(routes []attachedHTTPRoute) {
 			continue
 		}
 		if ks == nil {
-			ks = b.httpRouteKongService(hr, s.rule, name)
+			from, rule := hr, s.rule
+			if combined != nil {
+				from, rule = combined[name][0].hr, combined[name][0].rule
+			}
+			ks = b.httpRouteKongService(from, rule, name)
 			b.kongServices[name] = ks
 			services[hr] = append(services[hr], name)
 		}
 		ks.routes = append(ks.routes, r)
+	}
+	if combined != nil {
+		b.combinedSplitServices(combined)
+		return
 	}
 	for _, ar := range routes {
 		hr := ar.route

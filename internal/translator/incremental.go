@@ -65,7 +65,9 @@ import (
 //     has konghq.com/plugins (a plugin of another namespace needs a
 //     ReferenceGrant, and one refused leaves no edge in the graph), and no HTTPRoute or
 //     GRPCRoute is in the closure under the expressions router (priorities are assigned
-//     across all their routes; L4 routes keep their traditional fields, as TCPIngresses do);
+//     across all their routes; an L4 route's expression is its own, at priority 1), nor
+//     with CombinedServicesFromDifferentHTTPRoutes (a Kong service holds rules of several
+//     HTTPRoutes);
 //   - the partial result has nothing but services and upstreams (and the closure
 //     Ingresses' plugin entities), problems only about the
 //     closure, no route name or Kong service name that another object has, and neither
@@ -1055,6 +1057,11 @@ func (t *Incremental) partial(snap *store.Snapshot, opts Options) (Result, bool,
 			if opts.ExpressionRoutes && expressionsPriorities(k.Kind) {
 				// The expressions router's priorities are assigned across every route.
 				return Result{}, false, aRoute(k.Kind) + " of the change under the expressions router"
+			}
+			if opts.CombinedServicesFromDifferentHTTPRoutes && k.Kind == gatewayapi.KindHTTPRoute {
+				// Its Kong services may hold the rules of other HTTPRoutes of its namespace
+				// (httproute_combined.go), which the partial translation would not have.
+				return Result{}, false, "an HTTPRoute of the change with combined services"
 			}
 			for _, r := range []client.Object{oldRoute(k), routeNow(k)} {
 				if r == nil {

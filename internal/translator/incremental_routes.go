@@ -84,8 +84,8 @@ func aRoute(kind string) string {
 
 // expressionsPriorities says whether the expressions router's translation of routes of kind
 // assigns priorities across all routes of the kind (HTTPRoutes, GRPCRoutes), which makes it
-// not local. TCPRoutes, UDPRoutes and TLSRoutes keep their traditional fields under that
-// router (l4Routes does not look at it, and expressionRoutes rewrites Ingress routes only).
+// not local. The expressions of TCPRoutes, UDPRoutes and TLSRoutes are local: made from the
+// route's own ports and hostnames, all at KIC's priority 1 (l4_expressions.go).
 func expressionsPriorities(kind string) bool {
 	return kind == gatewayapi.KindHTTPRoute || kind == gatewayapi.KindGRPCRoute
 }

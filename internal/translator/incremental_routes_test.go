@@ -200,7 +200,11 @@ func TestIncrementalMatchesBuildWithHTTPRoutes(t *testing.T) {
 	}
 	starts = append(starts, translationStart{"routes", routeCluster(60, false), Options{}},
 		translationStart{"routes sharing one Service", routeCluster(30, true), Options{}},
-		translationStart{"routes, GatewayAlpha", routeCluster(30, false), Options{GatewayAlpha: true}})
+		translationStart{"routes, GatewayAlpha", routeCluster(30, false), Options{GatewayAlpha: true}},
+		// Rules of several HTTPRoutes in one Kong service: a change of one is a full Build,
+		// which must still be what Build gives after every kind of edit.
+		translationStart{"combined services, routes sharing one Service", routeCluster(20, true), Options{CombinedServicesFromDifferentHTTPRoutes: true}},
+		translationStart{"combined services, expressions router", routeCluster(20, true), Options{CombinedServicesFromDifferentHTTPRoutes: true, ExpressionRoutes: true}})
 	steps := 150
 	if testing.Short() {
 		steps = 50

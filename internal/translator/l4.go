@@ -27,6 +27,9 @@ var (
 //   - UDPIngress rule i: route <ns>.<name>.<i>.udp (protocols [udp]) on <ns>.<svc>.<port>.udp
 //     (protocol udp).
 //
+// Under the expressions router both routes match by KIC's expression instead of destinations
+// and snis (l4_expressions.go).
+//
 // KIC merges its sources by Kong service name, a later source replacing an earlier one: a
 // TCPIngress whose service name is that of an Ingress's (same namespace, Service and port)
 // replaces it, with its HTTP routes. konductor does the same, so that the entities match, and
@@ -53,7 +56,20 @@ func (b *builder) l4Ingresses() {
 				continue
 			}
 			r.Destinations = []*kong.CIDRPort{{Port: kong.Int(rule.Port)}}
-			if rule.Host != "" {
+			if b.opts.ExpressionRoutes {
+				// KIC's expression has no snis field for Kong to check, only its own
+				// filter (l4_expressions.go): a host it skips leaves the port alone.
+				var snis []string
+				if rule.Host != "" {
+					snis = []string{rule.Host}
+				}
+				expr, skipped := l4Expression(snis, []int{rule.Port})
+				for _, h := range skipped {
+					b.warnSkippedSNI(ti, gvkTCPIngress, field+".host", h,
+						fmt.Sprintf("the route matches port %d whatever the SNI", rule.Port))
+				}
+				setL4Expression(&r.Route, expr)
+			} else if rule.Host != "" {
 				if e := checkSNI(rule.Host); e != "" {
 					b.problem(ti, gvkTCPIngress, field+".host", "%s; the rule is left out", e)
 					continue
@@ -98,6 +114,10 @@ func (b *builder) l4Ingresses() {
 				continue
 			}
 			r.Destinations = []*kong.CIDRPort{{Port: kong.Int(rule.Port)}}
+			if b.opts.ExpressionRoutes {
+				expr, _ := l4Expression(nil, []int{rule.Port})
+				setL4Expression(&r.Route, expr)
+			}
 			ks.routes = append(ks.routes, r)
 			ks.addReferrer(ui, gvkUDPIngress, field+".backend")
 		}

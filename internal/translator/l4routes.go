@@ -36,7 +36,8 @@ type l4GatewayRoute struct {
 // or udp for a UDPRoute) with one route <kind>.<ns>.<name>.<rule>.0. A TCPRoute's or
 // UDPRoute's route matches the ports of its parent listeners of its protocol
 // (destinations); a TLSRoute's matches its hostnames (snis), with protocol tls, or
-// tls_passthrough when a parent listener passes TLS through.
+// tls_passthrough when a parent listener passes TLS through. Under the expressions router
+// the route matches by KIC's expression instead of destinations and snis (l4_expressions.go).
 func (b *builder) l4Routes() {
 	var all []l4GatewayRoute
 	all = appendL4Routes(all, b.snap.TCPRoutes, func(r *gatewayv1.TCPRoute) l4GatewayRoute {
@@ -127,6 +128,26 @@ func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Liste
 			}
 		}
 	}
+	// Under the expressions router the hostnames are put in KIC's expression, filtered by
+	// its rule instead of Kong's (l4_expressions.go); a TLSRoute none of whose hostnames is
+	// left would be an empty expression, which Kong refuses.
+	var expr string
+	if b.opts.ExpressionRoutes {
+		var snis []string
+		for _, h := range gr.hostnames {
+			snis = append(snis, string(h))
+		}
+		expr, _ = l4Expression(snis, destinationPorts(destinations))
+		if expr == "" {
+			fail("spec.hostnames", "no hostname KIC's expression can match (only plain hostnames, no wildcard, go in tls.sni under the expressions router)")
+			return
+		}
+		for h, host := range gr.hostnames {
+			if !kicValidSNI.MatchString(string(host)) {
+				b.warnSkippedSNI(gr.obj, gr.gvk, fmt.Sprintf("spec.hostnames[%d]", h), string(host), "the route matches its other hostnames only")
+			}
+		}
+	}
 	// KIC stops at the first rule it cannot translate; the rules before it stay.
 	for i, rule := range gr.rules {
 		field := fmt.Sprintf("spec.rules[%d]", i)
@@ -150,13 +171,17 @@ func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Liste
 			Destinations: destinations,
 			Tags:         b.ruleNameTags(gr.obj, gr.gvk, ruleName),
 		}}
-		for h, host := range gr.hostnames {
-			if e := checkSNI(string(host)); e != "" {
-				fail(fmt.Sprintf("spec.hostnames[%d]", h), "%s", e)
-				b.releaseRouteNames([]*routeEntry{{FRoute: r}})
-				return
+		if b.opts.ExpressionRoutes {
+			setL4Expression(&r.Route, expr) // hostnames are in expr, not snis Kong checks
+		} else {
+			for h, host := range gr.hostnames {
+				if e := checkSNI(string(host)); e != "" {
+					fail(fmt.Sprintf("spec.hostnames[%d]", h), "%s", e)
+					b.releaseRouteNames([]*routeEntry{{FRoute: r}})
+					return
+				}
+				r.SNIs = append(r.SNIs, kong.String(string(host)))
 			}
-			r.SNIs = append(r.SNIs, kong.String(string(host)))
 		}
 		svcName := fmt.Sprintf("%s.%s.%s.%d", gr.prefix, gr.obj.GetNamespace(), gr.obj.GetName(), i)
 		b.gatewayRuleService(gr.obj, gr.gvk, svcName, field, serviceProtocol, rule.backendRefs,

@@ -77,6 +77,11 @@ type Options struct {
 	// are translated, and BackendTLSPolicies apply, only with it (as in KIC, whose
 	// controllers for those kinds run only with the gate).
 	GatewayAlpha bool `json:"gatewayAlpha,omitempty"`
+	// CombinedServicesFromDifferentHTTPRoutes is KIC's gate of that name (KIC 3.5's
+	// --combined-services-from-different-httproutes): rules of HTTPRoutes of one namespace
+	// with the same backendRefs share one Kong service, named after the backends
+	// (httproute_combined.go).
+	CombinedServicesFromDifferentHTTPRoutes bool `json:"combinedServicesFromDifferentHTTPRoutes,omitempty"`
 	// AllowLocalTargets lets upstream targets be loopback, unspecified or link-local
 	// addresses (--allow-local-targets; off: such a target is refused, targets.go).
 	AllowLocalTargets bool `json:"allowLocalTargets,omitempty"`
