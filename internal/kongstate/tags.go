@@ -51,8 +51,20 @@ func (r ObjectRef) String() string {
 // konghq.com/tags. Empty values are left out (no namespace for cluster-scoped objects, no
 // group for core kinds, no uid when the object has none).
 func TagsFor(obj client.Object, gvk schema.GroupVersionKind) []string {
-	tags := RefFor(obj, gvk).Tags()
+	tags := RefFor(obj, TagGVK(obj, gvk)).Tags()
 	return append(tags, UserTags(obj.GetAnnotations())...)
+}
+
+// TagGVK is gvk with the version obj was read at, when its TypeMeta names another version of
+// the same kind: the store reads TCPRoutes, UDPRoutes and TLSRoutes at v1alpha2 (and
+// BackendTLSPolicies at v1alpha3) where the cluster serves no v1, converts them to v1 and
+// keeps the version read in their TypeMeta; KIC, which reads them at that version, tags their
+// entities k8s-version:v1alpha2, and so must konductor (a takeover updates no tag).
+func TagGVK(obj client.Object, gvk schema.GroupVersionKind) schema.GroupVersionKind {
+	if read := obj.GetObjectKind().GroupVersionKind(); read.Version != "" && read.Group == gvk.Group && read.Kind == gvk.Kind {
+		gvk.Version = read.Version
+	}
+	return gvk
 }
 
 // Tags returns the k8s-* tags of the reference, without user tags.

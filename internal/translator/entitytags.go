@@ -51,7 +51,7 @@ func (b *builder) entityTags(obj client.Object, gvk schema.GroupVersionKind) []*
 	name, namespace, uid := obj.GetName(), obj.GetNamespace(), string(obj.GetUID())
 	user := kongstate.UserTags(obj.GetAnnotations())
 	n := len(user)
-	for _, v := range [...]string{name, namespace, gvk.Kind, uid, gvk.Group, gvk.Version} {
+	for _, v := range [...]string{name, namespace, gvk.Kind, uid, gvk.Group, kongstate.TagGVK(obj, gvk).Version} {
 		if v != "" {
 			n++
 		}
@@ -70,7 +70,7 @@ func (b *builder) entityTags(obj client.Object, gvk schema.GroupVersionKind) []*
 		tags = append(tags, &owned[1])
 	}
 	tags = c.appendShared(tags, kongstate.TagGroup, gvk.Group)
-	tags = c.appendShared(tags, kongstate.TagVersion, gvk.Version)
+	tags = c.appendShared(tags, kongstate.TagVersion, kongstate.TagGVK(obj, gvk).Version)
 	for _, t := range user {
 		if e := checkTag(t); e != "" {
 			b.problem(obj, gvk, "metadata.annotations["+kongstate.UserTagsAnnotation+"]", "%s; the tag is left out", e)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
@@ -63,6 +64,15 @@ func TestEntityTagsAreTagsFor(t *testing.T) {
 		{&kongv1.KongClusterPlugin{ObjectMeta: metav1.ObjectMeta{Name: "global", UID: "u-2",
 			Annotations: map[string]string{kongstate.UserTagsAnnotation: "ok,bad/tag"}}}, gvkKongClusterPlugin},
 	}
+	// A TCPRoute the store read at v1alpha2 (converted to v1, the version read in its TypeMeta)
+	// is tagged k8s-version:v1alpha2, as KIC tags it.
+	alpha := &gatewayv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tcp", UID: "u-3"}}
+	alpha.SetGroupVersionKind(gatewayv1.SchemeGroupVersion.WithKind("TCPRoute").GroupKind().WithVersion("v1alpha2"))
+	objs = append(objs, struct {
+		obj client.Object
+		gvk schema.GroupVersionKind
+	}{alpha, gatewayv1.SchemeGroupVersion.WithKind("TCPRoute")})
+	require.Contains(t, kongstate.TagsFor(alpha, gatewayv1.SchemeGroupVersion.WithKind("TCPRoute")), "k8s-version:v1alpha2")
 	b := newBuilder(&store.Snapshot{}, Options{}, nil)
 	for _, o := range objs {
 		want := kongstate.TagsFor(o.obj, o.gvk)

@@ -461,7 +461,7 @@ func strOrEmpty(p *string) string {
 
 // tags are TagsFor(obj), with user tags Kong would refuse left out and reported.
 func (b *builder) tags(obj client.Object, gvk schema.GroupVersionKind) []string {
-	tags := kongstate.RefFor(obj, gvk).Tags()
+	tags := kongstate.RefFor(obj, kongstate.TagGVK(obj, gvk)).Tags()
 	for _, t := range kongstate.UserTags(obj.GetAnnotations()) {
 		if e := checkTag(t); e != "" {
 			b.problem(obj, gvk, "metadata.annotations["+kongstate.UserTagsAnnotation+"]", "%s; the tag is left out", e)

@@ -96,6 +96,8 @@ func TestGatewayAPIOlderVersionsRead(t *testing.T) {
 		return fmt.Sprint(route["protocols"]) == "[tcp]" && fmt.Sprint(d["port"]) == "9000"
 	}
 	require.Eventually(t, streamRoute, 30*time.Second, 50*time.Millisecond, "Kong has the v1alpha2 TCPRoute's stream route %s", name)
+	tags := fmt.Sprint(loadedEntity(kong.kong.LoadedConfig(), "services", "routes", name)["tags"])
+	require.Contains(t, tags, "k8s-version:v1alpha2", "tagged with the version read, as KIC tags it")
 
 	for _, typ := range []string{"Accepted", "ResolvedRefs"} {
 		var have string
