@@ -7,6 +7,13 @@
 # `cd config/manager && kustomize edit set image konductor=REGISTRY/konductor:TAG`, or give the
 # Helm chart --set image.repository=REGISTRY/konductor --set image.tag=TAG.
 #
+# `make image` (hack/image, docs/image.md) builds the equivalent image without a container
+# engine, reproducibly, and is what the release workflow publishes. This Dockerfile stays for
+# those who build with an engine, and must stay equivalent: the same binary (CGO_ENABLED=0,
+# -trimpath, -ldflags "-s -w -X main.version=..."), at /konductor, the entrypoint, user
+# 65532:65532, CA bundle at /etc/ssl/certs/ca-certificates.crt. (distroless also carries tzdata,
+# /etc/os-release and /root, which konductor does not use.)
+#
 # Never built in this repository: our machines have no container engine. Written for BuildKit
 # (`docker build`, `docker buildx build --platform linux/amd64,linux/arm64`) and `podman build`.
 

@@ -4,10 +4,23 @@ GO ?= go
 BIN := bin/konductor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-unit test-integration test-faults test-fuzz fuzz soak envtest-assets helm chart-sync bench bench-attached bench-e2e lint manifests
+.PHONY: build image run test test-unit test-integration test-faults test-fuzz fuzz soak envtest-assets helm chart-sync bench bench-attached bench-e2e lint manifests
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/konductor
+
+# The multi-platform OCI image, without a container engine (hack/image, docs/image.md): static
+# binaries on a base made there (CA roots from golang.org/x/crypto/x509roots/fallback, user
+# 65532), into dist/image/: oci/ (the OCI layout of the index; `crane push dist/image/oci REF`),
+# image.oci.tar (the same as one file) and <os>-<arch>.docker.tar (`docker load`, `kind load
+# image-archive`). Reproducible: the same commit, Go version and variables give the same digest
+# (every time in it is SOURCE_DATE_EPOCH, by default the last commit's).
+IMAGE ?= konductor
+TAG ?= $(VERSION)
+PLATFORMS ?= linux/amd64,linux/arm64
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+image:
+	$(GO) run ./hack/image --image $(IMAGE) --tag $(TAG) --version $(VERSION) --platforms $(PLATFORMS) --source-date-epoch $(SOURCE_DATE_EPOCH) --out dist/image
 
 # The local environment: kube-apiserver + etcd, the Kong emulator and konductor, with examples/.
 run: build
