@@ -137,7 +137,7 @@ func delayStop(stop context.Context, delay time.Duration, log logr.Logger) conte
 	go func() {
 		<-stop.Done()
 		log.Info("stopping after --term-delay", "delay", delay.String())
-		time.Sleep(delay)
+		<-time.After(delay)
 		cancel()
 	}()
 	return ctx

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -392,7 +393,7 @@ func parse(args []string, lookup func(string) (string, bool), environ []string, 
 		// KIC 3.5's flag for what older releases gated.
 		c.FeatureGates[GateCombinedServicesFromDifferentHTTPRoutes] = true
 	}
-	for _, name := range sortedKeys(v.enabled) {
+	for _, name := range slices.Sorted(maps.Keys(v.enabled)) {
 		if !*v.enabled[name] {
 			c.DisabledControllers = append(c.DisabledControllers, name)
 		}
@@ -497,7 +498,7 @@ func (c *Config) defineFlags(fs *pflag.FlagSet, v *flagValues) {
 	fs.StringVar(&c.SecretLabelSelector, "secret-label-selector", "", "read only the Secrets that carry this label with the value \"true\" (default: all)")
 	fs.StringVar(&c.ConfigMapLabelSelector, "configmap-label-selector", DefaultConfigMapLabelSelector, "read only the ConfigMaps that carry this label with the value \"true\"")
 	fs.StringVar(&v.gatewayToReconcile, "gateway-to-reconcile", "", "namespace/name of the only Gateway served (default: every Gateway of the served GatewayClasses)")
-	for _, name := range sortedKeys(ControllerKinds) {
+	for _, name := range slices.Sorted(maps.Keys(ControllerKinds)) {
 		v.enabled[name] = new(bool)
 		fs.BoolVar(v.enabled[name], "enable-controller-"+name, true, "read "+strings.Join(ControllerKinds[name], " and ")+" objects (KIC's controller switch)")
 	}
@@ -559,7 +560,7 @@ func (c *Config) defineFlags(fs *pflag.FlagSet, v *flagValues) {
 	// where they do nothing without it.
 	fs.BoolVar(&v.konnectSync, "konnect-sync-enabled", false, "KIC's Konnect configuration sync: not supported by konductor yet (refused)")
 	fs.BoolVar(&v.konnectLicensing, "konnect-licensing-enabled", false, "KIC's Konnect licensing: not supported by konductor yet (refused)")
-	for _, name := range sortedKeys(kicFlagsWithoutEffect) {
+	for _, name := range slices.Sorted(maps.Keys(kicFlagsWithoutEffect)) {
 		f := fs.VarPF(&ignoredValue{}, name, "", "accepted for KIC compatibility; no effect: "+kicFlagsWithoutEffect[name].why)
 		if kicFlagsWithoutEffect[name].boolean {
 			f.NoOptDefVal = "true" // a bare --anonymous-reports must not eat the next argument
@@ -622,15 +623,6 @@ func trimList(l []string) []string {
 			out = append(out, p)
 		}
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 

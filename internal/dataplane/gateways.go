@@ -430,18 +430,28 @@ func (f *RouterFlavors) ReportRoot(url string, root Root) {
 	}
 	v, verr := ParseKongVersion(root.Version)
 	f.mu.Lock()
-	before, beforeRust, beforeVersion := f.expressions(), f.rustRegexes(), f.kongVersion()
+	before := f.answers()
 	f.byURL[url] = root.RouterFlavor
 	if verr == nil {
 		f.versions[url] = v
 	} else {
 		delete(f.versions, url)
 	}
-	changed := before != f.expressions() || beforeRust != f.rustRegexes() || !beforeVersion.EQ(f.kongVersion())
+	changed := before != f.answers()
 	f.mu.Unlock()
 	if changed && f.onChange != nil {
 		f.onChange()
 	}
+}
+
+// flavorAnswers is what a RouterFlavors answers translation: a change of it asks for a round.
+type flavorAnswers struct {
+	expressions, rustRegexes bool
+	kongVersion              string
+}
+
+func (f *RouterFlavors) answers() flavorAnswers {
+	return flavorAnswers{f.expressions(), f.rustRegexes(), f.kongVersion().String()}
 }
 
 // KongVersion is the lowest Kong version the gateways that answered reported (major, minor
@@ -491,15 +501,14 @@ func (f *RouterFlavors) KeepOnly(urls map[string]bool) {
 		return
 	}
 	f.mu.Lock()
-	before, beforeRust := f.expressions(), f.rustRegexes()
-	beforeVersion := f.kongVersion()
+	before := f.answers()
 	for url := range f.byURL {
 		if !urls[url] {
 			delete(f.byURL, url)
 			delete(f.versions, url)
 		}
 	}
-	changed := before != f.expressions() || beforeRust != f.rustRegexes() || !beforeVersion.EQ(f.kongVersion())
+	changed := before != f.answers()
 	f.mu.Unlock()
 	if changed && f.onChange != nil {
 		f.onChange()

@@ -3,8 +3,9 @@ package manager
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/labels"
@@ -30,7 +31,7 @@ var gatedKinds = map[string][]store.Kind{
 // are neither watched nor read, so that KIC's ClusterRole is enough.
 func kindsSwitchedOff(cfg *config.Config, log logr.Logger) store.KindSet {
 	off := store.KindSet{}
-	for _, gate := range sortedGates(gatedKinds) {
+	for _, gate := range slices.Sorted(maps.Keys(gatedKinds)) {
 		if cfg.FeatureGates.Enabled(gate) {
 			continue
 		}
@@ -96,13 +97,4 @@ func dbLessRefused(cfg *config.Config) error {
 		err = errors.Join(err, fmt.Errorf("--kong-workspace %q is available only with database-backed Kong: a DB-less Kong has only the default workspace", ws))
 	}
 	return err
-}
-
-func sortedGates(m map[string][]store.Kind) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -289,7 +289,7 @@ func publishedAddresses(ctx context.Context, opts IngressOptions, reader client.
 		if err != nil {
 			return nil, err
 		}
-		return sortAddresses(uniqueStrings(append(tcp, udp...))), nil
+		return slices.Compact(sortAddresses(append(tcp, udp...))), nil // an address of both once
 	}
 	if len(opts.PublishAddresses) > 0 {
 		return sortAddresses(opts.PublishAddresses), nil
@@ -339,15 +339,3 @@ func sortAddresses(addrs []string) []string {
 
 var _ dataplane.Reporter = (*IngressUpdater)(nil)
 var _ dataplane.SnapshotSource = (*store.Store)(nil)
-
-func uniqueStrings(l []string) []string {
-	seen := map[string]bool{}
-	out := l[:0:0]
-	for _, x := range l {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
-	}
-	return out
-}
