@@ -58,15 +58,18 @@ func (b *builder) l4Ingresses() {
 			r.Destinations = []*kong.CIDRPort{{Port: kong.Int(rule.Port)}}
 			if b.opts.ExpressionRoutes {
 				// KIC's expression has no snis field for Kong to check, only its own
-				// filter (l4_expressions.go): a host it skips leaves the port alone.
+				// filter (l4_expressions.go): a host it skips leaves the port alone, and KIC
+				// then serves the port whatever the SNI. Leaving out never widens
+				// (invariant 5): such a rule is left out instead.
 				var snis []string
 				if rule.Host != "" {
 					snis = []string{rule.Host}
 				}
 				expr, skipped := l4Expression(snis, []int{rule.Port})
-				for _, h := range skipped {
-					b.warnSkippedSNI(ti, gvkTCPIngress, field+".host", h,
-						fmt.Sprintf("the route matches port %d whatever the SNI", rule.Port))
+				if len(skipped) > 0 {
+					b.problem(ti, gvkTCPIngress, field+".host", "SNI %q cannot be matched under the expressions router (KIC's expression takes only plain hostnames in tls.sni, no wildcard), and without it the rule would serve port %d whatever the SNI; the rule is left out",
+						skipped[0], rule.Port)
+					continue
 				}
 				setL4Expression(&r.Route, expr)
 			} else if rule.Host != "" {
