@@ -1,6 +1,8 @@
 package translator
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +11,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/kongrules"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/store"
 )
 
 // KIC's stream expressions (subtranslator/l4route_atc.go): SNIs that KIC's validSNIs
@@ -71,4 +76,29 @@ func TestCombinedServiceNameIsKICs(t *testing.T) {
 	require.Equal(t, "httproute.default.svc.default."+strings.Repeat("s", 40)+"a.80.1_combined.", long[:len(long)-64])
 	assert.LessOrEqual(t, len(long), maxCombinedServiceName)
 	assert.Empty(t, checkServiceName(long))
+}
+
+// With combined services, every HTTPRoute whose rules share a Kong service refers to that
+// service's backend Services in the graph, not only the HTTPRoute the backends were resolved
+// through (populateGatewayService): fallback, status and event filtering follow the graph.
+// (The references come from each HTTPRoute's own backendRefs, read for its status too.)
+func TestCombinedServiceRoutesReferToTheirBackends(t *testing.T) {
+	dir := filepath.Join("testdata", "httproute-combined-services")
+	objs, err := manifest.Load(filepath.Join(dir, "in.yaml"))
+	require.NoError(t, err)
+	opts := readGoldenOptions(t, dir)
+	require.True(t, opts.Translator.CombinedServicesFromDifferentHTTPRoutes)
+	st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
+	require.NoError(t, err)
+	snap, err := st.Snapshot(context.Background())
+	require.NoError(t, err)
+	res := Build(snap, opts.Translator)
+	echo1 := kongstate.ObjectRef{Kind: "Service", Namespace: "default", Name: "echo-1"}
+	var referrers []string
+	for _, r := range res.Graph.ReferredBy(echo1) {
+		if r.Kind == "HTTPRoute" {
+			referrers = append(referrers, r.Name)
+		}
+	}
+	require.Subset(t, referrers, []string{"consolidated-1", "consolidated-2", "consolidated-3"})
 }
