@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -196,19 +197,19 @@ func TestChartLint(t *testing.T) {
 func TestChartRefusesBadValues(t *testing.T) {
 	parallel(t)
 	for values, reason := range map[string]string{
-		"podDisruptionBudget: {enabled: true, minAvailable: 1, maxUnavailable: 1}": "not both",
-		"gatewayDiscovery: {enabled: true, adminService: {name: ''}}":              "gatewayDiscovery.adminService.name is required",
-		"kongAdminURL: ''":                             "kongAdminURL is required",
-		"leaderElection: {enabled: 'yes'}":             "leaderElection/enabled",
-		"notAValue: {env: {kong_admin_url: http://x}}": "additional properties 'notAValue' not allowed",
+		"podDisruptionBudget: {enabled: true, minAvailable: 1, maxUnavailable: 1}":                                          "not both",
+		"gatewayDiscovery: {enabled: true, adminService: {name: ''}}":                                                       "gatewayDiscovery.adminService.name is required",
+		"gatewayDiscovery: {enabled: false}":                                                                                "kongAdminURL is required when gatewayDiscovery.enabled is false",
+		"leaderElection: {enabled: 'yes'}":                                                                                  "leaderElection/enabled",
+		"notAValue: {env: {kong_admin_url: http://x}}":                                                                      "additional properties 'notAValue' not allowed",
 		"ingressController: {gatewayDiscovery: {enabled: true, generateAdminApiService: true, adminApiService: {name: x}}}": "must not be provided at the same time",
 		"controller: {ingressController: {konnect: {enabled: true}}}":                                                       "controller.ingressController.konnect.enabled",
 		"ingressController: {adminApi: {tls: {client: {enabled: true}}}}":                                                   "set certProvided: true and secretName",
-		"imagePullSecrets: [{}]":                                           "imagePullSecrets",
-		"env: {kong_admin_token: {secretKeyRef: {name: s}}}":               "env/kong_admin_token",
-		"admissionWebhook: {enabled: true, certificate: {provided: true}}": "admissionWebhook.certificate.secretName is required",
-		"admissionWebhook: {enabled: true, certificate: {provided: true, secretName: s}, certManager: {enabled: true}}": "not both",
-		"admissionWebhook: {enabled: true, failurePolicy: Never}":                                                       "admissionWebhook/failurePolicy",
+		"imagePullSecrets: [{}]":                                                                                            "imagePullSecrets",
+		"env: {kong_admin_token: {secretKeyRef: {name: s}}}":                                                                "env/kong_admin_token",
+		"admissionWebhook: {enabled: true, certificate: {provided: true}}":                                                  "admissionWebhook.certificate.secretName is required",
+		"admissionWebhook: {enabled: true, certificate: {provided: true, secretName: s}, certManager: {enabled: true}}":     "not both",
+		"admissionWebhook: {enabled: true, failurePolicy: Never}":                                                           "admissionWebhook/failurePolicy",
 	} {
 		_, err := helmTemplate(t, "konductor", "kong", values)
 		require.ErrorContains(t, err, reason, "values %s", values)
@@ -292,8 +293,12 @@ func TestChartRendersController(t *testing.T) {
 
 			switch name {
 			case "defaults":
-				// Beside a kong/kong release named "kong": its admin Service, TLS, self-signed.
-				require.Equal(t, []string{"https://kong-kong-admin:8444"}, cfg.KongAdminURLs)
+				// Beside a kong/kong release named "kong": every Pod behind its admin Service
+				// (discovery, as KIC's kong/ingress: a DB-less Kong's Service has no ready
+				// endpoint before its first configuration), TLS, self-signed.
+				_, direct := envValue(environ, "CONTROLLER_KONG_ADMIN_URL")
+				require.False(t, direct, "no --kong-admin-url with gateway discovery")
+				require.Equal(t, []types.NamespacedName{{Namespace: "kong", Name: "kong-kong-admin"}}, cfg.KongAdminSvc)
 				require.True(t, cfg.KongAdminTLSSkipVerify)
 				require.Equal(t, "kong", cfg.IngressClass)
 				require.Equal(t, "kong/kong-kong-proxy", cfg.PublishService)

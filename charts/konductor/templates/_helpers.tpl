@@ -60,7 +60,7 @@ KONG_ADMIN_URL and kong_admin_url are one setting). Rendered in key order.
 */}}
 {{- define "konductor.controllerEnv" -}}
 {{- $env := dict }}
-{{- if .Values.gatewayDiscovery.enabled }}
+{{- if include "konductor.discovery" . }}
 {{- $svc := .Values.gatewayDiscovery.adminService }}
 {{- $name := required "gatewayDiscovery.adminService.name is required when gatewayDiscovery.enabled" $svc.name }}
 {{- $_ := set $env "kong_admin_svc" (printf "%s/%s" (default .Release.Namespace $svc.namespace) $name) }}
@@ -68,7 +68,7 @@ KONG_ADMIN_URL and kong_admin_url are one setting). Rendered in key order.
 {{- $_ := set $env "kong_admin_svc_port_names" (join "," .) }}
 {{- end }}
 {{- else }}
-{{- $url := required "kongAdminURL is required unless gatewayDiscovery.enabled" .Values.kongAdminURL }}
+{{- $url := required "kongAdminURL is required when gatewayDiscovery.enabled is false" .Values.kongAdminURL }}
 {{- if kindIs "slice" $url }}{{ $url = join "," $url }}{{ end }}
 {{- $_ := set $env "kong_admin_url" $url }}
 {{- end }}
@@ -236,3 +236,16 @@ none would block every node drain, so the chart makes none (NOTES.txt says so).
 {{- end }}
 {{- $ok }}
 {{- end }}
+
+{{/*
+Whether the controller discovers its gateways ("true") or is given URLs (""):
+gatewayDiscovery.enabled when set, else discovery unless kongAdminURL is given.
+*/}}
+{{- define "konductor.discovery" -}}
+{{- $gd := .Values.gatewayDiscovery -}}
+{{- if hasKey $gd "enabled" -}}
+{{- if $gd.enabled }}true{{ end -}}
+{{- else if not .Values.kongAdminURL -}}
+true
+{{- end -}}
+{{- end -}}

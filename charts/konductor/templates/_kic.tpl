@@ -190,7 +190,15 @@ controller), c its ingressController. Writes into v (konductor's values); return
 {{- end -}}
 {{- if hasKey $c "createIngressClass" }}{{ $_ := set $v.ingressClassResource "enabled" $c.createIngressClass }}{{ end -}}
 {{- with $c.gatewayDiscovery -}}
-  {{- include "konductor.setKeys" (dict "dst" $v.gatewayDiscovery "src" .) -}}
+  {{- $gd := . -}}
+  {{- if and (hasKey $gd "enabled") (not $gd.enabled) -}}
+    {{- /* In KIC's charts false is the sidecar (the Admin API on localhost), which a
+           controller in a Pod of its own cannot reach: konductor's rule stands (discovery
+           unless kongAdminURL is given). */ -}}
+    {{- $ignored = append $ignored (printf "%sgatewayDiscovery.enabled=false (the sidecar's localhost Admin API; konductor discovers the admin Service unless kongAdminURL is set)" $.cPrefix) -}}
+    {{- $gd = omit $gd "enabled" -}}
+  {{- end -}}
+  {{- include "konductor.setKeys" (dict "dst" $v.gatewayDiscovery "src" $gd) -}}
 {{- end -}}
 {{- with $c.admissionWebhook -}}
   {{- range $k, $val := . -}}
