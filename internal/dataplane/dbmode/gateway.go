@@ -508,6 +508,7 @@ func (g *Gateway) targetState(ctx context.Context, s *kongstate.State, current *
 	if !enterprise {
 		content.Licenses = nil
 	}
+	fillCredentialDefaults(content)
 	// The select tag makes file.Get add the filter tag to every entity, as decK does.
 	content.Info = &file.Info{SelectorTags: g.opts.FilterTags}
 	targetRaw, err := file.Get(ctx, content, file.RenderConfig{CurrentState: current, KongVersion: version}, dumpConfig, g.client)
@@ -520,6 +521,33 @@ func (g *Gateway) targetState(ctx context.Context, s *kongstate.State, current *
 		return nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)
 	}
 	return target, nil
+}
+
+// fillCredentialDefaults sets on the target the defaults Kong's schema gives a credential
+// field that go-database-reconciler does not fill (it fills services, routes, upstreams,
+// targets and plugins only): oauth2's client_type ("confidential") and hash_secret (false),
+// kong/plugins/oauth2/daos.lua. Kong stores them when they are left out, so a target without
+// them differs from every dump and each sync would update the credential (KIC's as well:
+// adopting a Kong that KIC wrote must change nothing). Copies: the content shares credentials
+// with the State.
+func fillCredentialDefaults(c *file.Content) {
+	for i := range c.Consumers {
+		creds := c.Consumers[i].Oauth2Creds
+		if len(creds) == 0 {
+			continue
+		}
+		filled := make([]*kong.Oauth2Credential, len(creds))
+		for j, cred := range creds {
+			filled[j] = cred.DeepCopy()
+			if filled[j].ClientType == nil {
+				filled[j].ClientType = kong.String("confidential")
+			}
+			if filled[j].HashSecret == nil {
+				filled[j].HashSecret = kong.Bool(false)
+			}
+		}
+		c.Consumers[i].Oauth2Creds = filled
+	}
 }
 
 // mergedRejection is the rejection of a sync that took several passes: every entity Kong

@@ -145,6 +145,9 @@ func writeAsKIC(t *testing.T, e *kongemu.Emulator, s *kongstate.State) {
 		for _, k := range cons.HMACAuths {
 			put("POST", "/consumers/"+id+"/hmac-auth", k, nil)
 		}
+		for _, k := range cons.Oauth2Creds {
+			put("POST", "/consumers/"+id+"/oauth2", k, nil)
+		}
 		for _, grp := range cons.Groups {
 			put("POST", "/consumer_groups/"+*grp.Name+"/consumers", map[string]any{"consumer": id}, nil)
 		}
