@@ -218,3 +218,47 @@ func TestRouterFlavorsKongVersionIsTheOldestGateways(t *testing.T) {
 	require.True(t, none.KongVersion().EQ(semver.Version{}))
 	none.ReportRoot("a", Root{Version: "3.9.0"})
 }
+
+// Kong's listens are read from GET / as Kong reports them (stream_listen off: {}), kept per
+// gateway, forgotten with the gateway, and a change asks for a round (the Gateways'
+// listener status depends on them).
+func TestRouterFlavorsKeepTheGatewaysListens(t *testing.T) {
+	e := kongemu.New(kongemu.Options{StreamListen: []string{"0.0.0.0:9000 ssl", "0.0.0.0:9999 udp reuseport"}})
+	srv, err := e.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	c, err := kong.NewClient(&srv.URL, &http.Client{})
+	require.NoError(t, err)
+	root, err := ReadRoot(context.Background(), c)
+	require.NoError(t, err)
+	require.Equal(t, &KongListens{
+		Proxy:  []KongListen{{Port: 8000}, {Port: 8443, SSL: true}},
+		Stream: []KongListen{{Port: 9000, SSL: true}, {Port: 9999, UDP: true}},
+	}, root.Listens)
+
+	off := kongemu.New(kongemu.Options{})
+	srvOff, err := off.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srvOff.Close() })
+	c, err = kong.NewClient(&srvOff.URL, &http.Client{})
+	require.NoError(t, err)
+	rootOff, err := ReadRoot(context.Background(), c)
+	require.NoError(t, err)
+	require.Empty(t, rootOff.Listens.Stream, "stream_listen off")
+
+	changes := 0
+	f := NewRouterFlavors(func() { changes++ })
+	f.ReportRoot("a", root)
+	f.ReportRoot("b", rootOff)
+	require.Equal(t, []KongListens{*root.Listens, *rootOff.Listens}, f.Listens())
+	require.Equal(t, 2, changes, "each new gateway's listens ask for a round")
+	f.ReportRoot("b", rootOff)
+	require.Equal(t, 2, changes, "the same listens again ask for nothing")
+	f.Report("b", rootOff.RouterFlavor)
+	require.Len(t, f.Listens(), 2, "an answer without listens keeps those known")
+	f.KeepOnly(map[string]bool{"b": true})
+	require.Equal(t, []KongListens{*rootOff.Listens}, f.Listens())
+	require.Equal(t, 3, changes)
+	var none *RouterFlavors
+	require.Empty(t, none.Listens())
+}

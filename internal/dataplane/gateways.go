@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -383,6 +385,40 @@ type Root struct {
 	RouterFlavor string // configuration.router_flavor: traditional, traditional_compatible or expressions
 	Enterprise   bool   // Kong Gateway Enterprise (IsEnterprise)
 	Version      string // version ("3.10.0"; "" when not said)
+	// Listens are Kong's proxy and stream listens (configuration.proxy_listeners and
+	// stream_listeners), for Gateways' listener status; nil when GET / did not say.
+	Listens *KongListens
+}
+
+// KongListens are the listens of one Kong: where it serves HTTP(S) (proxy_listen) and TCP,
+// TLS and UDP (stream_listen).
+type KongListens struct {
+	Proxy, Stream []KongListen
+}
+
+// KongListen is one listen: its port and whether it terminates TLS (ssl) or is UDP (udp, a
+// stream listen's flag).
+type KongListen struct {
+	Port     int
+	SSL, UDP bool
+}
+
+// readListens reads a list of listeners from GET /'s configuration. Kong writes an empty
+// list (stream_listen = off) as {}, an empty Lua table: no listen, as go-kong reads it.
+func readListens(v any) []KongListen {
+	list, _ := v.([]any)
+	out := make([]KongListen, 0, len(list))
+	for _, e := range list {
+		m, _ := e.(map[string]any)
+		port, ok := m["port"].(float64)
+		if !ok {
+			continue // a unix socket has no port
+		}
+		ssl, _ := m["ssl"].(bool)
+		udp, _ := m["udp"].(bool)
+		out = append(out, KongListen{Port: int(port), SSL: ssl, UDP: udp})
+	}
+	return out
 }
 
 // ReadRoot asks a Kong GET /.
@@ -395,7 +431,11 @@ func ReadRoot(ctx context.Context, client *kong.Client) (Root, error) {
 	db, _ := conf["database"].(string)
 	flavor, _ := conf["router_flavor"].(string)
 	version, _ := root["version"].(string)
-	return Root{Database: db != "" && db != "off", RouterFlavor: flavor, Enterprise: IsEnterprise(root), Version: version}, nil
+	out := Root{Database: db != "" && db != "off", RouterFlavor: flavor, Enterprise: IsEnterprise(root), Version: version}
+	if _, ok := conf["proxy_listeners"]; ok {
+		out.Listens = &KongListens{Proxy: readListens(conf["proxy_listeners"]), Stream: readListens(conf["stream_listeners"])}
+	}
+	return out, nil
 }
 
 // RouterFlavors is what the gateways said of their router, shared by the gateways that learn
@@ -406,13 +446,14 @@ type RouterFlavors struct {
 	mu       sync.Mutex
 	byURL    map[string]string
 	versions map[string]semver.Version // the Kong version each gateway said (GET / "version"), when it parsed
+	listens  map[string]KongListens    // the listens each gateway said, when it said
 	onChange func()
 }
 
 // NewRouterFlavors returns an empty record; onChange (may be nil) is called when the answer
 // of Expressions, RustRegexes or KongVersion changes.
 func NewRouterFlavors(onChange func()) *RouterFlavors {
-	return &RouterFlavors{byURL: map[string]string{}, versions: map[string]semver.Version{}, onChange: onChange}
+	return &RouterFlavors{byURL: map[string]string{}, versions: map[string]semver.Version{}, listens: map[string]KongListens{}, onChange: onChange}
 }
 
 // Report records what the gateway at url said of its router.
@@ -437,6 +478,9 @@ func (f *RouterFlavors) ReportRoot(url string, root Root) {
 	} else {
 		delete(f.versions, url)
 	}
+	if root.Listens != nil {
+		f.listens[url] = *root.Listens
+	}
 	changed := before != f.answers()
 	f.mu.Unlock()
 	if changed && f.onChange != nil {
@@ -444,14 +488,36 @@ func (f *RouterFlavors) ReportRoot(url string, root Root) {
 	}
 }
 
-// flavorAnswers is what a RouterFlavors answers translation: a change of it asks for a round.
+// flavorAnswers is what a RouterFlavors answers translation and status: a change of it asks
+// for a round (whose report writes the Gateways' listener status again).
 type flavorAnswers struct {
 	expressions, rustRegexes bool
 	kongVersion              string
+	listens                  string
 }
 
 func (f *RouterFlavors) answers() flavorAnswers {
-	return flavorAnswers{f.expressions(), f.rustRegexes(), f.kongVersion().String()}
+	return flavorAnswers{f.expressions(), f.rustRegexes(), f.kongVersion().String(), fmt.Sprint(f.listensByURL())}
+}
+
+// Listens are the listens of every gateway that said them (GET /), in the order of their
+// URLs; none for a nil *RouterFlavors. A Gateway's listener is served only where every
+// gateway serves it (status.KongPorts).
+func (f *RouterFlavors) Listens() []KongListens {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.listensByURL()
+}
+
+func (f *RouterFlavors) listensByURL() []KongListens {
+	out := make([]KongListens, 0, len(f.listens))
+	for _, url := range slices.Sorted(maps.Keys(f.listens)) {
+		out = append(out, f.listens[url])
+	}
+	return out
 }
 
 // KongVersion is the lowest Kong version the gateways that answered reported (major, minor
@@ -506,6 +572,7 @@ func (f *RouterFlavors) KeepOnly(urls map[string]bool) {
 		if !urls[url] {
 			delete(f.byURL, url)
 			delete(f.versions, url)
+			delete(f.listens, url)
 		}
 	}
 	changed := before != f.answers()

@@ -28,6 +28,13 @@ func TestNodeEndpoints(t *testing.T) {
 			conf := obj(b["configuration"])
 			require.Equal(t, "off", conf["database"])
 			require.Equal(t, "traditional_compatible", conf["router_flavor"])
+			// Kong's default listens, parsed as listeners.lua reports them; stream off: {}.
+			proxy := conf["proxy_listeners"].([]any)
+			require.Len(t, proxy, 2)
+			require.Equal(t, map[string]any{"ip": "0.0.0.0", "port": 8443.0, "listener": "0.0.0.0:8443 http2 ssl reuseport backlog=16384",
+				"ssl": true, "http2": true, "proxy_protocol": false, "deferred": false, "bind": false, "reuseport": true, "backlog=16384": true}, proxy[1])
+			require.Equal(t, false, obj(proxy[0])["ssl"])
+			require.Equal(t, map[string]any{}, conf["stream_listeners"])
 			avail := obj(obj(b["plugins"])["available_on_server"])
 			for _, p := range []string{"key-auth", "basic-auth", "acl", "jwt", "cors", "rate-limiting",
 				"request-transformer", "response-transformer", "ip-restriction", "correlation-id",

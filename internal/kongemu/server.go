@@ -53,6 +53,11 @@ type Options struct {
 	// Edition is Community (default) or Enterprise. Only Kong Gateway Enterprise has
 	// consumer groups (and consumer-group-scoped plugins) and the mtls-auth plugin.
 	Edition Edition
+	// ProxyListen and StreamListen are Kong's proxy_listen and stream_listen settings, one
+	// listen each (default Kong's: "0.0.0.0:8000 reuseport backlog=16384" and
+	// "0.0.0.0:8443 http2 ssl reuseport backlog=16384"; stream "off"). GET / reports them
+	// parsed, as configuration.proxy_listeners and stream_listeners (listeners.go).
+	ProxyListen, StreamListen []string
 	// AuditConfigRoutes records, in the audit entry of each configuration a DB-less
 	// emulator loads, the tags of its routes (AuditEntry.RouteTags): tests that must show a
 	// route was never served, not only that it is not served now, read them.
@@ -115,6 +120,12 @@ func New(opts Options) *Emulator {
 	}
 	if opts.Hostname == "" {
 		opts.Hostname = "kongemu"
+	}
+	if opts.ProxyListen == nil {
+		opts.ProxyListen = []string{"0.0.0.0:8000 reuseport backlog=16384", "0.0.0.0:8443 http2 ssl reuseport backlog=16384"}
+	}
+	if opts.StreamListen == nil {
+		opts.StreamListen = []string{"off"}
 	}
 	if opts.RouterFlavor == "" {
 		opts.RouterFlavor = RouterTraditionalCompatible

@@ -384,6 +384,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if cfg.UpdateStatus {
 		gatewayStatus := status.NewGatewayAPIUpdater(cfg.GatewayAPIControllerName, publish, st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("gateway-api-status"))
 		gatewayStatus.GatewayAlpha = cfg.FeatureGates.Enabled(config.GateGatewayAlpha)
+		gatewayStatus.Listens = flavors.Listens
 		reporter = append(reporter, gatewayStatus)
 		// Gateway API events also wake the Gateways' status directly: attachedRoutes follows
 		// the cache, not the sync loop.

@@ -44,7 +44,11 @@ func gatewayClassStatus(have gatewayv1.GatewayClassStatus, gen int64, now time.T
 // listenerVerdict is what the spec's listener conditions say of one listener.
 type listenerVerdict struct {
 	unsupportedProtocol bool
-	invalidKinds        bool
+	// unavailable is PortUnavailable or UnsupportedProtocol when Kong serves no listen for
+	// the listener (gatewayapi_listens.go), "" when it does or is not asked.
+	unavailable        gatewayv1.ListenerConditionReason
+	unavailableMessage string
+	invalidKinds       bool
 	// conflict is ProtocolConflict or HostnameConflict, "" for none.
 	conflict gatewayv1.ListenerConditionReason
 	// refs is the ResolvedRefs reason of its certificateRefs ("" when they resolve), and
@@ -54,7 +58,7 @@ type listenerVerdict struct {
 }
 
 func (v listenerVerdict) valid() bool {
-	return !v.unsupportedProtocol && !v.invalidKinds && v.conflict == "" && v.refs == ""
+	return !v.unsupportedProtocol && v.unavailable == "" && !v.invalidKinds && v.conflict == "" && v.refs == ""
 }
 
 // sharePort reports whether listeners of protocols a and b may share a port: HTTP with
@@ -77,8 +81,9 @@ func sharePort(a, b gatewayv1.ProtocolType) (ok, byHostname bool) {
 // listenerVerdicts judges the listeners of gw. As in KIC, a conflict marks every listener
 // that shares the conflicting port (ProtocolConflict) or port and hostname
 // (HostnameConflict), not only the later one; a protocol conflict wins over a hostname one.
-// certRefs resolves a listener's certificateRefs (gatewayapi.ResolveCertificateRefs).
-func listenerVerdicts(gw *gatewayapi.Gateway, certRefs func(*gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string)) []listenerVerdict {
+// certRefs resolves a listener's certificateRefs (gatewayapi.ResolveCertificateRefs); ports
+// are those Kong serves (nil: not checked).
+func listenerVerdicts(gw *gatewayapi.Gateway, certRefs func(*gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string), ports kongPorts) []listenerVerdict {
 	out := make([]listenerVerdict, len(gw.Listeners))
 	for i, l := range gw.Listeners {
 		out[i].invalidKinds = l.InvalidKinds
@@ -87,6 +92,9 @@ func listenerVerdicts(gw *gatewayapi.Gateway, certRefs func(*gatewayv1.Listener)
 			gatewayv1.TCPProtocolType, gatewayv1.UDPProtocolType:
 		default:
 			out[i].unsupportedProtocol = true
+		}
+		if !out[i].unsupportedProtocol {
+			out[i].unavailable, out[i].unavailableMessage = ports.unavailable(l.Listener.Protocol, l.Listener.Port)
 		}
 		if certRefs != nil {
 			out[i].refs, out[i].refsMessage = certRefs(l.Listener)
@@ -117,9 +125,11 @@ func listenerVerdicts(gw *gatewayapi.Gateway, certRefs func(*gatewayv1.Listener)
 
 // gatewayStatus is the status of one of our Gateways: Accepted and Programmed, the
 // published addresses, and per listener its conditions, supportedKinds and attachedRoutes.
-// programmed says whether a gateway took a configuration made from this Gateway's generation.
+// ports are the ports Kong serves (nil: not checked); invalidGateway, when set, is why the Gateway
+// is not accepted (its publish-service annotation). programmed says whether a gateway took a
+// configuration made from this Gateway's generation.
 func gatewayStatus(have gatewayv1.GatewayStatus, gw *gatewayapi.Gateway, certRefs func(*gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string),
-	addrs []string, programmed bool, now time.Time) gatewayv1.GatewayStatus {
+	addrs []string, ports kongPorts, invalidGateway string, programmed bool, now time.Time) gatewayv1.GatewayStatus {
 	gen := gw.Gateway.Generation
 	want := *have.DeepCopy()
 	want.Addresses = nil
@@ -131,7 +141,7 @@ func gatewayStatus(have gatewayv1.GatewayStatus, gw *gatewayapi.Gateway, certRef
 		want.Addresses = append(want.Addresses, gatewayv1.GatewayStatusAddress{Type: &t, Value: a})
 	}
 
-	verdicts := listenerVerdicts(gw, certRefs)
+	verdicts := listenerVerdicts(gw, certRefs, ports)
 	invalid := 0
 	listeners := make([]gatewayv1.ListenerStatus, 0, len(gw.Listeners))
 	for i, l := range gw.Listeners {
@@ -146,9 +156,12 @@ func gatewayStatus(have gatewayv1.GatewayStatus, gw *gatewayapi.Gateway, certRef
 		ls.AttachedRoutes = l.AttachedRoutes
 		accepted := metav1.Condition{Type: string(gatewayv1.ListenerConditionAccepted), Status: metav1.ConditionTrue,
 			Reason: string(gatewayv1.ListenerReasonAccepted), Message: "the listener is valid"}
-		if v.unsupportedProtocol {
+		switch {
+		case v.unsupportedProtocol:
 			accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gatewayv1.ListenerReasonUnsupportedProtocol),
 				"protocol "+string(l.Listener.Protocol)+" is not supported"
+		case v.unavailable != "":
+			accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(v.unavailable), v.unavailableMessage
 		}
 		resolved := metav1.Condition{Type: string(gatewayv1.ListenerConditionResolvedRefs), Status: metav1.ConditionTrue,
 			Reason: string(gatewayv1.ListenerReasonResolvedRefs), Message: "all references resolved"}
@@ -192,6 +205,9 @@ func gatewayStatus(have gatewayv1.GatewayStatus, gw *gatewayapi.Gateway, certRef
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gatewayv1.GatewayReasonListenersNotValid), "no listener is valid"
 	case invalid > 0:
 		accepted.Reason, accepted.Message = string(gatewayv1.GatewayReasonListenersNotValid), "some listeners are not valid"
+	}
+	if invalidGateway != "" {
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gatewayv1.GatewayReasonInvalid), invalidGateway
 	}
 	prog := metav1.Condition{Type: string(gatewayv1.GatewayConditionProgrammed), Status: metav1.ConditionTrue,
 		Reason: string(gatewayv1.GatewayReasonProgrammed), Message: "in the configuration the gateways took"}

@@ -166,7 +166,7 @@ func TestGatewayStatus(t *testing.T) {
 		testRoute("default", "two", nil, parentRef("kong", "http"), parentRef("kong", "http-b")),
 	)
 
-	got := gatewayStatus(gatewayv1.GatewayStatus{}, a.Gateways[0], nil, []string{"192.0.2.1", "kong.example.com"}, false, t0)
+	got := gatewayStatus(gatewayv1.GatewayStatus{}, a.Gateways[0], nil, []string{"192.0.2.1", "kong.example.com"}, nil, "", false, t0)
 	require.Equal(t, "True/ListenersNotValid", condition(got.Conditions, "Accepted"), "some listeners are invalid")
 	require.Equal(t, "False/Pending", condition(got.Conditions, "Programmed"), "no gateway took it yet")
 	require.Len(t, got.Addresses, 2)
@@ -205,7 +205,7 @@ func TestGatewayStatus(t *testing.T) {
 
 	valid := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
 	va := attach(valid, testRoute("default", "one", nil, parentRef("kong", "")))
-	programmed := gatewayStatus(got, va.Gateways[0], nil, nil, true, t0.Add(time.Minute))
+	programmed := gatewayStatus(got, va.Gateways[0], nil, nil, nil, "", true, t0.Add(time.Minute))
 	require.Equal(t, "True/Accepted", condition(programmed.Conditions, "Accepted"))
 	require.Equal(t, "True/Programmed", condition(programmed.Conditions, "Programmed"))
 	require.Empty(t, programmed.Addresses)
@@ -213,11 +213,11 @@ func TestGatewayStatus(t *testing.T) {
 	require.Equal(t, "True/Programmed", condition(programmed.Listeners[0].Conditions, "Programmed"))
 	require.Equal(t, t0, meta.FindStatusCondition(programmed.Listeners[0].Conditions, "Accepted").LastTransitionTime.Time,
 		"a condition whose status did not change keeps its transition time")
-	require.True(t, equality.Semantic.DeepEqual(programmed, gatewayStatus(programmed, va.Gateways[0], nil, nil, true, t0.Add(time.Hour))),
+	require.True(t, equality.Semantic.DeepEqual(programmed, gatewayStatus(programmed, va.Gateways[0], nil, nil, nil, "", true, t0.Add(time.Hour))),
 		"a second pass changes nothing")
 
 	none := testGateway(listener("sctp", gatewayv1.ProtocolType("SCTP"), 9000, ""))
-	require.Equal(t, "False/ListenersNotValid", condition(gatewayStatus(gatewayv1.GatewayStatus{}, attach(none).Gateways[0], nil, nil, true, t0).Conditions, "Accepted"))
+	require.Equal(t, "False/ListenersNotValid", condition(gatewayStatus(gatewayv1.GatewayStatus{}, attach(none).Gateways[0], nil, nil, nil, "", true, t0).Conditions, "Accepted"))
 }
 
 func TestGatewayClassStatus(t *testing.T) {
@@ -257,7 +257,7 @@ func TestListenerConflicts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []gatewayv1.ListenerConditionReason
-			for _, v := range listenerVerdicts(attach(testGateway(tc.listeners...)).Gateways[0], nil) {
+			for _, v := range listenerVerdicts(attach(testGateway(tc.listeners...)).Gateways[0], nil, nil) {
 				got = append(got, v.conflict)
 			}
 			require.Equal(t, tc.want, got)
@@ -272,7 +272,7 @@ func TestGatewayStatusCertificateRefs(t *testing.T) {
 	certRefs := func(*gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string) {
 		return gatewayv1.ListenerReasonRefNotPermitted, "no grant"
 	}
-	got := gatewayStatus(gatewayv1.GatewayStatus{}, attach(gw).Gateways[0], certRefs, nil, true, t0)
+	got := gatewayStatus(gatewayv1.GatewayStatus{}, attach(gw).Gateways[0], certRefs, nil, nil, "", true, t0)
 	l := got.Listeners[0]
 	require.Equal(t, "False/RefNotPermitted", condition(l.Conditions, "ResolvedRefs"))
 	require.Equal(t, "no grant", meta.FindStatusCondition(l.Conditions, "ResolvedRefs").Message)

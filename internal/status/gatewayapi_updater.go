@@ -50,6 +50,10 @@ type GatewayAPIUpdater struct {
 	// (translation's rule, translator.Options.GatewayAlpha) and are BackendTLSPolicies
 	// applied and their status.ancestors written.
 	GatewayAlpha bool
+	// Listens are the listens of the gateways that said them (dataplane.RouterFlavors.Listens):
+	// with a publish Service, a Gateway's listener that no Kong listen serves is not accepted
+	// (gatewayapi_listens.go). nil, or none said yet: not checked.
+	Listens func() []dataplane.KongListens
 
 	mu     sync.Mutex
 	latest *gatewayapi.Attachment // of the latest translation of the whole snapshot
@@ -180,6 +184,17 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 		secrets[s.Namespace+"/"+s.Name] = s
 	}
 	secret := func(ns, name string) *corev1.Secret { return secrets[ns+"/"+name] }
+	var configured []string
+	for _, s := range []string{u.opts.PublishService, u.opts.PublishServiceUDP} {
+		if s != "" {
+			configured = append(configured, s)
+		}
+	}
+	var listens []dataplane.KongListens
+	if u.Listens != nil {
+		listens = u.Listens()
+	}
+	services := serviceReader{reader: u.reader}
 	for _, g := range snap.Gateways {
 		gw := a.Gateway(g.Namespace, g.Name)
 		if gw == nil || !addrsKnown {
@@ -188,7 +203,19 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 		certRefs := func(l *gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string) {
 			return gatewayapi.ResolveCertificateRefs(gw.Gateway, l, secret, snap.ReferenceGrants)
 		}
-		want := gatewayStatus(g.Status, gw, certRefs, addrs, programmed[gatewayKey(gw.Gateway)], now)
+		var ports kongPorts
+		invalid := ""
+		if names, err := publishServices(g, configured); err != nil {
+			invalid = err.Error()
+		} else if len(names) > 0 && len(listens) > 0 {
+			svcs, err := services.get(ctx, names)
+			if err != nil {
+				errs = append(errs, err.Error()) // rather than judge listeners without it, leave the Gateway as it is
+				continue
+			}
+			ports = commonPorts(svcs, listens)
+		}
+		want := gatewayStatus(g.Status, gw, certRefs, addrs, ports, invalid, programmed[gatewayKey(gw.Gateway)], now)
 		if !equality.Semantic.DeepEqual(want, g.Status) {
 			updated := g.DeepCopy()
 			updated.Status = want

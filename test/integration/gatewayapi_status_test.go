@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -215,4 +217,85 @@ func TestGatewayAPIStatus(t *testing.T) {
 	}))
 	requireGateway(wantGateway(1, 0), "web counts nowhere")
 	requireParents(webKey, []string{otherLine}, "only the other controller's entry is left")
+}
+
+// Listener status from Kong's real listens (KIC's determineListenersFromDataPlane): the
+// publish Services' ports, matched by targetPort with the proxy and stream listens Kong
+// reports in GET /, decide which listeners Kong serves. The proxy Service maps 80 to Kong's
+// 8000 (HTTP) and the UDP Service 9999 to a udp stream listen: listener http/80 and udp/9999
+// are accepted, alt/8080 is PortUnavailable (HTTP is served, not there), tcp/9000
+// UnsupportedProtocol (no port serves TCP). The Gateway's konghq.com/publish-service naming
+// the proxy Service alone takes the UDP port away; naming another Service makes the Gateway
+// not accepted.
+func TestGatewayListenersFromKongListens(t *testing.T) {
+	parallel(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	controller := "konductor.test/" + ns
+	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+	createAll(t, []client.Object{
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kong-proxy"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+			{Name: "proxy", Port: 80, TargetPort: intstr.FromInt32(8000), Protocol: tcp},
+			{Name: "proxy-tls", Port: 443, TargetPort: intstr.FromInt32(8443), Protocol: tcp}}}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kong-udp"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+			{Name: "udp", Port: 9999, TargetPort: intstr.FromInt32(9999), Protocol: udp}}}},
+	})
+	class, gw := ourGateway(ns, controller,
+		gatewayv1.Listener{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80},
+		gatewayv1.Listener{Name: "alt", Protocol: gatewayv1.HTTPProtocolType, Port: 8080},
+		gatewayv1.Listener{Name: "tcp", Protocol: gatewayv1.TCPProtocolType, Port: 9000},
+		gatewayv1.Listener{Name: "udp", Protocol: gatewayv1.UDPProtocolType, Port: 9999},
+	)
+	createAll(t, []client.Object{class, gw})
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), class) })
+
+	kong, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, StreamListen: []string{"0.0.0.0:9999 udp reuseport"}}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = kong.Close() })
+	r := startReplica(t, replicaSpec{name: "listens", namespace: ns, gateways: []string{kong.URL}, args: []string{
+		"--leader-elect=false", "--gateway-api-controller-name", controller,
+		"--publish-service", ns + "/kong-proxy", "--publish-service-udp", ns + "/kong-udp",
+	}})
+	r.waitFirstSync(t, time.Minute)
+
+	var last string
+	requireAccepted := func(want string, msg string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			var g gatewayv1.Gateway
+			if admin.Get(ctx, client.ObjectKeyFromObject(gw), &g) != nil {
+				return false
+			}
+			var b strings.Builder
+			if c := meta.FindStatusCondition(g.Status.Conditions, "Accepted"); c != nil {
+				fmt.Fprintf(&b, "gateway=%s/%s", c.Status, c.Reason)
+			}
+			for _, l := range g.Status.Listeners {
+				if c := meta.FindStatusCondition(l.Conditions, "Accepted"); c != nil {
+					fmt.Fprintf(&b, " %s=%s/%s", l.Name, c.Status, c.Reason)
+				}
+			}
+			last = b.String()
+			return last == want
+		}, 30*time.Second, 50*time.Millisecond, "%s: want\n%s\nhave\n%s", msg, want, &last)
+	}
+	requireAccepted("gateway=True/ListenersNotValid http=True/Accepted alt=False/PortUnavailable tcp=False/UnsupportedProtocol udp=True/Accepted",
+		"listeners judged by Kong's listens")
+
+	annotate := func(v string) {
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var g gatewayv1.Gateway
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(gw), &g); err != nil {
+				return err
+			}
+			g.Annotations = map[string]string{"konghq.com/publish-service": v}
+			return admin.Update(ctx, &g)
+		}))
+	}
+	annotate(ns + "/kong-proxy")
+	requireAccepted("gateway=True/ListenersNotValid http=True/Accepted alt=False/PortUnavailable tcp=False/UnsupportedProtocol udp=False/UnsupportedProtocol",
+		"the annotation names the proxy Service alone")
+	annotate("elsewhere/kong-proxy")
+	requireAccepted("gateway=False/Invalid http=True/Accepted alt=True/Accepted tcp=True/Accepted udp=True/Accepted",
+		"a Service this controller was not given: the Gateway is not accepted")
 }
