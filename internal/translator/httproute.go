@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/blang/semver/v4"
 	"github.com/kong/go-database-reconciler/pkg/file"
@@ -33,8 +32,10 @@ const kongDefaultTimeout = 60000
 // httpRoutes translates the HTTPRoutes attached to our Gateways (kic-compat.md §14, and
 // docs/kong-facts.md "Gateway API"), oldest first. KIC's traditional-router translation:
 //
-//   - Rules of one HTTPRoute with the same backendRefs share a Kong service
-//     httproute.<ns>.<name>.<first rule>, whose host and upstream have that name.
+//   - Rules of one HTTPRoute with the same backendRefs (as a set) share a Kong service
+//     httproute.<ns>.<name>.<first rule>, whose host and upstream have that name
+//     (httproute_services.go; on both routers, and across HTTPRoutes with combined
+//     services, httproute_combined.go).
 //   - Among them, rules with the same filters, and matches with the same method, headers and
 //     query parameters, share a Kong route httproute.<ns>.<name>.<rule>.<match> named after
 //     the first match; a rule without matches is route httproute.<ns>.<name>.<rule>.0.
@@ -47,7 +48,7 @@ func (b *builder) httpRoutes() {
 	routes := append([]*gatewayv1.HTTPRoute(nil), b.snap.HTTPRoutes...)
 	sortByAge(routes)
 	var expressions []attachedHTTPRoute
-	var combined map[string][]combinedRule
+	var combined map[string][]serviceRule
 	for _, hr := range routes {
 		if hr == nil {
 			continue
@@ -65,18 +66,18 @@ func (b *builder) httpRoutes() {
 			continue
 		}
 		if b.opts.CombinedServicesFromDifferentHTTPRoutes {
-			combined = b.addCombinedHTTPRoute(combined, hr, ra)
+			combined = b.addHTTPRouteRules(combined, hr, ra)
 			continue
 		}
-		b.httpRouteProtocols = httpListenerProtocols(parentListeners(ra))
-		b.httpRoute(hr, ra.Hostnames)
+		// Without combined services the route's Kong services are its own: made now, in
+		// the routes' order (which decides a route name two HTTPRoutes claim).
+		b.httpRuleServices(b.addHTTPRouteRules(nil, hr, ra))
 	}
-	b.httpRouteProtocols = nil
 	if b.opts.ExpressionRoutes {
 		b.httpRoutesExpressions(expressions)
 	}
 	if combined != nil {
-		b.httpCombinedServices(combined)
+		b.httpRuleServices(combined)
 	}
 }
 
@@ -104,33 +105,6 @@ func httpListenerProtocols(listeners []*gatewayv1.Listener) []string {
 		return []string{"https"}
 	}
 	return []string{"http", "https"}
-}
-
-// httpRuleGroup is the rules of one HTTPRoute that share backendRefs: one Kong service.
-type httpRuleGroup struct {
-	rules []int
-}
-
-func (b *builder) httpRoute(hr *gatewayv1.HTTPRoute, hostnames []string) {
-	ro, ok := b.httpRouteTranslatable(hr)
-	if !ok {
-		return
-	}
-	var groups []*httpRuleGroup
-	byBackends := map[string]*httpRuleGroup{}
-	for i, rule := range hr.Spec.Rules {
-		key := jsonKey(rule.BackendRefs)
-		g := byBackends[key]
-		if g == nil {
-			g = &httpRuleGroup{}
-			byBackends[key] = g
-			groups = append(groups, g)
-		}
-		g.rules = append(g.rules, i)
-	}
-	for _, g := range groups {
-		b.httpRuleGroup(hr, ro, hostnames, g)
-	}
 }
 
 // httpRouteTranslatable checks what KIC checks of an HTTPRoute before the traditional
@@ -271,75 +245,6 @@ func (b *builder) httpMatchPathProblem(p *gatewayv1.HTTPPathMatch) string {
 		}
 	}
 	return ""
-}
-
-func (b *builder) httpRuleGroup(hr *gatewayv1.HTTPRoute, ro *routeOverrides, hostnames []string, g *httpRuleGroup) {
-	first := g.rules[0]
-	name := fmt.Sprintf("httproute.%s.%s.%d", hr.Namespace, hr.Name, first)
-	field := fmt.Sprintf("spec.rules[%d]", first)
-	if e := checkServiceName(name); e != "" {
-		b.problem(hr, gvkHTTPRoute, field, "Kong service %s; the rule is left out", e)
-		return
-	}
-
-	// Routes: by filters, then by match key, in the order first seen. A route that cannot be
-	// made is left out alone: the group's other routes, and its Kong service, stay.
-	var routes []*routeEntry
-	var filterOrder []string
-	byFilters := map[string][]int{}
-	for _, i := range g.rules {
-		k := sortedJSONKey(hr.Spec.Rules[i].Filters)
-		if _, ok := byFilters[k]; !ok {
-			filterOrder = append(filterOrder, k)
-		}
-		byFilters[k] = append(byFilters[k], i)
-	}
-	for _, fk := range filterOrder {
-		rules := byFilters[fk]
-		filters := hr.Spec.Rules[rules[0]].Filters
-		var matchOrder []string
-		byMatch := map[string][]httpMatchRef{}
-		for _, i := range rules {
-			rule := hr.Spec.Rules[i]
-			if len(rule.Matches) == 0 {
-				routes = append(routes, b.httpKongRoute(hr, ro, hostnames, i, 0, nil, filters)...)
-				continue
-			}
-			for j, m := range rule.Matches {
-				k := matchKey(m)
-				if _, ok := byMatch[k]; !ok {
-					matchOrder = append(matchOrder, k)
-				}
-				byMatch[k] = append(byMatch[k], httpMatchRef{i, j, m})
-			}
-		}
-		for _, mk := range matchOrder {
-			ms := byMatch[mk]
-			routes = append(routes, b.httpKongRoute(hr, ro, hostnames, ms[0].rule, ms[0].match, ms, filters)...)
-		}
-	}
-	if len(routes) == 0 {
-		return // each left-out route is reported
-	}
-	sort.Slice(routes, func(i, j int) bool { return *routes[i].Name < *routes[j].Name })
-
-	ks := b.httpRouteKongService(hr, first, name)
-	ks.routes = routes
-	// The timeout of the last rule that sets one other than the default wins, as in KIC.
-	for _, i := range g.rules {
-		t := hr.Spec.Rules[i].Timeouts
-		if t == nil || t.BackendRequest == nil {
-			continue
-		}
-		d, err := time.ParseDuration(string(*t.BackendRequest))
-		if err != nil || d <= 0 {
-			continue // the API server validates the format; 0 means no timeout, which Kong cannot say
-		}
-		if ms := int(d.Milliseconds()); ms != kongDefaultTimeout {
-			ks.svc.ConnectTimeout, ks.svc.ReadTimeout, ks.svc.WriteTimeout = kong.Int(ms), kong.Int(ms), kong.Int(ms)
-		}
-	}
-	b.kongServices[name] = ks
 }
 
 // checkServiceName says why name cannot be a Kong service's name and host, "" when it can.

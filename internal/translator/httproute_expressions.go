@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
@@ -40,13 +39,49 @@ type attachedHTTPRoute struct {
 	hostnames []string
 }
 
-// httpRoutesExpressions translates HTTPRoutes for Kong's expressions router as KIC does
-// (ingressRulesFromHTTPRoutesUsingExpressionRoutes): every route is split by hostname, rule
-// and match; each split is a Kong route httproute.<ns>.<name>.<host>.<rule>.<match> with an
-// expression and KIC's priority, in the Kong service httproute.<ns>.<name>.<host>.<rule> of
-// its hostname and rule. Priorities order splits across all HTTPRoutes, so every split is
+// httpRoutesExpressions translates HTTPRoutes for Kong's expressions router as KIC 3.5 does
+// (TranslateHTTPRoutesToKongstateServices with ExpressionRoutes, groupHTTPRouteMatchesWithPrioritiesByRule):
+// every route is split by hostname, rule and match; each split is a Kong route
+// httproute.<ns>.<name>.<host>.<rule>.<match> with an expression and KIC's priority, in the
+// Kong service of its rule, grouped and named as on the traditional router
+// (httproute_services.go). Priorities order splits across all HTTPRoutes, so every split is
 // made before any is translated.
 func (b *builder) httpRoutesExpressions(routes []attachedHTTPRoute) {
+	splits := b.httpSplits(routes)
+	assignHTTPPriorities(splits)
+	groups, names := b.splitRuleGroups(splits)
+	for _, s := range splits {
+		hr := s.route
+		name := names[serviceRuleID{hr, s.rule}]
+		field := fmt.Sprintf("spec.rules[%d]", s.rule)
+		ks := b.kongServices[name]
+		if ks == nil {
+			if e := checkServiceName(name); e != "" {
+				b.problem(hr, gvkHTTPRoute, field, "Kong service %s; the rule is left out", e)
+				continue
+			}
+		}
+		r, err := b.httpSplitRoute(s)
+		if err != nil {
+			// The other splits of the route go on; KIC sends an invalid regex on to Kong
+			// (which refuses the whole configuration), konductor leaves that match out.
+			b.problem(hr, gvkHTTPRoute, err.field, "HTTPRoute can't be routed: %s; the match is left out", err.msg)
+			continue
+		}
+		if ks == nil {
+			// The service is made from the first of its rules in getRuleKey order.
+			first := groups[name][0]
+			ks = b.httpRouteKongService(first.hr, first.rule, name)
+			b.kongServices[name] = ks
+		}
+		ks.routes = append(ks.routes, r)
+	}
+	b.finishSplitServices(groups)
+}
+
+// httpSplits are the splits of routes (KIC's SplitHTTPRoute), those KIC translates
+// (validateHTTPRoute: rules; query parameters are allowed under this router).
+func (b *builder) httpSplits(routes []attachedHTTPRoute) []*httpSplitMatch {
 	var splits []*httpSplitMatch
 	for _, ar := range routes {
 		hr := ar.route
@@ -73,86 +108,7 @@ func (b *builder) httpRoutesExpressions(routes []attachedHTTPRoute) {
 			}
 		}
 	}
-	assignHTTPPriorities(splits)
-
-	// With combined services, a split's service is its rule's backends' (httproute_combined.go),
-	// made from the first of its rules in KIC's order.
-	var combined map[string][]combinedRule
-	if b.opts.CombinedServicesFromDifferentHTTPRoutes {
-		combined = combinedSplitRules(splits)
-	}
-	services := map[*gatewayv1.HTTPRoute][]string{}
-	failed := map[*gatewayv1.HTTPRoute]bool{}
-	for _, s := range splits {
-		hr := s.route
-		name := httpSplitServiceName(s)
-		if combined != nil {
-			name = combinedServiceName(hr.Namespace, hr.Spec.Rules[s.rule].BackendRefs)
-		}
-		field := fmt.Sprintf("spec.rules[%d]", s.rule)
-		ks := b.kongServices[name]
-		if ks == nil {
-			if e := checkServiceName(name); e != "" {
-				b.problem(hr, gvkHTTPRoute, field, "Kong service %s; the rule is left out", e)
-				continue
-			}
-		}
-		r, err := b.httpSplitRoute(s)
-		if err != nil {
-			// The other splits of the route go on, as in KIC (which sends an invalid
-			// regex on to Kong; konductor leaves that match out).
-			b.problem(hr, gvkHTTPRoute, err.field, "HTTPRoute can't be routed: %s; the match is left out", err.msg)
-			failed[hr] = true
-			continue
-		}
-		if ks == nil {
-			from, rule := hr, s.rule
-			if combined != nil {
-				from, rule = combined[name][0].hr, combined[name][0].rule
-			}
-			ks = b.httpRouteKongService(from, rule, name)
-			b.kongServices[name] = ks
-			services[hr] = append(services[hr], name)
-		}
-		ks.routes = append(ks.routes, r)
-	}
-	if combined != nil {
-		b.combinedSplitServices(combined)
-		return
-	}
-	for _, ar := range routes {
-		hr := ar.route
-		for _, n := range services[hr] {
-			sort.Slice(b.kongServices[n].routes, func(i, j int) bool {
-				return *b.kongServices[n].routes[i].Name < *b.kongServices[n].routes[j].Name
-			})
-		}
-		// KIC sets the route's timeout only when none of its splits failed.
-		if ms, ok := httpRouteTimeout(hr); ok && !failed[hr] {
-			for _, n := range services[hr] {
-				svc := b.kongServices[n].svc
-				svc.ConnectTimeout, svc.ReadTimeout, svc.WriteTimeout = kong.Int(ms), kong.Int(ms), kong.Int(ms)
-			}
-		}
-	}
-}
-
-// httpRouteTimeout is the backendRequest timeout of the last rule of hr that sets one, when
-// it is not Kong's default: KIC gives it to every Kong service of the route
-// (applyTimeoutsToService).
-func httpRouteTimeout(hr *gatewayv1.HTTPRoute) (int, bool) {
-	ms := kongDefaultTimeout
-	for _, rule := range hr.Spec.Rules {
-		if rule.Timeouts == nil || rule.Timeouts.BackendRequest == nil {
-			continue
-		}
-		d, err := time.ParseDuration(string(*rule.Timeouts.BackendRequest))
-		if err != nil || d <= 0 {
-			continue
-		}
-		ms = int(d.Milliseconds())
-	}
-	return ms, ms != kongDefaultTimeout
+	return splits
 }
 
 // hostnameInName is a split's hostname as KIC puts it in names: "*" as "_", "_" for none.
@@ -161,10 +117,6 @@ func hostnameInName(h string) string {
 		return "_"
 	}
 	return strings.ReplaceAll(h, "*", "_")
-}
-
-func httpSplitServiceName(s *httpSplitMatch) string {
-	return fmt.Sprintf("httproute.%s.%s.%s.%d", s.route.Namespace, s.route.Name, hostnameInName(s.hostname), s.rule)
 }
 
 // httpSplitRoute is the Kong route of one split: KIC's
