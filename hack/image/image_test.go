@@ -5,9 +5,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"debug/buildinfo"
+	"debug/elf"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,10 +30,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// The tests build the images of a stand-in (testdata/standin: a few hundred kilobytes, quick
-// to cross-compile) for two platforms; TestRealKonductor builds konductor itself for the
-// machine's platform when KONDUCTOR_IMAGE_TEST_REAL is set (a cold -trimpath build of konductor
-// takes minutes on two cores; `make image` checks the real binary on every build).
+// Most tests build the images of a stand-in (testdata/standin: a few hundred kilobytes, quick
+// to cross-compile) for two platforms; TestRealKonductor builds konductor's own linux/amd64
+// image (skipped under -short: a cold -trimpath build of konductor takes minutes on two cores).
 
 const (
 	testVersion = "v1.2.3-test"
@@ -108,49 +111,56 @@ func images(t *testing.T, idx v1.ImageIndex) map[string]v1.Image {
 func TestImageConfig(t *testing.T) {
 	res, _ := shared(t)
 	for plat, img := range images(t, res.index) {
-		cf, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
+		checkConfig(t, plat, img)
+	}
+}
+
+// checkConfig checks one platform's image of a build with testVersion and testEpoch: its
+// config (platform, entrypoint, user, environment, labels, times) and media types.
+func checkConfig(t *testing.T, plat string, img v1.Image) {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cf.OS + "/" + cf.Architecture; got != plat {
+		t.Errorf("%s: config platform %s", plat, got)
+	}
+	c := cf.Config
+	if !reflect.DeepEqual(c.Entrypoint, []string{"/konductor"}) || len(c.Cmd) != 0 {
+		t.Errorf("%s: entrypoint %q cmd %q, want [/konductor] and none", plat, c.Entrypoint, c.Cmd)
+	}
+	if c.User != "65532:65532" {
+		t.Errorf("%s: user %q, want 65532:65532 (the Dockerfile's)", plat, c.User)
+	}
+	if !slices.Contains(c.Env, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt") {
+		t.Errorf("%s: env %q lacks SSL_CERT_FILE", plat, c.Env)
+	}
+	if c.Labels["org.opencontainers.image.version"] != testVersion {
+		t.Errorf("%s: labels %v", plat, c.Labels)
+	}
+	want := time.Unix(testEpoch, 0).UTC()
+	if !cf.Created.Time.Equal(want) {
+		t.Errorf("%s: created %v, want %v", plat, cf.Created.Time, want)
+	}
+	for _, h := range cf.History {
+		if !h.Created.Time.Equal(want) {
+			t.Errorf("%s: history %q created %v", plat, h.CreatedBy, h.Created.Time)
 		}
-		if got := cf.OS + "/" + cf.Architecture; got != plat {
-			t.Errorf("%s: config platform %s", plat, got)
-		}
-		c := cf.Config
-		if !reflect.DeepEqual(c.Entrypoint, []string{"/konductor"}) || len(c.Cmd) != 0 {
-			t.Errorf("%s: entrypoint %q cmd %q, want [/konductor] and none", plat, c.Entrypoint, c.Cmd)
-		}
-		if c.User != "65532:65532" {
-			t.Errorf("%s: user %q, want 65532:65532 (the Dockerfile's)", plat, c.User)
-		}
-		if !slices.Contains(c.Env, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt") {
-			t.Errorf("%s: env %q lacks SSL_CERT_FILE", plat, c.Env)
-		}
-		if c.Labels["org.opencontainers.image.version"] != testVersion {
-			t.Errorf("%s: labels %v", plat, c.Labels)
-		}
-		want := time.Unix(testEpoch, 0).UTC()
-		if !cf.Created.Time.Equal(want) {
-			t.Errorf("%s: created %v, want %v", plat, cf.Created.Time, want)
-		}
-		for _, h := range cf.History {
-			if !h.Created.Time.Equal(want) {
-				t.Errorf("%s: history %q created %v", plat, h.CreatedBy, h.Created.Time)
-			}
-		}
-		if mt, _ := img.MediaType(); mt != types.OCIManifestSchema1 {
-			t.Errorf("%s: manifest media type %s", plat, mt)
-		}
-		m, err := img.Manifest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Config.MediaType != types.OCIConfigJSON || len(m.Layers) != 2 {
-			t.Errorf("%s: config %s, %d layers, want OCI config and 2 layers", plat, m.Config.MediaType, len(m.Layers))
-		}
-		for _, l := range m.Layers {
-			if l.MediaType != types.OCILayer {
-				t.Errorf("%s: layer media type %s", plat, l.MediaType)
-			}
+	}
+	if mt, _ := img.MediaType(); mt != types.OCIManifestSchema1 {
+		t.Errorf("%s: manifest media type %s", plat, mt)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.MediaType != types.OCIConfigJSON || len(m.Layers) != 2 {
+		t.Errorf("%s: config %s, %d layers, want OCI config and 2 layers", plat, m.Config.MediaType, len(m.Layers))
+	}
+	for _, l := range m.Layers {
+		if l.MediaType != types.OCILayer {
+			t.Errorf("%s: layer media type %s", plat, l.MediaType)
 		}
 	}
 }
@@ -159,6 +169,15 @@ func TestImageConfig(t *testing.T) {
 // package manager, no /bin).
 func TestImageFiles(t *testing.T) {
 	res, _ := shared(t)
+	for plat, img := range images(t, res.index) {
+		checkFiles(t, plat, img)
+	}
+}
+
+// checkFiles checks every file of one platform's image of a build with testEpoch, and the
+// nonroot user and group.
+func checkFiles(t *testing.T, plat string, img v1.Image) {
+	t.Helper()
 	type file struct {
 		mode     int64
 		uid, gid int
@@ -176,53 +195,51 @@ func TestImageFiles(t *testing.T) {
 		"tmp/":                              {0o1777, 0, 0},
 		"konductor":                         {0o755, 0, 0},
 	}
-	for plat, img := range images(t, res.index) {
-		layers, err := img.Layers()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]file{}
+	for i, l := range layers {
+		var names []string
+		err := walkLayer(l, func(h *tar.Header, _ io.Reader) error {
+			names = append(names, h.Name)
+			got[h.Name] = file{h.Mode, h.Uid, h.Gid}
+			if !h.ModTime.Equal(time.Unix(testEpoch, 0)) || h.Uname != "" || h.Gname != "" {
+				t.Errorf("%s: %s: time %v, names %q %q", plat, h.Name, h.ModTime, h.Uname, h.Gname)
+			}
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]file{}
-		for i, l := range layers {
-			var names []string
-			err := walkLayer(l, func(h *tar.Header, _ io.Reader) error {
-				names = append(names, h.Name)
-				got[h.Name] = file{h.Mode, h.Uid, h.Gid}
-				if !h.ModTime.Equal(time.Unix(testEpoch, 0)) || h.Uname != "" || h.Gname != "" {
-					t.Errorf("%s: %s: time %v, names %q %q", plat, h.Name, h.ModTime, h.Uname, h.Gname)
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !sort.StringsAreSorted(names) {
-				t.Errorf("%s: layer %d entries not sorted: %q", plat, i, names)
-			}
+		if !sort.StringsAreSorted(names) {
+			t.Errorf("%s: layer %d entries not sorted: %q", plat, i, names)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: files\n got %v\nwant %v", plat, got, want)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: files\n got %v\nwant %v", plat, got, want)
+	}
+	for name := range got {
+		switch filepath.Base(strings.TrimSuffix(name, "/")) {
+		case "sh", "bash", "ash", "dash", "busybox":
+			t.Errorf("%s: a shell: %s", plat, name)
 		}
-		for name := range got {
-			switch filepath.Base(strings.TrimSuffix(name, "/")) {
-			case "sh", "bash", "ash", "dash", "busybox":
-				t.Errorf("%s: a shell: %s", plat, name)
-			}
-		}
+	}
 
-		passwd, _, err := readFile(img, "/etc/passwd")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(passwd), "\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n") {
-			t.Errorf("%s: /etc/passwd has no nonroot user 65532:\n%s", plat, passwd)
-		}
-		group, _, err := readFile(img, "/etc/group")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(group), "\nnonroot:x:65532:\n") {
-			t.Errorf("%s: /etc/group has no nonroot group 65532:\n%s", plat, group)
-		}
+	passwd, _, err := readFile(img, "/etc/passwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(passwd), "\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n") {
+		t.Errorf("%s: /etc/passwd has no nonroot user 65532:\n%s", plat, passwd)
+	}
+	group, _, err := readFile(img, "/etc/group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(group), "\nnonroot:x:65532:\n") {
+		t.Errorf("%s: /etc/group has no nonroot group 65532:\n%s", plat, group)
 	}
 }
 
@@ -506,31 +523,144 @@ func TestRunFlags(t *testing.T) {
 	}
 }
 
-// konductor itself, for the machine's platform: opt-in (KONDUCTOR_IMAGE_TEST_REAL=1), as a
-// cold -trimpath build of it takes minutes here.
+// konductor itself, the linux/amd64 image, through the builder's path (build: go build with the
+// image's flags, the layers, the index, every output file): the image is checked as the
+// stand-in's are, and /konductor, read back from its layer, is konductor's main package built
+// as the image builds it and runs on a linux/amd64 machine (`version`; `translate` of
+// examples/). Skipped under -short only: `make test` runs it. The first build with a cold cache
+// compiles konductor and its dependencies anew (-trimpath and CGO_ENABLED=0 share no
+// compiled package with go test's builds): minutes on two cores (docs/image.md).
 func TestRealKonductor(t *testing.T) {
-	if os.Getenv("KONDUCTOR_IMAGE_TEST_REAL") == "" {
-		t.Skip("set KONDUCTOR_IMAGE_TEST_REAL=1 to build konductor itself (minutes when cold); `make image` runs the same check")
+	if testing.Short() {
+		t.Skip("-short: skips building konductor itself (minutes with a cold build cache)")
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	amd64 := v1.Platform{OS: "linux", Architecture: "amd64"}
 	o := options{
 		image: "konductor", tag: "test", version: testVersion,
-		platforms:       []v1.Platform{{OS: runtime.GOOS, Architecture: runtime.GOARCH}},
+		platforms:       []v1.Platform{amd64},
 		sourceDateEpoch: testEpoch, out: t.TempDir(), goTool: goTool(),
 		pkg: filepath.Join(root, "cmd", "konductor"), verify: true,
 	}
-	res, err := build(context.Background(), o)
+	start := time.Now()
+	res, err := build(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _, err := readFile(images(t, res.index)[runtime.GOOS+"/"+runtime.GOARCH], "/konductor")
+	t.Logf("built konductor's linux/amd64 image in %v: %s", time.Since(start).Round(time.Second), res.digest)
+
+	imgs := images(t, res.index)
+	img := imgs["linux/amd64"]
+	if len(imgs) != 1 || img == nil {
+		t.Fatalf("index holds %v, want linux/amd64 alone", slices.Collect(maps.Keys(imgs)))
+	}
+	checkConfig(t, "linux/amd64", img)
+	checkFiles(t, "linux/amd64", img)
+	for _, p := range []string{res.ociTar, res.dockerTars[0], filepath.Join(res.layoutDir, "index.json")} {
+		if !fileExists(p) {
+			t.Errorf("%s not written", p)
+		}
+	}
+
+	// The layer's /konductor is the binary built, and that binary is konductor's main package
+	// as the image builds it: static, for the baseline amd64, no cgo, no build paths.
+	body, h, err := readFile(img, entrypoint)
 	if err != nil {
 		t.Fatal(err)
+	}
+	built, err := os.ReadFile(filepath.Join(o.out, "bin", "linux-amd64", "konductor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(body, built) || h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 {
+		t.Errorf("/konductor (mode %o, owner %d:%d, %d bytes) is not the built binary (%d bytes)", h.Mode, h.Uid, h.Gid, len(body), len(built))
+	}
+	ef, err := elf.NewFile(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ef.Machine != elf.EM_X86_64 || ef.Type != elf.ET_EXEC {
+		t.Errorf("/konductor: ELF machine %v type %v, want x86-64 executable", ef.Machine, ef.Type)
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("/konductor is dynamically linked (%v): the image has no libc", p.Type)
+		}
+	}
+	info, err := buildinfo.Read(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Path != "github.com/konductor/konductor/cmd/konductor" {
+		t.Errorf("/konductor is %s, not konductor's main package", info.Path)
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	for k, v := range map[string]string{"-trimpath": "true", "CGO_ENABLED": "0", "GOOS": "linux", "GOARCH": "amd64", "GOAMD64": "v1", "-buildmode": "exe"} {
+		if settings[k] != v {
+			t.Errorf("/konductor built with %s=%q, want %q", k, settings[k], v)
+		}
+	}
+	if settings["vcs"] != "" {
+		t.Errorf("/konductor carries a VCS stamp (%s %s): the digest would depend on the checkout", settings["vcs"], settings["vcs.revision"])
+	}
+	if bytes.Contains(body, []byte(root)) {
+		t.Errorf("/konductor holds the build directory %s: not -trimpath, not reproducible elsewhere", root)
 	}
 	if len(body) < 10<<20 {
 		t.Errorf("/konductor is %d bytes: not konductor", len(body))
+	}
+
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Logf("not running /konductor on %s/%s", runtime.GOOS, runtime.GOARCH)
+		return
+	}
+	// It runs, from the layer's bytes, with the image's environment.
+	bin := filepath.Join(t.TempDir(), "konductor")
+	if err := os.WriteFile(bin, body, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	konductor := func(args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(t.Context(), bin, args...)
+		cmd.Env = cf.Config.Env
+		cmd.Dir = t.TempDir()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return out, fmt.Errorf("konductor %s: %w\n%s", strings.Join(args, " "), err, stderr.Bytes())
+		}
+		return out, nil
+	}
+	out, err := konductor("version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != "konductor "+testVersion+"\n" {
+		t.Errorf("version printed %q", out)
+	}
+	// translate: the store, the translator and the renderer, as the controller runs them.
+	out, err = konductor("translate", "-f", filepath.Join(root, "examples"), "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kong struct {
+		FormatVersion string            `json:"_format_version"`
+		Services      []json.RawMessage `json:"services"`
+	}
+	if err := json.Unmarshal(out, &kong); err != nil {
+		t.Fatalf("translate printed no JSON: %v\n%.500s", err, out)
+	}
+	if kong.FormatVersion != "3.0" || len(kong.Services) == 0 {
+		t.Errorf("translate of examples/: _format_version %q, %d services\n%.500s", kong.FormatVersion, len(kong.Services), out)
 	}
 }
