@@ -1,7 +1,9 @@
 package dataplane
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -30,8 +32,49 @@ import (
 //
 // If the fallback is refused too, the objects it names are left out as well, up to
 // maxFallbackPasses; when nothing more can be isolated the gateway keeps its last good
-// configuration (the DB-less gateway never loses it: Kong keeps what it had on a 400).
+// configuration (the DB-less gateway never loses it: Kong keeps what it had on a 400). A
+// fallback that leaves nothing at all is only sent to a gateway that holds nothing
+// (ErrFallbackLeavesNothing).
 const maxFallbackPasses = 3
+
+// ErrFallbackLeavesNothing is a fallback's Err when its configuration holds no entity (every
+// object was refused or depends on one) and the gateway holds a configuration: it is not
+// sent, and the gateway keeps what it holds. KIC sends it all the same (the stub upstream
+// alone in DB-less mode), which takes every route the gateway served; to a gateway that holds
+// nothing (a fresh Kong) konductor sends it too, as KIC does, so that Kong holds a
+// configuration and reports ready. The gateway is not retried with backoff: the same round
+// would leave nothing again; a change of the objects makes a new round.
+var ErrFallbackLeavesNothing = errors.New("the fallback configuration leaves nothing: the gateway keeps the configuration it holds")
+
+// ConfigurationHolder is a Gateway that can say whether it holds a configuration that t would
+// replace, before t is sent: a DB-less gateway (DBLessGateway, and a DetectingGateway that
+// detected one). The loop asks it before sending a fallback configuration that holds no
+// entity (ErrFallbackLeavesNothing). A database-backed gateway does not implement it and its
+// behaviour stays as it was: it never gets there anyway, since it applies all but the refused
+// objects itself (RejectedError.RestApplied) and no fallback is made for it.
+type ConfigurationHolder interface {
+	// HoldsOtherConfiguration reports whether the gateway holds a configuration other than
+	// t's (false when it holds nothing, or t's configuration itself: sending t then takes
+	// nothing from it).
+	HoldsOtherConfiguration(ctx context.Context, t *Target) (bool, error)
+}
+
+// leavesNothing reports whether sending t, a fallback configuration, to g would replace the
+// configuration g holds with one without any entity; an error when g could not tell.
+func leavesNothing(ctx context.Context, g Gateway, t *Target) (bool, error) {
+	if !t.State.Empty() {
+		return false, nil
+	}
+	h, ok := g.(ConfigurationHolder)
+	if !ok {
+		return false, nil // database mode: as before (see ConfigurationHolder)
+	}
+	holds, err := h.HoldsOtherConfiguration(ctx, t)
+	if err != nil {
+		return false, fmt.Errorf("asking whether gateway %s holds a configuration: %w", g.URL(), err)
+	}
+	return holds, nil
+}
 
 // FallbackResult is what a fallback did on one gateway.
 type FallbackResult struct {
@@ -61,6 +104,10 @@ type FallbackTranslation struct {
 	Duration time.Duration
 	// Problems are its translation problems (objects left out or degraded).
 	Problems []translator.Problem
+	// CacheGeneration is how long building the fallback snapshot took (leaving the objects
+	// out, filling them back in from the last accepted snapshot), before its translation:
+	// KIC's fallback cache generation. It cannot fail.
+	CacheGeneration time.Duration
 }
 
 // fallbackPlan is one fallback configuration, shared by every gateway that refused the same
@@ -103,6 +150,9 @@ func (f *fallbacks) plan(broken []kongstate.ObjectRef) (*fallbackPlan, bool) {
 		return out[translator.Node(kongstate.RefFor(obj, gvk))]
 	}
 	var excluded, backfilled []kongstate.ObjectRef
+	// Building the fallback snapshot is KIC's fallback cache generation (its
+	// generateFallbackCache): timed apart from the translation for its metric.
+	generationStart := f.now()
 	snap := f.snapshot.Select(func(gvk schema.GroupVersionKind, obj client.Object) bool {
 		if isExcluded(gvk, obj) {
 			excluded = append(excluded, kongstate.RefFor(obj, gvk))
@@ -121,9 +171,10 @@ func (f *fallbacks) plan(broken []kongstate.ObjectRef) (*fallbackPlan, bool) {
 	}
 	sortRefs(backfilled)
 	start := f.now()
+	generation := start.Sub(generationStart)
 	res := f.translate(snap)
 	p := &fallbackPlan{
-		translation: FallbackTranslation{Duration: f.now().Sub(start), Problems: res.Problems},
+		translation: FallbackTranslation{Duration: f.now().Sub(start), Problems: res.Problems, CacheGeneration: generation},
 		target:      newTarget(res, snap, nil, nil),
 		snapshot:    snap, excluded: excluded, backfilled: backfilled,
 	}

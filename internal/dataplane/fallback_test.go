@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	"github.com/kong/go-kong/kong"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/konductor/konductor/internal/dataplane/dbless"
 	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
@@ -79,6 +82,13 @@ func objects(groups ...[]client.Object) []client.Object {
 func fallbackLoop(t *testing.T, opts Options, objs []client.Object) (*kongemu.Server, *swapSource, *reports, *Trigger, *Loop) {
 	t.Helper()
 	srv, c := startEmulator(t)
+	src, rep, trigger, l := fallbackLoopOn(t, srv, c, opts, objs)
+	return srv, src, rep, trigger, l
+}
+
+// fallbackLoopOn is fallbackLoop against the emulator srv, reached through c.
+func fallbackLoopOn(t *testing.T, srv *kongemu.Server, c *kong.Client, opts Options, objs []client.Object) (*swapSource, *reports, *Trigger, *Loop) {
+	t.Helper()
 	src := &swapSource{}
 	src.cur.Store(newStore(t, objs))
 	rep := &reports{}
@@ -88,7 +98,7 @@ func fallbackLoop(t *testing.T, opts Options, objs []client.Object) (*kongemu.Se
 	opts.Reporter, opts.Trigger, opts.Period, opts.Quiet, opts.Logger = rep, trigger, time.Hour, time.Millisecond, testr.New(t)
 	l := NewLoop(opts)
 	run(t, l)
-	return srv, src, rep, trigger, l
+	return src, rep, trigger, l
 }
 
 // lastFallback waits for a report with a fallback and returns it.
@@ -235,4 +245,136 @@ func refStrings(refs []kongstate.ObjectRef) []string {
 		out[i] = r.String()
 	}
 	return out
+}
+
+// upstreamNames are the names of the upstreams the emulator holds.
+func upstreamNames(srv *kongemu.Server) []string {
+	var out []string
+	for _, u := range srv.Entities("upstreams") {
+		name, _ := u["name"].(string)
+		out = append(out, name)
+	}
+	return out
+}
+
+// A fresh Kong (it holds nothing) whose every object is refused: the fallback leaves nothing
+// but is sent all the same, as KIC sends it, the stub upstream `kong` alone, so that Kong
+// holds a configuration and its /status/ready answers 200.
+func TestFallbackLeavingNothingIsSentToAGatewayThatHoldsNothing(t *testing.T) {
+	objs := objects(app("a", "custom"), []client.Object{plugin("custom", "no-such-plugin", "")})
+	srv, _, rep, _, l := fallbackLoop(t, Options{Fallback: true}, objs)
+
+	res := lastFallback(t, rep)
+	require.Error(t, res.Err, "the configuration itself was refused")
+	require.NoError(t, res.Fallback.Err, "the stub configuration was taken")
+	select {
+	case <-l.FirstSyncDone():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first sync did not complete")
+	}
+	require.Equal(t, []string{"Ingress default/a", "KongPlugin default/custom"}, refStrings(res.Fallback.Excluded))
+	require.NotEqual(t, dbless.EmptyConfigurationHash, srv.ConfigHash(), "the gateway holds a configuration")
+	require.Equal(t, []string{"kong"}, upstreamNames(srv), "the stub upstream alone")
+	require.Empty(t, srv.Entities("routes"))
+	require.Empty(t, srv.Entities("services"))
+	require.NoError(t, l.Ready())
+}
+
+// A gateway that holds a good configuration, then a change after which every object is
+// refused or depends on one: the fallback would leave nothing (the stub upstream alone), so it
+// is not sent; the gateway keeps the routes it serves, and the result says why. It is not
+// retried with backoff: a resync says the same, without sending anything.
+func TestFallbackLeavingNothingKeepsWhatTheGatewayHolds(t *testing.T) {
+	good := objects(app("a", "custom"), []client.Object{plugin("custom", "correlation-id", "")})
+	srv, src, rep, trigger, l := fallbackLoop(t, Options{Fallback: true}, good)
+	<-l.FirstSyncDone()
+	require.True(t, hasRoute(srv, "a"))
+	hash := srv.ConfigHash()
+
+	src.cur.Store(newStore(t, objects(app("a", "custom"), []client.Object{plugin("custom", "no-such-plugin", "")})))
+	trigger.Request()
+	res := lastFallback(t, rep)
+	require.Error(t, res.Err, "the configuration itself was refused")
+	require.ErrorIs(t, res.Fallback.Err, ErrFallbackLeavesNothing)
+	require.Equal(t, []string{"Ingress default/a", "KongPlugin default/custom"}, refStrings(res.Fallback.Excluded))
+	require.Zero(t, res.Fallback.Size, "nothing was sent")
+	require.Equal(t, hash, srv.ConfigHash(), "the gateway keeps the configuration it holds")
+	require.True(t, hasRoute(srv, "a"))
+	require.Len(t, srv.Entities("plugins"), 1)
+	require.NotContains(t, upstreamNames(srv), "kong", "no stub")
+
+	// A resync: the same answer, no retry with backoff, still nothing sent.
+	before := len(rep.all())
+	trigger.Request()
+	require.Eventually(t, func() bool {
+		for _, r := range rep.all()[before:] {
+			for _, g := range r.Gateways {
+				if g.Fallback != nil {
+					require.ErrorIs(t, g.Fallback.Err, ErrFallbackLeavesNothing)
+					return true
+				}
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond)
+	for _, r := range rep.all() {
+		for _, g := range r.Gateways {
+			require.False(t, g.Skipped, "not backing off")
+		}
+	}
+	require.Equal(t, hash, srv.ConfigHash())
+	require.NoError(t, l.Ready(), "the gateway took a configuration before")
+}
+
+// tickingClock moves a millisecond at every reading of Now.
+type tickingClock struct {
+	*testingclock.FakePassiveClock
+}
+
+func (c *tickingClock) Now() time.Time {
+	c.SetTime(c.FakePassiveClock.Now().Add(time.Millisecond))
+	return c.FakePassiveClock.Now()
+}
+
+// The fallback snapshot's building (KIC's fallback cache generation) is timed apart from its
+// translation, and before it.
+func TestFallbackPlanTimesItsSnapshotApartFromItsTranslation(t *testing.T) {
+	objs := objects(app("a", ""), app("b", "custom"), []client.Object{plugin("custom", "no-such-plugin", "")})
+	snap, err := newStore(t, objs).Snapshot(context.Background())
+	require.NoError(t, err)
+	clk := &tickingClock{testingclock.NewFakePassiveClock(time.Now())}
+	slow := func(s *store.Snapshot) translator.Result {
+		clk.SetTime(clk.FakePassiveClock.Now().Add(10 * time.Millisecond))
+		return translate(s)
+	}
+	fb := &fallbacks{translate: slow, snapshot: snap, graph: translate(snap).Graph, clock: clk}
+	p, built := fb.plan([]kongstate.ObjectRef{{Group: "configuration.konghq.com", Kind: "KongPlugin", Namespace: "default", Name: "custom"}})
+	require.True(t, built)
+	require.Equal(t, time.Millisecond, p.translation.CacheGeneration, "from the start of the building to the start of the translation")
+	require.Equal(t, 11*time.Millisecond, p.translation.Duration, "the translation alone")
+}
+
+// A controller that restarts against a Kong holding the stub alone (its previous process sent
+// it: every object refused) while every object is still refused: the fallback is the stub the
+// gateway holds, so sending it changes nothing and is done (nothing is posted); the gateway
+// counts as synced and the controller becomes ready. Judging by "holds a configuration" alone
+// would keep the stub with ErrFallbackLeavesNothing and never be ready.
+func TestFallbackLeavingNothingIsTakenByAGatewayHoldingTheStubAlone(t *testing.T) {
+	objs := objects(app("a", "custom"), []client.Object{plugin("custom", "no-such-plugin", "")})
+	srv, c := startEmulator(t)
+	_, rep, _, _ := fallbackLoopOn(t, srv, c, Options{Fallback: true}, objs)
+	require.NoError(t, lastFallback(t, rep).Fallback.Err)
+	require.Equal(t, []string{"kong"}, upstreamNames(srv))
+	hash := srv.ConfigHash()
+
+	_, rep, _, l := fallbackLoopOn(t, srv, c, Options{Fallback: true}, objs) // the controller restarted
+	res := lastFallback(t, rep)
+	require.NoError(t, res.Fallback.Err, "the gateway holds the fallback already")
+	select {
+	case <-l.FirstSyncDone():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first sync did not complete")
+	}
+	require.NoError(t, l.Ready())
+	require.Equal(t, hash, srv.ConfigHash())
 }

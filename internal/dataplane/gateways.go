@@ -85,6 +85,17 @@ func (g *DBLessGateway) Sync(ctx context.Context, t *Target) error {
 	return err
 }
 
+// HoldsOtherConfiguration implements ConfigurationHolder: what the gateway took from this
+// process, or held when it first talked to it, is not t's configuration
+// (dbless.Gateway.HoldsOther). t's body is rendered here, once for the sync that may follow.
+func (g *DBLessGateway) HoldsOtherConfiguration(ctx context.Context, t *Target) (bool, error) {
+	body, err := t.DBLessBody()
+	if err != nil {
+		return false, fmt.Errorf("rendering declarative configuration: %w", err)
+	}
+	return g.gw.HoldsOther(ctx, body)
+}
+
 // refusedByRouter is why a Kong whose GET / said router flavor would refuse the routes of s,
 // nil when it takes them. Kong 3.7+ takes a route's traditional fields (paths, hosts, ...)
 // under every router, turning them into an expression under the expressions router, and
@@ -276,6 +287,21 @@ func (g *DetectingGateway) Sync(ctx context.Context, t *Target) error {
 	return inner.Sync(ctx, t)
 }
 
+// HoldsOtherConfiguration implements ConfigurationHolder for the gateway detected: it
+// detects first, as Sync does (the loop asks after a sync, so the mode is known by then), and
+// delegates to a DB-less one. A database-backed one cannot tell: false, so that what is asked
+// of it is sent as before (ConfigurationHolder).
+func (g *DetectingGateway) HoldsOtherConfiguration(ctx context.Context, t *Target) (bool, error) {
+	inner, err := g.detected(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	if h, ok := inner.(ConfigurationHolder); ok {
+		return h.HoldsOtherConfiguration(ctx, t)
+	}
+	return false, nil
+}
+
 // detected is the gateway of the mode the Kong has, learned the first time, when t is a
 // target that Kong's router takes.
 func (g *DetectingGateway) detected(ctx context.Context, t *Target) (Gateway, error) {
@@ -388,6 +414,8 @@ type Root struct {
 	// Listens are Kong's proxy and stream listens (configuration.proxy_listeners and
 	// stream_listeners), for Gateways' listener status; nil when GET / did not say.
 	Listens *KongListens
+	// NodeID is the Kong node's ID (node_id), for Konnect's nodes.
+	NodeID string
 }
 
 // KongListens are the listens of one Kong: where it serves HTTP(S) (proxy_listen) and TCP,
@@ -431,7 +459,8 @@ func ReadRoot(ctx context.Context, client *kong.Client) (Root, error) {
 	db, _ := conf["database"].(string)
 	flavor, _ := conf["router_flavor"].(string)
 	version, _ := root["version"].(string)
-	out := Root{Database: db != "" && db != "off", RouterFlavor: flavor, Enterprise: IsEnterprise(root), Version: version}
+	nodeID, _ := root["node_id"].(string)
+	out := Root{Database: db != "" && db != "off", RouterFlavor: flavor, Enterprise: IsEnterprise(root), Version: version, NodeID: nodeID}
 	if _, ok := conf["proxy_listeners"]; ok {
 		out.Listens = &KongListens{Proxy: readListens(conf["proxy_listeners"]), Stream: readListens(conf["stream_listeners"])}
 	}
@@ -447,13 +476,14 @@ type RouterFlavors struct {
 	byURL    map[string]string
 	versions map[string]semver.Version // the Kong version each gateway said (GET / "version"), when it parsed
 	listens  map[string]KongListens    // the listens each gateway said, when it said
+	nodes    map[string]GatewayNode    // each gateway's node, when it said its node_id
 	onChange func()
 }
 
 // NewRouterFlavors returns an empty record; onChange (may be nil) is called when the answer
 // of Expressions, RustRegexes or KongVersion changes.
 func NewRouterFlavors(onChange func()) *RouterFlavors {
-	return &RouterFlavors{byURL: map[string]string{}, versions: map[string]semver.Version{}, listens: map[string]KongListens{}, onChange: onChange}
+	return &RouterFlavors{byURL: map[string]string{}, versions: map[string]semver.Version{}, listens: map[string]KongListens{}, nodes: map[string]GatewayNode{}, onChange: onChange}
 }
 
 // Report records what the gateway at url said of its router.
@@ -480,6 +510,9 @@ func (f *RouterFlavors) ReportRoot(url string, root Root) {
 	}
 	if root.Listens != nil {
 		f.listens[url] = *root.Listens
+	}
+	if root.NodeID != "" {
+		f.nodes[url] = GatewayNode{URL: url, NodeID: root.NodeID, Version: root.Version}
 	}
 	changed := before != f.answers()
 	f.mu.Unlock()
@@ -510,6 +543,26 @@ func (f *RouterFlavors) Listens() []KongListens {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.listensByURL()
+}
+
+// GatewayNode is a gateway as Kong's node: its URL, node_id and version (GET /).
+type GatewayNode struct {
+	URL, NodeID, Version string
+}
+
+// Nodes are the gateways that said their node_id, by URL (for Konnect's nodes); none for a
+// nil *RouterFlavors.
+func (f *RouterFlavors) Nodes() []GatewayNode {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]GatewayNode, 0, len(f.nodes))
+	for _, url := range slices.Sorted(maps.Keys(f.nodes)) {
+		out = append(out, f.nodes[url])
+	}
+	return out
 }
 
 func (f *RouterFlavors) listensByURL() []KongListens {
@@ -573,6 +626,7 @@ func (f *RouterFlavors) KeepOnly(urls map[string]bool) {
 			delete(f.byURL, url)
 			delete(f.versions, url)
 			delete(f.listens, url)
+			delete(f.nodes, url)
 		}
 	}
 	changed := before != f.answers()

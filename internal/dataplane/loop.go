@@ -249,7 +249,34 @@ type Round struct {
 	// reports of syncs that ended); TranslationDuration is how long that took.
 	Translated          bool
 	TranslationDuration time.Duration
+	// SnapshotCache says, in the report of a round that translated with fallback
+	// configuration on, whether the cache had changed since the previous round that read it:
+	// KIC's processed config snapshot cache hit or miss (SnapshotCacheUnknown otherwise).
+	SnapshotCache SnapshotCache
 }
+
+// SnapshotCache is a round's answer to KIC's question "did the cache change since the last
+// snapshot processed?" (its KongClient.Update, under its FallbackConfiguration gate: a hit
+// when the cache's hash is that of the last snapshot processed). konductor keeps no hash of
+// the cache: a round is a hit when it was woken by no request of the trigger (a resync
+// period, a retry), so that no informer event, CRD change or gateway's router change came
+// since the previous round, and that round read the cache; a miss otherwise (the first
+// round, one after a round that could not read the cache, one woken by a change). The
+// requests are taken before the cache is read, so a change whose event comes while a round
+// reads it may be in that round's snapshot, and is counted by the next round's miss. A hit
+// skips nothing in konductor: the round translates and every gateway is synced (a gateway
+// that holds the configuration is sent nothing).
+type SnapshotCache uint8
+
+const (
+	// SnapshotCacheUnknown: not recorded (fallback configuration off, or not a round that
+	// read the cache).
+	SnapshotCacheUnknown SnapshotCache = iota
+	// SnapshotCacheHit: nothing changed since the previous round read the cache.
+	SnapshotCacheHit
+	// SnapshotCacheMiss: the cache may have changed since.
+	SnapshotCacheMiss
+)
 
 // Reporter is told the outcome of every round and of every sync (events, conditions, metrics).
 type Reporter interface {
@@ -353,6 +380,9 @@ type Loop struct {
 	mu      sync.Mutex
 	pending []string // gateways that have not taken a configuration yet, for readiness
 
+	// cacheRead is true when the last round read the cache: the next one without a request of
+	// the trigger translates the same objects (Round.SnapshotCache).
+	cacheRead bool
 	// roundEnded is when the last round that took change events ended: a change within
 	// Quiet of it is coalesced with those that follow; one after it is translated at once.
 	// A round that took none (the start's, a resync, a retry) does not count: a change right
@@ -628,9 +658,19 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 	if err != nil {
 		// Fail closed: without every kind there is no configuration to send (invariant 6).
 		log.Error(err, "not syncing: the cache could not be read")
+		// The request this round took is gone: the next round must not count as a hit.
+		l.cacheRead = false
 		l.report(ctx, Round{SnapshotErr: err})
 		return
 	}
+	cache := SnapshotCacheUnknown
+	if l.opts.Fallback { // KIC records it only under its FallbackConfiguration gate
+		cache = SnapshotCacheMiss
+		if l.cacheRead && eventAt.IsZero() {
+			cache = SnapshotCacheHit
+		}
+	}
+	l.cacheRead = true
 	translateStart := l.opts.Clock.Now()
 	res := l.opts.TranslateRound(snap)
 	translated := l.opts.Clock.Since(translateStart)
@@ -663,7 +703,8 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 		}
 	}
 	skipped := l.dispatchStale(started)
-	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, GatewayAPI: res.Gateway, Gateways: skipped, Translated: true, TranslationDuration: translated})
+	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, GatewayAPI: res.Gateway, Gateways: skipped, Translated: true, TranslationDuration: translated,
+		SnapshotCache: cache})
 	if !eventAt.IsZero() {
 		l.roundEnded = l.opts.Clock.Now()
 	}
@@ -843,7 +884,9 @@ func (l *Loop) settle(ctx context.Context, d syncDone) GatewayResult {
 				"broken", refsString(fb.Broken), "excluded", refsString(fb.Excluded), "backfilled", len(fb.Backfilled), "fallbackError", l.redact(fb.Err))
 		}
 		err = fb.Err
-		if refusal(err) == nil && err != nil {
+		// A fallback that would leave nothing was not sent: like a refused one, it is not
+		// retried with backoff (the same round would leave nothing again).
+		if refusal(err) == nil && err != nil && !errors.Is(err, ErrFallbackLeavesNothing) {
 			res := l.settleError(ctx, g, err)
 			res.Err, res.Fallback = d.err, fb
 			return res
@@ -915,6 +958,15 @@ func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
 		res.Broken, res.Excluded, res.Backfilled, res.Problems = broken, plan.excluded, plan.backfilled, plan.target.Problems
 		if built {
 			res.Translations = append(res.Translations, plan.translation)
+		}
+		// A fallback without any entity would take every route the gateway serves: sent
+		// only to a gateway that holds nothing (ErrFallbackLeavesNothing).
+		if keep, err := leavesNothing(g.ctx, g.Gateway, plan.target); keep || err != nil {
+			res.Err = err
+			if keep {
+				res.Err = ErrFallbackLeavesNothing
+			}
+			return out
 		}
 		var d time.Duration
 		res.Err, d, res.Size = l.timedSync(g.ctx, g, plan.target)

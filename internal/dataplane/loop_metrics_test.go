@@ -1,11 +1,18 @@
 package dataplane
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/store"
 )
 
 // What the loop tells its reporter for metrics: the translation of each round, each sync's
@@ -99,5 +106,77 @@ func TestLoopReportsUnchangedResyncs(t *testing.T) {
 		src.cur.Store(newStore(t, append(objs, app("b", "")...)))
 		trigger.Request()
 		require.Eventually(t, func() bool { return syncs(false) > sent }, 5*time.Second, time.Millisecond, "a change is sent")
+	}
+}
+
+// flakySource is a source that fails while fail is set.
+type flakySource struct {
+	SnapshotSource
+	fail atomic.Bool
+}
+
+func (s *flakySource) Snapshot(ctx context.Context) (*store.Snapshot, error) {
+	if s.fail.Load() {
+		return nil, errors.New("cache unreadable")
+	}
+	return s.SnapshotSource.Snapshot(ctx)
+}
+
+// KIC's processed config snapshot cache hit and miss, with fallback configuration on: the
+// first round misses; a resync (the period's ticker) with no request since the previous round
+// hits; a round woken by a change misses, as does the first round after one that could not
+// read the cache. With fallback configuration off nothing is said, as in KIC.
+func TestLoopReportsSnapshotCacheHitsAndMisses(t *testing.T) {
+	for _, fallback := range []bool{true, false} {
+		trigger := NewTrigger()
+		clk := testingclock.NewFakeClock(time.Now())
+		rep := &reports{}
+		src := &flakySource{SnapshotSource: newStore(t, cluster())}
+		l := NewLoop(Options{
+			Source: src, Barrier: syncedBarrier{}, Translate: translate, Clock: clk, Reporter: rep, Fallback: fallback,
+			Gateways: []Gateway{&countingGateway{}}, Trigger: trigger, Period: time.Hour, Quiet: time.Millisecond, Logger: testr.New(t),
+		})
+		run(t, l)
+		<-l.FirstSyncDone()
+		// rounds is what the rounds that read the cache said, "error" for one that could not.
+		rounds := func() []string {
+			var out []string
+			for _, r := range rep.all() {
+				switch {
+				case r.SnapshotErr != nil:
+					out = append(out, "error")
+				case r.Translated:
+					out = append(out, map[SnapshotCache]string{SnapshotCacheUnknown: "-", SnapshotCacheHit: "hit", SnapshotCacheMiss: "miss"}[r.SnapshotCache])
+				}
+			}
+			return out
+		}
+		waitRounds := func(n int) {
+			t.Helper()
+			require.Eventually(t, func() bool { return len(rounds()) == n }, 5*time.Second, time.Millisecond)
+		}
+		resync := func(n int) {
+			t.Helper()
+			require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+			clk.Step(time.Hour)
+			waitRounds(n)
+		}
+		waitRounds(1)
+		resync(2)
+		clk.Step(time.Second) // past the quiet period of the start's round
+		trigger.Request()     // a change event
+		waitRounds(3)
+		clk.Step(time.Second)
+		resync(4)
+		src.fail.Store(true)
+		resync(5)
+		src.fail.Store(false)
+		resync(6)
+		resync(7)
+		if fallback {
+			require.Equal(t, []string{"miss", "hit", "miss", "hit", "error", "miss", "hit"}, rounds())
+		} else {
+			require.Equal(t, []string{"-", "-", "-", "-", "error", "-", "-"}, rounds())
+		}
 	}
 }

@@ -119,6 +119,30 @@ func (s *State) Content() *file.Content {
 	return c
 }
 
+// Empty reports whether s holds no entity of any kind (nil entries are no entities): what a
+// DB-less gateway would be sent is then the stub upstream alone (DeclarativeConfig). Custom
+// entities count; LicensesKnown alone does not, nor do CertificateAlts (they only complete
+// certificates). A fallback configuration that is Empty would wipe every route a gateway
+// holds (fallback.go in internal/dataplane).
+func (s *State) Empty() bool {
+	if s == nil {
+		return true
+	}
+	return none(s.Services) && none(s.Upstreams) && none(s.Certificates) && none(s.Plugins) &&
+		none(s.Consumers) && none(s.ConsumerGroups) && none(s.CACertificates) && none(s.Vaults) &&
+		none(s.Licenses) && none(s.CustomEntities)
+}
+
+// none reports whether every entry of es is nil.
+func none[T any](es []*T) bool {
+	for _, e := range es {
+		if e != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // renderService is svc as rendered: a copy with the render-time defaults and sorted routes
 // and plugins.
 func renderService(svc *file.FService) file.FService {

@@ -28,6 +28,8 @@ type Metrics struct {
 	translationCount, fallbackTranslationCount       *prometheus.CounterVec
 	translationDuration, fallbackTranslationDuration *prometheus.HistogramVec
 	translationBroken, fallbackTranslationBroken     *prometheus.GaugeVec
+	snapshotCacheHit, snapshotCacheMiss              *prometheus.CounterVec
+	fallbackCacheGeneration                          *prometheus.HistogramVec
 
 	// konductor's.
 	rounds      *prometheus.CounterVec
@@ -125,6 +127,17 @@ func NewMetrics(reg prometheus.Registerer, instanceID string) *Metrics {
 		fallbackTranslationBroken: gauge("ingress_controller_fallback_translation_broken_resource_count",
 			"The number of resources that the controller cannot successfully translate to Kong configuration in fallback mode.", []string{labelInstanceID}),
 
+		// A round of the loop is KIC's Update: hit or miss as dataplane.SnapshotCache says,
+		// only with fallback configuration on, as in KIC.
+		snapshotCacheHit: counter("ingress_controller_processed_config_snapshot_cache_hit",
+			"The number of times the controller hit the processed config snapshot cache and skipped generating a new one.", []string{labelInstanceID}),
+		snapshotCacheMiss: counter("ingress_controller_processed_config_snapshot_cache_miss",
+			"The number of times the controller missed the processed config snapshot cache and had to generate a new one.", []string{labelInstanceID}),
+		// KIC's fallback cache is konductor's fallback snapshot (dataplane.FallbackTranslation.
+		// CacheGeneration), built once per set of refused objects per round.
+		fallbackCacheGeneration: histogram("ingress_controller_fallback_cache_generation_duration_milliseconds",
+			"How long it took to generate a fallback cache, in milliseconds.", translationLabels),
+
 		rounds: counter("konductor_gateway_syncs_total",
 			"Sync attempts per gateway, by result (success, rejected, error, backoff).", []string{"gateway", "result"}),
 		problems: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
@@ -166,6 +179,12 @@ func (m *Metrics) observe(r dataplane.Round) {
 	if r.Translated {
 		m.translation(m.translationCount, m.translationDuration, m.translationBroken, r.TranslationDuration, r.Problems)
 	}
+	switch r.SnapshotCache {
+	case dataplane.SnapshotCacheHit:
+		m.snapshotCacheHit.WithLabelValues(m.instanceID).Inc()
+	case dataplane.SnapshotCacheMiss:
+		m.snapshotCacheMiss.WithLabelValues(m.instanceID).Inc()
+	}
 	for _, g := range r.Gateways {
 		var rej *dataplane.RejectedError
 		switch {
@@ -188,9 +207,15 @@ func (m *Metrics) observe(r dataplane.Round) {
 		took := g.Err == nil || rej != nil && rej.RestApplied
 		if fb := g.Fallback; fb != nil {
 			for _, t := range fb.Translations {
+				// Building a fallback snapshot cannot fail: success is always true.
+				m.fallbackCacheGeneration.WithLabelValues(successTrue, m.instanceID).Observe(milliseconds(t.CacheGeneration))
 				m.translation(m.fallbackTranslationCount, m.fallbackTranslationDuration, m.fallbackTranslationBroken, t.Duration, t.Problems)
 			}
-			m.push(pushMetrics{m.fallbackPushCount, m.fallbackPushDuration, m.fallbackPushLastSuccess, m.fallbackPushBroken, m.fallbackPushSize}, g.URL, g.Protocol, fb.Err, fb.Duration, fb.Size)
+			// A fallback that would have left nothing was not sent (the gateway kept what it
+			// held): no push to count.
+			if !errors.Is(fb.Err, dataplane.ErrFallbackLeavesNothing) {
+				m.push(pushMetrics{m.fallbackPushCount, m.fallbackPushDuration, m.fallbackPushLastSuccess, m.fallbackPushBroken, m.fallbackPushSize}, g.URL, g.Protocol, fb.Err, fb.Duration, fb.Size)
+			}
 			if fb.Err == nil {
 				took, size = true, fb.Size
 			}

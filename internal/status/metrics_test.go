@@ -231,3 +231,59 @@ ingress_controller_configuration_push_count{dataplane="http://a:8001",failure_re
 konductor_gateway_syncs_total{gateway="http://a:8001",result="success"} 4
 `, "konductor_gateway_syncs_total")
 }
+
+// KIC's processed config snapshot cache counters: one hit or miss per round that says so
+// (fallback configuration on), nothing for the others.
+func TestSnapshotCacheMetrics(t *testing.T) {
+	reg, _, r := newTestMetrics(t)
+	for _, c := range []dataplane.SnapshotCache{dataplane.SnapshotCacheMiss, dataplane.SnapshotCacheHit, dataplane.SnapshotCacheHit,
+		dataplane.SnapshotCacheUnknown, dataplane.SnapshotCacheMiss} {
+		r.Report(context.Background(), dataplane.Round{Translated: true, SnapshotCache: c})
+	}
+	r.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{URL: "http://a:8001"}}}) // syncs that ended
+	compare(t, reg, `
+# HELP ingress_controller_processed_config_snapshot_cache_hit The number of times the controller hit the processed config snapshot cache and skipped generating a new one.
+# TYPE ingress_controller_processed_config_snapshot_cache_hit counter
+ingress_controller_processed_config_snapshot_cache_hit{instance_id="konductor-0"} 2
+# HELP ingress_controller_processed_config_snapshot_cache_miss The number of times the controller missed the processed config snapshot cache and had to generate a new one.
+# TYPE ingress_controller_processed_config_snapshot_cache_miss counter
+ingress_controller_processed_config_snapshot_cache_miss{instance_id="konductor-0"} 2
+`, "ingress_controller_processed_config_snapshot_cache_hit", "ingress_controller_processed_config_snapshot_cache_miss")
+}
+
+// One fallback cache generation observed per fallback snapshot built (with its translation),
+// always successful; a plan made for another gateway is not observed again.
+func TestFallbackCacheGenerationMetric(t *testing.T) {
+	_, m, r := newTestMetrics(t)
+	rej := &dataplane.RejectedError{Entities: []dataplane.EntityError{{Object: plugin, Message: "invalid"}}}
+	fb := &dataplane.FallbackResult{Broken: []kongstate.ObjectRef{plugin}, Translations: []dataplane.FallbackTranslation{
+		{Duration: time.Millisecond, CacheGeneration: 2500 * time.Microsecond}}}
+	r.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{
+		{URL: "http://a:8001", Protocol: dataplane.ProtocolDBLess, Err: rej, Fallback: fb},
+		{URL: "http://b:8001", Protocol: dataplane.ProtocolDBLess, Err: rej, Fallback: &dataplane.FallbackResult{Broken: fb.Broken}},
+	}})
+	require.Equal(t, 1, testutil.CollectAndCount(m.fallbackCacheGeneration))
+	var h dto.Metric
+	require.NoError(t, m.fallbackCacheGeneration.WithLabelValues("true", "konductor-0").(prometheus.Metric).Write(&h))
+	require.Equal(t, uint64(1), h.GetHistogram().GetSampleCount())
+	require.InDelta(t, 2.5, h.GetHistogram().GetSampleSum(), 1e-9, "milliseconds")
+	require.Len(t, h.GetHistogram().GetBucket(), len(durationBuckets), "konductor's buckets")
+}
+
+// A fallback that would have left nothing was not sent: its translation counts, no fallback
+// push does, and the gateway did not take a configuration.
+func TestFallbackLeavingNothingCountsNoPush(t *testing.T) {
+	_, m, r := newTestMetrics(t)
+	rej := &dataplane.RejectedError{Entities: []dataplane.EntityError{{Object: plugin, Message: "invalid"}}}
+	r.Report(context.Background(), dataplane.Round{Gateways: []dataplane.GatewayResult{{
+		URL: "http://a:8001", Protocol: dataplane.ProtocolDBLess, Err: rej, Size: 100,
+		Fallback: &dataplane.FallbackResult{Broken: []kongstate.ObjectRef{plugin}, Err: dataplane.ErrFallbackLeavesNothing,
+			Translations: []dataplane.FallbackTranslation{{Duration: time.Millisecond}}},
+	}}})
+	require.Equal(t, 1.0, testutil.ToFloat64(m.fallbackTranslationCount.WithLabelValues("true", "konductor-0")))
+	require.Equal(t, 0, testutil.CollectAndCount(m.fallbackPushCount))
+	require.Equal(t, 0, testutil.CollectAndCount(m.fallbackPushDuration))
+	require.Equal(t, 0, testutil.CollectAndCount(m.lastSync))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.pushCount.WithLabelValues("false", "db-less", "other", "http://a:8001", "konductor-0")),
+		"the refused configuration's push counts as ever")
+}

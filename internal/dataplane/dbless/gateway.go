@@ -216,6 +216,38 @@ func (g *Gateway) learn(ctx context.Context) error {
 	return nil
 }
 
+// HoldsOther reports whether the gateway holds a configuration other than body's: one it
+// took from this process (the last good one), or one it held when this process first talked
+// to it (its hash; the state is learned first, as Push learns it, so that this can be asked
+// before any push). False when it holds nothing (a fresh or restarted Kong, as far as this
+// process knows), and when what it holds is body's own configuration: sending body then
+// changes nothing. The answer is what this process knows, without asking Kong again: a Kong
+// that lost its configuration since is noticed by the next Push, which sends it the last good
+// one back.
+//
+// The loop asks it before sending a fallback configuration that holds no entity
+// (internal/dataplane, fallback.go): sent to a gateway that holds routes, it would wipe them;
+// sent to one that holds nothing (or the stub upstream alone), it lets Kong become ready.
+func (g *Gateway) HoldsOther(ctx context.Context, body kongstate.Body) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.learned {
+		if err := g.learn(ctx); err != nil {
+			return false, err
+		}
+	}
+	switch {
+	case g.lastGood.IsNil() && g.lastHash == "":
+		return false, nil
+	case !g.lastGood.IsNil() && body.Equal(g.lastGood):
+		return false, nil
+	case g.lastHash != "" && !g.lastHashOfLastGood && g.lastHash == kongHashOfBody(body):
+		// Held when this process started (lastGood is then Kong's export, other bytes).
+		return false, nil
+	}
+	return true, nil
+}
+
 // held is the configuration the gateway holds, as GET /config exports it ({"config": "<yaml>"}).
 func (g *Gateway) held(ctx context.Context) ([]byte, error) {
 	req, err := g.client.NewRequest(http.MethodGet, "/config", nil, nil)

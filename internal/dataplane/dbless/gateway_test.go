@@ -398,3 +398,47 @@ func TestRestartedControllerDoesNotResendTheFallbackTheGatewayHolds(t *testing.T
 	posts, _ := f.counts()
 	require.Equal(t, 2, posts, "the fallback once by the first controller, the refused one once by the second")
 }
+
+// HoldsOther: whether a configuration would replace one the gateway holds. Nothing held (a
+// fresh Kong, or only refused configurations sent): no; the configuration itself held: no;
+// anything else held, taken from this process or held when it started: yes.
+func TestHoldsOther(t *testing.T) {
+	ctx := context.Background()
+	body := func(cfg string) kongstate.Body { return kongstate.BodyOf(Body([]byte(cfg))) }
+	stub := `{"_format_version":"3.0","upstreams":[{"name":"kong"}]}`
+
+	f := &fakeKong{reject: func(b []byte) bool { return string(b) == "bad" }}
+	g := newGateway(t, f)
+	holds, err := g.HoldsOther(ctx, body(stub))
+	require.NoError(t, err)
+	require.False(t, holds, "a fresh Kong holds nothing")
+	_, statuses := f.counts()
+	require.Equal(t, 1, statuses, "learned before any push")
+	_, err = g.Push(ctx, []byte("bad"))
+	require.Error(t, err)
+	holds, err = g.HoldsOther(ctx, body(stub))
+	require.NoError(t, err)
+	require.False(t, holds, "Kong keeps nothing of a refused configuration")
+
+	_, err = g.Push(ctx, []byte("good"))
+	require.NoError(t, err)
+	holds, err = g.HoldsOther(ctx, body(stub))
+	require.NoError(t, err)
+	require.True(t, holds, "the stub would replace good")
+	holds, err = g.HoldsOther(ctx, body("good"))
+	require.NoError(t, err)
+	require.False(t, holds, "good itself changes nothing")
+
+	// A restarted controller knows what Kong holds without a push: by its hash.
+	holds, err = connect(t, f).HoldsOther(ctx, body(stub))
+	require.NoError(t, err)
+	require.True(t, holds, "held before the controller restarted")
+	_, err = g.Push(ctx, []byte(stub))
+	require.NoError(t, err)
+	holds, err = g.HoldsOther(ctx, body(stub))
+	require.NoError(t, err)
+	require.False(t, holds, "the stub alone: sending it again changes nothing")
+	holds, err = connect(t, f).HoldsOther(ctx, body(stub))
+	require.NoError(t, err)
+	require.False(t, holds, "the stub, held before the controller restarted")
+}
