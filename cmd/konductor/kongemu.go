@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/konductor/konductor/internal/kongemu"
@@ -18,8 +20,13 @@ import (
 //	    [--tls] [--tls-cert FILE --tls-key FILE] [--admin-token TOKEN] [--seed N]
 //	    [--kong-version 3.10.0] [--router-flavor traditional_compatible|expressions]
 //	    [--edition community|enterprise]
+//	konductor kongemu --konnect --listen 127.0.0.1:8443 [--konnect-control-plane-id ID]
+//	    [--konnect-cert-dir DIR] [--konnect-license FILE] [--kong-version 3.10.0] [--seed N]
 //
-// It prints one line with the URL once it listens.
+// It prints one line with the URL once it listens. With --konnect it serves the Konnect
+// control-plane emulator (kongemu.NewKonnect) over mutual TLS instead, writes the client
+// certificate, its key, their CA and the server's certificate into the certificate folder,
+// and prints them with the control plane id and the flags of konductor run that use them.
 func runKongemu(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("kongemu", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8001", "address to serve the Admin API on")
@@ -34,11 +41,33 @@ func runKongemu(ctx context.Context, args []string) error {
 		"router flavor reported by GET /: traditional_compatible or expressions (routes take an expression and a priority)")
 	edition := fs.String("edition", string(kongemu.Community),
 		"Kong edition: community or enterprise (consumer groups, mtls-auth)")
+	konnect := fs.Bool("konnect", false, "serve the Konnect control-plane emulator (mutual TLS) instead of a Kong Admin API")
+	cpID := fs.String("konnect-control-plane-id", "", "with --konnect: the control plane's id (default a random UUID)")
+	certDir := fs.String("konnect-cert-dir", "", "with --konnect: folder for the client certificate, key and CA, and the server certificate (default a new temporary folder)")
+	licenseFile := fs.String("konnect-license", "", "with --konnect: a Kong license JSON file the control plane serves on GET /v1/licenses")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("kongemu: unexpected arguments: %v", fs.Args())
+	}
+	if *konnect {
+		var bad []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "mode", "tls", "tls-cert", "tls-key", "admin-token", "router-flavor", "edition":
+				bad = append(bad, "--"+f.Name)
+			}
+		})
+		if len(bad) > 0 {
+			return fmt.Errorf("kongemu: %s do not go with --konnect (it serves a database-mode Enterprise Admin API per control plane, over mutual TLS)", strings.Join(bad, ", "))
+		}
+		return runKonnectEmu(ctx, *listen, *cpID, *certDir, *licenseFile, *version, *seed)
+	}
+	for name, v := range map[string]string{"konnect-control-plane-id": *cpID, "konnect-cert-dir": *certDir, "konnect-license": *licenseFile} {
+		if v != "" {
+			return fmt.Errorf("kongemu: --%s goes with --konnect", name)
+		}
 	}
 	opts := kongemu.Options{AdminToken: *token, Version: *version, Seed: *seed,
 		RouterFlavor: *flavor, Edition: kongemu.Edition(*edition)}
@@ -72,6 +101,67 @@ func runKongemu(ctx context.Context, args []string) error {
 		return fmt.Errorf("kongemu: %w", err)
 	}
 	fmt.Fprintf(os.Stdout, "kongemu: Kong Admin API emulator (mode %s) listening on %s\n", *mode, srv.URL)
+	return serveUntilDone(ctx, srv)
+}
+
+// runKonnectEmu serves the Konnect control-plane emulator until ctx is cancelled.
+func runKonnectEmu(ctx context.Context, listen, cpID, certDir, licenseFile, version string, seed uint64) error {
+	opts := kongemu.KonnectOptions{Version: version, Seed: seed}
+	if cpID != "" {
+		opts.ControlPlaneIDs = []string{cpID}
+	}
+	var license []byte
+	if licenseFile != "" {
+		var err error
+		if license, err = os.ReadFile(licenseFile); err != nil {
+			return fmt.Errorf("kongemu: reading the license: %w", err)
+		}
+	}
+	if certDir == "" {
+		d, err := os.MkdirTemp("", "kongemu-konnect-")
+		if err != nil {
+			return fmt.Errorf("kongemu: %w", err)
+		}
+		certDir = d
+	} else if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return fmt.Errorf("kongemu: %w", err)
+	}
+	k := kongemu.NewKonnect(opts)
+	id := k.ControlPlaneIDs()[0]
+	if license != nil {
+		k.SetLicense(id, strings.TrimSpace(string(license)))
+	}
+	srv, err := k.StartOn(listen)
+	if err != nil {
+		return fmt.Errorf("kongemu: %w", err)
+	}
+	cc := k.ClientCert()
+	files := []struct {
+		name string
+		data []byte
+		mode os.FileMode
+	}{{"tls.crt", cc.CertPEM, 0o644}, {"tls.key", cc.KeyPEM, 0o600}, {"ca.crt", cc.CAPEM, 0o644}, {"server.crt", srv.CertPEM, 0o644}}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(certDir, f.name), f.data, f.mode); err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("kongemu: %w", err)
+		}
+	}
+	crt, key, server := filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"), filepath.Join(certDir, "server.crt")
+	fmt.Fprintf(os.Stdout, "kongemu: Konnect control plane emulator listening on %s\n", srv.URL)
+	fmt.Fprintf(os.Stdout, "kongemu: control plane id %s (core entities under %s)\n", id, srv.ControlPlaneURL(id))
+	fmt.Fprintf(os.Stdout, "kongemu: client certificate %s, key %s, their CA %s; server certificate %s\n",
+		crt, key, filepath.Join(certDir, "ca.crt"), server)
+	fmt.Fprintf(os.Stdout, "kongemu: SSL_CERT_FILE=%s konductor run --konnect-sync-enabled --konnect-address %s --konnect-control-plane-id %s --konnect-tls-client-cert-file %s --konnect-tls-client-key-file %s ...\n",
+		server, srv.URL, id, crt, key)
+	return serveUntilDone(ctx, srv)
+}
+
+// serveUntilDone waits for ctx to end, then shuts srv down (closing it when that fails).
+func serveUntilDone(ctx context.Context, srv interface {
+	Shutdown(context.Context) error
+	Close() error
+}) error {
 	<-ctx.Done()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -18,6 +21,38 @@ func TestKongemuFlags(t *testing.T) {
 	} {
 		if err := runKongemu(ctx, c.args); (err == nil) != c.ok {
 			t.Errorf("%v: got error %v", c.args, err)
+		}
+	}
+}
+
+func TestKongemuKonnectFlags(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := t.TempDir()
+	lic := filepath.Join(dir, "license.json")
+	if err := os.WriteFile(lic, []byte(`{"license":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	certs := filepath.Join(dir, "certs")
+	if err := runKongemu(ctx, []string{"--konnect", "--listen", "127.0.0.1:0", "--konnect-control-plane-id", "cp1",
+		"--konnect-cert-dir", certs, "--konnect-license", lic}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"tls.crt", "tls.key", "ca.crt", "server.crt"} {
+		if _, err := os.Stat(filepath.Join(certs, f)); err != nil {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	if _, err := tls.LoadX509KeyPair(filepath.Join(certs, "tls.crt"), filepath.Join(certs, "tls.key")); err != nil {
+		t.Errorf("client key pair: %v", err)
+	}
+	for _, args := range [][]string{
+		{"--konnect", "--listen", "127.0.0.1:0", "--mode", "postgres"},
+		{"--konnect", "--listen", "127.0.0.1:0", "--tls"},
+		{"--listen", "127.0.0.1:0", "--konnect-control-plane-id", "cp1"},
+	} {
+		if err := runKongemu(ctx, args); err == nil {
+			t.Errorf("%v: no error", args)
 		}
 	}
 }

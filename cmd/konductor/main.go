@@ -87,7 +87,7 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 			<-recorded
 		}
 	}()
-	c, err := manager.New(ctx, cfg, manager.Options{Logger: log})
+	c, err := manager.New(ctx, cfg, manager.Options{Logger: log, Version: version})
 	if err != nil {
 		if ctx.Err() != nil {
 			// Stopped while assembling (waiting for the API server): a clean stop.

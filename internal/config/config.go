@@ -185,6 +185,9 @@ type Config struct {
 	// AdmissionWebhook is the validating admission webhook server (KIC's --admission-webhook-*
 	// flags); off unless AdmissionWebhook.ListenAddr is set.
 	AdmissionWebhook AdmissionWebhook
+	// Konnect is KIC's Konnect integration (internal/konnect): the configuration the gateways
+	// took mirrored into a Konnect control plane, nodes, licenses.
+	Konnect Konnect
 
 	// Profiling serves net/http/pprof at /debug/pprof/ on the diagnostics server (KIC's
 	// --profiling, on --diagnostic-server-port as in KIC): heap and CPU profiles of a running
@@ -195,6 +198,40 @@ type Config struct {
 	// KIC flag accepted without effect and why, a CONTROLLER_ variable that names no flag.
 	Notes []Note
 }
+
+// Konnect is KIC's --konnect-* flags (docs/konnect.md).
+type Konnect struct {
+	// SyncEnabled (--konnect-sync-enabled) mirrors the configuration the gateways took into
+	// the control plane ControlPlaneID at Address every UploadConfigPeriod, and reports the
+	// controller and its gateways as nodes every RefreshNodePeriod.
+	SyncEnabled bool
+	// LicensingEnabled (--konnect-licensing-enabled) polls the control plane's license
+	// (InitialLicensePollingPeriod until one is held, then LicensePollingPeriod) and gives it
+	// to Enterprise gateways instead of KongLicense objects; LicenseStorageEnabled keeps it in
+	// a Secret for a start during a Konnect outage.
+	LicensingEnabled, LicenseStorageEnabled           bool
+	InitialLicensePollingPeriod, LicensePollingPeriod time.Duration
+	ControlPlaneID, Address                           string
+	TLSClientCert, TLSClientCertFile                  string
+	TLSClientKey, TLSClientKeyFile                    string
+	UploadConfigPeriod, RefreshNodePeriod             time.Duration
+	ConfigSyncConcurrency                             int
+	ConsumersSyncDisabled                             bool
+}
+
+// Enabled reports whether any Konnect feature is on.
+func (k Konnect) Enabled() bool { return k.SyncEnabled || k.LicensingEnabled }
+
+// Konnect's defaults and bounds, KIC's.
+const (
+	DefaultKonnectAddress               = "https://us.kic.api.konghq.com"
+	DefaultKonnectUploadConfigPeriod    = 30 * time.Second
+	MinKonnectUploadConfigPeriod        = 10 * time.Second
+	DefaultKonnectRefreshNodePeriod     = time.Minute
+	DefaultKonnectConfigSyncConcurrency = 4
+	DefaultKonnectInitialLicensePeriod  = time.Minute
+	DefaultKonnectLicensePeriod         = 12 * time.Hour
+)
 
 // Note is one start-up remark on a flag or variable.
 type Note struct {
@@ -214,30 +251,9 @@ var kicFlagsWithoutEffect = map[string]struct {
 	"init-cache-sync-duration": {false, "nothing waits on a timer: the first configuration is sent as soon as every informer has synced, never before (docs/architecture.md, the barrier)"},
 	// Deprecated in KIC, where it has no effect any more: discovered gateways are always
 	// reached on their Pod IP.
-	"gateway-discovery-dns-strategy":         {false, "deprecated in KIC and without effect there: discovered gateways are reached on their Pod IP"},
-	"kong-status-svc-port-names":             {false, "konductor checks discovered gateways on their Admin API (GET /status), which needs no status port"},
-	"konnect-initial-license-polling-period": {false, konnectOff},
-	"konnect-license-polling-period":         {false, konnectOff},
-	"konnect-control-plane-id":               {false, konnectOff},
-	"konnect-runtime-group-id":               {false, konnectOff},
-	"konnect-address":                        {false, konnectOff},
-	"konnect-tls-client-cert":                {false, konnectOff},
-	"konnect-tls-client-cert-file":           {false, konnectOff},
-	"konnect-tls-client-key":                 {false, konnectOff},
-	"konnect-tls-client-key-file":            {false, konnectOff},
-	"konnect-upload-config-period":           {false, konnectOff},
-	"konnect-refresh-node-period":            {false, konnectOff},
-	"konnect-config-sync-concurrency":        {false, konnectOff},
-	"konnect-disable-consumers-sync":         {true, konnectOff},
-	"konnect-license-storage-enabled":        {true, konnectOff},
+	"gateway-discovery-dns-strategy": {false, "deprecated in KIC and without effect there: discovered gateways are reached on their Pod IP"},
+	"kong-status-svc-port-names":     {false, "konductor checks discovered gateways on their Admin API (GET /status), which needs no status port"},
 }
-
-const konnectOff = "Konnect is off (--konnect-sync-enabled and --konnect-licensing-enabled are not set), as in KIC"
-
-// ErrKonnect is returned when Konnect is switched on: konductor does not sync to Konnect yet,
-// and a KIC installation that relies on it must not start as if it did.
-var ErrKonnect = errors.New("Konnect is not supported by konductor yet (KIC's --konnect-sync-enabled, --konnect-licensing-enabled): " +
-	"the configuration would not reach the Konnect control plane; remove these flags (or CONTROLLER_KONNECT_* variables) to run without Konnect")
 
 // ControllerKinds are KIC's --enable-controller-* switches, by the name after
 // "enable-controller-", with the kinds of objects each one's controller reads in KIC.
@@ -341,7 +357,6 @@ type flagValues struct {
 	publishService, publishServiceUDP string
 	gatewayToReconcile                string
 	enabled                           map[string]*bool
-	konnectSync, konnectLicensing     bool
 	combinedServices                  bool
 }
 
@@ -362,9 +377,6 @@ func parse(args []string, lookup func(string) (string, bool), environ []string, 
 	var err error
 	if err = c.applyEnv(fs, lookup, environ); err != nil {
 		return nil, err
-	}
-	if v.konnectSync || v.konnectLicensing {
-		return nil, ErrKonnect
 	}
 	fs.Visit(func(f *pflag.Flag) {
 		if no, ok := kicFlagsWithoutEffect[f.Name]; ok {
@@ -556,10 +568,25 @@ func (c *Config) defineFlags(fs *pflag.FlagSet, v *flagValues) {
 	fs.IntVar(&c.APIServerBurst, "apiserver-burst", 300, "request burst to the Kubernetes API")
 	fs.BoolVar(&c.APIServerCompression, "apiserver-compression", false, "ask the Kubernetes API server for gzip-compressed answers (worth it only on a slow link to it: it costs the API server CPU on every large list)")
 
-	// Konnect: refused when switched on (ErrKonnect); the others are accepted, as in KIC,
-	// where they do nothing without it.
-	fs.BoolVar(&v.konnectSync, "konnect-sync-enabled", false, "KIC's Konnect configuration sync: not supported by konductor yet (refused)")
-	fs.BoolVar(&v.konnectLicensing, "konnect-licensing-enabled", false, "KIC's Konnect licensing: not supported by konductor yet (refused)")
+	// Konnect (KIC's flags and defaults; docs/konnect.md).
+	k := &c.Konnect
+	fs.BoolVar(&k.SyncEnabled, "konnect-sync-enabled", false, "mirror the configuration the gateways took into a Konnect control plane, and report the controller and its gateways as its nodes")
+	fs.BoolVar(&k.LicensingEnabled, "konnect-licensing-enabled", false, "take the Kong Enterprise license from Konnect (instead of KongLicense objects)")
+	fs.BoolVar(&k.LicenseStorageEnabled, "konnect-license-storage-enabled", true, "keep the license from Konnect in a Secret (konnect-license-<control plane>), for a start while Konnect is unreachable")
+	fs.DurationVar(&k.InitialLicensePollingPeriod, "konnect-initial-license-polling-period", DefaultKonnectInitialLicensePeriod, "how often the license is asked for until one is held")
+	fs.DurationVar(&k.LicensePollingPeriod, "konnect-license-polling-period", DefaultKonnectLicensePeriod, "how often the license is asked for once one is held")
+	fs.StringVar(&k.ControlPlaneID, "konnect-control-plane-id", "", "ID of the Konnect control plane")
+	fs.StringVar(&k.ControlPlaneID, "konnect-runtime-group-id", "", "deprecated: use --konnect-control-plane-id")
+	fs.StringVar(&k.Address, "konnect-address", DefaultKonnectAddress, "base address of the Konnect API")
+	fs.StringVar(&k.TLSClientCert, "konnect-tls-client-cert", "", "Konnect TLS client certificate (PEM)")
+	fs.StringVar(&k.TLSClientCertFile, "konnect-tls-client-cert-file", "", "Konnect TLS client certificate file (PEM)")
+	fs.StringVar(&k.TLSClientKey, "konnect-tls-client-key", "", "Konnect TLS client key (PEM)")
+	fs.StringVar(&k.TLSClientKeyFile, "konnect-tls-client-key-file", "", "Konnect TLS client key file (PEM)")
+	fs.DurationVar(&k.UploadConfigPeriod, "konnect-upload-config-period", DefaultKonnectUploadConfigPeriod, "period of the upload of the configuration to Konnect (at least 10s)")
+	fs.DurationVar(&k.RefreshNodePeriod, "konnect-refresh-node-period", DefaultKonnectRefreshNodePeriod, "period of the report of the controller and its gateways as Konnect nodes (at least 30s)")
+	fs.IntVar(&k.ConfigSyncConcurrency, "konnect-config-sync-concurrency", DefaultKonnectConfigSyncConcurrency, "concurrent requests to Konnect while uploading the configuration")
+	fs.BoolVar(&k.ConsumersSyncDisabled, "konnect-disable-consumers-sync", false, "upload no consumers to Konnect")
+	_ = fs.MarkDeprecated("konnect-runtime-group-id", "use --konnect-control-plane-id instead")
 	for _, name := range slices.Sorted(maps.Keys(kicFlagsWithoutEffect)) {
 		f := fs.VarPF(&ignoredValue{}, name, "", "accepted for KIC compatibility; no effect: "+kicFlagsWithoutEffect[name].why)
 		if kicFlagsWithoutEffect[name].boolean {
@@ -634,6 +661,7 @@ func (c *Config) validate(syncSecs float64) error {
 	if len(c.KongAdminURLs) == 0 && !c.Discovery() {
 		bad("kong-admin-url", "at least one URL is required")
 	}
+	c.validateKonnect(bad)
 	if c.Discovery() {
 		if len(c.KongAdminSvcPortNames) == 0 {
 			bad("kong-admin-svc-port-names", "at least one port name is required with --kong-admin-svc")
@@ -783,6 +811,41 @@ func (c *Config) validate(syncSecs float64) error {
 
 // validateAdmissionWebhook applies KIC's rules to the --admission-webhook-* flags and fills in
 // KIC's default certificate files when no certificate is given.
+// validateKonnect checks KIC's Konnect flags as KIC's validateKonnect does, when sync is on:
+// an address, a control plane, a client certificate and key (inline or a file, not both),
+// an upload period of at least 10s. Licensing alone is checked the same way here (KIC fails
+// at run time instead). KIC also requires --kong-admin-svc with sync; konductor syncs to
+// Konnect whatever way its gateways are given.
+func (c *Config) validateKonnect(bad func(flag, format string, a ...any)) {
+	k := c.Konnect
+	if !k.Enabled() {
+		return
+	}
+	if k.Address == "" {
+		bad("konnect-address", "required with Konnect")
+	} else if p, err := url.Parse(k.Address); err != nil || p.Scheme != "https" || p.Host == "" {
+		bad("konnect-address", "%q is not an https URL", k.Address)
+	}
+	if k.ControlPlaneID == "" {
+		bad("konnect-control-plane-id", "required with Konnect")
+	}
+	for _, pair := range [][2]string{{"konnect-tls-client-cert", k.TLSClientCert}, {"konnect-tls-client-key", k.TLSClientKey}} {
+		file := map[string]string{"konnect-tls-client-cert": k.TLSClientCertFile, "konnect-tls-client-key": k.TLSClientKeyFile}[pair[0]]
+		switch {
+		case pair[1] != "" && file != "":
+			bad(pair[0], "give it inline or as --%s-file, not both", pair[0])
+		case pair[1] == "" && file == "":
+			bad(pair[0], "required with Konnect (inline, or --%s-file): Konnect authenticates the controller by its client certificate", pair[0])
+		}
+	}
+	if k.SyncEnabled && k.UploadConfigPeriod < MinKonnectUploadConfigPeriod {
+		bad("konnect-upload-config-period", "must be at least %s, got %s", MinKonnectUploadConfigPeriod, k.UploadConfigPeriod)
+	}
+	if k.SyncEnabled && k.ConfigSyncConcurrency < 1 {
+		bad("konnect-config-sync-concurrency", "must be at least 1, got %d", k.ConfigSyncConcurrency)
+	}
+}
+
 func (c *Config) validateAdmissionWebhook(bad func(flag, format string, a ...any)) {
 	a := &c.AdmissionWebhook
 	if a.ListenAddr == "off" {

@@ -247,19 +247,35 @@ func TestListFlagsAreRepeatable(t *testing.T) {
 	require.ErrorContains(t, err, `--kong-admin-header: "no-colon" is not Name:value`)
 }
 
-// Konnect is refused with a message that names it until konductor syncs to Konnect; its other
-// flags, which do nothing in KIC without it, are accepted with a note.
-func TestKonnectIsRefusedByName(t *testing.T) {
-	for _, args := range [][]string{{"--konnect-sync-enabled"}, {"--konnect-licensing-enabled=true"}} {
-		_, err := Parse(args, env(nil))
-		require.ErrorIs(t, err, ErrKonnect, args)
-		require.ErrorContains(t, err, "Konnect")
-	}
-	_, err := ParseEnviron(nil, []string{"CONTROLLER_KONNECT_SYNC_ENABLED=true"})
-	require.ErrorIs(t, err, ErrKonnect)
-	c, err := ParseEnviron([]string{"--konnect-address", "https://eu.kic.api.konghq.com"}, []string{"CONTROLLER_KONNECT_SYNC_ENABLED=false"})
+// Konnect takes KIC's flags and defaults; switched on, it needs an https address, a control
+// plane and a client certificate and key, and an upload period of at least 10s, each
+// missing one named (KIC's validateKonnect).
+func TestKonnectFlags(t *testing.T) {
+	c, err := Parse(nil, env(nil))
 	require.NoError(t, err)
-	require.Equal(t, []string{"--konnect-address"}, noteFlags(c))
+	require.Equal(t, Konnect{LicenseStorageEnabled: true, InitialLicensePollingPeriod: time.Minute, LicensePollingPeriod: 12 * time.Hour,
+		Address: "https://us.kic.api.konghq.com", UploadConfigPeriod: 30 * time.Second, RefreshNodePeriod: time.Minute, ConfigSyncConcurrency: 4}, c.Konnect)
+	require.False(t, c.Konnect.Enabled())
+
+	_, err = Parse([]string{"--konnect-sync-enabled"}, env(nil))
+	for _, flag := range []string{"--konnect-control-plane-id", "--konnect-tls-client-cert", "--konnect-tls-client-key"} {
+		require.ErrorContains(t, err, flag+": required with Konnect")
+	}
+	_, err = Parse([]string{"--konnect-licensing-enabled", "--konnect-control-plane-id", "cp", "--konnect-address", "http://plain",
+		"--konnect-tls-client-cert", "C", "--konnect-tls-client-cert-file", "f", "--konnect-tls-client-key", "K"}, env(nil))
+	require.ErrorContains(t, err, `--konnect-address: "http://plain" is not an https URL`)
+	require.ErrorContains(t, err, "--konnect-tls-client-cert: give it inline or as --konnect-tls-client-cert-file, not both")
+	_, err = Parse([]string{"--konnect-sync-enabled", "--konnect-runtime-group-id", "cp", "--konnect-tls-client-cert", "C",
+		"--konnect-tls-client-key", "K", "--konnect-upload-config-period", "5s"}, env(nil))
+	require.ErrorContains(t, err, "--konnect-upload-config-period: must be at least 10s, got 5s")
+
+	c, err = ParseEnviron(nil, []string{"CONTROLLER_KONNECT_SYNC_ENABLED=true", "CONTROLLER_KONNECT_RUNTIME_GROUP_ID=cp",
+		"CONTROLLER_KONNECT_TLS_CLIENT_CERT_FILE=/c", "CONTROLLER_KONNECT_TLS_CLIENT_KEY_FILE=/k", "CONTROLLER_KONNECT_DISABLE_CONSUMERS_SYNC=true"})
+	require.NoError(t, err)
+	require.True(t, c.Konnect.Enabled())
+	require.Equal(t, "cp", c.Konnect.ControlPlaneID, "the deprecated --konnect-runtime-group-id names the control plane")
+	require.True(t, c.Konnect.ConsumersSyncDisabled)
+	require.Empty(t, noteFlags(c))
 }
 
 // Every KIC 3.5 flag (testdata/kic-flags.tsv, read from KIC's source) is accepted under its name
@@ -280,12 +296,15 @@ func TestEveryKICFlag(t *testing.T) {
 		"metrics-bind-address": ":1", "health-probe-bind-address": ":2", "admission-webhook-listen": ":3",
 		"election-lease-duration": "20s", "election-renew-deadline": "9s", "election-retry-period": "1s",
 		"proxy-sync-seconds": "7", "proxy-timeout-seconds": "7",
+		"konnect-address": "https://eu.kic.api.konghq.com", "konnect-upload-config-period": "17s",
 	}
-	companions := map[string]string{ // flags that go with another one
-		"kong-admin-tls-client-cert-file": "kong-admin-tls-client-key-file", "kong-admin-tls-client-key-file": "kong-admin-tls-client-cert-file",
-		"kong-admin-tls-client-cert": "kong-admin-tls-client-key", "kong-admin-tls-client-key": "kong-admin-tls-client-cert",
-		"admission-webhook-cert-file": "admission-webhook-key-file", "admission-webhook-key-file": "admission-webhook-cert-file",
-		"admission-webhook-cert": "admission-webhook-key", "admission-webhook-key": "admission-webhook-cert",
+	konnect := []string{"konnect-control-plane-id", "konnect-tls-client-cert", "konnect-tls-client-key"}
+	companions := map[string][]string{ // flags that go with others
+		"kong-admin-tls-client-cert-file": {"kong-admin-tls-client-key-file"}, "kong-admin-tls-client-key-file": {"kong-admin-tls-client-cert-file"},
+		"kong-admin-tls-client-cert": {"kong-admin-tls-client-key"}, "kong-admin-tls-client-key": {"kong-admin-tls-client-cert"},
+		"admission-webhook-cert-file": {"admission-webhook-key-file"}, "admission-webhook-key-file": {"admission-webhook-cert-file"},
+		"admission-webhook-cert": {"admission-webhook-key"}, "admission-webhook-key": {"admission-webhook-cert"},
+		"konnect-sync-enabled": konnect, "konnect-licensing-enabled": konnect,
 	}
 	value := func(name, kind, def string) string {
 		if v, ok := values[name]; ok {
@@ -328,18 +347,12 @@ func TestEveryKICFlag(t *testing.T) {
 			}
 			v := value(name, kind, def)
 			args, environ := []string{"--" + name + "=" + v}, []string{EnvVarName(name) + "=" + v}
-			if other, ok := companions[name]; ok {
+			for _, other := range companions[name] {
 				ov := value(other, "String", "")
 				args = append(args, "--"+other+"="+ov)
 				environ = append(environ, EnvVarName(other)+"="+ov)
 			}
 			fromFlag, err := ParseEnviron(args, nil)
-			if name == "konnect-sync-enabled" || name == "konnect-licensing-enabled" {
-				require.ErrorIs(t, err, ErrKonnect)
-				_, err = ParseEnviron(nil, environ)
-				require.ErrorIs(t, err, ErrKonnect)
-				return
-			}
 			require.NoError(t, err, "%v", args)
 			fromEnv, err := ParseEnviron(nil, environ)
 			require.NoError(t, err, "%v", environ)

@@ -30,6 +30,10 @@
 //	audit.go    audit log of state changes and request counters
 //	form.go     form-encoded bodies
 //	faults.go   injected faults (status, latency, dropped connections, config rejection) and Restart
+//	listeners.go  proxy_listen and stream_listen parsed as GET / reports them
+//	konnect.go  a Konnect control plane over mTLS (core entities, faults, request log), for --konnect-*
+//	konnect_v1.go  its /v1 paths: KIC nodes, licenses, consumer group writes
+//	konnect_schemas.go  its /v1/schemas/json/{entity} (entity defaults for go-database-reconciler)
 //
 // One code path validates entities for declarative loading and for CRUD:
 // normalize applies defaults, checks types, Kong's constraints and entity

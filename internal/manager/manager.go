@@ -65,6 +65,11 @@ type Options struct {
 	SnapshotSourceForTesting func(c cache.Cache) dataplane.SnapshotSource
 	// SkipCacheBarrierForTesting: see dataplane.Options.
 	SkipCacheBarrierForTesting bool
+	// Version is konductor's version (Konnect's nodes say it); "" is "dev".
+	Version string
+	// KonnectRootCAs verify Konnect's certificate instead of the system's roots (tests: the
+	// emulator's).
+	KonnectRootCAs *x509.CertPool
 }
 
 // Controller is an assembled, not yet started, controller.
@@ -362,7 +367,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if !cfg.EmitKubernetesEvents {
 		events = &record.FakeRecorder{} // KIC's --emit-kubernetes-events=false: a recorder that drops them
 	}
-	reporter = append(reporter, status.NewReporter(events, status.NewMetrics(metrics.Registry, instanceID()), podReference(), log))
+	promMetrics := status.NewMetrics(metrics.Registry, instanceID())
+	reporter = append(reporter, status.NewReporter(events, promMetrics, podReference(), log))
+	konnectParts, err := setupKonnect(cfg, opts.Version, opts.KonnectRootCAs, mgr, flavors, trigger.Request, promMetrics, log)
+	if err != nil {
+		return nil, err
+	}
+	reporter = append(reporter, konnectParts.reporters...)
 	status.RegisterControllerState(metrics.Registry, barrier.Synced, func() bool {
 		select {
 		case <-mgr.Elected():
@@ -426,6 +437,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			types = translator.CustomEntityTypes(s)
 		}
 		opts.Enterprise, opts.EntitySchemas = facts.Learn(context.Background(), types)
+		if konnectParts.license != nil {
+			opts.KonnectLicense = konnectParts.license()
+		}
 		return opts
 	}
 	// One incremental translation and one renderer for the standby and then the leader
@@ -755,6 +769,7 @@ func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 		GatewayAlpha:                            cfg.FeatureGates.Enabled(config.GateGatewayAlpha),
 		KongServiceFacade:                       cfg.FeatureGates.Enabled(config.GateKongServiceFacade),
 		CombinedServicesFromDifferentHTTPRoutes: cfg.FeatureGates.Enabled(config.GateCombinedServicesFromDifferentHTTPRoutes),
+		KonnectLicensing:                        cfg.Konnect.LicensingEnabled,
 		// KIC keys the deterministic IDs with the workspace: without it a workspace KIC
 		// filled would not be adopted, and two workspaces' IDs would collide.
 		Workspace: cfg.KongWorkspace,

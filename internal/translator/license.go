@@ -47,6 +47,13 @@ func LicenseID(name string) string {
 // Kong Gateway Enterprise (Options.Enterprise): Kong OSS has no licenses entity and would
 // refuse the whole DB-less configuration over it, so an OSS gateway gets none, as in KIC.
 func (b *builder) license() {
+	if b.opts.KonnectLicensing {
+		if l := b.opts.KonnectLicense; b.opts.Enterprise && l != nil {
+			b.state.LicensesKnown = true
+			b.state.Licenses = append(b.state.Licenses, &kongstate.License{License: *l.DeepCopy()})
+		}
+		return
+	}
 	if !b.opts.Enterprise || len(b.snap.KongLicenses) == 0 {
 		// Without a KongLicense the cluster does not manage licenses: database mode leaves
 		// Kong's as they are (KIC would delete them, a license put in by hand included).

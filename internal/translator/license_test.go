@@ -4,8 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kong/go-kong/kong"
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/konductor/konductor/internal/store"
@@ -62,4 +64,25 @@ func TestLicensesKnownOnlyForEnterpriseWithKongLicenses(t *testing.T) {
 	assert.True(t, res.State.LicensesKnown)
 	assert.Empty(t, res.State.Licenses)
 	assert.False(t, Build(disabled, Options{}).State.LicensesKnown)
+}
+
+// With Konnect licensing the license is Konnect's and KongLicense objects are not read (KIC
+// does not run its KongLicense controller then); while Konnect gave none, licenses are not
+// managed; Kong OSS gets none.
+func TestKonnectLicenseReplacesKongLicenses(t *testing.T) {
+	snap := &store.Snapshot{KongLicenses: []*kongv1alpha1.KongLicense{{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, RawLicenseString: `{"license":"cluster"}`, Enabled: true,
+	}}}
+	konnect := &kong.License{ID: kong.String("konnect-id"), Payload: kong.String(`{"license":"konnect"}`)}
+	res := Build(snap, Options{Enterprise: true, KonnectLicensing: true, KonnectLicense: konnect})
+	require.Len(t, res.State.Licenses, 1)
+	assert.Equal(t, "konnect-id", *res.State.Licenses[0].ID)
+	assert.Equal(t, `{"license":"konnect"}`, *res.State.Licenses[0].Payload)
+	assert.True(t, res.State.LicensesKnown)
+
+	none := Build(snap, Options{Enterprise: true, KonnectLicensing: true})
+	assert.Empty(t, none.State.Licenses, "the KongLicense is not read")
+	assert.False(t, none.State.LicensesKnown)
+	assert.Empty(t, Build(snap, Options{KonnectLicensing: true, KonnectLicense: konnect}).State.Licenses, "Kong OSS")
+	assert.Len(t, Build(snap, Options{Enterprise: true}).State.Licenses, 1, "without Konnect licensing the KongLicense")
 }

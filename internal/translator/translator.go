@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -73,6 +74,11 @@ type Options struct {
 	// Enterprise is true when every gateway is Kong Gateway Enterprise: only then is a
 	// KongLicense rendered (license.go).
 	Enterprise bool `json:"enterprise,omitempty"`
+	// KonnectLicensing is --konnect-licensing-enabled: the license is Konnect's
+	// (KonnectLicense, nil while none is held) and KongLicense objects are not read, as in
+	// KIC, where the KongLicense controller does not run then.
+	KonnectLicensing bool          `json:"konnectLicensing,omitempty"`
+	KonnectLicense   *kong.License `json:"konnectLicense,omitempty"`
 	// GatewayAlpha is KIC's GatewayAlpha gate: TCPRoutes, TLSRoutes and UDPRoutes attach and
 	// are translated, and BackendTLSPolicies apply, only with it (as in KIC, whose
 	// controllers for those kinds run only with the gate).

@@ -217,10 +217,10 @@ controller), c its ingressController. Writes into v (konductor's values); return
   {{- $_ := set $v "extraVolumeMounts" (concat (default list $v.extraVolumeMounts) .) -}}
 {{- end -}}
 {{- if dig "konnect" "enabled" false $c -}}
-  {{- fail (printf "%skonnect.enabled: konductor does not support Konnect yet (issue #29); the controller would refuse to start" $.cPrefix) -}}
+  {{- fail (printf "%skonnect.enabled: this chart does not map Kong's Konnect values yet (issue #29); give the controller the --konnect-* flags through env (docs/konnect.md)" $.cPrefix) -}}
 {{- end -}}
 {{- if dig "konnect" "license" "enabled" false $c -}}
-  {{- fail (printf "%skonnect.license.enabled: konductor does not support Konnect yet (issue #29)" $.cPrefix) -}}
+  {{- fail (printf "%skonnect.license.enabled: this chart does not map Kong's Konnect values yet (issue #29); give the controller the --konnect-* flags through env (docs/konnect.md)" $.cPrefix) -}}
 {{- end -}}
 {{- $client := dig "adminApi" "tls" "client" dict $c -}}
 {{- if $client.enabled -}}
