@@ -829,13 +829,15 @@ func (c *Config) validateKonnect(bad func(flag, format string, a ...any)) {
 	if k.ControlPlaneID == "" {
 		bad("konnect-control-plane-id", "required with Konnect")
 	}
-	for _, pair := range [][2]string{{"konnect-tls-client-cert", k.TLSClientCert}, {"konnect-tls-client-key", k.TLSClientKey}} {
-		file := map[string]string{"konnect-tls-client-cert": k.TLSClientCertFile, "konnect-tls-client-key": k.TLSClientKeyFile}[pair[0]]
+	for _, pem := range []struct{ flag, inline, file string }{
+		{"konnect-tls-client-cert", k.TLSClientCert, k.TLSClientCertFile},
+		{"konnect-tls-client-key", k.TLSClientKey, k.TLSClientKeyFile},
+	} {
 		switch {
-		case pair[1] != "" && file != "":
-			bad(pair[0], "give it inline or as --%s-file, not both", pair[0])
-		case pair[1] == "" && file == "":
-			bad(pair[0], "required with Konnect (inline, or --%s-file): Konnect authenticates the controller by its client certificate", pair[0])
+		case pem.inline != "" && pem.file != "":
+			bad(pem.flag, "give it inline or as --%s-file, not both", pem.flag)
+		case pem.inline == "" && pem.file == "":
+			bad(pem.flag, "required with Konnect (inline, or --%s-file): Konnect authenticates the controller by its client certificate", pem.flag)
 		}
 	}
 	if k.SyncEnabled && k.UploadConfigPeriod < MinKonnectUploadConfigPeriod {

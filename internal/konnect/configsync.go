@@ -58,13 +58,18 @@ type ConfigSync struct {
 	sopts  SyncOptions
 	client *kong.Client
 
-	mu       sync.Mutex
-	latest   *kongstate.State
-	uploaded [sha256.Size]byte // the last configuration Konnect took
-	refused  [sha256.Size]byte // the last one Konnect refused (4xx)
-	backoff  time.Duration
-	notUntil time.Time
-	failed   bool // the last upload tried failed (for the node agent's status)
+	mu     sync.Mutex
+	latest *kongstate.State
+	// rendered is what latest uploads as, and its digest: rendered once per State, not on
+	// every tick (a State is never changed once reported).
+	rendered      *kongstate.State
+	content       *file.Content
+	contentDigest [sha256.Size]byte
+	uploaded      [sha256.Size]byte // the last configuration Konnect took
+	refused       [sha256.Size]byte // the last one Konnect refused (4xx)
+	backoff       time.Duration
+	notUntil      time.Time
+	failed        bool // the last upload tried failed (for the node agent's status)
 }
 
 // NewConfigSync returns the synchronizer of the control plane opts names.
@@ -129,15 +134,20 @@ var errBackoff = errors.New("Konnect upload skipped: backing off after a failure
 // before a round's gateways took one). Start calls it on each tick.
 func (s *ConfigSync) Upload(ctx context.Context) error {
 	s.mu.Lock()
-	st := s.latest
+	st, rendered, content, digest := s.latest, s.rendered, s.content, s.contentDigest
 	s.mu.Unlock()
 	if st == nil {
 		return nil
 	}
-	content := s.content(st)
-	digest, err := contentDigest(content)
-	if err != nil {
-		return err
+	if st != rendered {
+		content = s.render(st)
+		var err error
+		if digest, err = contentDigest(content); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.rendered, s.content, s.contentDigest = st, content, digest
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	switch {
@@ -154,7 +164,7 @@ func (s *ConfigSync) Upload(ctx context.Context) error {
 	s.mu.Unlock()
 
 	start := time.Now()
-	err = s.sync(ctx, content)
+	err := s.sync(ctx, content.DeepCopy()) // go-database-reconciler may fill what it is given
 	if s.sopts.Recorder != nil && !errors.Is(err, context.Canceled) {
 		s.sopts.Recorder.KonnectPush(s.opts.BaseURL(), err, time.Since(start))
 	}
@@ -173,9 +183,9 @@ func (s *ConfigSync) Upload(ctx context.Context) error {
 	return err
 }
 
-// content is what is uploaded of st: its configuration without secrets, licenses (Konnect
+// render is what is uploaded of st: its configuration without secrets, licenses (Konnect
 // keeps its own) or custom entities (KIC sends none), and without consumers when asked.
-func (s *ConfigSync) content(st *kongstate.State) *file.Content {
+func (s *ConfigSync) render(st *kongstate.State) *file.Content {
 	c := redact.SanitizedContent(st.Content())
 	c.Licenses = nil
 	if s.sopts.NoConsumers {

@@ -141,20 +141,15 @@ func (a *NodeAgent) Status() string {
 func (a *NodeAgent) Start(ctx context.Context) error {
 	t := time.NewTicker(a.opts.Period)
 	defer t.Stop()
-	last := ""
 	for {
 		if err := a.Update(ctx); err != nil && ctx.Err() == nil {
 			a.opts.Log.Error(err, "Failed to report the Konnect nodes")
 		}
-		last = a.Status()
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-		case <-a.wake:
-			if a.Status() == last {
-				continue
-			}
+		case <-a.wake: // Report pokes only when the status changed
 		}
 	}
 }
