@@ -24,6 +24,11 @@ const EnvPrefix = "CONTROLLER_"
 
 // Config is everything the controller is told at start.
 type Config struct {
+	// Pod is the controller's own Pod, from the downward API's POD_NAME, POD_NAMESPACE and
+	// POD_UID variables (empty outside a Pod): events name it, Konnect names its node after
+	// it, the Konnect license is stored in its namespace.
+	Pod Pod
+
 	// Kong Admin API.
 	KongAdminURLs []string
 	// KongAdminURLUsers are the user:password@ of --kong-admin-url, by scheme://host, taken
@@ -468,8 +473,14 @@ func parse(args []string, lookup func(string) (string, bool), environ []string, 
 	if err := c.validate(v.syncSecs); err != nil {
 		return nil, err
 	}
+	for name, to := range map[string]*string{"POD_NAME": &c.Pod.Name, "POD_NAMESPACE": &c.Pod.Namespace, "POD_UID": &c.Pod.UID} {
+		*to, _ = lookup(name)
+	}
 	return c, nil
 }
+
+// Pod names the controller's Pod.
+type Pod struct{ Name, Namespace, UID string }
 
 // defineFlags defines every flag: konductor's, and every one of KIC 3.5's
 // (testdata/kic-flags.tsv) under KIC's name, type and default.

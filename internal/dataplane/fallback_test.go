@@ -378,3 +378,65 @@ func TestFallbackLeavingNothingIsTakenByAGatewayHoldingTheStubAlone(t *testing.T
 	require.NoError(t, l.Ready())
 	require.Equal(t, hash, srv.ConfigHash())
 }
+
+// serviceNames are the names of a State's services.
+func serviceNames(s *kongstate.State) []string {
+	var out []string
+	for _, svc := range s.Services {
+		out = append(out, *svc.Name)
+	}
+	return out
+}
+
+// heldAfter waits for a report whose gateways' results satisfy done and returns its Held.
+func heldAfter(t *testing.T, rep *reports, done func(GatewayResult) bool) (*kongstate.State, *kongstate.State) {
+	t.Helper()
+	var held, state *kongstate.State
+	require.Eventually(t, func() bool {
+		for _, r := range rep.all() {
+			for _, g := range r.Gateways {
+				if done(g) {
+					held, state = r.Held, r.State
+					return true
+				}
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond)
+	return held, state
+}
+
+// Round.Held is what the gateways hold (what Konnect is given): the round's configuration
+// when taken, the fallback configuration when that was taken instead, and the earlier
+// configuration when the gateway refused without a fallback.
+func TestRoundHeldIsWhatTheGatewaysTook(t *testing.T) {
+	broken := objects(app("a", ""), app("b", "custom"), []client.Object{plugin("custom", "no-such-plugin", "")})
+	_, _, rep, _, l := fallbackLoop(t, Options{Fallback: true}, broken)
+	<-l.FirstSyncDone()
+	held, state := heldAfter(t, rep, func(g GatewayResult) bool { return g.Fallback != nil && g.Fallback.Err == nil })
+	require.NotNil(t, held)
+	require.NotSame(t, state, held, "the fallback configuration, not the refused one")
+	require.Equal(t, []string{"default.a.80"}, serviceNames(held))
+
+	_, src, rep, trigger, l := fallbackLoop(t, Options{Fallback: false}, objects(app("a", "")))
+	<-l.FirstSyncDone()
+	good, state := heldAfter(t, rep, func(g GatewayResult) bool { return g.Err == nil && !g.Skipped })
+	require.Same(t, state, good, "the round's configuration, taken")
+	src.cur.Store(newStore(t, broken))
+	trigger.Request()
+	held, state = heldAfter(t, rep, func(g GatewayResult) bool { return refusal(g.Err) != nil })
+	require.NotSame(t, state, held)
+	require.Same(t, good, held, "refused without fallback: the gateway holds what it held")
+}
+
+// Gateways that hold different configurations (one took a fallback, one the round's), or a
+// gateway that holds none yet: nothing is held in common.
+func TestHeldOnlyWhenEveryGatewayHoldsTheSame(t *testing.T) {
+	a, b := &kongstate.State{}, &kongstate.State{}
+	l := &Loop{gateways: []*gatewayState{{holds: a}, {holds: a}}}
+	require.Same(t, a, l.held())
+	l.gateways[1].holds = b
+	require.Nil(t, l.held())
+	l.gateways[1].holds = nil
+	require.Nil(t, l.held())
+}

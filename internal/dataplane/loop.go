@@ -243,6 +243,12 @@ type Round struct {
 	// State is the configuration the round's gateways were sent (nil when there was none).
 	State    *kongstate.State
 	Gateways []GatewayResult
+	// Held is the configuration every gateway holds after this report when they all hold
+	// one and the same (the round's State, or the fallback configuration they took
+	// instead); nil otherwise. A round without gateways holds its State (KIC counts a
+	// round without ready gateways as synced). What Konnect is given (KIC's
+	// UpdateKongState after a sync to every gateway, or after its fallback).
+	Held *kongstate.State
 	// SnapshotErr is set when the cache could not be read; nothing was synced.
 	SnapshotErr error
 	// Translated is true in the report of a round that translated the snapshot (false in
@@ -412,6 +418,9 @@ type gatewayState struct {
 	busy    bool   // a sync runs
 	seq     uint64 // the target its last sync started with
 	gone    bool   // dropped from the set
+	// holds is the configuration the gateway last took (the round's or a fallback); nil
+	// before it took one.
+	holds *kongstate.State
 	// fallbackKey names the fallback it last logged, so that an unchanged one is not logged
 	// again every round.
 	fallbackKey string
@@ -431,10 +440,11 @@ type syncDone struct {
 type syncOutcome struct {
 	err       error
 	fallback  *FallbackResult
-	accepted  *store.Snapshot // the snapshot the gateway took, if it took one
-	duration  time.Duration   // of the sync of the round's configuration
-	size      int             // of that configuration, bytes
-	unchanged bool            // the gateway held that configuration: nothing was sent
+	accepted  *store.Snapshot  // the snapshot the gateway took, if it took one
+	took      *kongstate.State // the configuration the gateway took, if it took one
+	duration  time.Duration    // of the sync of the round's configuration
+	size      int              // of that configuration, bytes
+	unchanged bool             // the gateway held that configuration: nothing was sent
 }
 
 // NewLoop returns a loop; Start runs it.
@@ -703,11 +713,28 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 		}
 	}
 	skipped := l.dispatchStale(started)
+	held := l.held()
+	if len(l.gateways) == 0 {
+		held = res.State // KIC hands a round without gateways on as synced
+	}
 	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, GatewayAPI: res.Gateway, Gateways: skipped, Translated: true, TranslationDuration: translated,
-		SnapshotCache: cache})
+		SnapshotCache: cache, Held: held})
 	if !eventAt.IsZero() {
 		l.roundEnded = l.opts.Clock.Now()
 	}
+}
+
+// held is the configuration every gateway holds, when they all hold the same one (the
+// round's, or one fallback configuration); nil otherwise or without gateways.
+func (l *Loop) held() *kongstate.State {
+	var held *kongstate.State
+	for _, g := range l.gateways {
+		if g.holds == nil || (held != nil && g.holds != held) {
+			return nil
+		}
+		held = g.holds
+	}
+	return held
 }
 
 // dispatchStale starts a sync of the current target on every gateway that does not hold it,
@@ -808,6 +835,9 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 		if d.accepted != nil && d.seq >= l.lastValidSeq {
 			l.lastValid, l.lastValidSeq = d.accepted, d.seq
 		}
+		if d.took != nil {
+			d.g.holds = d.took
+		}
 		if !d.g.gone {
 			res := l.measured(d, l.settle(ctx, d))
 			res.Stale = d.seq != l.seq
@@ -821,7 +851,7 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 	}
 	l.updateReadiness()
 	if len(results) > 0 {
-		l.report(ctx, Round{Problems: l.target.Problems, State: l.target.State, Gateways: results})
+		l.report(ctx, Round{Problems: l.target.Problems, State: l.target.State, Gateways: results, Held: l.held()})
 	}
 	l.dispatchStale(started) // a gateway that synced an older target holds the gate again first
 	for range ended {
@@ -936,7 +966,7 @@ func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
 	out.unchanged = out.err == nil && note.unchanged.Load()
 	l.observe(g, target, out.err, false)
 	if out.err == nil {
-		out.accepted = target.snapshot
+		out.accepted, out.took = target.snapshot, target.State
 		return out
 	}
 	rej := refusal(out.err)
@@ -973,7 +1003,7 @@ func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
 		res.Duration += d
 		l.observe(g, plan.target, res.Err, true)
 		if res.Err == nil {
-			out.accepted = plan.snapshot
+			out.accepted, out.took = plan.snapshot, plan.target.State
 			return out
 		}
 		frej := refusal(res.Err)

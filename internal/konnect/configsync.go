@@ -84,20 +84,16 @@ func NewConfigSync(opts Options, sopts SyncOptions) (*ConfigSync, error) {
 	return &ConfigSync{opts: opts, sopts: sopts, client: client}, nil
 }
 
-// Report implements dataplane.Reporter: a round whose every gateway took its configuration
-// (the whole of it) makes that configuration the next to upload (KIC uploads only what the
-// gateways applied). Nothing else is done on the loop's path.
+// Report implements dataplane.Reporter: the configuration every gateway holds (the round's,
+// or the fallback configuration they took instead: KIC uploads what the gateways applied,
+// its generated fallback included) is the next to upload. Nothing else is done on the
+// loop's path.
 func (s *ConfigSync) Report(_ context.Context, r dataplane.Round) {
-	if r.State == nil || r.SnapshotErr != nil || len(r.Gateways) == 0 {
+	if r.Held == nil {
 		return
 	}
-	for _, g := range r.Gateways {
-		if g.Err != nil || g.Skipped {
-			return
-		}
-	}
 	s.mu.Lock()
-	s.latest = r.State
+	s.latest = r.Held
 	s.mu.Unlock()
 }
 

@@ -49,7 +49,7 @@ func testState() *kongstate.State {
 }
 
 func took(s *kongstate.State) dataplane.Round {
-	return dataplane.Round{State: s, Translated: true, Gateways: []dataplane.GatewayResult{{URL: "http://kong:8001"}}}
+	return dataplane.Round{State: s, Translated: true, Gateways: []dataplane.GatewayResult{{URL: "http://kong:8001"}}, Held: s}
 }
 
 type pushes struct{ n, failed int }
@@ -73,7 +73,8 @@ func TestConfigSync(t *testing.T) {
 
 	require.NoError(t, s.Upload(ctx), "nothing taken yet: nothing to do")
 	require.Zero(t, rec.n)
-	s.Report(ctx, took(testState()))
+	first := testState()
+	s.Report(ctx, took(first))
 	require.NoError(t, s.Upload(ctx))
 	require.NotNil(t, cp.Entity("services", "default.echo.80"))
 	require.NotNil(t, cp.Entity("routes", "default.echo.echo.80"))
@@ -92,6 +93,7 @@ func TestConfigSync(t *testing.T) {
 	refused.Services[0].Port = kong.Int(8080)
 	r := took(refused)
 	r.Gateways[0].Err = &dataplane.RejectedError{Gateway: "http://kong:8001", Message: "refused"}
+	r.Held = first // the gateway keeps what it held
 	s.Report(ctx, r)
 	require.NoError(t, s.Upload(ctx))
 	require.EqualValues(t, 80, cp.Entity("services", "default.echo.80")["port"], "what a gateway refused is not uploaded")

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 	"github.com/kong/go-kong/kong"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/konductor/konductor/internal/config"
@@ -31,7 +32,7 @@ const konnectUserAgent = "konductor"
 // configuration sync and the node agent (leader only), with --konnect-licensing-enabled the
 // license agent (every replica holds the license, so a new leader renders it at once).
 // Nothing of it is on the gateways' path.
-func setupKonnect(cfg *config.Config, version string, roots *x509.CertPool, mgr ctrlmanager.Manager, flavors *dataplane.RouterFlavors, newRound func(), metrics konnect.Recorder, log logr.Logger) (*konnectParts, error) {
+func setupKonnect(cfg *config.Config, version string, roots *x509.CertPool, mgr ctrlmanager.Manager, flavors *dataplane.RouterFlavors, podOf podLookup, newRound func(), metrics konnect.Recorder, log logr.Logger) (*konnectParts, error) {
 	parts := &konnectParts{}
 	k := cfg.Konnect
 	if !k.Enabled() {
@@ -51,7 +52,7 @@ func setupKonnect(cfg *config.Config, version string, roots *x509.CertPool, mgr 
 		lopts := konnect.LicenseOptions{InitialPeriod: k.InitialLicensePollingPeriod, Period: k.LicensePollingPeriod,
 			Changed: newRound, Log: log.WithName("license")}
 		if k.LicenseStorageEnabled {
-			ns := podNamespace()
+			ns := podNamespace(cfg.Pod)
 			if ns == "" {
 				return nil, errors.New("--konnect-license-storage-enabled: the license Secret goes to the controller's namespace, which is unknown (no POD_NAMESPACE)")
 			}
@@ -70,8 +71,8 @@ func setupKonnect(cfg *config.Config, version string, roots *x509.CertPool, mgr 
 			return nil, err
 		}
 		nodes := konnect.NewNodeAgent(opts, konnect.NodeOptions{
-			Hostname: konnectHostname(), ID: instanceUUID(), Version: agent, Period: k.RefreshNodePeriod,
-			Gateways: func() []konnect.GatewayNode { return gatewayNodes(flavors.Nodes()) }, KonnectFailed: cs.Failed,
+			Hostname: konnectHostname(cfg.Pod), ID: instanceUUID(), Version: agent, Period: k.RefreshNodePeriod,
+			Gateways: func() []konnect.GatewayNode { return gatewayNodes(flavors.Nodes(), podOf) }, KonnectFailed: cs.Failed,
 			Log: log.WithName("nodes"),
 		})
 		for _, r := range []interface {
@@ -89,24 +90,35 @@ func setupKonnect(cfg *config.Config, version string, roots *x509.CertPool, mgr 
 
 // konnectHostname names the controller's node: <namespace>/<pod> in a Pod (KIC's), else the
 // host name.
-func konnectHostname() string {
-	if name, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE"); name != "" && ns != "" {
-		return ns + "/" + name
+func konnectHostname(pod config.Pod) string {
+	if pod.Name != "" && pod.Namespace != "" {
+		return pod.Namespace + "/" + pod.Name
 	}
 	h, _ := os.Hostname()
 	return h
 }
 
-// gatewayNodes are the gateways as Konnect nodes: named gateway_<host:port> of their Admin
-// API URL (KIC's name for a gateway without a Pod reference), with Kong's node_id and version.
-func gatewayNodes(ns []dataplane.GatewayNode) []konnect.GatewayNode {
+// podLookup says which Pod serves a discovered gateway's Admin API URL; nil without gateway
+// discovery.
+type podLookup func(url string) (types.NamespacedName, bool)
+
+// gatewayNodes are the gateways as Konnect nodes, with Kong's node_id and version, named as
+// KIC names them (its GatewayClientGetter): <namespace>/<pod> for a discovered gateway,
+// gateway_<host:port> of the Admin API URL for one given by URL.
+func gatewayNodes(ns []dataplane.GatewayNode, podOf podLookup) []konnect.GatewayNode {
 	out := make([]konnect.GatewayNode, 0, len(ns))
 	for _, n := range ns {
-		host := n.URL
+		name := n.URL
 		if u, err := url.Parse(n.URL); err == nil && u.Host != "" {
-			host = u.Host
+			name = u.Host
 		}
-		out = append(out, konnect.GatewayNode{ID: n.NodeID, Hostname: "gateway_" + host, Version: n.Version})
+		name = "gateway_" + name
+		if podOf != nil {
+			if pod, ok := podOf(n.URL); ok {
+				name = pod.String()
+			}
+		}
+		out = append(out, konnect.GatewayNode{ID: n.NodeID, Hostname: name, Version: n.Version})
 	}
 	return out
 }

@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 
 	electionNS := cfg.ElectionNamespace
 	if cfg.LeaderElect && electionNS == "" {
-		if electionNS = podNamespace(); electionNS == "" {
+		if electionNS = podNamespace(cfg.Pod); electionNS == "" {
 			return nil, errors.New("--election-namespace: required when not running in a Pod (no POD_NAMESPACE and no service account namespace)")
 		}
 	}
@@ -367,9 +367,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if !cfg.EmitKubernetesEvents {
 		events = &record.FakeRecorder{} // KIC's --emit-kubernetes-events=false: a recorder that drops them
 	}
-	promMetrics := status.NewMetrics(metrics.Registry, instanceID())
-	reporter = append(reporter, status.NewReporter(events, promMetrics, podReference(), log))
-	konnectParts, err := setupKonnect(cfg, opts.Version, opts.KonnectRootCAs, mgr, flavors, trigger.Request, promMetrics, log)
+	promMetrics := status.NewMetrics(metrics.Registry, instanceID(cfg.Pod))
+	reporter = append(reporter, status.NewReporter(events, promMetrics, podReference(cfg.Pod), log))
+	var podOf podLookup
+	if discoverySet != nil {
+		podOf = discoverySet.PodOf
+	}
+	konnectParts, err := setupKonnect(cfg, opts.Version, opts.KonnectRootCAs, mgr, flavors, podOf, trigger.Request, promMetrics, log)
 	if err != nil {
 		return nil, err
 	}
@@ -407,6 +411,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		}
 		programmed := status.NewProgrammedUpdater(st, mgr.GetClient(), log.WithName("kong-status"))
 		programmed.LicenseControllerName = status.LicenseControllerName(cfg.ElectionID)
+		programmed.NoLicenses = cfg.Konnect.LicensingEnabled
 		reporter = append(reporter, programmed)
 		if err := mgr.Add(programmed); err != nil {
 			return nil, err
@@ -523,7 +528,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("sync", readiness(barrier, mgr.Elected(), loop.Ready)); err != nil {
+	if err := mgr.AddReadyzCheck("sync", readiness(barrier, mgr.Elected(), loop.Ready, konnectParts.license)); err != nil {
 		return nil, err
 	}
 	gatewaysLog := any(cfg.KongAdminURLs)
@@ -814,9 +819,10 @@ func (c *Controller) CacheSynced() bool { return c.barrier.Synced() }
 const watchErrorRepeat = 5 * time.Minute
 
 // readiness: ready once the cache synced and, on the leader, once every gateway took the
-// configuration (loopReady: at once after the first round when discovery has found none yet).
-// A standby is ready with a warm cache: it can take over at once.
-func readiness(b *dataplane.InformerBarrier, elected <-chan struct{}, loopReady func() error) healthz.Checker {
+// configuration (loopReady: at once after the first round when discovery has found none yet)
+// and, with Konnect licensing (license not nil), once a license is held (KIC's leader is not
+// ready without one). A standby is ready with a warm cache: it can take over at once.
+func readiness(b *dataplane.InformerBarrier, elected <-chan struct{}, loopReady func() error, license func() *kong.License) healthz.Checker {
 	return func(*http.Request) error {
 		if !b.Synced() {
 			return fmt.Errorf("cache not synced: waiting for %s", strings.Join(b.Pending(), ", "))
@@ -828,6 +834,9 @@ func readiness(b *dataplane.InformerBarrier, elected <-chan struct{}, loopReady 
 		}
 		if err := loopReady(); err != nil {
 			return fmt.Errorf("leader: %w", err)
+		}
+		if license != nil && license() == nil {
+			return errors.New("leader: no Konnect license available")
 		}
 		return nil
 	}
@@ -893,9 +902,10 @@ func restConfig(kubeconfig, apiserverHost string) (*rest.Config, error) {
 
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-func podNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
-		return ns
+// podNamespace is the controller's namespace: POD_NAMESPACE, else its service account's.
+func podNamespace(pod config.Pod) string {
+	if pod.Namespace != "" {
+		return pod.Namespace
 	}
 	if b, err := os.ReadFile(serviceAccountNamespaceFile); err == nil {
 		return strings.TrimSpace(string(b))
@@ -905,19 +915,18 @@ func podNamespace() string {
 
 // podReference is the controller's own Pod, from the downward API (POD_NAME, POD_NAMESPACE),
 // for the per-gateway events; nil outside a Pod.
-func podReference() *corev1.ObjectReference {
-	name, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
-	if name == "" || ns == "" {
+func podReference(pod config.Pod) *corev1.ObjectReference {
+	if pod.Name == "" || pod.Namespace == "" {
 		return nil
 	}
-	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: name, Namespace: ns, UID: types.UID(os.Getenv("POD_UID"))}
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, Namespace: pod.Namespace, UID: types.UID(pod.UID)}
 }
 
 // instanceID is the value of KIC's instance_id metrics label: the controller's Pod name
 // (POD_NAME), else the host name, which is the Pod name in a Pod too.
-func instanceID() string {
-	if name := os.Getenv("POD_NAME"); name != "" {
-		return name
+func instanceID(pod config.Pod) string {
+	if pod.Name != "" {
+		return pod.Name
 	}
 	name, _ := os.Hostname()
 	return name

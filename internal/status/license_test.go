@@ -81,6 +81,15 @@ func TestProgrammedCustomEntitiesAndLicenses(t *testing.T) {
 	require.NoError(t, u.Update(ctx))
 	require.Equal(t, metav1.ConditionUnknown, license("new").Status)
 	require.Equal(t, "custom entities are sent to DB-less gateways only", programmed(t, c, &kongv1alpha1.KongCustomEntity{}, "route").Message)
+
+	// With Konnect licensing (NoLicenses) the KongLicenses are not this controller's: left as
+	// they are, while the other kinds still get their condition.
+	u.NoLicenses = true
+	u.Report(ctx, dataplane.Round{State: state, Problems: problems,
+		Gateways: []dataplane.GatewayResult{{URL: "http://kong", Protocol: dataplane.ProtocolDBLess}}})
+	require.NoError(t, u.Update(ctx))
+	require.Equal(t, metav1.ConditionUnknown, license("new").Status, "untouched")
+	require.Equal(t, metav1.ConditionTrue, programmed(t, c, &kongv1alpha1.KongCustomEntity{}, "route").Status)
 }
 
 // A gateway that refused a configuration and then took the fallback one (without the refused

@@ -49,6 +49,9 @@ type ProgrammedUpdater struct {
 	// LicenseControllerName names this controller's entry in KongLicense status
 	// (LicenseControllerName of the election ID); "" means KIC's type alone.
 	LicenseControllerName string
+	// NoLicenses leaves KongLicenses alone: with Konnect licensing the license is Konnect's
+	// and KIC runs no KongLicense controller.
+	NoLicenses bool
 
 	mu      sync.Mutex
 	reached *dataplane.Round // the latest round that reached a gateway, not yet taken by Update
@@ -281,7 +284,11 @@ func (u *ProgrammedUpdater) Update(ctx context.Context) error {
 	for _, e := range snap.KongCustomEntities {
 		objs = append(objs, conditioned{e, gvkOf(e), customEntityConditions})
 	}
-	if len(objs) == 0 && len(snap.KongLicenses) == 0 {
+	licenses := snap.KongLicenses
+	if u.NoLicenses {
+		licenses = nil
+	}
+	if len(objs) == 0 && len(licenses) == 0 {
 		return nil
 	}
 	if u.unwalked != nil {
@@ -289,7 +296,7 @@ func (u *ProgrammedUpdater) Update(ctx context.Context) error {
 	}
 	o := u.last
 	var errs []string
-	errs = append(errs, u.updateLicenses(ctx, o, snap.KongLicenses)...)
+	errs = append(errs, u.updateLicenses(ctx, o, licenses)...)
 	for _, c := range objs {
 		want := o.condition(kongstate.RefFor(c.obj, c.gvk), c.obj.GetGeneration())
 		if c.gvk.Kind == "KongCustomEntity" && want.Status == metav1.ConditionUnknown && !o.dbless {

@@ -63,6 +63,7 @@ type Set struct {
 
 	mu        sync.Mutex
 	published []dataplane.Gateway
+	pods      map[string]types.NamespacedName // the ready Admin APIs' Pods, by URL
 
 	routers routerLearner // LearnRouters' own record
 	running atomic.Bool   // Run started: this replica's loop runs the set
@@ -464,11 +465,25 @@ func (s *Set) publish() bool {
 		}
 	}
 
+	pods := make(map[string]types.NamespacedName, len(ready))
+	for _, m := range ready {
+		pods[m.api.URL] = m.api.Pod
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pods = pods
 	if slices.Equal(next, s.published) {
 		return false
 	}
 	s.published = next
 	return true
+}
+
+// PodOf is the Pod of the ready Admin API at url (Konnect names a discovered gateway's node
+// after it, as KIC does).
+func (s *Set) PodOf(url string) (types.NamespacedName, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pod, ok := s.pods[url]
+	return pod, ok
 }

@@ -182,6 +182,11 @@ func TestDBLessGatewaysAreAllConfigured(t *testing.T) {
 	objs = append(objs, slice("dead", 1, endpoint("127.0.0.1", "dead")))
 	f := newSet(t, objs...)
 	require.ElementsMatch(t, []string{url(a), url(b)}, f.urls())
+	pod, ok := f.set.PodOf(url(b))
+	require.True(t, ok)
+	require.Equal(t, "kong/kong-1", pod.String(), "each gateway's Pod is known (Konnect names its node after it)")
+	_, ok = f.set.PodOf("https://127.0.0.1:1")
+	require.False(t, ok, "a gateway not ready has none")
 
 	// b's Pod terminates: its endpoint goes, and so does the gateway.
 	es := objs[1].(*discoveryv1.EndpointSlice)
@@ -190,6 +195,8 @@ func TestDBLessGatewaysAreAllConfigured(t *testing.T) {
 	f.set.Kick()
 	f.next()
 	require.Equal(t, []string{url(a)}, f.urls())
+	_, ok = f.set.PodOf(url(b))
+	require.False(t, ok, "gone with its gateway")
 }
 
 // Gateways sharing a database: one writer, kept while it is there; another when it goes.
