@@ -42,7 +42,7 @@ func TestKonnectSync(t *testing.T) {
 	konnect, flags, opts := konnectFor(t, "cp-"+ns)
 
 	r := startReplica(t, replicaSpec{name: "konnect", namespace: ns, gateways: []string{kong.URL}, opts: opts,
-		args: append(flags, "--konnect-sync-enabled", "--konnect-upload-config-period", "10s")})
+		args: append(flags, "--konnect-sync-enabled", "--konnect-upload-config-period", "10s", "--konnect-refresh-node-period", "30s")})
 	r.waitFirstSync(t, time.Minute)
 	cp := konnect.ControlPlane("cp-" + ns)
 	require.Eventually(t, func() bool { return cp.Entity("routes", routeName(ns, "echo")) != nil }, 40*time.Second, 100*time.Millisecond,
@@ -54,6 +54,15 @@ func TestKonnectSync(t *testing.T) {
 		}
 		return types[kongemu.KonnectNodeIngressController] == 1 && types[kongemu.KonnectNodeKongProxy] == 1
 	}, 30*time.Second, 100*time.Millisecond, "the controller and its gateway are nodes")
+	controllerPing := func() int64 {
+		for _, n := range konnect.Nodes("cp-" + ns) {
+			if n.Type == kongemu.KonnectNodeIngressController {
+				return n.LastPing
+			}
+		}
+		return 0
+	}
+	firstPing := controllerPing()
 
 	// Konnect down for a minute: every change made meanwhile reaches the gateway as always.
 	require.NoError(t, konnect.SetDown(true))
@@ -69,6 +78,9 @@ func TestKonnectSync(t *testing.T) {
 	require.NoError(t, konnect.SetDown(false))
 	require.Eventually(t, func() bool { return cp.Entity("routes", routeName(ns, "later")) != nil }, 60*time.Second, 100*time.Millisecond,
 		"caught up once Konnect answers")
+	require.Eventually(t, func() bool { return controllerPing() > firstPing }, 40*time.Second, 100*time.Millisecond,
+		"the nodes are refreshed every --konnect-refresh-node-period")
+	require.Len(t, konnect.Nodes("cp-"+ns), 2, "refreshed in place: no node added")
 }
 
 // --konnect-licensing-enabled and --konnect-disable-consumers-sync on the real API server: the
