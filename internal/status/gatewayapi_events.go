@@ -2,6 +2,11 @@ package status
 
 import (
 	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,24 +23,40 @@ import (
 
 // EventHandler wakes the classes-and-Gateways loop on every change that can change how
 // routes attach (a class, a Gateway, a route of any kind, a ReferenceGrant, a Namespace's
-// labels), so that a listener's attachedRoutes follows the cache itself and not the sync
+// labels, a publish Service's addresses or ports), so that a listener's attachedRoutes follows the cache itself and not the sync
 // loop: a round that started before the last change would otherwise have to end, push
 // included, before the count moves. Status writes (the generation does not move) wake
 // nothing, except a Gateway's (see Relevant). Register it on every informer (the
 // barrier's AddEventHandler).
 func (u *GatewayAPIUpdater) EventHandler() toolscache.ResourceEventHandler {
-	return u.trigger.FilteredEventHandler(attachmentEvents{})
+	publish := map[types.NamespacedName]bool{}
+	for _, s := range []string{u.opts.PublishService, u.opts.PublishServiceUDP} {
+		if ns, name, ok := strings.Cut(s, "/"); ok {
+			publish[types.NamespacedName{Namespace: ns, Name: name}] = true
+		}
+	}
+	return u.trigger.FilteredEventHandler(attachmentEvents{publish: publish})
 }
 
-// attachmentEvents tells the changes attachment reads from the others.
-type attachmentEvents struct{}
+// attachmentEvents tells the changes attachment reads from the others, and the changes of the
+// publish Services that Gateways' addresses and listeners follow (KIC requeues the Gateways
+// on them too).
+type attachmentEvents struct {
+	publish map[types.NamespacedName]bool
+}
 
-func (attachmentEvents) Relevant(old, new client.Object) bool {
+func (e attachmentEvents) Relevant(old, new client.Object) bool {
 	obj := new
 	if obj == nil {
 		obj = old
 	}
 	switch obj := obj.(type) {
+	case *corev1.Service:
+		if !e.publish[client.ObjectKeyFromObject(obj)] {
+			return false
+		}
+		oldSvc, _ := old.(*corev1.Service)
+		return oldSvc == nil || new == nil || !publishedSame(oldSvc, obj)
 	case *gatewayv1.Gateway:
 		// Its status too: a pass that started right after our last write compared with a
 		// cache that may not have shown that write yet, and skipped a count that equalled the
@@ -62,4 +83,10 @@ func (u *GatewayAPIUpdater) attach(snap *store.Snapshot) *gatewayapi.Attachment 
 	return gatewayapi.Attach(translator.GatewayInput(snap, translator.Options{
 		GatewayControllerName: u.controller, GatewayAlpha: u.GatewayAlpha,
 	}))
+}
+
+// publishedSame reports whether two versions of a publish Service give Gateways the same
+// addresses and ports.
+func publishedSame(a, b *corev1.Service) bool {
+	return slices.Equal(serviceAddresses(a), serviceAddresses(b)) && equality.Semantic.DeepEqual(a.Spec.Ports, b.Spec.Ports)
 }

@@ -143,28 +143,51 @@ func publishServices(gw *gatewayv1.Gateway, configured []string) ([]string, erro
 	return out, nil
 }
 
-// serviceReader reads the publish Services once per pass.
+// serviceReader reads the publish Services once per pass, whatever the number of Gateways
+// and of what each needs of them (addresses, ports).
 type serviceReader struct {
 	reader client.Reader
 	read   map[string]*corev1.Service
 }
 
-func (r *serviceReader) get(ctx context.Context, names []string) ([]*corev1.Service, error) {
+// service is the Service "namespace/name".
+func (r *serviceReader) service(ctx context.Context, name string) (*corev1.Service, error) {
+	if svc, ok := r.read[name]; ok {
+		return svc, nil
+	}
+	ns, n, _ := strings.Cut(name, "/")
+	svc := &corev1.Service{}
+	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, svc); err != nil {
+		return nil, err
+	}
 	if r.read == nil {
 		r.read = map[string]*corev1.Service{}
 	}
+	r.read[name] = svc
+	return svc, nil
+}
+
+func (r *serviceReader) get(ctx context.Context, names []string) ([]*corev1.Service, error) {
 	var out []*corev1.Service
 	for _, n := range names {
-		svc, ok := r.read[n]
-		if !ok {
-			ns, name, _ := strings.Cut(n, "/")
-			svc = &corev1.Service{}
-			if err := r.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
-				return nil, fmt.Errorf("publish Service %s: %w", n, err)
-			}
-			r.read[n] = svc
+		svc, err := r.service(ctx, n)
+		if err != nil {
+			return nil, fmt.Errorf("publish Service %s: %w", n, err)
 		}
 		out = append(out, svc)
 	}
 	return out, nil
+}
+
+// named restricts opts to the publish Services names (a Gateway's annotation): a Gateway
+// publishes the addresses of the proxies it names.
+func (o IngressOptions) named(names []string) IngressOptions {
+	var out IngressOptions
+	if slices.Contains(names, o.PublishService) {
+		out.PublishService, out.PublishAddresses = o.PublishService, o.PublishAddresses
+	}
+	if slices.Contains(names, o.PublishServiceUDP) {
+		out.PublishServiceUDP, out.PublishAddressesUDP = o.PublishServiceUDP, o.PublishAddressesUDP
+	}
+	return out
 }

@@ -1,13 +1,17 @@
 package status
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/dataplane"
@@ -98,4 +102,72 @@ func TestPublishServiceAnnotation(t *testing.T) {
 
 	got := gatewayStatus(gatewayv1.GatewayStatus{}, attach(gw).Gateways[0], nil, nil, nil, err.Error(), true, time.Unix(0, 0))
 	require.Equal(t, "False/Invalid", condition(got.Conditions, "Accepted"))
+}
+
+// countingReader counts the Gets it serves.
+type countingReader struct {
+	client.Reader
+	gets int
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.gets++
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// A Gateway's addresses are those of the proxies its annotation names (both without it), and
+// a pass reads each publish Service once, whatever the number of Gateways and of what each
+// needs of it.
+func TestGatewayAddressesFollowTheAnnotation(t *testing.T) {
+	ctx := context.Background()
+	lb := func(name, ip string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kong", Name: name},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: ip}}}}}
+	}
+	reader := &countingReader{Reader: fake.NewClientBuilder().WithObjects(lb("proxy", "192.0.2.1"), lb("udp", "198.51.100.8")).Build()}
+	opts := IngressOptions{PublishService: "kong/proxy", PublishServiceUDP: "kong/udp"}
+	services := serviceReader{reader: reader}
+	for _, tc := range []struct {
+		names []string
+		want  []string
+	}{
+		{[]string{"kong/proxy", "kong/udp"}, []string{"192.0.2.1", "198.51.100.8"}},
+		{[]string{"kong/udp"}, []string{"198.51.100.8"}},
+		{[]string{"kong/proxy"}, []string{"192.0.2.1"}},
+	} {
+		addrs, err := services.addresses(ctx, opts.named(tc.names))
+		require.NoError(t, err)
+		require.Equal(t, tc.want, addrs, tc.names)
+		_, err = services.get(ctx, tc.names)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 2, reader.gets, "each Service read once in a pass")
+	require.Equal(t, IngressOptions{PublishServiceUDP: "kong/udp", PublishAddressesUDP: []string{"203.0.113.9"}},
+		IngressOptions{PublishService: "kong/proxy", PublishAddresses: []string{"192.0.2.1"}, PublishServiceUDP: "kong/udp",
+			PublishAddressesUDP: []string{"203.0.113.9"}}.named([]string{"kong/udp"}), "--publish-status-address-udp goes with its Service")
+}
+
+// A publish Service's change of addresses or ports wakes the Gateways' pass (their addresses
+// and listeners follow it); another Service, or one that changed in nothing Gateways read,
+// does not.
+func TestPublishServiceChangesWakeTheGatewayPass(t *testing.T) {
+	e := attachmentEvents{publish: map[types.NamespacedName]bool{{Namespace: "kong", Name: "proxy"}: true}}
+	svc := proxyService(servicePort(80, intstr.FromInt32(8000), corev1.ProtocolTCP))
+	moved := svc.DeepCopy()
+	moved.Spec.Ports[0].TargetPort = intstr.FromInt32(8001)
+	addressed := svc.DeepCopy()
+	addressed.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.9"}}
+	labelled := svc.DeepCopy()
+	labelled.Labels = map[string]string{"a": "b"}
+	other := svc.DeepCopy()
+	other.Name = "echo"
+	otherMoved := moved.DeepCopy()
+	otherMoved.Name = "echo"
+
+	require.True(t, e.Relevant(svc, moved), "a port")
+	require.True(t, e.Relevant(svc, addressed), "an address")
+	require.True(t, e.Relevant(nil, svc), "created")
+	require.True(t, e.Relevant(svc, nil), "deleted")
+	require.False(t, e.Relevant(svc, labelled), "nothing a Gateway reads")
+	require.False(t, e.Relevant(other, otherMoved), "not a publish Service")
 }

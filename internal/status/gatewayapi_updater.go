@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -171,14 +172,6 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 			}
 		}
 	}
-	var addrs []string
-	addrsKnown := true
-	if len(a.Gateways) > 0 && (u.opts.hasTCP() || u.opts.hasUDP()) {
-		if addrs, err = publishedAddresses(ctx, u.opts, u.reader); err != nil {
-			// Rather than write no addresses for a read that failed, leave Gateways as they are.
-			errs, addrsKnown = append(errs, err.Error()), false
-		}
-	}
 	secrets := make(map[string]*corev1.Secret, len(snap.Secrets))
 	for _, s := range snap.Secrets {
 		secrets[s.Namespace+"/"+s.Name] = s
@@ -197,7 +190,7 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 	services := serviceReader{reader: u.reader}
 	for _, g := range snap.Gateways {
 		gw := a.Gateway(g.Namespace, g.Name)
-		if gw == nil || !addrsKnown {
+		if gw == nil {
 			continue
 		}
 		certRefs := func(l *gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string) {
@@ -205,9 +198,22 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 		}
 		var ports kongPorts
 		invalid := ""
-		if names, err := publishServices(g, configured); err != nil {
+		published := u.opts // the proxies whose addresses the Gateway gets
+		names, err := publishServices(g, configured)
+		if err != nil {
 			invalid = err.Error()
-		} else if len(names) > 0 && len(listens) > 0 {
+		} else if !slices.Equal(names, configured) {
+			published = u.opts.named(names)
+		}
+		var addrs []string
+		if published.hasTCP() || published.hasUDP() {
+			if addrs, err = services.addresses(ctx, published); err != nil {
+				// Rather than write no addresses for a read that failed, leave the Gateway as it is.
+				errs = append(errs, err.Error())
+				continue
+			}
+		}
+		if invalid == "" && len(names) > 0 && len(listens) > 0 {
 			svcs, err := services.get(ctx, names)
 			if err != nil {
 				errs = append(errs, err.Error()) // rather than judge listeners without it, leave the Gateway as it is

@@ -272,20 +272,24 @@ func loadBalancerAddresses(ctx context.Context, opts IngressOptions, reader clie
 
 // publishedAddresses are the addresses the proxy is reached at, for Ingresses' and Gateways'
 // status: --publish-status-address when set, else the --publish-service Service's
-// load-balancer addresses, else its external IPs, else its cluster IP. They come IPs first,
-// then host names, each sorted, so that comparing them with what an object holds does not
-// depend on order.
+// (serviceAddresses). They come IPs first, then host names, each sorted, so that comparing
+// them with what an object holds does not depend on order.
 func publishedAddresses(ctx context.Context, opts IngressOptions, reader client.Reader) ([]string, error) {
+	return (&serviceReader{reader: reader}).addresses(ctx, opts)
+}
+
+// addresses is publishedAddresses, reading the publish Services through r.
+func (r *serviceReader) addresses(ctx context.Context, opts IngressOptions) ([]string, error) {
 	if opts.hasUDP() {
 		// Gateways: the TCP and the UDP proxy's addresses together.
 		var tcp []string
 		if opts.hasTCP() {
 			var err error
-			if tcp, err = publishedAddresses(ctx, opts.tcp(), reader); err != nil {
+			if tcp, err = r.addresses(ctx, opts.tcp()); err != nil {
 				return nil, err
 			}
 		}
-		udp, err := publishedAddresses(ctx, opts.udp(), reader)
+		udp, err := r.addresses(ctx, opts.udp())
 		if err != nil {
 			return nil, err
 		}
@@ -294,14 +298,19 @@ func publishedAddresses(ctx context.Context, opts IngressOptions, reader client.
 	if len(opts.PublishAddresses) > 0 {
 		return sortAddresses(opts.PublishAddresses), nil
 	}
-	ns, name, ok := strings.Cut(opts.PublishService, "/")
-	if !ok {
+	if _, _, ok := strings.Cut(opts.PublishService, "/"); !ok {
 		return nil, fmt.Errorf("--publish-service %q: want namespace/name", opts.PublishService)
 	}
-	var svc corev1.Service
-	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &svc); err != nil {
+	svc, err := r.service(ctx, opts.PublishService)
+	if err != nil {
 		return nil, fmt.Errorf("--publish-service %s: %w", opts.PublishService, err)
 	}
+	return sortAddresses(serviceAddresses(svc)), nil
+}
+
+// serviceAddresses are the addresses a publish Service gives: its load-balancer addresses,
+// else its external IPs, else its cluster IP.
+func serviceAddresses(svc *corev1.Service) []string {
 	var addrs []string
 	for _, lb := range svc.Status.LoadBalancer.Ingress {
 		if lb.IP != "" {
@@ -317,7 +326,7 @@ func publishedAddresses(ctx context.Context, opts IngressOptions, reader client.
 	if len(addrs) == 0 && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
 		addrs = []string{svc.Spec.ClusterIP}
 	}
-	return sortAddresses(addrs), nil
+	return addrs
 }
 
 func isIP(a string) bool { return net.ParseIP(a) != nil }

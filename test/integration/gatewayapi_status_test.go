@@ -225,8 +225,8 @@ func TestGatewayAPIStatus(t *testing.T) {
 // 8000 (HTTP) and the UDP Service 9999 to a udp stream listen: listener http/80 and udp/9999
 // are accepted, alt/8080 is PortUnavailable (HTTP is served, not there), tcp/9000
 // UnsupportedProtocol (no port serves TCP). The Gateway's konghq.com/publish-service naming
-// the proxy Service alone takes the UDP port away; naming another Service makes the Gateway
-// not accepted.
+// the proxy Service alone takes the UDP port and the UDP proxy's address away; naming another
+// Service makes the Gateway not accepted.
 func TestGatewayListenersFromKongListens(t *testing.T) {
 	parallel(t)
 	ctx := context.Background()
@@ -292,9 +292,25 @@ func TestGatewayListenersFromKongListens(t *testing.T) {
 			return admin.Update(ctx, &g)
 		}))
 	}
+	addresses := func() []string {
+		var g gatewayv1.Gateway
+		require.NoError(t, admin.Get(ctx, client.ObjectKeyFromObject(gw), &g))
+		var out []string
+		for _, a := range g.Status.Addresses {
+			out = append(out, a.Value)
+		}
+		return out
+	}
+	clusterIP := func(name string) string {
+		var svc corev1.Service
+		require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &svc))
+		return svc.Spec.ClusterIP
+	}
+	require.ElementsMatch(t, []string{clusterIP("kong-proxy"), clusterIP("kong-udp")}, addresses(), "both proxies' addresses")
 	annotate(ns + "/kong-proxy")
 	requireAccepted("gateway=True/ListenersNotValid http=True/Accepted alt=False/PortUnavailable tcp=False/UnsupportedProtocol udp=False/UnsupportedProtocol",
 		"the annotation names the proxy Service alone")
+	require.Equal(t, []string{clusterIP("kong-proxy")}, addresses(), "the addresses of the proxy the annotation names")
 	annotate("elsewhere/kong-proxy")
 	requireAccepted("gateway=False/Invalid http=True/Accepted alt=True/Accepted tcp=True/Accepted udp=True/Accepted",
 		"a Service this controller was not given: the Gateway is not accepted")
