@@ -170,7 +170,7 @@ func TestNodeAgent(t *testing.T) {
 func TestLicenseAgent(t *testing.T) {
 	srv, opts := konnectFor(t)
 	c := fake.NewClientBuilder().Build()
-	store := NewSecretStore(c, "kong", "cp1")
+	store := NewSecretStore(c, c, "kong", "cp1")
 	changes := 0
 	a := NewLicenseAgent(opts, LicenseOptions{Store: store, Changed: func() { changes++ }, Log: logr.Discard()})
 	require.NoError(t, a.Poll(ctx))

@@ -174,22 +174,27 @@ func (a *LicenseAgent) fetch(ctx context.Context) (*License, error) {
 // SecretStore keeps the license in the Secret konnect-license-<control plane> of the
 // controller's namespace (KIC's: keys payload, id, updated_at; label
 // konghq.com/managed-by=kong-ingress-controller), made when missing.
+// It is read from the API server (Reader), not from the cache: with --watch-namespace the
+// controller's own namespace may not be cached, and a restart during a Konnect outage must
+// find the license whatever the cache holds.
 type SecretStore struct {
 	Client    client.Client
+	Reader    client.Reader
 	Namespace string
 	Name      string
 }
 
-// NewSecretStore is the store of control plane cpID in namespace.
-func NewSecretStore(c client.Client, namespace, cpID string) *SecretStore {
-	return &SecretStore{Client: c, Namespace: namespace, Name: "konnect-license-" + cpID}
+// NewSecretStore is the store of control plane cpID in namespace, written with c and read
+// with reader.
+func NewSecretStore(c client.Client, reader client.Reader, namespace, cpID string) *SecretStore {
+	return &SecretStore{Client: c, Reader: reader, Namespace: namespace, Name: "konnect-license-" + cpID}
 }
 
 // Save writes l into the Secret.
 func (s *SecretStore) Save(ctx context.Context, l License) error {
 	data := map[string][]byte{"payload": []byte(l.Payload), "id": []byte(l.ID), "updated_at": []byte(strconv.FormatInt(l.UpdatedAt, 10))}
 	var sec corev1.Secret
-	err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, &sec)
+	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, &sec)
 	if apierrors.IsNotFound(err) {
 		sec = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name,
 			Labels: map[string]string{"konghq.com/managed-by": "kong-ingress-controller"}}, Type: corev1.SecretTypeOpaque, Data: data}
@@ -208,7 +213,7 @@ func (s *SecretStore) Save(ctx context.Context, l License) error {
 // Load reads the Secret: nil when there is none.
 func (s *SecretStore) Load(ctx context.Context) (*License, error) {
 	var sec corev1.Secret
-	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, &sec); err != nil {
+	if err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, &sec); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

@@ -56,7 +56,7 @@ func setupKonnect(cfg *config.Config, version string, roots *x509.CertPool, mgr 
 			if ns == "" {
 				return nil, errors.New("--konnect-license-storage-enabled: the license Secret goes to the controller's namespace, which is unknown (no POD_NAMESPACE)")
 			}
-			lopts.Store = konnect.NewSecretStore(mgr.GetClient(), ns, k.ControlPlaneID)
+			lopts.Store = konnect.NewSecretStore(mgr.GetClient(), mgr.GetAPIReader(), ns, k.ControlPlaneID)
 		}
 		la := konnect.NewLicenseAgent(opts, lopts)
 		if err := mgr.Add(la); err != nil {

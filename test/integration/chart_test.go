@@ -203,7 +203,8 @@ func TestChartRefusesBadValues(t *testing.T) {
 		"leaderElection: {enabled: 'yes'}":                                                                                  "leaderElection/enabled",
 		"notAValue: {env: {kong_admin_url: http://x}}":                                                                      "additional properties 'notAValue' not allowed",
 		"ingressController: {gatewayDiscovery: {enabled: true, generateAdminApiService: true, adminApiService: {name: x}}}": "must not be provided at the same time",
-		"controller: {ingressController: {konnect: {enabled: true}}}":                                                       "controller.ingressController.konnect.enabled",
+		"controller: {ingressController: {konnect: {enabled: true}}}":                                                       "konnect.controlPlaneID is required when konnect.enabled",
+		"konnect: {enabled: true, controlPlaneId: cp}":                                                                      "additional properties 'controlPlaneId' not allowed",
 		"ingressController: {adminApi: {tls: {client: {enabled: true}}}}":                                                   "set certProvided: true and secretName",
 		"imagePullSecrets: [{}]":                                                                                            "imagePullSecrets",
 		"env: {kong_admin_token: {secretKeyRef: {name: s}}}":                                                                "env/kong_admin_token",
@@ -728,7 +729,7 @@ func chartDryRunApplier(t *testing.T) func(t *testing.T, values string) []*unstr
 // kinds cluster-wide, events and the publish Service in the release namespace, the Lease
 // there), it becomes leader, syncs, writes Events and publishes the proxy Service's address.
 func TestChartRBACWatchNamespacesIsEnough(t *testing.T) {
-	// Not parallel: it sets the process's POD_NAME and POD_NAMESPACE, as the downward API does.
+	parallel(t)
 	ctx := context.Background()
 	watched, release := newNamespace(t), newNamespace(t)
 	objs := app(watched, "echo", "echo.example.com")
@@ -756,10 +757,8 @@ func TestChartRBACWatchNamespacesIsEnough(t *testing.T) {
 	require.NotEmpty(t, sa)
 	user, err := env.AddUser(envtest.User{Name: "system:serviceaccount:" + release + ":" + sa}, adminConfig)
 	require.NoError(t, err)
-	t.Setenv("POD_NAME", "konductor-0")
-	t.Setenv("POD_NAMESPACE", release)
-
 	r := startReplica(t, replicaSpec{name: "chart-rbac", namespace: watched, gateways: []string{kong.URL},
+		environ:    []string{"POD_NAME=konductor-0", "POD_NAMESPACE=" + release}, // the downward API's
 		restConfig: user.Config(), args: []string{"--leader-elect=true", "--election-namespace=" + release,
 			"--publish-service=" + release + "/kong-proxy",
 			"--election-lease-duration=4s", "--election-renew-deadline=3s", "--election-retry-period=500ms"}})

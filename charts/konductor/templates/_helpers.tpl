@@ -60,42 +60,100 @@ KONG_ADMIN_URL and kong_admin_url are one setting). Rendered in key order.
 */}}
 {{- define "konductor.controllerEnv" -}}
 {{- $env := dict }}
-{{- if include "konductor.discovery" . }}
-{{- $svc := .Values.gatewayDiscovery.adminService }}
-{{- $name := required "gatewayDiscovery.adminService.name is required when gatewayDiscovery.enabled" $svc.name }}
-{{- $_ := set $env "kong_admin_svc" (printf "%s/%s" (default .Release.Namespace $svc.namespace) $name) }}
-{{- with .Values.gatewayDiscovery.portNames }}
-{{- $_ := set $env "kong_admin_svc_port_names" (join "," .) }}
-{{- end }}
-{{- else }}
-{{- $url := required "kongAdminURL is required when gatewayDiscovery.enabled is false" .Values.kongAdminURL }}
-{{- if kindIs "slice" $url }}{{ $url = join "," $url }}{{ end }}
-{{- $_ := set $env "kong_admin_url" $url }}
-{{- end }}
-{{- $_ := set $env "ingress_class" (required "ingressClass is required" .Values.ingressClass) }}
-{{- /* KIC's charts' Lease name, so that a konductor replacing KIC's controller takes over its lease. */}}
-{{- $_ := set $env "election_id" (printf "kong-ingress-controller-leader-%s" .Values.ingressClass) }}
-{{- with .Values.watchNamespaces }}
-{{- $_ := set $env "watch_namespace" (join "," .) }}
-{{- end }}
-{{- with .Values.publishService }}
-{{- $_ := set $env "publish_service" (include "konductor.namespacedName" (dict "namespace" $.Release.Namespace "name" .)) }}
-{{- end }}
-{{- if .Values.admissionWebhook.enabled }}
-{{- $_ := set $env "admission_webhook_listen" (printf "%s:%v" (default "" .Values.admissionWebhook.address) .Values.admissionWebhook.port) }}
-{{- end }}
-{{- if kindIs "bool" .Values.leaderElection.enabled }}
-{{- $_ := set $env "leader_elect" .Values.leaderElection.enabled }}
-{{- end }}
-{{- range $k, $v := .Values.env }}
-{{- $_ := set $env ($k | lower | replace "-" "_") $v }}
-{{- end }}
+{{- include "konductor.controllerSettings" (dict "root" . "out" $env) }}
 {{- range $k, $v := $env }}
 {{ include "konductor.envVar" (dict "name" (printf "CONTROLLER_%s" (upper $k)) "value" $v) }}
 {{- end }}
 {{- range $k, $v := .Values.customEnv }}
 {{ include "konductor.envVar" (dict "name" $k "value" $v) }}
 {{- end }}
+{{- end }}
+
+{{/*
+The controller's settings, written into the dict .out (setting -> value, e.g. kong_admin_svc,
+konnect_licensing_enabled): those the chart derives from the values of .root, .Values.env over
+them. What konductor.controllerEnv renders, and what the RBAC reads (the Konnect license Role).
+*/}}
+{{- define "konductor.controllerSettings" -}}
+{{- $root := .root }}
+{{- $values := $root.Values }}
+{{- $env := .out }}
+{{- if include "konductor.discovery" $root }}
+{{- $svc := $values.gatewayDiscovery.adminService }}
+{{- $name := required "gatewayDiscovery.adminService.name is required when gatewayDiscovery.enabled" $svc.name }}
+{{- $_ := set $env "kong_admin_svc" (printf "%s/%s" (default $root.Release.Namespace $svc.namespace) $name) }}
+{{- with $values.gatewayDiscovery.portNames }}
+{{- $_ := set $env "kong_admin_svc_port_names" (join "," .) }}
+{{- end }}
+{{- else }}
+{{- $url := required "kongAdminURL is required when gatewayDiscovery.enabled is false" $values.kongAdminURL }}
+{{- if kindIs "slice" $url }}{{ $url = join "," $url }}{{ end }}
+{{- $_ := set $env "kong_admin_url" $url }}
+{{- end }}
+{{- $_ := set $env "ingress_class" (required "ingressClass is required" $values.ingressClass) }}
+{{- /* KIC's charts' Lease name, so that a konductor replacing KIC's controller takes over its lease. */}}
+{{- $_ := set $env "election_id" (printf "kong-ingress-controller-leader-%s" $values.ingressClass) }}
+{{- with $values.watchNamespaces }}
+{{- $_ := set $env "watch_namespace" (join "," .) }}
+{{- end }}
+{{- with $values.publishService }}
+{{- $_ := set $env "publish_service" (include "konductor.namespacedName" (dict "namespace" $root.Release.Namespace "name" .)) }}
+{{- end }}
+{{- if $values.admissionWebhook.enabled }}
+{{- $_ := set $env "admission_webhook_listen" (printf "%s:%v" (default "" $values.admissionWebhook.address) $values.admissionWebhook.port) }}
+{{- end }}
+{{- if kindIs "bool" $values.leaderElection.enabled }}
+{{- $_ := set $env "leader_elect" $values.leaderElection.enabled }}
+{{- end }}
+{{- $konnect := default dict $values.konnect }}
+{{- if $konnect.enabled }}
+{{- /* As KIC's charts (kong/kong's _helpers.tpl, kong.ingressController.env): sync on, the
+       control plane (controlPlaneID, else KIC's older runtimeGroupID), https://<apiHostname>, the
+       client certificate from the Secret's tls.crt and tls.key, and licensing with
+       license.enabled. */}}
+{{- $_ := set $env "konnect_sync_enabled" true }}
+{{- with (default $konnect.runtimeGroupID $konnect.controlPlaneID) }}
+{{- $_ := set $env "konnect_control_plane_id" (toString .) }}
+{{- end }}
+{{- with $konnect.apiHostname }}
+{{- $_ := set $env "konnect_address" (printf "https://%s" .) }}
+{{- end }}
+{{- with $konnect.tlsClientCertSecretName }}
+{{- $_ := set $env "konnect_tls_client_cert" (dict "valueFrom" (dict "secretKeyRef" (dict "name" . "key" "tls.crt"))) }}
+{{- $_ := set $env "konnect_tls_client_key" (dict "valueFrom" (dict "secretKeyRef" (dict "name" . "key" "tls.key"))) }}
+{{- end }}
+{{- if dig "license" "enabled" false $konnect }}
+{{- $_ := set $env "konnect_licensing_enabled" true }}
+{{- end }}
+{{- end }}
+{{- range $k, $v := $values.env }}
+{{- $_ := set $env ($k | lower | replace "-" "_") $v }}
+{{- end }}
+{{- if and $konnect.enabled (not (or (get $env "konnect_control_plane_id") (get $env "konnect_runtime_group_id"))) }}
+{{- fail "konnect.controlPlaneID is required when konnect.enabled (KIC's charts: ingressController.konnect.controlPlaneID, or its older runtimeGroupID; or env.konnect_control_plane_id)" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Secret the Konnect license is kept in, from the controller's settings (konductor.controllerSettings,
+the dict given): konnect-license-<control plane ID> when licensing is on with its storage (on
+unless konnect_license_storage_enabled is false), "*" when the control plane's ID is not in the
+values (a valueFrom), "" when nothing is stored. The later of the two flags naming the control
+plane wins, as the controller applies its variables in flag order (--konnect-runtime-group-id
+after --konnect-control-plane-id).
+*/}}
+{{- define "konductor.konnectLicenseSecret" -}}
+{{- $true := list "1" "t" "true" -}}
+{{- $licensing := has (toString (get . "konnect_licensing_enabled") | lower) $true -}}
+{{- $storage := or (not (hasKey . "konnect_license_storage_enabled")) (has (toString (get . "konnect_license_storage_enabled") | lower) $true) -}}
+{{- if and $licensing $storage -}}
+  {{- $cp := get . "konnect_runtime_group_id" | default (get . "konnect_control_plane_id") -}}
+  {{- if or (kindIs "map" $cp) (not $cp) -}}
+*
+  {{- else -}}
+konnect-license-{{ $cp }}
+  {{- end -}}
+{{- end -}}
 {{- end }}
 
 {{/* One EnvVar: a scalar value, or a map holding valueFrom. */}}

@@ -69,6 +69,10 @@ Keys that configure Kong itself are accepted and listed in NOTES.txt as ignored
   {{- $unsupported = concat $unsupported $r.unsupported -}}
 {{- end -}}
 {{- if hasKey $v "gateway" }}{{ $ignored = append $ignored "gateway" }}{{ end -}}
+{{- $konnect := default dict $v.konnect -}}
+{{- if and (dig "license" "enabled" false $konnect) (not $konnect.enabled) -}}
+  {{- $unsupported = append $unsupported "konnect.license.enabled without konnect.enabled (as in KIC's charts, the license comes from Konnect with konnect.enabled only)" -}}
+{{- end -}}
 {{- if and (hasKey $v.rbac "enableClusterRoles") (not $v.rbac.enableClusterRoles) -}}
   {{- $unsupported = append $unsupported "rbac.enableClusterRoles=false (konductor reads cluster-scoped kinds: the ClusterRole is made)" -}}
 {{- end -}}
@@ -216,11 +220,20 @@ controller), c its ingressController. Writes into v (konductor's values); return
 {{- with $c.userDefinedVolumeMounts -}}
   {{- $_ := set $v "extraVolumeMounts" (concat (default list $v.extraVolumeMounts) .) -}}
 {{- end -}}
-{{- if dig "konnect" "enabled" false $c -}}
-  {{- fail (printf "%skonnect.enabled: this chart does not map Kong's Konnect values yet (issue #29); give the controller the --konnect-* flags through env (docs/konnect.md)" $.cPrefix) -}}
-{{- end -}}
-{{- if dig "konnect" "license" "enabled" false $c -}}
-  {{- fail (printf "%skonnect.license.enabled: this chart does not map Kong's Konnect values yet (issue #29); give the controller the --konnect-* flags through env (docs/konnect.md)" $.cPrefix) -}}
+{{- if kindIs "map" $c.konnect -}}
+  {{- /* konductor's konnect.* has KIC's keys (konductor.controllerSettings derives the
+         CONTROLLER_KONNECT_* variables as KIC's charts do). */ -}}
+  {{- include "konductor.ensureMap" (dict "v" $v "k" "konnect") -}}
+  {{- range $k, $val := $c.konnect -}}
+    {{- if eq $k "license" -}}
+      {{- if kindIs "map" $val -}}
+        {{- include "konductor.ensureMap" (dict "v" $v.konnect "k" "license") -}}
+        {{- include "konductor.setKeys" (dict "dst" $v.konnect.license "src" $val) -}}
+      {{- end -}}
+    {{- else -}}
+      {{- $_ := set $v.konnect $k $val -}}
+    {{- end -}}
+  {{- end -}}
 {{- end -}}
 {{- $client := dig "adminApi" "tls" "client" dict $c -}}
 {{- if $client.enabled -}}
