@@ -139,29 +139,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		listable, err := mayListCRDs(ctx, restCfg, log.WithName("crds"))
 		crdsAsked <- crdsListing{listable, err}
 	}()
-	var optional store.KindSet
-	var versions store.Versions // kinds served only at an older version (startdiscovery.go)
-	if err := health.startStep(ctx, ep, "API discovery of the optional kinds", func() (err error) {
-		optional, versions, err = discoverOptionalKinds(restCfg)
-		return err
-	}); err != nil {
+	optional, versions, off, readKinds, err := kindsToRead(ctx, cfg, restCfg, health, ep, log)
+	if err != nil {
 		return nil, err
-	}
-	for _, k := range store.AllKinds() {
-		if k.Optional() && !optional.Has(k) {
-			log.Info("CRD not installed; kind skipped", "kind", k.String(), "group", k.GroupVersionKind().Group, "resource", k.Resource())
-		}
-	}
-	for _, k := range optional.Sorted() {
-		if v, older := versions[k]; older {
-			log.Info("CRD serves an older version only; kind read at it, as KIC reads it", "kind", k.String(), "version", v)
-		}
-	}
-	off := kindsSwitchedOff(cfg, log)
-	readKinds := store.ReadKinds(optional)
-	for k := range off {
-		delete(optional, k)
-		delete(readKinds, k)
 	}
 	log.V(1).Info("start: API discovery done", "sinceStart", time.Since(started).String())
 
@@ -187,39 +167,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	// A list or watch failing with NotFound asks whether an optional kind's CRD is gone
 	// (optionalKinds, made once the manager exists).
 	var crds *optionalKinds
-	cacheOpts := cache.Options{
-		Scheme:           store.Scheme(),
-		DefaultTransform: payloads.Transform,
-		DefaultWatchErrorHandler: watchErrorLogger(log, func(kind string, err error) {
-			if crds != nil {
-				crds.watchFailed(kind, err)
-			}
-		}),
-		ReaderFailOnMissingInformer: true, // every kind read must have been registered up front
-		// The Secrets' list is read in pages whose payloads are dropped page by page, so their
-		// first list never holds every Secret's data at once (store.PagedList).
-		NewInformer: newInformerPagingSecrets(payloads.Transform),
-	}
-	for _, k := range readKinds.Sorted() {
-		if sel := cacheSelector(k, cfg); sel != nil {
-			if cacheOpts.ByObject == nil {
-				cacheOpts.ByObject = map[client.Object]cache.ByObject{}
-			}
-			cacheOpts.ByObject[k.NewObject()] = cache.ByObject{Label: sel}
+	cacheOpts := cacheOptions(cfg, payloads, readKinds, log, func(kind string, err error) {
+		if crds != nil {
+			crds.watchFailed(kind, err)
 		}
-	}
-	if len(cfg.WatchNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range cfg.WatchNamespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
-		// Discovery reads the admin Services' EndpointSlices from the cache (KIC adds the
-		// namespace of --publish-service the same way). The store still reads only the
-		// watched namespaces.
-		for _, svc := range cfg.KongAdminSvc {
-			cacheOpts.DefaultNamespaces[svc.Namespace] = cache.Config{}
-		}
-	}
+	})
 	// The REST mappings of the kinds read, and whether CRDs may be listed, are asked now, while
 	// an API server gone again can still be waited for with the probes served (the manager
 	// binds the probes' address when it is constructed); the informers registered below then
@@ -249,38 +201,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}); err != nil {
 		return nil, err
 	}
-	leaseDuration, renewDeadline, retryPeriod := cfg.ElectionLeaseDuration, cfg.ElectionRenewDeadline, cfg.ElectionRetryPeriod
-	// Constructing the manager asks discovery whether the kinds with options are namespaced.
-	var mgr ctrlmanager.Manager
-	err = health.startStep(ctx, ep, "constructing the manager", func() (err error) {
-		mgr, err = ctrl.NewManager(restCfg, ctrlmanager.Options{
-			Scheme:         cacheOpts.Scheme,
-			Logger:         log,
-			Cache:          cacheOpts,
-			MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
-			// Informer requests wait out an API server outage instead of backing off (apihealth.go);
-			// the cache's sync is waited for on the informers' channels (cachesync.go).
-			NewCache: func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
-				c, err := health.newCache(cfg, opts)
-				if err != nil {
-					return nil, err
-				}
-				return promptSync(c), nil
-			},
-			LeaderElection:                cfg.LeaderElect,
-			LeaderElectionID:              cfg.ElectionID,
-			LeaderElectionNamespace:       electionNS,
-			LeaderElectionResourceLock:    "leases",
-			LeaderElectionReleaseOnCancel: !opts.KeepLeaseOnCancel,
-			LeaseDuration:                 &leaseDuration,
-			RenewDeadline:                 &renewDeadline,
-			RetryPeriod:                   &retryPeriod,
-			Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsBindAddress, FilterProvider: metricsFilter(cfg)},
-			HealthProbeBindAddress:        cfg.HealthProbeBindAddress,
-			GracefulShutdownTimeout:       &gracefulShutdown,
-		})
-		return err
-	})
+	mgr, err := newManager(ctx, cfg, restCfg, cacheOpts, mapper, electionNS, opts, health, ep, log)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
@@ -354,15 +275,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	} else {
 		learnRouters = staticRouterLearner(gateways, flavors, log.WithName("standby"))
 	}
-	var reporter dataplane.Reporters
-	// The graph of each translation of the whole snapshot (not of a fallback's, which
-	// leaves objects out) says which objects the next events can matter for.
-	reporter = append(reporter, dataplane.ReporterFunc(func(_ context.Context, r dataplane.Round) {
-		if r.Graph != nil {
-			relevance.SetGraph(r.Graph)
-			payloads.SetReferenced(secretReferenced(r.Graph))
-		}
-	}))
+	reporter := dataplane.Reporters{graphFollowers{relevance: relevance, payloads: payloads}}
 	var events record.EventRecorder = mgr.GetEventRecorderFor("konductor") //nolint:staticcheck // core/v1 events keep every message (see status.Reporter)
 	if !cfg.EmitKubernetesEvents {
 		events = &record.FakeRecorder{} // KIC's --emit-kubernetes-events=false: a recorder that drops them
@@ -386,42 +299,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 			return false
 		}
 	})
-	publish := status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService,
-		PublishAddressesUDP: cfg.PublishAddressesUDP, PublishServiceUDP: cfg.PublishServiceUDP}
-	ingressStatus := status.NewIngressUpdater(publish,
-		st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("ingress-status"))
-	if cfg.UpdateStatus && ingressStatus.Enabled() {
-		reporter = append(reporter, ingressStatus)
-		if err := mgr.Add(ingressStatus); err != nil {
-			return nil, err
-		}
+	writers, err := statusWriters(cfg, st, mgr, barrier, flavors, log)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.UpdateStatus {
-		gatewayStatus := status.NewGatewayAPIUpdater(cfg.GatewayAPIControllerName, publish, st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("gateway-api-status"))
-		gatewayStatus.GatewayAlpha = cfg.FeatureGates.Enabled(config.GateGatewayAlpha)
-		gatewayStatus.Listens = flavors.Listens
-		reporter = append(reporter, gatewayStatus)
-		// Gateway API events also wake the Gateways' status directly: attachedRoutes follows
-		// the cache, not the sync loop.
-		if err := barrier.AddEventHandler(gatewayStatus.EventHandler()); err != nil {
-			return nil, err
-		}
-		if err := mgr.Add(gatewayStatus); err != nil {
-			return nil, err
-		}
-		programmed := status.NewProgrammedUpdater(st, mgr.GetClient(), log.WithName("kong-status"))
-		programmed.LicenseControllerName = status.LicenseControllerName(cfg.ElectionID)
-		programmed.NoLicenses = cfg.Konnect.LicensingEnabled
-		reporter = append(reporter, programmed)
-		if err := mgr.Add(programmed); err != nil {
-			return nil, err
-		}
-		upstreamPolicies := status.NewUpstreamPolicyUpdater(cfg.GatewayAPIControllerName, st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("upstream-policy-status"))
-		reporter = append(reporter, upstreamPolicies)
-		if err := mgr.Add(upstreamPolicies); err != nil {
-			return nil, err
-		}
-	}
+	reporter = append(reporter, writers...)
 	// Whether the gateways are Kong Enterprise (KongLicense) and the schemas of custom entity
 	// types (KongCustomEntity) are asked of the gateways, once, as translation needs them.
 	gatewayClients, err := gatewaySchemas(cfg, gateways, discovered)
@@ -435,35 +317,16 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		discoverySet.ShareRootsWith(facts)
 		syncProtocol = discoverySet.SyncProtocol
 	}
-	roundOptions := func(s *store.Snapshot) translator.Options {
-		opts := routerTranslatorOptions(cfg, flavors, time.Now())
-		var types []string
-		if !opts.NoCustomEntities {
-			types = translator.CustomEntityTypes(s)
-		}
-		opts.Enterprise, opts.EntitySchemas = facts.Learn(context.Background(), types)
-		if konnectParts.license != nil {
-			opts.KonnectLicense = konnectParts.license()
-		}
-		return opts
-	}
+	roundOptions := translationOptions(cfg, flavors, facts, konnectParts.license)
 	// One incremental translation and one renderer for the standby and then the leader
 	// (handover.go): the new leader's first round starts from the standby's last.
 	shared := &handover{options: roundOptions,
 		around: func(s *store.Snapshot, build func(*store.Snapshot) translator.Result) translator.Result {
 			return translateWithPayloads(ctx, payloads, s, build, log)
 		}}
-	// KIC's diagnostics server: --dump-config's dumps and --profiling's pprof, on
-	// --diagnostic-server-port as in KIC.
-	var diag *diagnostics.Server
-	if cfg.DumpConfig || cfg.Profiling {
-		diag = diagnostics.New(diagnostics.Options{
-			Port: cfg.DiagnosticServerPort, DumpConfig: cfg.DumpConfig, DumpSensitiveConfig: cfg.DumpSensitiveConfig,
-			Profiling: profilingHandlers(cfg.Profiling), Logger: log.WithName("diagnostics"),
-		})
-		if err := mgr.Add(diag); err != nil {
-			return nil, err
-		}
+	diag, err := diagnosticsServer(cfg, mgr, log)
+	if err != nil {
+		return nil, err
 	}
 	loopOpts := dataplane.Options{
 		Source:  source,
@@ -547,6 +410,200 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
 	return &Controller{mgr: mgr, webhook: webhook, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log,
 		gateways: gateways, facts: facts}, nil
+}
+
+// translationOptions are the options each round translates with: the router and version the
+// gateways said, whether they are Kong Enterprise and the schemas of the custom entity types
+// in use (facts, asked once), and the Konnect license when it is Konnect's (license not nil).
+func translationOptions(cfg *config.Config, flavors *dataplane.RouterFlavors, facts *dataplane.GatewayFacts, license func() *kong.License) func(*store.Snapshot) translator.Options {
+	return func(s *store.Snapshot) translator.Options {
+		opts := routerTranslatorOptions(cfg, flavors, time.Now())
+		var types []string
+		if !opts.NoCustomEntities {
+			types = translator.CustomEntityTypes(s)
+		}
+		opts.Enterprise, opts.EntitySchemas = facts.Learn(context.Background(), types)
+		if license != nil {
+			opts.KonnectLicense = license()
+		}
+		return opts
+	}
+}
+
+// diagnosticsServer is KIC's diagnostics server, added to mgr: --dump-config's dumps and
+// --profiling's pprof, on --diagnostic-server-port as in KIC; nil without either.
+func diagnosticsServer(cfg *config.Config, mgr ctrlmanager.Manager, log logr.Logger) (*diagnostics.Server, error) {
+	if !cfg.DumpConfig && !cfg.Profiling {
+		return nil, nil
+	}
+	diag := diagnostics.New(diagnostics.Options{
+		Port: cfg.DiagnosticServerPort, DumpConfig: cfg.DumpConfig, DumpSensitiveConfig: cfg.DumpSensitiveConfig,
+		Profiling: profilingHandlers(cfg.Profiling), Logger: log.WithName("diagnostics"),
+	})
+	return diag, mgr.Add(diag)
+}
+
+// graphFollowers are told the object graph of each translation of the whole snapshot (not
+// of a fallback's, which leaves objects out): it says which objects the next events can
+// matter for (relevance) and which Secrets' payloads the cache keeps (payloads).
+type graphFollowers struct {
+	relevance *translator.Relevance
+	payloads  *store.SecretPayloads
+}
+
+// Report implements dataplane.Reporter.
+func (f graphFollowers) Report(_ context.Context, r dataplane.Round) {
+	if r.Graph != nil {
+		f.relevance.SetGraph(r.Graph)
+		f.payloads.SetReferenced(secretReferenced(r.Graph))
+	}
+}
+
+// cacheOptions are the cache's: Secrets' payloads dropped unless referenced (payloads), the
+// kinds read with their label selectors, the watched namespaces; watchFailed is told each
+// kind whose list or watch fails.
+func cacheOptions(cfg *config.Config, payloads *store.SecretPayloads, readKinds store.KindSet, log logr.Logger, watchFailed func(kind string, err error)) cache.Options {
+	cacheOpts := cache.Options{
+		Scheme:                      store.Scheme(),
+		DefaultTransform:            payloads.Transform,
+		DefaultWatchErrorHandler:    watchErrorLogger(log, watchFailed),
+		ReaderFailOnMissingInformer: true, // every kind read must have been registered up front
+		// The Secrets' list is read in pages whose payloads are dropped page by page, so their
+		// first list never holds every Secret's data at once (store.PagedList).
+		NewInformer: newInformerPagingSecrets(payloads.Transform),
+	}
+	for _, k := range readKinds.Sorted() {
+		if sel := cacheSelector(k, cfg); sel != nil {
+			if cacheOpts.ByObject == nil {
+				cacheOpts.ByObject = map[client.Object]cache.ByObject{}
+			}
+			cacheOpts.ByObject[k.NewObject()] = cache.ByObject{Label: sel}
+		}
+	}
+	if len(cfg.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range cfg.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+		// Discovery reads the admin Services' EndpointSlices from the cache (KIC adds the
+		// namespace of --publish-service the same way). The store still reads only the
+		// watched namespaces.
+		for _, svc := range cfg.KongAdminSvc {
+			cacheOpts.DefaultNamespaces[svc.Namespace] = cache.Config{}
+		}
+	}
+	return cacheOpts
+}
+
+// newManager constructs controller-runtime's manager: the cache (waiting out an API server
+// outage, its sync waited for on the informers' channels), leader election, metrics, probes.
+// Constructing it asks discovery whether the kinds with options are namespaced.
+func newManager(ctx context.Context, cfg *config.Config, restCfg *rest.Config, cacheOpts cache.Options, mapper meta.RESTMapper, electionNS string,
+	opts Options, health *apiHealth, ep startEndpoints, log logr.Logger) (ctrlmanager.Manager, error) {
+	leaseDuration, renewDeadline, retryPeriod := cfg.ElectionLeaseDuration, cfg.ElectionRenewDeadline, cfg.ElectionRetryPeriod
+	var mgr ctrlmanager.Manager
+	err := health.startStep(ctx, ep, "constructing the manager", func() (err error) {
+		mgr, err = ctrl.NewManager(restCfg, ctrlmanager.Options{
+			Scheme:         cacheOpts.Scheme,
+			Logger:         log,
+			Cache:          cacheOpts,
+			MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
+			// Informer requests wait out an API server outage instead of backing off (apihealth.go);
+			// the cache's sync is waited for on the informers' channels (cachesync.go).
+			NewCache: func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+				c, err := health.newCache(cfg, opts)
+				if err != nil {
+					return nil, err
+				}
+				return promptSync(c), nil
+			},
+			LeaderElection:                cfg.LeaderElect,
+			LeaderElectionID:              cfg.ElectionID,
+			LeaderElectionNamespace:       electionNS,
+			LeaderElectionResourceLock:    "leases",
+			LeaderElectionReleaseOnCancel: !opts.KeepLeaseOnCancel,
+			LeaseDuration:                 &leaseDuration,
+			RenewDeadline:                 &renewDeadline,
+			RetryPeriod:                   &retryPeriod,
+			Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsBindAddress, FilterProvider: metricsFilter(cfg)},
+			HealthProbeBindAddress:        cfg.HealthProbeBindAddress,
+			GracefulShutdownTimeout:       &gracefulShutdown,
+		})
+		return err
+	})
+	return mgr, err
+}
+
+// kindsToRead asks API discovery which optional kinds are served, and at which version, and
+// takes out those switched off by flags: the kinds the cache reads.
+func kindsToRead(ctx context.Context, cfg *config.Config, restCfg *rest.Config, health *apiHealth, ep startEndpoints, log logr.Logger) (
+	optional store.KindSet, versions store.Versions, off store.KindSet, readKinds store.KindSet, err error) {
+	if err = health.startStep(ctx, ep, "API discovery of the optional kinds", func() (err error) {
+		optional, versions, err = discoverOptionalKinds(restCfg)
+		return err
+	}); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	for _, k := range store.AllKinds() {
+		if k.Optional() && !optional.Has(k) {
+			log.Info("CRD not installed; kind skipped", "kind", k.String(), "group", k.GroupVersionKind().Group, "resource", k.Resource())
+		}
+	}
+	for _, k := range optional.Sorted() {
+		if v, older := versions[k]; older {
+			log.Info("CRD serves an older version only; kind read at it, as KIC reads it", "kind", k.String(), "version", v)
+		}
+	}
+	off = kindsSwitchedOff(cfg, log)
+	readKinds = store.ReadKinds(optional)
+	for k := range off {
+		delete(optional, k)
+		delete(readKinds, k)
+	}
+	return optional, versions, off, readKinds, nil
+}
+
+// statusWriters are the leader-only status writers --update-status asks for (added to mgr),
+// as the reporters the sync loop tells.
+func statusWriters(cfg *config.Config, st *store.Store, mgr ctrlmanager.Manager, barrier *dataplane.InformerBarrier, flavors *dataplane.RouterFlavors, log logr.Logger) (dataplane.Reporters, error) {
+	var out dataplane.Reporters
+	publish := status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService,
+		PublishAddressesUDP: cfg.PublishAddressesUDP, PublishServiceUDP: cfg.PublishServiceUDP}
+	ingressStatus := status.NewIngressUpdater(publish,
+		st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("ingress-status"))
+	if cfg.UpdateStatus && ingressStatus.Enabled() {
+		out = append(out, ingressStatus)
+		if err := mgr.Add(ingressStatus); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.UpdateStatus {
+		gatewayStatus := status.NewGatewayAPIUpdater(cfg.GatewayAPIControllerName, publish, st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("gateway-api-status"))
+		gatewayStatus.GatewayAlpha = cfg.FeatureGates.Enabled(config.GateGatewayAlpha)
+		gatewayStatus.Listens = flavors.Listens
+		out = append(out, gatewayStatus)
+		// Gateway API events also wake the Gateways' status directly: attachedRoutes follows
+		// the cache, not the sync loop.
+		if err := barrier.AddEventHandler(gatewayStatus.EventHandler()); err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(gatewayStatus); err != nil {
+			return nil, err
+		}
+		programmed := status.NewProgrammedUpdater(st, mgr.GetClient(), log.WithName("kong-status"))
+		programmed.LicenseControllerName = status.LicenseControllerName(cfg.ElectionID)
+		programmed.NoLicenses = cfg.Konnect.LicensingEnabled
+		out = append(out, programmed)
+		if err := mgr.Add(programmed); err != nil {
+			return nil, err
+		}
+		upstreamPolicies := status.NewUpstreamPolicyUpdater(cfg.GatewayAPIControllerName, st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("upstream-policy-status"))
+		out = append(out, upstreamPolicies)
+		if err := mgr.Add(upstreamPolicies); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Start runs the controller until ctx ends. Without leader election it checks that no
