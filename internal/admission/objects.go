@@ -58,7 +58,7 @@ func refOf(k store.Kind, obj client.Object) kongstate.ObjectRef {
 }
 
 // classed reports whether obj belongs to the ingress class of snap, by the store's filters
-// (kic-compat.md §1.1, §1.2); kinds without a class filter always do.
+// (translation-rules.md §1.1, §1.2); kinds without a class filter always do.
 func classed(snap *store.Snapshot, obj client.Object) bool {
 	switch o := obj.(type) {
 	case *netv1.Ingress:

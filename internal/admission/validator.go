@@ -401,7 +401,7 @@ func (v *Validator) watched(ns string) bool {
 
 // completeMetadata fills what a reviewed object may lack and translation relies on: its
 // namespace (the request's) and, on create, its creation time, so that in the rules where
-// the oldest object wins (kic-compat.md §1.1) the new object is the newest.
+// the oldest object wins (translation-rules.md §1.1) the new object is the newest.
 func completeMetadata(obj client.Object, req *admissionv1.AdmissionRequest, now time.Time) {
 	if obj.GetNamespace() == "" && req.Namespace != "" {
 		obj.SetNamespace(req.Namespace)

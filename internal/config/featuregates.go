@@ -32,7 +32,7 @@ func (g FeatureGates) Enabled(gate string) bool { return g[gate] }
 // defaultGates are KIC's defaults, with one deliberate difference: FallbackConfiguration is on.
 // In KIC it is off, and one object Kong refuses then holds every later change back on DB-less
 // gateways until someone fixes it; konductor leaves the refused objects and their dependents
-// out instead (kic-compat.md §12.3). --feature-gates FallbackConfiguration=false restores KIC's
+// out instead (translation-rules.md §12.3). --feature-gates FallbackConfiguration=false restores KIC's
 // behaviour: the gateway keeps its last good configuration and nothing newer reaches it.
 func defaultGates() FeatureGates {
 	return FeatureGates{

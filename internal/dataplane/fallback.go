@@ -18,7 +18,7 @@ import (
 	"github.com/konductor/konductor/internal/translator"
 )
 
-// Fallback configuration (KIC's FallbackConfiguration gate, kic-compat.md §12.3; on by default
+// Fallback configuration (KIC's FallbackConfiguration gate, translation-rules.md §12.3; on by default
 // in konductor).
 //
 // A DB-less gateway refuses a configuration whole: one KongPlugin Kong finds invalid would

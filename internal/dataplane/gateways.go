@@ -469,7 +469,7 @@ func ReadRoot(ctx context.Context, client *kong.Client) (Root, error) {
 
 // RouterFlavors is what the gateways said of their router, shared by the gateways that learn
 // it and the translation that depends on it: routes are rendered for the expressions router
-// once every gateway that answered says "expressions" (kic-compat.md §13). A change asks for
+// once every gateway that answered says "expressions" (translation-rules.md §13). A change asks for
 // a new round. Safe for concurrent use; a nil *RouterFlavors records nothing.
 type RouterFlavors struct {
 	mu       sync.Mutex

@@ -140,7 +140,7 @@ func (a *Attachment) MarkRefProblems() RefProblemsMark {
 
 // Restore gives every route of the mark the RefProblems it held then: a translation of the
 // same routes again adds its own (a translation that left objects out and made again,
-// translator/failclosed.go). keep, when it says so for a route, keeps what it holds now.
+// translator/kong_plugins_failclosed.go). keep, when it says so for a route, keeps what it holds now.
 func (m RefProblemsMark) Restore(keep func(RouteKey) bool) {
 	for ra, problems := range m {
 		if keep != nil && keep(keyOf(ra)) {

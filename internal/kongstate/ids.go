@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// namespaceRoot is KIC's root namespace for deterministic IDs (kic-compat.md §6). Every
+// namespaceRoot is KIC's root namespace for deterministic IDs (translation-rules.md §6). Every
 // entity type derives its own namespace from it, so the same key in two types never collides.
 var namespaceRoot = uuid.MustParse("fd02801f-0957-4a15-a55a-c8d9606f30b5")
 
@@ -64,7 +64,7 @@ func ConsumerGroupID(workspace, name string) string { return id(typeConsumerGrou
 func VaultID(workspace, prefix string) string { return id(typeVaults, workspace, prefix) }
 
 // PluginID is the ID KIC gives a plugin: the key is the plugin name followed by each relation
-// that exists, in the order service, route, consumer, consumer group (kic-compat.md §6).
+// that exists, in the order service, route, consumer, consumer group (translation-rules.md §6).
 // Relations are given by name; empty means "no such relation".
 func PluginID(workspace, plugin, service, route, consumer, consumerGroup string) string {
 	key := plugin

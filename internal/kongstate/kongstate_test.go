@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// The expected values are the [G] examples of kic-compat.md §6, taken from KIC's golden files.
+// The expected values are the [G] examples of translation-rules.md §6, taken from KIC's golden files.
 func TestIDsMatchKIC(t *testing.T) {
 	assert.Equal(t, "90050c4f-539a-5bd9-bfb5-2ff1c430ca18", typeNamespaces["services"].String())
 	assert.Equal(t, "78aafefa-16c7-5598-8955-58dc6264b27a", typeNamespaces["routes"].String())
@@ -145,7 +145,7 @@ func TestPluginOrder(t *testing.T) {
 }
 
 // Plugins keep enabled and protocols unset when the object leaves them unset (Kong fills them
-// from the plugin schema, as KIC fills them from the same schema; kic-compat.md §11.3), keep
+// from the plugin schema, as KIC fills them from the same schema; translation-rules.md §11.3), keep
 // them when set, and never carry run_on, which Kong 3 refuses.
 func TestPluginRenderDefaults(t *testing.T) {
 	s := &State{Plugins: []*file.FPlugin{

@@ -44,7 +44,7 @@ type State struct {
 	CertificateAlts map[string]CertificateAlt
 }
 
-// Content renders the decK file content (kic-compat.md §11): _format_version "3.0", the
+// Content renders the decK file content (translation-rules.md §11): _format_version "3.0", the
 // render-time defaults of §11.2, the sort order of §11.4, no _info. Deterministic: the same
 // State gives an equal Content. The State itself is not modified.
 func (s *State) Content() *file.Content {
@@ -198,7 +198,7 @@ func renderUpstream(u *file.FUpstream) file.FUpstream {
 	return *cp
 }
 
-// consumerLess is KIC's consumer order (kic-compat.md §11.4), ascending: consumers without a
+// consumerLess is KIC's consumer order (translation-rules.md §11.4), ascending: consumers without a
 // username first, then by username, then by custom_id.
 func consumerLess(a, b *kong.Consumer) bool {
 	if (a.Username == nil) != (b.Username == nil) {
@@ -212,7 +212,7 @@ func consumerLess(a, b *kong.Consumer) bool {
 
 // dblessContent is the body of DB-less POST /config: the decK content, with consumer group
 // membership as Kong's declarative format takes it, a top-level consumer_group_consumers
-// list, instead of groups nested in consumers (kic-compat.md §9.3).
+// list, instead of groups nested in consumers (translation-rules.md §9.3).
 type dblessContent struct {
 	*file.Content
 	ConsumerGroupConsumers []consumerGroupConsumer `json:"consumer_group_consumers,omitempty"`
@@ -277,7 +277,7 @@ func isEmpty(c *file.Content) bool {
 }
 
 // fillRouteDefaults fills what KIC fills at render time for the traditional router.
-// fillPluginDefaults is what konductor keeps of KIC's render step for plugins (kic-compat.md
+// fillPluginDefaults is what konductor keeps of KIC's render step for plugins (translation-rules.md
 // §11.3, docs/kong-facts.md "Plugin defaults"): no run_on (Kong 3 has no such field and refuses
 // the whole configuration over it). KIC also fills, from the plugin's schema on the gateway,
 // the config defaults, protocols (the schema's default: grpc, grpcs, http, https for Kong's
@@ -297,7 +297,7 @@ func fillRouteDefaults(r *file.FRoute) {
 		r.HTTPSRedirectStatusCode = kong.Int(426)
 	}
 	if r.PathHandling == nil && r.Expression == nil {
-		r.PathHandling = kong.String("v0") // traditional router only (kic-compat.md §11.2)
+		r.PathHandling = kong.String("v0") // traditional router only (translation-rules.md §11.2)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Tag prefixes of kic-compat.md §5. Kong reports an entity's tags with every error it
+// Tag prefixes of translation-rules.md §5. Kong reports an entity's tags with every error it
 // flattens, so these tags are how a rejected entity is traced back to its object.
 const (
 	TagName      = "k8s-name:"
@@ -46,7 +46,7 @@ func (r ObjectRef) String() string {
 	return r.Kind + " " + r.Namespace + "/" + r.Name
 }
 
-// TagsFor returns the tags of every Kong entity generated from obj (kic-compat.md §5), in
+// TagsFor returns the tags of every Kong entity generated from obj (translation-rules.md §5), in
 // KIC's order: name, namespace, kind, uid, group, version, then the user tags of
 // konghq.com/tags. Empty values are left out (no namespace for cluster-scoped objects, no
 // group for core kinds, no uid when the object has none).
@@ -105,7 +105,7 @@ func UserTags(annotations map[string]string) []string {
 }
 
 // PlaceholderServiceTags are the tags KIC gives a Kong service (and its upstream) whose
-// Kubernetes Service does not exist (kic-compat.md §5). ObjectRefFromTags does not resolve
+// Kubernetes Service does not exist (translation-rules.md §5). ObjectRefFromTags does not resolve
 // them to an object.
 func PlaceholderServiceTags() []string {
 	return []string{
@@ -114,13 +114,13 @@ func PlaceholderServiceTags() []string {
 	}
 }
 
-// clusterScoped are the kinds whose reference needs no namespace (kic-compat.md §12.2).
+// clusterScoped are the kinds whose reference needs no namespace (translation-rules.md §12.2).
 var clusterScoped = map[string]bool{
 	"KongClusterPlugin": true, "KongLicense": true, "KongVault": true, "IngressClass": true,
 }
 
 // ObjectRefFromTags maps an entity's tags back to the object that produced it, as the
-// controller does with the entity_tags of Kong's flattened errors (kic-compat.md §12.2).
+// controller does with the entity_tags of Kong's flattened errors (translation-rules.md §12.2).
 // Name, kind and UID are required, and a namespace unless the kind is cluster-scoped; the
 // placeholder tags of a missing Service resolve to nothing. The group "core" is reported as "".
 func ObjectRefFromTags(tags []string) (ObjectRef, bool) {

@@ -18,13 +18,13 @@ import (
 	"github.com/konductor/konductor/internal/redact"
 )
 
-// Event reasons, KIC's (kic-compat.md §12).
+// Event reasons, KIC's (translation-rules.md §12).
 const (
 	ReasonTranslationFailed = "KongConfigurationTranslationFailed"
 	ReasonApplyFailed       = "KongConfigurationApplyFailed"
 	ReasonSucceeded         = "KongConfigurationSucceeded"
 
-	// Fallback configuration (kic-compat.md §12.3): on the controller's Pod, whether a gateway
+	// Fallback configuration (translation-rules.md §12.3): on the controller's Pod, whether a gateway
 	// took the fallback; on an object the fallback configuration was refused for.
 	ReasonFallbackSucceeded   = "FallbackKongConfigurationSucceeded"
 	ReasonFallbackApplyFailed = "FallbackKongConfigurationApplyFailed"

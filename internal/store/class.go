@@ -6,7 +6,7 @@ import (
 
 const (
 	// IngressClassAnnotation is the legacy class annotation. When non-empty it wins over
-	// spec.ingressClassName (kic-compat.md §1.1).
+	// spec.ingressClassName (translation-rules.md §1.1).
 	IngressClassAnnotation = "kubernetes.io/ingress.class"
 	// DefaultClassAnnotation marks the cluster's default IngressClass; only the exact value
 	// "true" counts.
@@ -18,7 +18,7 @@ func IsDefaultClass(class *netv1.IngressClass) bool {
 	return class.Annotations[DefaultClassAnnotation] == "true"
 }
 
-// IngressMatchesClass applies KIC's store filter (kic-compat.md §1.1): a non-empty legacy
+// IngressMatchesClass applies KIC's store filter (translation-rules.md §1.1): a non-empty legacy
 // annotation alone decides; otherwise spec.ingressClassName must equal class; an Ingress with
 // neither is served only when class is the default IngressClass.
 func IngressMatchesClass(ing *netv1.Ingress, class string, classIsDefault bool) bool {
@@ -32,7 +32,7 @@ func IngressMatchesClass(ing *netv1.Ingress, class string, classIsDefault bool) 
 }
 
 // AnnotationMatchesClass is the class rule of the other class-filtered kinds
-// (KongClusterPlugin, KongConsumer, ...; kic-compat.md §1.2): the annotation must equal class,
+// (KongClusterPlugin, KongConsumer, ...; translation-rules.md §1.2): the annotation must equal class,
 // or be absent or empty while class is the default IngressClass.
 func AnnotationMatchesClass(annotations map[string]string, class string, classIsDefault bool) bool {
 	if v := annotations[IngressClassAnnotation]; v != "" {

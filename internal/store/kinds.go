@@ -75,7 +75,7 @@ type kindInfo struct {
 	cacheLabel string
 }
 
-// CACertLabel marks the Secrets and ConfigMaps that hold a CA certificate (kic-compat.md §7.4).
+// CACertLabel marks the Secrets and ConfigMaps that hold a CA certificate (translation-rules.md §7.4).
 const CACertLabel = "konghq.com/ca-cert"
 
 var kinds = [kindCount]kindInfo{

@@ -6,7 +6,7 @@ import (
 )
 
 // Select returns a snapshot holding the objects of s that keep accepts, and the same class
-// settings. It is how a fallback configuration leaves refused objects out (kic-compat.md
+// settings. It is how a fallback configuration leaves refused objects out (translation-rules.md
 // §12.3): the translator then sees a cluster without them. Objects are shared, not copied.
 // IngressClassParameters and the Namespaces' labels stay: they are settings (a Gateway
 // listener's allowedRoutes selector reads the labels), not a source of Kong entities.

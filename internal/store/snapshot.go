@@ -15,7 +15,7 @@ import (
 // Snapshot is every object the translator reads, as the cache held them at one moment.
 //
 // Ingresses, KongClusterPlugins, KongConsumers, KongConsumerGroups, TCPIngresses, UDPIngresses
-// and KongVaults are already filtered by ingress class (kic-compat.md §1.2); every namespaced object
+// and KongVaults are already filtered by ingress class (translation-rules.md §1.2); every namespaced object
 // is already filtered by the watched namespaces. Objects are shared with the cache: readers
 // must treat them as immutable. Slices are in no particular order; the translator sorts.
 type Snapshot struct {
@@ -23,7 +23,7 @@ type Snapshot struct {
 	// reports whether the IngressClass of that name is the cluster's default class.
 	IngressClass          string
 	IngressClassIsDefault bool
-	// IngressClassParameters are the parameters the IngressClass refers to (kic-compat.md
+	// IngressClassParameters are the parameters the IngressClass refers to (translation-rules.md
 	// §1.4); nil when it refers to none, or to one that does not exist.
 	IngressClassParameters *kongv1alpha1.IngressClassParameters
 
@@ -52,7 +52,7 @@ type Snapshot struct {
 	// KongServiceFacades are Ingress backends (KIC's incubator, its KongServiceFacade gate).
 	KongServiceFacades []*incubatorv1alpha1.KongServiceFacade
 	// KongCustomEntities are already filtered by spec.controllerName, which stands for the
-	// class annotation (kic-compat.md §1.2).
+	// class annotation (translation-rules.md §1.2).
 	KongCustomEntities []*kongv1alpha1.KongCustomEntity
 	// KongLicenses are cluster-scoped and have no class: every one is a candidate.
 	KongLicenses []*kongv1alpha1.KongLicense

@@ -295,7 +295,7 @@ func listKind[L any, T any, PL interface {
 }
 
 // classParameters resolves the IngressClass's spec.parameters to IngressClassParameters
-// (kic-compat.md §1.4): group configuration.konghq.com, kind IngressClassParameters, scope
+// (translation-rules.md §1.4): group configuration.konghq.com, kind IngressClassParameters, scope
 // Namespace with a namespace. Anything else, or a missing object, is no parameters.
 func (s *Store) classParameters(ctx context.Context, class *netv1.IngressClass) (*kongv1alpha1.IngressClassParameters, error) {
 	ref := class.Spec.Parameters

@@ -1,5 +1,5 @@
 // Package translator turns a store snapshot into Kong configuration, the way the Kong
-// Ingress Controller does (../shared/design/kic-compat.md is the rulebook), so that a Kong
+// Ingress Controller does (../shared/design/translation-rules.md is the rulebook), so that a Kong
 // that KIC managed is adopted by konductor without a single entity being re-created.
 //
 // Translate is a pure function: no I/O, no clock, no randomness, and every map is read in
@@ -12,8 +12,8 @@
 // checks it here with Kong's own rules and leaves out only the offending piece: one broken
 // Ingress must not take down every other route on the gateway.
 //
-// The work is split in small processors over a shared builder: ingress.go (rules, paths,
-// default backend), annotations.go (route overrides), backends.go (Kong services, upstreams,
+// The work is split in small processors over a shared builder: ingress_rules.go (rules, paths,
+// default backend), ingress_annotations.go (route overrides), service_backends.go (Kong services, upstreams,
 // targets, service overrides), tls.go (certificates and SNIs), plugins.go (KongPlugin
 // attachment) and validate.go (Kong's validation rules).
 package translator

@@ -12,7 +12,7 @@ import (
 	"github.com/konductor/konductor/internal/kongrules"
 )
 
-// Priorities of KIC's expression routes (kic-compat.md §13).
+// Priorities of KIC's expression routes (translation-rules.md §13).
 const (
 	expressionPriorityBase = uint64(3) << 44
 )
@@ -93,11 +93,11 @@ func (m *matcher) expression() string {
 	return strings.Join(parts, " "+m.op+" ")
 }
 
-// expressionRoutes rewrites every Ingress route for the expressions router (kic-compat.md
+// expressionRoutes rewrites every Ingress route for the expressions router (translation-rules.md
 // §13): the same services, names and IDs; no paths, hosts, regex_priority, path_handling,
 // methods, headers or snis, but an expression and a priority. The default backend's route
 // matches every path at priority 0. Routes of TCPIngresses and UDPIngresses (r.ing nil) got
-// KIC's stream expression when they were made (l4_expressions.go).
+// KIC's stream expression when they were made (kong_streamexpressions.go).
 func (b *builder) expressionRoutes() {
 	for _, n := range b.kongServiceNames() {
 		for _, r := range b.kongServices[n].routes {

@@ -61,7 +61,7 @@ func TestGraphRecordsReferences(t *testing.T) {
 	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "a")), Node(ref(gvkReferenceGrant, "shared", "team-a-plugins")))
 	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "a")), Node(ref(gvkKongPlugin, "shared", "auth")))
 	// One that no grant allows is an edge too: a grant or the plugin coming changes the
-	// translation. Its Ingress is left out for it (failclosed.go), and keeps its edges.
+	// translation. Its Ingress is left out for it (kong_plugins_failclosed.go), and keeps its edges.
 	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "c")), Node(ref(gvkKongPlugin, "shared", "other")))
 	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "c")), Node(ref(gvkService, "team-a", "a")))
 	require.Contains(t, rp.References(ref(gvkIngress, "team-b", "b")), Node(ref(gvkKongPlugin, "shared", "auth")))

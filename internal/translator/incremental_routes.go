@@ -85,7 +85,7 @@ func aRoute(kind string) string {
 // expressionsPriorities says whether the expressions router's translation of routes of kind
 // assigns priorities across all routes of the kind (HTTPRoutes, GRPCRoutes), which makes it
 // not local. The expressions of TCPRoutes, UDPRoutes and TLSRoutes are local: made from the
-// route's own ports and hostnames, all at KIC's priority 1 (l4_expressions.go).
+// route's own ports and hostnames, all at KIC's priority 1 (kong_streamexpressions.go).
 func expressionsPriorities(kind string) bool {
 	return kind == gatewayapi.KindHTTPRoute || kind == gatewayapi.KindGRPCRoute
 }

@@ -36,13 +36,13 @@ type Options struct {
 	// (--enable-drain-support, default false).
 	EnableDrainSupport bool
 	// EnableLegacyRegexDetection is IngressClassParameters' enableLegacyRegexDetection
-	// (kic-compat.md §3.5): paths that look like regexes get a "~" prefix.
+	// (translation-rules.md §3.5): paths that look like regexes get a "~" prefix.
 	EnableLegacyRegexDetection bool
-	// ServiceUpstream is IngressClassParameters' serviceUpstream (kic-compat.md §4.3): every
+	// ServiceUpstream is IngressClassParameters' serviceUpstream (translation-rules.md §4.3): every
 	// upstream targets its Service's cluster DNS name instead of its endpoints.
 	ServiceUpstream bool
 	// ExpressionRoutes renders Ingress routes for Kong's expressions router (router_flavor
-	// "expressions", kic-compat.md §13): an expression and a priority instead of paths, hosts
+	// "expressions", translation-rules.md §13): an expression and a priority instead of paths, hosts
 	// and the other matching fields.
 	ExpressionRoutes bool
 	// RustRegexes: a gateway compiles the regexes of traditional routes with the Rust regex
@@ -52,11 +52,11 @@ type Options struct {
 	// Off (flavor "traditional", or not known yet): PCRE's syntax only.
 	RustRegexes bool
 	// KongServiceFacade is KIC's KongServiceFacade gate: Ingress backends may be
-	// KongServiceFacades (kic-compat.md §3.8).
+	// KongServiceFacades (translation-rules.md §3.8).
 	KongServiceFacade bool
-	// RewriteURIs is KIC's RewriteURIs gate: konghq.com/rewrite is honoured (kic-compat.md §3.9).
+	// RewriteURIs is KIC's RewriteURIs gate: konghq.com/rewrite is honoured (translation-rules.md §3.9).
 	RewriteURIs bool
-	// Workspace keys the deterministic IDs (kic-compat.md §6). "" for none.
+	// Workspace keys the deterministic IDs (translation-rules.md §6). "" for none.
 	Workspace string
 	// KongVersion is the gateways' Kong version when known (zero: unknown). It decides
 	// what only some versions take (sticky sessions from 3.11).
@@ -72,7 +72,7 @@ type Options struct {
 	// KongCustomEntity is translated.
 	NoCustomEntities bool `json:"noCustomEntities,omitempty"`
 	// Enterprise is true when every gateway is Kong Gateway Enterprise: only then is a
-	// KongLicense rendered (license.go).
+	// KongLicense rendered (kong_license.go).
 	Enterprise bool `json:"enterprise,omitempty"`
 	// KonnectLicensing is --konnect-licensing-enabled: the license is Konnect's
 	// (KonnectLicense, nil while none is held) and KongLicense objects are not read, as in
@@ -86,7 +86,7 @@ type Options struct {
 	// CombinedServicesFromDifferentHTTPRoutes is KIC's gate of that name (KIC 3.5's
 	// --combined-services-from-different-httproutes): rules of HTTPRoutes of one namespace
 	// with the same backendRefs share one Kong service, named after the backends
-	// (httproute_combined.go).
+	// (gateway_httproute_combined.go).
 	CombinedServicesFromDifferentHTTPRoutes bool `json:"combinedServicesFromDifferentHTTPRoutes,omitempty"`
 	// AllowLocalTargets lets upstream targets be loopback, unspecified or link-local
 	// addresses (--allow-local-targets; off: such a target is refused, targets.go).
@@ -97,7 +97,7 @@ type Options struct {
 }
 
 // Problem is one thing that could not be translated. It becomes a Warning Event on Object
-// (reason KongConfigurationTranslationFailed, kic-compat.md §12.1).
+// (reason KongConfigurationTranslationFailed, translation-rules.md §12.1).
 type Problem struct {
 	Object kongstate.ObjectRef
 	// Field is the path of the offending field, e.g. spec.rules[0].http.paths[1].path, or "".
@@ -149,7 +149,7 @@ type Result struct {
 	parts *resultParts
 }
 
-// Build is Translate with the object graph (pipeline order of kic-compat.md §2).
+// Build is Translate with the object graph (pipeline order of translation-rules.md §2).
 func Build(snap *store.Snapshot, opts Options) Result {
 	return build(snap, opts, nil)
 }
@@ -165,7 +165,7 @@ func build(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) Result
 }
 
 // buildOnce is one translation of snap, with the referrers of plugins it could not apply
-// (failclosed.go).
+// (kong_plugins_failclosed.go).
 func buildOnce(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) (Result, []refusal) {
 	b := newBuilder(snap, opts, gw)
 	b.ingressRules()
@@ -232,13 +232,13 @@ type builder struct {
 	problems       []Problem
 	graph          *Graph
 	gw             *gatewayapi.Attachment
-	// routeBackends are the Services HTTPRoutes of our Gateways use (backendtls.go).
+	// routeBackends are the Services HTTPRoutes of our Gateways use (gateway_backendtls.go).
 	routeBackends map[string]bool
 
 	// nameTaken is set when a route was refused because another had its name: which one
 	// wins depends on every route of the cluster, so Incremental translates everything.
 	nameTaken bool
-	// refusals are the referrers of plugins this translation could not apply (failclosed.go).
+	// refusals are the referrers of plugins this translation could not apply (kong_plugins_failclosed.go).
 	refusals []refusal
 	// readClock is set when the result depended on Options.Now (a CA certificate's expiry).
 	readClock bool
@@ -274,7 +274,7 @@ func newBuilder(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) *
 		gw:           gw,
 	}
 	if p := snap.IngressClassParameters; p != nil {
-		// The IngressClass's parameters (kic-compat.md §1.4) add to the options.
+		// The IngressClass's parameters (translation-rules.md §1.4) add to the options.
 		b.opts.EnableLegacyRegexDetection = b.opts.EnableLegacyRegexDetection || p.Spec.EnableLegacyRegexDetection
 		b.opts.ServiceUpstream = b.opts.ServiceUpstream || p.Spec.ServiceUpstream
 	}
@@ -312,14 +312,14 @@ func newBuilder(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) *
 	return b
 }
 
-// sortByAge puts objects in KIC's order (kic-compat.md §1.1): by creationTimestamp, oldest
+// sortByAge puts objects in KIC's order (translation-rules.md §1.1): by creationTimestamp, oldest
 // first, then by ns/name (olderThan).
 func sortByAge[T client.Object](objs []T) {
 	sort.SliceStable(objs, func(i, j int) bool { return olderThan(objs[i], objs[j]) })
 }
 
 // olderThan is sortByAge's order: by creation time, then by "ns/name" as one string, as KIC's
-// store lists Ingresses (kic-compat.md §1.1) and as Gateway API breaks its conflicts
+// store lists Ingresses (translation-rules.md §1.1) and as Gateway API breaks its conflicts
 // ("alphabetical order by {namespace}/{name}"). That differs from namespace first, then
 // name, when one namespace is the other's prefix followed by a byte below '/' ("team-a/y"
 // before "team/x"). Not to be unified with splitBefore's order of HTTPRoute matches of equal

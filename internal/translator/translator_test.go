@@ -21,7 +21,7 @@ import (
 	"github.com/konductor/konductor/internal/store"
 )
 
-// The expected values are kic-compat.md's [G] examples, from KIC's own golden files: they
+// The expected values are translation-rules.md's [G] examples, from KIC's own golden files: they
 // prove compatibility with KIC, not only that the output agrees with itself.
 func TestKICGoldenValues(t *testing.T) {
 	m := goldenConfig(t, "single-service")
@@ -314,7 +314,7 @@ func TestRouteOverridesForceSSL(t *testing.T) {
 		want      []string
 	}{
 		{"", []string{"https"}},
-		// kic-compat.md §10.1 applies a valid konghq.com/protocols after force-ssl-redirect,
+		// translation-rules.md §10.1 applies a valid konghq.com/protocols after force-ssl-redirect,
 		// so the annotation's protocols win; only the status code remains.
 		{"grpc", []string{"grpc"}},
 		{"grpc,http", []string{"http", "https"}}, // grpc together with http normalises

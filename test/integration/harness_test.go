@@ -246,7 +246,7 @@ func apps(t *testing.T, ns string, n int) {
 	}
 }
 
-// routeName is the Kong route of app name in ns (kic-compat.md §3.3).
+// routeName is the Kong route of app name in ns (translation-rules.md §3.3).
 func routeName(ns, name string) string {
 	return fmt.Sprintf("%s.%s.%s.%s.example.com.80", ns, name, name, name)
 }

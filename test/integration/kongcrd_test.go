@@ -80,7 +80,7 @@ func TestConsumerWithKeyAuthDBLess(t *testing.T) {
 }
 
 // A Kong on the expressions router (GET / says router_flavor: expressions) gets its routes as
-// expressions with KIC's priorities (kic-compat.md §13), without a restart of anything: the
+// expressions with KIC's priorities (translation-rules.md §13), without a restart of anything: the
 // controller learns the flavor on its first contact and renders again.
 func TestExpressionsRouter(t *testing.T) {
 	parallel(t)

@@ -19,7 +19,7 @@ import (
 	"github.com/konductor/konductor/internal/kongemu"
 )
 
-// The routes examples/ produce (kic-compat.md §3.3 names).
+// The routes examples/ produce (translation-rules.md §3.3 names).
 var exampleRoutes = []string{
 	"konductor-demo.echo.echo.echo.example.com.80",
 	"konductor-demo.secure.secure.secure.example.com.http",

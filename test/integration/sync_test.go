@@ -80,7 +80,7 @@ func TestDeletedIngressIsRemovedFromKong(t *testing.T) {
 	require.NoError(t, admin.Delete(context.Background(), ing))
 	require.Eventually(t, func() bool { return kong.Entity("routes", routeName(ns, "app-0002")) == nil }, 30*time.Second, 5*time.Millisecond)
 	require.Len(t, kong.Entities("routes"), 2)
-	// Kong services exist for the routes that use them (kic-compat.md §3.1): with its only
+	// Kong services exist for the routes that use them (translation-rules.md §3.1): with its only
 	// Ingress gone, the Service has no Kong service either.
 	require.Len(t, kong.Entities("services"), 2)
 }

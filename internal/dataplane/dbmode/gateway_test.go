@@ -171,7 +171,7 @@ func writeAsKIC(t *testing.T, e *kongemu.Emulator, s *kongstate.State) {
 		if p.ConsumerGroup != nil {
 			extra["consumer_group"] = map[string]any{"id": kongstate.ConsumerGroupID("", *p.ConsumerGroup.ID)}
 		}
-		// KIC renders a plugin against Kong's schema (kic-compat.md §11.3): enabled, and the
+		// KIC renders a plugin against Kong's schema (translation-rules.md §11.3): enabled, and the
 		// schema's protocols when the object sets none.
 		if r := raw[*p.ID]; r == nil || r.Enabled == nil {
 			extra["enabled"] = true

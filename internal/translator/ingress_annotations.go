@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Route annotations of kic-compat.md §10.1.
+// Route annotations of translation-rules.md §10.1.
 const (
 	annStripPath          = "konghq.com/strip-path"
 	annForceSSLRedirect   = "ingress.kubernetes.io/force-ssl-redirect"
@@ -262,7 +262,7 @@ func (b *builder) routeAnnotations(ing client.Object, gvk schema.GroupVersionKin
 	return ro, ok
 }
 
-// apply sets the overrides on r in KIC's order (kic-compat.md §10.1), then normalises the
+// apply sets the overrides on r in KIC's order (translation-rules.md §10.1), then normalises the
 // protocols as KIC's traditional router translation does.
 func (ro *routeOverrides) apply(r *file.FRoute) {
 	if ro.annotationProtocols != nil {

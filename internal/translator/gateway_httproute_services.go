@@ -24,7 +24,7 @@ import (
 //     written (JSON), their order not counted, so [a, b] and [b, a] share one, while a
 //     namespace given as the route's own or a weight set to the default make another; with
 //     combined services the rules of a namespace's HTTPRoutes are keyed by their backends
-//     instead (httproute_combined.go);
+//     instead (gateway_httproute_combined.go);
 //   - a service's rules are ordered by getRuleKey, "<ns>/<name>.<rule>" (a string order:
 //     rule 10 comes before rule 2); the first one's backendRefs, read as its HTTPRoute's
 //     (ReferenceGrants, problems), are the service's backends; every rule's backendRequest
@@ -32,7 +32,7 @@ import (
 //   - its routes: on the traditional router by filters, then by matches of one HTTPRoute with
 //     the same method, headers and query parameters, named after the first match in that
 //     order; on the expressions router one per hostname and match of its rules
-//     (httproute_expressions.go).
+//     (gateway_httproute_expressions.go).
 
 // serviceRule is one rule of an attached HTTPRoute, among the rules of its Kong service.
 type serviceRule struct {

@@ -15,7 +15,7 @@ import (
 	"github.com/konductor/konductor/internal/store"
 )
 
-// Service annotations that set the Kong service's CA certificates (kic-compat.md §7.4).
+// Service annotations that set the Kong service's CA certificates (translation-rules.md §7.4).
 const (
 	annCACertSecrets    = "konghq.com/ca-certificates-secrets"
 	annCACertConfigMaps = "konghq.com/ca-certificates-configmaps"
@@ -30,7 +30,7 @@ type caSource struct {
 }
 
 // caCertificates turns labelled Secrets and ConfigMaps into CA certificates {id: data.id,
-// cert, tags} (kic-compat.md §7.4), then sets the ca_certificates of Kong services whose
+// cert, tags} (translation-rules.md §7.4), then sets the ca_certificates of Kong services whose
 // Service names them. Of several objects with one id the oldest wins (ties by namespace and
 // name). A certificate Kong would refuse (not exactly one PEM certificate, not a CA, expired)
 // is reported on its object and left out.

@@ -22,7 +22,7 @@ import (
 // the same configuration. A Service left out takes the Ingresses and routes that use it; a
 // KongConsumerGroup its consumers (a consumer without its group's plugins is a widening too).
 //
-// KIC renders the referrer without the plugin (kic-compat.md §12.1: "referenced plugin
+// KIC renders the referrer without the plugin (translation-rules.md §12.1: "referenced plugin
 // missing: failure on the referrers; no plugin"): a route asking for key-auth would be open to
 // everyone. This is one of konductor's deliberate differences (docs/migration-from-kic.md).
 //

@@ -29,13 +29,13 @@ var (
 // rule's backendRequest timeout replaces it when different.
 const kongDefaultTimeout = 60000
 
-// httpRoutes translates the HTTPRoutes attached to our Gateways (kic-compat.md §14, and
+// httpRoutes translates the HTTPRoutes attached to our Gateways (translation-rules.md §14, and
 // docs/kong-facts.md "Gateway API"), oldest first. KIC's traditional-router translation:
 //
 //   - Rules of one HTTPRoute with the same backendRefs (as a set) share a Kong service
 //     httproute.<ns>.<name>.<first rule>, whose host and upstream have that name
-//     (httproute_services.go; on both routers, and across HTTPRoutes with combined
-//     services, httproute_combined.go).
+//     (gateway_httproute_services.go; on both routers, and across HTTPRoutes with combined
+//     services, gateway_httproute_combined.go).
 //   - Among them, rules with the same filters, and matches with the same method, headers and
 //     query parameters, share a Kong route httproute.<ns>.<name>.<rule>.<match> named after
 //     the first match; a rule without matches is route httproute.<ns>.<name>.<rule>.0.

@@ -20,7 +20,7 @@ var (
 )
 
 // l4Ingresses translates TCPIngresses and UDPIngresses into stream services and routes
-// (kic-compat.md §14), each in creation order:
+// (translation-rules.md §14), each in creation order:
 //
 //   - TCPIngress rule i: route <ns>.<name>.<i> with protocols [tcp, tls], the rule's port as
 //     destination and its host as SNI, on the Kong service <ns>.<svc>.<port> (protocol tcp).
@@ -28,7 +28,7 @@ var (
 //     (protocol udp).
 //
 // Under the expressions router both routes match by KIC's expression instead of destinations
-// and snis (l4_expressions.go).
+// and snis (kong_streamexpressions.go).
 //
 // KIC merges its sources by Kong service name, a later source replacing an earlier one: a
 // TCPIngress whose service name is that of an Ingress's (same namespace, Service and port)
@@ -58,7 +58,7 @@ func (b *builder) l4Ingresses() {
 			r.Destinations = []*kong.CIDRPort{{Port: kong.Int(rule.Port)}}
 			if b.opts.ExpressionRoutes {
 				// KIC's expression has no snis field for Kong to check, only its own
-				// filter (l4_expressions.go): a host it skips leaves the port alone, and KIC
+				// filter (kong_streamexpressions.go): a host it skips leaves the port alone, and KIC
 				// then serves the port whatever the SNI. Leaving out never widens
 				// (invariant 5): such a rule is left out instead.
 				var snis []string

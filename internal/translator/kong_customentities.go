@@ -92,7 +92,7 @@ func parseForeignKeys(schema map[string]any) foreignKeys {
 	return fk
 }
 
-// customEntities translates KongCustomEntities (kic-compat.md §2 step 7, KIC's
+// customEntities translates KongCustomEntities (translation-rules.md §2 step 7, KIC's
 // FillCustomEntities): one entity of spec.type with spec.fields, or, when spec.parentRef names
 // a KongPlugin or KongClusterPlugin whose instances are attached to services, routes or
 // consumers and the type's schema has foreign keys to those, one entity per combination of

@@ -24,7 +24,7 @@ import (
 //     httproute.<ns>.svc.<first backend>_combined.<sha256 of the name, hex>. So rules of
 //     different HTTPRoutes of one namespace with the same backends share one Kong service
 //     (its ID from that name, its host and upstream of that name);
-//   - the service is then made as without the gate (httproute_services.go: the rules in
+//   - the service is then made as without the gate (gateway_httproute_services.go: the rules in
 //     getRuleKey order, the first one's backendRefs, every rule's timeout, the routes of its
 //     rules), from the rules of several HTTPRoutes: a route never holds matches of two
 //     HTTPRoutes, and the routes' protocols come from the listeners of all the service's

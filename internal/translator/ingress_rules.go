@@ -19,7 +19,7 @@ import (
 
 const (
 	annRegexPrefix = "konghq.com/regex-prefix"
-	// defaultRegexPrefix marks an ImplementationSpecific path as a regex (kic-compat.md §3.5).
+	// defaultRegexPrefix marks an ImplementationSpecific path as a regex (translation-rules.md §3.5).
 	defaultRegexPrefix = "/~"
 	implicitPort       = "implicitPort"
 
@@ -33,7 +33,7 @@ type kongService struct {
 	svc       *file.FService
 	namespace string
 	svcName   string
-	// facade names the KongServiceFacade the service stands for (kic-compat.md §3.8); its
+	// facade names the KongServiceFacade the service stands for (translation-rules.md §3.8); its
 	// Service and port are resolved with the others (populateServices).
 	facade  string
 	backing *backing // the Service behind it, once resolved
@@ -47,7 +47,7 @@ type kongService struct {
 	referrers []referrer
 	upstream  *file.FUpstream
 	// gateway is set for the Kong services of Gateway API routes, whose backends are
-	// backendRefs (gwbackends.go) rather than one Service and port.
+	// backendRefs (gateway_backends.go) rather than one Service and port.
 	gateway *gatewayBackends
 }
 
@@ -81,7 +81,7 @@ func portKey(p netv1.ServiceBackendPort) string {
 
 // kongServiceFor returns the Kong service of (ns, svc, port), creating it when needed. A new
 // service from Ingress rules has path "/", one created for the default backend has none
-// (kic-compat.md §3.7). It reports and returns nil when the name or host that the user's
+// (translation-rules.md §3.7). It reports and returns nil when the name or host that the user's
 // backend reference produces would be refused by Kong.
 func (b *builder) kongServiceFor(ing *netv1.Ingress, field, svcName string, port netv1.ServiceBackendPort, withPath bool) *kongService {
 	pk := portKey(port)
@@ -161,7 +161,7 @@ type ingressRoute struct {
 }
 
 // ingressRules builds a route per (Ingress, rule host, backend) with the paths of every rule
-// and path that share it (kic-compat.md §3.1-3.6).
+// and path that share it (translation-rules.md §3.1-3.6).
 func (b *builder) ingressRules() {
 	var made []*routeEntry // the routes of the Ingress being translated
 	for _, ing := range b.ingresses {
@@ -362,7 +362,7 @@ func (b *builder) unsupportedBackend(ing *netv1.Ingress, field, p string, res *c
 	}
 }
 
-// normalizePath collapses runs of "/" and makes an empty path "/" (kic-compat.md §3.1).
+// normalizePath collapses runs of "/" and makes an empty path "/" (translation-rules.md §3.1).
 func normalizePath(p string) string {
 	if p == "" {
 		return "/"
@@ -375,7 +375,7 @@ func normalizePath(p string) string {
 
 var multiSlash = regexp.MustCompile(`/{2,}`)
 
-// kongPaths appends to dst the Kong paths of an Ingress path by pathType (kic-compat.md
+// kongPaths appends to dst the Kong paths of an Ingress path by pathType (translation-rules.md
 // §3.4), at most two: a caller's array on the stack holds them. Regex metacharacters in Exact
 // and Prefix paths are not escaped, as in KIC.
 func kongPaths(dst []string, p string, pt netv1.PathType) []string {
@@ -396,7 +396,7 @@ func kongPaths(dst []string, p string, pt netv1.PathType) []string {
 
 var legacyPlainPath = regexp.MustCompile(`^[a-zA-Z0-9\.\-_~/%]*$`)
 
-// applyRegexPrefix turns the regex-prefix convention into Kong's "~" (kic-compat.md §3.5).
+// applyRegexPrefix turns the regex-prefix convention into Kong's "~" (translation-rules.md §3.5).
 func applyRegexPrefix(x, prefix string, legacy bool) string {
 	if strings.HasPrefix(x, prefix) {
 		return strings.Replace(x, prefix, "~", 1)
@@ -408,7 +408,7 @@ func applyRegexPrefix(x, prefix string, legacy bool) string {
 }
 
 // defaultBackend adds the one default backend of the cluster: that of the oldest Ingress
-// that has one (kic-compat.md §3.7).
+// that has one (translation-rules.md §3.7).
 func (b *builder) defaultBackend() {
 	for _, ing := range b.ingresses {
 		db := ing.Spec.DefaultBackend

@@ -18,7 +18,7 @@ import (
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
-// CredentialLabel names a Secret's credential type (kic-compat.md §9.2).
+// CredentialLabel names a Secret's credential type (translation-rules.md §9.2).
 const CredentialLabel = "konghq.com/credential"
 
 var (
@@ -76,7 +76,7 @@ type credentialUse struct {
 	value  string // the value that must be unique
 }
 
-// consumers translates KongConsumers and their credential Secrets (kic-compat.md §9.1-9.2).
+// consumers translates KongConsumers and their credential Secrets (translation-rules.md §9.1-9.2).
 // A consumer whose credential conflicts with another's (the same key-auth key, ...) is left
 // out together with every other consumer involved, as KIC does: Kong would refuse them all.
 func (b *builder) consumers() {
@@ -172,7 +172,7 @@ func (b *builder) consumerNameTaken(kc *kongv1.KongConsumer, names map[string]*k
 }
 
 // consumerIdent is how plugins and group memberships name a consumer: its username, else its
-// custom_id (kic-compat.md §8.1).
+// custom_id (translation-rules.md §8.1).
 func consumerIdent(c *file.FConsumer) string {
 	if c.Username != nil {
 		return *c.Username
@@ -282,7 +282,7 @@ func (b *builder) consumer(kc *kongv1.KongConsumer) *consumerEntry {
 	return e
 }
 
-// credentialValues reads a credential Secret's data (kic-compat.md §9.2): every key the type
+// credentialValues reads a credential Secret's data (translation-rules.md §9.2): every key the type
 // knows as a string, except redirect_uris (a comma-separated list), hash_secret (a bool;
 // invalid reads as false) and ttl (an int; invalid is left out). Secret values never appear in
 // the errors.
@@ -324,7 +324,7 @@ func credentialValues(secret *corev1.Secret, ct credentialType) (map[string]any,
 	return out, errs
 }
 
-// consumerGroups translates KongConsumerGroups (kic-compat.md §9.3): {name, id, tags}, the
+// consumerGroups translates KongConsumerGroups (translation-rules.md §9.3): {name, id, tags}, the
 // name being the object's name.
 func (b *builder) consumerGroups() {
 	kept := b.keptConsumerGroups()

@@ -19,7 +19,7 @@ func isFacade(res *corev1.TypedLocalObjectReference) bool {
 }
 
 // facadeService returns the Kong service of KongServiceFacade name in the Ingress's namespace
-// (kic-compat.md §3.8, KIC's KongServiceFacade gate): one per facade, named and hosted
+// (translation-rules.md §3.8, KIC's KongServiceFacade gate): one per facade, named and hosted
 // <ns>.<name>.svc.facade, with path "/" unless it serves the default backend. Its Service and
 // port come from the facade, resolved with the other backends (backingService).
 func (b *builder) facadeService(ing *netv1.Ingress, field, name string, withPath bool) *kongService {

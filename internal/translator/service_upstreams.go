@@ -15,7 +15,7 @@ import (
 	"github.com/konductor/konductor/internal/kongrules"
 )
 
-// Service annotations that select upstream settings (kic-compat.md §10.2, §10.3).
+// Service annotations that select upstream settings (translation-rules.md §10.2, §10.3).
 const (
 	annOverride       = "konghq.com/override"
 	annUpstreamPolicy = kongv1beta1.KongUpstreamPolicyAnnotationKey
@@ -32,7 +32,7 @@ var (
 // upstreamOverrides applies, to the upstream of every Kong service backed by a Kubernetes
 // Service, that Service's KongIngress upstream section (konghq.com/override, deprecated), then
 // its konghq.com/host-header annotation, then its KongUpstreamPolicy
-// (konghq.com/upstream-policy), in KIC's order (kic-compat.md §10.3).
+// (konghq.com/upstream-policy), in KIC's order (translation-rules.md §10.3).
 func (b *builder) upstreamOverrides() {
 	for _, n := range b.kongServiceNames() {
 		ks := b.kongServices[n]
@@ -164,7 +164,7 @@ func (b *builder) upstreamPolicy(ns, name string) *kongv1beta1.KongUpstreamPolic
 }
 
 // applyUpstreamPolicy maps a KongUpstreamPolicy onto u; only the fields set are copied
-// (kic-compat.md §10.3). A policy Kong would refuse (a hash input it needs is missing, sticky
+// (translation-rules.md §10.3). A policy Kong would refuse (a hash input it needs is missing, sticky
 // sessions on a Kong that has none) is reported on the policy and not applied at all, so the
 // upstream keeps Kong's defaults rather than half a policy.
 func (b *builder) applyUpstreamPolicy(u *file.FUpstream, svc *corev1.Service, name string) {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// Service annotations of kic-compat.md §10.2.
+// Service annotations of translation-rules.md §10.2.
 const (
 	annProtocol        = "konghq.com/protocol"
 	annPath            = "konghq.com/path"
@@ -34,7 +34,7 @@ var validServiceProtocols = map[string]bool{
 }
 
 // populateServices resolves the Kubernetes Service behind every Kong service: tags, port,
-// upstream and targets, then the Service's annotations (kic-compat.md §3.2, §4, §10.2). A
+// upstream and targets, then the Service's annotations (translation-rules.md §3.2, §4, §10.2). A
 // missing Service or port keeps the Kong service and its routes, with port 80 and an
 // upstream without targets, so Kong answers 503 instead of letting the traffic fall through
 // to another route.
@@ -113,7 +113,7 @@ func (b *builder) servicePort(port int32) *int {
 
 var errNoPort = fmt.Errorf("can't find port for backend kubernetes service: no suitable port found")
 
-// findPort is KIC's findPort (kic-compat.md §4.1).
+// findPort is KIC's findPort (translation-rules.md §4.1).
 func findPort(svc *corev1.Service, want netv1.ServiceBackendPort) (*corev1.ServicePort, error) {
 	external := svc.Spec.Type == corev1.ServiceTypeExternalName
 	switch {
@@ -148,7 +148,7 @@ func findPort(svc *corev1.Service, want netv1.ServiceBackendPort) (*corev1.Servi
 	return nil, errNoPort
 }
 
-// targets lists the upstream targets of one Service port (kic-compat.md §4.2, §4.3).
+// targets lists the upstream targets of one Service port (translation-rules.md §4.2, §4.3).
 func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.FTarget {
 	if svc.Annotations[annServiceUpstream] == "true" || b.opts.ServiceUpstream {
 		host := svc.Name + "." + svc.Namespace + ".svc"
@@ -274,7 +274,7 @@ func joinHostPort(host, port string) string {
 }
 
 // serviceAnnotations applies the Service's annotations to the Kong service and upstream
-// (kic-compat.md §10.2). Values KIC ignores are ignored; values KIC passes on but Kong would
+// (translation-rules.md §10.2). Values KIC ignores are ignored; values KIC passes on but Kong would
 // refuse are reported and ignored, since Kong would reject the whole configuration for them.
 func (b *builder) serviceAnnotations(ks *kongService, svc *corev1.Service) {
 	a := svc.Annotations

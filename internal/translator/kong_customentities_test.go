@@ -15,7 +15,7 @@ import (
 	"github.com/konductor/konductor/internal/store"
 )
 
-// A KongCustomEntity depends on the plugin its parentRef names (kic-compat.md §12.3): the
+// A KongCustomEntity depends on the plugin its parentRef names (translation-rules.md §12.3): the
 // object graph has the edge, so a refused plugin takes its custom entities out with it.
 func TestCustomEntityDependsOnItsParentPlugin(t *testing.T) {
 	dir := filepath.Join("testdata", "custom-entities")

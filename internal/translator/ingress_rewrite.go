@@ -11,7 +11,7 @@ import (
 
 const annRewrite = "konghq.com/rewrite"
 
-// rewrites applies konghq.com/rewrite (kic-compat.md §3.9, KIC's RewriteURIs gate): every
+// rewrites applies konghq.com/rewrite (translation-rules.md §3.9, KIC's RewriteURIs gate): every
 // route of the Ingress gets a nested request-transformer plugin that replaces the URI. When
 // the gate is off or the template is invalid, the failure is reported on the Ingress and the
 // whole Kong service holding its routes is left out, routes of other Ingresses included, as

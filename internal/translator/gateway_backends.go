@@ -34,7 +34,7 @@ type gatewayBackends struct {
 // the route.
 func (b *builder) populateGatewayService(ks *kongService) {
 	gb := ks.gateway
-	ks.upstream = &file.FUpstream{Upstream: kong.Upstream{Name: ks.svc.Host}} // shared, as backends.go's
+	ks.upstream = &file.FUpstream{Upstream: kong.Upstream{Name: ks.svc.Host}} // shared, as service_backends.go's
 	var resolved []*corev1.Service
 	targets := map[string]*file.FTarget{}
 	var order []string

@@ -37,7 +37,7 @@ type l4GatewayRoute struct {
 // UDPRoute's route matches the ports of its parent listeners of its protocol
 // (destinations); a TLSRoute's matches its hostnames (snis), with protocol tls, or
 // tls_passthrough when a parent listener passes TLS through. Under the expressions router
-// the route matches by KIC's expression instead of destinations and snis (l4_expressions.go).
+// the route matches by KIC's expression instead of destinations and snis (kong_streamexpressions.go).
 func (b *builder) l4Routes() {
 	var all []l4GatewayRoute
 	all = appendL4Routes(all, b.snap.TCPRoutes, func(r *gatewayv1.TCPRoute) l4GatewayRoute {
@@ -129,7 +129,7 @@ func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Liste
 		}
 	}
 	// Under the expressions router the hostnames are put in KIC's expression, filtered by
-	// its rule instead of Kong's (l4_expressions.go); a TLSRoute none of whose hostnames is
+	// its rule instead of Kong's (kong_streamexpressions.go); a TLSRoute none of whose hostnames is
 	// left would be an empty expression, which Kong refuses.
 	var expr string
 	if b.opts.ExpressionRoutes {

@@ -44,7 +44,7 @@ type attachedHTTPRoute struct {
 // every route is split by hostname, rule and match; each split is a Kong route
 // httproute.<ns>.<name>.<host>.<rule>.<match> with an expression and KIC's priority, in the
 // Kong service of its rule, grouped and named as on the traditional router
-// (httproute_services.go). Priorities order splits across all HTTPRoutes, so every split is
+// (gateway_httproute_services.go). Priorities order splits across all HTTPRoutes, so every split is
 // made before any is translated.
 func (b *builder) httpRoutesExpressions(routes []attachedHTTPRoute) {
 	splits := b.httpSplits(routes)

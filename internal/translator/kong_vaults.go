@@ -13,7 +13,7 @@ import (
 
 var gvkKongVault = kongv1alpha1.SchemeGroupVersion.WithKind("KongVault")
 
-// vaults translates KongVaults (kic-compat.md §9.4): {name: backend, prefix, config,
+// vaults translates KongVaults (translation-rules.md §9.4): {name: backend, prefix, config,
 // description, tags, id}. Of several vaults with one prefix the oldest wins (ties by name);
 // the others are reported.
 func (b *builder) vaults() {
