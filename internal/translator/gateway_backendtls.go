@@ -12,8 +12,6 @@ import (
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
-var gvkBackendTLSPolicy = gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy")
-
 // withBackendTLSPolicy is svc as KIC reads it once the BackendTLSPolicy targeting it applies
 // (its handleBackendTLSPolices, docs/kong-facts.md "BackendTLSPolicy"): a copy whose
 // annotations say konghq.com/protocol https, konghq.com/tls-verify true,

@@ -20,11 +20,6 @@ import (
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
-var (
-	gvkHTTPRoute = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindHTTPRoute)
-	gvkGateway   = gatewayv1.SchemeGroupVersion.WithKind("Gateway")
-)
-
 // kongDefaultTimeout is the timeout of KIC's Kong services, in milliseconds; an HTTPRoute
 // rule's backendRequest timeout replaces it when different.
 const kongDefaultTimeout = 60000

@@ -1,11 +1,8 @@
 package translator
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
-
-var gvkNamespace = corev1.SchemeGroupVersion.WithKind("Namespace")
 
 // anyNamespaceLabels is the graph node "the labels of every Namespace": a Gateway with a
 // listener whose allowedRoutes admits namespaces by Selector refers to it, because a label

@@ -14,12 +14,6 @@ import (
 )
 
 // GroupVersionKinds of the Gateway API routes besides HTTPRoute.
-var (
-	gvkGRPCRoute = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindGRPCRoute)
-	gvkTCPRoute  = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindTCPRoute)
-	gvkTLSRoute  = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindTLSRoute)
-	gvkUDPRoute  = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindUDPRoute)
-)
 
 // GatewayInput is what gatewayapi.Attach reads from a snapshot: the route kinds translated
 // with opts (TCPRoute, TLSRoute and UDPRoute only with GatewayAlpha) with their parentRefs,

@@ -3,7 +3,6 @@ package translator
 import (
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -38,41 +37,6 @@ import (
 // what the Service holds: readOnlyService lets the closure read such a Service without
 // taking in every other object naming it when the previous result says nothing about it,
 // and the partial result must not either (spliceable).
-
-// routeKinds are the Gateway API route kinds a splice translates again, with their
-// GroupVersionKinds.
-var routeKinds = map[string]schema.GroupVersionKind{
-	gatewayapi.KindHTTPRoute: gvkHTTPRoute, gatewayapi.KindGRPCRoute: gvkGRPCRoute,
-	gatewayapi.KindTCPRoute: gvkTCPRoute, gatewayapi.KindUDPRoute: gvkUDPRoute, gatewayapi.KindTLSRoute: gvkTLSRoute,
-}
-
-// isRouteKind says whether group and kind are those of a route kind of routeKinds.
-func isRouteKind(group, kind string) bool {
-	_, ok := routeKinds[kind]
-	return ok && group == gatewayapi.Group
-}
-
-// routeKindOf is the route kind of gvk, false when gvk is not one of routeKinds.
-func routeKindOf(gvk schema.GroupVersionKind) (string, bool) {
-	return gvk.Kind, isRouteKind(gvk.Group, gvk.Kind)
-}
-
-// isRoute says whether n is a route of a kind of routeKinds.
-func (n node) isRoute() bool {
-	gk := n.kind.Value()
-	return isRouteKind(gk.group, gk.kind)
-}
-
-// routeTranslated says whether routes of kind are translated with opts: TCPRoutes,
-// UDPRoutes and TLSRoutes only with GatewayAlpha (GatewayInput). A route of a kind that is
-// not changes nothing.
-func routeTranslated(kind string, opts Options) bool {
-	switch kind {
-	case gatewayapi.KindTCPRoute, gatewayapi.KindUDPRoute, gatewayapi.KindTLSRoute:
-		return opts.GatewayAlpha
-	}
-	return true
-}
 
 // aRoute is "a <kind>", or "an HTTPRoute", for reasons.
 func aRoute(kind string) string {

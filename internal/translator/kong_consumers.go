@@ -21,11 +21,6 @@ import (
 // CredentialLabel names a Secret's credential type (translation-rules.md §9.2).
 const CredentialLabel = "konghq.com/credential"
 
-var (
-	gvkKongConsumer      = kongv1.SchemeGroupVersion.WithKind("KongConsumer")
-	gvkKongConsumerGroup = kongv1beta1.SchemeGroupVersion.WithKind("KongConsumerGroup")
-)
-
 // credentialType is one of the seven credential types: the fields a Secret may give, which of
 // them are required, and how the credential joins its consumer.
 type credentialType struct {

@@ -12,8 +12,6 @@ import (
 	"github.com/konductor/konductor/internal/store"
 )
 
-var gvkKongCustomEntity = kongv1alpha1.SchemeGroupVersion.WithKind("KongCustomEntity")
-
 // EntitySchemaAnswer is what a gateway answered to GET /schemas/<type> (Kong's JSON), or why
 // there is no schema: the gateway has no entity of that name (404) or could not be asked.
 // The dataplane asks; translation only reads the answers (Options.EntitySchemas).

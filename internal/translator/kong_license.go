@@ -8,8 +8,6 @@ import (
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
-var gvkKongLicense = kongv1alpha1.SchemeGroupVersion.WithKind("KongLicense")
-
 // ChooseLicense is the KongLicense KIC applies (its license controller): among the enabled
 // ones, the newest by creationTimestamp, and of equally new ones the first by name. nil when
 // none is enabled.

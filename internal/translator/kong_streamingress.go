@@ -14,11 +14,6 @@ import (
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
-var (
-	gvkTCPIngress = kongv1beta1.SchemeGroupVersion.WithKind("TCPIngress")
-	gvkUDPIngress = kongv1beta1.SchemeGroupVersion.WithKind("UDPIngress")
-)
-
 // l4Ingresses translates TCPIngresses and UDPIngresses into stream services and routes
 // (translation-rules.md §14), each in creation order:
 //

@@ -11,8 +11,6 @@ import (
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
-var gvkKongVault = kongv1alpha1.SchemeGroupVersion.WithKind("KongVault")
-
 // vaults translates KongVaults (translation-rules.md §9.4): {name: backend, prefix, config,
 // description, tags, id}. Of several vaults with one prefix the oldest wins (ties by name);
 // the others are reported.

@@ -11,8 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-var gvkKongServiceFacade = incubatorv1alpha1.GroupVersion.WithKind("KongServiceFacade")
-
 // isFacade reports whether an Ingress backend resource is a KongServiceFacade.
 func isFacade(res *corev1.TypedLocalObjectReference) bool {
 	return res != nil && res.Kind == gvkKongServiceFacade.Kind && strOrEmpty(res.APIGroup) == gvkKongServiceFacade.Group

@@ -22,9 +22,6 @@ const (
 )
 
 var (
-	gvkKongIngress        = kongv1.SchemeGroupVersion.WithKind("KongIngress")
-	gvkKongUpstreamPolicy = kongv1beta1.SchemeGroupVersion.WithKind("KongUpstreamPolicy")
-
 	// stickySessionsMinVersion is the first Kong that has the sticky-sessions algorithm.
 	stickySessionsMinVersion = semver.MustParse("3.11.0")
 )

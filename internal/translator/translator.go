@@ -17,7 +17,6 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
@@ -118,17 +117,6 @@ func (p Problem) String() string {
 
 // GroupVersionKinds of the objects the translator reads. Typed objects read through a client
 // usually have no TypeMeta, so tags and problems take their kind from here.
-var (
-	gvkIngress           = netv1.SchemeGroupVersion.WithKind("Ingress")
-	gvkService           = corev1.SchemeGroupVersion.WithKind("Service")
-	gvkSecret            = corev1.SchemeGroupVersion.WithKind("Secret")
-	gvkEndpointSlice     = discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")
-	gvkKongPlugin        = kongv1.SchemeGroupVersion.WithKind("KongPlugin")
-	gvkKongClusterPlugin = kongv1.SchemeGroupVersion.WithKind("KongClusterPlugin")
-	gvkIngressClass      = netv1.SchemeGroupVersion.WithKind("IngressClass")
-	gvkConfigMap         = corev1.SchemeGroupVersion.WithKind("ConfigMap")
-	gvkReferenceGrant    = gatewayv1beta1.SchemeGroupVersion.WithKind("ReferenceGrant")
-)
 
 // Translate builds the Kong state for snap. It never fails: what cannot be translated is
 // left out and reported. The snapshot is not modified.
