@@ -26,47 +26,6 @@ const (
 	serviceBackendField = ".backend.service"
 )
 
-// kongService is one Kong service being built (ns.svc.port), with what is needed to resolve
-// its backend later.
-type kongService struct {
-	// svc is the Kong service the State gets (finish adds its routes).
-	svc       *file.FService
-	namespace string
-	svcName   string
-	// facade names the KongServiceFacade the service stands for (translation-rules.md §3.8); its
-	// Service and port are resolved with the others (populateServices).
-	facade  string
-	backing *backing // the Service behind it, once resolved
-	port    netv1.ServiceBackendPort
-	portKey string
-
-	routes     []*routeEntry
-	routeByKey map[string]*routeEntry
-	// referrers are the Ingresses whose paths use this service, with the field of the first
-	// path, so that backend failures are reported where the user wrote the reference.
-	referrers []referrer
-	upstream  *file.FUpstream
-	// gateway is set for the Kong services of Gateway API routes, whose backends are
-	// backendRefs (gateway_backends.go) rather than one Service and port.
-	gateway *gatewayBackends
-}
-
-// referrer is an object that refers to a Service or Secret, and the field that does.
-type referrer struct {
-	obj   client.Object
-	gvk   schema.GroupVersionKind
-	field string
-}
-
-func (ks *kongService) addReferrer(obj client.Object, gvk schema.GroupVersionKind, field string) {
-	for _, r := range ks.referrers {
-		if r.obj == obj {
-			return
-		}
-	}
-	ks.referrers = append(ks.referrers, referrer{obj, gvk, field})
-}
-
 // portKey is KIC's canonical port string: the number, else the name, else implicitPort.
 func portKey(p netv1.ServiceBackendPort) string {
 	switch {
@@ -123,34 +82,6 @@ func (b *builder) kongServiceFor(ing *netv1.Ingress, field, svcName string, port
 type serviceMemo struct {
 	namespace, svcName, portKey string
 	ks                          *kongService
-}
-
-// httpKongService is a new HTTP Kong service with KIC's defaults: port 80 until the backend
-// resolves, protocol http, 60 s timeouts, 5 retries.
-//
-// The service, its ID, name and host are one block, one allocation per service (320 bytes;
-// the FService alone is 288 in its size class); the defaults point to the values all
-// services share (sharedvalues.go), never written through.
-func (b *builder) httpKongService(name, host string) *file.FService {
-	v := &httpService{id: kongstate.ServiceID(b.opts.Workspace, name), name: name, host: host}
-	v.Service = kong.Service{
-		ID:             &v.id,
-		Name:           &v.name,
-		Host:           &v.host,
-		Port:           &sharedPort80,
-		Protocol:       &sharedHTTP,
-		ConnectTimeout: &sharedDefaultTimeout,
-		ReadTimeout:    &sharedDefaultTimeout,
-		WriteTimeout:   &sharedDefaultTimeout,
-		Retries:        &sharedRetries,
-	}
-	return &v.FService
-}
-
-// httpService is a new HTTP Kong service with what its own fields point to (httpKongService).
-type httpService struct {
-	file.FService
-	id, name, host string
 }
 
 // ingressRoute is a new Ingress route with what its own fields point to (newRoute).

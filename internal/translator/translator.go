@@ -1,16 +1,13 @@
 package translator
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/blang/semver/v4"
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
-	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -93,26 +90,6 @@ type Options struct {
 	// Now is the time CA certificates must be valid at; zero skips the expiry check. The
 	// caller passes it so that translation reads no clock.
 	Now time.Time
-}
-
-// Problem is one thing that could not be translated. It becomes a Warning Event on Object
-// (reason KongConfigurationTranslationFailed, translation-rules.md §12.1).
-type Problem struct {
-	Object kongstate.ObjectRef
-	// Field is the path of the offending field, e.g. spec.rules[0].http.paths[1].path, or "".
-	Field   string
-	Message string
-	// Warning marks a problem that leaves nothing out: translation did what the object
-	// asks, and says what deserves a look (the admission webhook warns rather than refuses).
-	Warning bool
-}
-
-// String is "Kind ns/name: field: message".
-func (p Problem) String() string {
-	if p.Field == "" {
-		return p.Object.String() + ": " + p.Message
-	}
-	return p.Object.String() + ": " + p.Field + ": " + p.Message
 }
 
 // GroupVersionKinds of the objects the translator reads. Typed objects read through a client
@@ -336,14 +313,6 @@ func nsNameLess(aNS, aName, bNS, bName string) bool {
 	return aNS[n] < '/'
 }
 
-func (b *builder) problem(obj client.Object, gvk schema.GroupVersionKind, field, format string, args ...any) {
-	msg := format
-	if len(args) > 0 {
-		msg = fmt.Sprintf(format, args...)
-	}
-	b.problems = append(b.problems, Problem{Object: kongstate.RefFor(obj, gvk), Field: field, Message: msg})
-}
-
 // kongServiceNames lists the Kong services that have routes, by name.
 func (b *builder) kongServiceNames() []string {
 	all := b.kongServiceKeys()
@@ -400,83 +369,4 @@ func (b *builder) finish() (*kongstate.State, []Problem) {
 	b.state = withServices(b.state, b.parts.services)
 	b.parts.nameTaken, b.parts.readClock, b.parts.readRustRegexes = b.nameTaken, b.readClock, b.readRustRegexes
 	return b.state, sortProblems(b.problems)
-}
-
-// sortProblems orders problems by object, field and message and drops exact duplicates (the
-// same failure found through several paths of one Ingress is one Event).
-func sortProblems(ps []Problem) []Problem {
-	sort.SliceStable(ps, func(i, j int) bool {
-		a, c := ps[i], ps[j]
-		if na, nc := Node(a.Object), Node(c.Object); na != nc {
-			return refLess(na, nc)
-		}
-		if a.Field != c.Field {
-			return fieldLess(a.Field, c.Field)
-		}
-		return a.Message < c.Message
-	})
-	out := ps[:0]
-	for i, p := range ps {
-		if i > 0 && p == ps[i-1] {
-			continue
-		}
-		out = append(out, p)
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
-// fieldLess compares field paths so that paths[2] sorts before paths[10].
-func fieldLess(a, b string) bool {
-	for a != "" && b != "" {
-		ia, ib := strings.IndexAny(a, "0123456789"), strings.IndexAny(b, "0123456789")
-		if ia != ib || ia < 0 || a[:ia] != b[:ib] {
-			return a < b
-		}
-		na, ra := splitNum(a[ia:])
-		nb, rb := splitNum(b[ib:])
-		if len(na) != len(nb) {
-			return len(na) < len(nb)
-		}
-		if na != nb {
-			return na < nb
-		}
-		a, b = ra, rb
-	}
-	return a < b
-}
-
-func splitNum(s string) (string, string) {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return s[:i], s[i:]
-}
-
-// routeEntry is a route being built, with the Ingress it came from.
-type routeEntry struct {
-	*file.FRoute
-	ing *netv1.Ingress // nil for the routes of other sources
-	// src is the object the route comes from (an Ingress, TCPIngress or UDPIngress): its
-	// konghq.com/plugins annotation applies to the route.
-	src    client.Object
-	srcGVK schema.GroupVersionKind
-	// extraPlugins are KongPlugins named by the route's own HTTPRoute ExtensionRef filters,
-	// attached like those of src's konghq.com/plugins annotation.
-	extraPlugins []string
-	// sources are the Ingress paths merged into the route, for the expressions router;
-	// defaultBackend marks the route of spec.defaultBackend.
-	sources        []sourcePath
-	defaultBackend bool
-}
-
-// sourcePath is one Ingress path as written: its type, the normalised path, and the regex
-// prefix of its Ingress.
-type sourcePath struct {
-	pathType    netv1.PathType
-	path        string
-	regexPrefix string
 }
