@@ -1,5 +1,5 @@
 // Package translator turns a store snapshot into Kong configuration, the way the Kong
-// Ingress Controller does (../shared/design/translation-rules.md is the rulebook), so that a Kong
+// Ingress Controller does (docs/translation-rules.md is the rulebook), so that a Kong
 // that KIC managed is adopted by konductor without a single entity being re-created.
 //
 // Translate is a pure function: no I/O, no clock, no randomness, and every map is read in

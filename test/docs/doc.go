@@ -1,3 +1,3 @@
 // Package docs holds tests of the project's documentation against its code: the rulebook
-// (docs/kic-compat.md) that the code cites.
+// (docs/translation-rules.md) that the code cites.
 package docs
