@@ -1,6 +1,7 @@
 // Package translator turns a store snapshot into Kong configuration, the way the Kong
-// Ingress Controller does (docs/translation-rules.md is the rulebook), so that a Kong
-// that KIC managed is adopted by konductor without a single entity being re-created.
+// Ingress Controller does (docs/translation-rules.md is the rulebook; code cites it as
+// translation-rules.md §N), so that a Kong that KIC managed is adopted by konductor without a
+// single entity being re-created.
 //
 // Translate is a pure function: no I/O, no clock, no randomness, and every map is read in
 // sorted order, so the same objects give the same bytes however the cache happened to list
@@ -12,8 +13,42 @@
 // checks it here with Kong's own rules and leaves out only the offending piece: one broken
 // Ingress must not take down every other route on the gateway.
 //
-// The work is split in small processors over a shared builder: ingress_rules.go (rules, paths,
-// default backend), ingress_annotations.go (route overrides), service_backends.go (Kong services, upstreams,
-// targets, service overrides), tls.go (certificates and SNIs), plugins.go (KongPlugin
-// attachment) and validate.go (Kong's validation rules).
+// # A map of the package
+//
+// One builder (translator.go: Options, Result, Build, the builder and its pipeline) runs the
+// sources in KIC's order (translation-rules.md §2) over a shared model and records every
+// reference it follows in the object graph. Files are named by family:
+//
+//	translator.go, model.go, kinds.go, problems.go
+//	        the builder; the Kong services and routes the sources build together; the kinds
+//	        read (GroupVersionKinds, route kinds); Problems and their order
+//	ingress_*.go          Ingress rules, paths and default backend, route annotations,
+//	                      konghq.com/rewrite
+//	service_*.go          Kubernetes Services: Kong services' backends, upstreams and targets
+//	                      (KongIngress, KongUpstreamPolicy), targets a tenant may not reach,
+//	                      KongServiceFacade
+//	kong_*.go             Kong's own kinds: consumers and credentials, vaults, custom
+//	                      entities, licenses, TCPIngress and UDPIngress, plugin
+//	                      configuration, objects left out for a plugin that cannot be applied
+//	plugins.go            KongPlugin and KongClusterPlugin attachment and combinations
+//	tls.go, tls_*.go      certificates and SNIs of Ingresses and TCPIngresses, the RSA+ECDSA
+//	                      pair, CA certificates
+//	gateway_*.go          Gateway API: routes of every kind, their backends, listener
+//	                      certificates, BackendTLSPolicy, what Gateways refer to
+//	expressions*.go       the expressions router (Ingress routes; stream routes)
+//	validate.go           Kong's validation rules for values passed on from users
+//	entitytags.go, sharedvalues.go
+//	                      what many entities share, made once per translation
+//	graph.go, refset.go   the object graph: every reference translation followed
+//
+// Above the translation sit the parts that use the graph to do less work; nothing in the
+// sources calls them:
+//
+//	relevance.go          which informer events can change a translation
+//	incremental*.go, splice_*.go
+//	                      Incremental: translate only what a change reaches and splice it
+//	                      into the previous Result (incremental.go's comment says when)
+//	parallel.go           the first translation of a large cluster split over the cores
+//
+// Adding a kind: docs/architecture.md, "Adding a kind".
 package translator
