@@ -49,8 +49,30 @@ type consumerParts struct {
 // res is the round's result so far (the previous one, with the Kong services spliced); prev
 // is the previous round, whose KongConsumer index is the new snapshot's already.
 func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options, res Result, changed map[nsName]*kongv1.KongConsumer, secrets map[nsName]bool) (Result, string) {
+	closure, why := consumerClosure(prev, res, changed, secrets)
+	if why != "" {
+		return Result{}, why
+	}
+	sub, subjects, withPlugins, why := consumerSnapshot(prev, snap, res, changed, closure)
+	if why != "" {
+		return Result{}, why
+	}
+	part := build(sub, opts, nil)
+	problems, edges, why := checkConsumerPart(res, part, subjects, withPlugins)
+	if why != "" {
+		return Result{}, why
+	}
+	if why := credentialsHeldElsewhere(prev, res, part, closure); why != "" {
+		return Result{}, why
+	}
+	return mergeConsumers(prev, res, part, closure, subjects, problems, edges), ""
+}
+
+// consumerClosure is the consumers the change reaches: those changed and those reading a
+// Secret of the change.
+func consumerClosure(prev *incrementalRound, res Result, changed map[nsName]*kongv1.KongConsumer, secrets map[nsName]bool) (map[nsName]struct{}, string) {
 	if res.parts.consumers.conflict {
-		return Result{}, "consumers' credentials conflicted"
+		return nil, "consumers' credentials conflicted"
 	}
 	contested := func(kc *kongv1.KongConsumer) bool {
 		for _, k := range []string{"username\x00" + kc.Username, "custom_id\x00" + kc.CustomID} {
@@ -66,40 +88,47 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 	}
 	for k, caCert := range secrets {
 		if caCert {
-			return Result{}, "a CA certificate's Secret changed"
+			return nil, "a CA certificate's Secret changed"
 		}
 		for _, from := range res.Graph.ReferredBy(ref(gvkSecret, k.ns, k.name)) {
 			if from.Kind != gvkKongConsumer.Kind || from.Group != gvkKongConsumer.Group {
-				return Result{}, "a Secret of the change is read by a " + from.Kind
+				return nil, "a Secret of the change is read by a " + from.Kind
 			}
 			closure[nsName{from.Namespace, from.Name}] = struct{}{}
 		}
 	}
 	for k := range closure {
 		if _, out := res.parts.leftOut[nodeOf(ref(gvkKongConsumer, k.ns, k.name))]; out {
-			return Result{}, "the change reaches an object left out for its plugins"
+			return nil, "the change reaches an object left out for its plugins"
 		}
 		// A consumer left out for a name an older one holds comes back when either changes.
 		for _, c := range []*kongv1.KongConsumer{changed[k], prev.consumers.get(k)} {
 			if c != nil && contested(c) {
-				return Result{}, "a KongConsumer of the change has a username or custom_id another claims"
+				return nil, "a KongConsumer of the change has a username or custom_id another claims"
 			}
 		}
 	}
+	return closure, ""
+}
+
+// consumerSnapshot is the closure's consumers as a snapshot of their own, with every plugin
+// and ReferenceGrant (a closure consumer's plugins are translated again, so that its problems
+// and references are a full Build's; its plugin entities are res's) and the Secrets they read;
+// subjects are their graph nodes, withPlugins those whose plugins must stay as they were.
+func consumerSnapshot(prev *incrementalRound, snap *store.Snapshot, res Result, changed map[nsName]*kongv1.KongConsumer, closure map[nsName]struct{}) (
+	sub *store.Snapshot, subjects map[node]struct{}, withPlugins map[nsName]struct{}, why string) {
 	oldConsumer := func(k nsName) *kongv1.KongConsumer {
 		if old, ok := changed[k]; ok {
 			return old
 		}
 		return prev.consumers.get(k)
 	}
-	// Every plugin and ReferenceGrant: a closure consumer's plugins are translated again, so
-	// that its problems and references are a full Build's (its plugin entities are res's).
-	sub := &store.Snapshot{IngressClass: snap.IngressClass, IngressClassIsDefault: snap.IngressClassIsDefault,
+	sub = &store.Snapshot{IngressClass: snap.IngressClass, IngressClassIsDefault: snap.IngressClassIsDefault,
 		IngressClassParameters: snap.IngressClassParameters, KongConsumerGroups: snap.KongConsumerGroups,
 		KongPlugins: snap.KongPlugins, KongClusterPlugins: snap.KongClusterPlugins, ReferenceGrants: snap.ReferenceGrants}
 	credentials := map[nsName]struct{}{} // the Secrets to translate with: credentials, plugins' configurations
-	subjects := make(map[node]struct{}, len(closure))
-	withPlugins := map[nsName]struct{}{} // closure consumers whose plugins must stay as they were
+	subjects = make(map[node]struct{}, len(closure))
+	withPlugins = map[nsName]struct{}{}
 	for k := range closure {
 		old, kc := oldConsumer(k), prev.consumers.get(k)
 		plugins, hasPlugins := "", false
@@ -119,18 +148,18 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 			// consumer (a consumer deleted and created again in one round).
 			if old == nil || kc == nil || old.Annotations[annPlugins] != plugins || kc.Annotations[annPlugins] != plugins ||
 				!old.CreationTimestamp.Equal(&kc.CreationTimestamp) {
-				return Result{}, "a KongConsumer of the change has plugins that changed"
+				return nil, nil, nil, "a KongConsumer of the change has plugins that changed"
 			}
 			withPlugins[k] = struct{}{}
 		}
 		for _, c := range []*kongv1.KongConsumer{old, kc} {
 			if c != nil && hasKey(res.parts.consumers.lookedUp, c.Username) {
-				return Result{}, "a custom entity looks a KongConsumer of the change up by username"
+				return nil, nil, nil, "a custom entity looks a KongConsumer of the change up by username"
 			}
 		}
 		at := ref(gvkKongConsumer, k.ns, k.name)
 		if from := res.Graph.ReferredBy(at); len(from) > 0 {
-			return Result{}, "a KongConsumer of the change is referred to by a " + from[0].Kind
+			return nil, nil, nil, "a KongConsumer of the change is referred to by a " + from[0].Kind
 		}
 		for _, to := range res.Graph.References(at) {
 			switch {
@@ -145,7 +174,7 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 					}
 				}
 			default:
-				return Result{}, "a KongConsumer of the change refers to a " + to.Kind
+				return nil, nil, nil, "a KongConsumer of the change refers to a " + to.Kind
 			}
 		}
 		subjects[nodeOf(at)] = struct{}{}
@@ -166,18 +195,23 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 		}
 	}
 
-	part := build(sub, opts, nil)
+	return sub, subjects, withPlugins, ""
+}
+
+// checkConsumerPart checks the closure's translation and returns its problems and graph
+// edges, those of the closure's consumers alone.
+func checkConsumerPart(res, part Result, subjects map[node]struct{}, withPlugins map[nsName]struct{}) ([]Problem, *Graph, string) {
 	if len(part.parts.leftOut) > 0 {
-		return Result{}, leftOutReason
+		return nil, nil, leftOutReason
 	}
 	if len(part.parts.consumers.contested) > 0 {
-		return Result{}, "the change's usernames or custom_ids conflict"
+		return nil, nil, "the change's usernames or custom_ids conflict"
 	}
 	if part.parts.consumers.conflict {
-		return Result{}, "the change's credentials conflict"
+		return nil, nil, "the change's credentials conflict"
 	}
 	if other := otherEntities(part.State, "Consumers", "ConsumerGroups", "Plugins"); other != "" {
-		return Result{}, "the change's translation makes " + other
+		return nil, nil, "the change's translation makes " + other
 	}
 	// The consumers with plugins: translated before and after under the same name.
 	if len(withPlugins) > 0 {
@@ -194,7 +228,7 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 			}
 		}
 		if len(withPlugins) > 0 {
-			return Result{}, "a KongConsumer of the change with plugins is translated otherwise"
+			return nil, nil, "a KongConsumer of the change with plugins is translated otherwise"
 		}
 	}
 	// The consumer groups' and plugins' problems and references are res's: they did not
@@ -209,7 +243,7 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 		if _, in := subjects[n]; in {
 			problems = append(problems, p)
 		} else if !unchangedObject(n) {
-			return Result{}, "a problem is reported on " + p.Object.String()
+			return nil, nil, "a problem is reported on " + p.Object.String()
 		}
 	}
 	edges := newGraph() // the closure's
@@ -217,10 +251,16 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 		if _, in := subjects[from]; in {
 			edges.deps[from] = tos
 		} else if !unchangedObject(from) {
-			return Result{}, from.String() + " gets a reference"
+			return nil, nil, from.String() + " gets a reference"
 		}
 	}
 
+	return problems, edges, ""
+}
+
+// credentialsHeldElsewhere says why a credential unique to a consumer, a username or a
+// custom_id of the closure's new consumers is held by another consumer ("" when none is).
+func credentialsHeldElsewhere(prev *incrementalRound, res, part Result, closure map[nsName]struct{}) string {
 	// Credentials unique to a consumer, and its username and custom_id: those of the
 	// closure's new consumers may be held by no other consumer.
 	objs, list := res.parts.consumers.objs, res.State.Consumers
@@ -237,14 +277,20 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 		for _, v := range credentialKeys(fc) {
 			if k, held := holders[v]; held {
 				if _, in := closure[k]; !in {
-					return Result{}, "a credential, username or custom_id of the change is another consumer's"
+					return "a credential, username or custom_id of the change is another consumer's"
 				}
 			}
 		}
 	}
+	return ""
+}
 
-	// The splice: res's consumers but the closure's, with the closure's new ones where
-	// their age puts them (sortByAge's order, which both lists are in).
+// mergeConsumers splices the closure's translation into res.
+func mergeConsumers(prev *incrementalRound, res, part Result, closure map[nsName]struct{}, subjects map[node]struct{}, problems []Problem, edges *Graph) Result {
+	// res's consumers but the closure's, with the closure's new ones where their age puts
+	// them (sortByAge's order, which both lists are in).
+	objs, list := res.parts.consumers.objs, res.State.Consumers
+	holders := prev.credentialHolders
 	newObjs, newList := part.parts.consumers.objs, part.State.Consumers
 	mergedObjs := make([]*kongv1.KongConsumer, 0, len(objs)+len(newObjs))
 	merged := make([]*file.FConsumer, 0, len(list)+len(newList))
@@ -284,7 +330,7 @@ func spliceConsumers(prev *incrementalRound, snap *store.Snapshot, opts Options,
 		contested: res.parts.consumers.contested} // no closure consumer's names were
 	res.State, res.Problems, res.parts = &state, sortProblems(append(kept, problems...)), &parts
 	res.Graph = res.Graph.replaceEdgesFrom(subjects, edges)
-	return res, ""
+	return res
 }
 
 // credentialKeys are the values of fc's credentials that must be unique across consumers,
