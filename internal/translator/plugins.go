@@ -27,7 +27,7 @@ const (
 	annPlugins = "konghq.com/plugins"
 	// extensionRefField is where an HTTPRoute names KongPlugins besides its annotation.
 	extensionRefField = "spec.rules[].filters[].extensionRef"
-	// labelGlobal makes a KongClusterPlugin apply to every request (kic-compat.md §8.4).
+	// labelGlobal makes a KongClusterPlugin apply to every request (translation-rules.md §8.4).
 	labelGlobal = "global"
 )
 
@@ -60,7 +60,7 @@ type pluginRelations struct {
 	services, routes, consumers, consumerGroups []string
 }
 
-// combinations is KIC's combination rule (kic-compat.md §8.2): with consumers, one entity per
+// combinations is KIC's combination rule (translation-rules.md §8.2): with consumers, one entity per
 // consumer and service and per consumer and route (or per consumer when there is neither);
 // else the same with consumer groups; else one per service and one per route.
 func (r pluginRelations) combinations() []pluginRelation {
@@ -147,7 +147,7 @@ func (b *builder) routesBySource(names []string, gatewaySources, others []routeS
 // plugins attaches KongPlugins and KongClusterPlugins named by the konghq.com/plugins
 // annotation of Ingresses (to their routes), Services (to their Kong services), KongConsumers
 // and KongConsumerGroups, combines the attachments as KIC does, and adds the global
-// KongClusterPlugins (kic-compat.md §8).
+// KongClusterPlugins (translation-rules.md §8).
 func (b *builder) plugins() {
 	resolved := map[string]*pluginSource{} // "ns:name" -> plugin, nil when broken
 	relations := map[*pluginSource]*pluginRelations{}
@@ -353,7 +353,7 @@ func malformedPluginEntry(entry string) bool {
 	return strings.HasPrefix(entry, ":") || strings.HasSuffix(entry, ":")
 }
 
-// lookupPlugin finds KongPlugin ns/name, else KongClusterPlugin name (kic-compat.md §8.1).
+// lookupPlugin finds KongPlugin ns/name, else KongClusterPlugin name (translation-rules.md §8.1).
 // A plugin whose configuration cannot be built is reported once and resolves to nil.
 func (b *builder) lookupPlugin(ns, name string, cache map[string]*pluginSource) *pluginSource {
 	key := pluginEntry{ns: ns, name: name}.key()
@@ -448,7 +448,7 @@ type configPatch struct {
 	value secretRef
 }
 
-// pluginSource builds the plugin's configuration (kic-compat.md §8.3). Any failure is
+// pluginSource builds the plugin's configuration (translation-rules.md §8.3). Any failure is
 // reported on the plugin object and drops the plugin with all its instances.
 func (b *builder) pluginSource(obj client.Object, gvk schema.GroupVersionKind, name, instanceName string, disabled bool, runOn string,
 	protocols []kongv1.KongProtocol, ordering *kong.PluginOrdering, raw []byte, from *secretRef, patches []configPatch) *pluginSource {
@@ -540,7 +540,7 @@ func (b *builder) secretValue(sr secretRef) ([]byte, error) {
 	return v, nil
 }
 
-// pluginEntity renders one attachment of p (kic-compat.md §8.3).
+// pluginEntity renders one attachment of p (translation-rules.md §8.3).
 func (b *builder) pluginEntity(p *pluginSource, rel pluginRelation) *file.FPlugin {
 	fp := &file.FPlugin{Plugin: kong.Plugin{
 		ID:   kong.String(kongstate.PluginID(b.opts.Workspace, p.name, rel.service, rel.route, rel.consumer, rel.consumerGroup)),
@@ -596,7 +596,7 @@ func (b *builder) fillPlugin(fp *file.FPlugin, p *pluginSource) {
 	}
 }
 
-// globalPlugins adds KongClusterPlugins labelled global: "true" (kic-compat.md §8.4). When
+// globalPlugins adds KongClusterPlugins labelled global: "true" (translation-rules.md §8.4). When
 // two share a plugin name, none of them is applied, as in KIC.
 func (b *builder) globalPlugins() {
 	byName := map[string][]*kongv1.KongClusterPlugin{}
@@ -641,7 +641,7 @@ func (b *builder) globalPluginEntity(p *pluginSource) *file.FPlugin {
 }
 
 // grantAllows reports whether a ReferenceGrant in namespace ns lets referrer (of kind gvk)
-// refer to the KongPlugin name there (kic-compat.md §8.1): from {group, kind, namespace of
+// refer to the KongPlugin name there (translation-rules.md §8.1): from {group, kind, namespace of
 // the referrer} to {configuration.konghq.com, KongPlugin, name or any}.
 func (b *builder) grantAllows(referrer client.Object, gvk schema.GroupVersionKind, ns, name string) bool {
 	return b.granted(referrer, gvk, gvkKongPlugin.Group, gvkKongPlugin.Kind, ns, name)
