@@ -94,171 +94,23 @@ func blocksOf(plugins []*file.FPlugin, origins []pluginOrigin) []pluginBlock {
 // one Ingress the order its annotation lists them, which part's order (an Ingress of the
 // closure) or res's (another) keeps.
 func spliceIngressPlugins(prev *incrementalRound, res, part Result, closure map[nsName]struct{}) (Result, string) {
-	inClosure := func(ing *netv1.Ingress) bool {
-		if ing == nil {
-			return false
-		}
-		_, in := closure[keyOf(ing)]
-		return in
-	}
-	affected := map[node]struct{}{}
-	for k := range closure {
-		for _, to := range prev.res.Graph.References(ref(gvkIngress, k.ns, k.name)) {
-			if isPluginKind(to) {
-				affected[nodeOf(to)] = struct{}{}
-			}
-		}
-		for to := range part.Graph.depsOf(nodeOf(ref(gvkIngress, k.ns, k.name))).All() {
-			if isPluginNode(to) {
-				affected[to] = struct{}{}
-			}
-		}
-	}
+	affected := affectedIngressPlugins(prev, part, closure)
 	if len(affected) == 0 && len(part.State.Plugins) == 0 {
 		return res, ""
 	}
 	old := prev.res.parts.plugins
-	if len(part.parts.plugins.dups) > 0 {
-		return Result{}, "a plugin entity of the closure was left out as another's duplicate"
+	if why := ingressPluginsLocal(prev, part, affected); why != "" {
+		return Result{}, why
 	}
-	for n := range affected {
-		if _, dup := old.dups[n]; dup {
-			return Result{}, "a plugin entity of the change was left out as another's duplicate"
-		}
-		for _, from := range prev.res.Graph.ReferredBy(n.ref()) {
-			if from.Kind != gvkIngress.Kind || from.Group != gvkIngress.Group {
-				return Result{}, "a plugin of the change is named by a " + from.Kind
-			}
-		}
-		if r := n.ref(); r.Kind == gvkKongClusterPlugin.Kind {
-			if kcp := prev.plugins.cluster.get(nsName{"", r.Name}); kcp != nil && kcp.Labels[labelGlobal] == "true" {
-				return Result{}, "a plugin of the change is global"
-			}
-		}
+	m := &pluginMerge{closure: closure, affected: affected, sources: map[pluginSourceKey]*pluginSourceMerge{}}
+	if why := m.takeBlocks(res, part, old); why != "" {
+		return Result{}, why
 	}
-	for _, p := range prev.res.Problems {
-		if _, in := affected[nodeOf(p.Object)]; in {
-			return Result{}, "a plugin of the change has a problem"
-		}
+	blocks, read, why := m.mergedBlocks(prev, res, part, old)
+	if why != "" {
+		return Result{}, why
 	}
-
-	// The affected sources' blocks: res's entities of other Ingresses merged with part's, by
-	// the Ingresses' age (each Ingress's entities are contiguous in a block, in the order of
-	// its routes).
-	type merging struct {
-		plugins []*file.FPlugin
-		origins []pluginOrigin
-	}
-	var kept []pluginBlock
-	type sourceKey struct {
-		obj    node
-		source string
-	}
-	sources := map[sourceKey]*merging{}
-	var sourceOrder []sourceKey
-	sourceOf := func(o pluginOrigin) *merging {
-		k := sourceKey{o.obj, o.source}
-		m := sources[k]
-		if m == nil {
-			m = &merging{}
-			sources[k] = m
-			sourceOrder = append(sourceOrder, k)
-		}
-		return m
-	}
-	for _, b := range blocksOf(res.State.Plugins, old.origins) {
-		if _, in := affected[b.origins[0].obj]; !in || b.origins[0].global {
-			kept = append(kept, b)
-			continue
-		}
-		m := sourceOf(b.origins[0])
-		for i, o := range b.origins {
-			if b.plugins[i].Route == nil || o.by == nil {
-				return Result{}, "a plugin of the change is attached to other than routes of Ingresses"
-			}
-			if !inClosure(o.by) {
-				m.plugins, m.origins = append(m.plugins, b.plugins[i]), append(m.origins, o)
-			}
-		}
-	}
-	for _, b := range blocksOf(part.State.Plugins, part.parts.plugins.origins) {
-		o0 := b.origins[0]
-		if _, in := affected[o0.obj]; !in || o0.global {
-			return Result{}, "the closure makes a plugin it does not refer to"
-		}
-		m := sourceOf(o0)
-		var plugins []*file.FPlugin
-		var origins []pluginOrigin
-		i := 0
-		for j, o := range b.origins {
-			if b.plugins[j].Route == nil || !inClosure(o.by) {
-				return Result{}, "a plugin of the closure is attached to other than its routes"
-			}
-			for ; i < len(m.origins) && olderThan(m.origins[i].by, o.by); i++ {
-				plugins, origins = append(plugins, m.plugins[i]), append(origins, m.origins[i])
-			}
-			plugins, origins = append(plugins, b.plugins[j]), append(origins, o)
-		}
-		m.plugins, m.origins = append(plugins, m.plugins[i:]...), append(origins, m.origins[i:]...)
-	}
-
-	// Each merged block: its instance names short and distinct, its first referrer its first
-	// entity's Ingress.
-	read := make(map[node]bool, len(old.read)+len(affected))
-	for n, ok := range old.read {
-		if _, in := affected[n]; !in {
-			read[n] = ok
-		}
-	}
-	blocks := kept
-	for _, k := range sourceOrder {
-		m := sources[k]
-		if len(m.plugins) == 0 {
-			continue
-		}
-		if why := shortInstanceNames(prev, m.origins[0].obj, m.plugins); why != "" {
-			return Result{}, why
-		}
-		first := m.origins[0].by
-		origins := make([]pluginOrigin, len(m.origins))
-		for i, o := range m.origins {
-			o.first = pluginFirst{phase: phaseIngresses, ingress: first}
-			origins[i] = o
-		}
-		blocks = append(blocks, pluginBlock{plugins: m.plugins, origins: origins})
-		read[m.origins[0].obj] = true
-	}
-	// What a full Build keeps of a plugin that only objects left out for their plugins look
-	// up (failclosed.go: its reads and edges) is not spliced.
-	for n := range affected {
-		if _, read := read[n]; read || !prev.plugins.exists(n) {
-			continue // read by others, or a plugin that does not exist, which nothing reads
-		}
-		for _, g := range []*Graph{prev.res.Graph, part.Graph} {
-			for from := range g.rdepsOf(n).All() {
-				if _, out := res.parts.leftOut[from]; out {
-					return Result{}, "a plugin of the change is named only by objects left out for their plugins"
-				}
-			}
-		}
-	}
-	slices.SortStableFunc(blocks, func(a, b pluginBlock) int {
-		fa, fb := a.origins[0].first, b.origins[0].first
-		if fa.phase != fb.phase {
-			return int(fa.phase) - int(fb.phase)
-		}
-		if fa.phase == phaseIngresses {
-			if fa.ingress != fb.ingress && keyOf(fa.ingress) != keyOf(fb.ingress) {
-				if olderThan(fa.ingress, fb.ingress) {
-					return -1
-				}
-				return 1
-			}
-			// Met first on the same Ingress: in the order its annotation names them.
-			return annotationRank(fa.ingress, a.origins[0].source) - annotationRank(fb.ingress, b.origins[0].source)
-		}
-		return a.rank - b.rank
-	})
+	sortPluginBlocks(blocks)
 	n := 0
 	for _, b := range blocks {
 		n += len(b.plugins)
@@ -289,6 +141,202 @@ func spliceIngressPlugins(prev *incrementalRound, res, part Result, closure map[
 	parts.plugins = pluginParts{origins: origins, read: read, dups: old.dups}
 	res.State, res.parts = &state, &parts
 	return res, ""
+}
+
+// affectedIngressPlugins are the plugins the closure's Ingresses referred to before or refer
+// to now.
+func affectedIngressPlugins(prev *incrementalRound, part Result, closure map[nsName]struct{}) map[node]struct{} {
+	affected := map[node]struct{}{}
+	for k := range closure {
+		for _, to := range prev.res.Graph.References(ref(gvkIngress, k.ns, k.name)) {
+			if isPluginKind(to) {
+				affected[nodeOf(to)] = struct{}{}
+			}
+		}
+		for to := range part.Graph.depsOf(nodeOf(ref(gvkIngress, k.ns, k.name))).All() {
+			if isPluginNode(to) {
+				affected[to] = struct{}{}
+			}
+		}
+	}
+	return affected
+}
+
+// ingressPluginsLocal says why the affected plugins' entities may depend on more than the
+// Ingresses ("" when they do not): a duplicate left out, another kind naming one, a global
+// one, a problem about one.
+func ingressPluginsLocal(prev *incrementalRound, part Result, affected map[node]struct{}) string {
+	old := prev.res.parts.plugins
+	if len(part.parts.plugins.dups) > 0 {
+		return "a plugin entity of the closure was left out as another's duplicate"
+	}
+	for n := range affected {
+		if _, dup := old.dups[n]; dup {
+			return "a plugin entity of the change was left out as another's duplicate"
+		}
+		for _, from := range prev.res.Graph.ReferredBy(n.ref()) {
+			if from.Kind != gvkIngress.Kind || from.Group != gvkIngress.Group {
+				return "a plugin of the change is named by a " + from.Kind
+			}
+		}
+		if r := n.ref(); r.Kind == gvkKongClusterPlugin.Kind {
+			if kcp := prev.plugins.cluster.get(nsName{"", r.Name}); kcp != nil && kcp.Labels[labelGlobal] == "true" {
+				return "a plugin of the change is global"
+			}
+		}
+	}
+	for _, p := range prev.res.Problems {
+		if _, in := affected[nodeOf(p.Object)]; in {
+			return "a plugin of the change has a problem"
+		}
+	}
+	return ""
+}
+
+// pluginMerge merges the affected sources' blocks: res's entities of other Ingresses with
+// part's, by the Ingresses' age (each Ingress's entities are contiguous in a block, in the
+// order of its routes).
+type pluginMerge struct {
+	closure     map[nsName]struct{}
+	affected    map[node]struct{}
+	kept        []pluginBlock // the blocks of other sources, as they were
+	sources     map[pluginSourceKey]*pluginSourceMerge
+	sourceOrder []pluginSourceKey
+}
+
+type pluginSourceKey struct {
+	obj    node
+	source string
+}
+
+type pluginSourceMerge struct {
+	plugins []*file.FPlugin
+	origins []pluginOrigin
+}
+
+func (m *pluginMerge) inClosure(ing *netv1.Ingress) bool {
+	if ing == nil {
+		return false
+	}
+	_, in := m.closure[keyOf(ing)]
+	return in
+}
+
+func (m *pluginMerge) sourceOf(o pluginOrigin) *pluginSourceMerge {
+	k := pluginSourceKey{o.obj, o.source}
+	sm := m.sources[k]
+	if sm == nil {
+		sm = &pluginSourceMerge{}
+		m.sources[k] = sm
+		m.sourceOrder = append(m.sourceOrder, k)
+	}
+	return sm
+}
+
+// takeBlocks takes res's blocks (the affected sources' entities of other Ingresses) and
+// merges part's into them.
+func (m *pluginMerge) takeBlocks(res, part Result, old pluginParts) string {
+	for _, b := range blocksOf(res.State.Plugins, old.origins) {
+		if _, in := m.affected[b.origins[0].obj]; !in || b.origins[0].global {
+			m.kept = append(m.kept, b)
+			continue
+		}
+		sm := m.sourceOf(b.origins[0])
+		for i, o := range b.origins {
+			if b.plugins[i].Route == nil || o.by == nil {
+				return "a plugin of the change is attached to other than routes of Ingresses"
+			}
+			if !m.inClosure(o.by) {
+				sm.plugins, sm.origins = append(sm.plugins, b.plugins[i]), append(sm.origins, o)
+			}
+		}
+	}
+	for _, b := range blocksOf(part.State.Plugins, part.parts.plugins.origins) {
+		o0 := b.origins[0]
+		if _, in := m.affected[o0.obj]; !in || o0.global {
+			return "the closure makes a plugin it does not refer to"
+		}
+		sm := m.sourceOf(o0)
+		var plugins []*file.FPlugin
+		var origins []pluginOrigin
+		i := 0
+		for j, o := range b.origins {
+			if b.plugins[j].Route == nil || !m.inClosure(o.by) {
+				return "a plugin of the closure is attached to other than its routes"
+			}
+			for ; i < len(sm.origins) && olderThan(sm.origins[i].by, o.by); i++ {
+				plugins, origins = append(plugins, sm.plugins[i]), append(origins, sm.origins[i])
+			}
+			plugins, origins = append(plugins, b.plugins[j]), append(origins, o)
+		}
+		sm.plugins, sm.origins = append(plugins, sm.plugins[i:]...), append(origins, sm.origins[i:]...)
+	}
+	return ""
+}
+
+// mergedBlocks are the blocks of the result, unsorted, and which plugins it reads. Each merged
+// block: its instance names short and distinct, its first referrer its first entity's Ingress.
+func (m *pluginMerge) mergedBlocks(prev *incrementalRound, res, part Result, old pluginParts) ([]pluginBlock, map[node]bool, string) {
+	read := make(map[node]bool, len(old.read)+len(m.affected))
+	for n, ok := range old.read {
+		if _, in := m.affected[n]; !in {
+			read[n] = ok
+		}
+	}
+	blocks := m.kept
+	for _, k := range m.sourceOrder {
+		sm := m.sources[k]
+		if len(sm.plugins) == 0 {
+			continue
+		}
+		if why := shortInstanceNames(prev, sm.origins[0].obj, sm.plugins); why != "" {
+			return nil, nil, why
+		}
+		first := sm.origins[0].by
+		origins := make([]pluginOrigin, len(sm.origins))
+		for i, o := range sm.origins {
+			o.first = pluginFirst{phase: phaseIngresses, ingress: first}
+			origins[i] = o
+		}
+		blocks = append(blocks, pluginBlock{plugins: sm.plugins, origins: origins})
+		read[sm.origins[0].obj] = true
+	}
+	// What a full Build keeps of a plugin that only objects left out for their plugins look
+	// up (kong_plugins_failclosed.go: its reads and edges) is not spliced.
+	for n := range m.affected {
+		if _, read := read[n]; read || !prev.plugins.exists(n) {
+			continue // read by others, or a plugin that does not exist, which nothing reads
+		}
+		for _, g := range []*Graph{prev.res.Graph, part.Graph} {
+			for from := range g.rdepsOf(n).All() {
+				if _, out := res.parts.leftOut[from]; out {
+					return nil, nil, "a plugin of the change is named only by objects left out for their plugins"
+				}
+			}
+		}
+	}
+	return blocks, read, ""
+}
+
+// sortPluginBlocks puts blocks in the order of their sources' first referrers (pluginFirst).
+func sortPluginBlocks(blocks []pluginBlock) {
+	slices.SortStableFunc(blocks, func(a, b pluginBlock) int {
+		fa, fb := a.origins[0].first, b.origins[0].first
+		if fa.phase != fb.phase {
+			return int(fa.phase) - int(fb.phase)
+		}
+		if fa.phase == phaseIngresses {
+			if fa.ingress != fb.ingress && keyOf(fa.ingress) != keyOf(fb.ingress) {
+				if olderThan(fa.ingress, fb.ingress) {
+					return -1
+				}
+				return 1
+			}
+			// Met first on the same Ingress: in the order its annotation names them.
+			return annotationRank(fa.ingress, a.origins[0].source) - annotationRank(fb.ingress, b.origins[0].source)
+		}
+		return a.rank - b.rank
+	})
 }
 
 // annotationRank is the place in ing's konghq.com/plugins of the first entry looked up as
