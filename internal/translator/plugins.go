@@ -149,70 +149,97 @@ func (b *builder) routesBySource(names []string, gatewaySources, others []routeS
 // and KongConsumerGroups, combines the attachments as KIC does, and adds the global
 // KongClusterPlugins (translation-rules.md §8).
 func (b *builder) plugins() {
-	resolved := map[string]*pluginSource{} // "ns:name" -> plugin, nil when broken
-	relations := map[*pluginSource]*pluginRelations{}
-	var order []*pluginSource
+	a := &pluginAttachment{b: b, resolved: map[string]*pluginSource{}, relations: map[*pluginSource]*pluginRelations{},
+		firsts: map[*pluginSource]pluginFirst{}, routeIngress: map[string]*netv1.Ingress{}}
+	names := b.kongServiceNames()
+	a.attachToRoutes(names)
+	a.current = pluginFirst{phase: phaseOthers}
+	a.attachToServices(names)
+	a.attachToConsumers()
+	a.entities()
+	b.globalPlugins()
+}
+
+// pluginAttachment is plugins()'s work: every plugin named, with what it is attached to, in
+// the order it was first named.
+type pluginAttachment struct {
+	b         *builder
+	resolved  map[string]*pluginSource // "ns:name" -> plugin, nil when broken
+	relations map[*pluginSource]*pluginRelations
+	order     []*pluginSource
 	// Where each of order was first referred to (the phase of plugins() and, in the
 	// Ingresses' phase, the Ingress), and the Ingress each route of an Ingress source is
 	// of: what Incremental's splice of Ingresses' plugins orders plugin entities by
 	// (spliceIngressPlugins).
-	firsts := map[*pluginSource]pluginFirst{}
-	var current pluginFirst
-	routeIngress := map[string]*netv1.Ingress{}
+	firsts       map[*pluginSource]pluginFirst
+	current      pluginFirst
+	routeIngress map[string]*netv1.Ingress
+}
 
-	// attachList attaches the plugins list names (field is where referrer names them).
-	attachList := func(referrer client.Object, gvk schema.GroupVersionKind, field, list string, add func(*pluginRelations)) {
-		for _, entry := range splitList(list, ",") {
-			if malformedPluginEntry(entry) {
-				// It names no plugin, but it was meant to: never served without it.
-				b.problem(referrer, gvk, field, "%q names no plugin (ns:name or name)", entry)
-				b.refuse(referrer, gvk, field, kongstate.ObjectRef{}, "the entry %q names no plugin", entry)
-			}
+// attachList attaches the plugins list names (field is where referrer names them).
+func (a *pluginAttachment) attachList(referrer client.Object, gvk schema.GroupVersionKind, field, list string, add func(*pluginRelations)) {
+	b := a.b
+	for _, entry := range splitList(list, ",") {
+		if malformedPluginEntry(entry) {
+			// It names no plugin, but it was meant to: never served without it.
+			b.problem(referrer, gvk, field, "%q names no plugin (ns:name or name)", entry)
+			b.refuse(referrer, gvk, field, kongstate.ObjectRef{}, "the entry %q names no plugin", entry)
 		}
-		for entry := range pluginEntries(referrer.GetNamespace(), list) {
-			ns, name := entry.ns, entry.name
-			if entry.remote {
-				if !b.grantAllows(referrer, gvk, ns, name) {
-					// The referrer still names the plugin: when a grant comes, or the
-					// plugin changes, it is translated again (the graph must know).
-					b.refer(referrer, gvk, ref(gvkKongPlugin, ns, name))
-					b.problem(referrer, gvk, field, "no grant found to referenced %q plugin in the requested remote KongPlugin bind", ns+"/"+name)
-					b.refuse(referrer, gvk, field, kongstate.ObjectRef{}, "no ReferenceGrant in namespace %s lets it use KongPlugin %q", ns, name)
-					continue
-				}
-			}
-			p := b.lookupPlugin(ns, name, resolved)
-			if p == nil {
-				b.refer(referrer, gvk, ref(gvkKongPlugin, ns, name))
-				b.refer(referrer, gvk, ref(gvkKongClusterPlugin, "", name))
-				if refused := b.pluginObject(ns, name); refused != nil {
-					b.refuse(referrer, gvk, field, kongstate.RefFor(refused, gvkOf(refused)), "%s %q is refused (its own problems say why)", gvkOf(refused).Kind, name)
-					continue
-				}
-				if _, known := resolved[entry.key()]; !known {
-					b.problem(referrer, gvk, field, "referenced KongPlugin or KongClusterPlugin %q does not exist", name)
-				}
-				b.refuse(referrer, gvk, field, kongstate.ObjectRef{}, "KongPlugin or KongClusterPlugin %q does not exist", name)
-				continue
-			}
+	}
+	for entry := range pluginEntries(referrer.GetNamespace(), list) {
+		if p := a.resolve(referrer, gvk, field, entry); p != nil {
 			b.refer(referrer, gvk, kongstate.RefFor(p.obj, p.gvk))
-			if _, seen := relations[p]; !seen {
-				order = append(order, p)
-				relations[p] = &pluginRelations{}
-				firsts[p] = current
+			if _, seen := a.relations[p]; !seen {
+				a.order = append(a.order, p)
+				a.relations[p] = &pluginRelations{}
+				a.firsts[p] = a.current
 			}
-			add(relations[p])
+			add(a.relations[p])
 		}
 	}
+}
 
-	attach := func(referrer client.Object, gvk schema.GroupVersionKind, add func(*pluginRelations)) {
-		attachList(referrer, gvk, annField(annPlugins), referrer.GetAnnotations()[annPlugins], add)
+// resolve is the plugin entry names for referrer; nil, with the problem and the referrer
+// refused, when it cannot be used.
+func (a *pluginAttachment) resolve(referrer client.Object, gvk schema.GroupVersionKind, field string, entry pluginEntry) *pluginSource {
+	b := a.b
+	ns, name := entry.ns, entry.name
+	if entry.remote && !b.grantAllows(referrer, gvk, ns, name) {
+		// The referrer still names the plugin: when a grant comes, or the plugin changes,
+		// it is translated again (the graph must know).
+		b.refer(referrer, gvk, ref(gvkKongPlugin, ns, name))
+		b.problem(referrer, gvk, field, "no grant found to referenced %q plugin in the requested remote KongPlugin bind", ns+"/"+name)
+		b.refuse(referrer, gvk, field, kongstate.ObjectRef{}, "no ReferenceGrant in namespace %s lets it use KongPlugin %q", ns, name)
+		return nil
 	}
+	p := b.lookupPlugin(ns, name, a.resolved)
+	if p != nil {
+		return p
+	}
+	b.refer(referrer, gvk, ref(gvkKongPlugin, ns, name))
+	b.refer(referrer, gvk, ref(gvkKongClusterPlugin, "", name))
+	if refused := b.pluginObject(ns, name); refused != nil {
+		b.refuse(referrer, gvk, field, kongstate.RefFor(refused, gvkOf(refused)), "%s %q is refused (its own problems say why)", gvkOf(refused).Kind, name)
+		return nil
+	}
+	if _, known := a.resolved[entry.key()]; !known {
+		b.problem(referrer, gvk, field, "referenced KongPlugin or KongClusterPlugin %q does not exist", name)
+	}
+	b.refuse(referrer, gvk, field, kongstate.ObjectRef{}, "KongPlugin or KongClusterPlugin %q does not exist", name)
+	return nil
+}
 
-	names := b.kongServiceNames()
-	// Routes, by Ingress in KIC's order, then service attachments by Kong service name,
-	// then consumers and consumer groups. Sources are the Ingresses, TCPIngresses and
-	// UDPIngresses that carry the annotation: the others attach nothing.
+// attach attaches the plugins referrer's konghq.com/plugins names.
+func (a *pluginAttachment) attach(referrer client.Object, gvk schema.GroupVersionKind, add func(*pluginRelations)) {
+	a.attachList(referrer, gvk, annField(annPlugins), referrer.GetAnnotations()[annPlugins], add)
+}
+
+// attachToRoutes attaches the routes' plugins: Gateway API routes' (the route object's
+// annotation and each Kong route's ExtensionRef filters, per Kong route), then by source in
+// KIC's order the Ingresses', TCPIngresses' and UDPIngresses' that carry the annotation (the
+// others attach nothing).
+func (a *pluginAttachment) attachToRoutes(names []string) {
+	b := a.b
 	var sources []routeSource
 	addSource := func(obj client.Object, gvk schema.GroupVersionKind) {
 		if _, ok := obj.GetAnnotations()[annPlugins]; ok {
@@ -230,69 +257,79 @@ func (b *builder) plugins() {
 	}
 	gatewaySources := b.gatewayRouteSources()
 	routesOf := b.routesBySource(names, gatewaySources, sources)
-	current = pluginFirst{phase: phaseGatewayRoutes}
+	a.current = pluginFirst{phase: phaseGatewayRoutes}
 	for _, src := range gatewaySources {
-		// Gateway API routes: the route object's annotation and each Kong route's
-		// ExtensionRef filters, per Kong route.
 		routes := routesOf[src.obj]
 		sort.Slice(routes, func(i, j int) bool { return *routes[i].Name < *routes[j].Name })
 		for _, r := range routes {
 			name := *r.Name
 			add := func(rs *pluginRelations) { rs.routes = append(rs.routes, name) }
-			attachList(src.obj, src.gvk, annField(annPlugins), src.obj.GetAnnotations()[annPlugins], add)
-			attachList(src.obj, src.gvk, extensionRefField, strings.Join(r.extraPlugins, ","), add)
+			a.attachList(src.obj, src.gvk, annField(annPlugins), src.obj.GetAnnotations()[annPlugins], add)
+			a.attachList(src.obj, src.gvk, extensionRefField, strings.Join(r.extraPlugins, ","), add)
 		}
 	}
 	for _, src := range sources {
-		current = pluginFirst{phase: phaseOthers}
+		a.current = pluginFirst{phase: phaseOthers}
 		ing, isIngress := src.obj.(*netv1.Ingress)
 		if isIngress {
-			current = pluginFirst{phase: phaseIngresses, ingress: ing}
+			a.current = pluginFirst{phase: phaseIngresses, ingress: ing}
 		}
 		var routes []string
 		for _, r := range routesOf[src.obj] {
 			routes = append(routes, *r.Name)
 			if isIngress {
-				routeIngress[*r.Name] = ing
+				a.routeIngress[*r.Name] = ing
 			}
 		}
 		sort.Strings(routes)
 		for _, r := range routes {
-			attach(src.obj, src.gvk, func(rs *pluginRelations) { rs.routes = append(rs.routes, r) })
+			a.attach(src.obj, src.gvk, func(rs *pluginRelations) { rs.routes = append(rs.routes, r) })
 		}
 	}
-	current = pluginFirst{phase: phaseOthers}
+}
+
+// attachToServices attaches the Kong services' plugins, by Kong service name. A facade's
+// annotation wins over its Service's; the one that names the plugins is the referrer.
+func (a *pluginAttachment) attachToServices(names []string) {
 	for _, n := range names {
-		ks := b.kongServices[n]
-		if bk := b.backingService(ks); bk != nil {
-			// A facade's annotation wins over its Service's; the one that names the
-			// plugins is the referrer.
+		ks := a.b.kongServices[n]
+		if bk := a.b.backingService(ks); bk != nil {
 			referrer, gvk := client.Object(bk.svc), gvkService
 			if _, own := bk.owner.GetAnnotations()[annPlugins]; own {
 				referrer, gvk = bk.owner, bk.gvk
 			}
 			if _, ok := bk.svc.Annotations[annPlugins]; ok {
-				attach(referrer, gvk, func(rs *pluginRelations) { rs.services = append(rs.services, n) })
+				a.attach(referrer, gvk, func(rs *pluginRelations) { rs.services = append(rs.services, n) })
 			}
 		}
 	}
+}
+
+// attachToConsumers attaches the consumers' plugins, then the consumer groups'.
+func (a *pluginAttachment) attachToConsumers() {
+	b := a.b
 	for _, kc := range b.consumerObjs {
 		if _, ok := kc.Annotations[annPlugins]; ok {
 			id := b.consumerIdents[kc.Namespace+"/"+kc.Name]
-			attach(kc, gvkKongConsumer, func(rs *pluginRelations) { rs.consumers = append(rs.consumers, id) })
+			a.attach(kc, gvkKongConsumer, func(rs *pluginRelations) { rs.consumers = append(rs.consumers, id) })
 		}
 	}
 	for _, g := range b.state.ConsumerGroups {
 		obj := b.consumerGroupObjs[str(g.Name)]
 		if _, ok := obj.Annotations[annPlugins]; ok {
 			name := str(g.Name)
-			attach(obj, gvkKongConsumerGroup, func(rs *pluginRelations) { rs.consumerGroups = append(rs.consumerGroups, name) })
+			a.attach(obj, gvkKongConsumerGroup, func(rs *pluginRelations) { rs.consumerGroups = append(rs.consumerGroups, name) })
 		}
 	}
+}
 
+// entities makes one plugin entity per plugin and combination (translation-rules.md §8.2):
+// Kong allows one plugin of a name on a combination, the first named.
+func (a *pluginAttachment) entities() {
+	b := a.b
 	taken := map[string]client.Object{} // plugin name + relation -> first plugin object
-	for _, p := range order {
-		for _, rel := range relations[p].combinations() {
+	for _, p := range a.order {
+		for _, rel := range a.relations[p].combinations() {
 			key := p.name + "\x00" + rel.service + "\x00" + rel.route + "\x00" + rel.consumer + "\x00" + rel.consumerGroup
 			if first, dup := taken[key]; dup {
 				b.parts.plugins.noteDup(nodeOf(kongstate.RefFor(p.obj, p.gvk)), nodeOf(kongstate.RefFor(first, gvkOf(first))))
@@ -305,10 +342,9 @@ func (b *builder) plugins() {
 			taken[key] = p.obj
 			b.state.Plugins = append(b.state.Plugins, b.pluginEntity(p, rel))
 			b.parts.plugins.origins = append(b.parts.plugins.origins, pluginOrigin{obj: nodeOf(kongstate.RefFor(p.obj, p.gvk)), source: p.key,
-				first: firsts[p], by: routeIngress[rel.route]})
+				first: a.firsts[p], by: a.routeIngress[rel.route]})
 		}
 	}
-	b.globalPlugins()
 }
 
 func gvkOf(o client.Object) schema.GroupVersionKind {
