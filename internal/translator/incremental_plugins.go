@@ -161,6 +161,25 @@ func (p clusterPluginObject) global() bool       { return p.Labels[labelGlobal] 
 // res is the round's result so far (with the other splices done); prev the previous round,
 // whose Secret index holds the new snapshot's already.
 func splicePlugins(prev *incrementalRound, opts Options, res Result, changes pluginChanges, secrets map[nsName]bool) (Result, string) {
+	remake, why := pluginsToRemake(res, changedPlugins(prev, changes))
+	if why != "" {
+		return Result{}, why
+	}
+	if why := pluginsReadingSecrets(prev, res, secrets, remake); why != "" {
+		return Result{}, why
+	}
+	if len(remake) == 0 {
+		return res, ""
+	}
+	b, sources, why := remadePluginSources(prev, opts, remake)
+	if why != "" {
+		return Result{}, why
+	}
+	return remakePluginEntities(res, b, sources, remake), ""
+}
+
+// changedPlugins are the KongPlugins and KongClusterPlugins of the change, old and new.
+func changedPlugins(prev *incrementalRound, changes pluginChanges) []changedPlugin {
 	var changed []changedPlugin
 	for k, old := range changes.namespaced {
 		c := changedPlugin{gvk: gvkKongPlugin, key: k}
@@ -182,6 +201,12 @@ func splicePlugins(prev *incrementalRound, opts Options, res Result, changes plu
 		}
 		changed = append(changed, c)
 	}
+	return changed
+}
+
+// pluginsToRemake are the changed plugins whose entities are made again; a reason when a
+// change cannot be spliced (one created, deleted or renamed that something reads, ...).
+func pluginsToRemake(res Result, changed []changedPlugin) (map[node]changedPlugin, string) {
 	read, g := res.parts.plugins.read, res.Graph
 	referred := func(gvk schema.GroupVersionKind, ns, name string) bool {
 		return g.rdepsOf(nodeOf(ref(gvk, ns, name))).Len() > 0
@@ -193,36 +218,42 @@ func splicePlugins(prev *incrementalRound, opts Options, res Result, changes plu
 		if c.old == nil || c.new == nil {
 			switch {
 			case wasRead || referred(c.gvk, c.key.ns, c.key.name):
-				return Result{}, "a plugin referred to was created or deleted"
+				return nil, "a plugin referred to was created or deleted"
 			case c.gvk == gvkKongPlugin && referred(gvkKongClusterPlugin, "", c.key.name):
-				return Result{}, "a KongPlugin of a KongClusterPlugin's name was created or deleted"
+				return nil, "a KongPlugin of a KongClusterPlugin's name was created or deleted"
 			case (c.old != nil && c.old.global()) || (c.new != nil && c.new.global()):
-				return Result{}, "a global KongClusterPlugin was created or deleted"
+				return nil, "a global KongClusterPlugin was created or deleted"
 			}
 			continue
 		}
 		if c.old.global() != c.new.global() {
-			return Result{}, "a KongClusterPlugin's global label changed"
+			return nil, "a KongClusterPlugin's global label changed"
 		}
 		if c.old.pluginName() != c.new.pluginName() && (wasRead || c.new.global()) {
-			return Result{}, "a plugin's plugin name changed"
+			return nil, "a plugin's plugin name changed"
 		}
 		if !wasRead {
 			continue // nothing looked it up, and nothing will
 		}
 		if !resolved {
-			return Result{}, "a plugin of the change was left out before"
+			return nil, "a plugin of the change was left out before"
 		}
 		if c.old.GetUID() != c.new.GetUID() {
 			// Deleted and created again: the problems about it (a duplicate left out)
 			// name it with its UID.
-			return Result{}, "a plugin of the change was created again"
+			return nil, "a plugin of the change was created again"
 		}
 		remake[n] = c
 	}
+	return remake, ""
+}
+
+// pluginsReadingSecrets adds to remake the plugins that read a Secret of the change.
+func pluginsReadingSecrets(prev *incrementalRound, res Result, secrets map[nsName]bool, remake map[node]changedPlugin) string {
+	read, g := res.parts.plugins.read, res.Graph
 	for k, caCert := range secrets {
 		if caCert {
-			return Result{}, "a CA certificate's Secret changed"
+			return "a CA certificate's Secret changed"
 		}
 		for _, from := range g.ReferredBy(ref(gvkSecret, k.ns, k.name)) {
 			n := nodeOf(from)
@@ -242,17 +273,17 @@ func splicePlugins(prev *incrementalRound, opts Options, res Result, changes plu
 				}
 			}
 			if resolved, wasRead := read[n]; !wasRead || !resolved || c.new == nil {
-				return Result{}, "a Secret of the change is read by a plugin left out"
+				return "a Secret of the change is read by a plugin left out"
 			}
 			remake[n] = c
 		}
 	}
-	if len(remake) == 0 {
-		return res, ""
-	}
+	return ""
+}
 
-	// The new versions' configurations, built by a builder of their own with the Secrets
-	// they read.
+// remadePluginSources are the new versions' configurations, built by a builder of their own
+// with the Secrets they read.
+func remadePluginSources(prev *incrementalRound, opts Options, remake map[node]changedPlugin) (*builder, map[node]*pluginSource, string) {
 	sub := &store.Snapshot{}
 	for _, c := range remake {
 		for _, s := range pluginSecretsOf(c.new) {
@@ -272,13 +303,17 @@ func splicePlugins(prev *incrementalRound, opts Options, res Result, changes plu
 			p = b.pluginFromClusterPlugin(o.KongClusterPlugin)
 		}
 		if p == nil || len(b.problems) > 0 {
-			return Result{}, "a plugin of the change is left out now"
+			return nil, nil, "a plugin of the change is left out now"
 		}
 		sources[n] = p
 	}
 
-	// The splice: each entity of a remade plugin made again, in place, with a fresh record
-	// of instance names per pluginSource.
+	return b, sources, ""
+}
+
+// remakePluginEntities makes each entity of a remade plugin again, in place, with a fresh
+// record of instance names per pluginSource.
+func remakePluginEntities(res Result, b *builder, sources map[node]*pluginSource, remake map[node]changedPlugin) Result {
 	plugins := make([]*file.FPlugin, len(res.State.Plugins))
 	copy(plugins, res.State.Plugins)
 	type instance struct {
@@ -315,7 +350,7 @@ func splicePlugins(prev *incrementalRound, opts Options, res Result, changes plu
 		from[n] = struct{}{}
 	}
 	res.Graph = res.Graph.replaceEdgesFrom(from, b.graph)
-	return res, ""
+	return res
 }
 
 // relationOf is the attachment pluginEntity made fp with.
