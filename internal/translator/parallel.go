@@ -141,37 +141,59 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 		}
 		services[keyOf(s)] = s
 	}
-
-	// Components of Ingresses joined by the Services they name (a union-find over the
-	// Ingresses' positions); a component with a non-local Ingress, or a Service whose
-	// translation reads other objects without a trace in the graph, stays in the rest.
 	n := len(snap.Ingresses)
-	parent := make([]int, n)
-	find := func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
 	plan := &parallelPlan{ingressAt: make(map[nsName]int, n), groupAt: make([]int, n)}
-	owner := make(map[nsName]int, n) // Service -> an Ingress that names it
-	// The Services each Ingress names: named[i] in one array (an allocation per Ingress was
-	// a quarter of the plan's CPU, which runs on one core before the groups start).
-	namedAll := make([]nsName, 0, n)
-	namedEnd := make([]int, n)
-	named := func(i int) []nsName {
-		if i == 0 {
-			return namedAll[:namedEnd[0]]
-		}
-		return namedAll[namedEnd[i-1]:namedEnd[i]]
+	u, why := joinIngresses(snap, services, hint, plan)
+	if why != "" {
+		return nil, why
 	}
+	filled, why := u.assignGroups(snap, procs, minIngresses, plan)
+	if why != "" {
+		return nil, why
+	}
+	plan.fill(snap, u, services, filled)
+	return plan, ""
+}
+
+// ingressUnion is the components of Ingresses joined by the Services they name: a union-find
+// over the Ingresses' positions in the snapshot.
+type ingressUnion struct {
+	parent []int
+	// The Services each Ingress names: named(i) in one array (an allocation per Ingress was
+	// a quarter of the plan's CPU, which runs on one core before the groups start).
+	namedAll []nsName
+	namedEnd []int
+	owner    map[nsName]int // Service -> an Ingress that names it
+	tainted  []bool         // by component root: holds an Ingress not local
+}
+
+func (u *ingressUnion) find(i int) int {
+	for u.parent[i] != i {
+		u.parent[i] = u.parent[u.parent[i]]
+		i = u.parent[i]
+	}
+	return i
+}
+
+func (u *ingressUnion) named(i int) []nsName {
+	if i == 0 {
+		return u.namedAll[:u.namedEnd[0]]
+	}
+	return u.namedAll[u.namedEnd[i-1]:u.namedEnd[i]]
+}
+
+// joinIngresses makes the components; a component with a non-local Ingress, or a Service
+// whose translation reads other objects without a trace in the graph, is tainted: it stays in
+// the rest.
+func joinIngresses(snap *store.Snapshot, services map[nsName]*corev1.Service, hint *Graph, plan *parallelPlan) (*ingressUnion, string) {
+	n := len(snap.Ingresses)
+	u := &ingressUnion{parent: make([]int, n), namedAll: make([]nsName, 0, n), namedEnd: make([]int, n), owner: make(map[nsName]int, n)}
 	local := make([]bool, n)
 	for i, ing := range snap.Ingresses {
-		parent[i] = i
+		u.parent[i] = i
 		if ing == nil {
 			if i > 0 {
-				namedEnd[i] = namedEnd[i-1]
+				u.namedEnd[i] = u.namedEnd[i-1]
 			}
 			continue
 		}
@@ -180,32 +202,37 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 		}
 		plan.ingressAt[keyOf(ing)] = i
 		local[i] = localIngress(ing) == "" && !referredByOthers(hint, ref(gvkIngress, ing.Namespace, ing.Name))
-		namedAll = appendServicesNamed(namedAll, ing)
-		namedEnd[i] = len(namedAll)
-		for _, s := range named(i) {
+		u.namedAll = appendServicesNamed(u.namedAll, ing)
+		u.namedEnd[i] = len(u.namedAll)
+		for _, s := range u.named(i) {
 			if svc := services[s]; svc != nil && !localService(svc) || referredByOthers(hint, ref(gvkService, s.ns, s.name)) {
 				local[i] = false
 			}
-			if j, ok := owner[s]; ok {
-				parent[find(i)] = find(j)
+			if j, ok := u.owner[s]; ok {
+				u.parent[u.find(i)] = u.find(j)
 			} else {
-				owner[s] = i
+				u.owner[s] = i
 			}
 		}
 	}
-	tainted := make([]bool, n) // by component root
+	u.tainted = make([]bool, n)
 	for i, ing := range snap.Ingresses {
 		if ing != nil && !local[i] {
-			tainted[find(i)] = true
+			u.tainted[u.find(i)] = true
 		}
 	}
+	return u, ""
+}
 
-	// Components to groups, in the snapshot's order, each group about an equal share.
+// assignGroups puts the components in groups, in the snapshot's order, each group about an
+// equal share; filled is each group's number of Ingresses.
+func (u *ingressUnion) assignGroups(snap *store.Snapshot, procs, minIngresses int, plan *parallelPlan) (filled []int, why string) {
+	n := len(snap.Ingresses)
 	size := make([]int, n) // by component root
 	spread := 0
 	for i, ing := range snap.Ingresses {
-		if ing != nil && !tainted[find(i)] {
-			size[find(i)]++
+		if ing != nil && !u.tainted[u.find(i)] {
+			size[u.find(i)]++
 			spread++
 		}
 	}
@@ -214,11 +241,10 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 	}
 	share := (spread + procs - 1) / procs
 	rootGroup := make([]int, n) // by component root, group + 1 (0: none yet)
-	var filled []int
 	for i, ing := range snap.Ingresses {
 		plan.groupAt[i] = -1
-		root := find(i)
-		if ing == nil || tainted[root] {
+		root := u.find(i)
+		if ing == nil || u.tainted[root] {
 			continue
 		}
 		if rootGroup[root] == 0 {
@@ -233,28 +259,33 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 	if len(filled) < 2 {
 		return nil, "one group"
 	}
+	return filled, ""
+}
 
-	plan.groups = make([]*store.Snapshot, len(filled))
-	for g := range plan.groups {
-		plan.groups[g] = &store.Snapshot{IngressClass: snap.IngressClass, IngressClassIsDefault: snap.IngressClassIsDefault,
+// fill makes the groups' snapshots and the rest's: each group's Ingresses with the Services
+// they name and those Services' EndpointSlices; everything else in the rest.
+func (p *parallelPlan) fill(snap *store.Snapshot, u *ingressUnion, services map[nsName]*corev1.Service, filled []int) {
+	p.groups = make([]*store.Snapshot, len(filled))
+	for g := range p.groups {
+		p.groups[g] = &store.Snapshot{IngressClass: snap.IngressClass, IngressClassIsDefault: snap.IngressClassIsDefault,
 			IngressClassParameters: snap.IngressClassParameters, Ingresses: make([]*netv1.Ingress, 0, filled[g])}
 	}
 	rest := *snap
 	rest.Ingresses, rest.Services, rest.EndpointSlices = nil, nil, nil
-	plan.namedBy = owner
+	p.namedBy = u.owner
 	for i, ing := range snap.Ingresses {
 		if ing == nil {
 			continue
 		}
-		g := plan.groupAt[i]
+		g := p.groupAt[i]
 		if g < 0 {
 			rest.Ingresses = append(rest.Ingresses, ing)
 			continue
 		}
-		grp := plan.groups[g]
+		grp := p.groups[g]
 		grp.Ingresses = append(grp.Ingresses, ing)
-		for k, s := range named(i) {
-			if owner[s] != i || slices.Contains(named(i)[:k], s) {
+		for k, s := range u.named(i) {
+			if u.owner[s] != i || slices.Contains(u.named(i)[:k], s) {
 				continue // listed by an Ingress before it, or by this one already
 			}
 			if svc := services[s]; svc != nil {
@@ -266,26 +297,25 @@ func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*
 		if s == nil {
 			continue
 		}
-		if _, in := plan.serviceGroup(keyOf(s)); !in {
+		if _, in := p.serviceGroup(keyOf(s)); !in {
 			rest.Services = append(rest.Services, s)
 		}
 	}
-	plan.sliceGroup = make(map[nsName]int, len(snap.EndpointSlices))
+	p.sliceGroup = make(map[nsName]int, len(snap.EndpointSlices))
 	for _, es := range snap.EndpointSlices {
 		if es == nil {
 			continue
 		}
 		s, ok := serviceOf(es)
-		g, in := plan.serviceGroup(s)
+		g, in := p.serviceGroup(s)
 		if !ok || !in {
 			rest.EndpointSlices = append(rest.EndpointSlices, es)
 			continue
 		}
-		plan.groups[g].EndpointSlices = append(plan.groups[g].EndpointSlices, es)
-		plan.sliceGroup[keyOf(es)] = g
+		p.groups[g].EndpointSlices = append(p.groups[g].EndpointSlices, es)
+		p.sliceGroup[keyOf(es)] = g
 	}
-	plan.rest = &rest
-	return plan, ""
+	p.rest = &rest
 }
 
 // referredByOthers reports whether, in the graph g (nil: nothing known), an object other than
