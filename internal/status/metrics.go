@@ -3,6 +3,7 @@ package status
 import (
 	"errors"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/kong/go-kong/kong"
@@ -306,11 +307,18 @@ func failureReason(err error) string {
 
 func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// controllerStateMu makes RegisterControllerState's replacement of the gauges one step.
+var controllerStateMu sync.Mutex
+
 // RegisterControllerState registers konductor_cache_synced and konductor_leader, read at
 // every scrape from synced (every informer the sync reads has synced) and leader (this replica
 // leads; always true without leader election). A later call replaces the gauges of an earlier
 // one: tests start several controllers in one process, and the latest is the one running.
 func RegisterControllerState(reg prometheus.Registerer, synced, leader func() bool) {
+	// Two controllers assembled at once (parallel tests) would otherwise both unregister,
+	// then both register: the second panics.
+	controllerStateMu.Lock()
+	defer controllerStateMu.Unlock()
 	for _, g := range []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "konductor_cache_synced",

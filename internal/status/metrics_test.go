@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -286,4 +287,29 @@ func TestFallbackLeavingNothingCountsNoPush(t *testing.T) {
 	require.Equal(t, 0, testutil.CollectAndCount(m.lastSync))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.pushCount.WithLabelValues("false", "db-less", "other", "http://a:8001", "konductor-0")),
 		"the refused configuration's push counts as ever")
+}
+
+// Controllers assembled at once in one process (parallel integration tests) each register
+// the controller-state gauges: none panics on a duplicate registration.
+func TestRegisterControllerStateConcurrently(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	var wg sync.WaitGroup
+	panics := make(chan any, 64)
+	for range 16 {
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					panics <- p
+				}
+			}()
+			for range 200 {
+				RegisterControllerState(reg, func() bool { return true }, func() bool { return false })
+			}
+		})
+	}
+	wg.Wait()
+	close(panics)
+	for p := range panics {
+		t.Fatalf("a registration panicked: %v", p)
+	}
 }
