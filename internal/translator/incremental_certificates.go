@@ -174,19 +174,9 @@ func spliceCertificates(res Result, secrets map[nsName]bool, previous map[nsName
 // tags' problems of s before are among the problems when s was valid: an old version's are
 // made again here.
 func certificateProblems(ts *tlsSecret, s *corev1.Secret) (problems []Problem, cert, key string, valid bool) {
-	if s == nil {
-		for _, r := range ts.referrers {
-			problems = append(problems, Problem{Object: kongstate.RefFor(r.obj, r.gvk), Field: r.field, Message: "Failed to fetch the secret (" + ts.key + ")"})
-		}
-		return problems, "", "", false
-	}
-	cert, key, valid = certificatePair(s)
+	cert, key, valid, problems = secretCertificate(ts, s) // the full Build's own checks
 	if !valid {
-		const invalid = "failed to construct certificate from secret"
-		for _, r := range ts.referrers {
-			problems = append(problems, Problem{Object: kongstate.RefFor(r.obj, r.gvk), Field: r.field, Message: invalid})
-		}
-		return append(problems, Problem{Object: kongstate.RefFor(s, gvkSecret), Field: "data", Message: invalid}), "", "", false
+		return problems, "", "", false
 	}
 	tags := &builder{}
 	tags.entityTags(s, gvkSecret)

@@ -114,7 +114,8 @@ func consumerClosure(prev *incrementalRound, res Result, changed map[nsName]*kon
 // consumerSnapshot is the closure's consumers as a snapshot of their own, with every plugin
 // and ReferenceGrant (a closure consumer's plugins are translated again, so that its problems
 // and references are a full Build's; its plugin entities are res's) and the Secrets they read;
-// subjects are their graph nodes, withPlugins those whose plugins must stay as they were.
+// subjects are their graph nodes, withPlugins those whose plugins must stay as they were;
+// why says why a closure consumer cannot be translated alone, if one cannot.
 func consumerSnapshot(prev *incrementalRound, snap *store.Snapshot, res Result, changed map[nsName]*kongv1.KongConsumer, closure map[nsName]struct{}) (
 	sub *store.Snapshot, subjects map[node]struct{}, withPlugins map[nsName]struct{}, why string) {
 	oldConsumer := func(k nsName) *kongv1.KongConsumer {
@@ -158,24 +159,8 @@ func consumerSnapshot(prev *incrementalRound, snap *store.Snapshot, res Result, 
 			}
 		}
 		at := ref(gvkKongConsumer, k.ns, k.name)
-		if from := res.Graph.ReferredBy(at); len(from) > 0 {
-			return nil, nil, nil, "a KongConsumer of the change is referred to by a " + from[0].Kind
-		}
-		for _, to := range res.Graph.References(at) {
-			switch {
-			case to.Kind == gvkSecret.Kind && to.Group == "":
-			case to.Kind == gvkKongConsumerGroup.Kind && to.Group == gvkKongConsumerGroup.Group:
-			case hasPlugins && (to.Kind == gvkKongPlugin.Kind || to.Kind == gvkKongClusterPlugin.Kind) && to.Group == gvkKongPlugin.Group:
-				// The Secrets its configuration reads (configFrom, configPatches), so that
-				// the plugin resolves as in a full Build.
-				for _, from := range res.Graph.References(to) {
-					if from.Kind == gvkSecret.Kind && from.Group == "" {
-						credentials[nsName{from.Namespace, from.Name}] = struct{}{}
-					}
-				}
-			default:
-				return nil, nil, nil, "a KongConsumer of the change refers to a " + to.Kind
-			}
+		if why := consumerEdges(res, at, hasPlugins, credentials); why != "" {
+			return nil, nil, nil, why
 		}
 		subjects[nodeOf(at)] = struct{}{}
 		if kc := prev.consumers.get(k); kc != nil {
@@ -196,6 +181,33 @@ func consumerSnapshot(prev *incrementalRound, snap *store.Snapshot, res Result, 
 	}
 
 	return sub, subjects, withPlugins, ""
+}
+
+// consumerEdges says why the closure consumer at cannot be spliced for its graph edges, if it
+// cannot: only Secrets, KongConsumerGroups and (hasPlugins) plugins may be read by a consumer
+// translated alone, and nothing may read it. The Secrets its plugins read are added to
+// credentials.
+func consumerEdges(res Result, at kongstate.ObjectRef, hasPlugins bool, credentials map[nsName]struct{}) string {
+	if from := res.Graph.ReferredBy(at); len(from) > 0 {
+		return "a KongConsumer of the change is referred to by a " + from[0].Kind
+	}
+	for _, to := range res.Graph.References(at) {
+		switch {
+		case to.Kind == gvkSecret.Kind && to.Group == "":
+		case to.Kind == gvkKongConsumerGroup.Kind && to.Group == gvkKongConsumerGroup.Group:
+		case hasPlugins && (to.Kind == gvkKongPlugin.Kind || to.Kind == gvkKongClusterPlugin.Kind) && to.Group == gvkKongPlugin.Group:
+			// The Secrets its configuration reads (configFrom, configPatches), so that
+			// the plugin resolves as in a full Build.
+			for _, from := range res.Graph.References(to) {
+				if from.Kind == gvkSecret.Kind && from.Group == "" {
+					credentials[nsName{from.Namespace, from.Name}] = struct{}{}
+				}
+			}
+		default:
+			return "a KongConsumer of the change refers to a " + to.Kind
+		}
+	}
+	return ""
 }
 
 // checkConsumerPart checks the closure's translation and returns its problems and graph

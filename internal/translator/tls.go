@@ -237,18 +237,9 @@ func (b *builder) addCertificatePair(cs *certificateSet, ts *tlsSecret) {
 // identical Secret made (the oldest Secret's UID is its ID).
 func (b *builder) addCertificate(cs *certificateSet, ts *tlsSecret) {
 	secret := b.secrets[ts.key]
-	if secret == nil {
-		for _, r := range ts.referrers {
-			b.problem(r.obj, r.gvk, r.field, "Failed to fetch the secret (%s)", ts.key)
-		}
-		return
-	}
-	cert, key, ok := certificatePair(secret)
+	cert, key, ok, problems := secretCertificate(ts, secret)
 	if !ok {
-		for _, r := range ts.referrers {
-			b.problem(r.obj, r.gvk, r.field, "failed to construct certificate from secret")
-		}
-		b.problem(secret, gvkSecret, "data", "failed to construct certificate from secret")
+		b.problems = append(b.problems, problems...)
 		return
 	}
 	pair := pairKey(cert, key)
@@ -296,6 +287,26 @@ func (cs *certificateSet) pairIDs(b *builder) {
 		}
 		b.state.CertificateAlts[*fc.ID] = cs.alts[fc]
 	}
+}
+
+// secretCertificate is the certificate and key ts's Secret s holds (s nil: missing), or,
+// when it holds none, the problems about it: tls reports them, and the certificates' splice
+// (spliceCertificates) must find the same ones to know a Secret's change is local.
+func secretCertificate(ts *tlsSecret, s *corev1.Secret) (cert, key string, ok bool, problems []Problem) {
+	if s == nil {
+		for _, r := range ts.referrers {
+			problems = append(problems, Problem{Object: kongstate.RefFor(r.obj, r.gvk), Field: r.field, Message: "Failed to fetch the secret (" + ts.key + ")"})
+		}
+		return "", "", false, problems
+	}
+	if cert, key, ok = certificatePair(s); ok {
+		return cert, key, true, nil
+	}
+	const invalid = "failed to construct certificate from secret"
+	for _, r := range ts.referrers {
+		problems = append(problems, Problem{Object: kongstate.RefFor(r.obj, r.gvk), Field: r.field, Message: invalid})
+	}
+	return "", "", false, append(problems, Problem{Object: kongstate.RefFor(s, gvkSecret), Field: "data", Message: invalid})
 }
 
 // certificatePair is the certificate and key a TLS Secret holds, trimmed as Kong gets them;
