@@ -126,7 +126,9 @@ func testFallbackIsolatesARefusedPlugin(t *testing.T, mode kongemu.Mode, args []
 		require.Equal(t, 1.0, metricValue(t, "ingress_controller_configuration_push_broken_resource_count", gw))
 		require.Positive(t, metricValue(t, "ingress_controller_fallback_configuration_push_last", gw))
 		require.Positive(t, metricValue(t, "konductor_configuration_size_bytes", gw))
-		require.Equal(t, 1.0, metricValue(t, "konductor_cache_synced", nil))
+		// konductor_cache_synced is not read here: the process's registry holds the gauge
+		// of the controller assembled last, another parallel test's whose cache may still
+		// be syncing (TestControllerStateGauges, internal/status, checks the gauge).
 	}
 
 	// Fixing the plugin brings its Ingress back (a KongPlugin's plugin name is immutable:
