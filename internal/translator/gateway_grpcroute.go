@@ -33,11 +33,7 @@ func (b *builder) grpcRoutes() {
 		if gr == nil {
 			continue
 		}
-		var refs []fieldBackendRef
-		for i, rule := range gr.Spec.Rules {
-			refs = append(refs, ruleBackendRefs(i, rule.BackendRefs, func(be gatewayv1.GRPCBackendRef) gatewayv1.BackendRef { return be.BackendRef })...)
-		}
-		ra := b.attachedRoute(gr, gvkGRPCRoute, gatewayapi.KindGRPCRoute, gr.Spec.ParentRefs, refs)
+		ra := b.attachedRoute(gr, gvkGRPCRoute, gatewayapi.KindGRPCRoute, gr.Spec.ParentRefs, routeBackendRefs(gr))
 		if ra == nil {
 			continue
 		}

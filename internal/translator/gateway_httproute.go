@@ -48,11 +48,7 @@ func (b *builder) httpRoutes() {
 		if hr == nil {
 			continue
 		}
-		var refs []fieldBackendRef
-		for i, rule := range hr.Spec.Rules {
-			refs = append(refs, ruleBackendRefs(i, rule.BackendRefs, func(be gatewayv1.HTTPBackendRef) gatewayv1.BackendRef { return be.BackendRef })...)
-		}
-		ra := b.attachedRoute(hr, gvkHTTPRoute, gatewayapi.KindHTTPRoute, hr.Spec.ParentRefs, refs)
+		ra := b.attachedRoute(hr, gvkHTTPRoute, gatewayapi.KindHTTPRoute, hr.Spec.ParentRefs, routeBackendRefs(hr))
 		if ra == nil {
 			continue
 		}

@@ -62,11 +62,7 @@ func (b *builder) l4Routes() {
 		return gr
 	})
 	for _, gr := range all {
-		var refs []fieldBackendRef
-		for i, rule := range gr.rules {
-			refs = append(refs, ruleBackendRefs(i, rule.backendRefs, func(be gatewayv1.BackendRef) gatewayv1.BackendRef { return be })...)
-		}
-		ra := b.attachedRoute(gr.obj, gr.gvk, gr.kind, gr.parentRefs, refs)
+		ra := b.attachedRoute(gr.obj, gr.gvk, gr.kind, gr.parentRefs, routeBackendRefs(gr.obj))
 		if ra == nil {
 			continue
 		}

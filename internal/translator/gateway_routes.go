@@ -78,12 +78,50 @@ type fieldBackendRef struct {
 	ref   gatewayv1.BackendRef
 }
 
-// ruleBackendRefs are the backendRefs of rule i, with their fields.
-func ruleBackendRefs[R any](i int, refs []R, backendRef func(R) gatewayv1.BackendRef) []fieldBackendRef {
-	out := make([]fieldBackendRef, 0, len(refs))
-	for j, r := range refs {
-		out = append(out, fieldBackendRef{fmt.Sprintf("spec.rules[%d].backendRefs[%d]", i, j), backendRef(r)})
+// eachBackendRef calls f with each backendRef of a route's rules, whatever the route's kind,
+// with the index of its rule and its own: the one place that knows where each kind keeps its
+// backendRefs (the sources, and the splice's closure walk, read them through it).
+func eachBackendRef(obj client.Object, f func(rule, i int, be gatewayv1.BackendRef)) {
+	switch r := obj.(type) {
+	case *gatewayv1.HTTPRoute:
+		for i, rule := range r.Spec.Rules {
+			for j, be := range rule.BackendRefs {
+				f(i, j, be.BackendRef)
+			}
+		}
+	case *gatewayv1.GRPCRoute:
+		for i, rule := range r.Spec.Rules {
+			for j, be := range rule.BackendRefs {
+				f(i, j, be.BackendRef)
+			}
+		}
+	case *gatewayv1.TCPRoute:
+		for i, rule := range r.Spec.Rules {
+			for j, be := range rule.BackendRefs {
+				f(i, j, be)
+			}
+		}
+	case *gatewayv1.UDPRoute:
+		for i, rule := range r.Spec.Rules {
+			for j, be := range rule.BackendRefs {
+				f(i, j, be)
+			}
+		}
+	case *gatewayv1.TLSRoute:
+		for i, rule := range r.Spec.Rules {
+			for j, be := range rule.BackendRefs {
+				f(i, j, be)
+			}
+		}
 	}
+}
+
+// routeBackendRefs are the backendRefs of a route's rules, with their fields.
+func routeBackendRefs(obj client.Object) []fieldBackendRef {
+	var out []fieldBackendRef
+	eachBackendRef(obj, func(i, j int, be gatewayv1.BackendRef) {
+		out = append(out, fieldBackendRef{fmt.Sprintf("spec.rules[%d].backendRefs[%d]", i, j), be})
+	})
 	return out
 }
 

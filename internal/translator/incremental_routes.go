@@ -145,38 +145,6 @@ func localRoute(kind string, obj client.Object) string {
 	return ""
 }
 
-// routeBackendRefs are the backendRefs of a route's rules.
-func routeBackendRefs(obj client.Object) []gatewayv1.BackendRef {
-	var out []gatewayv1.BackendRef
-	switch r := obj.(type) {
-	case *gatewayv1.HTTPRoute:
-		for _, rule := range r.Spec.Rules {
-			for _, be := range rule.BackendRefs {
-				out = append(out, be.BackendRef)
-			}
-		}
-	case *gatewayv1.GRPCRoute:
-		for _, rule := range r.Spec.Rules {
-			for _, be := range rule.BackendRefs {
-				out = append(out, be.BackendRef)
-			}
-		}
-	case *gatewayv1.TCPRoute:
-		for _, rule := range r.Spec.Rules {
-			out = append(out, rule.BackendRefs...)
-		}
-	case *gatewayv1.UDPRoute:
-		for _, rule := range r.Spec.Rules {
-			out = append(out, rule.BackendRefs...)
-		}
-	case *gatewayv1.TLSRoute:
-		for _, rule := range r.Spec.Rules {
-			out = append(out, rule.BackendRefs...)
-		}
-	}
-	return out
-}
-
 // appendRoute adds a route to the snapshot's list of its kind.
 func appendRoute(snap *store.Snapshot, obj client.Object) {
 	switch r := obj.(type) {
@@ -215,14 +183,13 @@ func backendTLSTargets(snap *store.Snapshot, opts Options) map[nsName]bool {
 
 // routeServicesNamed are the Services a route's backendRefs name.
 func routeServicesNamed(obj client.Object) []nsName {
-	refs := routeBackendRefs(obj)
-	out := make([]nsName, 0, len(refs))
-	for _, be := range refs {
+	var out []nsName
+	eachBackendRef(obj, func(_, _ int, be gatewayv1.BackendRef) {
 		if k, ok := gatewayapi.ServiceBackendKey(obj.GetNamespace(), be); ok {
 			ns, name, _ := strings.Cut(k, "/")
 			out = append(out, nsName{ns, name})
 		}
-	}
+	})
 	return out
 }
 
