@@ -29,7 +29,7 @@ import (
 // its manifest names none, as kubectl apply does.
 var clusterScoped = map[string]bool{
 	"IngressClass": true, "KongClusterPlugin": true, "Namespace": true, "KongVault": true,
-	"KongLicense": true, "ClusterRole": true, "ClusterRoleBinding": true,
+	"KongLicense": true, "GatewayClass": true, "ClusterRole": true, "ClusterRoleBinding": true,
 	"CustomResourceDefinition": true, "PersistentVolume": true, "StorageClass": true,
 }
 

@@ -49,6 +49,28 @@ metadata: {name: i, namespace: ns}
 	assert.Equal(t, "Service", objs[2].GetObjectKind().GroupVersionKind().Kind)
 }
 
+// Cluster-scoped kinds keep no namespace: a GatewayClass given "default" was a different
+// object from the one its Gateways name (translation records Gateway -> GatewayClass).
+func TestLoadClusterScopedKindsHaveNoNamespace(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: kong}
+spec: {controllerName: konghq.com/kic-gateway-controller}
+---
+apiVersion: configuration.konghq.com/v1
+kind: KongClusterPlugin
+metadata: {name: p}
+plugin: key-auth
+`)
+	objs, err := Load(dir)
+	require.NoError(t, err)
+	require.Len(t, objs, 2)
+	for _, o := range objs {
+		assert.Empty(t, o.GetNamespace(), o.GetObjectKind().GroupVersionKind().Kind)
+	}
+}
+
 // Kinds konductor does not read are skipped with one line each, never a failure: a
 // Deployment (a kind the scheme knows) and a Widget (one it does not).
 func TestLoadSkipsOtherKinds(t *testing.T) {
