@@ -25,10 +25,12 @@ import (
 // keep every later change of every other object away from it. When a gateway refuses a
 // configuration and names entities whose tags lead to Kubernetes objects, the loop leaves
 // those objects out of the round's snapshot together with every object that depends on them
-// (translator.Graph.Dependents: a broken KongPlugin takes the Ingresses and Services that use
-// it, and the Ingresses of those Services; what the broken object depends on stays), translates
-// that snapshot again and sends the result. With UseLastValidConfigForFallback the objects left
-// out are taken from the last snapshot a gateway accepted instead, where they exist there.
+// (translator.Graph.Broken: a broken KongPlugin takes the Ingresses and Services that use it,
+// and the Ingresses of those Services; what the broken object depends on stays, and so does
+// an object that only shares a value with it, such as an Ingress that asked for the route
+// name it holds, which then gets it, as in KIC), translates that snapshot again and sends the
+// result. With UseLastValidConfigForFallback the objects left out are taken from the last
+// snapshot a gateway accepted instead, where they exist there.
 //
 // If the fallback is refused too, the objects it names are left out as well, up to
 // maxFallbackPasses; when nothing more can be isolated the gateway keeps its last good
@@ -143,7 +145,7 @@ func (f *fallbacks) plan(broken []kongstate.ObjectRef) (*fallbackPlan, bool) {
 		return p, false
 	}
 	out := map[kongstate.ObjectRef]bool{}
-	for _, r := range f.graph.Dependents(broken...) {
+	for _, r := range f.graph.Broken(broken...) {
 		out[r] = true
 	}
 	isExcluded := func(gvk schema.GroupVersionKind, obj client.Object) bool {

@@ -171,6 +171,33 @@ func TestFallbackLeavesOutTheRefusedObjectAndItsDependents(t *testing.T) {
 	require.Len(t, srv.Entities("plugins"), 1)
 }
 
+// withDefaultBackend gives app's Ingress (the first of objs) a default backend, its own
+// Service, and a creation time.
+func withDefaultBackend(objs []client.Object, created time.Time) []client.Object {
+	ing := objs[0].(*netv1.Ingress)
+	ing.CreationTimestamp = metav1.NewTime(created)
+	ing.Spec.DefaultBackend = &netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: ing.Name, Port: netv1.ServiceBackendPort{Number: 80}}}
+	return objs
+}
+
+// Objects that only share a value do not fall together: the older Ingress holds the
+// cluster's default backend and the newer one's is ignored (each refers to that shared value
+// in the graph), and when the older one goes for a broken plugin, the newer one stays and
+// its default backend is served, as KIC's fallback does.
+func TestFallbackKeepsWhatOnlySharesAValueWithTheRefused(t *testing.T) {
+	now := time.Now()
+	objs := objects(withDefaultBackend(app("a", "custom"), now.Add(-time.Hour)), withDefaultBackend(app("b", ""), now),
+		[]client.Object{plugin("custom", "no-such-plugin", "")})
+	srv, _, rep, _, l := fallbackLoop(t, Options{Fallback: true}, objs)
+	<-l.FirstSyncDone()
+
+	res := lastFallback(t, rep)
+	require.NoError(t, res.Fallback.Err)
+	require.Equal(t, []string{"Ingress default/a", "KongPlugin default/custom"}, refStrings(res.Fallback.Excluded))
+	require.True(t, hasRoute(srv, "b"))
+	require.NotNil(t, srv.Entity("routes", "default.b"), "the newer Ingress's default backend, no longer ignored")
+}
+
 // With the gate off (KIC's default) the gateway keeps its last good configuration and no
 // later change reaches it while the broken object stays.
 func TestWithoutFallbackTheGatewayKeepsItsLastGoodConfiguration(t *testing.T) {

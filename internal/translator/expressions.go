@@ -2,12 +2,15 @@ package translator
 
 import (
 	"fmt"
+	"iter"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/kong/go-kong/kong"
 	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongrules"
 )
@@ -213,5 +216,25 @@ func pathMatcher(sp sourcePath) (*matcher, bool, int) {
 			return predicate("http.path", "~", regex), true, len(regex)
 		}
 		return predicate("http.path", "^=", p), false, len(p)
+	}
+}
+
+// sharePriorities records that the routes of kind gvk whose matches are split (each may
+// repeat) have priorities ordered against each other's (KIC's assignPriorities across all
+// routes of a kind): each reads and makes their shared value, when there are two or more.
+func (b *builder) sharePriorities(gvk schema.GroupVersionKind, routes iter.Seq[client.Object]) {
+	var distinct []client.Object
+	seen := map[client.Object]bool{}
+	for r := range routes {
+		if !seen[r] {
+			seen[r] = true
+			distinct = append(distinct, r)
+		}
+	}
+	if len(distinct) < 2 {
+		return
+	}
+	for _, r := range distinct {
+		b.share(gvk.Kind+" priorities", r, gvk)
 	}
 }

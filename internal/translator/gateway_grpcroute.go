@@ -184,7 +184,7 @@ func (b *builder) grpcKongRoute(gr *gatewayv1.GRPCRoute, ro *routeOverrides, i, 
 		}
 	}
 	ro.apply(r)
-	if e := b.claimRouteName(name); e != "" {
+	if e := b.claimRouteName(gr, gvkGRPCRoute, name); e != "" {
 		return nil, &routeError{fmt.Sprintf("spec.rules[%d]", i), e}
 	}
 	return r, nil

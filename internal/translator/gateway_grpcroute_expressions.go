@@ -6,6 +6,7 @@ import (
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/kongstate"
@@ -71,6 +72,13 @@ func (b *builder) grpcRoutesExpressions(routes []attachedGRPCRoute) {
 		}
 	}
 	assignGRPCPriorities(splits)
+	b.sharePriorities(gvkGRPCRoute, func(yield func(client.Object) bool) {
+		for _, s := range splits {
+			if !yield(s.route) {
+				return
+			}
+		}
+	})
 
 	// Routes by service, services in the order first made.
 	var names []string
@@ -141,7 +149,7 @@ func (b *builder) grpcSplitRoute(s *grpcSplitMatch) (*routeEntry, *routeError) {
 	}
 	s.ro.apply(r)
 	r.Protocols, r.Methods, r.SNIs, r.Hosts, r.Paths, r.Headers, r.RegexPriority = nil, nil, nil, nil, nil, nil, nil
-	if e := b.claimRouteName(name); e != "" {
+	if e := b.claimRouteName(s.route, gvkGRPCRoute, name); e != "" {
 		return nil, &routeError{fmt.Sprintf("spec.rules[%d]", s.rule), e}
 	}
 	return &routeEntry{FRoute: r, src: gr, srcGVK: gvkGRPCRoute}, nil

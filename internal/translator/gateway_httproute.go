@@ -380,7 +380,7 @@ func (b *builder) httpKongRouteOf(hr *gatewayv1.HTTPRoute, ro *routeOverrides, h
 			}
 		}
 	}
-	if e := b.claimRouteName(name); e != "" {
+	if e := b.claimRouteName(hr, gvkHTTPRoute, name); e != "" {
 		return nil, &routeError{field, e}
 	}
 	return &routeEntry{FRoute: r, src: hr, srcGVK: gvkHTTPRoute, extraPlugins: extensionRefs}, nil

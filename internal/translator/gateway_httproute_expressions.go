@@ -49,6 +49,13 @@ type attachedHTTPRoute struct {
 func (b *builder) httpRoutesExpressions(routes []attachedHTTPRoute) {
 	splits := b.httpSplits(routes)
 	assignHTTPPriorities(splits)
+	b.sharePriorities(gvkHTTPRoute, func(yield func(client.Object) bool) {
+		for _, s := range splits {
+			if !yield(s.route) {
+				return
+			}
+		}
+	})
 	groups, names := b.splitRuleGroups(splits)
 	for _, s := range splits {
 		hr := s.route
@@ -73,6 +80,11 @@ func (b *builder) httpRoutesExpressions(routes []attachedHTTPRoute) {
 			first := groups[name][0]
 			ks = b.httpRouteKongService(first.hr, first.rule, name)
 			b.kongServices[name] = ks
+		}
+		if first := groups[name][0].hr; first != hr {
+			// Combined services: one Kong service, named and tagged after the first
+			// HTTPRoute, for the rules of several.
+			b.contend("service "+name, hr, gvkHTTPRoute, first, gvkHTTPRoute)
 		}
 		ks.routes = append(ks.routes, r)
 	}
@@ -173,7 +185,7 @@ func (b *builder) httpSplitRoute(s *httpSplitMatch) (*routeEntry, *routeError) {
 	// The expression carries what the traditional fields would: annotations' protocols,
 	// methods and SNIs do not apply as fields.
 	r.Protocols, r.Methods, r.SNIs, r.Hosts, r.Paths, r.Headers, r.RegexPriority = nil, nil, nil, nil, nil, nil, nil
-	if e := b.claimRouteName(name); e != "" {
+	if e := b.claimRouteName(s.route, gvkHTTPRoute, name); e != "" {
 		return nil, &routeError{field, e}
 	}
 	return &routeEntry{FRoute: r, src: hr, srcGVK: gvkHTTPRoute, extraPlugins: extensionRefs}, nil

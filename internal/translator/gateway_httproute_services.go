@@ -125,6 +125,11 @@ func (b *builder) httpRuleService(name string, rules []serviceRule) {
 		if !seen[r.hr] {
 			seen[r.hr] = true
 			listeners = append(listeners, r.listeners...)
+			if r.hr != first.hr {
+				// Combined services: one Kong service, named and tagged after the first
+				// HTTPRoute, for the rules of several.
+				b.contend("service "+name, r.hr, gvkHTTPRoute, first.hr, gvkHTTPRoute)
+			}
 		}
 	}
 	b.httpRouteProtocols = httpListenerProtocols(listeners)

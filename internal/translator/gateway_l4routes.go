@@ -152,7 +152,7 @@ func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Liste
 			return
 		}
 		name := fmt.Sprintf("%s.%s.%s.%d.0", gr.prefix, gr.obj.GetNamespace(), gr.obj.GetName(), i)
-		if e := b.claimRouteName(name); e != "" {
+		if e := b.claimRouteName(gr.obj, gr.gvk, name); e != "" {
 			fail(field, "%s", e)
 			return
 		}

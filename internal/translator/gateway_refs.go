@@ -10,9 +10,12 @@ import (
 // relevant only while some Gateway refers to it (relevance.go).
 var anyNamespaceLabels = ref(gvkNamespace, "", "")
 
-// gateways records what our Gateways refer to beyond their routes and certificates.
+// gateways records what our Gateways refer to beyond their routes and certificates: their
+// GatewayClass (which makes them ours), and the labels of every Namespace when a listener
+// admits routes by them.
 func (b *builder) gateways() {
 	for _, g := range b.gw.Gateways {
+		b.refer(g.Gateway, gvkGateway, ref(gvkGatewayClass, "", string(g.Gateway.Spec.GatewayClassName)))
 		for _, l := range g.Gateway.Spec.Listeners {
 			if ar := l.AllowedRoutes; ar != nil && ar.Namespaces != nil && ar.Namespaces.From != nil &&
 				*ar.Namespaces.From == gatewayv1.NamespacesFromSelector {

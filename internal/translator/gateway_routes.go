@@ -191,17 +191,34 @@ func (b *builder) gatewayRuleService(obj client.Object, gvk schema.GroupVersionK
 	b.kongServices[name] = ks
 }
 
-// claimRouteName reserves a Kong route name, or says why it cannot be used.
-func (b *builder) claimRouteName(name string) string {
+// claimRouteName reserves a Kong route name for a route of obj, or says why it cannot be used.
+func (b *builder) claimRouteName(obj client.Object, gvk schema.GroupVersionKind, name string) string {
 	if e := checkName(name); e != "" {
 		return "route " + e
 	}
-	if _, taken := b.routeNames[name]; taken {
-		b.nameTaken = true
+	if b.routeNameTaken(obj, gvk, name, "") {
 		return fmt.Sprintf("route name %q is already used by another route", name)
 	}
-	b.routeNames[name] = name
 	return ""
+}
+
+// routeNameHolder is the route that has a Kong route name, and the object it comes from.
+type routeNameHolder struct {
+	key string // the route's key (an Ingress route's; "" for the others)
+	obj client.Object
+	gvk schema.GroupVersionKind
+}
+
+// routeNameTaken reports whether another route has name (one of key, when key is given,
+// is the same route); else it gives the name to obj's route.
+func (b *builder) routeNameTaken(obj client.Object, gvk schema.GroupVersionKind, name, key string) bool {
+	if h, taken := b.routeNames[name]; taken && (key == "" || h.key != key) {
+		b.nameTaken = true
+		b.contend("route "+name, obj, gvk, h.obj, h.gvk)
+		return true
+	}
+	b.routeNames[name] = routeNameHolder{key, obj, gvk}
+	return false
 }
 
 // releaseRouteNames frees the names of routes left out.

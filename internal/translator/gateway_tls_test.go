@@ -15,17 +15,20 @@ import (
 	"github.com/konductor/konductor/internal/store"
 )
 
-// A Gateway refers to the Secrets of its listeners' certificateRefs, granted or not, and to
+// A Gateway refers to its GatewayClass, to the Secrets of its listeners' certificateRefs, granted or not, and to
 // the ReferenceGrant that permits one in another namespace: a change to any of them wakes
 // translation (relevance.go), even for a Secret that is not permitted yet.
 func TestGatewayListenerCertsInGraph(t *testing.T) {
 	res := buildCase(t, "gateway-tls")
 	gw := ref(gvkGateway, "default", "kong")
 	require.Equal(t, []kongstate.ObjectRef{
+		Node(ref(gvkGatewayClass, "", "kong")),
 		Node(ref(gvkReferenceGrant, "certs", "gateways")),
 		Node(ref(gvkSecret, "certs", "private-cert")),
 		Node(ref(gvkSecret, "certs", "shared-cert")),
 		Node(ref(gvkSecret, "default", "gw-cert")),
+		// Its listener's host ing.example.com, which an Ingress names too.
+		Node(SharedValue("sni ing.example.com")),
 	}, res.Graph.References(gw))
 
 	var r Relevance

@@ -1,7 +1,6 @@
 package translator
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/manifest"
-	"github.com/konductor/konductor/internal/store"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -60,11 +58,8 @@ func translateCaseObjects(t *testing.T, dir string, objs []client.Object) (*kong
 // translateWith translates objects with the given case options.
 func translateWith(t *testing.T, objs []client.Object, opts goldenOptions) (*kongstate.State, []Problem) {
 	t.Helper()
-	st, err := store.NewForObjects(objs, store.Options{IngressClass: opts.IngressClass})
-	require.NoError(t, err)
-	snap, err := st.Snapshot(context.Background())
-	require.NoError(t, err)
-	return Translate(snap, opts.Translator)
+	r := buildObjects(t, objs, opts)
+	return r.State, r.Problems
 }
 
 // renderObjects is renderCase with the case's objects given (changed by the caller).

@@ -60,6 +60,9 @@ func (n node) isKind(group, kind string) bool {
 	return gk.group == group && gk.kind == kind
 }
 
+// shared reports whether n is a shared value's node (SharedValue).
+func (n node) shared() bool { return n.isKind(sharedValueGroup, "SharedValue") }
+
 // depsOf is what n refers to (read-only).
 func (g *Graph) depsOf(n node) *refSet {
 	for x := g; x != nil; x = x.base {
@@ -82,6 +85,19 @@ func (g *Graph) rdepsOf(n node) *refSet {
 
 func newGraph() *Graph {
 	return &Graph{deps: map[node]*refSet{}, rdeps: map[node]*refSet{}}
+}
+
+// sharedValueGroup is the group of shared values' nodes (SharedValue): no Kubernetes
+// object's.
+const sharedValueGroup = "graph.konductor.internal"
+
+// SharedValue is the graph node of a value several objects make or read together: one Kong
+// keeps unique that two objects claim (a route's name, a host's certificate; contend), or
+// one made from all of them (the expressions router's priorities of every HTTPRoute). Each
+// of them refers to the node and the node to each, so that a change of any reaches the
+// others (Dependents); a broken one does not break the others (Broken).
+func SharedValue(name string) kongstate.ObjectRef {
+	return kongstate.ObjectRef{Group: sharedValueGroup, Kind: "SharedValue", Name: name}
 }
 
 // Node is the key of ref in the graph: its group, kind, namespace and name.
@@ -126,8 +142,21 @@ func (g *Graph) ReferredBy(ref kongstate.ObjectRef) []kongstate.ObjectRef {
 }
 
 // Dependents lists refs and every object that refers to one of them, directly or through
-// others (the objects a change of refs can affect, or that must go when refs go), sorted.
+// others, shared values included (the objects a change of refs can affect), sorted.
 func (g *Graph) Dependents(refs ...kongstate.ObjectRef) []kongstate.ObjectRef {
+	return g.dependents(refs, true)
+}
+
+// Broken lists refs and every object that refers to one of them, directly or through others,
+// but not through a value they share (SharedValue): the objects that must go when refs go.
+// A route left out for its name does not go with the route that has the name, nor an
+// HTTPRoute with another whose priorities its own are ordered against. Sorted, without
+// shared values.
+func (g *Graph) Broken(refs ...kongstate.ObjectRef) []kongstate.ObjectRef {
+	return g.dependents(refs, false)
+}
+
+func (g *Graph) dependents(refs []kongstate.ObjectRef, shared bool) []kongstate.ObjectRef {
 	seen := map[node]struct{}{}
 	queue := make([]node, 0, len(refs))
 	for _, r := range refs {
@@ -137,6 +166,9 @@ func (g *Graph) Dependents(refs ...kongstate.ObjectRef) []kongstate.ObjectRef {
 		n := queue[0]
 		queue = queue[1:]
 		if _, ok := seen[n]; ok {
+			continue
+		}
+		if !shared && n.shared() {
 			continue
 		}
 		seen[n] = struct{}{}

@@ -89,3 +89,17 @@ func TestNodeKeepsWhatNodeKeeps(t *testing.T) {
 	require.NotEqual(t, nodeOf(kongstate.ObjectRef{Kind: "Service", Namespace: "ns", Name: "a"}),
 		nodeOf(kongstate.ObjectRef{Group: "x.io", Kind: "Service", Namespace: "ns", Name: "a"}), "the group tells nodes apart")
 }
+
+// Two Ingresses with a default backend share the cluster's one default backend: the newer
+// one's is ignored while the older one has it. A change of either reaches both (Dependents),
+// but the older one refused does not take the newer one with it (Broken): left out, it would
+// leave the default backend to the newer one, as in KIC.
+func TestSharedValueReachesButDoesNotBreak(t *testing.T) {
+	g := buildCase(t, "default-backend").Graph
+	older, newer := ref(gvkIngress, "z", "older"), ref(gvkIngress, "a", "newer")
+	require.Equal(t, []kongstate.ObjectRef{
+		Node(newer), Node(older), SharedValue("the default backend"),
+	}, g.Dependents(older))
+	require.Equal(t, []kongstate.ObjectRef{Node(older)}, g.Broken(older))
+	require.Equal(t, []kongstate.ObjectRef{Node(newer)}, g.Broken(newer))
+}

@@ -246,12 +246,10 @@ func (b *builder) newRoute(ing *netv1.Ingress, ro *routeOverrides, field, key, n
 		b.problem(ing, gvkIngress, field, "route %s; the route is left out", e)
 		return nil
 	}
-	if other, taken := b.routeNames[name]; taken && other != key {
-		b.nameTaken = true
+	if b.routeNameTaken(ing, gvkIngress, name, key) {
 		b.problem(ing, gvkIngress, field, "route name %q is already used by another route; the route is left out", name)
 		return nil
 	}
-	b.routeNames[name] = key
 	b.routeKeys[key] = true
 	// The route and what its own fields point to are one block, one allocation per route
 	// (416 bytes; the FRoute alone is 384 in its size class). The defaults point to the values
@@ -339,48 +337,58 @@ func applyRegexPrefix(x, prefix string, legacy bool) string {
 }
 
 // defaultBackend adds the one default backend of the cluster: that of the oldest Ingress
-// that has one (translation-rules.md §3.7).
+// that has one (translation-rules.md §3.7). The others' are ignored, so each depends on it.
 func (b *builder) defaultBackend() {
+	var holder *netv1.Ingress
 	for _, ing := range b.ingresses {
-		db := ing.Spec.DefaultBackend
-		if db == nil {
+		if ing.Spec.DefaultBackend == nil {
 			continue
 		}
-		facade := db.Service == nil && b.opts.KongServiceFacade && isFacade(db.Resource)
-		if db.Service == nil && !facade {
-			if db.Resource != nil {
-				b.problem(ing, gvkIngress, "spec.defaultBackend.resource", "default backend: unsupported resource type %s/%s", strOrEmpty(db.Resource.APIGroup), db.Resource.Kind)
-			} else {
-				b.problem(ing, gvkIngress, "spec.defaultBackend", "default backend: no service")
-			}
-			return
+		if holder != nil {
+			b.contend("the default backend", ing, gvkIngress, holder, gvkIngress)
+			continue
 		}
-		ro, ok := b.routeAnnotations(ing, gvkIngress)
-		if !ok {
-			return
-		}
-		field := "spec.defaultBackend.service"
-		var ks *kongService
-		if facade {
-			field = "spec.defaultBackend.resource"
-			ks = b.facadeService(ing, field, db.Resource.Name, false)
+		holder = ing
+		b.defaultBackendOf(ing)
+	}
+}
+
+// defaultBackendOf adds ing's default backend.
+func (b *builder) defaultBackendOf(ing *netv1.Ingress) {
+	db := ing.Spec.DefaultBackend
+	facade := db.Service == nil && b.opts.KongServiceFacade && isFacade(db.Resource)
+	if db.Service == nil && !facade {
+		if db.Resource != nil {
+			b.problem(ing, gvkIngress, "spec.defaultBackend.resource", "default backend: unsupported resource type %s/%s", strOrEmpty(db.Resource.APIGroup), db.Resource.Kind)
 		} else {
-			ks = b.kongServiceFor(ing, field, db.Service.Name, db.Service.Port, false)
+			b.problem(ing, gvkIngress, "spec.defaultBackend", "default backend: no service")
 		}
-		if ks == nil {
-			return
-		}
-		ks.addReferrer(ing, gvkIngress, field)
-		key := "\x01default\x00" + ing.Namespace + "\x00" + ing.Name
-		re := b.newRoute(ing, ro, "spec.defaultBackend", key, ing.Namespace+"."+ing.Name, "")
-		if re == nil {
-			return
-		}
-		re.Paths = []*string{kong.String("/")}
-		re.defaultBackend = true
-		ks.routes = append(ks.routes, re)
 		return
 	}
+	ro, ok := b.routeAnnotations(ing, gvkIngress)
+	if !ok {
+		return
+	}
+	field := "spec.defaultBackend.service"
+	var ks *kongService
+	if facade {
+		field = "spec.defaultBackend.resource"
+		ks = b.facadeService(ing, field, db.Resource.Name, false)
+	} else {
+		ks = b.kongServiceFor(ing, field, db.Service.Name, db.Service.Port, false)
+	}
+	if ks == nil {
+		return
+	}
+	ks.addReferrer(ing, gvkIngress, field)
+	key := "\x01default\x00" + ing.Namespace + "\x00" + ing.Name
+	re := b.newRoute(ing, ro, "spec.defaultBackend", key, ing.Namespace+"."+ing.Name, "")
+	if re == nil {
+		return
+	}
+	re.Paths = []*string{kong.String("/")}
+	re.defaultBackend = true
+	ks.routes = append(ks.routes, re)
 }
 
 func strOrEmpty(p *string) string {

@@ -44,6 +44,7 @@ var (
 
 	// Gateway API.
 	gvkGateway          = gatewayv1.SchemeGroupVersion.WithKind("Gateway")
+	gvkGatewayClass     = gatewayv1.SchemeGroupVersion.WithKind("GatewayClass")
 	gvkHTTPRoute        = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindHTTPRoute)
 	gvkGRPCRoute        = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindGRPCRoute)
 	gvkTCPRoute         = gatewayv1.SchemeGroupVersion.WithKind(gatewayapi.KindTCPRoute)

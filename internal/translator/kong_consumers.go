@@ -116,7 +116,10 @@ func (b *builder) consumers() {
 		}
 		index, value, _ := strings.Cut(k, "\x00")
 		b.parts.consumers.conflict = true
-		for _, e := range holders[k] {
+		for i, e := range holders[k] {
+			for _, other := range holders[k][:i] {
+				b.contend(index+" "+hashed(value), e.obj, gvkKongConsumer, other.obj, gvkKongConsumer)
+			}
 			dropped[e] = true
 			for _, u := range e.secrets {
 				if u.index == index && u.value == value {
@@ -151,6 +154,7 @@ func (b *builder) consumerNameTaken(kc *kongv1.KongConsumer, names map[string]*k
 				b.parts.consumers.contested = map[string]struct{}{}
 			}
 			b.parts.consumers.contested[n.field+"\x00"+n.value] = struct{}{}
+			b.contend("consumer "+n.field+" "+n.value, kc, gvkKongConsumer, holder, gvkKongConsumer)
 			b.problem(kc, gvkKongConsumer, n.field, "%s %q is already KongConsumer %s/%s's (older); Kong keeps it unique, this consumer is left out",
 				n.field, n.value, holder.Namespace, holder.Name)
 			taken = true
@@ -205,6 +209,7 @@ func (b *builder) consumer(kc *kongv1.KongConsumer) *consumerEntry {
 		case kept.Namespace != kc.Namespace:
 			// Another namespace holds the group's name in Kong (its KongConsumerGroup is
 			// older): joining it would give this consumer that namespace's plugins.
+			b.contend("consumer_group "+name, kc, gvkKongConsumer, kept, gvkKongConsumerGroup)
 			if !b.hasConsumerGroup(kc.Namespace, name) {
 				b.problem(kc, gvkKongConsumer, fmt.Sprintf("consumerGroups[%d]", i), "nonexistent consumer group: %q", kc.Namespace+"/"+name)
 			} else {
@@ -326,6 +331,7 @@ func (b *builder) consumerGroups() {
 	b.consumerGroupObjs = map[string]*kongv1beta1.KongConsumerGroup{}
 	for _, g := range b.sortedConsumerGroups() {
 		if first := kept[g.Name]; first != g {
+			b.contend("consumer_group "+g.Name, g, gvkKongConsumerGroup, first, gvkKongConsumerGroup)
 			b.problem(g, gvkKongConsumerGroup, "metadata.name", "consumer group %q is already defined by KongConsumerGroup %s/%s (older); Kong group names are unique, this one is left out",
 				g.Name, first.Namespace, first.Name)
 			continue

@@ -332,7 +332,7 @@ func (b *builder) customEntityForeignKeysOwn(e *kongv1alpha1.KongCustomEntity, f
 				continue
 			}
 			key := foreignKeyValue(v)
-			owner, found := b.entityOwner(group.kind, key)
+			owner, found := b.entityOwner(e, group.kind, key)
 			field := "spec.fields." + f
 			switch {
 			case !found:
@@ -340,12 +340,9 @@ func (b *builder) customEntityForeignKeysOwn(e *kongv1alpha1.KongCustomEntity, f
 				b.problem(e, gvkKongCustomEntity, field, "names %s %q, which is not in the configuration; the custom entity is left out", strings.TrimSuffix(group.kind, "s"), key)
 				ok = false
 			case owner.Namespace != e.Namespace:
-				b.refer(e, gvkKongCustomEntity, owner)
 				b.problem(e, gvkKongCustomEntity, field, "names %s %q of %s; a custom entity names only entities of its own namespace, the custom entity is left out",
 					strings.TrimSuffix(group.kind, "s"), key, owner)
 				ok = false
-			default:
-				b.refer(e, gvkKongCustomEntity, owner)
 			}
 		}
 	}
@@ -370,8 +367,10 @@ func foreignKeyValue(v any) string {
 }
 
 // entityOwner is the object whose tags the service, route or consumer (kind) of ID or name
-// key carries, found when the configuration holds one.
-func (b *builder) entityOwner(kind, key string) (kongstate.ObjectRef, bool) {
+// key carries, found when the configuration holds one. e, the custom entity that names it,
+// refers to that object, and to those whose routes a Kong service is there for: without
+// them it would not be in the configuration.
+func (b *builder) entityOwner(e *kongv1alpha1.KongCustomEntity, kind, key string) (kongstate.ObjectRef, bool) {
 	// The object's own tags come first (TagsFor): the first of each prefix counts, so a
 	// user tag cannot pass an entity off as another namespace's. No UID is needed here (a
 	// manifest given to `konductor translate` may have none).
@@ -390,12 +389,19 @@ func (b *builder) entityOwner(kind, key string) (kongstate.ObjectRef, bool) {
 		if r.Group == "core" {
 			r.Group = ""
 		}
-		return r, r.Kind != "" && r.Name != ""
+		if r.Kind == "" || r.Name == "" {
+			return r, false
+		}
+		b.refer(e, gvkKongCustomEntity, r)
+		return r, true
 	}
 	switch kind {
 	case "services":
 		for _, ks := range b.kongServices {
 			if str(ks.svc.ID) == key || str(ks.svc.Name) == key {
+				for _, r := range ks.routes {
+					owner(r.Tags)
+				}
 				return owner(ks.svc.Tags)
 			}
 		}

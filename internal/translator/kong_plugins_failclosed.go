@@ -114,8 +114,9 @@ func newFailedClosed() *failedClosed {
 
 func (l *failedClosed) has(n node) bool { _, ok := l.because[n]; return ok }
 
-// add leaves out the referrers of refusals and, by g, everything that depends on them, each
-// once, breadth first so that a dependent is reported with the nearest object it needs.
+// add leaves out the referrers of refusals and, by g, everything that depends on them (not
+// through a shared value: Graph.Broken), each once, breadth first so that a dependent is
+// reported with the nearest object it needs.
 func (l *failedClosed) add(pass Result, refusals []refusal) {
 	l.passes = append(l.passes, pass)
 	g := pass.Graph
@@ -137,8 +138,8 @@ func (l *failedClosed) add(pass Result, refusals []refusal) {
 		n := queue[0]
 		queue = queue[1:]
 		for d := range g.rdepsOf(n).All() {
-			if l.has(d) {
-				continue
+			if l.has(d) || d.shared() {
+				continue // a value shared with another object does not take it along (Graph.Broken)
 			}
 			l.because[d] = failedClosedReason{refusal: l.because[n].refusal, via: &n}
 			l.order = append(l.order, d)

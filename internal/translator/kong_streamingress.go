@@ -152,12 +152,10 @@ func (b *builder) l4Route(obj client.Object, gvk schema.GroupVersionKind, field,
 		b.problem(obj, gvk, field, "route %s; the route is left out", e)
 		return nil
 	}
-	if _, taken := b.routeNames[name]; taken {
-		b.nameTaken = true
+	if b.routeNameTaken(obj, gvk, name, "") {
 		b.problem(obj, gvk, field, "route name %q is already used by another route; the route is left out", name)
 		return nil
 	}
-	b.routeNames[name] = name
 	return &routeEntry{FRoute: &file.FRoute{Route: kong.Route{
 		ID:        kong.String(kongstate.RouteID(b.opts.Workspace, name)),
 		Name:      kong.String(name),

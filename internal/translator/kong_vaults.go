@@ -23,9 +23,10 @@ func (b *builder) vaults() {
 		}
 		return vaults[i].Name < vaults[j].Name
 	})
-	byPrefix := map[string]bool{}
+	byPrefix := map[string]*kongv1alpha1.KongVault{} // prefix -> the vault that has it
 	for _, v := range vaults {
-		if byPrefix[v.Spec.Prefix] {
+		if kept := byPrefix[v.Spec.Prefix]; kept != nil {
+			b.contend("vault prefix "+v.Spec.Prefix, v, gvkKongVault, kept, gvkKongVault)
 			b.problem(v, gvkKongVault, "spec.prefix", "spec.prefix %q is duplicate", v.Spec.Prefix)
 			continue
 		}
@@ -36,7 +37,7 @@ func (b *builder) vaults() {
 				continue
 			}
 		}
-		byPrefix[v.Spec.Prefix] = true
+		byPrefix[v.Spec.Prefix] = v
 		fv := &file.FVault{Vault: kong.Vault{
 			ID:     kong.String(kongstate.VaultID(b.opts.Workspace, v.Spec.Prefix)),
 			Name:   kong.String(v.Spec.Backend),

@@ -648,7 +648,10 @@ func (b *builder) globalPlugins() {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if len(byName[n]) != 1 {
+		if same := byName[n]; len(same) != 1 {
+			for _, kcp := range same[1:] {
+				b.contend("global plugin "+n, kcp, gvkKongClusterPlugin, same[0], gvkKongClusterPlugin)
+			}
 			continue
 		}
 		p := b.pluginFromClusterPlugin(byName[n][0])

@@ -3,6 +3,7 @@ package translator
 import (
 	"maps"
 	"reflect"
+	"slices"
 	"sync/atomic"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -79,7 +81,7 @@ func (r *Relevance) Relevant(old, new client.Object) bool {
 		if old != nil && old.GetLabels()[discoveryv1.LabelServiceName] != svc {
 			return true
 		}
-		return svc == "" || r.referredRef(ref(gvkService, o.Namespace, svc))
+		return svc == "" || r.reached(o)
 	case *kongv1beta1.KongUpstreamPolicy:
 		return r.referred(obj, gvkKongUpstreamPolicy)
 	case *kongv1.KongIngress:
@@ -90,9 +92,31 @@ func (r *Relevance) Relevant(old, new client.Object) bool {
 		if old != nil && new != nil && maps.Equal(old.GetLabels(), new.GetLabels()) {
 			return false
 		}
-		return r.referredRef(anyNamespaceLabels)
+		return r.reached(o)
 	}
 	return true
+}
+
+// Reaches is where a change of obj enters the object graph: obj's own node, and for an
+// EndpointSlice the Service it belongs to (slices are found by their label, not named),
+// for a Namespace the node every Gateway that admits routes by namespace labels refers to.
+// Graph.Dependents of these is what the change can affect.
+func Reaches(obj client.Object) []kongstate.ObjectRef {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" {
+		// Typed objects read through a client have no TypeMeta: the scheme knows their kind.
+		gvk, _ = apiutil.GVKForObject(obj, store.Scheme())
+	}
+	own := kongstate.RefFor(obj, gvk)
+	switch o := obj.(type) {
+	case *discoveryv1.EndpointSlice:
+		if svc := o.Labels[discoveryv1.LabelServiceName]; svc != "" {
+			return []kongstate.ObjectRef{own, ref(gvkService, o.Namespace, svc)}
+		}
+	case *corev1.Namespace, *metav1.PartialObjectMetadata:
+		return []kongstate.ObjectRef{own, anyNamespaceLabels}
+	}
+	return []kongstate.ObjectRef{own}
 }
 
 func (r *Relevance) class() string {
@@ -113,6 +137,11 @@ func (r *Relevance) annotationClassMayMatch(x client.Object) bool {
 // classMayMatch: relevant when the object may be served before or after the change.
 func (r *Relevance) classMayMatch(old, new client.Object, may func(client.Object) bool) bool {
 	return old != nil && may(old) || new != nil && may(new)
+}
+
+// reached reports whether a node obj's change enters the graph by (Reaches) is referred to.
+func (r *Relevance) reached(obj client.Object) bool {
+	return slices.ContainsFunc(Reaches(obj), r.referredRef)
 }
 
 func (r *Relevance) referred(obj client.Object, gvk schema.GroupVersionKind) bool {

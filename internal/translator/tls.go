@@ -121,7 +121,11 @@ func (b *builder) tlsClaims() *tlsClaimSet {
 		ts.addReferrer(lc.gateway, gvkGateway, lc.field)
 		if !c.claimed[lc.sni] {
 			c.claimed[lc.sni] = true
+			c.claimer[lc.sni] = hostClaim{obj: lc.gateway, gvk: gvkGateway, field: lc.field, secret: ts.key}
 			ts.hosts = append(ts.hosts, lc.sni)
+		} else if first := c.claimer[lc.sni]; first.secret != ts.key && first.obj != lc.gateway {
+			// The listener's host keeps the certificate of whoever named it first.
+			b.contend("sni "+lc.sni, lc.gateway, gvkGateway, first.obj, first.gvk)
 		}
 	}
 	return c
@@ -144,6 +148,7 @@ func (b *builder) claimTLSHosts(c *tlsClaimSet, obj client.Object, gvk schema.Gr
 		if c.claimed[host] {
 			if first, ok := c.claimer[host]; ok && first.secret != ts.key {
 				// Reported on both: the one that lost the host and the one that has it.
+				b.contend("sni "+host, obj, gvk, first.obj, first.gvk)
 				b.problem(obj, gvk, field, "TLS host %q is already served with Secret %s's certificate, named by %s %s/%s (older); this Ingress's Secret %s does not get it",
 					host, first.secret, first.gvk.Kind, first.obj.GetNamespace(), first.obj.GetName(), ts.key)
 				b.problem(first.obj, first.gvk, first.field, "TLS host %q is also named with Secret %s by %s %s/%s; this object's Secret %s keeps it (older)",
@@ -221,6 +226,7 @@ func (b *builder) addCertificatePair(cs *certificateSet, ts *tlsSecret) {
 		cs.pairKeys[fc], cs.alts[fc] = ts.key, alt
 	} else {
 		b.shareCertificate(cs.byPair[identity])
+		b.contend("certificate "+hashed(identity), secret, gvkSecret, cs.owner[identity], gvkSecret)
 		if older(secret, cs.owner[identity]) {
 			cs.byPair[identity].ID = fc.ID
 			cs.owner[identity] = secret
@@ -256,6 +262,7 @@ func (b *builder) addCertificate(cs *certificateSet, ts *tlsSecret) {
 		cs.list, cs.order = append(cs.list, fc), append(cs.order, ts.order)
 	} else {
 		b.shareCertificate(fc)
+		b.contend("certificate "+hashed(pair), secret, gvkSecret, cs.owner[pair], gvkSecret)
 		if older(secret, cs.owner[pair]) {
 			fc.ID = kong.String(certID(secret))
 			cs.owner[pair] = secret

@@ -79,7 +79,7 @@ func (b *builder) caCertificates() {
 			claims[id] = append(claims[id], src)
 		}
 	}
-	ids := map[string]bool{}
+	ids := map[string]caSource{}    // id -> the claim rendered
 	byObject := map[string]string{} // kind/ns/name -> id, for the Service annotations
 	for _, src := range sources {
 		id, ok := src.data("id")
@@ -88,11 +88,15 @@ func (b *builder) caCertificates() {
 			continue
 		}
 		if others := claimedElsewhere(claims[id], src.obj.GetNamespace()); len(others) > 0 {
+			for _, o := range others {
+				b.contend("ca_certificate "+id, src.obj, src.gvk, o.obj, o.gvk)
+			}
 			b.problem(src.obj, src.gvk, "data.id", "CA certificate id %q is also claimed from namespace %s (%s); an id claimed from two namespaces is rendered from neither",
 				id, others[0].obj.GetNamespace(), strings.Join(claimNames(others), ", "))
 			continue
 		}
-		if ids[id] {
+		if kept, dup := ids[id]; dup {
+			b.contend("ca_certificate "+id, src.obj, src.gvk, kept.obj, kept.gvk)
 			b.problem(src.obj, src.gvk, "data.id", "invalid %s CA certificate: duplicate 'id' field in multiple objects", src.kind)
 			continue
 		}
@@ -110,7 +114,7 @@ func (b *builder) caCertificates() {
 			b.problem(src.obj, src.gvk, field, "invalid %s CA certificate: %s", src.kind, msg)
 			continue
 		}
-		ids[id] = true
+		ids[id] = src
 		byObject[src.kind+"/"+src.obj.GetNamespace()+"/"+src.obj.GetName()] = id
 		b.state.CACertificates = append(b.state.CACertificates, &file.FCACertificate{CACertificate: kong.CACertificate{
 			ID:   kong.String(id),

@@ -1,6 +1,8 @@
 package translator
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 
 	"github.com/blang/semver/v4"
@@ -192,7 +194,7 @@ type builder struct {
 	sortedKongServices []string
 	// lastServiceFor is kongServiceFor's last answer (zero: none, or a service was removed).
 	lastServiceFor serviceMemo
-	routeNames     map[string]string // route name -> route key, to catch name collisions
+	routeNames     map[string]routeNameHolder // route name -> its route, to catch name collisions
 	routeKeys      map[string]bool
 	problems       []Problem
 	graph          *Graph
@@ -231,7 +233,7 @@ func newBuilder(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) *
 		// Sized for an Ingress's one Kong service and route (the common case): growing them
 		// rehashed each several times in a first translation.
 		kongServices: make(map[string]*kongService, len(snap.Ingresses)),
-		routeNames:   make(map[string]string, len(snap.Ingresses)),
+		routeNames:   make(map[string]routeNameHolder, len(snap.Ingresses)),
 		routeKeys:    make(map[string]bool, len(snap.Ingresses)),
 		graph:        newGraph(),
 		parts:        &resultParts{},
@@ -339,6 +341,33 @@ func (b *builder) kongServiceKeys() []string {
 // refer records in the graph that obj (of kind gvk) refers to the object to.
 func (b *builder) refer(obj client.Object, gvk schema.GroupVersionKind, to kongstate.ObjectRef) {
 	b.graph.refer(kongstate.RefFor(obj, gvk), to)
+}
+
+// contend records that x and y (of kinds xGVK and yGVK) claim one value that Kong keeps
+// unique (a consumer's username or credential, a CA certificate's id, a host's certificate,
+// a route's name...; what names it), so that what each becomes depends on the other: the one
+// left out depends on the one kept, and the one kept may be reported, or left out too. Both
+// share the value's node (share): either's change reaches both, and a broken one does not
+// break the other (Graph.Broken). Only a value claimed twice is recorded: one that one
+// object holds costs the graph nothing (translation-rules.md §12.4).
+func (b *builder) contend(value string, x client.Object, xGVK schema.GroupVersionKind, y client.Object, yGVK schema.GroupVersionKind) {
+	b.share(value, x, xGVK)
+	b.share(value, y, yGVK)
+}
+
+// share records that obj (of kind gvk) makes and reads value, which other objects make and
+// read too (SharedValue): obj refers to the value's node, and the node to obj.
+func (b *builder) share(value string, obj client.Object, gvk schema.GroupVersionKind) {
+	from, v := kongstate.RefFor(obj, gvk), SharedValue(value)
+	b.graph.refer(from, v)
+	b.graph.refer(v, from)
+}
+
+// hashed is s as a shared value's name shows it when s is a credential or a key: a digest,
+// so that the graph (which diagnostics may show) holds no secret.
+func hashed(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
 }
 
 // ref names an object by kind, namespace and name, for the graph.

@@ -331,7 +331,7 @@ func refuse(refused map[kongstate.ObjectRef]bool, graph *translator.Graph, obj k
 		return false
 	}
 	refused[node] = true
-	for _, d := range graph.Dependents(node) {
+	for _, d := range graph.Broken(node) {
 		refused[d] = true
 	}
 	return true
