@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -197,7 +198,7 @@ func (v *Validator) judge(ctx context.Context, before *translation, kind store.K
 
 	self := refOf(kind, obj)
 	scope := map[kongstate.ObjectRef]bool{}
-	for _, g := range []*translator.Graph{before.result.Graph, after.Graph} {
+	for _, g := range []*objgraph.Graph{before.result.Graph, after.Graph} {
 		for _, r := range g.Dependents(self) {
 			scope[r] = true
 		}
@@ -229,7 +230,7 @@ func (v *Validator) judge(ctx context.Context, before *translation, kind store.K
 		if stored := storedPlugin(before.snap, p); stored != nil {
 			was = checkPlugin(ctx, before.snap, pkind, stored, v.opts.Gateways)
 		}
-		schemaChecked[translator.Node(kongstate.RefFor(p, pkind.GroupVersionKind()))] = true
+		schemaChecked[objgraph.Key(kongstate.RefFor(p, pkind.GroupVersionKind()))] = true
 		for _, e := range now.errors {
 			if !slices.Contains(was.errors, e) && !slices.Contains(refused, e) {
 				refused = append(refused, e)
@@ -256,18 +257,18 @@ func (v *Validator) judge(ctx context.Context, before *translation, kind store.K
 		}
 	}()
 	for _, p := range after.Problems {
-		if !scope[translator.Node(p.Object)] || known[keyOf(p)] {
+		if !scope[objgraph.Key(p.Object)] || known[keyOf(p)] {
 			continue
 		}
 		if foreign(p) {
 			if p.Warning || awaitsAnotherObject(p.Message) {
 				foreignWarned++
-			} else if !(schemaChecked[translator.Node(p.Object)] && strings.HasPrefix(p.Field, "config")) {
+			} else if !(schemaChecked[objgraph.Key(p.Object)] && strings.HasPrefix(p.Field, "config")) {
 				foreignRefused++
 			}
 			continue
 		}
-		if schemaChecked[translator.Node(p.Object)] && strings.HasPrefix(p.Field, "config") {
+		if schemaChecked[objgraph.Key(p.Object)] && strings.HasPrefix(p.Field, "config") {
 			continue // the plugin check above said it, in KIC's words
 		}
 		if p.Warning || awaitsAnotherObject(p.Message) {
@@ -325,10 +326,10 @@ func reviewRedactor(after translator.Result, snap *store.Snapshot, scope map[kon
 	// A plugin under review is checked whether or not anything names it (checkPlugin):
 	// the Secrets it reads, which translation may not have looked at.
 	for _, k := range pluginSecrets(obj) {
-		read[translator.Node(kongstate.ObjectRef{Kind: "Secret", Namespace: k.Namespace, Name: k.Name})] = true
+		read[objgraph.Key(kongstate.ObjectRef{Kind: "Secret", Namespace: k.Namespace, Name: k.Name})] = true
 	}
 	for _, sec := range snap.Secrets {
-		if sec != nil && read[translator.Node(kongstate.RefFor(sec, corev1.SchemeGroupVersion.WithKind("Secret")))] {
+		if sec != nil && read[objgraph.Key(kongstate.RefFor(sec, corev1.SchemeGroupVersion.WithKind("Secret")))] {
 			addSecret(sec)
 		}
 	}
@@ -341,7 +342,7 @@ type problemKey struct {
 }
 
 func keyOf(p translator.Problem) problemKey {
-	return problemKey{translator.Node(p.Object), p.Field, p.Message}
+	return problemKey{objgraph.Key(p.Object), p.Field, p.Message}
 }
 
 // translation returns the cache translated for a change in scope sc (forScope), reusing the

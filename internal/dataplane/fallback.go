@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
@@ -25,7 +26,7 @@ import (
 // keep every later change of every other object away from it. When a gateway refuses a
 // configuration and names entities whose tags lead to Kubernetes objects, the loop leaves
 // those objects out of the round's snapshot together with every object that depends on them
-// (translator.Graph.Broken: a broken KongPlugin takes the Ingresses and Services that use it,
+// (objgraph.Graph.Broken: a broken KongPlugin takes the Ingresses and Services that use it,
 // and the Ingresses of those Services; what the broken object depends on stays, and so does
 // an object that only shares a value with it, such as an Ingress that asked for the route
 // name it holds, which then gets it, as in KIC), translates that snapshot again and sends the
@@ -127,7 +128,7 @@ type fallbackPlan struct {
 type fallbacks struct {
 	translate TranslateFunc
 	snapshot  *store.Snapshot
-	graph     *translator.Graph
+	graph     *objgraph.Graph
 	lastValid *store.Snapshot // nil: leave objects out, do not backfill
 	clock     clock.PassiveClock
 
@@ -149,7 +150,7 @@ func (f *fallbacks) plan(broken []kongstate.ObjectRef) (*fallbackPlan, bool) {
 		out[r] = true
 	}
 	isExcluded := func(gvk schema.GroupVersionKind, obj client.Object) bool {
-		return out[translator.Node(kongstate.RefFor(obj, gvk))]
+		return out[objgraph.Key(kongstate.RefFor(obj, gvk))]
 	}
 	var excluded, backfilled []kongstate.ObjectRef
 	// Building the fallback snapshot is KIC's fallback cache generation (its
@@ -203,7 +204,7 @@ func brokenObjects(rej *RejectedError) []kongstate.ObjectRef {
 		if e.Object.Name == "" {
 			continue
 		}
-		if n := translator.Node(e.Object); !seen[n] {
+		if n := objgraph.Key(e.Object); !seen[n] {
 			seen[n] = true
 			out = append(out, e.Object)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/konductor/konductor/internal/dataplane/dbless"
 	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
@@ -68,7 +69,7 @@ type Target struct {
 	Problems []translator.Problem
 	// Graph is the translation's object graph; nil for a target made by hand (tests, the
 	// diff command): a refused object then only takes itself out.
-	Graph *translator.Graph
+	Graph *objgraph.Graph
 	// Resend makes a gateway send the target even when it holds it already (KIC's
 	// --enable-reverse-sync): a DB-less gateway is posted the configuration again, a
 	// database-backed one is listed and diffed instead of skipped (dbmode FullSyncEvery).
@@ -235,7 +236,7 @@ type Round struct {
 	Problems []translator.Problem
 	// Graph is the object graph of the round's translation of the whole snapshot; nil in
 	// reports of syncs that ended.
-	Graph *translator.Graph
+	Graph *objgraph.Graph
 	// GatewayAPI is which Gateway API objects the round's translation of the whole snapshot
 	// found ours and how their routes attach (with their unresolved references), for their
 	// status; nil in reports of syncs that ended.
@@ -1013,11 +1014,11 @@ func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
 		more := brokenObjects(frej)
 		known := map[kongstate.ObjectRef]bool{}
 		for _, b := range broken {
-			known[translator.Node(b)] = true
+			known[objgraph.Key(b)] = true
 		}
 		grown := false
 		for _, m := range more {
-			if !known[translator.Node(m)] {
+			if !known[objgraph.Key(m)] {
 				broken, grown = append(broken, m), true
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
@@ -17,7 +18,7 @@ import (
 var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
 
 // secretReferenced tells whether an object of graph refers to the Secret namespace/name.
-func secretReferenced(graph *translator.Graph) func(namespace, name string) bool {
+func secretReferenced(graph *objgraph.Graph) func(namespace, name string) bool {
 	return func(namespace, name string) bool {
 		ref := kongstate.ObjectRef{Group: secretGVK.Group, Version: secretGVK.Version, Kind: secretGVK.Kind, Namespace: namespace, Name: name}
 		return len(graph.ReferredBy(ref)) > 0

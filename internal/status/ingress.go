@@ -21,8 +21,8 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
-	"github.com/konductor/konductor/internal/translator"
 )
 
 // IngressOptions says where Ingresses' load-balancer addresses come from (KIC's flags).
@@ -105,7 +105,7 @@ func (u *IngressUpdater) Report(_ context.Context, r dataplane.Round) {
 	u.trigger.Request()
 }
 
-// leftOutEverywhere are the objects (translator.Node) that every gateway which took a
+// leftOutEverywhere are the objects (objgraph.Key) that every gateway which took a
 // configuration of the round took without: all but refused objects (database mode: the
 // refused entities' objects and those isolated with them), or a fallback configuration (the
 // objects it excluded and did not take from the last valid configuration instead). A gateway
@@ -122,19 +122,19 @@ func leftOutEverywhere(gateways []dataplane.GatewayResult) map[kongstate.ObjectR
 			if fb := g.Fallback; fb != nil && fb.Err == nil {
 				backfilled := map[kongstate.ObjectRef]bool{}
 				for _, x := range fb.Backfilled {
-					backfilled[translator.Node(x)] = true
+					backfilled[objgraph.Key(x)] = true
 				}
 				for _, x := range fb.Excluded {
-					if !backfilled[translator.Node(x)] {
-						left[translator.Node(x)] = true
+					if !backfilled[objgraph.Key(x)] {
+						left[objgraph.Key(x)] = true
 					}
 				}
 			} else {
 				for _, e := range rej.Entities {
-					left[translator.Node(e.Object)] = true
+					left[objgraph.Key(e.Object)] = true
 				}
 				for _, x := range rej.Excluded {
-					left[translator.Node(x)] = true
+					left[objgraph.Key(x)] = true
 				}
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/translator"
 )
 
@@ -42,7 +43,7 @@ func (o *outcome) licenseCondition(l, chosen *kongv1alpha1.KongLicense) metav1.C
 	switch {
 	case chosen == nil || chosen.Name != l.Name:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonReplacedByNewer, "Replaced by newer created KongLicense"
-	case o.programmed[translator.Node(kongstate.RefFor(l, gvkOf(l)))]:
+	case o.programmed[objgraph.Key(kongstate.RefFor(l, gvkOf(l)))]:
 		c.Status, c.Reason = metav1.ConditionTrue, ReasonPickedAsLatest
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonPending,

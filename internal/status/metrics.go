@@ -11,6 +11,7 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/translator"
 )
 
@@ -271,7 +272,7 @@ func (m *Metrics) translation(count *prometheus.CounterVec, duration *prometheus
 	duration.WithLabelValues(success, m.instanceID).Observe(milliseconds(d))
 	objs := map[kongstate.ObjectRef]bool{}
 	for _, p := range problems {
-		objs[translator.Node(p.Object)] = true
+		objs[objgraph.Key(p.Object)] = true
 	}
 	broken.WithLabelValues(m.instanceID).Set(float64(len(objs)))
 }
@@ -285,7 +286,7 @@ func brokenObjects(err error) int {
 	objs := map[kongstate.ObjectRef]bool{}
 	for _, e := range rej.Entities {
 		if e.Object.Name != "" {
-			objs[translator.Node(e.Object)] = true
+			objs[objgraph.Key(e.Object)] = true
 		}
 	}
 	return len(objs)

@@ -19,9 +19,9 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/store"
-	"github.com/konductor/konductor/internal/translator"
 )
 
 // Reasons of the Programmed condition (kubernetes-configuration's configuration/v1).
@@ -64,7 +64,7 @@ type ProgrammedUpdater struct {
 	last     *outcome // of the latest round that reached a gateway, once walked
 }
 
-// outcome is what one round says of each object, keyed by translator.Node.
+// outcome is what one round says of each object, keyed by objgraph.Key.
 type outcome struct {
 	programmed map[kongstate.ObjectRef]bool
 	invalid    map[kongstate.ObjectRef]string
@@ -161,15 +161,15 @@ func outcomeOf(r dataplane.Round) *outcome {
 	// A gateway that took a fallback configuration took it without the refused objects and
 	// their dependents: the others are programmed.
 	for _, x := range refused.fallbackTaken {
-		excluded[translator.Node(x)] = true
+		excluded[objgraph.Key(x)] = true
 	}
 	for _, e := range refused.entities {
 		if e.Object.Name != "" {
-			o.invalid[translator.Node(e.Object)] = red.String(fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message))
+			o.invalid[objgraph.Key(e.Object)] = red.String(fmt.Sprintf("Kong refused it: invalid %s: %s", orEntity(e.Field), e.Message))
 		}
 	}
 	for _, p := range r.Problems {
-		n := translator.Node(p.Object)
+		n := objgraph.Key(p.Object)
 		if _, ok := o.invalid[n]; !ok {
 			msg := p.Message
 			if p.Field != "" {
@@ -187,17 +187,17 @@ func outcomeOf(r dataplane.Round) *outcome {
 			}
 		}
 		if ref, ok := kongstate.ObjectRefFromTags(ts); ok && conditionedKinds[ref.Kind] {
-			o.programmed[translator.Node(ref)] = true
+			o.programmed[objgraph.Key(ref)] = true
 		}
 	})
 	if o.dbless {
 		// Custom entities and licenses carry no tags: the state says which object each
 		// comes from.
 		for _, e := range r.State.CustomEntities {
-			o.programmed[translator.Node(e.Object)] = true
+			o.programmed[objgraph.Key(e.Object)] = true
 		}
 		for _, l := range r.State.Licenses {
-			o.programmed[translator.Node(l.Object)] = true
+			o.programmed[objgraph.Key(l.Object)] = true
 		}
 	}
 	for x := range excluded {
@@ -324,7 +324,7 @@ func (u *ProgrammedUpdater) Update(ctx context.Context) error {
 
 // condition is the Programmed condition the outcome gives the object.
 func (o *outcome) condition(ref kongstate.ObjectRef, generation int64) metav1.Condition {
-	n := translator.Node(ref)
+	n := objgraph.Key(ref)
 	c := metav1.Condition{Type: ConditionProgrammed, ObservedGeneration: generation}
 	switch msg, invalid := o.invalid[n]; {
 	case invalid:

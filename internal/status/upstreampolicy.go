@@ -22,6 +22,7 @@ import (
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
@@ -62,7 +63,7 @@ type UpstreamPolicyUpdater struct {
 
 // policyTranslation is what a round's translation says of upstream policies.
 type policyTranslation struct {
-	graph      *translator.Graph
+	graph      *objgraph.Graph
 	problems   []translator.Problem
 	attachment *gatewayapi.Attachment // nil without Gateway API
 }
@@ -216,7 +217,7 @@ func (in upstreamPolicyInputs) ancestors(p *kongv1beta1.KongUpstreamPolicy) []an
 		default:
 			continue
 		}
-		seen[translator.Node(r)] = true
+		seen[objgraph.Key(r)] = true
 	}
 	for key := range conflicts {
 		_, name, _ := strings.Cut(key, "/")
@@ -247,7 +248,7 @@ func (in upstreamPolicyInputs) ancestors(p *kongv1beta1.KongUpstreamPolicy) []an
 		case conflict != "":
 			accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, reasonConflicted, conflict
 			programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, ReasonPending, "the policy is not applied"
-		case in.refused[translator.Node(ref)]:
+		case in.refused[objgraph.Key(ref)]:
 			programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, ReasonInvalid, "a gateway refused the entities of its "+ref.Kind
 		case !in.programmedFor(ref, policy):
 			programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, ReasonPending, "not yet in a configuration a gateway took"
@@ -271,7 +272,7 @@ func (in upstreamPolicyInputs) programmedFor(ancestor, policy kongstate.ObjectRe
 		return false
 	}
 	for _, r := range in.programmed.graph.References(ancestor) {
-		if translator.Node(r) == translator.Node(policy) {
+		if objgraph.Key(r) == objgraph.Key(policy) {
 			return true
 		}
 	}
@@ -281,7 +282,7 @@ func (in upstreamPolicyInputs) programmedFor(ancestor, policy kongstate.ObjectRe
 // graphNode is ref as the translation's graph names it: entity tags name the core group
 // "core", the graph "".
 func graphNode(ref kongstate.ObjectRef) kongstate.ObjectRef {
-	n := translator.Node(ref)
+	n := objgraph.Key(ref)
 	if n.Group == "core" {
 		n.Group = ""
 	}

@@ -17,7 +17,8 @@
 //
 // One builder (translator.go: Options, Result, Build, the builder and its pipeline) runs the
 // sources in KIC's order (translation-rules.md §2) over a shared model and records every
-// reference it follows in the object graph. Files are named by family:
+// reference it follows, and every value objects meet on, in the object graph (package
+// objgraph; translation-rules.md §12.4; TestEveryReadIsRecorded). Files are named by family:
 //
 //	translator.go, model.go, kinds.go, problems.go
 //	        the builder; the Kong services and routes the sources build together; the kinds
@@ -39,7 +40,6 @@
 //	validate.go           Kong's validation rules for values passed on from users
 //	entitytags.go, sharedvalues.go
 //	                      what many entities share, made once per translation
-//	graph.go, refset.go   the object graph: every reference translation followed
 //
 // Above the translation sit the parts that use the graph to do less work; nothing in the
 // sources calls them:

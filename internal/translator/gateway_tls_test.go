@@ -12,6 +12,7 @@ import (
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -22,13 +23,13 @@ func TestGatewayListenerCertsInGraph(t *testing.T) {
 	res := buildCase(t, "gateway-tls")
 	gw := ref(gvkGateway, "default", "kong")
 	require.Equal(t, []kongstate.ObjectRef{
-		Node(ref(gvkGatewayClass, "", "kong")),
-		Node(ref(gvkReferenceGrant, "certs", "gateways")),
-		Node(ref(gvkSecret, "certs", "private-cert")),
-		Node(ref(gvkSecret, "certs", "shared-cert")),
-		Node(ref(gvkSecret, "default", "gw-cert")),
+		objgraph.Key(ref(gvkGatewayClass, "", "kong")),
+		objgraph.Key(ref(gvkReferenceGrant, "certs", "gateways")),
+		objgraph.Key(ref(gvkSecret, "certs", "private-cert")),
+		objgraph.Key(ref(gvkSecret, "certs", "shared-cert")),
+		objgraph.Key(ref(gvkSecret, "default", "gw-cert")),
 		// Its listener's host ing.example.com, which an Ingress names too.
-		Node(SharedValue("sni ing.example.com")),
+		objgraph.Key(objgraph.SharedValue("sni ing.example.com")),
 	}, res.Graph.References(gw))
 
 	var r Relevance
@@ -62,6 +63,6 @@ func TestGatewayListenerWithTwoCertsRefersToBoth(t *testing.T) {
 
 	refs := res.Graph.References(ref(gvkGateway, "default", "kong"))
 	for _, name := range []string{"two-rsa", "two-ecdsa"} {
-		require.Contains(t, refs, Node(ref(gvkSecret, "default", name)), name)
+		require.Contains(t, refs, objgraph.Key(ref(gvkSecret, "default", name)), name)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -29,65 +30,50 @@ func TestGraphRecordsReferences(t *testing.T) {
 	g := buildCase(t, "consumers").Graph
 	alice := ref(gvkKongConsumer, "default", "alice")
 	require.Equal(t, []kongstate.ObjectRef{
-		Node(ref(gvkKongConsumerGroup, "default", "gold")),
-		Node(ref(gvkKongPlugin, "default", "headers")),
-		Node(ref(gvkKongPlugin, "default", "limit")),
-		Node(ref(gvkSecret, "default", "alice-acl")),
-		Node(ref(gvkSecret, "default", "alice-basic")),
-		Node(ref(gvkSecret, "default", "alice-hmac")),
-		Node(ref(gvkSecret, "default", "alice-jwt")),
-		Node(ref(gvkSecret, "default", "alice-key")),
-		Node(ref(gvkSecret, "default", "alice-oauth")),
+		objgraph.Key(ref(gvkKongConsumerGroup, "default", "gold")),
+		objgraph.Key(ref(gvkKongPlugin, "default", "headers")),
+		objgraph.Key(ref(gvkKongPlugin, "default", "limit")),
+		objgraph.Key(ref(gvkSecret, "default", "alice-acl")),
+		objgraph.Key(ref(gvkSecret, "default", "alice-basic")),
+		objgraph.Key(ref(gvkSecret, "default", "alice-hmac")),
+		objgraph.Key(ref(gvkSecret, "default", "alice-jwt")),
+		objgraph.Key(ref(gvkSecret, "default", "alice-key")),
+		objgraph.Key(ref(gvkSecret, "default", "alice-oauth")),
 	}, g.References(alice))
 
 	// The rate-limiting plugin is used by an Ingress and a consumer; what depends on it is
 	// both of them (and the plugin itself), not the Service behind the Ingress.
 	limit := ref(gvkKongPlugin, "default", "limit")
 	require.Equal(t, []kongstate.ObjectRef{
-		Node(ref(gvkIngress, "default", "api")),
-		Node(alice),
-		Node(limit),
+		objgraph.Key(ref(gvkIngress, "default", "api")),
+		objgraph.Key(alice),
+		objgraph.Key(limit),
 	}, g.Dependents(limit))
-	require.Contains(t, g.References(ref(gvkIngress, "default", "api")), Node(ref(gvkService, "default", "api")))
-	require.Contains(t, g.References(ref(gvkIngress, "default", "api")), Node(ref(gvkIngressClass, "", "kong")))
+	require.Contains(t, g.References(ref(gvkIngress, "default", "api")), objgraph.Key(ref(gvkService, "default", "api")))
+	require.Contains(t, g.References(ref(gvkIngress, "default", "api")), objgraph.Key(ref(gvkIngressClass, "", "kong")))
 
 	// A missing Secret is a node too: creating it changes the translation.
 	inv := buildCase(t, "consumers-invalid").Graph
-	require.Equal(t, []kongstate.ObjectRef{Node(ref(gvkKongConsumer, "default", "erin")), Node(ref(gvkSecret, "default", "missing"))},
+	require.Equal(t, []kongstate.ObjectRef{objgraph.Key(ref(gvkKongConsumer, "default", "erin")), objgraph.Key(ref(gvkSecret, "default", "missing"))},
 		inv.Dependents(ref(gvkSecret, "default", "missing")))
 
 	// A granted cross-namespace reference records the grant that allowed it.
 	rp := buildCase(t, "remote-plugins").Graph
-	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "a")), Node(ref(gvkReferenceGrant, "shared", "team-a-plugins")))
-	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "a")), Node(ref(gvkKongPlugin, "shared", "auth")))
+	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "a")), objgraph.Key(ref(gvkReferenceGrant, "shared", "team-a-plugins")))
+	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "a")), objgraph.Key(ref(gvkKongPlugin, "shared", "auth")))
 	// One that no grant allows is an edge too: a grant or the plugin coming changes the
 	// translation. Its Ingress is left out for it (kong_plugins_failclosed.go), and keeps its edges.
-	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "c")), Node(ref(gvkKongPlugin, "shared", "other")))
-	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "c")), Node(ref(gvkService, "team-a", "a")))
-	require.Contains(t, rp.References(ref(gvkIngress, "team-b", "b")), Node(ref(gvkKongPlugin, "shared", "auth")))
+	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "c")), objgraph.Key(ref(gvkKongPlugin, "shared", "other")))
+	require.Contains(t, rp.References(ref(gvkIngress, "team-a", "c")), objgraph.Key(ref(gvkService, "team-a", "a")))
+	require.Contains(t, rp.References(ref(gvkIngress, "team-b", "b")), objgraph.Key(ref(gvkKongPlugin, "shared", "auth")))
 
 	// Upstream policies and KongIngresses hang off their Service.
 	up := buildCase(t, "upstream-policy").Graph
 	require.Equal(t, []kongstate.ObjectRef{
-		Node(ref(gvkIngress, "default", "app")),
-		Node(ref(gvkKongUpstreamPolicy, "default", "sticky-ish")),
-		Node(ref(gvkService, "default", "web")),
+		objgraph.Key(ref(gvkIngress, "default", "app")),
+		objgraph.Key(ref(gvkKongUpstreamPolicy, "default", "sticky-ish")),
+		objgraph.Key(ref(gvkService, "default", "web")),
 	}, up.Dependents(ref(gvkKongUpstreamPolicy, "default", "sticky-ish")))
-}
-
-// A graph node keeps what Node keeps of a reference: the same key for the same object,
-// whatever its version and UID.
-func TestNodeKeepsWhatNodeKeeps(t *testing.T) {
-	for _, r := range []kongstate.ObjectRef{
-		{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Namespace: "ns", Name: "a", UID: "u1"},
-		{Kind: "Service", Namespace: "ns", Name: "a"},
-		{Group: "networking.k8s.io", Kind: "IngressClass", Name: "kong"},
-	} {
-		require.Equal(t, Node(r), nodeOf(r).ref())
-		require.Equal(t, nodeOf(Node(r)), nodeOf(r))
-	}
-	require.NotEqual(t, nodeOf(kongstate.ObjectRef{Kind: "Service", Namespace: "ns", Name: "a"}),
-		nodeOf(kongstate.ObjectRef{Group: "x.io", Kind: "Service", Namespace: "ns", Name: "a"}), "the group tells nodes apart")
 }
 
 // Two Ingresses with a default backend share the cluster's one default backend: the newer
@@ -98,8 +84,8 @@ func TestSharedValueReachesButDoesNotBreak(t *testing.T) {
 	g := buildCase(t, "default-backend").Graph
 	older, newer := ref(gvkIngress, "z", "older"), ref(gvkIngress, "a", "newer")
 	require.Equal(t, []kongstate.ObjectRef{
-		Node(newer), Node(older), SharedValue("the default backend"),
+		objgraph.Key(newer), objgraph.Key(older), objgraph.SharedValue("the default backend"),
 	}, g.Dependents(older))
-	require.Equal(t, []kongstate.ObjectRef{Node(older)}, g.Broken(older))
-	require.Equal(t, []kongstate.ObjectRef{Node(newer)}, g.Broken(newer))
+	require.Equal(t, []kongstate.ObjectRef{objgraph.Key(older)}, g.Broken(older))
+	require.Equal(t, []kongstate.ObjectRef{objgraph.Key(newer)}, g.Broken(newer))
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -169,7 +170,7 @@ type resultParts struct {
 	// leftOut are the objects left out because a plugin they name (or need) could not be
 	// applied (failclosed.go), nil when none: a round that changes one of them, or whose
 	// partial translation leaves anything out, is a full Build.
-	leftOut map[node]struct{}
+	leftOut map[objgraph.Node]struct{}
 	// danglingForeignKey: a KongCustomEntity's fields name a service, route or consumer the
 	// configuration does not hold (customEntityForeignKeysOwn): any round may make it, so
 	// every round is a full Build while one does.
@@ -311,18 +312,18 @@ const leftOutReason = "the change leaves objects out for plugins they name"
 // closure's Ingresses (translated again), and the partial translation's; why says why not
 // ("" when it can), when the partial translation left out anything but closure Ingresses
 // (nothing refers to an Ingress, so leaving one out takes nothing else with it).
-func spliceLeftOut(prev, part map[node]struct{}, closure map[nsName]struct{}) (map[node]struct{}, string) {
+func spliceLeftOut(prev, part map[objgraph.Node]struct{}, closure map[nsName]struct{}) (map[objgraph.Node]struct{}, string) {
 	for n := range part {
-		if _, in := closure[nsName{n.namespace, n.name}]; !in || !n.isKind(gvkIngress.Group, gvkIngress.Kind) {
+		if _, in := closure[nsName{n.Namespace(), n.Name()}]; !in || !n.IsKind(gvkIngress.Group, gvkIngress.Kind) {
 			return nil, leftOutReason
 		}
 	}
 	if len(prev) == 0 {
 		return part, ""
 	}
-	out := make(map[node]struct{}, len(prev)+len(part))
+	out := make(map[objgraph.Node]struct{}, len(prev)+len(part))
 	for n := range prev {
-		if _, in := closure[nsName{n.namespace, n.name}]; in && n.isKind(gvkIngress.Group, gvkIngress.Kind) {
+		if _, in := closure[nsName{n.Namespace(), n.Name()}]; in && n.IsKind(gvkIngress.Group, gvkIngress.Kind) {
 			continue
 		}
 		out[n] = struct{}{}
@@ -343,7 +344,7 @@ func secretsOfLeftOut(prev Result, changed map[nsName]bool) string {
 		return ""
 	}
 	for k := range changed {
-		for from := range prev.Graph.rdepsOf(nodeOf(ref(gvkSecret, k.ns, k.name))).All() {
+		for from := range prev.Graph.RdepsOf(objgraph.NodeOf(ref(gvkSecret, k.ns, k.name))).All() {
 			if _, out := prev.parts.leftOut[from]; out {
 				return "a Secret of the change is read by an object left out for its plugins"
 			}
@@ -358,19 +359,19 @@ func secretsOfLeftOut(prev Result, changed map[nsName]bool) string {
 // graph edges, only while the change does not reach them (and the plugins, ReferenceGrants
 // and Secrets that decide it do not change: those are full Builds or splices that keep
 // every plugin's verdict).
-func closureLeftOut(leftOut map[node]struct{}, routes map[gatewayapi.RouteKey]struct{}, services ...map[nsName]struct{}) string {
+func closureLeftOut(leftOut map[objgraph.Node]struct{}, routes map[gatewayapi.RouteKey]struct{}, services ...map[nsName]struct{}) string {
 	if len(leftOut) == 0 {
 		return ""
 	}
-	in := func(n node) bool { _, ok := leftOut[n]; return ok }
+	in := func(n objgraph.Node) bool { _, ok := leftOut[n]; return ok }
 	for k := range routes {
-		if in(nodeOf(routeRef(k))) {
+		if in(objgraph.NodeOf(routeRef(k))) {
 			return "the change reaches an object left out for its plugins"
 		}
 	}
 	for _, set := range services {
 		for s := range set {
-			if in(nodeOf(ref(gvkService, s.ns, s.name))) {
+			if in(objgraph.NodeOf(ref(gvkService, s.ns, s.name))) {
 				return "the change reaches an object left out for its plugins"
 			}
 		}
@@ -401,7 +402,7 @@ func (t *Incremental) Build(snap *store.Snapshot, opts Options) Result {
 	// round splices with are built later (Settle): a full translation is the start's first
 	// round (issue #13), and they are not needed for its push. Built beside the translation,
 	// they took a core from it for 15-20 ms.
-	var hint *Graph
+	var hint *objgraph.Graph
 	if t.prev != nil {
 		hint = t.prev.res.Graph
 	}
@@ -667,7 +668,7 @@ type byService map[nsName]*serviceEdges
 
 // serviceEdges are a Service's EndpointSlices and the Ingresses that name it.
 type serviceEdges struct {
-	slices, namedBy smallSet[nsName]
+	slices, namedBy objgraph.SmallSet[nsName]
 }
 
 // edges are s's, added when there are none.
@@ -681,7 +682,7 @@ func (m byService) edges(s nsName) *serviceEdges {
 }
 
 // slicesOf are the EndpointSlices of s (nil: none).
-func (m byService) slicesOf(s nsName) *smallSet[nsName] {
+func (m byService) slicesOf(s nsName) *objgraph.SmallSet[nsName] {
 	if e := m[s]; e != nil {
 		return &e.slices
 	}
@@ -689,7 +690,7 @@ func (m byService) slicesOf(s nsName) *smallSet[nsName] {
 }
 
 // namedBy are the Ingresses that name s (nil: none).
-func (m byService) namedBy(s nsName) *smallSet[nsName] {
+func (m byService) namedBy(s nsName) *objgraph.SmallSet[nsName] {
 	if e := m[s]; e != nil {
 		return &e.namedBy
 	}
@@ -742,7 +743,7 @@ func othersUnchanged(a, b *store.Snapshot) bool {
 // object reads and every object reading them is one reads accepts, and returns them. A CA
 // certificate's Secret (labelled, before or after) stays: it is read by label, not by
 // reference.
-func takeSecretsReadOnlyBy(g *Graph, changed map[nsName]bool, reads func(kongstate.ObjectRef) bool) map[nsName]bool {
+func takeSecretsReadOnlyBy(g *objgraph.Graph, changed map[nsName]bool, reads func(kongstate.ObjectRef) bool) map[nsName]bool {
 	var taken map[nsName]bool
 	for k, caCert := range changed {
 		if caCert {
@@ -775,7 +776,7 @@ func (r *incrementalRound) changedSecrets(objs []*corev1.Secret) (changed map[ns
 	}
 	caCert := func(s *corev1.Secret) bool { return s != nil && s.Labels[store.CACertLabel] == "true" }
 	read := func(s *corev1.Secret) bool {
-		return s != nil && (caCert(s) || r.res.Graph.rdepsOf(nodeOf(ref(gvkSecret, s.Namespace, s.Name))).Len() > 0)
+		return s != nil && (caCert(s) || r.res.Graph.RdepsOf(objgraph.NodeOf(ref(gvkSecret, s.Namespace, s.Name))).Len() > 0)
 	}
 	for k, old := range updated {
 		if n := r.secrets.get(k); read(n) || read(old) {
@@ -881,11 +882,11 @@ func ingressLocality(ing *netv1.Ingress, plugins bool) string {
 }
 
 // spliceable says why the partial result cannot replace its part of the previous one.
-func (t *Incremental) spliceable(part Result, subjects map[node]struct{}, plugins bool) string {
+func (t *Incremental) spliceable(part Result, subjects map[objgraph.Node]struct{}, plugins bool) string {
 	if part.parts.readClock && !t.prev.res.parts.readClock {
 		return "the translation read the clock"
 	}
-	return localResult(part, func(n node) bool { _, in := subjects[n]; return in }, nil, plugins)
+	return localResult(part, func(n objgraph.Node) bool { _, in := subjects[n]; return in }, nil, plugins)
 }
 
 // otherEntities names a field of st other than Services and Upstreams (or the fields named
@@ -908,104 +909,4 @@ func otherEntities(st *kongstate.State, only ...string) string {
 		}
 	}
 	return ""
-}
-
-// maxGraphDepth bounds the chain of graphs replaceEdgesFrom makes before it squashes them.
-var maxGraphDepth = 32
-
-// replaceEdgesFrom returns a graph with g's edges but those out of the nodes from, and
-// with's edges instead. g is not modified (it may be read elsewhere): the new graph holds
-// what changed and reads the rest through g.
-func (g *Graph) replaceEdgesFrom(from map[node]struct{}, with *Graph) *Graph {
-	out := &Graph{deps: map[node]*refSet{}, rdeps: map[node]*refSet{}, base: g, depth: g.depth + 1}
-	rdepsOf := func(to node) *refSet {
-		m, ok := out.rdeps[to]
-		if !ok {
-			m = g.rdepsOf(to).clone()
-			out.rdeps[to] = m
-		}
-		return m
-	}
-	// Only the reverse edges that come or go are written: an object that keeps its
-	// references (an Ingress to its IngressClass, which every Ingress refers to) copies none.
-	for f := range from {
-		now := with.deps[f]
-		for to := range g.depsOf(f).All() {
-			if !now.Has(to) {
-				rdepsOf(to).Remove(f)
-			}
-		}
-		out.deps[f] = nil // no edges, whatever the base says
-	}
-	for f, tos := range with.deps {
-		_, replaced := from[f]
-		before := g.depsOf(f)
-		m := newRefSet(tos.Len())
-		for to := range tos.All() {
-			m.Add(to)
-			if !before.Has(to) || !replaced {
-				rdepsOf(to).Add(f)
-			}
-		}
-		out.deps[f] = m
-	}
-	if out.depth > maxGraphDepth {
-		return out.squash()
-	}
-	return out
-}
-
-// squash merges the chain of graphs above the bottom one into one, or into a graph without
-// base when what changed is a large part of it.
-func (g *Graph) squash() *Graph {
-	var chain []*Graph
-	bottom := g
-	for bottom.base != nil {
-		chain = append(chain, bottom)
-		bottom = bottom.base
-	}
-	merged := &Graph{deps: map[node]*refSet{}, rdeps: map[node]*refSet{}, base: bottom, depth: 1}
-	for i := len(chain) - 1; i >= 0; i-- {
-		for k, v := range chain[i].deps {
-			merged.deps[k] = v
-		}
-		for k, v := range chain[i].rdeps {
-			merged.rdeps[k] = v
-		}
-	}
-	if 2*(len(merged.deps)+len(merged.rdeps)) < len(bottom.deps)+len(bottom.rdeps) {
-		return merged
-	}
-	return merged.flat()
-}
-
-// flat is the graph without base: every node's edges in its own maps.
-func (g *Graph) flat() *Graph {
-	if g.base == nil {
-		return g
-	}
-	out := newGraph()
-	var chain []*Graph
-	for x := g; x != nil; x = x.base {
-		chain = append(chain, x)
-	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		for k, v := range chain[i].deps {
-			out.deps[k] = v
-		}
-		for k, v := range chain[i].rdeps {
-			out.rdeps[k] = v
-		}
-	}
-	for k, v := range out.deps {
-		if v.Len() == 0 {
-			delete(out.deps, k)
-		}
-	}
-	for k, v := range out.rdeps {
-		if v.Len() == 0 {
-			delete(out.rdeps, k)
-		}
-	}
-	return out
 }

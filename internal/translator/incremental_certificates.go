@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 )
 
 // readsTLSSecrets: Ingresses and TCPIngresses read Secrets through their spec.tls only. A
@@ -147,7 +148,7 @@ func spliceCertificates(res Result, secrets map[nsName]bool, previous map[nsName
 			delete(drop, p)
 			continue
 		}
-		if n := nodeOf(p.Object); n.isKind("", gvkSecret.Kind) && hasKey(secrets, nsName{p.Object.Namespace, p.Object.Name}) {
+		if n := objgraph.NodeOf(p.Object); n.IsKind("", gvkSecret.Kind) && hasKey(secrets, nsName{p.Object.Namespace, p.Object.Name}) {
 			return Result{}, "another problem is reported on a TLS Secret of the change"
 		}
 		problems = append(problems, p)

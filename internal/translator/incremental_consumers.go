@@ -5,6 +5,7 @@ import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -98,7 +99,7 @@ func consumerClosure(prev *incrementalRound, res Result, changed map[nsName]*kon
 		}
 	}
 	for k := range closure {
-		if _, out := res.parts.leftOut[nodeOf(ref(gvkKongConsumer, k.ns, k.name))]; out {
+		if _, out := res.parts.leftOut[objgraph.NodeOf(ref(gvkKongConsumer, k.ns, k.name))]; out {
 			return nil, "the change reaches an object left out for its plugins"
 		}
 		// A consumer left out for a name an older one holds comes back when either changes.
@@ -117,7 +118,7 @@ func consumerClosure(prev *incrementalRound, res Result, changed map[nsName]*kon
 // subjects are their graph nodes, withPlugins those whose plugins must stay as they were;
 // why says why a closure consumer cannot be translated alone, if one cannot.
 func consumerSnapshot(prev *incrementalRound, snap *store.Snapshot, res Result, changed map[nsName]*kongv1.KongConsumer, closure map[nsName]struct{}) (
-	sub *store.Snapshot, subjects map[node]struct{}, withPlugins map[nsName]struct{}, why string) {
+	sub *store.Snapshot, subjects map[objgraph.Node]struct{}, withPlugins map[nsName]struct{}, why string) {
 	oldConsumer := func(k nsName) *kongv1.KongConsumer {
 		if old, ok := changed[k]; ok {
 			return old
@@ -128,7 +129,7 @@ func consumerSnapshot(prev *incrementalRound, snap *store.Snapshot, res Result, 
 		IngressClassParameters: snap.IngressClassParameters, KongConsumerGroups: snap.KongConsumerGroups,
 		KongPlugins: snap.KongPlugins, KongClusterPlugins: snap.KongClusterPlugins, ReferenceGrants: snap.ReferenceGrants}
 	credentials := map[nsName]struct{}{} // the Secrets to translate with: credentials, plugins' configurations
-	subjects = make(map[node]struct{}, len(closure))
+	subjects = make(map[objgraph.Node]struct{}, len(closure))
 	withPlugins = map[nsName]struct{}{}
 	for k := range closure {
 		old, kc := oldConsumer(k), prev.consumers.get(k)
@@ -162,7 +163,7 @@ func consumerSnapshot(prev *incrementalRound, snap *store.Snapshot, res Result, 
 		if why := consumerEdges(res, at, hasPlugins, credentials); why != "" {
 			return nil, nil, nil, why
 		}
-		subjects[nodeOf(at)] = struct{}{}
+		subjects[objgraph.NodeOf(at)] = struct{}{}
 		if kc := prev.consumers.get(k); kc != nil {
 			sub.KongConsumers = append(sub.KongConsumers, kc)
 			for _, name := range kc.Credentials {
@@ -212,7 +213,7 @@ func consumerEdges(res Result, at kongstate.ObjectRef, hasPlugins bool, credenti
 
 // checkConsumerPart checks the closure's translation and returns its problems and graph
 // edges, those of the closure's consumers alone.
-func checkConsumerPart(res, part Result, subjects map[node]struct{}, withPlugins map[nsName]struct{}) ([]Problem, *Graph, string) {
+func checkConsumerPart(res, part Result, subjects map[objgraph.Node]struct{}, withPlugins map[nsName]struct{}) ([]Problem, *objgraph.Graph, string) {
 	if len(part.parts.leftOut) > 0 {
 		return nil, nil, leftOutReason
 	}
@@ -245,27 +246,26 @@ func checkConsumerPart(res, part Result, subjects map[node]struct{}, withPlugins
 	}
 	// The consumer groups' and plugins' problems and references are res's: they did not
 	// change, nor did (above) the consumers their plugins attach to.
-	unchangedObject := func(n node) bool {
-		return n.isKind(gvkKongConsumerGroup.Group, gvkKongConsumerGroup.Kind) ||
-			n.isKind(gvkKongPlugin.Group, gvkKongPlugin.Kind) || n.isKind(gvkKongClusterPlugin.Group, gvkKongClusterPlugin.Kind)
+	unchangedObject := func(n objgraph.Node) bool {
+		return n.IsKind(gvkKongConsumerGroup.Group, gvkKongConsumerGroup.Kind) ||
+			n.IsKind(gvkKongPlugin.Group, gvkKongPlugin.Kind) || n.IsKind(gvkKongClusterPlugin.Group, gvkKongClusterPlugin.Kind)
 	}
 	var problems []Problem
 	for _, p := range part.Problems {
-		n := nodeOf(p.Object)
+		n := objgraph.NodeOf(p.Object)
 		if _, in := subjects[n]; in {
 			problems = append(problems, p)
 		} else if !unchangedObject(n) {
 			return nil, nil, "a problem is reported on " + p.Object.String()
 		}
 	}
-	edges := newGraph() // the closure's
-	for from, tos := range part.Graph.deps {
-		if _, in := subjects[from]; in {
-			edges.deps[from] = tos
-		} else if !unchangedObject(from) {
+	inClosure := func(n objgraph.Node) bool { _, in := subjects[n]; return in }
+	for from := range part.Graph.Edges() {
+		if !inClosure(from) && !unchangedObject(from) {
 			return nil, nil, from.String() + " gets a reference"
 		}
 	}
+	edges := part.Graph.Only(inClosure) // the closure's
 
 	return problems, edges, ""
 }
@@ -298,7 +298,7 @@ func credentialsHeldElsewhere(prev *incrementalRound, res, part Result, closure 
 }
 
 // mergeConsumers splices the closure's translation into res.
-func mergeConsumers(prev *incrementalRound, res, part Result, closure map[nsName]struct{}, subjects map[node]struct{}, problems []Problem, edges *Graph) Result {
+func mergeConsumers(prev *incrementalRound, res, part Result, closure map[nsName]struct{}, subjects map[objgraph.Node]struct{}, problems []Problem, edges *objgraph.Graph) Result {
 	// res's consumers but the closure's, with the closure's new ones where their age puts
 	// them (sortByAge's order, which both lists are in).
 	objs, list := res.parts.consumers.objs, res.State.Consumers
@@ -333,7 +333,7 @@ func mergeConsumers(prev *incrementalRound, res, part Result, closure map[nsName
 	}
 	kept := make([]Problem, 0, len(res.Problems)+len(problems))
 	for _, p := range res.Problems {
-		if _, in := subjects[nodeOf(p.Object)]; !in {
+		if _, in := subjects[objgraph.NodeOf(p.Object)]; !in {
 			kept = append(kept, p)
 		}
 	}
@@ -341,7 +341,7 @@ func mergeConsumers(prev *incrementalRound, res, part Result, closure map[nsName
 	parts.consumers = consumerParts{objs: mergedObjs, lookedUp: res.parts.consumers.lookedUp, // the custom entities are res's
 		contested: res.parts.consumers.contested} // no closure consumer's names were
 	res.State, res.Problems, res.parts = &state, sortProblems(append(kept, problems...)), &parts
-	res.Graph = res.Graph.replaceEdgesFrom(subjects, edges)
+	res.Graph = res.Graph.ReplaceEdgesFrom(subjects, edges)
 	return res
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/kong/go-database-reconciler/pkg/file"
 	netv1 "k8s.io/api/networking/v1"
 
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -126,14 +127,14 @@ func spliceIngressPlugins(prev *incrementalRound, res, part Result, closure map[
 
 	// The edges out of a plugin no longer read go (part's replaced those of the plugins it
 	// read, with the same or, newly read, new ones).
-	gone := map[node]struct{}{}
+	gone := map[objgraph.Node]struct{}{}
 	for n := range affected {
 		if old.read[n] && !read[n] {
 			gone[n] = struct{}{}
 		}
 	}
 	if len(gone) > 0 {
-		res.Graph = res.Graph.replaceEdgesFrom(gone, newGraph())
+		res.Graph = res.Graph.ReplaceEdgesFrom(gone, objgraph.New())
 	}
 	state := *res.State
 	state.Plugins = plugins
@@ -145,15 +146,15 @@ func spliceIngressPlugins(prev *incrementalRound, res, part Result, closure map[
 
 // affectedIngressPlugins are the plugins the closure's Ingresses referred to before or refer
 // to now.
-func affectedIngressPlugins(prev *incrementalRound, part Result, closure map[nsName]struct{}) map[node]struct{} {
-	affected := map[node]struct{}{}
+func affectedIngressPlugins(prev *incrementalRound, part Result, closure map[nsName]struct{}) map[objgraph.Node]struct{} {
+	affected := map[objgraph.Node]struct{}{}
 	for k := range closure {
 		for _, to := range prev.res.Graph.References(ref(gvkIngress, k.ns, k.name)) {
 			if isPluginKind(to) {
-				affected[nodeOf(to)] = struct{}{}
+				affected[objgraph.NodeOf(to)] = struct{}{}
 			}
 		}
-		for to := range part.Graph.depsOf(nodeOf(ref(gvkIngress, k.ns, k.name))).All() {
+		for to := range part.Graph.DepsOf(objgraph.NodeOf(ref(gvkIngress, k.ns, k.name))).All() {
 			if isPluginNode(to) {
 				affected[to] = struct{}{}
 			}
@@ -165,7 +166,7 @@ func affectedIngressPlugins(prev *incrementalRound, part Result, closure map[nsN
 // ingressPluginsLocal says why the affected plugins' entities may depend on more than the
 // Ingresses ("" when they do not): a duplicate left out, another kind naming one, a global
 // one, a problem about one.
-func ingressPluginsLocal(prev *incrementalRound, part Result, affected map[node]struct{}) string {
+func ingressPluginsLocal(prev *incrementalRound, part Result, affected map[objgraph.Node]struct{}) string {
 	old := prev.res.parts.plugins
 	if len(part.parts.plugins.dups) > 0 {
 		return "a plugin entity of the closure was left out as another's duplicate"
@@ -174,19 +175,19 @@ func ingressPluginsLocal(prev *incrementalRound, part Result, affected map[node]
 		if _, dup := old.dups[n]; dup {
 			return "a plugin entity of the change was left out as another's duplicate"
 		}
-		for _, from := range prev.res.Graph.ReferredBy(n.ref()) {
+		for _, from := range prev.res.Graph.ReferredBy(n.Ref()) {
 			if from.Kind != gvkIngress.Kind || from.Group != gvkIngress.Group {
 				return "a plugin of the change is named by a " + from.Kind
 			}
 		}
-		if r := n.ref(); r.Kind == gvkKongClusterPlugin.Kind {
+		if r := n.Ref(); r.Kind == gvkKongClusterPlugin.Kind {
 			if kcp := prev.plugins.cluster.get(nsName{"", r.Name}); kcp != nil && kcp.Labels[labelGlobal] == "true" {
 				return "a plugin of the change is global"
 			}
 		}
 	}
 	for _, p := range prev.res.Problems {
-		if _, in := affected[nodeOf(p.Object)]; in {
+		if _, in := affected[objgraph.NodeOf(p.Object)]; in {
 			return "a plugin of the change has a problem"
 		}
 	}
@@ -198,14 +199,14 @@ func ingressPluginsLocal(prev *incrementalRound, part Result, affected map[node]
 // order of its routes).
 type pluginMerge struct {
 	closure     map[nsName]struct{}
-	affected    map[node]struct{}
+	affected    map[objgraph.Node]struct{}
 	kept        []pluginBlock // the blocks of other sources, as they were
 	sources     map[pluginSourceKey]*pluginSourceMerge
 	sourceOrder []pluginSourceKey
 }
 
 type pluginSourceKey struct {
-	obj    node
+	obj    objgraph.Node
 	source string
 }
 
@@ -276,8 +277,8 @@ func (m *pluginMerge) takeBlocks(res, part Result, old pluginParts) string {
 
 // mergedBlocks are the blocks of the result, unsorted, and which plugins it reads. Each merged
 // block: its instance names short and distinct, its first referrer its first entity's Ingress.
-func (m *pluginMerge) mergedBlocks(prev *incrementalRound, res, part Result, old pluginParts) ([]pluginBlock, map[node]bool, string) {
-	read := make(map[node]bool, len(old.read)+len(m.affected))
+func (m *pluginMerge) mergedBlocks(prev *incrementalRound, res, part Result, old pluginParts) ([]pluginBlock, map[objgraph.Node]bool, string) {
+	read := make(map[objgraph.Node]bool, len(old.read)+len(m.affected))
 	for n, ok := range old.read {
 		if _, in := m.affected[n]; !in {
 			read[n] = ok
@@ -307,8 +308,8 @@ func (m *pluginMerge) mergedBlocks(prev *incrementalRound, res, part Result, old
 		if _, read := read[n]; read || !prev.plugins.exists(n) {
 			continue // read by others, or a plugin that does not exist, which nothing reads
 		}
-		for _, g := range []*Graph{prev.res.Graph, part.Graph} {
-			for from := range g.rdepsOf(n).All() {
+		for _, g := range []*objgraph.Graph{prev.res.Graph, part.Graph} {
+			for from := range g.RdepsOf(n).All() {
 				if _, out := res.parts.leftOut[from]; out {
 					return nil, nil, "a plugin of the change is named only by objects left out for their plugins"
 				}
@@ -355,8 +356,8 @@ func annotationRank(ing *netv1.Ingress, source string) int {
 // shortInstanceNames says why the instance names of plugins, the entities of one source of
 // plugin obj, may be other than a full Build's ("" when they are not): each must be the
 // instance name and 9 hex digits of its attachment's hash, none twice.
-func shortInstanceNames(prev *incrementalRound, obj node, plugins []*file.FPlugin) string {
-	r := obj.ref()
+func shortInstanceNames(prev *incrementalRound, obj objgraph.Node, plugins []*file.FPlugin) string {
+	r := obj.Ref()
 	var base string
 	switch r.Kind {
 	case gvkKongPlugin.Kind:

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -17,12 +18,12 @@ import (
 // ExtensionRef, or global), with whether it resolved (true) or was left out (a problem).
 type pluginParts struct {
 	origins []pluginOrigin // of each of State.Plugins, in its order
-	read    map[node]bool
+	read    map[objgraph.Node]bool
 	// dups are the plugins of an entity left out because another plugin of its name (or the
 	// same plugin through another name) was attached to the same entities, and of that
 	// other: which one wins depends on their sources' order, which spliceIngressPlugins then
 	// does not vouch for.
-	dups map[node]struct{}
+	dups map[objgraph.Node]struct{}
 }
 
 // pluginOrigin is the plugin object one plugin entity was made of, and which of that object's
@@ -32,7 +33,7 @@ type pluginParts struct {
 // source, in the entities' order. The entities of one source are contiguous (a block), and
 // the blocks are in the order their sources were first referred to (first).
 type pluginOrigin struct {
-	obj    node
+	obj    objgraph.Node
 	source string // the pluginSource's key ("ns:name" it was looked up by); "" when global
 	global bool
 	// first is where the source was first referred to; by is the Ingress whose route the
@@ -56,18 +57,18 @@ const (
 	phaseGlobal
 )
 
-func (pp *pluginParts) noteDup(a, b node) {
+func (pp *pluginParts) noteDup(a, b objgraph.Node) {
 	if pp.dups == nil {
-		pp.dups = map[node]struct{}{}
+		pp.dups = map[objgraph.Node]struct{}{}
 	}
 	pp.dups[a], pp.dups[b] = struct{}{}, struct{}{}
 }
 
 func (pp *pluginParts) noteRead(obj kongstate.ObjectRef, resolved bool) {
 	if pp.read == nil {
-		pp.read = map[node]bool{}
+		pp.read = map[objgraph.Node]bool{}
 	}
-	pp.read[nodeOf(obj)] = resolved
+	pp.read[objgraph.NodeOf(obj)] = resolved
 }
 
 // pluginIndexes are an Incremental round's KongPlugins and KongClusterPlugins (a
@@ -79,9 +80,9 @@ type pluginIndexes struct {
 
 // exists reports whether the plugin n (a KongPlugin or KongClusterPlugin node) is in the
 // indexed snapshot.
-func (ix pluginIndexes) exists(n node) bool {
-	k := nsName{n.namespace, n.name}
-	if n.isKind(gvkKongClusterPlugin.Group, gvkKongClusterPlugin.Kind) {
+func (ix pluginIndexes) exists(n objgraph.Node) bool {
+	k := nsName{n.Namespace(), n.Name()}
+	if n.IsKind(gvkKongClusterPlugin.Group, gvkKongClusterPlugin.Kind) {
 		return ix.cluster.get(k) != nil
 	}
 	return ix.namespaced.get(k) != nil
@@ -206,14 +207,14 @@ func changedPlugins(prev *incrementalRound, changes pluginChanges) []changedPlug
 
 // pluginsToRemake are the changed plugins whose entities are made again; a reason when a
 // change cannot be spliced (one created, deleted or renamed that something reads, ...).
-func pluginsToRemake(res Result, changed []changedPlugin) (map[node]changedPlugin, string) {
+func pluginsToRemake(res Result, changed []changedPlugin) (map[objgraph.Node]changedPlugin, string) {
 	read, g := res.parts.plugins.read, res.Graph
 	referred := func(gvk schema.GroupVersionKind, ns, name string) bool {
-		return g.rdepsOf(nodeOf(ref(gvk, ns, name))).Len() > 0
+		return g.RdepsOf(objgraph.NodeOf(ref(gvk, ns, name))).Len() > 0
 	}
-	remake := map[node]changedPlugin{} // the plugins whose entities are made again
+	remake := map[objgraph.Node]changedPlugin{} // the plugins whose entities are made again
 	for _, c := range changed {
-		n := nodeOf(ref(c.gvk, c.key.ns, c.key.name))
+		n := objgraph.NodeOf(ref(c.gvk, c.key.ns, c.key.name))
 		resolved, wasRead := read[n]
 		if c.old == nil || c.new == nil {
 			switch {
@@ -249,14 +250,14 @@ func pluginsToRemake(res Result, changed []changedPlugin) (map[node]changedPlugi
 }
 
 // pluginsReadingSecrets adds to remake the plugins that read a Secret of the change.
-func pluginsReadingSecrets(prev *incrementalRound, res Result, secrets map[nsName]bool, remake map[node]changedPlugin) string {
+func pluginsReadingSecrets(prev *incrementalRound, res Result, secrets map[nsName]bool, remake map[objgraph.Node]changedPlugin) string {
 	read, g := res.parts.plugins.read, res.Graph
 	for k, caCert := range secrets {
 		if caCert {
 			return "a CA certificate's Secret changed"
 		}
 		for _, from := range g.ReferredBy(ref(gvkSecret, k.ns, k.name)) {
-			n := nodeOf(from)
+			n := objgraph.NodeOf(from)
 			if _, ok := remake[n]; ok {
 				continue
 			}
@@ -283,7 +284,7 @@ func pluginsReadingSecrets(prev *incrementalRound, res Result, secrets map[nsNam
 
 // remadePluginSources are the new versions' configurations, built by a builder of their own
 // with the Secrets they read.
-func remadePluginSources(prev *incrementalRound, opts Options, remake map[node]changedPlugin) (*builder, map[node]*pluginSource, string) {
+func remadePluginSources(prev *incrementalRound, opts Options, remake map[objgraph.Node]changedPlugin) (*builder, map[objgraph.Node]*pluginSource, string) {
 	sub := &store.Snapshot{}
 	for _, c := range remake {
 		for _, s := range pluginSecretsOf(c.new) {
@@ -293,7 +294,7 @@ func remadePluginSources(prev *incrementalRound, opts Options, remake map[node]c
 		}
 	}
 	b := newBuilder(sub, opts, nil)
-	sources := make(map[node]*pluginSource, len(remake))
+	sources := make(map[objgraph.Node]*pluginSource, len(remake))
 	for n, c := range remake {
 		var p *pluginSource
 		switch o := c.new.(type) {
@@ -313,11 +314,11 @@ func remadePluginSources(prev *incrementalRound, opts Options, remake map[node]c
 
 // remakePluginEntities makes each entity of a remade plugin again, in place, with a fresh
 // record of instance names per pluginSource.
-func remakePluginEntities(res Result, b *builder, sources map[node]*pluginSource, remake map[node]changedPlugin) Result {
+func remakePluginEntities(res Result, b *builder, sources map[objgraph.Node]*pluginSource, remake map[objgraph.Node]changedPlugin) Result {
 	plugins := make([]*file.FPlugin, len(res.State.Plugins))
 	copy(plugins, res.State.Plugins)
 	type instance struct {
-		obj    node
+		obj    objgraph.Node
 		source string
 	}
 	instances := map[instance]*pluginSource{}
@@ -345,11 +346,11 @@ func remakePluginEntities(res Result, b *builder, sources map[node]*pluginSource
 		state.Plugins = nil // as Build leaves it (a plugin read only by objects left out)
 	}
 	res.State = &state
-	from := make(map[node]struct{}, len(remake))
+	from := make(map[objgraph.Node]struct{}, len(remake))
 	for n := range remake {
 		from[n] = struct{}{}
 	}
-	res.Graph = res.Graph.replaceEdgesFrom(from, b.graph)
+	res.Graph = res.Graph.ReplaceEdgesFrom(from, b.graph)
 	return res
 }
 

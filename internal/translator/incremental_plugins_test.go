@@ -19,6 +19,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -371,7 +372,7 @@ func TestIncrementalMatchesBuildWithIngressPlugins(t *testing.T) {
 // are in another order in got.
 func pluginBlocksMoved(prev, got Result) bool {
 	type source struct {
-		obj    node
+		obj    objgraph.Node
 		source string
 		global bool
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -204,15 +205,15 @@ func routeMayRefer(group, kind string) bool {
 // reference out of it, no problem about it or its EndpointSlices (problemNodes are the
 // previous result's problem subjects). Such a Service, unchanged, can be read by the
 // routes of a closure without joining it.
-func readOnlyService(prev *incrementalRound, s nsName, problemNodes map[node]struct{}) bool {
+func readOnlyService(prev *incrementalRound, s nsName, problemNodes map[objgraph.Node]struct{}) bool {
 	if len(prev.res.Graph.References(ref(gvkService, s.ns, s.name))) > 0 {
 		return false
 	}
-	if _, reported := problemNodes[nodeOf(ref(gvkService, s.ns, s.name))]; reported {
+	if _, reported := problemNodes[objgraph.NodeOf(ref(gvkService, s.ns, s.name))]; reported {
 		return false
 	}
 	for k := range prev.byService.slicesOf(s).All() {
-		if _, reported := problemNodes[nodeOf(ref(gvkEndpointSlice, k.ns, k.name))]; reported {
+		if _, reported := problemNodes[objgraph.NodeOf(ref(gvkEndpointSlice, k.ns, k.name))]; reported {
 			return false
 		}
 	}

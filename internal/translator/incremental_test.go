@@ -26,6 +26,7 @@ import (
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator/benchdata"
 )
@@ -44,8 +45,8 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 		steps = 20
 	}
 	// Squash the graphs' chains often, so that squashing is tested too.
-	defer func(d int) { maxGraphDepth = d }(maxGraphDepth)
-	maxGraphDepth = 3
+	defer func(d int) { objgraph.MaxDepth = d }(objgraph.MaxDepth)
+	objgraph.MaxDepth = 3
 	var partial, full int
 	reasons := map[string]int{}
 	for _, s := range starts {
@@ -92,8 +93,8 @@ func startSeed(name string) uint64 {
 // start's Incremental statistics, by name, and how many full Builds each reason caused.
 func matchBuildRounds(t *testing.T, starts []translationStart, steps int, seed uint64, configure func(*editor)) (map[string]IncrementalStats, map[string]int) {
 	t.Helper()
-	defer func(d int) { maxGraphDepth = d }(maxGraphDepth)
-	maxGraphDepth = 3 // squash the graphs' chains often, so that squashing is tested too
+	defer func(d int) { objgraph.MaxDepth = d }(objgraph.MaxDepth)
+	objgraph.MaxDepth = 3 // squash the graphs' chains often, so that squashing is tested too
 	stats := map[string]IncrementalStats{}
 	reasons := map[string]int{}
 	for _, s := range starts {
@@ -245,16 +246,16 @@ func pluginPartsString(pp pluginParts) string {
 	return strings.Join(append(lines, read...), "\n")
 }
 
-func graphString(g *Graph) string {
-	g = g.flat()
+func graphString(g *objgraph.Graph) string {
+	g = g.Flat()
 	var lines []string
-	for from := range g.deps {
-		for _, to := range g.References(from.ref()) {
+	for from := range g.Edges() {
+		for _, to := range g.References(from.Ref()) {
 			lines = append(lines, from.String()+" -> "+to.String())
 		}
 	}
-	for to := range g.rdeps {
-		for _, from := range g.ReferredBy(to.ref()) {
+	for to := range g.Referred() {
+		for _, from := range g.ReferredBy(to.Ref()) {
 			lines = append(lines, to.String()+" <- "+from.String())
 		}
 	}

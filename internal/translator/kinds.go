@@ -14,6 +14,7 @@ import (
 	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
 
 	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/objgraph"
 )
 
 // The kinds translation reads, as the object graph's nodes and the problems name them. A new
@@ -72,11 +73,8 @@ func routeKindOf(gvk schema.GroupVersionKind) (string, bool) {
 	return gvk.Kind, isRouteKind(gvk.Group, gvk.Kind)
 }
 
-// isRoute says whether n is a route of a kind of routeKinds.
-func (n node) isRoute() bool {
-	gk := n.kind.Value()
-	return isRouteKind(gk.group, gk.kind)
-}
+// isRouteNode says whether n is a route of a kind of routeKinds.
+func isRouteNode(n objgraph.Node) bool { return isRouteKind(n.GroupKind()) }
 
 // routeTranslated says whether routes of kind are translated with opts: TCPRoutes,
 // UDPRoutes and TLSRoutes only with GatewayAlpha (GatewayInput). A route of a kind that is

@@ -9,6 +9,7 @@ import (
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -150,7 +151,7 @@ func (b *builder) customEntities() {
 		ref := kongstate.RefFor(e, gvkKongCustomEntity)
 		var combos []pluginRelation
 		if attached {
-			combos = b.customEntityCombinations(instances[Node(parent)], parseForeignKeys(answer.Schema))
+			combos = b.customEntityCombinations(instances[objgraph.Key(parent)], parseForeignKeys(answer.Schema))
 		}
 		if len(combos) == 0 {
 			b.state.CustomEntities = append(b.state.CustomEntities, &kongstate.CustomEntity{Type: typ, Fields: fields, Object: ref})
@@ -218,7 +219,7 @@ func (b *builder) pluginInstances() map[kongstate.ObjectRef]*pluginAttachments {
 		if !ok {
 			continue
 		}
-		n := Node(obj)
+		n := objgraph.Key(obj)
 		a := out[n]
 		if a == nil {
 			a = &pluginAttachments{}

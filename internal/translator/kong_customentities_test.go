@@ -12,6 +12,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -32,11 +33,11 @@ func TestCustomEntityDependsOnItsParentPlugin(t *testing.T) {
 	require.Equal(t, []string{"degraphql_routes"}, CustomEntityTypes(snap))
 
 	res := Build(snap, opts.Translator)
-	plugin := Node(ref(gvkKongPlugin, "default", "graphql"))
-	attached := Node(ref(gvkKongCustomEntity, "default", "attached"))
+	plugin := objgraph.Key(ref(gvkKongPlugin, "default", "graphql"))
+	attached := objgraph.Key(ref(gvkKongCustomEntity, "default", "attached"))
 	require.Contains(t, res.Graph.References(attached), plugin)
 	require.Contains(t, res.Graph.Dependents(plugin), attached)
-	require.NotContains(t, res.Graph.Dependents(plugin), Node(ref(gvkKongCustomEntity, "default", "contacts")), "an unattached one does not depend on it")
+	require.NotContains(t, res.Graph.Dependents(plugin), objgraph.Key(ref(gvkKongCustomEntity, "default", "contacts")), "an unattached one does not depend on it")
 
 	// Left out with its plugin (as a fallback configuration does), the attached entity is
 	// not generated; the unattached one stays.

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -22,7 +23,7 @@ func PluginEntity(snap *store.Snapshot, obj client.Object) (*kong.Plugin, []Prob
 	if snap == nil {
 		snap = &store.Snapshot{}
 	}
-	b := &builder{snap: snap, secrets: map[string]*corev1.Secret{}, graph: newGraph(), parts: &resultParts{}}
+	b := &builder{snap: snap, secrets: map[string]*corev1.Secret{}, graph: objgraph.New(), parts: &resultParts{}}
 	for _, s := range snap.Secrets {
 		if s != nil {
 			b.secrets[s.Namespace+"/"+s.Name] = s

@@ -8,6 +8,7 @@ import (
 
 	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -72,7 +73,7 @@ func buildFailClosed(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachme
 		out.add(res, refusals)
 		snap = snap.Select(func(gvk schema.GroupVersionKind, obj client.Object) bool {
 			r := kongstate.RefFor(obj, gvk)
-			if n := nodeOf(r); out.has(n) {
+			if n := objgraph.NodeOf(r); out.has(n) {
 				out.refs[n] = r
 				return false
 			}
@@ -81,22 +82,22 @@ func buildFailClosed(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachme
 		before.Restore(nil)
 		res, refusals = buildOnce(snap, opts, gw)
 	}
-	first.Restore(func(k gatewayapi.RouteKey) bool { return !out.has(nodeOf(routeRef(k))) })
+	first.Restore(func(k gatewayapi.RouteKey) bool { return !out.has(objgraph.NodeOf(routeRef(k))) })
 	return out.into(res)
 }
 
 // failedClosed is what failing closed left out: each object with the reason, or the object it
 // depends on that was left out.
 type failedClosed struct {
-	order   []node
-	because map[node]failedClosedReason
+	order   []objgraph.Node
+	because map[objgraph.Node]failedClosedReason
 	// refs are the objects left out as the snapshot held them (with UID and version: an
 	// Event goes to the object itself); an object the graph names but the snapshot does not
 	// hold has none.
-	refs map[node]kongstate.ObjectRef
+	refs map[objgraph.Node]kongstate.ObjectRef
 	// plugins are the refused plugins that kept referrers out: their own problems (why they
 	// are refused) stay in the result.
-	plugins map[node]struct{}
+	plugins map[objgraph.Node]struct{}
 	// passes are the translations that found refusals, first to last: their problems about
 	// the objects left out and the edges out of them stay in the result.
 	passes []Result
@@ -105,14 +106,14 @@ type failedClosed struct {
 type failedClosedReason struct {
 	// refusal is the referrer's own, or that of the referrer it depends on through via.
 	refusal *refusal
-	via     *node // the object left out that it depends on; nil for a referrer
+	via     *objgraph.Node // the object left out that it depends on; nil for a referrer
 }
 
 func newFailedClosed() *failedClosed {
-	return &failedClosed{because: map[node]failedClosedReason{}, refs: map[node]kongstate.ObjectRef{}, plugins: map[node]struct{}{}}
+	return &failedClosed{because: map[objgraph.Node]failedClosedReason{}, refs: map[objgraph.Node]kongstate.ObjectRef{}, plugins: map[objgraph.Node]struct{}{}}
 }
 
-func (l *failedClosed) has(n node) bool { _, ok := l.because[n]; return ok }
+func (l *failedClosed) has(n objgraph.Node) bool { _, ok := l.because[n]; return ok }
 
 // add leaves out the referrers of refusals and, by g, everything that depends on them (not
 // through a shared value: Graph.Broken), each once, breadth first so that a dependent is
@@ -120,12 +121,12 @@ func (l *failedClosed) has(n node) bool { _, ok := l.because[n]; return ok }
 func (l *failedClosed) add(pass Result, refusals []refusal) {
 	l.passes = append(l.passes, pass)
 	g := pass.Graph
-	var queue []node
+	var queue []objgraph.Node
 	for i := range refusals {
 		r := &refusals[i]
-		n := nodeOf(r.referrer)
+		n := objgraph.NodeOf(r.referrer)
 		if r.plugin.Name != "" {
-			l.plugins[nodeOf(r.plugin)] = struct{}{}
+			l.plugins[objgraph.NodeOf(r.plugin)] = struct{}{}
 		}
 		if l.has(n) {
 			continue
@@ -137,8 +138,8 @@ func (l *failedClosed) add(pass Result, refusals []refusal) {
 	for len(queue) > 0 {
 		n := queue[0]
 		queue = queue[1:]
-		for d := range g.rdepsOf(n).All() {
-			if l.has(d) || d.shared() {
+		for d := range g.RdepsOf(n).All() {
+			if l.has(d) || d.Shared() {
 				continue // a value shared with another object does not take it along (Graph.Broken)
 			}
 			l.because[d] = failedClosedReason{refusal: l.because[n].refusal, via: &n}
@@ -156,7 +157,7 @@ func (l *failedClosed) into(res Result) Result {
 	problems := res.Problems
 	for _, pass := range l.passes {
 		for _, p := range pass.Problems {
-			n := nodeOf(p.Object)
+			n := objgraph.NodeOf(p.Object)
 			if _, refused := l.plugins[n]; refused || l.has(n) {
 				problems = append(problems, p)
 			}
@@ -172,13 +173,13 @@ func (l *failedClosed) into(res Result) Result {
 		}
 		obj, ok := l.refs[n]
 		if !ok {
-			obj = n.ref()
+			obj = n.Ref()
 		}
 		// The root reason is repeated: it says whether an object is awaited (the webhook
 		// warns then) or refused.
-		msg := fmt.Sprintf("left out: it depends on %s, which names a plugin it cannot have: %s", why.via.ref(), r.why)
-		if *why.via != nodeOf(r.referrer) {
-			msg = fmt.Sprintf("left out: it depends on %s, left out because %s names a plugin it cannot have: %s", why.via.ref(), r.referrer, r.why)
+		msg := fmt.Sprintf("left out: it depends on %s, which names a plugin it cannot have: %s", why.via.Ref(), r.why)
+		if *why.via != objgraph.NodeOf(r.referrer) {
+			msg = fmt.Sprintf("left out: it depends on %s, left out because %s names a plugin it cannot have: %s", why.via.Ref(), r.referrer, r.why)
 		}
 		problems = append(problems, Problem{Object: obj, Message: msg})
 	}
@@ -188,8 +189,8 @@ func (l *failedClosed) into(res Result) Result {
 	// made) wakes a round (Relevance).
 	for _, pass := range l.passes {
 		for _, n := range l.order {
-			for d := range pass.Graph.depsOf(n).All() {
-				res.Graph.refer(n.ref(), d.ref())
+			for d := range pass.Graph.DepsOf(n).All() {
+				res.Graph.Refer(n.Ref(), d.Ref())
 			}
 		}
 		// The plugins the pass built, the refused ones among them, stay known to
@@ -200,15 +201,15 @@ func (l *failedClosed) into(res Result) Result {
 				continue
 			}
 			if res.parts.plugins.read == nil {
-				res.parts.plugins.read = map[node]bool{}
+				res.parts.plugins.read = map[objgraph.Node]bool{}
 			}
 			res.parts.plugins.read[n] = ok
-			for d := range pass.Graph.depsOf(n).All() {
-				res.Graph.refer(n.ref(), d.ref())
+			for d := range pass.Graph.DepsOf(n).All() {
+				res.Graph.Refer(n.Ref(), d.Ref())
 			}
 		}
 	}
-	res.parts.leftOut = make(map[node]struct{}, len(l.order))
+	res.parts.leftOut = make(map[objgraph.Node]struct{}, len(l.order))
 	for _, n := range l.order {
 		res.parts.leftOut[n] = struct{}{}
 	}

@@ -8,6 +8,7 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -34,13 +35,13 @@ const parallelMinIngresses = 1024
 // Ingress or Service that other kinds referred to there (an HTTPRoute's backend, a facade's
 // Service, a TCPIngress's) is kept in the rest from the start, so that a cluster where they
 // meet is not translated twice at every full translation.
-func buildParallel(snap *store.Snapshot, opts Options, procs int, hint *Graph) (res Result, notSpread string) {
+func buildParallel(snap *store.Snapshot, opts Options, procs int, hint *objgraph.Graph) (res Result, notSpread string) {
 	return buildSpread(snap, opts, procs, parallelMinIngresses, hint)
 }
 
 // buildSpread is buildParallel with its threshold: snapshots of at least minIngresses
 // Ingresses are spread (tests spread small ones).
-func buildSpread(snap *store.Snapshot, opts Options, procs, minIngresses int, hint *Graph) (res Result, notSpread string) {
+func buildSpread(snap *store.Snapshot, opts Options, procs, minIngresses int, hint *objgraph.Graph) (res Result, notSpread string) {
 	if procs < 2 || len(snap.Ingresses) < minIngresses {
 		return Build(snap, opts), "small"
 	}
@@ -130,7 +131,7 @@ func (p *parallelPlan) groupOf(n kongstate.ObjectRef) (group int, ok bool) {
 // other that names one of its Services, and the rest. It says why not ("" when it did) when
 // there is not enough to spread, or when the snapshot lists an object twice (Build then
 // decides which one wins).
-func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *Graph) (*parallelPlan, string) {
+func planParallel(snap *store.Snapshot, procs, minIngresses int, hint *objgraph.Graph) (*parallelPlan, string) {
 	services := make(map[nsName]*corev1.Service, len(snap.Services))
 	for _, s := range snap.Services {
 		if s == nil {
@@ -185,7 +186,7 @@ func (u *ingressUnion) named(i int) []nsName {
 // joinIngresses makes the components; a component with a non-local Ingress, or a Service
 // whose translation reads other objects without a trace in the graph, is tainted: it stays in
 // the rest.
-func joinIngresses(snap *store.Snapshot, services map[nsName]*corev1.Service, hint *Graph, plan *parallelPlan) (*ingressUnion, string) {
+func joinIngresses(snap *store.Snapshot, services map[nsName]*corev1.Service, hint *objgraph.Graph, plan *parallelPlan) (*ingressUnion, string) {
 	n := len(snap.Ingresses)
 	u := &ingressUnion{parent: make([]int, n), namedAll: make([]nsName, 0, n), namedEnd: make([]int, n), owner: make(map[nsName]int, n)}
 	local := make([]bool, n)
@@ -320,12 +321,12 @@ func (p *parallelPlan) fill(snap *store.Snapshot, u *ingressUnion, services map[
 
 // referredByOthers reports whether, in the graph g (nil: nothing known), an object other than
 // an Ingress refers to n.
-func referredByOthers(g *Graph, n kongstate.ObjectRef) bool {
+func referredByOthers(g *objgraph.Graph, n kongstate.ObjectRef) bool {
 	if g == nil {
 		return false
 	}
-	for from := range g.rdepsOf(nodeOf(n)).All() {
-		if !from.isKind(gvkIngress.Group, gvkIngress.Kind) {
+	for from := range g.RdepsOf(objgraph.NodeOf(n)).All() {
+		if !from.IsKind(gvkIngress.Group, gvkIngress.Kind) {
 			return true
 		}
 	}
@@ -348,13 +349,13 @@ func restApart(rest Result, plan *parallelPlan) string {
 	if rest.parts.nameTaken {
 		return "the rest took a route name"
 	}
-	for to := range rest.Graph.rdeps {
-		if _, in := plan.groupOf(to.ref()); in {
+	for to := range rest.Graph.Referred() {
+		if _, in := plan.groupOf(to.Ref()); in {
 			return "the rest refers to a group's object"
 		}
 	}
-	for from := range rest.Graph.deps {
-		if _, in := plan.groupOf(from.ref()); in {
+	for from := range rest.Graph.Edges() {
+		if _, in := plan.groupOf(from.Ref()); in {
 			return "the rest refers to a group's object"
 		}
 	}
@@ -410,12 +411,12 @@ func assembleParallel(rest Result, parts []Result, plan *parallelPlan) (Result, 
 	for _, part := range parts {
 		problems = append(problems, part.Problems...)
 	}
-	graphs := make([]*Graph, 0, len(parts)+1)
+	graphs := make([]*objgraph.Graph, 0, len(parts)+1)
 	graphs = append(graphs, rest.Graph)
 	for _, part := range parts {
 		graphs = append(graphs, part.Graph)
 	}
-	graph := unite(graphs)
+	graph := objgraph.Unite(graphs)
 	res := rest
 	res.State, res.Problems, res.Graph = state, sortProblems(problems), graph
 	res.parts = &resultParts{services: merged, readClock: readClock, readRustRegexes: readRustRegexes, consumers: rest.parts.consumers,
@@ -430,8 +431,8 @@ func groupLocal(part Result, g int, plan *parallelPlan) string {
 		// A group's objects read no plugin (localIngress, localService); this guards that.
 		return leftOutReason
 	}
-	in := func(n node) bool {
-		group, ok := plan.groupOf(n.ref())
+	in := func(n objgraph.Node) bool {
+		group, ok := plan.groupOf(n.Ref())
 		return ok && group == g
 	}
 	return localResult(part, in, in, false)
@@ -446,7 +447,7 @@ func groupLocal(part Result, g int, plan *parallelPlan) string {
 // (nil: any Service will do). With plugins, it may also make plugin entities, its Ingresses
 // refer to KongPlugins and KongClusterPlugins and those to the Secrets they read
 // (spliceIngressPlugins says where those go).
-func localResult(part Result, ours, ourService func(node) bool, plugins bool) string {
+func localResult(part Result, ours, ourService func(objgraph.Node) bool, plugins bool) string {
 	if part.parts.nameTaken {
 		return "a route name was taken"
 	}
@@ -458,16 +459,16 @@ func localResult(part Result, ours, ourService func(node) bool, plugins bool) st
 		return "the translation makes " + other
 	}
 	for _, p := range part.Problems {
-		if !ours(nodeOf(p.Object)) {
+		if !ours(objgraph.NodeOf(p.Object)) {
 			return "a problem is reported on " + p.Object.String()
 		}
 	}
-	for from, tos := range part.Graph.deps {
+	for from, tos := range part.Graph.Edges() {
 		if plugins && isPluginNode(from) {
 			// A plugin's configuration read from Secrets.
 			for to := range tos.All() {
-				if !to.isKind(gvkSecret.Group, gvkSecret.Kind) {
-					return from.String() + " refers to a " + to.kind.Value().kind
+				if !to.IsKind(gvkSecret.Group, gvkSecret.Kind) {
+					return from.String() + " refers to a " + to.Ref().Kind
 				}
 			}
 			continue
@@ -477,15 +478,15 @@ func localResult(part Result, ours, ourService func(node) bool, plugins bool) st
 		}
 		for to := range tos.All() {
 			switch {
-			case to.isKind(gvkIngressClass.Group, gvkIngressClass.Kind):
-			case plugins && isPluginNode(to) && from.isKind(gvkIngress.Group, gvkIngress.Kind):
-			case to.isKind(gvkService.Group, gvkService.Kind):
+			case to.IsKind(gvkIngressClass.Group, gvkIngressClass.Kind):
+			case plugins && isPluginNode(to) && from.IsKind(gvkIngress.Group, gvkIngress.Kind):
+			case to.IsKind(gvkService.Group, gvkService.Kind):
 				if ourService != nil && !ourService(to) {
 					return "a reference to " + to.String() + ", another group's Service"
 				}
-			case from.isRoute() && routeMayRefer(to.kind.Value().group, to.kind.Value().kind):
+			case isRouteNode(from) && routeMayRefer(to.GroupKind()):
 			default:
-				return "a reference to a " + to.kind.Value().kind
+				return "a reference to a " + to.Ref().Kind
 			}
 		}
 	}
@@ -494,7 +495,7 @@ func localResult(part Result, ours, ourService func(node) bool, plugins bool) st
 
 // isPluginNode reports whether n is a KongPlugin or a KongClusterPlugin: isPluginKind, for a
 // graph node.
-func isPluginNode(n node) bool { return isPluginKind(n.ref()) }
+func isPluginNode(n objgraph.Node) bool { return isPluginKind(n.Ref()) }
 
 // mergeServiceParts merges lists sorted by name into one sorted by name; ok is false when a
 // name is in two lists.
@@ -523,51 +524,4 @@ func mergeServiceParts(lists [][]servicePart) ([]servicePart, bool) {
 		pos[best]++
 	}
 	return out, true
-}
-
-// unite is the graph with every edge of graphs: fresh graphs without base, of one
-// translation each, none used after (their maps and sets are taken over or modified). The
-// largest takes the others' edges (each edge added costs a map insert: the groups' graphs
-// are about equal, the rest's small), and the two directions are united at once on two
-// cores: this runs after the last group's translation ended, on the path of the start's
-// first push.
-func unite(graphs []*Graph) *Graph {
-	largest := 0
-	for i, g := range graphs {
-		if len(g.deps)+len(g.rdeps) > len(graphs[largest].deps)+len(graphs[largest].rdeps) {
-			largest = i
-		}
-	}
-	into := graphs[largest]
-	others := slices.Delete(slices.Clone(graphs), largest, largest+1)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for _, other := range others {
-			uniteEdges(into.rdeps, other.rdeps)
-		}
-	})
-	for _, other := range others {
-		uniteEdges(into.deps, other.deps)
-	}
-	wg.Wait()
-	return into
-}
-
-// uniteEdges adds the edges of one direction of a graph (other) to those of another (into);
-// other is not used after.
-func uniteEdges(into, other map[node]*refSet) {
-	for n, set := range other {
-		mine, ok := into[n]
-		if !ok {
-			into[n] = set
-			continue
-		}
-		if mine.Len() < set.Len() { // add the fewer
-			mine, set = set, mine
-			into[n] = mine
-		}
-		for m := range set.All() {
-			mine.Add(m)
-		}
-	}
 }

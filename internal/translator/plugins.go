@@ -21,6 +21,7 @@ import (
 
 	"github.com/konductor/konductor/internal/kongrules"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 )
 
 const (
@@ -332,7 +333,7 @@ func (a *pluginAttachment) entities() {
 		for _, rel := range a.relations[p].combinations() {
 			key := p.name + "\x00" + rel.service + "\x00" + rel.route + "\x00" + rel.consumer + "\x00" + rel.consumerGroup
 			if first, dup := taken[key]; dup {
-				b.parts.plugins.noteDup(nodeOf(kongstate.RefFor(p.obj, p.gvk)), nodeOf(kongstate.RefFor(first, gvkOf(first))))
+				b.parts.plugins.noteDup(objgraph.NodeOf(kongstate.RefFor(p.obj, p.gvk)), objgraph.NodeOf(kongstate.RefFor(first, gvkOf(first))))
 				if first != p.obj {
 					b.problem(p.obj, p.gvk, "", "plugin %q is already attached to %s by %s; Kong allows one plugin of a name there, this one is left out",
 						p.name, rel.describe(), kongstate.RefFor(first, gvkOf(first)).String())
@@ -341,7 +342,7 @@ func (a *pluginAttachment) entities() {
 			}
 			taken[key] = p.obj
 			b.state.Plugins = append(b.state.Plugins, b.pluginEntity(p, rel))
-			b.parts.plugins.origins = append(b.parts.plugins.origins, pluginOrigin{obj: nodeOf(kongstate.RefFor(p.obj, p.gvk)), source: p.key,
+			b.parts.plugins.origins = append(b.parts.plugins.origins, pluginOrigin{obj: objgraph.NodeOf(kongstate.RefFor(p.obj, p.gvk)), source: p.key,
 				first: a.firsts[p], by: a.routeIngress[rel.route]})
 		}
 	}
@@ -659,7 +660,7 @@ func (b *builder) globalPlugins() {
 			continue
 		}
 		b.state.Plugins = append(b.state.Plugins, b.globalPluginEntity(p))
-		b.parts.plugins.origins = append(b.parts.plugins.origins, pluginOrigin{obj: nodeOf(kongstate.RefFor(p.obj, p.gvk)), global: true,
+		b.parts.plugins.origins = append(b.parts.plugins.origins, pluginOrigin{obj: objgraph.NodeOf(kongstate.RefFor(p.obj, p.gvk)), global: true,
 			first: pluginFirst{phase: phaseGlobal}})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 )
 
 // Problems: what could not be translated, named by object and field, in a stable order.
@@ -46,8 +47,8 @@ func (b *builder) problem(obj client.Object, gvk schema.GroupVersionKind, field,
 func sortProblems(ps []Problem) []Problem {
 	sort.SliceStable(ps, func(i, j int) bool {
 		a, c := ps[i], ps[j]
-		if na, nc := Node(a.Object), Node(c.Object); na != nc {
-			return refLess(na, nc)
+		if na, nc := objgraph.Key(a.Object), objgraph.Key(c.Object); na != nc {
+			return objgraph.RefLess(na, nc)
 		}
 		if a.Field != c.Field {
 			return fieldLess(a.Field, c.Field)

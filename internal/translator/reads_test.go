@@ -14,6 +14,7 @@ import (
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -49,7 +50,7 @@ func TestEveryReadIsRecorded(t *testing.T) {
 // translated for the Ingress that names the Service). An EndpointSlice is reached with its
 // Service. Each object counts by its owner key, and each kind reached by its kind alone too,
 // for entities that carry no tags (entity.ownerKind).
-func reachedBy(g *Graph, objs []client.Object, gone client.Object) map[string]bool {
+func reachedBy(g *objgraph.Graph, objs []client.Object, gone client.Object) map[string]bool {
 	reached := map[string]bool{}
 	seen := map[kongstate.ObjectRef]bool{}
 	var down func(r kongstate.ObjectRef)
@@ -69,7 +70,7 @@ func reachedBy(g *Graph, objs []client.Object, gone client.Object) map[string]bo
 	}
 	for _, o := range objs {
 		for _, r := range Reaches(o)[1:] {
-			if seen[Node(r)] {
+			if seen[objgraph.Key(r)] {
 				reached[ownerKey(o.GetObjectKind().GroupVersionKind().Kind, o.GetNamespace(), o.GetName())] = true
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -33,11 +34,11 @@ import (
 type Relevance struct {
 	// IngressClass is the class served (--ingress-class).
 	IngressClass string
-	graph        atomic.Pointer[Graph]
+	graph        atomic.Pointer[objgraph.Graph]
 }
 
 // SetGraph records the object graph of the latest translation.
-func (r *Relevance) SetGraph(g *Graph) { r.graph.Store(g) }
+func (r *Relevance) SetGraph(g *objgraph.Graph) { r.graph.Store(g) }
 
 // Relevant reports whether the change from old to new can change the translation. old is nil
 // for an object added, new nil for one deleted.
@@ -151,7 +152,7 @@ func (r *Relevance) referred(obj client.Object, gvk schema.GroupVersionKind) boo
 // referredRef: before the first translation (no graph) everything counts.
 func (r *Relevance) referredRef(ref kongstate.ObjectRef) bool {
 	g := r.graph.Load()
-	return g == nil || g.rdepsOf(nodeOf(ref)).Len() > 0
+	return g == nil || g.RdepsOf(objgraph.NodeOf(ref)).Len() > 0
 }
 
 func labelled(old, new client.Object, key, value string) bool {

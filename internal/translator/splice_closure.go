@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/objgraph"
 )
 
 // closureWalk is walkClosure's work in progress: the queues of what joined the closure and
@@ -15,7 +16,7 @@ type closureWalk struct {
 	ingQueue, svcQueue []nsName
 	routeQueue         []gatewayapi.RouteKey
 	expanded           map[nsName]bool
-	problemNodes       map[node]struct{} // of the previous result, made on first use
+	problemNodes       map[objgraph.Node]struct{} // of the previous result, made on first use
 	tlsTargets         map[nsName]bool
 	objects            int // Ingresses and routes of the snapshot
 }
@@ -109,9 +110,9 @@ func (w *closureWalk) readService(s nsName) string {
 		return "a Service of the change has plugins"
 	}
 	if w.problemNodes == nil {
-		w.problemNodes = make(map[node]struct{}, len(w.prev.res.Problems))
+		w.problemNodes = make(map[objgraph.Node]struct{}, len(w.prev.res.Problems))
 		for _, p := range w.prev.res.Problems {
-			w.problemNodes[nodeOf(p.Object)] = struct{}{}
+			w.problemNodes[objgraph.NodeOf(p.Object)] = struct{}{}
 		}
 	}
 	if readOnlyService(w.prev, s, w.problemNodes) {

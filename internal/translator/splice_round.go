@@ -9,6 +9,7 @@ import (
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 
 	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -27,7 +28,7 @@ type spliceRound struct {
 
 	// The closure as a snapshot of its own, and the problem subjects its translation replaces.
 	sub      *store.Snapshot
-	subjects map[node]struct{}
+	subjects map[objgraph.Node]struct{}
 	// The Gateway API attachment of the new snapshot, whether it was made from the previous
 	// one, and the view of it the closure's routes are translated with.
 	gw         *gatewayapi.Attachment
@@ -35,7 +36,7 @@ type spliceRound struct {
 	view       *gatewayapi.Attachment
 	// The closure's translation and what it left out, merged with the previous one's.
 	part    Result
-	leftOut map[node]struct{}
+	leftOut map[objgraph.Node]struct{}
 	// The Kong services replaced (by name), their positions in prev.parts, and the services
 	// of the result.
 	replaced map[string]bool

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -57,7 +58,7 @@ func (r *spliceRound) problemSubjects() string {
 	subjects := r.closureNodes()
 	for s := range r.services {
 		for k := range prev.byService.slicesOf(s).All() {
-			subjects[nodeOf(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
+			subjects[objgraph.NodeOf(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
 		}
 	}
 	for k := range r.sliceChanges {
@@ -69,7 +70,7 @@ func (r *spliceRound) problemSubjects() string {
 		if old != nil {
 			if s, ok := serviceOf(old); ok {
 				if _, in := r.services[s]; in {
-					subjects[nodeOf(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
+					subjects[objgraph.NodeOf(ref(gvkEndpointSlice, k.ns, k.name))] = struct{}{}
 				}
 			}
 		}
@@ -79,16 +80,16 @@ func (r *spliceRound) problemSubjects() string {
 }
 
 // closureNodes are the graph nodes of the closure's Ingresses, routes and Services.
-func (r *spliceRound) closureNodes() map[node]struct{} {
-	nodes := make(map[node]struct{}, len(r.closure)+len(r.routeClosure)+len(r.services))
+func (r *spliceRound) closureNodes() map[objgraph.Node]struct{} {
+	nodes := make(map[objgraph.Node]struct{}, len(r.closure)+len(r.routeClosure)+len(r.services))
 	for k := range r.closure {
-		nodes[nodeOf(ref(gvkIngress, k.ns, k.name))] = struct{}{}
+		nodes[objgraph.NodeOf(ref(gvkIngress, k.ns, k.name))] = struct{}{}
 	}
 	for k := range r.routeClosure {
-		nodes[nodeOf(routeRef(k))] = struct{}{}
+		nodes[objgraph.NodeOf(routeRef(k))] = struct{}{}
 	}
 	for s := range r.services {
-		nodes[nodeOf(ref(gvkService, s.ns, s.name))] = struct{}{}
+		nodes[objgraph.NodeOf(ref(gvkService, s.ns, s.name))] = struct{}{}
 	}
 	return nodes
 }
@@ -141,7 +142,7 @@ func (r *spliceRound) spliceServices() string {
 	state := withServices(prev.res.State, r.merged)
 	problems := make([]Problem, 0, len(prev.res.Problems)+len(part.Problems))
 	for _, p := range prev.res.Problems {
-		if _, in := r.subjects[nodeOf(p.Object)]; !in {
+		if _, in := r.subjects[objgraph.NodeOf(p.Object)]; !in {
 			problems = append(problems, p)
 		}
 	}
@@ -156,7 +157,7 @@ func (r *spliceRound) spliceServices() string {
 	}
 	res := prev.res
 	res.State, res.Problems, res.Gateway = state, problems, r.gw
-	res.Graph = prev.res.Graph.replaceEdgesFrom(outEdges, part.Graph)
+	res.Graph = prev.res.Graph.ReplaceEdgesFrom(outEdges, part.Graph)
 	res.parts = &resultParts{services: r.merged, readClock: prev.res.parts.readClock,
 		readRustRegexes: prev.res.parts.readRustRegexes || part.parts.readRustRegexes, consumers: prev.res.parts.consumers,
 		plugins: prev.res.parts.plugins, certificates: prev.res.parts.certificates, leftOut: r.leftOut}

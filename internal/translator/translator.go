@@ -5,10 +5,11 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/blang/semver/v4"
 	"maps"
 	"slices"
 	"sort"
+
+	"github.com/blang/semver/v4"
 
 	"github.com/kong/go-kong/kong"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -108,7 +110,7 @@ func Translate(snap *store.Snapshot, opts Options) (*kongstate.State, []Problem)
 type Result struct {
 	State    *kongstate.State
 	Problems []Problem
-	Graph    *Graph
+	Graph    *objgraph.Graph
 	// Gateway is which Gateway API objects are ours and how routes attach, for status.
 	Gateway *gatewayapi.Attachment
 
@@ -197,7 +199,7 @@ type builder struct {
 	routeNames     map[string]routeNameHolder // route name -> its route, to catch name collisions
 	routeKeys      map[string]bool
 	problems       []Problem
-	graph          *Graph
+	graph          *objgraph.Graph
 	gw             *gatewayapi.Attachment
 	// routeBackends are the Services HTTPRoutes of our Gateways use (gateway_backendtls.go).
 	routeBackends map[string]bool
@@ -235,7 +237,7 @@ func newBuilder(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) *
 		kongServices: make(map[string]*kongService, len(snap.Ingresses)),
 		routeNames:   make(map[string]routeNameHolder, len(snap.Ingresses)),
 		routeKeys:    make(map[string]bool, len(snap.Ingresses)),
-		graph:        newGraph(),
+		graph:        objgraph.New(),
 		parts:        &resultParts{},
 		state:        &kongstate.State{},
 		gw:           gw,
@@ -340,7 +342,7 @@ func (b *builder) kongServiceKeys() []string {
 
 // refer records in the graph that obj (of kind gvk) refers to the object to.
 func (b *builder) refer(obj client.Object, gvk schema.GroupVersionKind, to kongstate.ObjectRef) {
-	b.graph.refer(kongstate.RefFor(obj, gvk), to)
+	b.graph.Refer(kongstate.RefFor(obj, gvk), to)
 }
 
 // contend records that x and y (of kinds xGVK and yGVK) claim one value that Kong keeps
@@ -358,9 +360,9 @@ func (b *builder) contend(value string, x client.Object, xGVK schema.GroupVersio
 // share records that obj (of kind gvk) makes and reads value, which other objects make and
 // read too (SharedValue): obj refers to the value's node, and the node to obj.
 func (b *builder) share(value string, obj client.Object, gvk schema.GroupVersionKind) {
-	from, v := kongstate.RefFor(obj, gvk), SharedValue(value)
-	b.graph.refer(from, v)
-	b.graph.refer(v, from)
+	from, v := kongstate.RefFor(obj, gvk), objgraph.SharedValue(value)
+	b.graph.Refer(from, v)
+	b.graph.Refer(v, from)
 }
 
 // hashed is s as a shared value's name shows it when s is a credential or a key: a digest,

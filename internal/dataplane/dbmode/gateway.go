@@ -27,7 +27,7 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
-	"github.com/konductor/konductor/internal/translator"
+	"github.com/konductor/konductor/internal/objgraph"
 )
 
 const (
@@ -237,7 +237,7 @@ func (g *Gateway) Diff(ctx context.Context, s *kongstate.State) (*Result, error)
 //
 // content, when known, is the digest of s rendered (dataplane.Target.ConfigDigest): a
 // target state Prepare built from the same digest can then be used (prepare.go).
-func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator.Graph, dry bool, content *[sha256.Size]byte) (*Result, error) {
+func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *objgraph.Graph, dry bool, content *[sha256.Size]byte) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	// A dry run only reads: it does not create the workspace a sync would.
@@ -318,15 +318,15 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *translator
 // translation, the objects left out (refused, keyed by graph node) and the entities Kong held
 // when the sync began (by entity key), which are the only ones a refused object keeps.
 type isolation struct {
-	graph      *translator.Graph
+	graph      *objgraph.Graph
 	refused    map[kongstate.ObjectRef]bool
 	heldBefore map[string]bool
 }
 
 // refuse adds obj and every object that depends on it in graph to refused, and reports
 // whether obj was new there.
-func refuse(refused map[kongstate.ObjectRef]bool, graph *translator.Graph, obj kongstate.ObjectRef) bool {
-	node := translator.Node(obj)
+func refuse(refused map[kongstate.ObjectRef]bool, graph *objgraph.Graph, obj kongstate.ObjectRef) bool {
+	node := objgraph.Key(obj)
 	if refused[node] {
 		return false
 	}

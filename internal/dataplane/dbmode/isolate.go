@@ -11,7 +11,7 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
-	"github.com/konductor/konductor/internal/translator"
+	"github.com/konductor/konductor/internal/objgraph"
 )
 
 // Isolating refused objects (invariant 5: bad input is contained).
@@ -284,7 +284,7 @@ func objectOf(e *entity) (kongstate.ObjectRef, bool) {
 }
 
 // isolate leaves the entities of the refused objects (keyed by graph node: the objects Kong
-// refused and those that depend on them, translator.Graph), and the dependents that cannot
+// refused and those that depend on them, objgraph.Graph), and the dependents that cannot
 // exist without them, out of target and current (see maxPasses for the rules). It returns the
 // foreign-key dependents it left out of the target, reported on their own objects, and the
 // objects whose entities it left out because they are refused. licenses names the
@@ -309,8 +309,8 @@ func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]b
 	matched := map[kongstate.ObjectRef]kongstate.ObjectRef{}
 	isRefused := func(e *entity) bool {
 		ref, ok := objectOf(e)
-		if ok && refused[translator.Node(ref)] {
-			matched[translator.Node(ref)] = ref
+		if ok && refused[objgraph.Key(ref)] {
+			matched[objgraph.Key(ref)] = ref
 			return true
 		}
 		return false
@@ -344,7 +344,7 @@ func isolate(current, target *state.KongState, refused map[kongstate.ObjectRef]b
 				if cur[k] != nil && (heldBefore == nil || heldBefore[k]) {
 					keep[k] = true
 				}
-				if ref, ok := objectOf(e); ok && !refused[translator.Node(ref)] {
+				if ref, ok := objectOf(e); ok && !refused[objgraph.Key(ref)] {
 					parent := tgt[p]
 					dependents = append(dependents, dataplane.EntityError{
 						Object: ref, EntityType: e.kind, EntityName: e.name,

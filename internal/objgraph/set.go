@@ -1,28 +1,28 @@
-package translator
+package objgraph
 
 import (
 	"iter"
 	"slices"
 )
 
-// refSet is a set of graph nodes, the edges of one node. Most nodes have one or two (an
+// Set is a set of graph nodes, the edges of one Node. Most nodes have one or two (an
 // Ingress refers to its Service and IngressClass, a Service is referred to by its Ingress):
-// a Go map's first group of slots costs about 850 bytes with ObjectRef keys, so a node's
+// a Go map's first group of slots costs about 850 bytes with ObjectRef keys, so a Node's
 // edges are a slice while they are few, and a map only past fewSize (an IngressClass that
 // every Ingress refers to). At 10,000 Ingresses maps of one entry were 30 MB of the
 // controller's live heap.
 //
-// A refSet held by a Graph is never modified once that graph is built: replaceEdgesFrom
-// copies the ones it changes (clone).
-type refSet = smallSet[node]
+// A Set held by a Graph is never modified once that graph is built: ReplaceEdgesFrom
+// copies the ones it changes (Clone).
+type Set = SmallSet[Node]
 
-// smallSet is a set that holds its first member in itself and the others in a smallSetMore:
-// refSet, and the Incremental translator's Ingresses that name each Service and
+// SmallSet is a set that holds its first member in itself and the others in a smallSetMore:
+// Set, and the Incremental translator's Ingresses that name each Service and
 // EndpointSlices of each Service. Most of them hold one member, and kept by pointer in maps
-// of thousands they are the controller's state between rounds: a set of one node is one
+// of thousands they are the controller's state between rounds: a set of one Node is one
 // 48-byte allocation, where a slice beside the set's header took a second one (80 bytes in
 // all).
-type smallSet[T comparable] struct {
+type SmallSet[T comparable] struct {
 	// one is a member, unless it is T's zero value (a zero member is kept in more).
 	// Members are yielded one first, then more's in their order, which is the order they
 	// were added in while they are few: a removed one is replaced by more's first.
@@ -30,7 +30,7 @@ type smallSet[T comparable] struct {
 	more *smallSetMore[T]
 }
 
-// smallSetMore is a smallSet's members beyond one: a slice while they are at most fewSize,
+// smallSetMore is a SmallSet's members beyond one: a slice while they are at most fewSize,
 // a map beyond.
 type smallSetMore[T comparable] struct {
 	few  []T
@@ -42,21 +42,21 @@ type smallSetMore[T comparable] struct {
 const fewSize = 8
 
 // newRefSet is an empty set for about n nodes.
-func newRefSet(n int) *refSet { return newSmallSet[node](n) }
+func NewSet(n int) *Set { return NewSmallSet[Node](n) }
 
 // newSmallSet is an empty set for about n members.
-func newSmallSet[T comparable](n int) *smallSet[T] {
+func NewSmallSet[T comparable](n int) *SmallSet[T] {
 	switch {
 	case n > fewSize+1:
-		return &smallSet[T]{more: &smallSetMore[T]{many: make(map[T]struct{}, n-1)}}
+		return &SmallSet[T]{more: &smallSetMore[T]{many: make(map[T]struct{}, n-1)}}
 	case n > 1:
-		return &smallSet[T]{more: &smallSetMore[T]{few: make([]T, 0, n-1)}}
+		return &SmallSet[T]{more: &smallSetMore[T]{few: make([]T, 0, n-1)}}
 	}
-	return &smallSet[T]{}
+	return &SmallSet[T]{}
 }
 
 // Len is the number of members of s (0 for nil).
-func (s *smallSet[T]) Len() int {
+func (s *SmallSet[T]) Len() int {
 	if s == nil {
 		return 0
 	}
@@ -80,7 +80,7 @@ func (m *smallSetMore[T]) len() int {
 }
 
 // Has says whether n is in s.
-func (s *smallSet[T]) Has(n T) bool {
+func (s *SmallSet[T]) Has(n T) bool {
 	if s == nil {
 		return false
 	}
@@ -104,7 +104,7 @@ func (m *smallSetMore[T]) has(n T) bool {
 }
 
 // Add puts n in s.
-func (s *smallSet[T]) Add(n T) {
+func (s *SmallSet[T]) Add(n T) {
 	var zero T
 	switch {
 	case s.Has(n):
@@ -135,7 +135,7 @@ func (m *smallSetMore[T]) add(n T) {
 }
 
 // Remove takes n out of s. A map stays a map: sets that shrink are rare.
-func (s *smallSet[T]) Remove(n T) {
+func (s *SmallSet[T]) Remove(n T) {
 	var zero T
 	if n == zero || s.one != n {
 		s.more.remove(n)
@@ -162,7 +162,7 @@ func (m *smallSetMore[T]) remove(n T) {
 
 // All is every member of s: in the order added while s is small, in no particular order once
 // it holds them in a map. Callers must not rely on either (they sort, or use sets).
-func (s *smallSet[T]) All() iter.Seq[T] {
+func (s *SmallSet[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
 		if s == nil {
 			return
@@ -189,8 +189,8 @@ func (s *smallSet[T]) All() iter.Seq[T] {
 
 // clone is a copy of s, sized to it: a clone made to remove a member, kept in the graph, holds
 // no room it does not use (one allocation for a set of one); Add makes room when needed.
-func (s *smallSet[T]) clone() *smallSet[T] {
-	out := newSmallSet[T](s.Len())
+func (s *SmallSet[T]) Clone() *SmallSet[T] {
+	out := NewSmallSet[T](s.Len())
 	for n := range s.All() {
 		out.Add(n)
 	}
