@@ -20,9 +20,11 @@
 // reference it follows, and every value objects meet on, in the object graph (package
 // objgraph; translation-rules.md §12.4; TestEveryReadIsRecorded). Files are named by family:
 //
-//	translator.go, model.go, kinds.go, problems.go
+//	translator.go, model.go, kinds.go, problems.go, result.go
 //	        the builder; the Kong services and routes the sources build together; the kinds
-//	        read (GroupVersionKinds, route kinds); Problems and their order
+//	        read (GroupVersionKinds, route kinds); Problems and their order; what a Result
+//	        holds beyond state, problems and graph (its Kong services as parts, the notes
+//	        translation takes of what it met)
 //	ingress_*.go          Ingress rules, paths and default backend, route annotations,
 //	                      konghq.com/rewrite
 //	service_*.go          Kubernetes Services: Kong services' backends, upstreams and targets
@@ -42,7 +44,7 @@
 //	                      what many entities share, made once per translation
 //
 // Above the translation sit the parts that use the graph to do less work; nothing in the
-// sources calls them:
+// translation's files uses them (TestTranslationKnowsNothingAbove):
 //
 //	relevance.go          which informer events can change a translation
 //	incremental*.go, splice_*.go

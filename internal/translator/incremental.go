@@ -4,11 +4,8 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/kong/go-database-reconciler/pkg/file"
-	"github.com/kong/go-kong/kong"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -157,125 +154,6 @@ type IncrementalStats struct {
 	// TLS Secrets (spliceCertificates).
 	PartialCertificates int
 }
-
-// resultParts is what a Build adds to its Result for Incremental.
-type resultParts struct {
-	services        []servicePart // Kong services with routes, by name
-	nameTaken       bool
-	readClock       bool
-	readRustRegexes bool // the result depends on Options.RustRegexes
-	consumers       consumerParts
-	plugins         pluginParts
-	certificates    certificateParts
-	// leftOut are the objects left out because a plugin they name (or need) could not be
-	// applied (failclosed.go), nil when none: a round that changes one of them, or whose
-	// partial translation leaves anything out, is a full Build.
-	leftOut map[objgraph.Node]struct{}
-	// danglingForeignKey: a KongCustomEntity's fields name a service, route or consumer the
-	// configuration does not hold (customEntityForeignKeysOwn): any round may make it, so
-	// every round is a full Build while one does.
-	danglingForeignKey bool
-}
-
-// servicePart is one Kong service of a result, with its upstream and the Ingresses whose
-// routes it holds.
-type servicePart struct {
-	name     string
-	svc      *file.FService
-	upstream *file.FUpstream
-	owners   []*netv1.Ingress
-	// other are the sources of its routes that are not Ingresses: nil for most parts, which
-	// the Incremental translator keeps one of per Kong service (issue #13, memory).
-	other *otherRouteSources
-}
-
-// otherRouteSources are the sources of a Kong service's routes other than Ingresses.
-type otherRouteSources struct {
-	routes  []gatewayapi.RouteKey // the Gateway API routes whose routes it holds
-	foreign bool                  // it holds routes of other sources than Ingresses and Gateway API routes
-}
-
-// routes are the Gateway API routes whose routes p holds.
-func (p *servicePart) routes() []gatewayapi.RouteKey {
-	if p.other == nil {
-		return nil
-	}
-	return p.other.routes
-}
-
-// foreign: p holds routes of other sources than Ingresses and Gateway API routes.
-func (p *servicePart) foreign() bool { return p.other != nil && p.other.foreign }
-
-// addRouteOwner records the source of r, a route of no Ingress.
-func (p *servicePart) addRouteOwner(r *routeEntry) {
-	if p.other == nil {
-		p.other = &otherRouteSources{}
-	}
-	o := p.other
-	kind, ok := routeKindOf(r.srcGVK)
-	if !ok || r.src == nil {
-		o.foreign = true
-		return
-	}
-	k := gatewayapi.RouteKey{Kind: kind, Namespace: r.src.GetNamespace(), Name: r.src.GetName()}
-	if len(o.routes) == 0 || o.routes[len(o.routes)-1] != k {
-		o.routes = append(o.routes, k)
-	}
-}
-
-// withServices is base (the entities other than Kong services and upstreams) with the Kong
-// services and upstreams of parts (sorted by name), as Build leaves them: nil when none. Build,
-// the splice and the parallel build assemble their State with it.
-//
-// An upstream is named after its Kong service's host, and Kong services of different names can
-// share a host: a TCPIngress's default.dns.53 (tcp) and a UDPIngress's default.dns.53.udp (udp)
-// both go to dns.default.53.svc, as does an Ingress's default.dns.53. Kong refuses two upstreams
-// of one name, so each name is kept once, from the first part (by service name) that has it,
-// as KIC's getUpstreams keeps the first it meets (docs/kong-facts.md, KIC 13). The parts keep
-// their own upstreams, so the next one of a name takes its place when the first goes.
-func withServices(base *kongstate.State, parts []servicePart) *kongstate.State {
-	state := *base
-	state.Services, state.Upstreams = nil, nil
-	upstreams := 0
-	for _, p := range parts {
-		if p.upstream != nil {
-			upstreams++
-		}
-	}
-	if len(parts) > 0 {
-		state.Services = make([]*file.FService, 0, len(parts))
-	}
-	if upstreams > 0 {
-		state.Upstreams = make([]*file.FUpstream, 0, upstreams)
-	}
-	for _, p := range parts {
-		state.Services = append(state.Services, p.svc)
-		if p.upstream != nil && !upstreamTakenByTwin(parts, p) {
-			state.Upstreams = append(state.Upstreams, p.upstream)
-		}
-	}
-	return &state
-}
-
-// upstreamTakenByTwin says whether p's upstream name is already that of the part before it by
-// name. Only one pair of Kong service names shares a host: a UDPIngress's <ns>.<svc>.<port>.udp
-// and the <ns>.<svc>.<port> of a TCPIngress or an Ingress (l4.go), which sorts first; every
-// other host follows from its service's name one to one. Looking the twin up by name instead
-// of keeping a set of every upstream name spares each splice a hash per upstream (a quarter of
-// a splice's CPU at 10,000 Ingresses).
-func upstreamTakenByTwin(parts []servicePart, p servicePart) bool {
-	twin, ok := strings.CutSuffix(p.name, ".udp")
-	if !ok {
-		return false
-	}
-	i := partIndex(parts, twin)
-	return i < len(parts) && parts[i].name == twin && parts[i].upstream != nil &&
-		kong.StringValue(parts[i].upstream.Name) == kong.StringValue(p.upstream.Name)
-}
-
-type nsName struct{ ns, name string }
-
-func keyOf(o client.Object) nsName { return nsName{o.GetNamespace(), o.GetName()} }
 
 // incrementalRound is the previous translation and the indexes a splice needs.
 type incrementalRound struct {
@@ -843,13 +721,6 @@ func sameOptions(a, b Options, clockRead, rustRegexesRead bool) bool {
 		a.RustRegexes, b.RustRegexes = false, false
 	}
 	return reflect.DeepEqual(a, b)
-}
-
-// partIndex is the position of the first of parts (sorted by name) whose name is not below
-// name.
-func partIndex(parts []servicePart, name string) int {
-	i, _ := slices.BinarySearchFunc(parts, name, func(p servicePart, name string) int { return strings.Compare(p.name, name) })
-	return i
 }
 
 // localIngress says why an Ingress's translation may depend on other objects than those the

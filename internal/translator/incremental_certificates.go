@@ -20,32 +20,6 @@ func readsTLSSecrets(r kongstate.ObjectRef) bool {
 	return r.Group == gvkIngress.Group && r.Kind == gvkIngress.Kind || r.Group == gvkTCPIngress.Group && r.Kind == gvkTCPIngress.Kind
 }
 
-// certificateParts is what a Build adds to its Result for Incremental about certificates
-// (tls): the Secrets tls read for one certificate each (not a listener's pair), with the
-// hosts each won, who named it and its place in the order certificates are made in; the place
-// in that order of the Secret that made each of State.Certificates; and the certificates
-// several Secrets of one pair made.
-type certificateParts struct {
-	secrets map[nsName]*tlsSecret
-	order   []int
-	shared  map[*file.FCertificate]struct{}
-}
-
-// recordCertificates records tls's Secrets (order) and where each certificate stands
-// (certOrder) for spliceCertificates.
-func (b *builder) recordCertificates(order []*tlsSecret, certOrder []int) {
-	c := &b.parts.certificates
-	c.order = certOrder
-	for _, ts := range order {
-		if ts.alt == "" {
-			if c.secrets == nil {
-				c.secrets = make(map[nsName]*tlsSecret, len(order))
-			}
-			c.secrets[nsName{ts.namespace, ts.name}] = ts
-		}
-	}
-}
-
 // spliceCertificates is Incremental's splice of TLS Secret changes (issue #13 item 2:
 // cert-manager rotates a Secret's certificate and key, under the same name, or creates the
 // Secret of a new Certificate): the Kong certificate each changed Secret makes is made again

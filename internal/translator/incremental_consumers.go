@@ -9,22 +9,6 @@ import (
 	"github.com/konductor/konductor/internal/store"
 )
 
-// consumerParts is what a Build adds to its Result for Incremental about consumers: the
-// KongConsumer of each of State.Consumers (in its order), whether a credential conflict
-// left consumers out, and the usernames custom entities looked consumers up by.
-type consumerParts struct {
-	objs     []*kongv1.KongConsumer
-	conflict bool
-	// contested are the usernames and custom_ids (credentialKeys' keys) that several
-	// KongConsumers claim, of which the younger were left out (consumerNameTaken).
-	contested map[string]struct{}
-	// lookedUp are the usernames consumerIDOf was asked for, found or not: a custom entity
-	// attached to a consumer with only a custom_id takes the ID of the consumer whose
-	// username that is (any KongConsumer, with no edge in the graph: a look-up that found
-	// none has no object to point to).
-	lookedUp map[string]struct{}
-}
-
 // spliceConsumers is Incremental's splice of KongConsumer and credential Secret changes
 // (issue #13 item 2: a cluster of thousands of API-key customers): the changed KongConsumers
 // and those that read a changed Secret (the closure) are translated as a snapshot of their

@@ -3,7 +3,6 @@ package translator
 import (
 	"github.com/kong/go-database-reconciler/pkg/file"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
-	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -11,65 +10,6 @@ import (
 	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
-
-// pluginParts is what a Build adds to its Result for Incremental about plugins: where each of
-// State.Plugins comes from, and which KongPlugins and KongClusterPlugins translation built a
-// configuration of (pluginSource: looked up by a konghq.com/plugins annotation or an
-// ExtensionRef, or global), with whether it resolved (true) or was left out (a problem).
-type pluginParts struct {
-	origins []pluginOrigin // of each of State.Plugins, in its order
-	read    map[objgraph.Node]bool
-	// dups are the plugins of an entity left out because another plugin of its name (or the
-	// same plugin through another name) was attached to the same entities, and of that
-	// other: which one wins depends on their sources' order, which spliceIngressPlugins then
-	// does not vouch for.
-	dups map[objgraph.Node]struct{}
-}
-
-// pluginOrigin is the plugin object one plugin entity was made of, and which of that object's
-// pluginSources made it: plugins() resolves a plugin once per namespace and name it is named
-// by (a KongClusterPlugin named from two namespaces is two), each with its own record of the
-// instance names given (pluginEntity), so an entity is made again with a fresh record per
-// source, in the entities' order. The entities of one source are contiguous (a block), and
-// the blocks are in the order their sources were first referred to (first).
-type pluginOrigin struct {
-	obj    objgraph.Node
-	source string // the pluginSource's key ("ns:name" it was looked up by); "" when global
-	global bool
-	// first is where the source was first referred to; by is the Ingress whose route the
-	// entity is attached to (nil: none).
-	first pluginFirst
-	by    *netv1.Ingress
-}
-
-// pluginFirst is where plugins() first met a plugin source: its phase and, in the Ingresses'
-// phase, the Ingress (phases are in plugins()' order: the Ingresses are met in sortByAge's
-// order, and one Ingress's plugins in the order its annotation lists them).
-type pluginFirst struct {
-	phase   int8
-	ingress *netv1.Ingress
-}
-
-const (
-	phaseGatewayRoutes int8 = iota
-	phaseIngresses
-	phaseOthers // TCPIngresses, UDPIngresses, Services, consumers, consumer groups
-	phaseGlobal
-)
-
-func (pp *pluginParts) noteDup(a, b objgraph.Node) {
-	if pp.dups == nil {
-		pp.dups = map[objgraph.Node]struct{}{}
-	}
-	pp.dups[a], pp.dups[b] = struct{}{}, struct{}{}
-}
-
-func (pp *pluginParts) noteRead(obj kongstate.ObjectRef, resolved bool) {
-	if pp.read == nil {
-		pp.read = map[objgraph.Node]bool{}
-	}
-	pp.read[objgraph.NodeOf(obj)] = resolved
-}
 
 // pluginIndexes are an Incremental round's KongPlugins and KongClusterPlugins (a
 // KongClusterPlugin by name, its namespace empty).

@@ -7,7 +7,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/gatewayapi"
-	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/store"
 )
@@ -53,11 +52,6 @@ func aRoute(kind string) string {
 // route's own ports and hostnames, all at KIC's priority 1 (kong_streamexpressions.go).
 func expressionsPriorities(kind string) bool {
 	return kind == gatewayapi.KindHTTPRoute || kind == gatewayapi.KindGRPCRoute
-}
-
-// routeRef is the graph's reference to the route k.
-func routeRef(k gatewayapi.RouteKey) kongstate.ObjectRef {
-	return ref(routeKinds[k.Kind], k.Namespace, k.Name)
 }
 
 // routeIndex holds one route kind's objects of the latest snapshot (objectIndex), as

@@ -14,6 +14,7 @@ import (
 	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
 
 	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/objgraph"
 )
 
@@ -85,4 +86,9 @@ func routeTranslated(kind string, opts Options) bool {
 		return opts.GatewayAlpha
 	}
 	return true
+}
+
+// routeRef is the graph's reference to the route k.
+func routeRef(k gatewayapi.RouteKey) kongstate.ObjectRef {
+	return ref(routeKinds[k.Kind], k.Namespace, k.Name)
 }

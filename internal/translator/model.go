@@ -107,3 +107,7 @@ type sourcePath struct {
 	path        string
 	regexPrefix string
 }
+
+type nsName struct{ ns, name string }
+
+func keyOf(o client.Object) nsName { return nsName{o.GetNamespace(), o.GetName()} }
