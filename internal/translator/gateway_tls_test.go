@@ -3,11 +3,14 @@ package translator
 import (
 	"context"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/kongstate"
@@ -65,4 +68,39 @@ func TestGatewayListenerWithTwoCertsRefersToBoth(t *testing.T) {
 	for _, name := range []string{"two-rsa", "two-ecdsa"} {
 		require.Contains(t, refs, objgraph.Key(ref(gvkSecret, "default", name)), name)
 	}
+}
+
+// Each Secret of a listener's RSA+ECDSA pair is read and reported as an Ingress's one TLS
+// Secret is (secretCertificate): missing, on the listener; not a key pair, on the listener
+// and on the Secret.
+func TestDualCertificateSecretsAreReportedAsOne(t *testing.T) {
+	dir := filepath.Join("testdata", "gateway-tls-dual")
+	problemsWith := func(change func(objs []client.Object) []client.Object) []string {
+		objs, err := manifest.Load(filepath.Join(dir, "in.yaml"))
+		require.NoError(t, err)
+		_, problems := translateCaseObjects(t, dir, change(objs))
+		var out []string
+		for _, p := range problems {
+			if p.Object.Kind != "Gateway" || strings.HasPrefix(p.Field, "spec.listeners[0]") {
+				out = append(out, p.String())
+			}
+		}
+		return out
+	}
+	missing := problemsWith(func(objs []client.Object) []client.Object {
+		return slices.DeleteFunc(objs, func(o client.Object) bool { return o.GetName() == "ecdsa-cert" })
+	})
+	require.Contains(t, missing, "Gateway default/kong: spec.listeners[0].tls.certificateRefs: Failed to fetch the secret (default/ecdsa-cert)")
+	invalid := problemsWith(func(objs []client.Object) []client.Object {
+		for _, o := range objs {
+			if s, ok := o.(*corev1.Secret); ok && s.Name == "rsa-cert" {
+				s.Data[corev1.TLSPrivateKeyKey] = []byte("not a key")
+			}
+		}
+		return objs
+	})
+	require.Subset(t, invalid, []string{
+		"Gateway default/kong: spec.listeners[0].tls.certificateRefs: failed to construct certificate from secret",
+		"Secret default/rsa-cert: data: failed to construct certificate from secret",
+	})
 }

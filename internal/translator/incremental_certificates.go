@@ -43,105 +43,130 @@ func readsTLSSecrets(r kongstate.ObjectRef) bool {
 //
 // The graph does not change: its edges are the Ingresses' (to the Secret's name).
 func spliceCertificates(res Result, secrets map[nsName]bool, previous map[nsName]*corev1.Secret, now func(nsName) *corev1.Secret) (Result, string) {
-	parts := res.parts.certificates
-	certs, order := res.State.Certificates, parts.order
-	copied := false
-	drop := map[Problem]struct{}{} // the problems about the changed Secrets before
-	var add []Problem              // and after
+	cs := certificateSplice{res: res, certs: res.State.Certificates, order: res.parts.certificates.order, drop: map[Problem]struct{}{}}
 	for k := range secrets {
-		ts := parts.secrets[k]
-		if ts == nil {
-			return Result{}, "a TLS Secret of the change makes no certificate of its own"
+		if why := cs.secret(k, previous[k], now(k)); why != "" {
+			return Result{}, why
 		}
-		old, secret := previous[k], now(k)
-		before, oldCert, oldKey, oldValid := certificateProblems(ts, old)
-		after, cert, key, valid := certificateProblems(ts, secret)
-		at := -1
-		if oldValid {
-			for i, fc := range certs {
-				if str(fc.ID) == certID(old) && str(fc.Cert) == oldCert && str(fc.Key) == oldKey {
-					at = i
-					break
-				}
-			}
-			if at < 0 {
-				return Result{}, "a TLS Secret of the change made no certificate of its own"
-			}
-			if _, dual := res.State.CertificateAlts[str(certs[at].ID)]; dual {
-				return Result{}, "a TLS Secret of the change is a listener's certificate pair"
-			}
-			if _, shared := parts.shared[certs[at]]; shared {
-				return Result{}, "a TLS Secret of the change shares its certificate"
-			}
-		}
-		for _, p := range before {
-			drop[p] = struct{}{}
-		}
-		add = append(add, after...)
-		if !copied {
-			certs, order, copied = append([]*file.FCertificate(nil), certs...), append([]int(nil), order...), true
-		}
-		if !valid {
-			if at >= 0 {
-				certs, order = append(certs[:at], certs[at+1:]...), append(order[:at], order[at+1:]...)
-			}
-			continue
-		}
-		id := certID(secret)
-		for i, fc := range certs {
-			if i == at {
-				continue
-			}
-			if sameIdentity(res, fc, cert, key) {
-				return Result{}, "a TLS Secret of the change holds another certificate's pair"
-			}
-			if str(fc.ID) == id {
-				return Result{}, "a TLS Secret of the change has another certificate's ID"
-			}
-		}
-		tags := &builder{} // entityTags' cache only: its problems are in after
-		nfc := &file.FCertificate{ID: kong.String(id), Cert: kong.String(cert), Key: kong.String(key), Tags: tags.entityTags(secret, gvkSecret)}
-		if len(ts.hosts) > 0 {
-			nfc.SNIs = make([]kong.SNI, len(ts.hosts))
-			for i, h := range ts.hosts {
-				nfc.SNIs[i] = kong.SNI{Name: kong.String(h), Certificate: &kong.Certificate{ID: kong.String(id)}}
-			}
-		}
-		if at >= 0 {
-			certs[at] = nfc
-			continue
-		}
-		at, _ = slices.BinarySearch(order, ts.order)
-		certs, order = slices.Insert(certs, at, nfc), slices.Insert(order, at, ts.order)
 	}
-	// The problems: those about the changed Secrets before, and no other about them, give way
-	// to those after.
-	problems := make([]Problem, 0, len(res.Problems)+len(add))
-	for _, p := range res.Problems {
-		if _, about := drop[p]; about {
-			delete(drop, p)
-			continue
-		}
-		if n := objgraph.NodeOf(p.Object); n.IsKind("", gvkSecret.Kind) && hasKey(secrets, nsName{p.Object.Namespace, p.Object.Name}) {
-			return Result{}, "another problem is reported on a TLS Secret of the change"
-		}
-		problems = append(problems, p)
-	}
-	if len(drop) > 0 {
-		return Result{}, "a problem about a TLS Secret of the change was not reported"
+	problems, why := cs.problems(secrets)
+	if why != "" {
+		return Result{}, why
 	}
 	state := *res.State
-	state.Certificates = certs
-	if len(certs) == 0 {
+	state.Certificates = cs.certs
+	if len(cs.certs) == 0 {
 		state.Certificates = nil // as Build leaves it
 	}
 	p := *res.parts
-	p.certificates.order = order
+	p.certificates.order = cs.order
 	res.State, res.parts = &state, &p
-	if len(add) > 0 || len(problems) != len(res.Problems) {
-		res.Problems = sortProblems(append(problems, add...))
+	if len(cs.add) > 0 || len(problems) != len(res.Problems) {
+		res.Problems = sortProblems(append(problems, cs.add...))
 	}
 	return res, ""
+}
+
+// certificateSplice is spliceCertificates under way: res's certificates and their order,
+// copied once one changes, and the problems about the changed Secrets before (drop) and
+// after (add).
+type certificateSplice struct {
+	res    Result
+	certs  []*file.FCertificate
+	order  []int
+	copied bool
+	drop   map[Problem]struct{}
+	add    []Problem
+}
+
+// secret makes again the certificate of the Secret k, old before and secret now (nil:
+// absent), in its place; it says why it cannot ("" when it can).
+func (cs *certificateSplice) secret(k nsName, old, secret *corev1.Secret) string {
+	parts := cs.res.parts.certificates
+	ts := parts.secrets[k]
+	if ts == nil {
+		return "a TLS Secret of the change makes no certificate of its own"
+	}
+	before, oldCert, oldKey, oldValid := certificateProblems(ts, old)
+	after, cert, key, valid := certificateProblems(ts, secret)
+	at := -1
+	if oldValid {
+		for i, fc := range cs.certs {
+			if str(fc.ID) == certID(old) && str(fc.Cert) == oldCert && str(fc.Key) == oldKey {
+				at = i
+				break
+			}
+		}
+		if at < 0 {
+			return "a TLS Secret of the change made no certificate of its own"
+		}
+		if _, dual := cs.res.State.CertificateAlts[str(cs.certs[at].ID)]; dual {
+			return "a TLS Secret of the change is a listener's certificate pair"
+		}
+		if _, shared := parts.shared[cs.certs[at]]; shared {
+			return "a TLS Secret of the change shares its certificate"
+		}
+	}
+	for _, p := range before {
+		cs.drop[p] = struct{}{}
+	}
+	cs.add = append(cs.add, after...)
+	if !cs.copied {
+		cs.certs, cs.order, cs.copied = slices.Clone(cs.certs), slices.Clone(cs.order), true
+	}
+	if !valid {
+		if at >= 0 {
+			cs.certs, cs.order = slices.Delete(cs.certs, at, at+1), slices.Delete(cs.order, at, at+1)
+		}
+		return ""
+	}
+	id := certID(secret)
+	for i, fc := range cs.certs {
+		if i == at {
+			continue
+		}
+		if sameIdentity(cs.res, fc, cert, key) {
+			return "a TLS Secret of the change holds another certificate's pair"
+		}
+		if str(fc.ID) == id {
+			return "a TLS Secret of the change has another certificate's ID"
+		}
+	}
+	tags := &builder{} // entityTags' cache only: its problems are in after
+	nfc := &file.FCertificate{ID: kong.String(id), Cert: kong.String(cert), Key: kong.String(key), Tags: tags.entityTags(secret, gvkSecret)}
+	if len(ts.hosts) > 0 {
+		nfc.SNIs = make([]kong.SNI, len(ts.hosts))
+		for i, h := range ts.hosts {
+			nfc.SNIs[i] = kong.SNI{Name: kong.String(h), Certificate: &kong.Certificate{ID: kong.String(id)}}
+		}
+	}
+	if at >= 0 {
+		cs.certs[at] = nfc
+		return ""
+	}
+	at, _ = slices.BinarySearch(cs.order, ts.order)
+	cs.certs, cs.order = slices.Insert(cs.certs, at, nfc), slices.Insert(cs.order, at, ts.order)
+	return ""
+}
+
+// problems are res's problems without those about the changed Secrets before, which give way
+// to those after (cs.add); it says why not when res has another about them, or lacks one.
+func (cs *certificateSplice) problems(secrets map[nsName]bool) ([]Problem, string) {
+	problems := make([]Problem, 0, len(cs.res.Problems)+len(cs.add))
+	for _, p := range cs.res.Problems {
+		if _, about := cs.drop[p]; about {
+			delete(cs.drop, p)
+			continue
+		}
+		if n := objgraph.NodeOf(p.Object); n.IsKind("", gvkSecret.Kind) && hasKey(secrets, nsName{p.Object.Namespace, p.Object.Name}) {
+			return nil, "another problem is reported on a TLS Secret of the change"
+		}
+		problems = append(problems, p)
+	}
+	if len(cs.drop) > 0 {
+		return nil, "a problem about a TLS Secret of the change was not reported"
+	}
+	return problems, ""
 }
 
 // certificateProblems are the problems tls reports about ts's Secret s (nil: missing), and

@@ -36,19 +36,13 @@ func (b *builder) dualCertificate(ts *tlsSecret) (*file.FCertificate, kongstate.
 	var pairs [2]pair
 	for i, key := range []string{ts.namespace + "/" + ts.name, ts.alt} {
 		secret := b.secrets[key]
-		if secret == nil {
-			report("Failed to fetch the secret (%s)", key)
+		// Each Secret is read, and reported, as the one Secret of an Ingress's TLS is.
+		cert, pk, ok, problems := secretCertificate(&tlsSecret{key: key, referrers: ts.referrers}, secret)
+		if !ok {
+			b.problems = append(b.problems, problems...)
 			return nil, kongstate.CertificateAlt{}, nil, ""
 		}
-		cert := strings.TrimSpace(string(secret.Data[corev1.TLSCertKey]))
-		pk := strings.TrimSpace(string(secret.Data[corev1.TLSPrivateKeyKey]))
-		kp, err := tls.X509KeyPair([]byte(cert), []byte(pk))
-		if cert == "" || pk == "" || err != nil {
-			report("failed to construct certificate from secret")
-			b.problem(secret, gvkSecret, "data", "failed to construct certificate from secret")
-			return nil, kongstate.CertificateAlt{}, nil, ""
-		}
-		parsed, err := x509.ParseCertificate(kp.Certificate[0])
+		parsed, err := leafCertificate(cert, pk)
 		if err != nil {
 			report("failed to detect certificate algorithm of Secret %s", key)
 			return nil, kongstate.CertificateAlt{}, nil, ""
@@ -79,6 +73,15 @@ func (b *builder) dualCertificate(ts *tlsSecret) (*file.FCertificate, kongstate.
 		Tags: b.entityTags(rsa.secret, gvkSecret),
 	}
 	return fc, kongstate.CertificateAlt{Cert: ecdsa.cert, Key: ecdsa.key}, rsa.secret, strings.Join([]string{rsa.cert, rsa.key, ecdsa.cert, ecdsa.key}, "\x00")
+}
+
+// leafCertificate is the first certificate of a pair certificatePair found valid.
+func leafCertificate(cert, key string) (*x509.Certificate, error) {
+	kp, err := tls.X509KeyPair([]byte(cert), []byte(key))
+	if err != nil {
+		return nil, err
+	}
+	return x509.ParseCertificate(kp.Certificate[0])
 }
 
 // sameNames says how two certificates' subject CN or DNS SANs (in any order) differ, "" when
