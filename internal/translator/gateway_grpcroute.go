@@ -56,11 +56,7 @@ type attachedGRPCRoute struct {
 
 // grpcRoute translates gr, whose parent listeners are listeners (parentListeners).
 func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute, listeners []*gatewayv1.Listener) {
-	if len(gr.Spec.Rules) == 0 {
-		b.problem(gr, gvkGRPCRoute, "spec.rules", "GRPCRoute can't be routed: no rules provided")
-		return
-	}
-	ro, ok := b.routeAnnotations(gr, gvkGRPCRoute)
+	ro, ok := b.routableRoute(gr, gvkGRPCRoute, len(gr.Spec.Rules))
 	if !ok {
 		return
 	}

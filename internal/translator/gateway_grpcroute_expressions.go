@@ -39,11 +39,7 @@ func (b *builder) grpcRoutesExpressions(routes []attachedGRPCRoute) {
 	protocols := map[*gatewayv1.GRPCRoute]string{}
 	for _, attached := range routes {
 		gr := attached.route
-		if len(gr.Spec.Rules) == 0 {
-			b.problem(gr, gvkGRPCRoute, "spec.rules", "GRPCRoute can't be routed: no rules provided")
-			continue
-		}
-		ro, ok := b.routeAnnotations(gr, gvkGRPCRoute)
+		ro, ok := b.routableRoute(gr, gvkGRPCRoute, len(gr.Spec.Rules))
 		if !ok {
 			continue
 		}

@@ -102,8 +102,7 @@ func httpListenerProtocols(listeners []*gatewayv1.Listener) []string {
 // router's translation (validateHTTPRoute), reports why it is left out, and returns its
 // route annotations.
 func (b *builder) httpRouteTranslatable(hr *gatewayv1.HTTPRoute) (*routeOverrides, bool) {
-	if len(hr.Spec.Rules) == 0 {
-		b.problem(hr, gvkHTTPRoute, "spec.rules", "HTTPRoute can't be routed: no rules provided")
+	if !b.hasRules(hr, gvkHTTPRoute, len(hr.Spec.Rules)) {
 		return nil, false
 	}
 	for i, rule := range hr.Spec.Rules {

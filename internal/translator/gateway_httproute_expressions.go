@@ -97,11 +97,7 @@ func (b *builder) httpSplits(routes []attachedHTTPRoute) []*httpSplitMatch {
 	var splits []*httpSplitMatch
 	for _, ar := range routes {
 		hr := ar.route
-		if len(hr.Spec.Rules) == 0 {
-			b.problem(hr, gvkHTTPRoute, "spec.rules", "HTTPRoute can't be routed: no rules provided")
-			continue
-		}
-		ro, ok := b.routeAnnotations(hr, gvkHTTPRoute)
+		ro, ok := b.routableRoute(hr, gvkHTTPRoute, len(hr.Spec.Rules))
 		if !ok {
 			continue
 		}

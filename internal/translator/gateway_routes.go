@@ -243,3 +243,21 @@ func (b *builder) ruleNameTags(obj client.Object, gvk schema.GroupVersionKind, n
 	}
 	return kong.StringSlice(append(out, tags[base:]...)...)
 }
+
+// hasRules reports whether a route (obj, of kind gvk, with rules rules) has any, and reports
+// it as KIC does when it has none: no router can route it.
+func (b *builder) hasRules(obj client.Object, gvk schema.GroupVersionKind, rules int) bool {
+	if rules == 0 {
+		b.problem(obj, gvk, "spec.rules", "%s can't be routed: no rules provided", gvk.Kind)
+	}
+	return rules > 0
+}
+
+// routableRoute is what every router checks first of an HTTPRoute or a GRPCRoute: it has
+// rules (hasRules), and its route annotations, which it returns, are usable.
+func (b *builder) routableRoute(obj client.Object, gvk schema.GroupVersionKind, rules int) (*routeOverrides, bool) {
+	if !b.hasRules(obj, gvk, rules) {
+		return nil, false
+	}
+	return b.routeAnnotations(obj, gvk)
+}
