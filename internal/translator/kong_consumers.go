@@ -82,6 +82,7 @@ func (b *builder) consumers() {
 	// oldest KongConsumer (then by namespace and name, sortByAge) keeps one, the others are
 	// left out, never merged into it (docs/security.md, item 1).
 	names := map[string]*kongv1.KongConsumer{} // "username:"/"custom_id:" + value -> holder
+	b.shareConsumerNames(consumers)
 	for _, kc := range consumers {
 		if kc == nil {
 			continue
@@ -141,6 +142,35 @@ func (b *builder) consumers() {
 	b.parts.consumers.objs = b.consumerObjs
 }
 
+// shareConsumerNames records, for each username and custom_id that several KongConsumers
+// ask for, that they share it: which of them has it depends on all of them, even on one
+// left out for another of its names (it then asks for none, and a younger one gets it).
+func (b *builder) shareConsumerNames(consumers []*kongv1.KongConsumer) {
+	askers := map[[2]string][]*kongv1.KongConsumer{}
+	var order [][2]string
+	for _, kc := range consumers {
+		if kc == nil {
+			continue
+		}
+		for _, n := range [][2]string{{"username", kc.Username}, {"custom_id", kc.CustomID}} {
+			if n[1] == "" {
+				continue
+			}
+			if _, seen := askers[n]; !seen {
+				order = append(order, n)
+			}
+			askers[n] = append(askers[n], kc)
+		}
+	}
+	for _, n := range order {
+		if same := askers[n]; len(same) > 1 {
+			for _, kc := range same {
+				b.share("consumer "+n[0]+" "+n[1], kc, gvkKongConsumer)
+			}
+		}
+	}
+}
+
 // consumerNameTaken reports, with a problem on kc, whether an older KongConsumer holds kc's
 // username or custom_id (names); else it records kc as their holder.
 func (b *builder) consumerNameTaken(kc *kongv1.KongConsumer, names map[string]*kongv1.KongConsumer) bool {
@@ -154,7 +184,6 @@ func (b *builder) consumerNameTaken(kc *kongv1.KongConsumer, names map[string]*k
 				b.parts.consumers.contested = map[string]struct{}{}
 			}
 			b.parts.consumers.contested[n.field+"\x00"+n.value] = struct{}{}
-			b.contend("consumer "+n.field+" "+n.value, kc, gvkKongConsumer, holder, gvkKongConsumer)
 			b.problem(kc, gvkKongConsumer, n.field, "%s %q is already KongConsumer %s/%s's (older); Kong keeps it unique, this consumer is left out",
 				n.field, n.value, holder.Namespace, holder.Name)
 			taken = true

@@ -186,11 +186,19 @@ func (l *failedClosed) into(res Result) Result {
 	res.Problems = sortProblems(problems)
 	// The result's graph is the last translation's, new: the edges out of the objects left
 	// out are added to it, so that an event of what they name (the plugin fixed, a grant
-	// made) wakes a round (Relevance).
+	// made) wakes a round (Relevance); and a value one of them shared (a Kong service's name
+	// an Ingress also asked for) keeps all who shared it, since the object left out will
+	// claim it again once back.
 	for _, pass := range l.passes {
 		for _, n := range l.order {
 			for d := range pass.Graph.DepsOf(n).All() {
 				res.Graph.Refer(n.Ref(), d.Ref())
+				if d.Shared() {
+					for other := range pass.Graph.DepsOf(d).All() {
+						res.Graph.Refer(d.Ref(), other.Ref())
+						res.Graph.Refer(other.Ref(), d.Ref())
+					}
+				}
 			}
 		}
 		// The plugins the pass built, the refused ones among them, stay known to
