@@ -323,7 +323,8 @@ type isolation struct {
 	heldBefore map[string]bool
 }
 
-// refuse adds obj and every object that depends on it in graph to refused, and reports
+// refuse adds obj and every object that depends on it in graph (Graph.Broken: not through
+// a value they only share) to refused, and reports
 // whether obj was new there.
 func refuse(refused map[kongstate.ObjectRef]bool, graph *objgraph.Graph, obj kongstate.ObjectRef) bool {
 	node := objgraph.Key(obj)

@@ -12,6 +12,7 @@ import (
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 )
 
 // badPath makes Kong (and the emulator) refuse a route: the translator checks regexes, so
@@ -244,4 +245,23 @@ func TestRefusedServiceDependents(t *testing.T) {
 			require.Contains(t, routePaths(t, e.Entity("routes", *svc.Routes[0].ID)), "/v2/", "every route updated")
 		}
 	})
+}
+
+// An object refused takes with it what refers to it (an Ingress to its refused Service), not
+// what only shares a value with it (another Ingress that asked for a route name it holds):
+// that one is translated and sent as it would be without the refused one.
+func TestRefuseDoesNotCrossSharedValues(t *testing.T) {
+	svc := kongstate.ObjectRef{Kind: "Service", Namespace: "ns", Name: "s"}
+	ing := func(name string) kongstate.ObjectRef {
+		return kongstate.ObjectRef{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "ns", Name: name}
+	}
+	g := objgraph.New()
+	g.Refer(ing("a"), svc)
+	for _, i := range []kongstate.ObjectRef{ing("a"), ing("b")} {
+		g.Refer(i, objgraph.SharedValue("route x"))
+		g.Refer(objgraph.SharedValue("route x"), i)
+	}
+	refused := map[kongstate.ObjectRef]bool{}
+	require.True(t, refuse(refused, g, svc))
+	require.Equal(t, map[kongstate.ObjectRef]bool{objgraph.Key(svc): true, objgraph.Key(ing("a")): true}, refused)
 }
