@@ -324,8 +324,7 @@ type isolation struct {
 }
 
 // refuse adds obj and every object that depends on it in graph (Graph.Broken: not through
-// a value they only share) to refused, and reports
-// whether obj was new there.
+// a value they only share) to refused, and reports whether obj was new there.
 func refuse(refused map[kongstate.ObjectRef]bool, graph *objgraph.Graph, obj kongstate.ObjectRef) bool {
 	node := objgraph.Key(obj)
 	if refused[node] {
