@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/konductor/konductor/internal/status"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -250,8 +251,7 @@ func newAPIHealthFor(ctx context.Context, restCfg *rest.Config, log logr.Logger)
 	}
 	h := newAPIHealth(probeReadyz(dc.RESTClient()), log)
 	h.stop = ctx.Done()
-	metrics.Registry.Unregister(h)
-	if err := metrics.Registry.Register(h); err != nil {
+	if err := status.ReplaceCollectors(metrics.Registry, h); err != nil {
 		return nil, fmt.Errorf("registering the Kubernetes API metrics: %w", err)
 	}
 	return h, nil

@@ -308,19 +308,31 @@ func failureReason(err error) string {
 
 func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// controllerStateMu makes RegisterControllerState's replacement of the gauges one step.
-var controllerStateMu sync.Mutex
+// replaceMu makes ReplaceCollectors' replacement one step.
+var replaceMu sync.Mutex
+
+// ReplaceCollectors registers cs in reg in place of the collectors of the same metrics
+// registered before: a later controller of the process replaces an earlier one's (tests
+// start several, some at once). The replacement is one step: two controllers assembled at
+// once would otherwise both unregister, then both register, and the second fail.
+func ReplaceCollectors(reg prometheus.Registerer, cs ...prometheus.Collector) error {
+	replaceMu.Lock()
+	defer replaceMu.Unlock()
+	for _, c := range cs {
+		reg.Unregister(c)
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // RegisterControllerState registers konductor_cache_synced and konductor_leader, read at
 // every scrape from synced (every informer the sync reads has synced) and leader (this replica
-// leads; always true without leader election). A later call replaces the gauges of an earlier
-// one: tests start several controllers in one process, and the latest is the one running.
+// leads; always true without leader election), in place of an earlier controller's
+// (ReplaceCollectors).
 func RegisterControllerState(reg prometheus.Registerer, synced, leader func() bool) {
-	// Two controllers assembled at once (parallel tests) would otherwise both unregister,
-	// then both register: the second panics.
-	controllerStateMu.Lock()
-	defer controllerStateMu.Unlock()
-	for _, g := range []prometheus.Collector{
+	err := ReplaceCollectors(reg,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "konductor_cache_synced",
 			Help: "1 once every informer the sync reads has synced (no configuration is sent to Kong before), else 0.",
@@ -328,10 +340,9 @@ func RegisterControllerState(reg prometheus.Registerer, synced, leader func() bo
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "konductor_leader",
 			Help: "1 while this replica is the leader (the only one that writes to Kong), else 0.",
-		}, func() float64 { return boolValue(leader()) }),
-	} {
-		reg.Unregister(g)
-		reg.MustRegister(g)
+		}, func() float64 { return boolValue(leader()) }))
+	if err != nil {
+		panic(err) // a collector of these names that is not a GaugeFunc: a programming error
 	}
 }
 

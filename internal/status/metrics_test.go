@@ -313,3 +313,32 @@ func TestRegisterControllerStateConcurrently(t *testing.T) {
 		t.Fatalf("a registration panicked: %v", p)
 	}
 }
+
+// Collectors of the same metrics replaced from many goroutines at once (controllers assembled
+// by parallel tests: the Kubernetes API health of newAPIHealthFor) never fail to register.
+func TestReplaceCollectorsConcurrently(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	desc := prometheus.NewDesc("konductor_test_replaced", "a test metric", nil, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16*200)
+	for range 16 {
+		wg.Go(func() {
+			for range 200 {
+				errs <- ReplaceCollectors(reg, constCollector{desc})
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+// constCollector collects one metric of desc, 1.
+type constCollector struct{ desc *prometheus.Desc }
+
+func (c constCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c constCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1)
+}
