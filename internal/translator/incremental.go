@@ -396,14 +396,9 @@ func appendServicesNamed(out []nsName, ing *netv1.Ingress) []nsName {
 	if db := ing.Spec.DefaultBackend; db != nil && db.Service != nil {
 		out = append(out, nsName{ing.Namespace, db.Service.Name})
 	}
-	for _, rule := range ing.Spec.Rules {
-		if rule.HTTP == nil {
-			continue
-		}
-		for _, p := range rule.HTTP.Paths {
-			if p.Backend.Service != nil {
-				out = append(out, nsName{ing.Namespace, p.Backend.Service.Name})
-			}
+	for at := range ingressPaths(ing) {
+		if be := at.path.Backend.Service; be != nil {
+			out = append(out, nsName{ing.Namespace, be.Name})
 		}
 	}
 	return out

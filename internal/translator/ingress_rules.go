@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
 	"strconv"
@@ -91,6 +92,28 @@ type ingressRoute struct {
 	hosts          [1]*string
 }
 
+// ingressPathAt is one HTTP path of an Ingress: spec.rules[rule].http.paths[index].
+type ingressPathAt struct {
+	rule, index int
+	path        *netv1.HTTPIngressPath
+}
+
+// ingressPaths yields the HTTP paths of ing's rules in order: the one walk of an Ingress's
+// paths, for its translation (ingressRules) and for what it names (appendServicesNamed).
+func ingressPaths(ing *netv1.Ingress) iter.Seq[ingressPathAt] {
+	return func(yield func(ingressPathAt) bool) {
+		for i := range ing.Spec.Rules {
+			if http := ing.Spec.Rules[i].HTTP; http != nil {
+				for j := range http.Paths {
+					if !yield(ingressPathAt{i, j, &http.Paths[j]}) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
 // ingressRules builds a route per (Ingress, rule host, backend) with the paths of every rule
 // and path that share it (translation-rules.md §3.1-3.6).
 func (b *builder) ingressRules() {
@@ -116,109 +139,110 @@ func (b *builder) ingressRules() {
 			ks            *kongService
 			key           string
 		}
-		for i, rule := range ing.Spec.Rules {
-			if rule.HTTP == nil || len(rule.HTTP.Paths) == 0 {
+		badRule := -1 // a rule whose host is left out, with its paths
+		for at := range ingressPaths(ing) {
+			i, j, path, rule := at.rule, at.index, at.path, &ing.Spec.Rules[at.rule]
+			if i == badRule {
 				continue
 			}
-			if rule.Host != "" {
+			if j == 0 && rule.Host != "" {
 				if e := checkWildcardHost(rule.Host, true); e != "" {
 					b.problem(ing, gvkIngress, fmt.Sprintf("spec.rules[%d].host", i), "%s; the rule is left out", e)
+					badRule = i
 					continue
 				}
 			}
-			for j, path := range rule.HTTP.Paths {
-				// One string for the path's field and its backend's (kept by the Kong
-				// service's referrers), without fmt: 2.5% of a translation's allocations.
-				refField := "spec.rules[" + strconv.Itoa(i) + "].http.paths[" + strconv.Itoa(j) + "]" + serviceBackendField
-				field := refField[:len(refField)-len(serviceBackendField)]
-				p := normalizePath(path.Path)
-				be := path.Backend.Service
-				var ks *kongService
+			// One string for the path's field and its backend's (kept by the Kong
+			// service's referrers), without fmt: 2.5% of a translation's allocations.
+			refField := "spec.rules[" + strconv.Itoa(i) + "].http.paths[" + strconv.Itoa(j) + "]" + serviceBackendField
+			field := refField[:len(refField)-len(serviceBackendField)]
+			p := normalizePath(path.Path)
+			be := path.Backend.Service
+			var ks *kongService
+			switch {
+			case be != nil:
+				ks = b.kongServiceFor(ing, refField, be.Name, be.Port, true)
+			case b.opts.KongServiceFacade && isFacade(path.Backend.Resource):
+				refField = field + ".backend.resource"
+				ks = b.facadeService(ing, refField, path.Backend.Resource.Name, true)
+				be = &netv1.IngressServiceBackend{Name: path.Backend.Resource.Name}
+			default:
+				b.unsupportedBackend(ing, field+".backend", p, path.Backend.Resource)
+				continue
+			}
+			if ks == nil {
+				continue
+			}
+			pt := netv1.PathTypeImplementationSpecific
+			if path.PathType != nil {
+				pt = *path.PathType
+			}
+			var pathBuf [2]*string
+			paths := pathBuf[:0]
+			var kpBuf [2]string
+			kps := kongPaths(kpBuf[:0], p, pt)
+			// Two Kong paths' strings are allocated together.
+			var strs *[2]string
+			if len(kps) > 1 {
+				strs = new([2]string)
+			}
+			for k, kp := range kps {
+				kp = applyRegexPrefix(kp, prefix, b.opts.EnableLegacyRegexDetection)
+				if e := b.routePath(kp); e != "" {
+					b.problem(ing, gvkIngress, field+".path", "%s; the path is left out", e)
+					continue
+				}
 				switch {
-				case be != nil:
-					ks = b.kongServiceFor(ing, refField, be.Name, be.Port, true)
-				case b.opts.KongServiceFacade && isFacade(path.Backend.Resource):
-					refField = field + ".backend.resource"
-					ks = b.facadeService(ing, refField, path.Backend.Resource.Name, true)
-					be = &netv1.IngressServiceBackend{Name: path.Backend.Resource.Name}
+				case kp == sharedRootPath:
+					// The most common path: one value for every route (sharedvalues.go).
+					paths = append(paths, &sharedRootPath)
+				case strs != nil:
+					strs[k] = kp
+					paths = append(paths, &strs[k])
 				default:
-					b.unsupportedBackend(ing, field+".backend", p, path.Backend.Resource)
-					continue
+					paths = append(paths, kong.String(kp))
 				}
-				if ks == nil {
-					continue
-				}
-				pt := netv1.PathTypeImplementationSpecific
-				if path.PathType != nil {
-					pt = *path.PathType
-				}
-				var pathBuf [2]*string
-				paths := pathBuf[:0]
-				var kpBuf [2]string
-				kps := kongPaths(kpBuf[:0], p, pt)
-				// Two Kong paths' strings are allocated together.
-				var strs *[2]string
-				if len(kps) > 1 {
-					strs = new([2]string)
-				}
-				for k, kp := range kps {
-					kp = applyRegexPrefix(kp, prefix, b.opts.EnableLegacyRegexDetection)
-					if e := b.routePath(kp); e != "" {
-						b.problem(ing, gvkIngress, field+".path", "%s; the path is left out", e)
-						continue
-					}
-					switch {
-					case kp == sharedRootPath:
-						// The most common path: one value for every route (sharedvalues.go).
-						paths = append(paths, &sharedRootPath)
-					case strs != nil:
-						strs[k] = kp
-						paths = append(paths, &strs[k])
-					default:
-						paths = append(paths, kong.String(kp))
-					}
-				}
-				// The expressions router compiles a regex path with the Rust regex crate, which
-				// refuses some that PCRE takes ("/v1/{id}"): such a path is left out here rather
-				// than make Kong refuse the whole configuration.
-				if b.opts.ExpressionRoutes && len(paths) > 0 {
-					if m, _, _ := pathMatcher(sourcePath{pathType: pt, path: p, regexPrefix: prefix}); m != nil {
-						if e := m.refused(); e != "" {
-							b.problem(ing, gvkIngress, field+".path", "%s; the path is left out", e)
-							paths = nil
-						}
-					}
-				}
-				if last.ks != ks || last.host != rule.Host || last.backend != be.Name {
-					last.host, last.backend, last.ks = rule.Host, be.Name, ks
-					last.key = strings.Join([]string{ing.Namespace, ing.Name, rule.Host, be.Name, ks.portKey, ks.facade}, "\x00")
-				}
-				key := last.key
-				ks.addReferrer(ing, gvkIngress, refField)
-				if len(paths) == 0 {
-					if _, seen := lost[key]; !seen {
-						lost[key] = fmt.Sprintf("spec.rules[%d]", i)
-						lostOrder = append(lostOrder, key)
-					}
-					continue
-				}
-				re := ks.routeByKey[key]
-				if re == nil {
-					name := ing.Namespace + "." + ing.Name + "." + be.Name + "." + strings.ReplaceAll(rule.Host, "*", "_") + "." + ks.portKey
-					if ks.facade != "" {
-						name = ing.Namespace + "." + ing.Name + "." + strings.ReplaceAll(rule.Host, "*", "_") + "." + ks.facade + ".svc.facade"
-					}
-					re = b.newRoute(ing, ro, field, key, name, rule.Host)
-					if re == nil {
-						continue
-					}
-					ks.routeByKey[key] = re
-					ks.routes = append(ks.routes, re)
-					made = append(made, re)
-				}
-				re.Paths = append(re.Paths, paths...)
-				re.sources = append(re.sources, sourcePath{pathType: pt, path: p, regexPrefix: prefix})
 			}
+			// The expressions router compiles a regex path with the Rust regex crate, which
+			// refuses some that PCRE takes ("/v1/{id}"): such a path is left out here rather
+			// than make Kong refuse the whole configuration.
+			if b.opts.ExpressionRoutes && len(paths) > 0 {
+				if m, _, _ := pathMatcher(sourcePath{pathType: pt, path: p, regexPrefix: prefix}); m != nil {
+					if e := m.refused(); e != "" {
+						b.problem(ing, gvkIngress, field+".path", "%s; the path is left out", e)
+						paths = nil
+					}
+				}
+			}
+			if last.ks != ks || last.host != rule.Host || last.backend != be.Name {
+				last.host, last.backend, last.ks = rule.Host, be.Name, ks
+				last.key = strings.Join([]string{ing.Namespace, ing.Name, rule.Host, be.Name, ks.portKey, ks.facade}, "\x00")
+			}
+			key := last.key
+			ks.addReferrer(ing, gvkIngress, refField)
+			if len(paths) == 0 {
+				if _, seen := lost[key]; !seen {
+					lost[key] = fmt.Sprintf("spec.rules[%d]", i)
+					lostOrder = append(lostOrder, key)
+				}
+				continue
+			}
+			re := ks.routeByKey[key]
+			if re == nil {
+				name := ing.Namespace + "." + ing.Name + "." + be.Name + "." + strings.ReplaceAll(rule.Host, "*", "_") + "." + ks.portKey
+				if ks.facade != "" {
+					name = ing.Namespace + "." + ing.Name + "." + strings.ReplaceAll(rule.Host, "*", "_") + "." + ks.facade + ".svc.facade"
+				}
+				re = b.newRoute(ing, ro, field, key, name, rule.Host)
+				if re == nil {
+					continue
+				}
+				ks.routeByKey[key] = re
+				ks.routes = append(ks.routes, re)
+				made = append(made, re)
+			}
+			re.Paths = append(re.Paths, paths...)
+			re.sources = append(re.sources, sourcePath{pathType: pt, path: p, regexPrefix: prefix})
 		}
 		// The routes' paths were grown by append, up to twice the room they need; the
 		// State keeps them as long as the Ingress is unchanged (issue #13, memory).
