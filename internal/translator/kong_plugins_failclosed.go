@@ -185,21 +185,33 @@ func (l *failedClosed) into(res Result) Result {
 	}
 	res.Problems = sortProblems(problems)
 	// The result's graph is the last translation's, new: the edges out of the objects left
-	// out are added to it, so that an event of what they name (the plugin fixed, a grant
-	// made) wakes a round (Relevance); and a value one of them shared (a Kong service's name
-	// an Ingress also asked for) keeps all who shared it, since the object left out will
-	// claim it again once back.
+	// out, and out of what they read, directly or through others, are added to it, so that
+	// an event of what they name (the plugin fixed, a grant made, a plugin of a Service only
+	// they use removed) wakes a round (Relevance); and a value one of them shared (a Kong
+	// service's name an Ingress also asked for) keeps all who shared it, since the object
+	// left out will claim it again once back.
 	for _, pass := range l.passes {
-		for _, n := range l.order {
+		copied := map[objgraph.Node]bool{}
+		var copyEdges func(n objgraph.Node)
+		copyEdges = func(n objgraph.Node) {
+			if copied[n] {
+				return
+			}
+			copied[n] = true
 			for d := range pass.Graph.DepsOf(n).All() {
 				res.Graph.Refer(n.Ref(), d.Ref())
-				if d.Shared() {
-					for other := range pass.Graph.DepsOf(d).All() {
-						res.Graph.Refer(d.Ref(), other.Ref())
-						res.Graph.Refer(other.Ref(), d.Ref())
-					}
+				if !d.Shared() {
+					copyEdges(d)
+					continue
+				}
+				for other := range pass.Graph.DepsOf(d).All() {
+					res.Graph.Refer(d.Ref(), other.Ref())
+					res.Graph.Refer(other.Ref(), d.Ref())
 				}
 			}
+		}
+		for _, n := range l.order {
+			copyEdges(n)
 		}
 		// The plugins the pass built, the refused ones among them, stay known to
 		// Incremental, with the edges out of them (to the Secrets they read): a change of
