@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,8 +47,17 @@ func TestEveryReadIsRecorded(t *testing.T) {
 func TestEveryReadIsRecordedRandomly(t *testing.T) {
 	cert, err := newTestCertPEM()
 	require.NoError(t, err)
-	rng := rand.New(rand.NewPCG(5, 8))
-	for i := range 2000 {
+	// make test-reads sets more cases, and a seed of its own.
+	cases, seed := 2000, uint64(5)
+	if n, err := strconv.Atoi(os.Getenv("KONDUCTOR_READS_CASES")); err == nil {
+		cases = n
+	}
+	if n, err := strconv.ParseUint(os.Getenv("KONDUCTOR_READS_SEED"), 10, 64); err == nil {
+		seed = n
+	}
+	t.Logf("%d snapshots from seed %d", cases, seed)
+	rng := rand.New(rand.NewPCG(seed, 8))
+	for i := range cases {
 		data := make([]byte, 64+rng.IntN(512))
 		for j := range data {
 			data[j] = byte(rng.IntN(256))
@@ -54,7 +65,12 @@ func TestEveryReadIsRecordedRandomly(t *testing.T) {
 		g := &objectGen{data: data, cert: cert, rotated: cert}
 		opts := g.options()
 		snap := g.snapshot()
-		t.Run(fmt.Sprint(i), func(t *testing.T) { requireEveryReadRecorded(t, snap, opts) })
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			requireEveryReadRecorded(t, snap, opts)
+			if t.Failed() {
+				t.Logf("snapshot %d of seed %d: %s", i, seed, describe(snap))
+			}
+		})
 	}
 }
 
