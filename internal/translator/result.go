@@ -4,13 +4,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/konductor/konductor/internal/gatewayapi"
-	"github.com/konductor/konductor/internal/kongstate"
-	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	netv1 "k8s.io/api/networking/v1"
+
+	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 )
 
 // What a Result holds beyond its state, problems and graph, for the layers above translation
