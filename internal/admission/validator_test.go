@@ -235,6 +235,14 @@ stringData: {config: 'minute: *s3cretAnchor'}`,
 		{name: "Secret change that gives a consumer a credential another holds is denied",
 			op: admissionv1.Update, object: secret("bob-key", "key-auth", "key: alice-secret"),
 			denied: []string{"KongConsumer default/bob: credentials:", "Secret default/bob-key:", "conflicting credential"}},
+		{name: "an update that takes a username another consumer holds is denied, naming the one that loses it",
+			op: admissionv1.Update, object: `
+apiVersion: configuration.konghq.com/v1
+kind: KongConsumer
+metadata: {name: alice, namespace: default, creationTimestamp: "2024-01-01T00:00:00Z", annotations: {kubernetes.io/ingress.class: kong}}
+username: bob
+credentials: [alice-key]`,
+			denied: []string{"KongConsumer default/bob: username:", "already KongConsumer default/alice's"}},
 		{name: "Secret that nothing reads is allowed",
 			object: secret("unrelated", "", "anything: at-all")},
 
