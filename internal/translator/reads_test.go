@@ -130,13 +130,12 @@ func snapshotWithout(snap *store.Snapshot, gone client.Object) *store.Snapshot {
 
 // reachedBy is what removing gone may change, by the graphs before and after: the objects
 // it reaches (Reaches), those that depend on them (Graph.Dependents, before), the other
-// Ingresses that name a Service one of those Ingresses names, and what all those read on
-// their behalf, directly or through others, before or after (a Service and the
-// KongUpstreamPolicy it names are translated for the Ingress that names the Service; an
-// Ingress whose default backend is served once gone's is not reads its Service after only).
-// An EndpointSlice is reached with its Service. Each object counts by its owner key, and
-// each kind reached by its kind alone too, for entities that carry no tags
-// (entity.ownerKind).
+// objects that name a Service one of those names, and what all those read on their behalf,
+// directly or through others, before or after (a Service and the KongUpstreamPolicy it
+// names are translated for the Ingress that names the Service; an Ingress whose default
+// backend is served once gone's is not reads its Service after only). An EndpointSlice is
+// reached with its Service. Each object counts by its owner key, and each kind reached by
+// its kind alone too, for entities that carry no tags (entity.ownerKind).
 func reachedBy(before, after *objgraph.Graph, objs []client.Object, gone client.Object) map[string]bool {
 	reached := map[string]bool{}
 	seen := map[kongstate.ObjectRef]bool{}
@@ -155,15 +154,14 @@ func reachedBy(before, after *objgraph.Graph, objs []client.Object, gone client.
 		clear(seen)
 		for _, d := range before.Dependents(Reaches(gone)...) {
 			down(g, d)
-			if d.Kind == gvkIngress.Kind {
-				// Ingresses that name one Service share its Kong service (one per Service
-				// and port): the incremental translator's closure takes them together
-				// (splice_closure.go), as the graph's Service node joins them.
-				for _, s := range g.References(d) {
-					if s.Kind == gvkService.Kind && s.Group == "" {
-						for _, sibling := range g.ReferredBy(s) {
-							down(g, sibling)
-						}
+			// Objects that name one Service share what is made of it: its Kong service (one
+			// per Service and port, for every Ingress naming it; the incremental closure
+			// takes them together, splice_closure.go), its plugins, looked up once and, when
+			// one cannot be applied, leaving out every object that names the Service.
+			for _, s := range g.References(d) {
+				if s.Kind == gvkService.Kind && s.Group == "" {
+					for _, sibling := range g.ReferredBy(s) {
+						down(g, sibling)
 					}
 				}
 			}
