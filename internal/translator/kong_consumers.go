@@ -117,10 +117,8 @@ func (b *builder) consumers() {
 		}
 		index, value, _ := strings.Cut(k, "\x00")
 		b.parts.consumers.conflict = true
-		for i, e := range holders[k] {
-			for _, other := range holders[k][:i] {
-				b.contend(index+" "+hashed(value), e.obj, gvkKongConsumer, other.obj, gvkKongConsumer)
-			}
+		for _, e := range holders[k] {
+			b.share(index+" "+hashed(value), e.obj, gvkKongConsumer)
 			dropped[e] = true
 			for _, u := range e.secrets {
 				if u.index == index && u.value == value {

@@ -86,7 +86,7 @@ func (b *builder) l4Ingresses() {
 		if old, ok := b.kongServices[name]; ok && len(old.routes) > 0 {
 			b.problem(ks.referrers[0].obj, gvkTCPIngress, ks.referrers[0].field,
 				"Kong service %s is also the service of Ingress routes; as in KIC, the TCPIngress's replaces it and those routes are left out", name)
-			for _, r := range append(slices.Clone(ks.referrers), old.referrers...) {
+			for _, r := range slices.Concat(ks.referrers, old.referrers) {
 				b.share("service "+name, r.obj, r.gvk)
 			}
 			for _, r := range old.routes {

@@ -103,21 +103,23 @@ func (r *Relevance) Relevant(old, new client.Object) bool {
 // for a Namespace the node every Gateway that admits routes by namespace labels refers to.
 // Graph.Dependents of these is what the change can affect.
 func Reaches(obj client.Object) []kongstate.ObjectRef {
+	// The two kinds Relevance asks about on every event are known without the scheme.
+	switch o := obj.(type) {
+	case *discoveryv1.EndpointSlice:
+		own := kongstate.RefFor(o, gvkEndpointSlice)
+		if svc := o.Labels[discoveryv1.LabelServiceName]; svc != "" {
+			return []kongstate.ObjectRef{own, ref(gvkService, o.Namespace, svc)}
+		}
+		return []kongstate.ObjectRef{own}
+	case *corev1.Namespace, *metav1.PartialObjectMetadata:
+		return []kongstate.ObjectRef{kongstate.RefFor(obj, gvkNamespace), anyNamespaceLabels}
+	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind == "" {
 		// Typed objects read through a client have no TypeMeta: the scheme knows their kind.
 		gvk, _ = apiutil.GVKForObject(obj, store.Scheme())
 	}
-	own := kongstate.RefFor(obj, gvk)
-	switch o := obj.(type) {
-	case *discoveryv1.EndpointSlice:
-		if svc := o.Labels[discoveryv1.LabelServiceName]; svc != "" {
-			return []kongstate.ObjectRef{own, ref(gvkService, o.Namespace, svc)}
-		}
-	case *corev1.Namespace, *metav1.PartialObjectMetadata:
-		return []kongstate.ObjectRef{own, anyNamespaceLabels}
-	}
-	return []kongstate.ObjectRef{own}
+	return []kongstate.ObjectRef{kongstate.RefFor(obj, gvk)}
 }
 
 func (r *Relevance) class() string {
