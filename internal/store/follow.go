@@ -2,11 +2,16 @@ package store
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
+	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
+	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
+	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -14,34 +19,82 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
-// Changes says how a Follower's snapshot differs from the one before it: it is the snapshot
-// numbered Since (Snapshot.Seq) with the Ingresses, Services and EndpointSlices listed here
-// replaced by the object given, or gone (nil). A key may be listed whose object did not
-// change. Every other field was listed anew.
+// Changes says how a Follower's snapshot differs from the one before it (Since, a
+// Snapshot.Seq): of each followed kind, the objects of the keys listed here were replaced by
+// the object given, or are gone (nil), and all others are the previous snapshot's, the same
+// pointers. A key may be listed whose object did not change. A kind not followed was listed
+// anew, whole: Followed says which.
+//
+// It is the round's one change set (issue #28): made from the informers' events, it is what
+// the incremental translator looks at, instead of comparing each kind's lists.
 type Changes struct {
-	Since          uint64
-	Ingresses      map[types.NamespacedName]*netv1.Ingress
-	Services       map[types.NamespacedName]*corev1.Service
-	EndpointSlices map[types.NamespacedName]*discoveryv1.EndpointSlice
+	Since   uint64
+	objects map[Kind]map[types.NamespacedName]client.Object
+}
+
+// Followed reports whether k's changes are those of Of: false for a kind listed anew.
+func (c *Changes) Followed(k Kind) bool {
+	if c == nil {
+		return false
+	}
+	_, ok := c.objects[k]
+	return ok
+}
+
+// Of is k's changed objects by key (nil: gone); nil when k is not followed.
+func (c *Changes) Of(k Kind) map[types.NamespacedName]client.Object {
+	if c == nil {
+		return nil
+	}
+	return c.objects[k]
+}
+
+// with is c with k's changed objects replaced by objs (c itself is not changed: the
+// Follower keeps the snapshot it belongs to).
+func (c *Changes) with(k Kind, objs map[types.NamespacedName]client.Object) *Changes {
+	out := &Changes{Since: c.Since, objects: maps.Clone(c.objects)}
+	out.objects[k] = objs
+	return out
+}
+
+// NewChanges returns the Changes of the objects given, of kinds followed (a kind of objects
+// not in followed is followed too), since snapshot since: for tests, and for whoever makes
+// snapshots of its own from a previous one.
+func NewChanges(since uint64, followed KindSet, objects map[Kind]map[types.NamespacedName]client.Object) *Changes {
+	c := &Changes{Since: since, objects: make(map[Kind]map[types.NamespacedName]client.Object, len(followed))}
+	for k := range followed {
+		c.objects[k] = map[types.NamespacedName]client.Object{}
+	}
+	for k, objs := range objects {
+		c.objects[k] = objs
+	}
+	return c
 }
 
 // Follower hands out the sync loop's snapshots at the cost of what changed since the previous
-// one (issue #13): at 10,000 Ingresses a full Snapshot lists 30,000 Ingresses, Services and
-// EndpointSlices every round, and the translator then looks each up to find the one that
-// changed. The informer event handlers already know which object changed: Recording notes the
-// keys, and the next snapshot copies the previous one's slices and replaces only those
-// objects, read from the informers' stores (the informers' own objects, read-only, as
-// listShared gives). Every other kind is listed as Snapshot does.
+// one (issue #13, issue #28): at 10,000 Ingresses a full Snapshot lists 30,000 Ingresses,
+// Services and EndpointSlices every round, and the translator then looks each up to find the
+// one that changed. The informer event handlers already know which object changed:
+// Recording notes the keys, and the next snapshot copies the previous one's slices and
+// replaces only those objects, read from the informers' stores (the informers' own objects,
+// read-only, as listShared gives), and says which it replaced (Changes). It follows every
+// kind a snapshot shows as the informers' objects (followers: Secrets as the cache holds
+// them, which SecretPayloads then fills, saying so in Changes); the others (the IngressClass
+// and its parameters, the Namespaces' labels, and a Gateway API kind read at an older
+// version and converted) are listed anew by every snapshot.
 //
 // It lists everything when it cannot follow: the first snapshot, more than maxFollowed
 // changes, an informer that is not the cache's (unit tests' fake clients), a change of the
-// IngressClass's default flag (which decides which Ingresses are shown), an error, and once
-// every FullEvery. Between those, a snapshot holds the same objects as a full Snapshot made
-// after the same events were handled (TestFollowerMatchesSnapshot); the order of the slices
-// differs (a Follower's are sorted by namespace and name), which Snapshot does not promise
-// anyway.
+// IngressClass's default flag (which decides which objects of the class are shown), of the
+// kinds read or their versions (a CRD installed or removed), an error, and once every
+// FullEvery. Between those, a snapshot holds the same objects as a full Snapshot made after
+// the same events were handled (TestFollowerMatchesSnapshot); the order of the slices
+// differs (a Follower's followed kinds are sorted by namespace and name), which Snapshot
+// does not promise anyway.
 //
 // Snapshot is safe for concurrent use (one snapshot is made at a time); SnapshotOf with kinds
 // named is the store's.
@@ -56,40 +109,37 @@ type Follower struct {
 	recorded bool // Recording was called: without events nothing can be followed
 
 	snapMu sync.Mutex // one snapshot at a time; guards the fields below it
-	// prev is the last snapshot, its Ingresses, Services and EndpointSlices sorted by
-	// namespace and name (byKey): a round's changed objects are merged into them in one pass
-	// (follow), where a map of their positions was a fifth of the store's heap beside the
-	// cache's objects.
-	prev     *Snapshot
+	// prev is the last snapshot, its followed kinds sorted by namespace and name (byKey): a
+	// round's changed objects are merged into them in one pass (follow), where a map of
+	// their positions was a fifth of the store's heap beside the cache's objects.
+	prev *Snapshot
+	// followed are the kinds prev follows, and kinds and versions the kinds the store read
+	// then (its Live set's).
+	followed KindSet
+	kinds    KindSet
+	versions Versions
 	lastFull time.Time
 	seq      uint64
 }
 
 // followedKey is one changed object.
 type followedKey struct {
-	kind int // followIngress, followService, followEndpointSlice
+	kind Kind
 	key  types.NamespacedName
 }
-
-const (
-	followIngress = iota
-	followService
-	followEndpointSlice
-	followedKinds
-)
 
 // maxFollowed is the number of changed objects beyond which a full list is made (a resync, a
 // namespace deleted): replacing them one by one would cost more than listing.
 const maxFollowed = 2048
 
-// Follow returns a Follower of s. Its handler (Recording) must be on the informers of
-// Ingresses, Services and EndpointSlices before it can follow anything.
+// Follow returns a Follower of s. Its handler (Recording) must be on the informers of every
+// kind the store reads before it can follow anything.
 func (s *Store) Follow() *Follower {
 	return &Follower{store: s, pending: map[followedKey]struct{}{}}
 }
 
-// Recording returns h with every event of an Ingress, Service or EndpointSlice noted first,
-// whether h then acts on it or not, so that the round a request of h wakes sees the change.
+// Recording returns h with every event noted first, whether h then acts on it or not, so
+// that the round a request of h wakes sees the change.
 func (f *Follower) Recording(h toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
 	f.mu.Lock()
 	f.recorded = true
@@ -122,22 +172,14 @@ func (f *Follower) record(obj any) {
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	kind := -1
-	switch obj.(type) {
-	case *netv1.Ingress:
-		kind = followIngress
-	case *corev1.Service:
-		kind = followService
-	case *discoveryv1.EndpointSlice:
-		kind = followEndpointSlice
-	}
+	kind, followed := followedKindOf(obj)
 	o, isObject := obj.(client.Object)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
-	case kind < 0 && isObject:
+	case !followed && isObject:
 		// Another kind: listed whole by every snapshot.
-	case kind < 0:
+	case !followed:
 		f.overflow = true // an event of unknown content
 	case f.overflow:
 	case len(f.pending) >= maxFollowed:
@@ -159,13 +201,26 @@ func (f *Follower) take() (pending map[followedKey]struct{}, overflow, recorded 
 // Snapshot is the store's Snapshot, made from the previous one and the changes since.
 func (f *Follower) Snapshot(ctx context.Context) (*Snapshot, error) { return f.SnapshotOf(ctx, nil) }
 
-// SnapshotOf is Snapshot for read nil, the store's SnapshotOf otherwise.
+// SnapshotOf is Snapshot for read nil, the store's SnapshotOf otherwise. The snapshot is the
+// caller's (a copy of the one the Follower keeps): it may set its fields (SecretPayloads
+// does) without changing what the next snapshot is made from.
 func (f *Follower) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error) {
 	if read != nil {
 		return f.store.SnapshotOf(ctx, read)
 	}
 	f.snapMu.Lock()
 	defer f.snapMu.Unlock()
+	snap, err := f.next(ctx)
+	if err != nil {
+		f.prev = nil
+		return nil, err
+	}
+	out := *snap
+	return &out, nil
+}
+
+// next is the next snapshot, followed from prev or listed.
+func (f *Follower) next(ctx context.Context) (*Snapshot, error) {
 	// The changes are taken before anything is read: a change noted later is read again by
 	// the next snapshot, whatever this one saw of it.
 	pending, overflow, recorded := f.take()
@@ -173,31 +228,40 @@ func (f *Follower) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, err
 	if every <= 0 {
 		every = time.Minute
 	}
-	if f.prev == nil || overflow || !recorded || time.Since(f.lastFull) >= every {
-		return f.full(ctx)
+	s := f.store.current()
+	if f.prev == nil || overflow || !recorded || time.Since(f.lastFull) >= every ||
+		!maps.Equal(s.opts.Kinds, f.kinds) || !maps.Equal(s.opts.Versions, f.versions) {
+		return f.full(ctx, s)
 	}
-	snap, err := f.store.SnapshotOf(ctx, unfollowedKinds)
+	unfollowed := NewKindSet(AllKinds()...)
+	for k := range f.followed {
+		delete(unfollowed, k)
+	}
+	snap, err := s.SnapshotOf(ctx, unfollowed)
 	if err != nil {
-		f.prev = nil
 		return nil, err
 	}
 	if snap.IngressClassIsDefault != f.prev.IngressClassIsDefault {
-		return f.full(ctx)
+		return f.full(ctx, s)
 	}
-	keys := [followedKinds][]types.NamespacedName{}
+	keys := map[Kind][]types.NamespacedName{}
 	for k := range pending {
 		keys[k.kind] = append(keys[k.kind], k.key)
 	}
-	s := f.store
-	changes := &Changes{Since: f.seq}
-	var ok [followedKinds]bool
-	snap.Ingresses, changes.Ingresses, ok[followIngress] = follow(ctx, s, f.prev.Ingresses, keys[followIngress], func(ing *netv1.Ingress) bool {
-		return IngressMatchesClass(ing, s.opts.IngressClass, snap.IngressClassIsDefault)
-	})
-	snap.Services, changes.Services, ok[followService] = follow(ctx, s, f.prev.Services, keys[followService], nil)
-	snap.EndpointSlices, changes.EndpointSlices, ok[followEndpointSlice] = follow(ctx, s, f.prev.EndpointSlices, keys[followEndpointSlice], nil)
-	if !ok[followIngress] || !ok[followService] || !ok[followEndpointSlice] {
-		return f.full(ctx)
+	changes := &Changes{Since: f.seq, objects: make(map[Kind]map[types.NamespacedName]client.Object, len(f.followed))}
+	for _, kf := range followers {
+		if !f.followed.Has(kf.kind) {
+			continue
+		}
+		informer := kf.informer(ctx, s)
+		if informer == nil {
+			return f.full(ctx, s)
+		}
+		changed, ok := kf.follow(s, informer, f.prev, snap, keys[kf.kind])
+		if !ok {
+			return f.full(ctx, s)
+		}
+		changes.objects[kf.kind] = changed
 	}
 	f.seq++
 	snap.Seq, snap.Changes = f.seq, changes
@@ -205,34 +269,121 @@ func (f *Follower) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, err
 	return snap, nil
 }
 
-// unfollowedKinds is every kind but those a Follower follows.
-var unfollowedKinds = func() KindSet {
-	s := NewKindSet(AllKinds()...)
-	delete(s, KindIngress)
-	delete(s, KindService)
-	delete(s, KindEndpointSlice)
-	return s
-}()
-
-// full is a full Snapshot, kept to follow from when the followed kinds are the informers' own
-// objects.
-func (f *Follower) full(ctx context.Context) (*Snapshot, error) {
+// full is a full Snapshot, kept to follow from with the kinds whose objects are the
+// informers' own.
+func (f *Follower) full(ctx context.Context, s *Store) (*Snapshot, error) {
 	f.prev = nil
-	snap, err := f.store.Snapshot(ctx)
+	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	f.seq++
 	snap.Seq = f.seq
-	if storeOf[netv1.Ingress](ctx, f.store) == nil || storeOf[corev1.Service](ctx, f.store) == nil ||
-		storeOf[discoveryv1.EndpointSlice](ctx, f.store) == nil {
+	followed := KindSet{}
+	for _, kf := range followers {
+		if s.readsKind(kf.kind) && s.opts.Versions.older(kf.kind) == nil && kf.informer(ctx, s) != nil {
+			kf.sort(snap)
+			followed[kf.kind] = struct{}{}
+		}
+	}
+	if len(followed) == 0 {
 		return snap, nil // listed, not the informers' objects: the next snapshot lists too
 	}
-	slices.SortFunc(snap.Ingresses, byKey)
-	slices.SortFunc(snap.Services, byKey)
-	slices.SortFunc(snap.EndpointSlices, byKey)
 	f.prev, f.lastFull = snap, time.Now()
+	f.followed, f.kinds, f.versions = followed, s.opts.Kinds, s.opts.Versions
 	return snap, nil
+}
+
+// kindFollower is how a Follower follows one kind (followed).
+type kindFollower struct {
+	kind Kind
+	// informer is the synced informer store of the kind in s's cache, nil when there is none.
+	informer func(ctx context.Context, s *Store) toolscache.Store
+	// follow sets the kind's field of snap to prev's with the objects of keys replaced by
+	// informer's (followSorted) and returns those replacements.
+	follow func(s *Store, informer toolscache.Store, prev, snap *Snapshot, keys []types.NamespacedName) (map[types.NamespacedName]client.Object, bool)
+	// sort sorts the kind's field of a full snapshot by key, to follow from.
+	sort func(snap *Snapshot)
+	// is reports whether an informer's object is of the kind.
+	is func(obj any) bool
+}
+
+// followed is the kindFollower of the kind whose objects a snapshot holds in field.
+func followed[T any, PT interface {
+	*T
+	client.Object
+}](kind Kind, field func(*Snapshot) *[]PT) kindFollower {
+	return kindFollower{
+		kind:     kind,
+		informer: func(ctx context.Context, s *Store) toolscache.Store { return storeOf[T, PT](ctx, s) },
+		follow: func(s *Store, informer toolscache.Store, prev, snap *Snapshot, keys []types.NamespacedName) (map[types.NamespacedName]client.Object, bool) {
+			var keep func(PT) bool
+			if k := s.keepOf(kind, snap); k != nil {
+				keep = func(o PT) bool { return k(o) }
+			}
+			out, changed, ok := followSorted[T, PT](s, informer, *field(prev), keys, keep)
+			if !ok {
+				return nil, false
+			}
+			*field(snap) = out
+			if len(changed) == 0 {
+				return nil, true // followed, nothing changed (Changes.Followed: a key with no map)
+			}
+			objs := make(map[types.NamespacedName]client.Object, len(changed))
+			for k, o := range changed {
+				if o == nil {
+					objs[k] = nil // not a typed nil in the interface
+				} else {
+					objs[k] = o
+				}
+			}
+			return objs, true
+		},
+		sort: func(snap *Snapshot) { slices.SortFunc(*field(snap), byKey) },
+		is:   func(obj any) bool { _, ok := obj.(PT); return ok },
+	}
+}
+
+// followers are the kinds a Follower follows: every kind a snapshot holds as the informers'
+// objects (listShared).
+var followers = []kindFollower{
+	followed(KindIngress, func(s *Snapshot) *[]*netv1.Ingress { return &s.Ingresses }),
+	followed(KindService, func(s *Snapshot) *[]*corev1.Service { return &s.Services }),
+	followed(KindEndpointSlice, func(s *Snapshot) *[]*discoveryv1.EndpointSlice { return &s.EndpointSlices }),
+	followed(KindSecret, func(s *Snapshot) *[]*corev1.Secret { return &s.Secrets }),
+	followed(KindConfigMap, func(s *Snapshot) *[]*corev1.ConfigMap { return &s.ConfigMaps }),
+	followed(KindKongPlugin, func(s *Snapshot) *[]*kongv1.KongPlugin { return &s.KongPlugins }),
+	followed(KindKongClusterPlugin, func(s *Snapshot) *[]*kongv1.KongClusterPlugin { return &s.KongClusterPlugins }),
+	followed(KindKongConsumer, func(s *Snapshot) *[]*kongv1.KongConsumer { return &s.KongConsumers }),
+	followed(KindKongConsumerGroup, func(s *Snapshot) *[]*kongv1beta1.KongConsumerGroup { return &s.KongConsumerGroups }),
+	followed(KindKongUpstreamPolicy, func(s *Snapshot) *[]*kongv1beta1.KongUpstreamPolicy { return &s.KongUpstreamPolicies }),
+	followed(KindKongIngress, func(s *Snapshot) *[]*kongv1.KongIngress { return &s.KongIngresses }),
+	followed(KindTCPIngress, func(s *Snapshot) *[]*kongv1beta1.TCPIngress { return &s.TCPIngresses }),
+	followed(KindUDPIngress, func(s *Snapshot) *[]*kongv1beta1.UDPIngress { return &s.UDPIngresses }),
+	followed(KindKongVault, func(s *Snapshot) *[]*kongv1alpha1.KongVault { return &s.KongVaults }),
+	followed(KindReferenceGrant, func(s *Snapshot) *[]*gatewayv1beta1.ReferenceGrant { return &s.ReferenceGrants }),
+	followed(KindKongServiceFacade, func(s *Snapshot) *[]*incubatorv1alpha1.KongServiceFacade { return &s.KongServiceFacades }),
+	followed(KindKongCustomEntity, func(s *Snapshot) *[]*kongv1alpha1.KongCustomEntity { return &s.KongCustomEntities }),
+	followed(KindKongLicense, func(s *Snapshot) *[]*kongv1alpha1.KongLicense { return &s.KongLicenses }),
+	followed(KindGatewayClass, func(s *Snapshot) *[]*gatewayv1.GatewayClass { return &s.GatewayClasses }),
+	followed(KindGateway, func(s *Snapshot) *[]*gatewayv1.Gateway { return &s.Gateways }),
+	followed(KindHTTPRoute, func(s *Snapshot) *[]*gatewayv1.HTTPRoute { return &s.HTTPRoutes }),
+	followed(KindGRPCRoute, func(s *Snapshot) *[]*gatewayv1.GRPCRoute { return &s.GRPCRoutes }),
+	followed(KindTCPRoute, func(s *Snapshot) *[]*gatewayv1.TCPRoute { return &s.TCPRoutes }),
+	followed(KindTLSRoute, func(s *Snapshot) *[]*gatewayv1.TLSRoute { return &s.TLSRoutes }),
+	followed(KindUDPRoute, func(s *Snapshot) *[]*gatewayv1.UDPRoute { return &s.UDPRoutes }),
+	followed(KindBackendTLSPolicy, func(s *Snapshot) *[]*gatewayv1.BackendTLSPolicy { return &s.BackendTLSPolicies }),
+}
+
+// followedKindOf is the followed kind of an informer's object; false for any other (an
+// object of a kind read at an older version is not followed).
+func followedKindOf(obj any) (Kind, bool) {
+	for _, kf := range followers {
+		if kf.is(obj) {
+			return kf.kind, true
+		}
+	}
+	return 0, false
 }
 
 // byKey orders objects by namespace, then name: a Follower's order of its followed kinds.
@@ -273,17 +424,16 @@ func storeOf[T any, PT interface {
 	return indexed.GetStore()
 }
 
-// follow returns prev (sorted by byKey) with the objects of keys replaced by the informer's
-// current ones (those wanted, in watched namespaces), still sorted, and those replacements by
-// key (nil: gone). keys are distinct (a Follower's pending set). ok is false when the
-// informer's store cannot be read.
-func follow[T any, PT interface {
+// followSorted returns prev (sorted by byKey) with the objects of keys replaced by the
+// informer's current ones (those keep wants, nil: all, in watched namespaces), still sorted,
+// and those replacements by key (nil: gone). keys are distinct (a Follower's pending set). ok
+// is false when the informer's store cannot be read.
+func followSorted[T any, PT interface {
 	*T
 	client.Object
-}](ctx context.Context, s *Store, prev []PT, keys []types.NamespacedName, keep func(PT) bool) (out []PT, changed map[types.NamespacedName]PT, ok bool) {
-	informer := storeOf[T, PT](ctx, s)
-	if informer == nil {
-		return nil, nil, false
+}](s *Store, informer toolscache.Store, prev []PT, keys []types.NamespacedName, keep func(PT) bool) (out []PT, changed map[types.NamespacedName]PT, ok bool) {
+	if len(keys) == 0 {
+		return prev, nil, true // most kinds, most rounds
 	}
 	type step struct {
 		key types.NamespacedName

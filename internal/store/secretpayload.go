@@ -40,12 +40,15 @@ type SecretPayloads struct {
 
 	mu     sync.Mutex
 	loaded map[types.NamespacedName]*corev1.Secret
+	// loadedSince are the Secrets loaded since the last fill: a snapshot that follows the
+	// previous one (Snapshot.Changes) shows them changed, though no event came of it.
+	loadedSince map[types.NamespacedName]struct{}
 }
 
 // NewSecretPayloads returns the keeper; reader reads the API server, not the cache. Until
 // SetReferenced is called no Secret counts as referenced.
 func NewSecretPayloads(reader client.Reader) *SecretPayloads {
-	return &SecretPayloads{reader: reader, loaded: map[types.NamespacedName]*corev1.Secret{}}
+	return &SecretPayloads{reader: reader, loaded: map[types.NamespacedName]*corev1.Secret{}, loadedSince: map[types.NamespacedName]struct{}{}}
 }
 
 // SetReader sets the uncached reader (the manager's APIReader exists only after the cache
@@ -143,24 +146,49 @@ func SnapshotOf(ctx context.Context, source SnapshotSource, read KindSet) (*Snap
 }
 
 // fill replaces the payload-less Secrets of snap with their loaded copies, or moves them to
-// SecretsPending; loaded copies of Secrets no longer cached so are forgotten.
+// SecretsPending; loaded copies of Secrets no longer cached so are forgotten. When snap's
+// Changes follow Secrets (a Follower's, of the cache's objects), they are made to say what
+// the filled Secrets are: each changed one as shown (its loaded copy, or gone while
+// pending), and those loaded since the last fill changed too (no event came of a load).
 func (p *SecretPayloads) fill(snap *Snapshot) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var changed map[types.NamespacedName]client.Object // the filled Secrets' changes
+	if snap.Changes.Followed(KindSecret) {
+		cached := snap.Changes.Of(KindSecret)
+		changed = make(map[types.NamespacedName]client.Object, len(cached)+len(p.loadedSince))
+		for key := range cached {
+			changed[key] = nil // shown below, unless pending or gone
+		}
+		for key := range p.loadedSince {
+			changed[key] = nil
+		}
+	}
+	clear(p.loadedSince)
 	keep := make(map[types.NamespacedName]bool, len(p.loaded))
 	secrets := make([]*corev1.Secret, 0, len(snap.Secrets))
 	for _, s := range snap.Secrets {
-		if !PayloadNotCached(s) {
-			secrets = append(secrets, s)
+		shown := s
+		if PayloadNotCached(s) {
+			shown = nil
+			key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+			if l := p.loaded[key]; l != nil && l.UID == s.UID && l.ResourceVersion == s.ResourceVersion {
+				shown = l
+				keep[key] = true
+			} else {
+				snap.SecretsPending = append(snap.SecretsPending, s)
+			}
+		}
+		if shown == nil {
 			continue
 		}
-		key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
-		if l := p.loaded[key]; l != nil && l.UID == s.UID && l.ResourceVersion == s.ResourceVersion {
-			secrets = append(secrets, l)
-			keep[key] = true
-			continue
+		secrets = append(secrets, shown)
+		if changed != nil {
+			key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+			if _, listed := changed[key]; listed {
+				changed[key] = shown
+			}
 		}
-		snap.SecretsPending = append(snap.SecretsPending, s)
 	}
 	for key := range p.loaded {
 		if !keep[key] {
@@ -168,6 +196,9 @@ func (p *SecretPayloads) fill(snap *Snapshot) {
 		}
 	}
 	snap.Secrets = secrets
+	if changed != nil {
+		snap.Changes = snap.Changes.with(KindSecret, changed)
+	}
 }
 
 // listThreshold: above this many Secrets to load, one paged list of the namespaces'
@@ -212,16 +243,28 @@ func (p *SecretPayloads) Complete(ctx context.Context, snap *Snapshot, reference
 	out := *snap
 	out.Secrets = append(make([]*corev1.Secret, 0, len(snap.Secrets)+len(got)), snap.Secrets...)
 	out.SecretsPending = nil
+	// The loaded Secrets are shown changed, as the next fill shows them.
+	var changed map[types.NamespacedName]client.Object
+	if snap.Changes.Followed(KindSecret) {
+		changed = maps.Clone(snap.Changes.Of(KindSecret))
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, s := range snap.SecretsPending {
 		key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
 		if l := got[key]; l != nil && l.UID == s.UID && l.ResourceVersion == s.ResourceVersion {
 			p.loaded[key] = l
+			p.loadedSince[key] = struct{}{}
 			out.Secrets = append(out.Secrets, l)
+			if changed != nil {
+				changed[key] = l
+			}
 			continue
 		}
 		out.SecretsPending = append(out.SecretsPending, s)
+	}
+	if changed != nil {
+		out.Changes = snap.Changes.with(KindSecret, changed)
 	}
 	return &out, nil
 }

@@ -73,8 +73,9 @@ type Snapshot struct {
 	NamespaceLabels map[string]map[string]string
 
 	// Seq numbers a Follower's snapshots (0 in any other), and Changes, when set, says
-	// which Ingresses, Services and EndpointSlices may differ from those of the snapshot
-	// before it (Changes.Since), so that a translator of both looks at those only.
+	// which objects of each kind it follows may differ from those of the snapshot before it
+	// (Changes.Since), so that a translator of both looks at those only: the round's one
+	// change set.
 	Seq     uint64
 	Changes *Changes
 }

@@ -93,11 +93,7 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 // Ingresses listing the Ingresses, Services and EndpointSlices each of them does not read was
 // a third of the controller's CPU while changes were made.
 func (s *Store) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error) {
-	if s.opts.Live != nil {
-		fixed := *s
-		fixed.opts.Kinds, fixed.opts.Versions = s.opts.Live.LoadWithVersions()
-		s = &fixed
-	}
+	s = s.current()
 	if read != nil {
 		fixed := *s
 		fixed.opts.Kinds = KindSet{}
@@ -131,9 +127,7 @@ func (s *Store) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error)
 
 	var err error
 	if reads(KindIngress) {
-		if snap.Ingresses, err = listShared[netv1.IngressList, netv1.Ingress](ctx, s, KindIngress, func(o client.Object) bool {
-			return IngressMatchesClass(o.(*netv1.Ingress), s.opts.IngressClass, snap.IngressClassIsDefault)
-		}); err != nil {
+		if snap.Ingresses, err = listShared[netv1.IngressList, netv1.Ingress](ctx, s, KindIngress, s.keepOf(KindIngress, snap)); err != nil {
 			return nil, err
 		}
 	}
@@ -158,32 +152,16 @@ func (s *Store) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error)
 		}
 	}
 
-	if s.opts.Kinds.Has(KindKongPlugin) {
-		var plugins kongv1.KongPluginList
-		if err := s.list(ctx, KindKongPlugin, &plugins); err != nil {
-			return nil, err
-		}
-		snap.KongPlugins = filterNamespaced(s, plugins.Items)
-	}
-	if s.opts.Kinds.Has(KindKongClusterPlugin) {
-		var plugins kongv1.KongClusterPluginList
-		if err := s.list(ctx, KindKongClusterPlugin, &plugins); err != nil {
-			return nil, err
-		}
-		for i := range plugins.Items {
-			p := &plugins.Items[i]
-			if AnnotationMatchesClass(p.Annotations, s.opts.IngressClass, snap.IngressClassIsDefault) {
-				snap.KongClusterPlugins = append(snap.KongClusterPlugins, p)
-			}
-		}
-	}
-	classed := func(o client.Object) bool {
-		return AnnotationMatchesClass(o.GetAnnotations(), s.opts.IngressClass, snap.IngressClassIsDefault)
-	}
-	if snap.KongConsumers, err = listKind[kongv1.KongConsumerList, kongv1.KongConsumer](ctx, s, KindKongConsumer, classed); err != nil {
+	if snap.KongPlugins, err = listKind[kongv1.KongPluginList, kongv1.KongPlugin](ctx, s, KindKongPlugin, nil); err != nil {
 		return nil, err
 	}
-	if snap.KongConsumerGroups, err = listKind[kongv1beta1.KongConsumerGroupList, kongv1beta1.KongConsumerGroup](ctx, s, KindKongConsumerGroup, classed); err != nil {
+	if snap.KongClusterPlugins, err = listKind[kongv1.KongClusterPluginList, kongv1.KongClusterPlugin](ctx, s, KindKongClusterPlugin, s.keepOf(KindKongClusterPlugin, snap)); err != nil {
+		return nil, err
+	}
+	if snap.KongConsumers, err = listKind[kongv1.KongConsumerList, kongv1.KongConsumer](ctx, s, KindKongConsumer, s.keepOf(KindKongConsumer, snap)); err != nil {
+		return nil, err
+	}
+	if snap.KongConsumerGroups, err = listKind[kongv1beta1.KongConsumerGroupList, kongv1beta1.KongConsumerGroup](ctx, s, KindKongConsumerGroup, s.keepOf(KindKongConsumerGroup, snap)); err != nil {
 		return nil, err
 	}
 	if snap.KongUpstreamPolicies, err = listKind[kongv1beta1.KongUpstreamPolicyList, kongv1beta1.KongUpstreamPolicy](ctx, s, KindKongUpstreamPolicy, nil); err != nil {
@@ -192,13 +170,13 @@ func (s *Store) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error)
 	if snap.KongIngresses, err = listKind[kongv1.KongIngressList, kongv1.KongIngress](ctx, s, KindKongIngress, nil); err != nil {
 		return nil, err
 	}
-	if snap.TCPIngresses, err = listKind[kongv1beta1.TCPIngressList, kongv1beta1.TCPIngress](ctx, s, KindTCPIngress, classed); err != nil {
+	if snap.TCPIngresses, err = listKind[kongv1beta1.TCPIngressList, kongv1beta1.TCPIngress](ctx, s, KindTCPIngress, s.keepOf(KindTCPIngress, snap)); err != nil {
 		return nil, err
 	}
-	if snap.UDPIngresses, err = listKind[kongv1beta1.UDPIngressList, kongv1beta1.UDPIngress](ctx, s, KindUDPIngress, classed); err != nil {
+	if snap.UDPIngresses, err = listKind[kongv1beta1.UDPIngressList, kongv1beta1.UDPIngress](ctx, s, KindUDPIngress, s.keepOf(KindUDPIngress, snap)); err != nil {
 		return nil, err
 	}
-	if snap.KongVaults, err = listKind[kongv1alpha1.KongVaultList, kongv1alpha1.KongVault](ctx, s, KindKongVault, classed); err != nil {
+	if snap.KongVaults, err = listKind[kongv1alpha1.KongVaultList, kongv1alpha1.KongVault](ctx, s, KindKongVault, s.keepOf(KindKongVault, snap)); err != nil {
 		return nil, err
 	}
 	if snap.ReferenceGrants, err = listKind[gatewayv1beta1.ReferenceGrantList, gatewayv1beta1.ReferenceGrant](ctx, s, KindReferenceGrant, nil); err != nil {
@@ -207,11 +185,7 @@ func (s *Store) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error)
 	if snap.KongServiceFacades, err = listKind[incubatorv1alpha1.KongServiceFacadeList, incubatorv1alpha1.KongServiceFacade](ctx, s, KindKongServiceFacade, nil); err != nil {
 		return nil, err
 	}
-	// A custom entity's spec.controllerName takes the place of the class annotation.
-	if snap.KongCustomEntities, err = listKind[kongv1alpha1.KongCustomEntityList, kongv1alpha1.KongCustomEntity](ctx, s, KindKongCustomEntity, func(o client.Object) bool {
-		return AnnotationMatchesClass(map[string]string{IngressClassAnnotation: o.(*kongv1alpha1.KongCustomEntity).Spec.ControllerName},
-			s.opts.IngressClass, snap.IngressClassIsDefault)
-	}); err != nil {
+	if snap.KongCustomEntities, err = listKind[kongv1alpha1.KongCustomEntityList, kongv1alpha1.KongCustomEntity](ctx, s, KindKongCustomEntity, s.keepOf(KindKongCustomEntity, snap)); err != nil {
 		return nil, err
 	}
 	if snap.KongLicenses, err = listKind[kongv1alpha1.KongLicenseList, kongv1alpha1.KongLicense](ctx, s, KindKongLicense, nil); err != nil {
@@ -236,11 +210,7 @@ func (s *Store) gatewayAPI(ctx context.Context, snap *Snapshot) error {
 	if snap.GatewayClasses, err = listKind[gatewayv1.GatewayClassList, gatewayv1.GatewayClass](ctx, s, KindGatewayClass, nil); err != nil {
 		return err
 	}
-	var onlyGateway func(client.Object) bool
-	if only := s.opts.Gateway; only != nil {
-		onlyGateway = func(o client.Object) bool { return o.GetNamespace() == only.Namespace && o.GetName() == only.Name }
-	}
-	if snap.Gateways, err = listKind[gatewayv1.GatewayList, gatewayv1.Gateway](ctx, s, KindGateway, onlyGateway); err != nil {
+	if snap.Gateways, err = listKind[gatewayv1.GatewayList, gatewayv1.Gateway](ctx, s, KindGateway, s.keepOf(KindGateway, snap)); err != nil {
 		return err
 	}
 	if snap.HTTPRoutes, err = listKind[gatewayv1.HTTPRouteList, gatewayv1.HTTPRoute](ctx, s, KindHTTPRoute, nil); err != nil {
@@ -337,19 +307,46 @@ func (s *Store) inNamespace(ns string) bool {
 	return false
 }
 
-// filterNamespaced returns pointers into items for the objects in watched namespaces. The
-// cache may hold more namespaces than the store shows (for example in tests that share one
-// cache), so the filter is applied here too, not only in the cache's configuration.
-func filterNamespaced[T any, PT interface {
-	*T
-	client.Object
-}](s *Store, items []T) []PT {
-	out := make([]PT, 0, len(items))
-	for i := range items {
-		obj := PT(&items[i])
-		if s.inNamespace(obj.GetNamespace()) {
-			out = append(out, obj)
+// current is s with the kinds and versions its Live set holds now (s when it has none).
+func (s *Store) current() *Store {
+	if s.opts.Live == nil {
+		return s
+	}
+	fixed := *s
+	fixed.opts.Kinds, fixed.opts.Versions = s.opts.Live.LoadWithVersions()
+	return &fixed
+}
+
+// readsKind reports whether s (current) reads kind k at all: a kind of the cluster that is not
+// turned off, or an optional kind whose CRD is installed.
+func (s *Store) readsKind(k Kind) bool {
+	if k.Optional() {
+		return s.opts.Kinds.Has(k)
+	}
+	return !s.opts.Off.Has(k)
+}
+
+// keepOf is which objects of kind k a snapshot shows beside the watched namespaces' (nil:
+// all), given its IngressClass (IngressClassIsDefault): the Ingresses and the Kong kinds of
+// the class (translation-rules.md §1.2; a custom entity's spec.controllerName stands for the
+// annotation), and only the Gateway to reconcile when one is configured. The Follower keeps
+// the same objects as the listing (one definition for both).
+func (s *Store) keepOf(k Kind, snap *Snapshot) func(client.Object) bool {
+	class, isDefault := s.opts.IngressClass, snap.IngressClassIsDefault
+	switch k {
+	case KindIngress:
+		return func(o client.Object) bool { return IngressMatchesClass(o.(*netv1.Ingress), class, isDefault) }
+	case KindKongClusterPlugin, KindKongConsumer, KindKongConsumerGroup, KindTCPIngress, KindUDPIngress, KindKongVault:
+		return func(o client.Object) bool { return AnnotationMatchesClass(o.GetAnnotations(), class, isDefault) }
+	case KindKongCustomEntity:
+		return func(o client.Object) bool {
+			return AnnotationMatchesClass(map[string]string{IngressClassAnnotation: o.(*kongv1alpha1.KongCustomEntity).Spec.ControllerName},
+				class, isDefault)
+		}
+	case KindGateway:
+		if only := s.opts.Gateway; only != nil {
+			return func(o client.Object) bool { return o.GetNamespace() == only.Namespace && o.GetName() == only.Name }
 		}
 	}
-	return out
+	return nil
 }

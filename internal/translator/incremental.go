@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
@@ -496,16 +495,24 @@ func (ix *objectIndex[T]) update(objs []T) (changed map[nsName]T, ok bool) {
 	return changed, true
 }
 
-// updateFrom is update(objs), or, when followed, the update of only the keys of changes
-// (objs being the previous snapshot's with those replaced, nil for gone: store.Changes).
-func (ix *objectIndex[T]) updateFrom(objs []T, changes map[types.NamespacedName]T, followed bool) (changed map[nsName]T, ok bool) {
-	if !followed {
+// updateFrom is update(objs), or, when changes follow kind, the update of only the keys
+// changes lists (objs being the previous snapshot's with those replaced, nil for gone:
+// store.Changes).
+func (ix *objectIndex[T]) updateFrom(objs []T, changes *store.Changes, kind store.Kind) (changed map[nsName]T, ok bool) {
+	if !changes.Followed(kind) {
 		return ix.update(objs)
 	}
-	changed = make(map[nsName]T, len(changes))
+	followed := changes.Of(kind)
+	changed = make(map[nsName]T, len(followed))
 	var zero T
-	for key, o := range changes {
+	for key, obj := range followed {
 		k := nsName{key.Namespace, key.Name}
+		o := zero
+		if obj != nil {
+			if o, ok = obj.(T); !ok {
+				return nil, false
+			}
+		}
 		old, had := ix.m[k]
 		switch {
 		case !had && o == zero:
@@ -591,31 +598,77 @@ func (m byService) removeSlice(es *discoveryv1.EndpointSlice) {
 	}
 }
 
+// changesSince is the change set of snap when it follows prev (store.Follower: snap lists
+// what changed since prev), nil otherwise: every kind is then compared, list against list.
+func changesSince(prev, snap *store.Snapshot) *store.Changes {
+	if c := snap.Changes; c != nil && c.Since != 0 && c.Since == prev.Seq {
+		return c
+	}
+	return nil
+}
+
 // othersUnchanged reports whether the fields of b that no index of the round follows hold
 // what a's do: every field but Ingresses, Services, EndpointSlices, the Gateway API routes,
 // KongConsumers, Secrets, KongPlugins and KongClusterPlugins (objects compared with
-// unchanged, in any order). SecretsPending are not compared: translation never reads a Secret
-// cached without its data (the manager loads those the result refers to and translates again,
+// unchanged, in any order; those of a kind changes follows, only where it says they
+// changed). SecretsPending are not compared: translation never reads a Secret cached
+// without its data (the manager loads those the result refers to and translates again,
 // Secrets then changed). TestOthersUnchangedComparesEveryOtherField fails when a field is
 // added to store.Snapshot and compared neither here nor by an index.
-func othersUnchanged(a, b *store.Snapshot) bool {
+func othersUnchanged(a, b *store.Snapshot, changes *store.Changes) bool {
 	return a.IngressClass == b.IngressClass && a.IngressClassIsDefault == b.IngressClassIsDefault &&
 		sameObject(a.IngressClassParameters, b.IngressClassParameters) &&
-		sameObjects(a.ConfigMaps, b.ConfigMaps) &&
-		sameObjects(a.KongConsumerGroups, b.KongConsumerGroups) &&
-		sameObjects(a.KongUpstreamPolicies, b.KongUpstreamPolicies) &&
-		sameObjects(a.KongIngresses, b.KongIngresses) &&
-		sameObjects(a.TCPIngresses, b.TCPIngresses) &&
-		sameObjects(a.UDPIngresses, b.UDPIngresses) &&
-		sameObjects(a.KongVaults, b.KongVaults) &&
-		sameObjects(a.ReferenceGrants, b.ReferenceGrants) &&
-		sameObjects(a.KongServiceFacades, b.KongServiceFacades) &&
-		sameObjects(a.KongCustomEntities, b.KongCustomEntities) &&
-		sameObjects(a.KongLicenses, b.KongLicenses) &&
-		sameObjects(a.GatewayClasses, b.GatewayClasses) &&
-		sameObjects(a.Gateways, b.Gateways) &&
-		sameObjects(a.BackendTLSPolicies, b.BackendTLSPolicies) &&
+		sameKind(a.ConfigMaps, b.ConfigMaps, changes, store.KindConfigMap) &&
+		sameKind(a.KongConsumerGroups, b.KongConsumerGroups, changes, store.KindKongConsumerGroup) &&
+		sameKind(a.KongUpstreamPolicies, b.KongUpstreamPolicies, changes, store.KindKongUpstreamPolicy) &&
+		sameKind(a.KongIngresses, b.KongIngresses, changes, store.KindKongIngress) &&
+		sameKind(a.TCPIngresses, b.TCPIngresses, changes, store.KindTCPIngress) &&
+		sameKind(a.UDPIngresses, b.UDPIngresses, changes, store.KindUDPIngress) &&
+		sameKind(a.KongVaults, b.KongVaults, changes, store.KindKongVault) &&
+		sameKind(a.ReferenceGrants, b.ReferenceGrants, changes, store.KindReferenceGrant) &&
+		sameKind(a.KongServiceFacades, b.KongServiceFacades, changes, store.KindKongServiceFacade) &&
+		sameKind(a.KongCustomEntities, b.KongCustomEntities, changes, store.KindKongCustomEntity) &&
+		sameKind(a.KongLicenses, b.KongLicenses, changes, store.KindKongLicense) &&
+		sameKind(a.GatewayClasses, b.GatewayClasses, changes, store.KindGatewayClass) &&
+		sameKind(a.Gateways, b.Gateways, changes, store.KindGateway) &&
+		sameKind(a.BackendTLSPolicies, b.BackendTLSPolicies, changes, store.KindBackendTLSPolicy) &&
 		maps.EqualFunc(a.NamespaceLabels, b.NamespaceLabels, maps.Equal)
+}
+
+// sameKind is sameObjects(a, b), or, when changes follow kind, whether every object it says
+// changed is a's unchanged (b being a with those replaced).
+func sameKind[T interface {
+	comparable
+	client.Object
+}](a, b []T, changes *store.Changes, kind store.Kind) bool {
+	if !changes.Followed(kind) {
+		return sameObjects(a, b)
+	}
+	changed := changes.Of(kind)
+	if len(changed) == 0 {
+		return true
+	}
+	var none T
+	old := make(map[nsName]T, len(a))
+	for _, o := range a {
+		if o != none {
+			old[keyOf(o)] = o
+		}
+	}
+	for key, obj := range changed {
+		was, had := old[nsName{key.Namespace, key.Name}]
+		if obj == nil {
+			if had {
+				return false
+			}
+			continue
+		}
+		now, isT := obj.(T)
+		if !isT || !had || !unchanged(was, now) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameObject reports whether a and b are both nil, or the same object unchanged.
@@ -687,15 +740,16 @@ func takeSecretsReadOnlyBy(g *objgraph.Graph, changed map[nsName]bool, reads fun
 	return taken
 }
 
-// changedSecrets updates r's index of Secrets to objs and returns those that changed for
+// changedSecrets updates r's index of Secrets to objs (those changes says changed, when it
+// follows them) and returns those that changed for
 // translation, each with whether it is a CA certificate's (labelled, before or after); ok is
 // false when a name is listed twice. A Secret changed where translation does not look is not
 // one of them: translation reads a Secret by reference (an edge in the graph of r's result,
 // to missing ones too) or, for CA certificates, by label, so a Secret nothing referred to,
 // without that label before or after, changes nothing (a Helm release's Secret, a token).
 // previous holds the previous version of each changed one (nil: added).
-func (r *incrementalRound) changedSecrets(objs []*corev1.Secret) (changed map[nsName]bool, previous map[nsName]*corev1.Secret, ok bool) {
-	updated, ok := r.secrets.update(objs)
+func (r *incrementalRound) changedSecrets(objs []*corev1.Secret, changes *store.Changes) (changed map[nsName]bool, previous map[nsName]*corev1.Secret, ok bool) {
+	updated, ok := r.secrets.updateFrom(objs, changes, store.KindSecret)
 	if !ok {
 		return nil, nil, false
 	}

@@ -40,13 +40,13 @@ type pluginChanges struct {
 
 func (c pluginChanges) empty() bool { return len(c.namespaced) == 0 && len(c.cluster) == 0 }
 
-// update makes ix hold snap's plugins and returns what changed; ok is false when a name is
-// listed twice.
-func (ix *pluginIndexes) update(snap *store.Snapshot) (c pluginChanges, ok bool) {
-	if c.namespaced, ok = ix.namespaced.update(snap.KongPlugins); !ok {
+// update makes ix hold snap's plugins (those changes says changed, when it follows them)
+// and returns what changed; ok is false when a name is listed twice.
+func (ix *pluginIndexes) update(snap *store.Snapshot, changes *store.Changes) (c pluginChanges, ok bool) {
+	if c.namespaced, ok = ix.namespaced.updateFrom(snap.KongPlugins, changes, store.KindKongPlugin); !ok {
 		return c, false
 	}
-	c.cluster, ok = ix.cluster.update(snap.KongClusterPlugins)
+	c.cluster, ok = ix.cluster.updateFrom(snap.KongClusterPlugins, changes, store.KindKongClusterPlugin)
 	return c, ok
 }
 

@@ -61,7 +61,8 @@ type routeIndex interface {
 	// update makes the index hold the snapshot's routes of its kind and returns the
 	// previous version of every route added (nil), removed or changed; ok is false when a
 	// name appears twice.
-	update(snap *store.Snapshot) (changed map[nsName]client.Object, ok bool)
+	// changes, when it follows the kind, says which.
+	update(snap *store.Snapshot, changes *store.Changes) (changed map[nsName]client.Object, ok bool)
 	get(k nsName) client.Object // nil when none
 	len() int
 }
@@ -72,14 +73,15 @@ type kindRoutes[T interface {
 }] struct {
 	objectIndex[T]
 	name string
+	of   store.Kind
 	list func(*store.Snapshot) []T
 }
 
 func newKindRoutes[T interface {
 	comparable
 	client.Object
-}](name string, snap *store.Snapshot, list func(*store.Snapshot) []T) *kindRoutes[T] {
-	return &kindRoutes[T]{objectIndex: newObjectIndex(list(snap)), name: name, list: list}
+}](name string, of store.Kind, snap *store.Snapshot, list func(*store.Snapshot) []T) *kindRoutes[T] {
+	return &kindRoutes[T]{objectIndex: newObjectIndex(list(snap)), name: name, of: of, list: list}
 }
 
 func (r *kindRoutes[T]) kind() string { return r.name }
@@ -92,8 +94,8 @@ func (r *kindRoutes[T]) get(k nsName) client.Object {
 	return nil // not a typed nil in the interface
 }
 
-func (r *kindRoutes[T]) update(snap *store.Snapshot) (map[nsName]client.Object, bool) {
-	changed, ok := r.objectIndex.update(r.list(snap))
+func (r *kindRoutes[T]) update(snap *store.Snapshot, changes *store.Changes) (map[nsName]client.Object, bool) {
+	changed, ok := r.objectIndex.updateFrom(r.list(snap), changes, r.of)
 	if !ok {
 		return nil, false
 	}
@@ -112,11 +114,11 @@ func (r *kindRoutes[T]) update(snap *store.Snapshot) (map[nsName]client.Object, 
 // newRouteIndexes are the indexes of snap's routes of every kind of routeKinds.
 func newRouteIndexes(snap *store.Snapshot) []routeIndex {
 	return []routeIndex{
-		newKindRoutes(gatewayapi.KindHTTPRoute, snap, func(s *store.Snapshot) []*gatewayv1.HTTPRoute { return s.HTTPRoutes }),
-		newKindRoutes(gatewayapi.KindGRPCRoute, snap, func(s *store.Snapshot) []*gatewayv1.GRPCRoute { return s.GRPCRoutes }),
-		newKindRoutes(gatewayapi.KindTCPRoute, snap, func(s *store.Snapshot) []*gatewayv1.TCPRoute { return s.TCPRoutes }),
-		newKindRoutes(gatewayapi.KindUDPRoute, snap, func(s *store.Snapshot) []*gatewayv1.UDPRoute { return s.UDPRoutes }),
-		newKindRoutes(gatewayapi.KindTLSRoute, snap, func(s *store.Snapshot) []*gatewayv1.TLSRoute { return s.TLSRoutes }),
+		newKindRoutes(gatewayapi.KindHTTPRoute, store.KindHTTPRoute, snap, func(s *store.Snapshot) []*gatewayv1.HTTPRoute { return s.HTTPRoutes }),
+		newKindRoutes(gatewayapi.KindGRPCRoute, store.KindGRPCRoute, snap, func(s *store.Snapshot) []*gatewayv1.GRPCRoute { return s.GRPCRoutes }),
+		newKindRoutes(gatewayapi.KindTCPRoute, store.KindTCPRoute, snap, func(s *store.Snapshot) []*gatewayv1.TCPRoute { return s.TCPRoutes }),
+		newKindRoutes(gatewayapi.KindUDPRoute, store.KindUDPRoute, snap, func(s *store.Snapshot) []*gatewayv1.UDPRoute { return s.UDPRoutes }),
+		newKindRoutes(gatewayapi.KindTLSRoute, store.KindTLSRoute, snap, func(s *store.Snapshot) []*gatewayv1.TLSRoute { return s.TLSRoutes }),
 	}
 }
 

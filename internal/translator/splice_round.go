@@ -139,33 +139,32 @@ func (r *spliceRound) preconditions() string {
 		return "a route name was taken"
 	case prev.res.parts.danglingForeignKey:
 		return "a custom entity names an entity the configuration lacks"
-	case !othersUnchanged(prev.snap, r.snap):
+	case !othersUnchanged(prev.snap, r.snap, changesSince(prev.snap, r.snap)):
 		return "objects other than Ingresses, Services, EndpointSlices, Gateway API routes, KongConsumers, Secrets and plugins changed"
 	}
 	return ""
 }
 
 // findChanges updates the indexes in place and records what changed. A snapshot that says
-// what changed since the previous one (store.Follower) is looked at there only.
+// what changed since the previous one (store.Follower: the round's one change set, made
+// from the informers' events) is looked at there only; the kinds it does not follow, and
+// every kind of a snapshot that does not follow the previous one, are compared list
+// against list (objectIndex.update).
 func (r *spliceRound) findChanges() string {
 	prev, snap := r.prev, r.snap
-	var delta store.Changes
-	followed := false
-	if c := snap.Changes; c != nil && c.Since != 0 && c.Since == prev.snap.Seq {
-		delta, followed = *c, true
-	}
+	changes := changesSince(prev.snap, snap)
 	r.services = map[nsName]struct{}{}
 	var ok bool
-	if r.ingChanges, ok = prev.ingresses.updateFrom(snap.Ingresses, delta.Ingresses, followed); !ok {
+	if r.ingChanges, ok = prev.ingresses.updateFrom(snap.Ingresses, changes, store.KindIngress); !ok {
 		return "an Ingress twice"
 	}
-	if r.svcChanges, ok = prev.services.updateFrom(snap.Services, delta.Services, followed); !ok {
+	if r.svcChanges, ok = prev.services.updateFrom(snap.Services, changes, store.KindService); !ok {
 		return "a Service twice"
 	}
 	for k := range r.svcChanges {
 		r.services[k] = struct{}{}
 	}
-	if r.sliceChanges, ok = prev.slices.updateFrom(snap.EndpointSlices, delta.EndpointSlices, followed); !ok {
+	if r.sliceChanges, ok = prev.slices.updateFrom(snap.EndpointSlices, changes, store.KindEndpointSlice); !ok {
 		return "an EndpointSlice twice"
 	}
 	for k, old := range r.sliceChanges {
@@ -186,7 +185,7 @@ func (r *spliceRound) findChanges() string {
 	// A route of a kind not translated with opts changes nothing.
 	r.routeChanges = map[gatewayapi.RouteKey]client.Object{}
 	for _, ix := range prev.routes {
-		changed, ok := ix.update(snap)
+		changed, ok := ix.update(snap, changes)
 		if !ok {
 			return aRoute(ix.kind()) + " twice"
 		}
@@ -196,13 +195,13 @@ func (r *spliceRound) findChanges() string {
 			}
 		}
 	}
-	if r.consumerChanges, ok = prev.consumers.update(snap.KongConsumers); !ok {
+	if r.consumerChanges, ok = prev.consumers.updateFrom(snap.KongConsumers, changes, store.KindKongConsumer); !ok {
 		return "a KongConsumer twice"
 	}
-	if r.secretChanges, r.previousSecrets, ok = prev.changedSecrets(snap.Secrets); !ok {
+	if r.secretChanges, r.previousSecrets, ok = prev.changedSecrets(snap.Secrets, changes); !ok {
 		return "a Secret twice"
 	}
-	if r.pluginChanges, ok = prev.plugins.update(snap); !ok {
+	if r.pluginChanges, ok = prev.plugins.update(snap, changes); !ok {
 		return "a plugin twice"
 	}
 	if why := secretsOfLeftOut(prev.res, r.secretChanges); why != "" {
