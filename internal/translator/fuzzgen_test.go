@@ -306,7 +306,8 @@ func (g *objectGen) service() *corev1.Service {
 	svc := &corev1.Service{ObjectMeta: g.meta(true)}
 	svc.Spec.Type = oneOf(g, corev1.ServiceTypeClusterIP, corev1.ServiceTypeExternalName, corev1.ServiceTypeNodePort, "")
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		svc.Spec.ExternalName = g.str("example.com", "", "bad host")
+		// db.other: another namespace's Service name, told to the owner (namespaceExists).
+		svc.Spec.ExternalName = g.str("example.com", "", "bad host", "db.other")
 	}
 	for n := g.intn(3); n > 0; n-- {
 		p := corev1.ServicePort{Name: g.str(fuzzPortNames...), Port: oneOf(g, fuzzPorts...), Protocol: oneOf(g, corev1.ProtocolTCP, corev1.ProtocolUDP, "")}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
@@ -608,41 +609,46 @@ func changesSince(prev, snap *store.Snapshot) *store.Changes {
 }
 
 // othersUnchanged reports whether the fields of b that no index of the round follows hold
-// what a's do: every field but Ingresses, Services, EndpointSlices, the Gateway API routes,
-// KongConsumers, Secrets, KongPlugins and KongClusterPlugins (objects compared with
-// unchanged, in any order; those of a kind changes follows, only where it says they
-// changed). SecretsPending are not compared: translation never reads a Secret cached
-// without its data (the manager loads those the result refers to and translates again,
-// Secrets then changed). TestOthersUnchangedComparesEveryOtherField fails when a field is
-// added to store.Snapshot and compared neither here nor by an index.
-func othersUnchanged(a, b *store.Snapshot, changes *store.Changes) bool {
+// what a's do, for translation: every field but Ingresses, Services, EndpointSlices, the
+// Gateway API routes, KongConsumers, Secrets, KongPlugins and KongClusterPlugins. Objects
+// compare with unchanged, in any order (those of a kind changes follows, only where it says
+// they changed), and a change counts only when rule says it matters (relevanceRule, the wake
+// filter's: a KongIngress nothing refers to, a Namespace created whose labels no Gateway
+// selects by, is no reason for a full translation). SecretsPending are not compared:
+// translation never reads a Secret cached without its data (the manager loads those the
+// result refers to and translates again, Secrets then changed).
+// TestOthersUnchangedComparesEveryOtherField fails when a field is added to store.Snapshot
+// and compared neither here nor by an index.
+func othersUnchanged(a, b *store.Snapshot, changes *store.Changes, rule relevanceRule) bool {
+	m := rule.matters
 	return a.IngressClass == b.IngressClass && a.IngressClassIsDefault == b.IngressClassIsDefault &&
 		sameObject(a.IngressClassParameters, b.IngressClassParameters) &&
-		sameKind(a.ConfigMaps, b.ConfigMaps, changes, store.KindConfigMap) &&
-		sameKind(a.KongConsumerGroups, b.KongConsumerGroups, changes, store.KindKongConsumerGroup) &&
-		sameKind(a.KongUpstreamPolicies, b.KongUpstreamPolicies, changes, store.KindKongUpstreamPolicy) &&
-		sameKind(a.KongIngresses, b.KongIngresses, changes, store.KindKongIngress) &&
-		sameKind(a.TCPIngresses, b.TCPIngresses, changes, store.KindTCPIngress) &&
-		sameKind(a.UDPIngresses, b.UDPIngresses, changes, store.KindUDPIngress) &&
-		sameKind(a.KongVaults, b.KongVaults, changes, store.KindKongVault) &&
-		sameKind(a.ReferenceGrants, b.ReferenceGrants, changes, store.KindReferenceGrant) &&
-		sameKind(a.KongServiceFacades, b.KongServiceFacades, changes, store.KindKongServiceFacade) &&
-		sameKind(a.KongCustomEntities, b.KongCustomEntities, changes, store.KindKongCustomEntity) &&
-		sameKind(a.KongLicenses, b.KongLicenses, changes, store.KindKongLicense) &&
-		sameKind(a.GatewayClasses, b.GatewayClasses, changes, store.KindGatewayClass) &&
-		sameKind(a.Gateways, b.Gateways, changes, store.KindGateway) &&
-		sameKind(a.BackendTLSPolicies, b.BackendTLSPolicies, changes, store.KindBackendTLSPolicy) &&
-		maps.EqualFunc(a.NamespaceLabels, b.NamespaceLabels, maps.Equal)
+		sameKind(a.ConfigMaps, b.ConfigMaps, changes, store.KindConfigMap, m) &&
+		sameKind(a.KongConsumerGroups, b.KongConsumerGroups, changes, store.KindKongConsumerGroup, m) &&
+		sameKind(a.KongUpstreamPolicies, b.KongUpstreamPolicies, changes, store.KindKongUpstreamPolicy, m) &&
+		sameKind(a.KongIngresses, b.KongIngresses, changes, store.KindKongIngress, m) &&
+		sameKind(a.TCPIngresses, b.TCPIngresses, changes, store.KindTCPIngress, m) &&
+		sameKind(a.UDPIngresses, b.UDPIngresses, changes, store.KindUDPIngress, m) &&
+		sameKind(a.KongVaults, b.KongVaults, changes, store.KindKongVault, m) &&
+		sameKind(a.ReferenceGrants, b.ReferenceGrants, changes, store.KindReferenceGrant, m) &&
+		sameKind(a.KongServiceFacades, b.KongServiceFacades, changes, store.KindKongServiceFacade, m) &&
+		sameKind(a.KongCustomEntities, b.KongCustomEntities, changes, store.KindKongCustomEntity, m) &&
+		sameKind(a.KongLicenses, b.KongLicenses, changes, store.KindKongLicense, m) &&
+		sameKind(a.GatewayClasses, b.GatewayClasses, changes, store.KindGatewayClass, m) &&
+		sameKind(a.Gateways, b.Gateways, changes, store.KindGateway, m) &&
+		sameKind(a.BackendTLSPolicies, b.BackendTLSPolicies, changes, store.KindBackendTLSPolicy, m) &&
+		sameNamespaceLabels(a.NamespaceLabels, b.NamespaceLabels, m)
 }
 
-// sameKind is sameObjects(a, b), or, when changes follow kind, whether every object it says
-// changed is a's unchanged (b being a with those replaced).
+// sameKind reports whether no object of a kind changed in a way that matters from a to b:
+// where changes follow the kind, among those it says changed (b being a with those
+// replaced); otherwise, list against list.
 func sameKind[T interface {
 	comparable
 	client.Object
-}](a, b []T, changes *store.Changes, kind store.Kind) bool {
+}](a, b []T, changes *store.Changes, kind store.Kind, matters func(old, new client.Object) bool) bool {
 	if !changes.Followed(kind) {
-		return sameObjects(a, b)
+		return sameObjects(a, b, matters)
 	}
 	changed := changes.Of(kind)
 	if len(changed) == 0 {
@@ -655,17 +661,76 @@ func sameKind[T interface {
 			old[keyOf(o)] = o
 		}
 	}
-	for key, obj := range changed {
-		was, had := old[nsName{key.Namespace, key.Name}]
-		if obj == nil {
-			if had {
+	for key, now := range changed {
+		var was client.Object
+		if o, had := old[nsName{key.Namespace, key.Name}]; had {
+			was = o
+		}
+		if now != nil {
+			if _, isT := now.(T); !isT {
 				return false
 			}
+		}
+		if (was == nil && now == nil) || (was != nil && now != nil && unchanged(was, now)) {
 			continue
 		}
-		now, isT := obj.(T)
-		if !isT || !had || !unchanged(was, now) {
+		if matters(was, now) {
 			return false
+		}
+	}
+	return true
+}
+
+// sameObjects reports whether no object changed in a way that matters from a to b, each
+// object of b being compared with a's of its namespace and name (unchanged), in any order.
+// A nil entry, or two of one namespace and name, never compares equal.
+func sameObjects[T interface {
+	comparable
+	client.Object
+}](a, b []T, matters func(old, new client.Object) bool) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	var none T
+	index := make(map[nsName]T, len(a))
+	for _, o := range a {
+		if o == none {
+			return false
+		}
+		index[keyOf(o)] = o
+	}
+	if len(index) != len(a) {
+		return false
+	}
+	listed := make(map[nsName]struct{}, len(b))
+	kept := 0 // objects of b that a lists
+	for _, n := range b {
+		if n == none {
+			return false
+		}
+		k := keyOf(n)
+		if _, twice := listed[k]; twice {
+			return false
+		}
+		listed[k] = struct{}{}
+		o, had := index[k]
+		if had {
+			kept++
+		}
+		switch {
+		case !had:
+			if matters(nil, n) {
+				return false
+			}
+		case !unchanged(o, n) && matters(o, n):
+			return false
+		}
+	}
+	if kept < len(index) { // some are gone
+		for k, o := range index {
+			if _, still := listed[k]; !still && matters(o, nil) {
+				return false
+			}
 		}
 	}
 	return true
@@ -683,34 +748,27 @@ func sameObject[T interface {
 	return unchanged(a, b)
 }
 
-// sameObjects reports whether a and b list the same objects, each unchanged, in any order.
-// A nil entry, or two of one namespace and name, never compares equal.
-func sameObjects[T interface {
-	comparable
-	client.Object
-}](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 {
+// sameNamespaceLabels reports whether no Namespace's labels changed from a to b (a Namespace
+// created or deleted among them) in a way that matters, each Namespace as the store reads it
+// (metadata).
+func sameNamespaceLabels(a, b map[string]map[string]string, matters func(old, new client.Object) bool) bool {
+	if maps.EqualFunc(a, b, maps.Equal) {
 		return true
 	}
-	var none T
-	index := make(map[nsName]T, len(a))
-	for _, o := range a {
-		if o == none {
+	namespace := func(name string, labels map[string]string, exists bool) client.Object {
+		if !exists {
+			return nil
+		}
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	for name, was := range a {
+		now, exists := b[name]
+		if (!exists || !maps.Equal(was, now)) && matters(namespace(name, was, true), namespace(name, now, exists)) {
 			return false
 		}
-		index[keyOf(o)] = o
 	}
-	if len(index) != len(a) {
-		return false
-	}
-	for _, n := range b {
-		if n == none {
-			return false
-		}
-		if o, ok := index[keyOf(n)]; !ok || !unchanged(o, n) {
+	for name, now := range b {
+		if _, existed := a[name]; !existed && matters(nil, namespace(name, now, true)) {
 			return false
 		}
 	}

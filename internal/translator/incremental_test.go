@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -621,4 +622,45 @@ func TestIncrementalSettlesAfterAFullTranslation(t *testing.T) {
 		require.Equal(t, 1, inc.Stats.Full, inc.Stats.LastReason)
 		require.Equal(t, 1, inc.Stats.Partial)
 	}
+}
+
+// TestIncrementalNamespacesMatterOnlyWhereRead: a Namespace created, deleted or relabelled
+// is a full translation only when the previous one read it (relevanceRule, the wake
+// filter's): an ExternalName of another namespace's Service name (<svc>.<ns>) is told to
+// the Service's owner once that namespace exists, and a Gateway that admits routes by
+// namespace labels reads every Namespace's; otherwise the change is no change.
+func TestIncrementalNamespacesMatterOnlyWhereRead(t *testing.T) {
+	snap := benchdata.Snapshot(20)
+	snap.NamespaceLabels = map[string]map[string]string{"default": nil}
+	ext := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ext", UID: "u-ext", ResourceVersion: "1"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.billing",
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80)}}}}
+	pt := netv1.PathTypePrefix
+	ing := &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ext", UID: "u-ing-ext", ResourceVersion: "1"},
+		Spec: netv1.IngressSpec{IngressClassName: ptrTo("kong"), Rules: []netv1.IngressRule{{Host: "ext.example.com",
+			IngressRuleValue: netv1.IngressRuleValue{HTTP: &netv1.HTTPIngressRuleValue{Paths: []netv1.HTTPIngressPath{{Path: "/", PathType: &pt,
+				Backend: netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: "ext", Port: netv1.ServiceBackendPort{Number: 80}}}}}}}}}}}
+	snap.Services = append(slices.Clip(snap.Services), ext)
+	snap.Ingresses = append(slices.Clip(snap.Ingresses), ing)
+	inc := &Incremental{noSizeLimit: true}
+	renderer := &kongstate.Renderer{}
+	requireSameResult(t, "first", renderer, inc.Build(snap, Options{}), Build(snap, Options{}))
+
+	step := func(name string, labels map[string]map[string]string) {
+		t.Helper()
+		next := *snap
+		next.NamespaceLabels = labels
+		requireSameResult(t, name, renderer, inc.Build(&next, Options{}), Build(&next, Options{}))
+		snap = &next
+	}
+	full := inc.Stats.Full
+	step("a namespace nothing reads", map[string]map[string]string{"default": nil, "team-a": {"env": "dev"}})
+	step("relabelled", map[string]map[string]string{"default": nil, "team-a": {"env": "prod"}})
+	step("deleted", map[string]map[string]string{"default": nil})
+	require.Equal(t, full, inc.Stats.Full, "namespaces nothing reads: no full translation (%s)", inc.Stats.LastReason)
+
+	billing := map[string]map[string]string{"default": nil, "billing": nil}
+	step("the namespace an ExternalName names", billing)
+	require.Equal(t, full+1, inc.Stats.Full, "the ExternalName Service read that namespace")
+	require.NotEmpty(t, Build(snap, Options{}).Problems, "the Service's owner is told")
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/konductor/konductor/internal/kongstate"
@@ -92,9 +93,13 @@ func requireEveryReadRecorded(t *testing.T, snap *store.Snapshot, opts Options) 
 	}
 }
 
-// snapshotObjects are the objects snap's slices list.
+// snapshotObjects are the objects snap's slices list, and its Namespaces (as the store reads
+// them, metadata).
 func snapshotObjects(snap *store.Snapshot) []client.Object {
 	var out []client.Object
+	for _, ns := range slices.Sorted(maps.Keys(snap.NamespaceLabels)) {
+		out = append(out, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: snap.NamespaceLabels[ns]}})
+	}
 	v := reflect.ValueOf(snap).Elem()
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Field(i)
@@ -111,6 +116,11 @@ func snapshotObjects(snap *store.Snapshot) []client.Object {
 // snapshotWithout is snap without the object gone.
 func snapshotWithout(snap *store.Snapshot, gone client.Object) *store.Snapshot {
 	out := *snap
+	if ns, isNamespace := gone.(*metav1.PartialObjectMetadata); isNamespace {
+		out.NamespaceLabels = maps.Clone(snap.NamespaceLabels)
+		delete(out.NamespaceLabels, ns.Name)
+		return &out
+	}
 	v := reflect.ValueOf(&out).Elem()
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Field(i)

@@ -43,6 +43,31 @@ func (r *Relevance) SetGraph(g *objgraph.Graph) { r.graph.Store(g) }
 // Relevant reports whether the change from old to new can change the translation. old is nil
 // for an object added, new nil for one deleted.
 func (r *Relevance) Relevant(old, new client.Object) bool {
+	return relevanceRule{graph: r.graph.Load(), class: classOr(r.IngressClass)}.matters(old, new)
+}
+
+// relevanceRule is the one rule of which changes can change what translation produces, with
+// the graph of a translation and the class served: the wake filter's at event time
+// (Relevance, with the latest translation's graph), and the round's for the changes of the
+// kinds Incremental does not splice (othersUnchanged, with the previous round's), so that a
+// change that cannot wake a round does not make one a full translation either. A nil graph
+// (no translation yet): every reference counts.
+type relevanceRule struct {
+	graph *objgraph.Graph
+	class string
+}
+
+// classOr is class, or the default class for none.
+func classOr(class string) string {
+	if class == "" {
+		return store.DefaultIngressClass
+	}
+	return class
+}
+
+// matters reports whether the change from old (nil: added) to new (nil: deleted) can change
+// the translation.
+func (r relevanceRule) matters(old, new client.Object) bool {
 	if old != nil && new != nil && sameContent(old, new) {
 		return false
 	}
@@ -58,9 +83,9 @@ func (r *Relevance) Relevant(old, new client.Object) bool {
 		return r.classMayMatch(old, new, func(x client.Object) bool {
 			ing := x.(*netv1.Ingress)
 			if v := ing.Annotations[store.IngressClassAnnotation]; v != "" {
-				return v == r.class()
+				return v == r.class
 			}
-			return ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName == r.class()
+			return ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName == r.class
 		})
 	case *kongv1.KongConsumer, *kongv1beta1.KongConsumerGroup, *kongv1beta1.TCPIngress, *kongv1beta1.UDPIngress:
 		return r.classMayMatch(old, new, r.annotationClassMayMatch)
@@ -122,39 +147,31 @@ func Reaches(obj client.Object) []kongstate.ObjectRef {
 	return []kongstate.ObjectRef{kongstate.RefFor(obj, gvk)}
 }
 
-func (r *Relevance) class() string {
-	if r.IngressClass == "" {
-		return store.DefaultIngressClass
-	}
-	return r.IngressClass
-}
-
 // annotationClassMayMatch is false only for an object whose class annotation names another
 // class: without one, it is served when the class is the default one, which the event
 // cannot tell.
-func (r *Relevance) annotationClassMayMatch(x client.Object) bool {
+func (r relevanceRule) annotationClassMayMatch(x client.Object) bool {
 	v := x.GetAnnotations()[store.IngressClassAnnotation]
-	return v == "" || v == r.class()
+	return v == "" || v == r.class
 }
 
 // classMayMatch: relevant when the object may be served before or after the change.
-func (r *Relevance) classMayMatch(old, new client.Object, may func(client.Object) bool) bool {
+func (r relevanceRule) classMayMatch(old, new client.Object, may func(client.Object) bool) bool {
 	return old != nil && may(old) || new != nil && may(new)
 }
 
 // reached reports whether a node obj's change enters the graph by (Reaches) is referred to.
-func (r *Relevance) reached(obj client.Object) bool {
+func (r relevanceRule) reached(obj client.Object) bool {
 	return slices.ContainsFunc(Reaches(obj), r.referredRef)
 }
 
-func (r *Relevance) referred(obj client.Object, gvk schema.GroupVersionKind) bool {
+func (r relevanceRule) referred(obj client.Object, gvk schema.GroupVersionKind) bool {
 	return r.referredRef(kongstate.RefFor(obj, gvk))
 }
 
 // referredRef: before the first translation (no graph) everything counts.
-func (r *Relevance) referredRef(ref kongstate.ObjectRef) bool {
-	g := r.graph.Load()
-	return g == nil || g.RdepsOf(objgraph.NodeOf(ref)).Len() > 0
+func (r relevanceRule) referredRef(ref kongstate.ObjectRef) bool {
+	return r.graph == nil || r.graph.RdepsOf(objgraph.NodeOf(ref)).Len() > 0
 }
 
 func labelled(old, new client.Object, key, value string) bool {

@@ -79,7 +79,7 @@ func (b *builder) foreignServiceName(svc *corev1.Service) {
 	if len(labels) == 2 && !dnsLabel(labels[0]) {
 		return
 	}
-	if ns := labels[1]; ns != svc.Namespace && dnsLabel(ns) && (len(labels) > 2 || b.namespaceExists(ns)) {
+	if ns := labels[1]; ns != svc.Namespace && dnsLabel(ns) && (len(labels) > 2 || b.namespaceExists(svc, ns)) {
 		b.problems = append(b.problems, Problem{Object: kongstate.RefFor(svc, gvkService), Field: "spec.externalName", Warning: true,
 			Message: fmt.Sprintf("the external name %q is Service %s/%s of namespace %s: Kong reaches it through this Service, which that namespace did not grant", svc.Spec.ExternalName, ns, labels[0], ns)})
 	}
@@ -98,9 +98,11 @@ func dnsLabel(s string) bool {
 	return true
 }
 
-// namespaceExists reports whether the snapshot knows namespace ns (its labels, or an object
-// of it): "<svc>.<ns>" is also an ordinary two-label domain name (example.com).
-func (b *builder) namespaceExists(ns string) bool {
+// namespaceExists reports whether the snapshot knows namespace ns (its labels, or a Service
+// of it): "<svc>.<ns>" is also an ordinary two-label domain name (example.com). svc reads
+// the Namespace (an edge to it: its creation or deletion reaches svc).
+func (b *builder) namespaceExists(svc *corev1.Service, ns string) bool {
+	b.refer(svc, gvkService, ref(gvkNamespace, "", ns))
 	if _, ok := b.snap.NamespaceLabels[ns]; ok {
 		return true
 	}

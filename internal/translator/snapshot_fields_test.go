@@ -24,6 +24,10 @@ var followedByIndexes = map[string]bool{
 	"Seq": true, "Changes": true,
 }
 
+// everyChangeMatters is the relevance rule before any translation: no graph, every
+// reference counts.
+var everyChangeMatters = relevanceRule{class: store.DefaultIngressClass}
+
 // TestOthersUnchangedComparesEveryOtherField: for each field of store.Snapshot, two snapshots
 // that differ in that field only (an object added, a value set) are told apart by
 // othersUnchanged, unless an index follows the field. A field added to store.Snapshot and
@@ -54,7 +58,7 @@ func TestOthersUnchangedComparesEveryOtherField(t *testing.T) {
 		default:
 			t.Fatalf("store.Snapshot.%s (%s): this test does not know how to change it", f.Name, f.Type)
 		}
-		require.Equal(t, followedByIndexes[f.Name], othersUnchanged(&a, &b, nil), "store.Snapshot.%s", f.Name)
+		require.Equal(t, followedByIndexes[f.Name], othersUnchanged(&a, &b, nil, everyChangeMatters), "store.Snapshot.%s", f.Name)
 		if f.Type.Kind() != reflect.Slice || followedByIndexes[f.Name] {
 			continue
 		}
@@ -65,10 +69,10 @@ func TestOthersUnchangedComparesEveryOtherField(t *testing.T) {
 		a.Seq = 1
 		said := store.NewChanges(1, store.NewKindSet(kind), map[store.Kind]map[types.NamespacedName]client.Object{
 			kind: {{Name: "x"}: v.Index(0).Interface().(client.Object)}})
-		require.False(t, othersUnchanged(&a, &b, said), "store.Snapshot.%s changed, as a change set says", f.Name)
-		require.True(t, othersUnchanged(&a, &b, store.NewChanges(1, store.NewKindSet(kind), nil)),
+		require.False(t, othersUnchanged(&a, &b, said, everyChangeMatters), "store.Snapshot.%s changed, as a change set says", f.Name)
+		require.True(t, othersUnchanged(&a, &b, store.NewChanges(1, store.NewKindSet(kind), nil), everyChangeMatters),
 			"store.Snapshot.%s: a change set that says nothing of it changed is believed, the lists are not compared", f.Name)
-		require.False(t, othersUnchanged(&a, &b, store.NewChanges(1, store.NewKindSet(), nil)),
+		require.False(t, othersUnchanged(&a, &b, store.NewChanges(1, store.NewKindSet(), nil), everyChangeMatters),
 			"store.Snapshot.%s: a change set that does not follow the kind leaves the lists to compare", f.Name)
 	}
 }

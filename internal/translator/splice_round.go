@@ -139,7 +139,7 @@ func (r *spliceRound) preconditions() string {
 		return "a route name was taken"
 	case prev.res.parts.danglingForeignKey:
 		return "a custom entity names an entity the configuration lacks"
-	case !othersUnchanged(prev.snap, r.snap, changesSince(prev.snap, r.snap)):
+	case !othersUnchanged(prev.snap, r.snap, changesSince(prev.snap, r.snap), relevanceRule{graph: prev.res.Graph, class: classOr(r.snap.IngressClass)}):
 		return "objects other than Ingresses, Services, EndpointSlices, Gateway API routes, KongConsumers, Secrets and plugins changed"
 	}
 	return ""
