@@ -99,8 +99,9 @@ func dnsLabel(s string) bool {
 }
 
 // namespaceExists reports whether the snapshot knows namespace ns (its labels, or a Service
-// of it): "<svc>.<ns>" is also an ordinary two-label domain name (example.com). svc reads
-// the Namespace (an edge to it: its creation or deletion reaches svc).
+// of it, when the Namespaces are not read): "<svc>.<ns>" is also an ordinary two-label
+// domain name (example.com). svc reads the Namespace, and the Service of it that tells
+// (edges: their creation or deletion reaches svc).
 func (b *builder) namespaceExists(svc *corev1.Service, ns string) bool {
 	b.refer(svc, gvkService, ref(gvkNamespace, "", ns))
 	if _, ok := b.snap.NamespaceLabels[ns]; ok {
@@ -108,6 +109,7 @@ func (b *builder) namespaceExists(svc *corev1.Service, ns string) bool {
 	}
 	for _, s := range b.snap.Services {
 		if s != nil && s.Namespace == ns {
+			b.refer(svc, gvkService, ref(gvkService, s.Namespace, s.Name))
 			return true
 		}
 	}
