@@ -104,7 +104,7 @@ func (s *Store) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error)
 		}
 		s = &fixed
 	}
-	reads := func(k Kind) bool { return !s.opts.Off.Has(k) && (read == nil || read.Has(k)) }
+	reads := func(k Kind) bool { return s.readsKind(k) && (read == nil || read.Has(k)) }
 	snap := &Snapshot{IngressClass: s.opts.IngressClass}
 
 	var class netv1.IngressClass
@@ -307,13 +307,16 @@ func (s *Store) inNamespace(ns string) bool {
 	return false
 }
 
-// current is s with the kinds and versions its Live set holds now (s when it has none).
+// current is s with the kinds and versions its Live set holds now (s when it has none),
+// fixed: what is read through it reads the set once (a Follower's round, which decides
+// what it follows and lists the rest with it, never mixes two sets: LiveKinds' promise).
 func (s *Store) current() *Store {
 	if s.opts.Live == nil {
 		return s
 	}
 	fixed := *s
 	fixed.opts.Kinds, fixed.opts.Versions = s.opts.Live.LoadWithVersions()
+	fixed.opts.Live = nil
 	return &fixed
 }
 
