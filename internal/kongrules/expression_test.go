@@ -46,3 +46,49 @@ func TestExpression(t *testing.T) {
 	require.Equal(t, "Unknown LHS field", Expression(`http.host == "x"`, true), "a stream route has no http fields")
 	require.Empty(t, Expression(`tls.sni == "x" && net.dst.port == 9000`, true))
 }
+
+// atc-router's Pratt parser declares "&&" before "||", so "||" binds tighter.
+func TestParseExpressionPrecedence(t *testing.T) {
+	render := func(n *ATCNode) string { return renderATC(n) }
+	cases := map[string]string{
+		`http.path == "/a" || http.path == "/b" && http.method == "GET"`:    `((/a || /b) && GET)`,
+		`http.method == "GET" && http.path == "/a" || http.path == "/b"`:    `(GET && (/a || /b))`,
+		`http.method == "GET" && http.path == "/a" && http.host == "h"`:     `((GET && /a) && h)`,
+		`!(http.path == "/a" || http.path == "/b") && http.method == "GET"`: `(!(/a || /b) && GET)`,
+		`lower(any(http.headers.x)) == "/a"`:                                `/a`,
+	}
+	for expr, want := range cases {
+		n, err := ParseExpression(expr, false)
+		require.Empty(t, err, expr)
+		require.Equal(t, want, render(n), expr)
+	}
+	n, _ := ParseExpression(`lower(any(http.headers.x)) == "v"`, false)
+	require.Equal(t, []string{"lower", "any"}, n.Predicate.Transforms)
+	for lit, want := range map[string]int64{"0": 0, "010": 8, "08": 8, "0x1F": 31, "-12": -12, "443": 443} {
+		n, err := ParseExpression("net.dst.port == "+lit, false)
+		require.Empty(t, err, lit)
+		require.Equal(t, want, n.Predicate.Value.Int, lit)
+	}
+	n, _ = ParseExpression(`net.src.ip in 10.0.0.0/8`, false)
+	require.Equal(t, "10.0.0.0/8", n.Predicate.Value.CIDR.String())
+	_, err := ParseExpression(`net.src.ip in 10.1.2.3/8`, false)
+	require.Contains(t, err, "host part of address was not zero")
+}
+
+func renderATC(n *ATCNode) string {
+	switch n.Op {
+	case ATCAnd:
+		return "(" + renderATC(n.Left) + " && " + renderATC(n.Right) + ")"
+	case ATCOr:
+		return "(" + renderATC(n.Left) + " || " + renderATC(n.Right) + ")"
+	case ATCNot:
+		return "!" + renderATC(n.Left)
+	}
+	return n.Predicate.Value.Str
+}
+
+func TestExpressionPathSegmentsLenIsAnInt(t *testing.T) {
+	require.Empty(t, Expression(`http.path.segments.len == 3`, false))
+	require.Equal(t, "Type mismatch between the LHS and RHS values of predicate", Expression(`http.path.segments.len == "3"`, false))
+	require.Empty(t, Expression(`http.path.segments.0_1 == "a/b"`, false))
+}

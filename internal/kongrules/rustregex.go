@@ -2,6 +2,7 @@ package kongrules
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"regexp/syntax"
 	"strconv"
@@ -37,7 +38,7 @@ func RustRegexError(pattern string) string {
 	if !strings.ContainsAny(pattern, `\()[]{}*+?|`) {
 		return ""
 	}
-	goPattern, kind := rustToRE2(pattern)
+	goPattern, kind, _ := rustToRE2(pattern)
 	for i := 0; kind == "" && i < 16; i++ {
 		_, err := syntax.Parse(goPattern, syntax.Perl)
 		if err == nil {
@@ -124,9 +125,95 @@ var (
 	rustFlagGroup     = regexp.MustCompile(`^\(\?([imsUxR]*(-[imsUxR]*)?)([:)])`)
 )
 
+// CompileRustRegex compiles pattern, a regex of the Rust regex crate (Kong's expressions and
+// traditional_compatible routers), into Go's regexp with Rust's meaning as far as RE2 allows:
+// the syntax differences RustRegex handles, and Rust's Unicode-aware \d and \w (Go's are
+// ASCII). What it cannot mean the same way is an error: a nested character class, a repetition
+// count above 1000. Left as Go has them: \s and \b are ASCII in Go and Unicode in Rust.
+func CompileRustRegex(pattern string) (*regexp.Regexp, error) {
+	if kind := RustRegexError(pattern); kind != "" {
+		return nil, errors.New(RustRegex(pattern))
+	}
+	goPattern, _, inexact := rustToRE2(pattern)
+	if inexact != "" {
+		return nil, fmt.Errorf("%s of the Rust regex crate is not modelled: %s", inexact, pattern)
+	}
+	for i := 0; i < 16; i++ {
+		if _, err := syntax.Parse(goPattern, syntax.Perl); err == nil {
+			break
+		} else if se := (*syntax.Error)(nil); errors.As(err, &se) && se.Code == syntax.ErrInvalidRepeatOp {
+			if first := firstRepeatOp(se.Expr); first != "" {
+				goPattern = strings.Replace(goPattern, se.Expr, first, 1)
+			}
+		}
+	}
+	return regexp.Compile(unicodeClasses(goPattern))
+}
+
+// unicodeClasses gives \d and \w Rust's Unicode meaning (Go's are ASCII); \D and \W only outside a
+// character class, where a negated class can say it.
+func unicodeClasses(p string) string {
+	const word = `\p{L}\p{M}\p{Nd}\p{Pc}`
+	if !strings.Contains(p, `\d`) && !strings.Contains(p, `\w`) && !strings.Contains(p, `\D`) && !strings.Contains(p, `\W`) {
+		return p
+	}
+	var out strings.Builder
+	inClass := false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c == '\\' && i+1 < len(p) {
+			e := p[i+1]
+			i++
+			switch {
+			case e == 'd':
+				out.WriteString(`\p{Nd}`)
+			case e == 'w' && inClass:
+				out.WriteString(word)
+			case e == 'w':
+				out.WriteString("[" + word + "]")
+			case e == 'D' && !inClass:
+				out.WriteString(`\P{Nd}`)
+			case e == 'W' && !inClass:
+				out.WriteString("[^" + word + "]")
+			default:
+				out.WriteByte(c)
+				out.WriteByte(e)
+			}
+			continue
+		}
+		switch {
+		case c == '[' && !inClass:
+			inClass = true
+			out.WriteByte(c)
+			// A "]" first in the class (after "^") is literal.
+			if i+1 < len(p) && p[i+1] == '^' {
+				out.WriteByte('^')
+				i++
+			}
+			if i+1 < len(p) && p[i+1] == ']' {
+				out.WriteByte(']')
+				i++
+			}
+			continue
+		case c == '[' && inClass && strings.HasPrefix(p[i:], "[:"):
+			end := strings.Index(p[i:], ":]")
+			if end > 0 {
+				out.WriteString(p[i : i+end+2])
+				i += end + 1
+				continue
+			}
+		case c == ']' && inClass:
+			inClass = false
+		}
+		out.WriteByte(c)
+	}
+	return out.String()
+}
+
 // rustToRE2 rewrites a Rust pattern into one RE2 accepts exactly when Rust would (as far as
-// RustRegex says), or returns Rust's error kind for what Rust refuses and RE2 would not.
-func rustToRE2(p string) (string, string) {
+// RustRegex says), or returns Rust's error kind for what Rust refuses and RE2 would not. Where
+// it writes a stand-in that keeps acceptance but not meaning, inexact says what.
+func rustToRE2(p string) (goPattern, kind, inexact string) {
 	var out strings.Builder
 	afterExpr := false // something a repetition can apply to precedes
 	for i := 0; i < len(p); {
@@ -134,22 +221,22 @@ func rustToRE2(p string) (string, string) {
 		switch c {
 		case '\\':
 			if i+1 >= len(p) {
-				return "", "incomplete escape sequence, reached end of pattern prematurely"
+				return "", "incomplete escape sequence, reached end of pattern prematurely", ""
 			}
 			e := p[i+1]
 			rest := p[i+2:]
 			switch {
 			case e >= '0' && e <= '9':
-				return "", "backreferences are not supported"
+				return "", "backreferences are not supported", ""
 			case e == 'Q' || e == 'E':
-				return "", "unrecognized escape sequence"
+				return "", "unrecognized escape sequence", ""
 			case e == '<' || e == '>':
 				out.WriteString(`\b`)
 				i += 2
 			case e == 'b' && strings.HasPrefix(rest, "{"):
 				m := specialBoundary.FindString(rest)
 				if m == "" {
-					return "", "special word boundary assertion is unrecognized"
+					return "", "special word boundary assertion is unrecognized", ""
 				}
 				out.WriteString(`\b`)
 				i += 2 + len(m)
@@ -160,7 +247,7 @@ func rustToRE2(p string) (string, string) {
 				}
 				m := re.FindString(rest)
 				if m == "" {
-					return "", "invalid hexadecimal digit"
+					return "", "invalid hexadecimal digit", ""
 				}
 				out.WriteString(`\x{` + strings.Trim(m, "{}") + `}`)
 				i += 2 + len(m)
@@ -172,9 +259,10 @@ func rustToRE2(p string) (string, string) {
 		case '[':
 			end, nested, kind := rustClassEnd(p, i)
 			if kind != "" {
-				return "", kind
+				return "", kind, ""
 			}
 			if nested {
+				inexact = "a nested character class"
 				out.WriteString("[a]") // a nested class: Rust's own; RE2 would read it otherwise
 			} else {
 				out.WriteString(p[i:end])
@@ -185,11 +273,11 @@ func rustToRE2(p string) (string, string) {
 			m := countedRepetition.FindStringSubmatch(p[i:])
 			switch {
 			case m == nil && !strings.Contains(p[i:], "}"):
-				return "", "unclosed counted repetition"
+				return "", "unclosed counted repetition", ""
 			case m == nil:
-				return "", "repetition quantifier expects a valid decimal"
+				return "", "repetition quantifier expects a valid decimal", ""
 			case !afterExpr:
-				return "", "repetition operator missing expression"
+				return "", "repetition operator missing expression", ""
 			}
 			lo, _ := strconv.Atoi(m[1])
 			hi := lo
@@ -197,9 +285,10 @@ func rustToRE2(p string) (string, string) {
 				hi, _ = strconv.Atoi(m[3])
 			}
 			if m[2] != "" && m[3] != "" && hi < lo {
-				return "", "invalid repetition count range, the start must be <= the end"
+				return "", "invalid repetition count range, the start must be <= the end", ""
 			}
 			if lo > 1000 || hi > 1000 {
+				inexact = "a repetition count above 1000"
 				out.WriteString("{1}") // RE2's limit; Rust's is the compiled size
 			} else {
 				out.WriteString(m[0])
@@ -232,7 +321,7 @@ func rustToRE2(p string) (string, string) {
 			afterExpr = true
 		}
 	}
-	return out.String(), ""
+	return out.String(), "", inexact
 }
 
 // rustClassEnd scans the character class opening at p[start] ("[") as Rust does: a "]" first

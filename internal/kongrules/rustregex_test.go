@@ -104,3 +104,40 @@ func FuzzRustRegex(f *testing.F) {
 		_ = Expression(s, false)
 	})
 }
+
+func TestCompileRustRegex(t *testing.T) {
+	cases := []struct {
+		pattern string
+		match   []string
+		miss    []string
+	}{
+		{`^/users/\d+/profile$`, []string{"/users/123/profile", "/users/١٢٣/profile"}, []string{"/users/x/profile"}},
+		{`^/w/\w+$`, []string{"/w/abc_1", "/w/héllo"}, []string{"/w/a-b"}},
+		{`^/c/[\w.-]+$`, []string{"/c/a.b-c", "/c/é"}, []string{"/c/a/b"}},
+		{`^/n/\D+$`, []string{"/n/abc"}, []string{"/n/a1"}},
+		{`^/x{2}$`, []string{"/xx"}, []string{"/x"}},
+		{`(?P<id>\d+)`, []string{"a1"}, []string{"b"}},
+		{`[]a]`, []string{"]"}, []string{"b"}},
+	}
+	for _, c := range cases {
+		re, err := CompileRustRegex(c.pattern)
+		if err != nil {
+			t.Fatalf("%s: %v", c.pattern, err)
+		}
+		for _, s := range c.match {
+			if !re.MatchString(s) {
+				t.Errorf("%s should match %q", c.pattern, s)
+			}
+		}
+		for _, s := range c.miss {
+			if re.MatchString(s) {
+				t.Errorf("%s should not match %q", c.pattern, s)
+			}
+		}
+	}
+	for _, refused := range []string{`(`, `\1`, `a{2000}`, `[[a]b]`} {
+		if _, err := CompileRustRegex(refused); err == nil {
+			t.Errorf("%s: want an error", refused)
+		}
+	}
+}
