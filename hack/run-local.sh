@@ -178,8 +178,14 @@ else
   KONG_PORT="$(free_port 8001)"
   [ "$KONG_PORT" = 8001 ] || say "port 8001 is busy; the emulator listens on $KONG_PORT"
   KONG="http://127.0.0.1:$KONG_PORT"
+  PROXY_PORT="$(free_port 8000)"
+  PROXY_TLS_PORT="$(free_port 8443)"
+  # The emulator's proxy routes requests with Kong's router over what konductor configured;
+  # the examples' pods do not run here, so an in-process echo server answers for each target.
   start_bg "kong-emulator" "$WORK/kongemu.log" \
-    "$BIN" kongemu --listen "127.0.0.1:$KONG_PORT" --mode "$KONG_MODE"
+    "$BIN" kongemu --listen "127.0.0.1:$KONG_PORT" --mode "$KONG_MODE" \
+    --proxy-listen "127.0.0.1:$PROXY_PORT" --proxy-listen-tls "127.0.0.1:$PROXY_TLS_PORT" \
+    --proxy-backends echo --allow-debug-header
   if ! wait_for 30 "the Kong emulator" kong_get / >/dev/null 2>&1; then
     show_log "$WORK/kongemu.log"
     die "the Kong emulator did not start"
@@ -232,6 +238,15 @@ echo "==== What Kong holds now ($KONG, $KONG_MODE) ===="
 if [ "$KONG_MODE" = dbless ]; then
   echo "(the whole declarative configuration: curl -s $KONG/config)"
 fi
+if [ "$EXTERNAL" = 0 ]; then
+  echo
+  echo "==== A request through the proxy ===="
+  code="$(curl -s -o "$WORK/proxy-answer.json" -w '%{http_code}' --max-time 5 -H 'Host: echo.example.com' \
+    "http://127.0.0.1:$PROXY_PORT/echo/hello" || true)"
+  pod="$(sed -n 's/^ *"pod": "\(.*\)",*$/\1/p' "$WORK/proxy-answer.json" 2>/dev/null | head -n1)"
+  path="$(sed -n 's/^ *"path": "\(.*\)",*$/\1/p' "$WORK/proxy-answer.json" 2>/dev/null | head -n1)"
+  echo "GET http://echo.example.com/echo/hello -> ${code:-no answer}, answered by ${pod:-nobody} with path ${path:-?}"
+fi
 echo
 echo "==== First sync ===="
 echo "first sync completed ${since:-?} after the sync loop started (cache sync included); $((SECONDS - started))s after konductor was launched"
@@ -239,6 +254,9 @@ echo "readyz: ${ready:-not ready}"
 echo
 echo "kubectl:    kubectl --kubeconfig $KCFG get ingress -A"
 echo "Kong:       curl -s $KONG/routes"
+if [ "$EXTERNAL" = 0 ]; then
+  echo "proxy:      curl -s -H 'Kong-Debug: 1' -i http://127.0.0.1:$PROXY_PORT/<path>   (https on $PROXY_TLS_PORT; an echo server answers for each target)"
+fi
 echo "health:     http://127.0.0.1:$HEALTH_PORT/readyz   metrics: http://127.0.0.1:$METRICS_PORT/metrics"
 echo "logs:       $WORK/konductor.log"
 echo

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,10 +23,15 @@ import (
 //	    [--tls] [--tls-cert FILE --tls-key FILE] [--admin-token TOKEN] [--seed N]
 //	    [--kong-version 3.10.0] [--router-flavor traditional_compatible|expressions]
 //	    [--edition community|enterprise]
+//	    [--proxy-listen 127.0.0.1:8000|off] [--proxy-listen-tls 127.0.0.1:8443]
+//	    [--proxy-backends network|echo] [--allow-debug-header]
 //	konductor kongemu --konnect --listen 127.0.0.1:8443 [--konnect-control-plane-id ID]
 //	    [--konnect-cert-dir DIR] [--konnect-license FILE] [--kong-version 3.10.0] [--seed N]
 //
-// It prints one line with the URL once it listens. With --konnect it serves the Konnect
+// It prints one line with the URL once it listens, and one with the proxy's listeners: the
+// proxy routes requests with Kong's router over the configuration the emulator holds and
+// forwards them to the targets' addresses (--proxy-backends echo: every target is answered in
+// process by an echo server that names the target, for a cluster whose pods do not run here). With --konnect it serves the Konnect
 // control-plane emulator (kongemu.NewKonnect) over mutual TLS instead, writes the client
 // certificate, its key, their CA and the server's certificate into the certificate folder,
 // and prints them with the control plane id and the flags of konductor run that use them.
@@ -45,11 +53,18 @@ func runKongemu(ctx context.Context, args []string) error {
 	cpID := fs.String("konnect-control-plane-id", "", "with --konnect: the control plane's id (default a random UUID)")
 	certDir := fs.String("konnect-cert-dir", "", "with --konnect: folder for the client certificate, key and CA, and the server certificate (default a new temporary folder)")
 	licenseFile := fs.String("konnect-license", "", "with --konnect: a Kong license JSON file the control plane serves on GET /v1/licenses")
+	proxyListen := fs.String("proxy-listen", "127.0.0.1:8000", `address of the proxy's plain HTTP listener (HTTP/1.1 and HTTP/2 without TLS); "off": no proxy`)
+	proxyListenTLS := fs.String("proxy-listen-tls", "127.0.0.1:8443", "address of the proxy's HTTPS listener")
+	proxyBackends := fs.String("proxy-backends", "network", "where the proxy sends requests: network (the targets' addresses) or echo (an in-process echo server per target)")
+	debugHeader := fs.Bool("allow-debug-header", false, "Kong's allow_debug_header: a request with Kong-Debug gets the route and service in response headers")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("kongemu: unexpected arguments: %v", fs.Args())
+	}
+	if *proxyBackends != "network" && *proxyBackends != "echo" {
+		return fmt.Errorf("kongemu: --proxy-backends must be network or echo, not %q", *proxyBackends)
 	}
 	if *konnect {
 		var bad []string
@@ -96,11 +111,27 @@ func runKongemu(ctx context.Context, args []string) error {
 		}
 		so.TLS, so.Certificate = true, &cert
 	}
-	srv, err := kongemu.New(opts).StartWith(so)
+	emu := kongemu.New(opts)
+	srv, err := emu.StartWith(so)
 	if err != nil {
 		return fmt.Errorf("kongemu: %w", err)
 	}
 	fmt.Fprintf(os.Stdout, "kongemu: Kong Admin API emulator (mode %s) listening on %s\n", *mode, srv.URL)
+	if *proxyListen != "off" {
+		po := kongemu.ProxyOptions{AllowDebugHeader: *debugHeader}
+		if *proxyBackends == "echo" {
+			po.Resolve = func(host string, port int) http.Handler {
+				return &kongemu.EchoBackend{Pod: net.JoinHostPort(host, strconv.Itoa(port)), HTTPPort: strconv.Itoa(port)}
+			}
+		}
+		ps, err := emu.Proxy(po).Start(kongemu.ProxyListen{Addr: *proxyListen, TLSAddr: *proxyListenTLS})
+		if err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("kongemu: proxy: %w", err)
+		}
+		defer ps.Close()
+		fmt.Fprintf(os.Stdout, "kongemu: proxy listening on %s and %s (backends: %s)\n", ps.URL, ps.TLSURL, *proxyBackends)
+	}
 	return serveUntilDone(ctx, srv)
 }
 

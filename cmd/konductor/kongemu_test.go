@@ -15,9 +15,11 @@ func TestKongemuFlags(t *testing.T) {
 		args []string
 		ok   bool
 	}{
-		{[]string{"--listen", "127.0.0.1:0", "--router-flavor", "expressions", "--edition", "enterprise"}, true},
-		{[]string{"--listen", "127.0.0.1:0", "--router-flavor", "atc"}, false},
-		{[]string{"--listen", "127.0.0.1:0", "--edition", "free"}, false},
+		{[]string{"--listen", "127.0.0.1:0", "--router-flavor", "expressions", "--edition", "enterprise", "--proxy-listen", "127.0.0.1:0", "--proxy-listen-tls", "127.0.0.1:0"}, true},
+		{[]string{"--listen", "127.0.0.1:0", "--proxy-listen", "off"}, true},
+		{[]string{"--listen", "127.0.0.1:0", "--proxy-backends", "mirror"}, false},
+		{[]string{"--listen", "127.0.0.1:0", "--proxy-listen", "off", "--router-flavor", "atc"}, false},
+		{[]string{"--listen", "127.0.0.1:0", "--proxy-listen", "off", "--edition", "free"}, false},
 	} {
 		if err := runKongemu(ctx, c.args); (err == nil) != c.ok {
 			t.Errorf("%v: got error %v", c.args, err)

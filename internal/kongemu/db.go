@@ -25,6 +25,8 @@ type db struct {
 	idx  map[string]*kindIndex
 	// encoded holds entities' JSON by schema name and id (renderJSON); put and del drop it.
 	encoded map[string]map[string][]byte
+	// version counts the writes (put and del): the proxy rebuilds its router when it moves.
+	version uint64
 }
 
 func newDB() *db {

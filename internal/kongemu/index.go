@@ -155,6 +155,7 @@ func (d *db) put(kind string, ent map[string]any) {
 		x.index(old, false)
 	}
 	d.ents[kind][id] = ent
+	d.version++
 	delete(d.encoded[kind], id)
 	x.all.add(id)
 	x.index(ent, true)
@@ -169,6 +170,7 @@ func (d *db) del(kind, id string) {
 	x := d.idx[kind]
 	x.index(old, false)
 	x.all.remove(id)
+	d.version++
 	delete(d.ents[kind], id)
 	delete(d.encoded[kind], id)
 }

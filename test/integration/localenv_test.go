@@ -180,6 +180,9 @@ func TestLocalEnvRunOnce(t *testing.T) {
 			require.Equal(t, 0, r.wait(t, 4*time.Minute), r.out.String())
 			r.requireExamplesSynced(t)
 			require.Contains(t, r.out.String(), "("+mode+")")
+			// A request through the emulator's proxy reaches one of the echo Service's endpoints,
+			// with the Ingress's strip-path applied.
+			require.Regexp(t, `GET http://echo.example.com/echo/hello -> 200, answered by 10\.0\.0\.1[12]:8080 with path /hello`, r.out.String())
 			r.requireNothingLeft(t)
 		})
 	}

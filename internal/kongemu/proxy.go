@@ -1,0 +1,539 @@
+package kongemu
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/konductor/konductor/internal/kongplugins"
+	"github.com/konductor/konductor/internal/kongrouter"
+)
+
+// The emulator's proxy: the requests a Kong node's proxy listener takes, routed by
+// internal/kongrouter against the configuration the emulator holds at that moment, through the
+// plugins internal/kongplugins runs, balanced across the upstream's targets and forwarded to
+// the backend ProxyOptions.Resolve names (in-process backends in tests), or over the network.
+
+// ProxyOptions configure a Proxy.
+type ProxyOptions struct {
+	// Resolve maps the address a request goes to (a target's, or a service's host and port)
+	// to the handler that answers it; nil for an address nothing answers (Kong then tries the
+	// next target, as it does after a connection failure). Without Resolve, requests are
+	// forwarded over the network to that address.
+	Resolve func(host string, port int) http.Handler
+	// AllowDebugHeader is Kong's allow_debug_header: a request with a Kong-Debug header gets
+	// Kong-Route-Id, Kong-Route-Name, Kong-Service-Id and Kong-Service-Name.
+	AllowDebugHeader bool
+}
+
+// Proxy is a Kong node's proxy over an Emulator. It is an http.Handler.
+type Proxy struct {
+	e    *Emulator
+	opts ProxyOptions
+
+	mu      sync.Mutex
+	key     proxyKey
+	current *proxyState
+
+	requests   atomic.Int64
+	unmodelled sync.Map // plugin name -> *atomic.Int64
+	transport  *http.Transport
+	h2c        *http.Transport
+}
+
+type proxyKey struct {
+	db      *db
+	version uint64
+}
+
+// proxyState is what one version of the emulator's configuration makes of requests.
+type proxyState struct {
+	gateway *kongrouter.Gateway
+	plugins *kongplugins.Runtime
+	certs   map[string]*tls.Certificate // by SNI name ("*.example.com" for a wildcard)
+	err     error
+}
+
+// Proxy returns the emulator's proxy.
+func (e *Emulator) Proxy(opts ProxyOptions) *Proxy {
+	h2c := &http.Transport{Protocols: new(http.Protocols)}
+	h2c.Protocols.SetUnencryptedHTTP2(true)
+	return &Proxy{e: e, opts: opts, transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64}, h2c: h2c}
+}
+
+// state returns the proxy's view of the emulator's current configuration, building it again
+// when the configuration has changed.
+func (p *Proxy) state() *proxyState {
+	p.e.mu.Lock()
+	d := p.e.db
+	if p.e.outside != nil {
+		d = p.e.outside
+	}
+	key := proxyKey{db: d, version: d.version}
+	p.mu.Lock()
+	if p.current != nil && p.key == key {
+		s := p.current
+		p.mu.Unlock()
+		p.e.mu.Unlock()
+		return s
+	}
+	p.mu.Unlock()
+	entities := map[string][]map[string]any{}
+	for _, kind := range []string{"services", "routes", "upstreams", "targets", "plugins", "consumers",
+		"keyauth_credentials", "basicauth_credentials", "acls", "certificates", "snis"} {
+		s := schemas[kind]
+		for _, ent := range d.list(kind) {
+			entities[kind] = append(entities[kind], d.render(s, ent))
+		}
+	}
+	flavor, version := kongrouter.Flavor(p.e.opts.RouterFlavor), p.e.opts.Version
+	p.e.mu.Unlock()
+
+	st := &proxyState{}
+	cfg, err := kongrouter.ConfigFromEntities(flavor, func(kind string) []map[string]any { return entities[kind] })
+	if err == nil {
+		st.gateway, err = kongrouter.NewGateway(cfg, version)
+	}
+	if err == nil {
+		st.plugins = kongplugins.New(cfg)
+		st.certs = certificatesBySNI(cfg)
+	}
+	st.err = err
+	p.mu.Lock()
+	p.key, p.current = key, st
+	p.mu.Unlock()
+	return st
+}
+
+// Requests is the number of requests the proxy has taken.
+func (p *Proxy) Requests() int64 { return p.requests.Load() }
+
+// Unmodelled counts, by plugin name, the requests on which a plugin applied that the proxy does
+// not run (passed through).
+func (p *Proxy) Unmodelled() map[string]int64 {
+	out := map[string]int64{}
+	p.unmodelled.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
+}
+
+func newRequestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ServeHTTP proxies one request as a Kong node does.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	p.requests.Add(1)
+	st := p.state()
+	requestID := newRequestID()
+	req := kongRequest(r)
+	if st.err != nil {
+		writeKong(w, kongplugins.ErrorResponse(500, "An unexpected error occurred", nil, r.Header.Get("Accept"), requestID), p.e.opts.Version, requestID, start)
+		return
+	}
+	d := st.gateway.Proxy(req)
+	var body []byte
+	bodyRead := false
+	x := &kongplugins.Exchange{Request: req, Match: d.Match, Forward: d.Forward, RequestID: requestID,
+		NodeID: p.e.nodeIDNow(), Hostname: p.e.opts.Hostname,
+		Body: func() []byte {
+			if !bodyRead {
+				body, _ = io.ReadAll(r.Body)
+				bodyRead = true
+			}
+			return body
+		},
+		SetBody: func(b []byte) { body, bodyRead = b, true }}
+	debug := http.Header{}
+	if p.opts.AllowDebugHeader && d.Match != nil && len(r.Header.Values("Kong-Debug")) > 0 {
+		setIf := func(name string, v *string) {
+			if v != nil && *v != "" {
+				debug.Set(name, *v)
+			}
+		}
+		setIf("Kong-Route-Id", d.Match.Route.ID)
+		setIf("Kong-Route-Name", d.Match.Route.Name)
+		if s := d.Match.Service; s != nil {
+			setIf("Kong-Service-Id", s.ID)
+			setIf("Kong-Service-Name", s.Name)
+		}
+	}
+	answer := func(resp *kongplugins.Response) {
+		for k, v := range debug {
+			resp.Header[k] = v
+		}
+		st.plugins.HeaderFilter(x, resp.Status, resp.Header)
+		if st.plugins.WantsBody(x, resp.Header) {
+			resp.Body = st.plugins.BodyFilter(x, resp.Header, resp.Body)
+		}
+		writeKong(w, resp, p.e.opts.Version, requestID, start)
+	}
+	if d.Exit != nil && d.Match == nil {
+		// No route: only global plugins run their response phases.
+		st.plugins.Access(x)
+		answer(exitResponse(d.Exit, r, requestID))
+		return
+	}
+	if d.Exit != nil {
+		st.plugins.Access(x) // collects the route's plugins for the response phases
+		answer(exitResponse(d.Exit, r, requestID))
+		return
+	}
+	if resp := st.plugins.Access(x); resp != nil {
+		answer(resp)
+		return
+	}
+	for _, name := range x.Unmodelled {
+		c, _ := p.unmodelled.LoadOrStore(name, new(atomic.Int64))
+		c.(*atomic.Int64).Add(1)
+	}
+	retries := 5
+	if s := d.Match.Service; s != nil && s.Retries != nil {
+		retries = *s.Retries
+	}
+	var lastErr *kongrouter.Exit
+	for try := 0; try <= retries; try++ {
+		target, exit := st.gateway.PickTarget(d)
+		if exit != nil {
+			answer(exitResponse(exit, r, requestID))
+			return
+		}
+		var reqBody io.Reader = r.Body
+		if bodyRead {
+			reqBody = bytes.NewReader(body)
+		}
+		if p.forward(w, r, x, st, d, target, reqBody, debug, start) {
+			return
+		}
+		// Nothing answered at that address: Kong tries the next target, up to the service's
+		// retries, then answers 502.
+		lastErr = &kongrouter.Exit{Status: http.StatusBadGateway}
+	}
+	answer(exitResponse(lastErr, r, requestID))
+}
+
+// nodeIDNow is the node id GET / reports.
+func (e *Emulator) nodeIDNow() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.nodeID
+}
+
+func exitResponse(x *kongrouter.Exit, r *http.Request, requestID string) *kongplugins.Response {
+	h := x.Header.Clone()
+	if x.Message == "" && x.Status < 400 {
+		if h == nil {
+			h = http.Header{}
+		}
+		return &kongplugins.Response{Status: x.Status, Header: h}
+	}
+	return kongplugins.ErrorResponse(x.Status, x.Message, h, r.Header.Get("Accept"), requestID)
+}
+
+// writeKong writes a response Kong gives itself, with the headers Kong adds to them.
+func writeKong(w http.ResponseWriter, resp *kongplugins.Response, version, requestID string, start time.Time) {
+	h := w.Header()
+	for k, v := range resp.Header {
+		h[k] = v
+	}
+	h.Set("Server", "kong/"+version)
+	h.Set("X-Kong-Response-Latency", strconv.FormatInt(time.Since(start).Milliseconds(), 10))
+	h.Set("X-Kong-Request-Id", requestID)
+	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
+
+// kongRequest describes r as it reached the listener.
+func kongRequest(r *http.Request) *kongrouter.Request {
+	req := &kongrouter.Request{Method: r.Method, Scheme: "http", Host: r.Host, URI: r.RequestURI, Header: r.Header,
+		ProtoMajor: r.ProtoMajor}
+	if req.URI == "" {
+		req.URI = r.URL.RequestURI()
+	}
+	if r.TLS != nil {
+		req.Scheme, req.SNI = "https", r.TLS.ServerName
+	}
+	if host, port, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		req.ClientIP = host
+		req.ClientPort, _ = strconv.Atoi(port)
+	}
+	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if host, port, err := net.SplitHostPort(addr.String()); err == nil {
+			req.ServerIP = host
+			req.ServerPort, _ = strconv.Atoi(port)
+		}
+	}
+	return req
+}
+
+// forward sends the upstream request to target and writes the response through the plugins'
+// response phases. It reports false when nothing answered (a connection failure), so that the
+// caller tries again.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, x *kongplugins.Exchange, st *proxyState,
+	d *kongrouter.Decision, target *kongrouter.Target, body io.Reader, debug http.Header, start time.Time) bool {
+	f := d.Forward
+	u, err := url.ParseRequestURI(f.URI())
+	if err != nil {
+		u = &url.URL{Path: "/"}
+	}
+	scheme := "http"
+	if f.Scheme == "https" || f.Scheme == "grpcs" {
+		scheme = "https"
+	}
+	u.Scheme, u.Host = scheme, net.JoinHostPort(target.Host, strconv.Itoa(target.Port))
+	out := (&http.Request{Method: f.Method, URL: u, Host: f.HostHeader, Header: f.Header.Clone(), Body: io.NopCloser(body),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, RemoteAddr: "127.0.0.1:0", RequestURI: u.RequestURI()}).WithContext(r.Context())
+	if f.Scheme == "grpc" || f.Scheme == "grpcs" {
+		out.Proto, out.ProtoMajor, out.ProtoMinor = "HTTP/2.0", 2, 0
+	}
+	out.Header.Set("X-Kong-Request-Id", x.RequestID)
+	upstreamStart := time.Now()
+	pw := &proxyWriter{w: w, x: x, rt: st.plugins, debug: debug, version: p.e.opts.Version, start: start, upstreamStart: upstreamStart}
+	if p.opts.Resolve != nil {
+		h := p.opts.Resolve(target.Host, target.Port)
+		if h == nil {
+			return false
+		}
+		h.ServeHTTP(pw, out)
+		pw.finish()
+		return true
+	}
+	transport := p.transport
+	if f.Scheme == "grpc" {
+		transport = p.h2c
+	}
+	out.RequestURI = ""
+	resp, err := transport.RoundTrip(out)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		pw.Header()[k] = v
+	}
+	pw.WriteHeader(resp.StatusCode)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			_, _ = pw.Write(buf[:n])
+			pw.Flush()
+		}
+		if err != nil {
+			break
+		}
+	}
+	for k, v := range resp.Trailer {
+		w.Header()[http.TrailerPrefix+k] = v
+	}
+	pw.finish()
+	return true
+}
+
+// proxyWriter passes an upstream response to the client through the plugins' header_filter
+// (and body_filter, which buffers the body) with the headers Kong adds to proxied responses.
+type proxyWriter struct {
+	w             http.ResponseWriter
+	x             *kongplugins.Exchange
+	rt            *kongplugins.Runtime
+	debug         http.Header
+	version       string
+	start         time.Time
+	upstreamStart time.Time
+
+	wrote  bool
+	status int
+	buffer *bytes.Buffer
+}
+
+func (pw *proxyWriter) Header() http.Header { return pw.w.Header() }
+
+func (pw *proxyWriter) WriteHeader(status int) {
+	if pw.wrote {
+		return
+	}
+	pw.wrote, pw.status = true, status
+	h := pw.w.Header()
+	for k, v := range pw.debug {
+		h[k] = v
+	}
+	pw.rt.HeaderFilter(pw.x, status, h)
+	h.Set("Via", "1.1 kong/"+pw.version)
+	h.Set("X-Kong-Upstream-Latency", strconv.FormatInt(time.Since(pw.upstreamStart).Milliseconds(), 10))
+	h.Set("X-Kong-Proxy-Latency", strconv.FormatInt(pw.upstreamStart.Sub(pw.start).Milliseconds(), 10))
+	h.Set("X-Kong-Request-Id", pw.x.RequestID)
+	if pw.rt.WantsBody(pw.x, h) {
+		pw.buffer = &bytes.Buffer{}
+		return
+	}
+	pw.w.WriteHeader(status)
+}
+
+func (pw *proxyWriter) Write(b []byte) (int, error) {
+	if !pw.wrote {
+		pw.WriteHeader(http.StatusOK)
+	}
+	if pw.buffer != nil {
+		return pw.buffer.Write(b)
+	}
+	return pw.w.Write(b)
+}
+
+func (pw *proxyWriter) Flush() {
+	if pw.buffer != nil {
+		return
+	}
+	if f, ok := pw.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// finish writes a buffered body through the body filters.
+func (pw *proxyWriter) finish() {
+	if !pw.wrote {
+		pw.WriteHeader(http.StatusOK)
+	}
+	if pw.buffer == nil {
+		return
+	}
+	body := pw.rt.BodyFilter(pw.x, pw.w.Header(), pw.buffer.Bytes())
+	pw.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	pw.w.WriteHeader(pw.status)
+	_, _ = pw.w.Write(body)
+}
+
+// certificatesBySNI are the configuration's certificates by their SNI names.
+func certificatesBySNI(cfg *kongrouter.Config) map[string]*tls.Certificate {
+	byID := map[string]*tls.Certificate{}
+	for _, c := range cfg.Certificates {
+		if c.ID == nil || c.Cert == nil || c.Key == nil {
+			continue
+		}
+		if pair, err := tls.X509KeyPair([]byte(*c.Cert), []byte(*c.Key)); err == nil {
+			byID[*c.ID] = &pair
+		}
+	}
+	out := map[string]*tls.Certificate{}
+	for _, s := range cfg.SNIs {
+		if s.Name == nil || s.Certificate == nil || s.Certificate.ID == nil {
+			continue
+		}
+		if c := byID[*s.Certificate.ID]; c != nil {
+			out[*s.Name] = c
+		}
+	}
+	return out
+}
+
+// certificateFor picks the certificate for a TLS handshake as Kong does: the SNI's own, else a
+// wildcard's ("*.example.com", "example.*"), else the default certificate.
+func (p *Proxy) certificateFor(hello *tls.ClientHelloInfo, fallback *tls.Certificate) (*tls.Certificate, error) {
+	certs := p.state().certs
+	name := strings.ToLower(hello.ServerName)
+	if c := certs[name]; c != nil {
+		return c, nil
+	}
+	if i := strings.IndexByte(name, '.'); i > 0 {
+		if c := certs["*"+name[i:]]; c != nil {
+			return c, nil
+		}
+	}
+	if i := strings.LastIndexByte(name, '.'); i > 0 {
+		if c := certs[name[:i]+".*"]; c != nil {
+			return c, nil
+		}
+	}
+	return fallback, nil
+}
+
+// ProxyServer serves a Proxy on a plain HTTP listener (HTTP/1.1 and HTTP/2 without TLS) and an
+// HTTPS one (HTTP/1.1 and HTTP/2, certificates by SNI from the configuration).
+type ProxyServer struct {
+	*Proxy
+	// URL and TLSURL are the listeners' base URLs.
+	URL, TLSURL string
+	// DefaultCertPEM is the certificate served to a name no configured certificate has.
+	DefaultCertPEM []byte
+	servers        []*http.Server
+}
+
+// ProxyListen says where a ProxyServer listens ("127.0.0.1:0" when empty).
+type ProxyListen struct {
+	Addr, TLSAddr string
+}
+
+// Start serves the proxy on loopback ports (or the addresses given).
+func (p *Proxy) Start(listen ProxyListen) (*ProxyServer, error) {
+	if listen.Addr == "" {
+		listen.Addr = "127.0.0.1:0"
+	}
+	if listen.TLSAddr == "" {
+		listen.TLSAddr = "127.0.0.1:0"
+	}
+	ps := &ProxyServer{Proxy: p}
+	plain, err := net.Listen("tcp", listen.Addr)
+	if err != nil {
+		return nil, err
+	}
+	secure, err := net.Listen("tcp", listen.TLSAddr)
+	if err != nil {
+		plain.Close()
+		return nil, err
+	}
+	def, pemBytes, err := selfSigned()
+	if err != nil {
+		plain.Close()
+		secure.Close()
+		return nil, err
+	}
+	ps.DefaultCertPEM = pemBytes
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	plainSrv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, Protocols: protocols}
+	tlsProtocols := new(http.Protocols)
+	tlsProtocols.SetHTTP1(true)
+	tlsProtocols.SetHTTP2(true)
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) { return p.certificateFor(hello, &def) }}
+	tlsSrv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, Protocols: tlsProtocols, TLSConfig: tlsConfig}
+	ps.servers = []*http.Server{plainSrv, tlsSrv}
+	ps.URL = "http://" + plain.Addr().String()
+	ps.TLSURL = "https://" + secure.Addr().String()
+	go func() { _ = plainSrv.Serve(plain) }()
+	go func() { _ = tlsSrv.Serve(tls.NewListener(secure, tlsConfig)) }()
+	return ps, nil
+}
+
+// Close stops the listeners at once.
+func (ps *ProxyServer) Close() error {
+	for _, s := range ps.servers {
+		_ = s.Close()
+	}
+	return nil
+}
+
+// Shutdown stops the listeners gracefully.
+func (ps *ProxyServer) Shutdown(ctx context.Context) error {
+	for _, s := range ps.servers {
+		_ = s.Shutdown(ctx)
+	}
+	return nil
+}
