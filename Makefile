@@ -78,8 +78,13 @@ test-faults:
 # The failover soak at full length: database mode, 2,000 objects, a writer changing Ingresses
 # throughout, 100 leader changes alternating clean stops and kills (`make test` runs a short
 # version: 120 objects, 3 leader changes, 10 changes). Recorded in docs/performance.md.
+# Then the seed in requests (test/integration/traffic_test.go) at full length: 100 Ingresses
+# and 100 HTTPRoutes under steady traffic through the emulator's proxy across a rolling
+# restart, 20 leader changes, a 30 s API server outage and Kong restarts, 0 failed requests
+# (`make test`: 15 + 15 routes, 3 leader changes, 10 s), and the barrier-off control.
 soak:
 	KONDUCTOR_SOAK=full KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -race -count=1 -timeout 150m -v -run '^TestFailoverSoak$$' ./test/integration/
+	KONDUCTOR_SOAK=full KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -race -count=1 -timeout 60m -v -run '^TestTraffic' ./test/integration/
 
 # Fuzzing: translation and rendering must never panic or hang, whatever the objects.
 # FuzzTranslateObjects builds objects of every translated kind straight from the input bytes

@@ -29,11 +29,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -122,6 +126,7 @@ func runCase(t *testing.T, dir string, want expectation) {
 			require.NotNil(t, emu.Entity(kind, n), "%s %s is not in what Kong holds", kind, n)
 		}
 	}
+	requireGuardedNeverReached(t, emu, loaded.Objects)
 
 	// The webhook, reviewing each object named as if it were created now.
 	if len(want.Webhook) > 0 {
@@ -148,6 +153,101 @@ func runCase(t *testing.T, dir string, want expectation) {
 			require.NotContains(t, s, secret, "a Secret's value is shown")
 		}
 	}
+}
+
+// requireGuardedNeverReached sends, through the emulator's proxy, a request without any
+// credential to every host and path of every Ingress that asks for an authentication plugin
+// or for a plugin that does not resolve (on itself or on a backend Service): none may reach a
+// backend (fail closed, in requests: a route is never served without its auth plugin).
+func requireGuardedNeverReached(t *testing.T, emu *kongemu.Emulator, objs []client.Object) {
+	t.Helper()
+	var reached atomic.Int64
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		w.WriteHeader(http.StatusOK)
+	})
+	proxy := emu.Proxy(kongemu.ProxyOptions{Resolve: func(string, int) http.Handler { return backend }})
+	requests := guardedRequests(objs)
+	if len(requests) > 0 {
+		t.Logf("%d requests to guarded Ingresses sent without credentials: none reached a backend", len(requests))
+	}
+	for _, g := range requests {
+		before := reached.Load()
+		r := httptest.NewRequest(http.MethodGet, g.path, nil)
+		r.Host = g.host
+		rec := httptest.NewRecorder()
+		proxy.ServeHTTP(rec, r)
+		require.Equal(t, before, reached.Load(), "%s: GET %s%s without credentials reached a backend (%d)", g.object, g.host, g.path, rec.Code)
+		require.GreaterOrEqual(t, rec.Code, 400, "%s: GET %s%s", g.object, g.host, g.path)
+	}
+}
+
+type guardedRequest struct{ object, host, path string }
+
+// authPlugins are Kong's bundled authentication plugins (and the acl that follows them).
+var authPlugins = map[string]bool{"key-auth": true, "basic-auth": true, "jwt": true, "oauth2": true, "hmac-auth": true,
+	"ldap-auth": true, "mtls-auth": true, "openid-connect": true, "acl": true, "key-auth-enc": true}
+
+// guardedRequests are the requests of Ingresses whose plugins guard them.
+func guardedRequests(objs []client.Object) []guardedRequest {
+	plugins := map[string]string{}  // "ns/name" (cluster plugins: "/name") -> plugin
+	services := map[string]string{} // "ns/name" -> konghq.com/plugins
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *kongv1.KongPlugin:
+			plugins[o.Namespace+"/"+o.Name] = o.PluginName
+		case *kongv1.KongClusterPlugin:
+			plugins["/"+o.Name] = o.PluginName
+		case *corev1.Service:
+			services[o.Namespace+"/"+o.Name] = o.Annotations["konghq.com/plugins"]
+		}
+	}
+	guarded := func(ns, annotation string) bool {
+		for _, ref := range strings.Split(annotation, ",") {
+			ref = strings.TrimSpace(ref)
+			if ref == "" {
+				continue
+			}
+			refNS, name, cross := strings.Cut(ref, ":")
+			if !cross {
+				refNS, name = ns, ref
+			}
+			plugin, ok := plugins[refNS+"/"+name]
+			if !ok {
+				plugin, ok = plugins["/"+name]
+			}
+			if !ok || authPlugins[plugin] {
+				return true
+			}
+		}
+		return false
+	}
+	var out []guardedRequest
+	for _, o := range objs {
+		ing, ok := o.(*netv1.Ingress)
+		if !ok {
+			continue
+		}
+		for _, rule := range ing.Spec.Rules {
+			if rule.HTTP == nil {
+				continue
+			}
+			host := rule.Host
+			if host == "" || strings.HasPrefix(host, "*") {
+				host = "any" + strings.TrimPrefix(host, "*")
+			}
+			for _, p := range rule.HTTP.Paths {
+				g := guarded(ing.Namespace, ing.Annotations["konghq.com/plugins"])
+				if p.Backend.Service != nil {
+					g = g || guarded(ing.Namespace, services[ing.Namespace+"/"+p.Backend.Service.Name])
+				}
+				if g && strings.HasPrefix(p.Path, "/") {
+					out = append(out, guardedRequest{object: "Ingress " + ing.Namespace + "/" + ing.Name, host: host, path: p.Path})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // loadWithin loads the manifests, failing the test when that takes more than 10 s (a YAML
