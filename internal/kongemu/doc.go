@@ -34,6 +34,10 @@
 //	konnect.go  a Konnect control plane over mTLS (core entities, faults, request log), for --konnect-*
 //	konnect_v1.go  its /v1 paths: KIC nodes, licenses, consumer group writes
 //	konnect_schemas.go  its /v1/schemas/json/{entity} (entity defaults for go-database-reconciler)
+//	proxy.go    the proxy: requests routed by internal/kongrouter over the configuration held
+//	            at that moment, run through internal/kongplugins, forwarded to a resolver's
+//	            backends or over the network; plain and TLS listeners (docs/kong-router.md)
+//	echo.go     EchoBackend, an in-process backend answering as the Gateway API echo server
 //
 // One code path validates entities for declarative loading and for CRUD:
 // normalize applies defaults, checks types, Kong's constraints and entity
