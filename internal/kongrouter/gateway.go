@@ -426,3 +426,31 @@ func (f *UpstreamRequest) URI() string {
 	}
 	return f.Path
 }
+
+// StreamRequest is a connection as it reaches a Kong stream listener.
+type StreamRequest struct {
+	// Scheme is "tcp", "tls" (Kong terminated TLS or read the SNI) or "udp".
+	Scheme     string
+	SNI        string
+	ClientIP   string
+	ClientPort int
+	ServerIP   string
+	ServerPort int
+}
+
+// ProxyStream decides where a stream connection goes: the route and service, and the upstream
+// when the service's host names one (PickTarget then balances it as for HTTP). nil: no route
+// takes it (Kong closes the connection).
+func (g *Gateway) ProxyStream(req *StreamRequest) (*Decision, error) {
+	m, err := g.stream.Select(Params{Scheme: req.Scheme, SNI: req.SNI, SrcIP: req.ClientIP, SrcPort: req.ClientPort,
+		DstIP: req.ServerIP, DstPort: req.ServerPort})
+	if err != nil || m == nil {
+		return nil, err
+	}
+	d := &Decision{Match: m, Forward: &UpstreamRequest{Scheme: m.UpstreamScheme, Host: m.Upstream.Host, Port: m.Upstream.Port,
+		Header: http.Header{}}}
+	if u, ok := g.upstreams[m.Upstream.Host]; ok {
+		d.Upstream = u
+	}
+	return d, nil
+}

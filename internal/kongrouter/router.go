@@ -270,6 +270,27 @@ func (r *Router) Select(p Params) (*Match, error) {
 	return nil, nil
 }
 
+// Candidates are every matcher that matches p, in the order the router evaluates them: the
+// first is the one Select answers, the others lose to it (explain's "what also matched").
+// Each is answered as Select would answer it alone.
+func (r *Router) Candidates(p Params) ([]*Match, error) {
+	ctx, err := r.context(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Match
+	for _, m := range r.matchers {
+		res := atcMatch{matches: map[string]string{}, captures: map[string]string{}}
+		if !m.m.execute(ctx, &res) {
+			continue
+		}
+		if match, err := r.result(m, p, res); err == nil {
+			out = append(out, match)
+		}
+	}
+	return out, nil
+}
+
 func (r *Router) result(m *Matcher, p Params, res atcMatch) (*Match, error) {
 	rs, ok := r.byID[m.ID]
 	if !ok {
