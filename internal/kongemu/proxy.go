@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -42,9 +43,11 @@ type Proxy struct {
 	e    *Emulator
 	opts ProxyOptions
 
-	mu      sync.Mutex
-	key     proxyKey
-	current *proxyState
+	mu       sync.Mutex
+	built    *sync.Cond // signalled when a view is built
+	building bool
+	key      proxyKey
+	current  *proxyState
 
 	requests   atomic.Int64
 	unmodelled sync.Map // plugin name -> *atomic.Int64
@@ -69,11 +72,15 @@ type proxyState struct {
 func (e *Emulator) Proxy(opts ProxyOptions) *Proxy {
 	h2c := &http.Transport{Protocols: new(http.Protocols)}
 	h2c.Protocols.SetUnencryptedHTTP2(true)
-	return &Proxy{e: e, opts: opts, transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64}, h2c: h2c}
+	p := &Proxy{e: e, opts: opts, transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64}, h2c: h2c}
+	p.built = sync.NewCond(&p.mu)
+	return p
 }
 
-// state returns the proxy's view of the emulator's current configuration, building it again
-// when the configuration has changed.
+// state returns the proxy's view of the emulator's configuration. When the configuration has
+// changed since the last view was built, one request builds the new view (the entities are read
+// under the emulator's lock as their cached JSON, the rest is done outside it) while the others
+// go on with the last one, as Kong's workers go on with their router while a new one is built.
 func (p *Proxy) state() *proxyState {
 	p.e.mu.Lock()
 	d := p.e.db
@@ -82,26 +89,38 @@ func (p *Proxy) state() *proxyState {
 	}
 	key := proxyKey{db: d, version: d.version}
 	p.mu.Lock()
-	if p.current != nil && p.key == key {
-		s := p.current
-		p.mu.Unlock()
+	for {
+		if p.current != nil && (p.key == key || p.building) {
+			s := p.current
+			p.mu.Unlock()
+			p.e.mu.Unlock()
+			return s
+		}
+		if !p.building {
+			break
+		}
+		// The first view is being built: wait for it (without the emulator's lock).
 		p.e.mu.Unlock()
-		return s
+		p.built.Wait()
+		p.mu.Unlock()
+		p.e.mu.Lock()
+		p.mu.Lock()
 	}
+	p.building = true
 	p.mu.Unlock()
-	entities := map[string][]map[string]any{}
+	entities := map[string][]json.RawMessage{}
 	for _, kind := range []string{"services", "routes", "upstreams", "targets", "plugins", "consumers",
 		"keyauth_credentials", "basicauth_credentials", "acls", "certificates", "snis"} {
 		s := schemas[kind]
 		for _, ent := range d.list(kind) {
-			entities[kind] = append(entities[kind], d.render(s, ent))
+			entities[kind] = append(entities[kind], d.renderJSON(s, ent))
 		}
 	}
 	flavor, version := kongrouter.Flavor(p.e.opts.RouterFlavor), p.e.opts.Version
 	p.e.mu.Unlock()
 
 	st := &proxyState{}
-	cfg, err := kongrouter.ConfigFromEntities(flavor, func(kind string) []map[string]any { return entities[kind] })
+	cfg, err := kongrouter.ConfigFromEntityJSON(flavor, func(kind string) ([]json.RawMessage, error) { return entities[kind], nil })
 	if err == nil {
 		st.gateway, err = kongrouter.NewGateway(cfg, version)
 	}
@@ -111,7 +130,8 @@ func (p *Proxy) state() *proxyState {
 	}
 	st.err = err
 	p.mu.Lock()
-	p.key, p.current = key, st
+	p.key, p.current, p.building = key, st, false
+	p.built.Broadcast()
 	p.mu.Unlock()
 	return st
 }

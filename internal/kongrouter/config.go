@@ -1,6 +1,7 @@
 package kongrouter
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -40,17 +41,40 @@ func (c *Config) entityKinds() map[string]any {
 // ConfigFromEntities reads a Config from entities in the Admin API's response form (foreign
 // keys as {"id": ...}), by Kong schema name: what the Kong emulator holds, or what a Kong lists.
 func ConfigFromEntities(flavor Flavor, entities func(kind string) []map[string]any) (*Config, error) {
+	return ConfigFromEntityJSON(flavor, func(kind string) ([]json.RawMessage, error) {
+		var out []json.RawMessage
+		for _, e := range entities(kind) {
+			raw, err := json.Marshal(e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, raw)
+		}
+		return out, nil
+	})
+}
+
+// ConfigFromEntityJSON is ConfigFromEntities over entities already encoded as JSON objects.
+func ConfigFromEntityJSON(flavor Flavor, entities func(kind string) ([]json.RawMessage, error)) (*Config, error) {
 	c := &Config{Flavor: flavor}
 	for kind, into := range c.entityKinds() {
-		list := entities(kind)
-		if len(list) == 0 {
-			continue
-		}
-		raw, err := json.Marshal(list)
+		list, err := entities(kind)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", kind, err)
 		}
-		if err := json.Unmarshal(raw, into); err != nil {
+		if len(list) == 0 {
+			continue
+		}
+		var raw bytes.Buffer
+		raw.WriteByte('[')
+		for i, e := range list {
+			if i > 0 {
+				raw.WriteByte(',')
+			}
+			raw.Write(e)
+		}
+		raw.WriteByte(']')
+		if err := json.Unmarshal(raw.Bytes(), into); err != nil {
 			return nil, fmt.Errorf("%s: %w", kind, err)
 		}
 	}
