@@ -463,7 +463,8 @@ func certificatesBySNI(cfg *kongrouter.Config) map[string]*tls.Certificate {
 }
 
 // certificateFor picks the certificate for a TLS handshake as Kong does: the SNI's own, else a
-// wildcard's ("*.example.com", "example.*"), else the default certificate.
+// wildcard's ("*.example.com", "example.*"), else the one of the SNI "*" (Kong's DEFAULT_SNI,
+// kong/runloop/certificate.lua find_certificate), else the node's default certificate.
 func (p *Proxy) certificateFor(hello *tls.ClientHelloInfo, fallback *tls.Certificate) (*tls.Certificate, error) {
 	certs := p.state().certs
 	name := strings.ToLower(hello.ServerName)
@@ -479,6 +480,9 @@ func (p *Proxy) certificateFor(hello *tls.ClientHelloInfo, fallback *tls.Certifi
 		if c := certs[name[:i]+".*"]; c != nil {
 			return c, nil
 		}
+	}
+	if c := certs["*"]; c != nil {
+		return c, nil
 	}
 	return fallback, nil
 }

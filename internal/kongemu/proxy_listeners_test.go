@@ -41,15 +41,18 @@ func certFor(t *testing.T, names ...string) (string, string, *x509.Certificate) 
 	return string(pemEncode("CERTIFICATE", der)), string(pemEncode("EC PRIVATE KEY", keyDER)), cert
 }
 
-// The HTTPS listener serves each configured certificate to the names of its SNIs, and routes
-// by Host and SNI; HTTP/2 is negotiated.
+// The HTTPS listener serves each configured certificate to the names of its SNIs (a name no SNI
+// has gets the certificate of the SNI "*", as Kong's DEFAULT_SNI), and routes by Host and SNI;
+// HTTP/2 is negotiated.
 func TestProxyHTTPSBySNI(t *testing.T) {
 	certA, keyA, a := certFor(t, "a.example.com")
 	certB, keyB, b := certFor(t, "*.wild.example.com")
+	certAny, keyAny, anyName := certFor(t, "example.org")
 	cfg := map[string]any{"_format_version": "3.0",
 		"certificates": []any{
 			map[string]any{"cert": certA, "key": keyA, "snis": []any{map[string]any{"name": "a.example.com"}}},
-			map[string]any{"cert": certB, "key": keyB, "snis": []any{map[string]any{"name": "*.wild.example.com"}}}},
+			map[string]any{"cert": certB, "key": keyB, "snis": []any{map[string]any{"name": "*.wild.example.com"}}},
+			map[string]any{"cert": certAny, "key": keyAny, "snis": []any{map[string]any{"name": "*"}}}},
 		"services": []any{map[string]any{"name": "s", "host": "10.1.0.1", "port": 8080, "routes": []any{
 			map[string]any{"name": "tls-only", "hosts": []string{"a.example.com"}, "protocols": []string{"https"}},
 			map[string]any{"name": "by-sni", "snis": []string{"x.wild.example.com"}, "protocols": []string{"https"}}}}}}
@@ -79,6 +82,8 @@ func TestProxyHTTPSBySNI(t *testing.T) {
 	res, body = get("x.wild.example.com", b, "whatever")
 	require.Equal(t, 200, res.StatusCode, body)
 	require.Equal(t, "*.wild.example.com", res.TLS.PeerCertificates[0].Subject.CommonName)
+	res, _ = get("example.org", anyName, "a.example.com")
+	require.Equal(t, "example.org", res.TLS.PeerCertificates[0].Subject.CommonName)
 
 	// The same route over plain HTTP: 426.
 	res2, err := http.Get(srv.URL + "/p")

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
@@ -29,7 +30,9 @@ type gatewayBackends struct {
 // Service is left out and reported on the route; the targets of each Service split the
 // backendRef's weight evenly (at least 1; 0 stays 0), and targets that several backends
 // share add up. The service takes the port of the last Service resolved. With no backend
-// left, a request-termination plugin answers 500, as KIC does for the conformance tests.
+// left, or none given, a request-termination plugin answers 500 on an HTTP or gRPC service,
+// as Gateway API requires (KIC 3.x does this only when backendRefs were given and lets Kong
+// answer 503 for a rule without any: HTTPRouteNoBackendRefs).
 // The Kong service is tagged with the Service when exactly one backend resolved, else with
 // the route.
 func (b *builder) populateGatewayService(ks *kongService) {
@@ -87,12 +90,39 @@ func (b *builder) populateGatewayService(ks *kongService) {
 		b.sharedUpstreamPolicy(ks.upstream, resolved)
 	}
 	ks.svc.Tags, ks.upstream.Tags = tags, tags
-	if len(resolved) == 0 && len(gb.refs) > 0 {
+	if len(resolved) == 0 && answersHTTP(ks.svc.Protocol) && !everyRouteAnswers(ks) {
 		ks.svc.Plugins = append(ks.svc.Plugins, &file.FPlugin{Plugin: kong.Plugin{
 			Name:   kong.String("request-termination"),
 			Config: kong.Configuration{"status_code": 500, "message": "no existing backendRef provided"},
 		}})
 	}
+}
+
+// answersHTTP says whether a service of this protocol can carry request-termination (an
+// HTTP or gRPC one, not a stream).
+func answersHTTP(protocol *string) bool {
+	if protocol == nil {
+		return true // Kong's default, http
+	}
+	return strings.Contains(*protocol, "http") || strings.Contains(*protocol, "grpc")
+}
+
+// everyRouteAnswers says whether each route of ks answers by itself (a RequestRedirect
+// filter's redirect, or request-termination before Kong 3.9): a redirect-only rule has no
+// backendRefs by design and needs no 500 behind it.
+func everyRouteAnswers(ks *kongService) bool {
+	for _, r := range ks.routes {
+		answers := false
+		for _, p := range r.Plugins {
+			if p.Name != nil && (*p.Name == "redirect" || *p.Name == "request-termination") {
+				answers = true
+			}
+		}
+		if !answers {
+			return false
+		}
+	}
+	return len(ks.routes) > 0
 }
 
 // backendRefOutcome is how one backendRef resolves: a Service and its port, or the

@@ -3,20 +3,28 @@ package integration
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"maps"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// backendsReady stands in for the deployment controller and the kubelet, which envtest does
-// not run: until ctx ends, every Deployment in namespaces gets its replicas as Pods (named
-// <deployment>-<i>, the template's labels and containers), every Pod there is marked Running
-// and Ready through the status subresource, and every Deployment's status says its replicas
-// are ready. Nothing runs in those Pods: this only satisfies waits on readiness.
+// backendsReady stands in for the deployment controller, the kubelet and the EndpointSlice
+// controller, which envtest does not run: until ctx ends, every Deployment in namespaces gets
+// its replicas as Pods (named <deployment>-<template hash>-<i> as a ReplicaSet names them, the
+// template's labels and containers), every
+// Pod there is marked Running and Ready through the status subresource with an address of its
+// own (fakePods says whose an address is), every Deployment's status says its replicas are
+// ready, and every Service with a selector gets an EndpointSlice of its ready Pods. Nothing
+// runs in those Pods: a test that sends requests answers for them in process (fakePods).
 func backendsReady(ctx context.Context, c client.Client, namespaces []string, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -46,9 +54,12 @@ func markBackendsReady(ctx context.Context, c client.Client, ns string) {
 		}
 		for n := range replicas {
 			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", d.Name, n), Labels: d.Spec.Template.Labels},
+				// The suite reads a backend's name off its pod's by dropping the last two
+				// dash-separated parts (weight.extractBackendName), as a ReplicaSet names them.
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%s-%d", d.Name, templateHash(d), n), Labels: d.Spec.Template.Labels},
 				Spec:       *d.Spec.Template.Spec.DeepCopy(),
 			}
+			pod.Spec.NodeName = fakeNodeName
 			if err := c.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 				continue
 			}
@@ -73,11 +84,131 @@ func markBackendsReady(ctx context.Context, c client.Client, ns string) {
 		}
 		now := metav1.Now()
 		p.Status.Phase = corev1.PodRunning
-		p.Status.PodIP = fmt.Sprintf("10.244.0.%d", 10+i%200)
+		p.Status.PodIP = fakePods.address(p)
+		p.Status.PodIPs = []corev1.PodIP{{IP: p.Status.PodIP}}
 		p.Status.Conditions = []corev1.PodCondition{
 			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		}
 		_ = c.Status().Update(ctx, p)
+	}
+	writeEndpointSlices(ctx, c, ns, pods.Items)
+}
+
+// fakeNodeName is the node backendsReady's Pods are scheduled on (an EndpointSlice the suite
+// writes names it, and the API server refuses an empty one).
+const fakeNodeName = "konductor-test-node"
+
+// templateHash stands in for the pod-template-hash a ReplicaSet puts in its Pods' names.
+func templateHash(d *appsv1.Deployment) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(d.Namespace + "/" + d.Name))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// fakePod is a Pod backendsReady made Running: who answers at its address.
+type fakePod struct {
+	Namespace, Name string
+	// GRPC: its container runs the echo server's gRPC mode (GRPC_ECHO_SERVER).
+	GRPC bool
+}
+
+// fakePods gives each Pod backendsReady marks Running an address of its own and remembers
+// whose it is.
+var fakePods = &podAddresses{byName: map[string]string{}, byIP: map[string]fakePod{}}
+
+type podAddresses struct {
+	mu     sync.Mutex
+	byName map[string]string
+	byIP   map[string]fakePod
+}
+
+func (a *podAddresses) address(p *corev1.Pod) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	key := p.Namespace + "/" + p.Name
+	if ip, ok := a.byName[key]; ok {
+		return ip
+	}
+	n := len(a.byName)
+	ip := fmt.Sprintf("10.244.%d.%d", n/250, n%250+1)
+	pod := fakePod{Namespace: p.Namespace, Name: p.Name}
+	for _, c := range p.Spec.Containers {
+		for _, e := range c.Env {
+			pod.GRPC = pod.GRPC || e.Name == "GRPC_ECHO_SERVER"
+		}
+	}
+	a.byName[key], a.byIP[ip] = ip, pod
+	return ip
+}
+
+// pod is whose ip is.
+func (a *podAddresses) pod(ip string) (fakePod, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.byIP[ip]
+	return p, ok
+}
+
+// writeEndpointSlices gives every Service of ns with a selector one EndpointSlice of the ready
+// Pods it selects, with the Service's target ports (a named one read off the first Pod's
+// containers).
+func writeEndpointSlices(ctx context.Context, c client.Client, ns string, pods []corev1.Pod) {
+	var services corev1.ServiceList
+	if c.List(ctx, &services, client.InNamespace(ns)) != nil {
+		return
+	}
+	for _, svc := range services.Items {
+		if len(svc.Spec.Selector) == 0 {
+			continue
+		}
+		selector := labels.SelectorFromSet(svc.Spec.Selector)
+		ready := true
+		var endpoints []discoveryv1.Endpoint
+		var selected []corev1.Pod
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil || p.Status.PodIP == "" || !selector.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			selected = append(selected, p)
+			name := p.Name
+			endpoints = append(endpoints, discoveryv1.Endpoint{Addresses: []string{p.Status.PodIP},
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name}})
+		}
+		var ports []discoveryv1.EndpointPort
+		for _, sp := range svc.Spec.Ports {
+			port := sp.TargetPort.IntVal
+			if sp.TargetPort.StrVal != "" && len(selected) > 0 {
+				for _, ct := range selected[0].Spec.Containers {
+					for _, cp := range ct.Ports {
+						if cp.Name == sp.TargetPort.StrVal {
+							port = cp.ContainerPort
+						}
+					}
+				}
+			}
+			if port == 0 {
+				port = sp.Port
+			}
+			name, protocol := sp.Name, sp.Protocol
+			ports = append(ports, discoveryv1.EndpointPort{Name: &name, Port: &port, Protocol: &protocol, AppProtocol: sp.AppProtocol})
+		}
+		want := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svc.Name + "-backends", Labels: map[string]string{
+				discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: "backendsready.konductor.test"}},
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: endpoints, Ports: ports,
+		}
+		var have discoveryv1.EndpointSlice
+		if err := c.Get(ctx, client.ObjectKeyFromObject(want), &have); apierrors.IsNotFound(err) {
+			_ = c.Create(ctx, want)
+			continue
+		} else if err != nil {
+			continue
+		}
+		if !maps.Equal(have.Labels, want.Labels) || fmt.Sprint(have.Endpoints) != fmt.Sprint(want.Endpoints) || fmt.Sprint(have.Ports) != fmt.Sprint(want.Ports) {
+			have.Labels, have.Endpoints, have.Ports = want.Labels, want.Endpoints, want.Ports
+			_ = c.Update(ctx, &have)
+		}
 	}
 }

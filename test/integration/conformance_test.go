@@ -4,12 +4,20 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/http"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,8 +31,11 @@ import (
 	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 	"sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	echopb "sigs.k8s.io/gateway-api/conformance/echo-basic/grpcechoserver"
 	"sigs.k8s.io/gateway-api/conformance/tests"
 	conformanceconfig "sigs.k8s.io/gateway-api/conformance/utils/config"
+	grpcconf "sigs.k8s.io/gateway-api/conformance/utils/grpc"
+	"sigs.k8s.io/gateway-api/conformance/utils/roundtripper"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/gateway-api/pkg/features"
 
@@ -40,41 +51,16 @@ var conformanceNamespaces = []string{
 	"gateway-api-routes-allowed-ns", "gateway-api-routes-not-allowed-ns", "not-the-namespace-youre-looking-for",
 }
 
-// Reasons a conformance test of the profiles is not run here.
-const (
-	needsTraffic = "sends requests through the gateway: the integration tests run the Kong emulator, which proxies nothing"
-)
-
 // conformanceSkipped are the tests of the GATEWAY-HTTP and GATEWAY-GRPC profiles' supported
-// features that are not run, by name, with why. Every other test of those profiles runs; a
-// test whose features are not supported is reported as such by the suite itself.
+// features that are not run, by name, with why. Every other test of those profiles runs, with
+// its requests sent through the Kong emulator's proxy; a test whose features are not supported
+// is reported as such by the suite itself.
 var conformanceSkipped = map[string]string{
-	"GRPCExactMethodMatching":                           needsTraffic,
-	"GRPCRouteHeaderMatching":                           needsTraffic,
-	"GRPCRouteListenerHostnameMatching":                 needsTraffic,
-	"GRPCRouteWeight":                                   needsTraffic,
-	"HTTPRouteCrossNamespace":                           needsTraffic,
-	"HTTPRouteExactPathMatching":                        needsTraffic,
-	"HTTPRouteHTTPSListener":                            needsTraffic,
-	"HTTPRouteHeaderMatching":                           needsTraffic,
-	"HTTPRouteHostnameIntersection":                     needsTraffic,
-	"HTTPRouteInvalidBackendRefUnknownKind":             needsTraffic,
-	"HTTPRouteInvalidCrossNamespaceBackendRef":          needsTraffic,
-	"HTTPRouteInvalidNonExistentBackendRef":             needsTraffic,
-	"HTTPRouteInvalidReferenceGrant":                    needsTraffic,
-	"HTTPRouteListenerHostnameMatching":                 needsTraffic,
-	"HTTPRouteMatchingAcrossRoutes":                     needsTraffic,
-	"HTTPRouteMatching":                                 needsTraffic,
-	"HTTPRouteMultipleGateways":                         needsTraffic,
-	"HTTPRouteNoBackendRefs":                            needsTraffic,
-	"HTTPRoutePartiallyInvalidViaInvalidReferenceGrant": needsTraffic,
-	"HTTPRoutePathMatchOrder":                           needsTraffic,
-	"HTTPRouteRedirectHostAndStatus":                    needsTraffic,
-	"HTTPRouteRequestHeaderModifier":                    needsTraffic,
-	"HTTPRouteReferenceGrant":                           needsTraffic,
-	"HTTPRouteServiceTypes":                             needsTraffic,
-	"HTTPRouteSimpleSameNamespace":                      needsTraffic,
-	"HTTPRouteWeight":                                   needsTraffic,
+	// Every Gateway of a class is served by one Kong (KIC's model): a request reaches the same
+	// router whichever Gateway's address it was sent to, so two Gateways whose listeners share
+	// a port and hostname cannot route the same request differently. Kong Operator, with a
+	// data plane per Gateway, can; docs/gateway-api-conformance.md.
+	"HTTPRouteMultipleGateways": "one Kong serves every Gateway of the class: Gateways with the same port and hostname share its routes",
 }
 
 // conformanceScheme is the scheme of the suite's client: the controller's, and the other
@@ -91,9 +77,13 @@ func conformanceScheme() *runtime.Scheme {
 
 // The Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, GATEWAY-HTTP and
 // GATEWAY-GRPC profiles, core features) against konductor on the real API server with the
-// Kong emulator as its gateway: the tests that check status only. Tests that need traffic
-// are skipped by name (conformanceSkipped); Pods and Deployments of the suite's echo
-// backends are made ready through the API (backendsReady), as there is no kubelet.
+// Kong emulator as its gateway. The suite's requests go to the Gateways' address, which its
+// client's dialer sends to the emulator's proxy (port 443 to its TLS listener, the others to
+// its plain one); the proxy routes them as Kong does over what konductor configured and hands
+// them to the Pod whose address the route's target is, answered in process as the suite's echo
+// server answers (HTTP, or gRPC for its gRPC backends). Deployments, Pods and EndpointSlices
+// of the echo backends are made through the API (backendsReady), as there is no kubelet nor
+// controller manager.
 func TestGatewayAPIConformance(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -105,6 +95,7 @@ func TestGatewayAPIConformance(t *testing.T) {
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), class) })
 
 	kong := startEmulator(t, kongemu.DBLess)
+	proxy := conformanceProxy(t, kong.Emulator)
 	r := startReplica(t, replicaSpec{name: "conformance", namespace: conformanceNamespaces[0], gateways: []string{kong.URL}, args: []string{
 		"--leader-elect=false", "--watch-namespace", strings.Join(conformanceNamespaces, ","),
 		"--gateway-api-controller-name", controller, "--publish-status-address", "192.0.2.20",
@@ -125,6 +116,7 @@ func TestGatewayAPIConformance(t *testing.T) {
 		skipped = append(skipped, name)
 	}
 	timeouts := conformanceconfig.DefaultTimeoutConfig()
+	conformanceconfig.SetupTimeoutConfig(&timeouts)
 	opts := suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:     className,
@@ -138,6 +130,8 @@ func TestGatewayAPIConformance(t *testing.T) {
 			TimeoutConfig:     timeouts,
 			Implementation:    confv1.Implementation{Organization: "konductor", Project: "konductor", URL: "https://github.com/konductor/konductor", Version: "dev", Contact: []string{"konductor"}},
 		},
+		RoundTripper:  &roundtripper.DefaultRoundTripper{TimeoutConfig: timeouts, CustomDialContext: proxy.dial},
+		GRPCClient:    &conformanceGRPCClient{dial: proxy.dial},
 		Client:        c,
 		ClientOptions: clientOptions,
 		Clientset:     cs,
@@ -177,3 +171,122 @@ func conformanceSummary(report *confv1.ConformanceReport) string {
 	}
 	return b.String()
 }
+
+// conformanceGateway is the emulator's proxy as the suite's clients reach it.
+type conformanceGateway struct {
+	server *kongemu.ProxyServer
+}
+
+// conformanceProxy serves the emulator's proxy for the suite: a target's address is a Pod's
+// (fakePods), answered by an echo server of that Pod.
+func conformanceProxy(t *testing.T, kong *kongemu.Emulator) *conformanceGateway {
+	t.Helper()
+	var grpcServers sync.Map // pod address -> *grpc.Server
+	ps, err := kong.Proxy(kongemu.ProxyOptions{Resolve: func(host string, port int) http.Handler {
+		pod, ok := fakePods.pod(host)
+		if !ok {
+			return nil
+		}
+		if pod.GRPC {
+			if s, ok := grpcServers.Load(host); ok {
+				return s.(*grpc.Server)
+			}
+			s := grpc.NewServer()
+			echopb.RegisterGrpcEchoServer(s, &grpcEcho{pod: pod})
+			actual, _ := grpcServers.LoadOrStore(host, s)
+			return actual.(*grpc.Server)
+		}
+		return &kongemu.EchoBackend{Namespace: pod.Namespace, Pod: pod.Name, HTTPPort: strconv.Itoa(port)}
+	}}).Start(kongemu.ProxyListen{})
+	require.NoError(t, err)
+	t.Cleanup(func() { ps.Close() })
+	return &conformanceGateway{server: ps}
+}
+
+// dial connects to the proxy whatever Gateway address is asked: port 443 to its TLS listener,
+// any other to its plain one.
+func (g *conformanceGateway) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	_, port, _ := net.SplitHostPort(address)
+	to := strings.TrimPrefix(g.server.URL, "http://")
+	if port == "443" {
+		to = strings.TrimPrefix(g.server.TLSURL, "https://")
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, to)
+}
+
+// grpcEcho answers as the suite's gRPC echo server (echo-basic's grpc mode): the method, the
+// request's metadata and :authority, and the Pod it runs in.
+type grpcEcho struct {
+	echopb.UnimplementedGrpcEchoServer
+	pod fakePod
+}
+
+func (g *grpcEcho) answer(ctx context.Context, method string) (*echopb.EchoResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	var headers []*echopb.Header
+	authority := ""
+	for k, vs := range md {
+		for _, v := range vs {
+			if k == ":authority" {
+				authority = v
+			}
+			headers = append(headers, &echopb.Header{Key: k, Value: v})
+		}
+	}
+	return &echopb.EchoResponse{Assertions: &echopb.Assertions{
+		FullyQualifiedMethod: "/gateway_api_conformance.echo_basic.grpcecho.GrpcEcho/" + method,
+		Headers:              headers, Authority: authority,
+		Context: &echopb.Context{Namespace: g.pod.Namespace, Pod: g.pod.Name},
+	}}, nil
+}
+
+func (g *grpcEcho) Echo(ctx context.Context, _ *echopb.EchoRequest) (*echopb.EchoResponse, error) {
+	return g.answer(ctx, "Echo")
+}
+
+func (g *grpcEcho) EchoTwo(ctx context.Context, _ *echopb.EchoRequest) (*echopb.EchoResponse, error) {
+	return g.answer(ctx, "EchoTwo")
+}
+
+// conformanceGRPCClient is the suite's gRPC client with its dialer sending every Gateway
+// address to the proxy; a connection per request, with the request's authority.
+type conformanceGRPCClient struct {
+	dial func(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+func (c *conformanceGRPCClient) SendRPC(t *testing.T, address string, expected grpcconf.ExpectedResponse, timeout time.Duration) (*grpcconf.Response, error) {
+	t.Helper()
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) { return c.dial(ctx, "tcp", addr) })}
+	if rm := expected.RequestMetadata; rm != nil && rm.Authority != "" {
+		opts = append(opts, grpc.WithAuthority(rm.Authority))
+	}
+	conn, err := grpc.NewClient("passthrough:///"+address, opts...)
+	if err != nil {
+		return &grpcconf.Response{}, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if rm := expected.RequestMetadata; rm != nil && len(rm.Metadata) > 0 {
+		ctx = metadata.NewOutgoingContext(ctx, metadata.New(rm.Metadata))
+	}
+	resp := &grpcconf.Response{Headers: &metadata.MD{}, Trailers: &metadata.MD{}}
+	stub := echopb.NewGrpcEchoClient(conn)
+	call := []grpc.CallOption{grpc.Header(resp.Headers), grpc.Trailer(resp.Trailers)}
+	switch {
+	case expected.EchoRequest != nil:
+		resp.Response, err = stub.Echo(ctx, expected.EchoRequest, call...)
+	case expected.EchoTwoRequest != nil:
+		resp.Response, err = stub.EchoTwo(ctx, expected.EchoTwoRequest, call...)
+	case expected.EchoThreeRequest != nil:
+		resp.Response, err = stub.EchoThree(ctx, expected.EchoThreeRequest, call...)
+	default:
+		return resp, fmt.Errorf("no request specified")
+	}
+	resp.Code = status.Code(err)
+	return resp, nil
+}
+
+func (c *conformanceGRPCClient) Close() {}
