@@ -3,11 +3,14 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := bin/konductor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
 
 .PHONY: test-reads build image run test test-unit test-integration test-faults test-fuzz fuzz soak envtest-assets helm chart-sync bench bench-attached bench-e2e lint manifests
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/konductor
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/konductor
 
 # The multi-platform OCI image, without a container engine (hack/image, docs/image.md): static
 # binaries on a base made there (CA roots from golang.org/x/crypto/x509roots/fallback, user

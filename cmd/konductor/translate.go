@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -53,8 +52,8 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 // --router-flavor, for the traditional router with PCRE's regexes, as the controller does
 // before any gateway answered.
 func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("translate", flag.ContinueOnError)
-	fs.SetOutput(translateStderr)
+	fs := commandFlagSet("translate")
+	fs.SetOutput(helpOutput(args, stdout, translateStderr))
 	var files fileList
 	fs.Var(&files, "f", "manifest file or directory (*.yaml, *.yml, *.json, recursively); repeatable")
 	fs.Var(&files, "filename", "same as -f")
