@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kong/go-kong/kong"
+
+	"github.com/konductor/konductor/internal/kongrules"
 )
 
 // RouteService is a route with the service it proxies to (nil: a serviceless route).
@@ -288,6 +290,54 @@ func (r *Router) Candidates(p Params) ([]*Match, error) {
 			out = append(out, match)
 		}
 	}
+	return out, nil
+}
+
+// Misses are the fields of m's expression that p fails, sorted: for a request no route takes,
+// what differs from a route (explain's nearest routes). A failed AND fails by the parts that
+// fail; a failed OR by all its parts (none of its values matched); a failed NOT by what it
+// negates.
+func (r *Router) Misses(m *Matcher, p Params) ([]string, error) {
+	if m.m == nil {
+		return nil, errors.New("matcher " + m.ID.String() + " was refused")
+	}
+	ctx, err := r.context(p)
+	if err != nil {
+		return nil, err
+	}
+	res := atcMatch{matches: map[string]string{}, captures: map[string]string{}}
+	set := map[string]bool{}
+	var all func(n *kongrules.ATCNode)
+	all = func(n *kongrules.ATCNode) {
+		if n == nil {
+			return
+		}
+		if n.Op == kongrules.ATCPredicateNode {
+			set[n.Predicate.Field] = true
+			return
+		}
+		all(n.Left)
+		all(n.Right)
+	}
+	var miss func(n *kongrules.ATCNode)
+	miss = func(n *kongrules.ATCNode) {
+		if n == nil || m.m.eval(n, ctx, &res) {
+			return
+		}
+		switch n.Op {
+		case kongrules.ATCAnd:
+			miss(n.Left)
+			miss(n.Right)
+		default:
+			all(n)
+		}
+	}
+	miss(m.m.root)
+	out := make([]string, 0, len(set))
+	for f := range set {
+		out = append(out, f)
+	}
+	sort.Strings(out)
 	return out, nil
 }
 
