@@ -3,6 +3,7 @@
 //	konductor [run] [flags]        run the controller (the default)
 //	konductor translate -f PATH    print the Kong configuration that manifests produce
 //	konductor diff [flags]         print what a sync would change on a database-backed Kong
+//	konductor explain URL [flags]  which route takes a request, why, and what it came from
 //	konductor kongemu [flags]      run the Kong Admin API emulator (local environment, tests)
 //	konductor version              print the version
 //	konductor completion bash|zsh  print a shell completion script

@@ -61,6 +61,18 @@ var referenced = map[string]string{"service": "services", "route": "routes", "up
 	"consumer": "consumers", "certificate": "certificates", "client_certificate": "certificates",
 	"consumer_group": "consumer_groups"}
 
+// schemaDefaults are the defaults of Kong's schemas (kong/db/schema/entities/*.lua) that
+// decide routing, the upstream request and plugins: a declarative configuration leaves them
+// out (translate renders KIC's, not every default) and Kong's loader fills them in.
+var schemaDefaults = map[string]map[string]any{
+	"routes": {"protocols": []any{"http", "https"}, "strip_path": true, "preserve_host": false, "regex_priority": 0,
+		"https_redirect_status_code": 426, "path_handling": "v0", "request_buffering": true, "response_buffering": true},
+	"services": {"protocol": "http", "port": 80, "retries": 5, "connect_timeout": 60000, "read_timeout": 60000,
+		"write_timeout": 60000, "enabled": true},
+	"targets": {"weight": 100},
+	"plugins": {"enabled": true, "protocols": []any{"grpc", "grpcs", "http", "https"}},
+}
+
 type flattener struct {
 	out map[string][]map[string]any
 	ids map[string]map[string]string // kind -> name or id -> id
@@ -98,6 +110,17 @@ func (f *flattener) add(kind string, e map[string]any, where, parentKind string,
 	}
 	if parent != nil {
 		flat[foreignKey(parentKind)] = map[string]any{"id": parent["id"]}
+	}
+	if protos, _ := flat["protocols"].([]any); kind == "routes" && len(protos) > 0 && (protos[0] == "grpc" || protos[0] == "grpcs") {
+		// The grpc subschema of routes defaults strip_path to false.
+		if _, set := flat["strip_path"]; !set {
+			flat["strip_path"] = false
+		}
+	}
+	for k, v := range schemaDefaults[kind] {
+		if _, ok := flat[k]; !ok {
+			flat[k] = v
+		}
 	}
 	name, _ := flat["name"].(string)
 	if kind == "consumers" && name == "" {

@@ -2,6 +2,7 @@ package kongrouter_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -82,7 +83,8 @@ func summary(c *kongrouter.Config) map[string][]string {
 		if r.Service != nil {
 			ref = svc[*r.Service.ID]
 		}
-		add("routes", *r.Name+" -> "+ref)
+		add("routes", fmt.Sprintf("%s -> %s %v strip %v preserve %v", *r.Name, ref, deref(r.Protocols[0])+","+deref(r.Protocols[len(r.Protocols)-1]),
+			*r.StripPath, *r.PreserveHost))
 	}
 	for _, p := range c.Plugins {
 		scope := ""
@@ -97,8 +99,11 @@ func summary(c *kongrouter.Config) map[string][]string {
 		}
 		add("plugins", *p.Name+scope)
 	}
+	for _, s := range c.Services {
+		add("services", fmt.Sprintf("%s %s:%d", *s.Name, *s.Protocol, *s.Port))
+	}
 	for _, tg := range c.Targets {
-		add("targets", upstream[*tg.Upstream.ID]+" "+*tg.Target)
+		add("targets", fmt.Sprintf("%s %s %d", upstream[*tg.Upstream.ID], *tg.Target, *tg.Weight))
 	}
 	for _, k := range c.KeyAuths {
 		add("keyauth", consumer[*k.Consumer.ID])

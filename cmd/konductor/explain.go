@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/konductor/konductor/internal/explain"
+	"github.com/konductor/konductor/internal/kongrouter"
+	"github.com/konductor/konductor/internal/store"
+)
+
+// explainStderr is where runExplain reports what it skipped; a variable so tests can capture it.
+var explainStderr io.Writer = os.Stderr
+
+// headerList is a repeatable -H 'Name: value' flag.
+type headerList []string
+
+func (h *headerList) String() string { return strings.Join(*h, ", ") }
+func (h *headerList) Set(v string) error {
+	name, _, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(strings.TrimSpace(name), " \t") {
+		return fmt.Errorf("a header is 'Name: value', not %q", v)
+	}
+	*h = append(*h, v)
+	return nil
+}
+
+// stringList is a repeatable, comma-separated flag (--watch-namespace).
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			*s = append(*s, x)
+		}
+	}
+	return nil
+}
+
+// runExplain explains which route takes a request, why, and what it came from:
+//
+//	konductor explain URL [-X METHOD] [-H 'Name: value' ...] [--sni NAME] [--source-ip IP]
+//	    (-f FILE|DIR ... | --kubeconfig FILE | --from-controller URL)
+//	    [--router-flavor F] [--kong-version V] [--feature-gates G] [--ingress-class C]
+//	    [--watch-namespace NS] [-o text|json|yaml]
+//
+// The configuration is translated from manifests (as `konductor translate`), or from the
+// cluster's objects as the controller reads them (the current kubeconfig context unless
+// --kubeconfig names one: what `kubectl konductor explain` does), or it is the configuration a
+// running controller last sent (its diagnostics server, --dump-config). Flags and the URL may
+// come in any order, as kubectl takes them.
+func runExplain(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := commandFlagSet("explain")
+	fs.SetOutput(helpOutput(args, stdout, explainStderr))
+	var files fileList
+	var headers headerList
+	var namespaces stringList
+	fs.Var(&files, "f", "manifest file or directory (*.yaml, *.yml, *.json, recursively); repeatable")
+	fs.Var(&files, "filename", "same as -f")
+	method := fs.String("X", "GET", "the request's method")
+	fs.StringVar(method, "request", "GET", "same as -X")
+	fs.Var(&headers, "H", "a request header, 'Name: value'; repeatable")
+	fs.Var(&headers, "header", "same as -H")
+	sni := fs.String("sni", "", "the TLS server name (https URLs; default the URL's host)")
+	sourceIP := fs.String("source-ip", "", "the client's address (default 127.0.0.1)")
+	kubeconfig := fs.String("kubeconfig", "", "read the cluster's objects with this kubeconfig (default: the current context of $KUBECONFIG or ~/.kube/config)")
+	apiServerHost := fs.String("apiserver-host", "", "the Kubernetes API server's URL, as the controller's flag")
+	fs.Var(&namespaces, "watch-namespace", "namespaces the controller watches (comma-separated; default all), as the controller's flag")
+	fromController := fs.String("from-controller", "", "a running controller's diagnostics server (http://host:10256): explain the configuration it last sent")
+	output := fs.String("output", "text", "output format: text, json or yaml")
+	fs.StringVar(output, "o", "text", "same as --output")
+	tf := addTranslationFlags(fs)
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 1 {
+		return fmt.Errorf("explain: give one request URL (konductor explain http://example.com/path), not %d arguments", len(positional))
+	}
+	if *output != "text" && *output != "json" && *output != "yaml" {
+		return fmt.Errorf("explain: --output must be text, json or yaml, not %q", *output)
+	}
+	if len(files) > 0 && *fromController != "" {
+		return errors.New("explain: -f and --from-controller are two sources of configuration: give one")
+	}
+	if *tf.routerFlavor == "" {
+		// Kong's default router since 3.0, where the controller's translation awaits the
+		// gateways' answer.
+		*tf.routerFlavor = string(kongrouter.TraditionalCompatible)
+	}
+	req := explain.Request{URL: positional[0], Method: *method, Header: http.Header{}, SNI: *sni, SourceIP: *sourceIP}
+	for _, h := range headers {
+		name, value, _ := strings.Cut(h, ":")
+		req.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	}
+	if _, _, err := explain.ParseRequest(req); err != nil {
+		return err
+	}
+	var in explain.Input
+	switch {
+	case *fromController != "":
+		in, err = controllerInput(ctx, *fromController, kongrouter.Flavor(*tf.routerFlavor))
+	case len(files) > 0:
+		var st *store.Store
+		if st, err = manifestStore(files, store.Options{IngressClass: *tf.class, Namespaces: namespaces}, explainStderr); err == nil {
+			in, err = translatedInput(ctx, tf, st)
+		}
+	default:
+		var st *store.Store
+		if st, err = clusterStore(*kubeconfig, *apiServerHost, store.Options{IngressClass: *tf.class, Namespaces: namespaces}); err == nil {
+			in, err = translatedInput(ctx, tf, st)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("explain: %w", err)
+	}
+	e, err := explain.New(in)
+	if err != nil {
+		return err
+	}
+	x, err := e.Explain(req)
+	if err != nil {
+		return err
+	}
+	return writeAs(stdout, *output, x, x.Text)
+}
+
+// writeAs writes v as JSON, YAML, or with its text writer.
+func writeAs(w io.Writer, format string, v any, text func(io.Writer) error) error {
+	if format == "text" {
+		return text(w)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == "yaml" {
+		if b, err = sigsyaml.JSONToYAML(b); err != nil {
+			return err
+		}
+	} else {
+		b = append(b, '\n')
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// parseInterspersed parses flags wherever they are among the positional arguments (the flag
+// package stops at the first), and returns the positional ones; "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// translatedInput translates the store's objects for the flags' gateways, and keeps the
+// objects and problems explain reads sources from.
+func translatedInput(ctx context.Context, tf *translationFlags, st *store.Store) (explain.Input, error) {
+	t, err := tf.translate(ctx, st)
+	if err != nil {
+		return explain.Input{}, err
+	}
+	cfg, err := t.state.DeclarativeConfig()
+	if err != nil {
+		return explain.Input{}, fmt.Errorf("rendering: %w", err)
+	}
+	flavor := kongrouter.TraditionalCompatible
+	if t.opts.ExpressionRoutes {
+		flavor = kongrouter.Expressions
+	}
+	kc, err := kongrouter.ConfigFromDeclarative(flavor, cfg)
+	if err != nil {
+		return explain.Input{}, err
+	}
+	in := explain.Input{Config: kc, KongVersion: *tf.kongVersion, Problems: t.problems,
+		LegacyRegexDetection: t.opts.EnableLegacyRegexDetection}
+	if p := t.snap.IngressClassParameters; p != nil && p.Spec.EnableLegacyRegexDetection {
+		in.LegacyRegexDetection = true
+	}
+	for _, ing := range t.snap.Ingresses {
+		in.Objects = append(in.Objects, ing)
+	}
+	for _, hr := range t.snap.HTTPRoutes {
+		in.Objects = append(in.Objects, client.Object(hr))
+	}
+	return in, nil
+}
+
+// controllerInput reads the configuration a running controller last sent, from its
+// diagnostics server (KIC's {"hash": ..., "config": ...} at /debug/config/successful).
+func controllerInput(ctx context.Context, base string, flavor kongrouter.Flavor) (explain.Input, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return explain.Input{}, fmt.Errorf("--from-controller %q: give the diagnostics server's URL, http://host:port", base)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/debug/config/successful"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return explain.Input{}, err
+	}
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		return explain.Input{}, fmt.Errorf("--from-controller: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
+	if err != nil {
+		return explain.Input{}, fmt.Errorf("--from-controller: %w", err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNoContent:
+		return explain.Input{}, fmt.Errorf("--from-controller: %s has no configuration yet (the controller sent none, or runs without --dump-config)", u)
+	default:
+		return explain.Input{}, fmt.Errorf("--from-controller: %s answered %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+	}
+	var dump struct {
+		Config json.RawMessage `json:"config"`
+	}
+	if err := json.Unmarshal(body, &dump); err != nil || len(dump.Config) == 0 {
+		return explain.Input{}, fmt.Errorf("--from-controller: %s did not answer a configuration dump ({\"hash\": ..., \"config\": ...})", u)
+	}
+	if strings.Contains(string(dump.Config), `"expression":`) {
+		// A configuration with expression routes was rendered for the expressions router.
+		flavor = kongrouter.Expressions
+	}
+	kc, err := kongrouter.ConfigFromDeclarative(flavor, dump.Config)
+	if err != nil {
+		return explain.Input{}, fmt.Errorf("--from-controller: %w", err)
+	}
+	return explain.Input{Config: kc}, nil
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/konductor/konductor/internal/explain"
+)
+
+var hostsCase = filepath.Join("..", "..", "internal", "translator", "testdata", "hosts", "in.yaml")
+
+func explainCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := runExplain(context.Background(), args, &out)
+	return out.String(), err
+}
+
+// explain -f: flags before and after the URL, as kubectl takes them; text, JSON and YAML say
+// the same.
+func TestExplainManifests(t *testing.T) {
+	text, err := explainCmd(t, "http://a.example.com/wild/x", "-f", hostsCase, "-X", "POST", "-H", "X-Team: a")
+	require.NoError(t, err)
+	require.Contains(t, text, "Request: POST http://a.example.com/wild/x from 127.0.0.1, router traditional_compatible\n  X-Team: a\n")
+	require.Contains(t, text, "Route: default.httpbin.httpbin._.example.com.80 <- Ingress default/httpbin spec.rules[")
+
+	js, err := explainCmd(t, "-f", hostsCase, "-o", "json", "-X", "POST", "http://a.example.com/wild/x", "-H", "X-Team: a")
+	require.NoError(t, err)
+	var x explain.Explanation
+	require.NoError(t, json.Unmarshal([]byte(js), &x))
+	require.Equal(t, "default.httpbin.httpbin._.example.com.80", x.Route.Name)
+	require.Equal(t, "Ingress", x.Route.Source.Kind)
+	require.Equal(t, []string{"a"}, x.Request.Header["X-Team"])
+
+	y, err := explainCmd(t, "-f", hostsCase, "-o", "yaml", "-X", "POST", "-H", "X-Team: a", "http://a.example.com/wild/x")
+	require.NoError(t, err)
+	var fromYAML explain.Explanation
+	require.NoError(t, sigsyaml.Unmarshal([]byte(y), &fromYAML))
+	require.Equal(t, x, fromYAML)
+}
+
+// Bad input: an error naming what is wrong.
+func TestExplainBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-f", hostsCase}, "give one request URL"},
+		{[]string{"-f", hostsCase, "http://a/", "http://b/"}, "not 2 arguments"},
+		{[]string{"-f", hostsCase, "example.com/x"}, "absolute http:// or https:// URL"},
+		{[]string{"-f", hostsCase, "-o", "xml", "http://a/"}, "--output must be text, json or yaml"},
+		{[]string{"-f", hostsCase, "-H", "no colon", "http://a/"}, "a header is 'Name: value'"},
+		{[]string{"-f", hostsCase, "--router-flavor", "atc", "http://a/"}, "--router-flavor must be"},
+		{[]string{"-f", hostsCase, "--from-controller", "http://x", "http://a/"}, "give one"},
+		{[]string{"-f", "/no/such/file.yaml", "http://a/"}, "/no/such/file.yaml"},
+		{[]string{"--from-controller", "localhost:1", "http://a/"}, "give the diagnostics server's URL"},
+	} {
+		_, err := explainCmd(t, c.args...)
+		require.ErrorContains(t, err, c.want, "%v", c.args)
+	}
+}
+
+// --from-controller explains the configuration the controller's diagnostics server serves (KIC's
+// {"hash", "config"} dump), and says so when it has none yet.
+func TestExplainFromController(t *testing.T) {
+	var translated bytes.Buffer
+	translateStderr = &bytes.Buffer{}
+	t.Cleanup(func() { translateStderr = os.Stderr })
+	require.NoError(t, runTranslate(context.Background(), []string{"-f", hostsCase, "-o", "json"}, &translated))
+	dump := []byte(`{"hash":"00","config":` + strings.TrimSpace(translated.String()) + `}`)
+	var served []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.Equal(t, "/debug/config/successful", r.URL.Path)
+		if served == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		_, _ = w.Write(served)
+	}))
+	defer srv.Close()
+	_, err := explainCmd(t, "--from-controller", srv.URL, "http://a.example.com/wild/x")
+	require.ErrorContains(t, err, "has no configuration yet")
+	served = dump
+	fromController, err := explainCmd(t, "--from-controller", srv.URL, "http://a.example.com/wild/x")
+	require.NoError(t, err)
+	require.Contains(t, fromController, "Route: default.httpbin.httpbin._.example.com.80 <- Ingress default/httpbin\n",
+		"the dump has the tags but not the objects: no rule and path index")
+	fromManifests, err := explainCmd(t, "-f", hostsCase, "http://a.example.com/wild/x")
+	require.NoError(t, err)
+	// The same route, service, upstream request and losers as from the manifests, less the
+	// parts of objects.
+	cut := func(s string) string { return regexp.MustCompile(` spec\.rules\S*`).ReplaceAllString(s, "") }
+	require.Equal(t, cut(fromManifests), cut(fromController))
+}
