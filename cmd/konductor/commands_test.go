@@ -168,3 +168,37 @@ func TestBinaryVersionAndHelp(t *testing.T) {
 	require.NoError(t, err, "help exits 0")
 	require.True(t, strings.HasPrefix(string(out), "Usage: konductor translate"))
 }
+
+// `make install` puts konductor and the kubectl plugin kubectl-konductor in BINDIR; run by the
+// plugin's name (as kubectl runs `kubectl konductor ...`) it is the same command, and alone it
+// lists the commands rather than start a controller.
+func TestKubectlPluginInstall(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	dir := t.TempDir()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	out, err := exec.Command("make", "-C", root, "install", "BINDIR="+dir, "BIN="+filepath.Join(dir, "built", "konductor")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	plugin := filepath.Join(dir, "kubectl-konductor")
+	target, err := os.Readlink(plugin)
+	require.NoError(t, err)
+	require.Equal(t, "konductor", target)
+
+	got, err := exec.Command(plugin).Output()
+	require.NoError(t, err)
+	want, _, err := run(t, "--help")
+	require.NoError(t, err)
+	require.Equal(t, want, string(got))
+
+	got, err = exec.Command(plugin, "explain", "http://a.example.com/wild/x", "-f", hostsCase).Output()
+	require.NoError(t, err)
+	want, err = explainCmd(t, "http://a.example.com/wild/x", "-f", hostsCase)
+	require.NoError(t, err)
+	require.Equal(t, want, string(got))
+
+	got, err = exec.Command(plugin, "--version").Output()
+	require.NoError(t, err)
+	require.Regexp(t, `^konductor \S+\ncommit: [0-9a-f]{40}\nbuilt: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$`, string(got), "make build's ldflags")
+}

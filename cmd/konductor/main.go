@@ -8,6 +8,9 @@
 //	konductor version              print the version
 //	konductor completion bash|zsh  print a shell completion script
 //	konductor help [command]       list the commands (commands.go), or a command's flags
+//
+// Installed as kubectl-konductor too (make install), it is the kubectl plugin `kubectl
+// konductor explain ...`.
 package main
 
 import (
@@ -17,6 +20,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -32,7 +37,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	args := os.Args[1:]
+	if len(args) == 0 && strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
+		// `kubectl konductor` alone: the commands, not a controller started in a terminal.
+		args = []string{"--help"}
+	}
+	if err := dispatch(ctx, args, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "konductor:", err)
 		os.Exit(2)
 	}
