@@ -53,7 +53,7 @@ func commands() []command {
 		{name: "diff", args: "[controller flags] [-f FILE|DIR ...]", summary: "print what a sync would change on a database-backed Kong", controllerFlags: true,
 			moreFlags: "  -f, --filename FILE|DIR   manifests to translate instead of reading the cluster (*.yaml, *.yml, *.json); repeatable\n",
 			run:       func(ctx context.Context, args []string, stdout, _ io.Writer) error { return runDiff(ctx, args, stdout) }},
-		{name: "explain", args: "URL [-X METHOD] [-H 'Name: value'] (-f FILE|DIR | --kubeconfig FILE | --from-controller URL) [flags]",
+		{name: "explain", args: "URL|--all-conflicts [-X METHOD] [-H 'Name: value'] (-f FILE|DIR | --kubeconfig FILE | --from-controller URL) [flags]",
 			summary: "explain which route takes a request, why, and which Kubernetes objects it came from",
 			run: func(ctx context.Context, args []string, stdout, _ io.Writer) error {
 				return runExplain(ctx, args, stdout)

@@ -56,6 +56,7 @@ func (s *stringList) Set(v string) error {
 //	    (-f FILE|DIR ... | --kubeconfig FILE | --from-controller URL)
 //	    [--router-flavor F] [--kong-version V] [--feature-gates G] [--ingress-class C]
 //	    [--watch-namespace NS] [-o text|json|yaml]
+//	konductor explain --all-conflicts (-f ... | --kubeconfig ... | --from-controller ...)
 //
 // The configuration is translated from manifests (as `konductor translate`), or from the
 // cluster's objects as the controller reads them (the current kubeconfig context unless
@@ -80,6 +81,7 @@ func runExplain(ctx context.Context, args []string, stdout io.Writer) error {
 	apiServerHost := fs.String("apiserver-host", "", "the Kubernetes API server's URL, as the controller's flag")
 	fs.Var(&namespaces, "watch-namespace", "namespaces the controller watches (comma-separated; default all), as the controller's flag")
 	fromController := fs.String("from-controller", "", "a running controller's diagnostics server (http://host:10256): explain the configuration it last sent")
+	allConflicts := fs.Bool("all-conflicts", false, "instead of a request: every route that can never win (another takes all it matches) and every host routes of several namespaces share")
 	output := fs.String("output", "text", "output format: text, json or yaml")
 	fs.StringVar(output, "o", "text", "same as --output")
 	tf := addTranslationFlags(fs)
@@ -87,7 +89,10 @@ func runExplain(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(positional) != 1 {
+	if *allConflicts && len(positional) > 0 {
+		return fmt.Errorf("explain: --all-conflicts takes no request URL, not %v", positional)
+	}
+	if !*allConflicts && len(positional) != 1 {
 		return fmt.Errorf("explain: give one request URL (konductor explain http://example.com/path), not %d arguments", len(positional))
 	}
 	if *output != "text" && *output != "json" && *output != "yaml" {
@@ -101,13 +106,16 @@ func runExplain(ctx context.Context, args []string, stdout io.Writer) error {
 		// gateways' answer.
 		*tf.routerFlavor = string(kongrouter.TraditionalCompatible)
 	}
-	req := explain.Request{URL: positional[0], Method: *method, Header: http.Header{}, SNI: *sni, SourceIP: *sourceIP}
-	for _, h := range headers {
-		name, value, _ := strings.Cut(h, ":")
-		req.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
-	}
-	if _, _, err := explain.ParseRequest(req); err != nil {
-		return err
+	var req explain.Request
+	if !*allConflicts {
+		req = explain.Request{URL: positional[0], Method: *method, Header: http.Header{}, SNI: *sni, SourceIP: *sourceIP}
+		for _, h := range headers {
+			name, value, _ := strings.Cut(h, ":")
+			req.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+		}
+		if _, _, err := explain.ParseRequest(req); err != nil {
+			return err
+		}
 	}
 	var in explain.Input
 	switch {
@@ -130,6 +138,10 @@ func runExplain(ctx context.Context, args []string, stdout io.Writer) error {
 	e, err := explain.New(in)
 	if err != nil {
 		return err
+	}
+	if *allConflicts {
+		c := e.Conflicts()
+		return writeAs(stdout, *output, c, c.Text)
 	}
 	x, err := e.Explain(req)
 	if err != nil {

@@ -65,6 +65,7 @@ func TestExplainBadInput(t *testing.T) {
 		{[]string{"-f", hostsCase, "--from-controller", "http://x", "http://a/"}, "give one"},
 		{[]string{"-f", "/no/such/file.yaml", "http://a/"}, "/no/such/file.yaml"},
 		{[]string{"--from-controller", "localhost:1", "http://a/"}, "give the diagnostics server's URL"},
+		{[]string{"-f", hostsCase, "--all-conflicts", "http://a/"}, "--all-conflicts takes no request URL"},
 	} {
 		_, err := explainCmd(t, c.args...)
 		require.ErrorContains(t, err, c.want, "%v", c.args)
@@ -102,4 +103,31 @@ func TestExplainFromController(t *testing.T) {
 	// parts of objects.
 	cut := func(s string) string { return regexp.MustCompile(` spec\.rules\S*`).ReplaceAllString(s, "") }
 	require.Equal(t, cut(fromManifests), cut(fromController))
+}
+
+// --all-conflicts: two tenants' Ingresses share a host, and one Ingress repeats another.
+func TestExplainAllConflicts(t *testing.T) {
+	ing := func(ns, name, path string) string {
+		return "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: " + name + ", namespace: " + ns + "}\n" +
+			"spec:\n  ingressClassName: kong\n  rules:\n  - host: shop.example.com\n    http:\n      paths:\n" +
+			"      - {path: " + path + ", pathType: ImplementationSpecific, backend: {service: {name: web, port: {number: 80}}}}\n---\n"
+	}
+	svc := func(ns string) string {
+		return "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: " + ns + "}\nspec: {ports: [{port: 80}]}\n---\n"
+	}
+	in := filepath.Join(t.TempDir(), "in.yaml")
+	require.NoError(t, os.WriteFile(in, []byte(svc("team-a")+svc("team-b")+ing("team-a", "cart", "/cart")+ing("team-b", "cart", "/cart")+
+		ing("team-b", "api", "/api")), 0o644))
+	text, err := explainCmd(t, "--all-conflicts", "-f", in)
+	require.NoError(t, err)
+	js, err := explainCmd(t, "-f", in, "--all-conflicts", "-o", "json")
+	require.NoError(t, err)
+	var c explain.Conflicts
+	require.NoError(t, json.Unmarshal([]byte(js), &c))
+	require.Len(t, c.SharedHosts, 1)
+	require.Equal(t, []string{"team-a", "team-b"}, c.SharedHosts[0].Namespaces)
+	require.Contains(t, text, "  shop.example.com: namespaces team-a, team-b\n")
+	require.Len(t, c.Shadowed, 1, "one of the two /cart routes can never win")
+	require.Contains(t, c.Shadowed[0].Route.Name, ".cart.web.shop.example.com.80")
+	require.Contains(t, text, "    shadowed by ")
 }
