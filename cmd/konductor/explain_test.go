@@ -131,3 +131,17 @@ func TestExplainAllConflicts(t *testing.T) {
 	require.Contains(t, c.Shadowed[0].Route.Name, ".cart.web.shop.example.com.80")
 	require.Contains(t, text, "    shadowed by ")
 }
+
+// docs/explain.md's commands, run from the repository's root, print what the page shows.
+func TestExplainDoc(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "explain.md"))
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```console\n\\$ konductor ([^\n]*)\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	require.GreaterOrEqual(t, len(blocks), 3)
+	t.Chdir(filepath.Join("..", ".."))
+	for _, b := range blocks {
+		var out bytes.Buffer
+		require.NoError(t, dispatch(context.Background(), strings.Fields(b[1]), &out, &out), b[1])
+		require.Equal(t, b[2], out.String(), "konductor %s", b[1])
+	}
+}
