@@ -52,6 +52,27 @@ func (e *Explainer) Conflicts() *Conflicts {
 	parts := map[string]int{}                // route id -> matchers
 	shadowedParts := map[string]int{}
 	unchecked := map[string]bool{}
+	// Only a matcher that may take b's host can cover b: one without hosts, with a wildcard,
+	// or with one of b's hosts; the index keeps the comparisons near linear.
+	var anyHost []int
+	byHost := map[string][]int{}
+	for i, a := range ms {
+		ra := matcherRoute(a)
+		hosts := strs(ra.Hosts)
+		wild := len(hosts) == 0
+		for _, h := range hosts {
+			if strings.Contains(h, "*") {
+				wild = true
+			}
+		}
+		if wild {
+			anyHost = append(anyHost, i)
+			continue
+		}
+		for _, h := range hosts {
+			byHost[strings.ToLower(h)] = append(byHost[strings.ToLower(h)], i)
+		}
+	}
 	for i, b := range ms {
 		id := deref(b.Route.ID)
 		parts[id]++
@@ -60,7 +81,16 @@ func (e *Explainer) Conflicts() *Conflicts {
 			unchecked[id] = true
 			continue
 		}
-		for _, a := range ms[:i] {
+		cands := append([]int(nil), anyHost...)
+		for _, h := range strs(rb.Hosts) {
+			cands = append(cands, byHost[strings.ToLower(h)]...)
+		}
+		sort.Ints(cands) // Kong's evaluation order
+		for _, j := range cands {
+			if j >= i {
+				break
+			}
+			a := ms[j]
 			if a.Route == b.Route || !comparable(matcherRoute(a)) || !covers(matcherRoute(a), rb) {
 				continue
 			}

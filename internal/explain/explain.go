@@ -304,12 +304,21 @@ func (e *Explainer) Explain(r Request) (*Explanation, error) {
 		return nil, err
 	}
 	out := &Explanation{Request: line, Router: string(e.gw.HTTPRouter().Flavor())}
-	d := e.gw.Proxy(req)
-	if d.Match == nil {
-		out.Answer = &Answer{Status: d.Exit.Status, Message: d.Exit.Message, By: "router"}
-		if out.Nearest, err = e.nearest(req); err != nil {
-			return nil, err
-		}
+	// Every route is asked once what of the request it misses: the routes that miss nothing are
+	// the candidates (the first wins), the others the nearest of a miss. A miss is then
+	// answered without walking the router a second time.
+	misses, err := e.gw.AllMisses(req)
+	if err != nil {
+		return nil, fmt.Errorf("explain: Kong's router cannot take the request: %w", err)
+	}
+	var d *kongrouter.Decision
+	if slices.ContainsFunc(misses, func(m []string) bool { return len(m) == 0 }) {
+		d = e.gw.Proxy(req)
+	}
+	if d == nil || d.Match == nil {
+		exit := kongrouter.NoRoute()
+		out.Answer = &Answer{Status: exit.Status, Message: exit.Message, By: "router"}
+		out.Nearest = e.nearest(req, misses)
 		out.LeftOut = e.leftOut(req, nil)
 		return out, nil
 	}
@@ -330,9 +339,7 @@ func (e *Explainer) Explain(r Request) (*Explanation, error) {
 		sort.Slice(up.Targets, func(i, j int) bool { return up.Targets[i].Target < up.Targets[j].Target })
 		out.Upstream = up
 	}
-	if out.Losers, err = e.losers(req, m); err != nil {
-		return nil, err
-	}
+	out.Losers = e.losers(req, m, misses)
 	out.LeftOut = e.leftOut(req, out.Route.Source)
 	if d.Exit != nil {
 		// The route's own checks answer before any plugin runs.

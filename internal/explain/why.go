@@ -8,41 +8,38 @@ import (
 	"github.com/konductor/konductor/internal/kongrouter"
 )
 
-// losers are the other routes that match req, in Kong's evaluation order, each with the part
-// of Kong's priority that ranks the winner first. Other parts of the winner's own route (Kong
-// splits a route by path length) are not losers: they are the same route.
-func (e *Explainer) losers(req *kongrouter.Request, won *kongrouter.Match) ([]Loser, error) {
-	cands, err := e.gw.Candidates(req)
-	if err != nil {
-		return nil, err
-	}
+// losers are the other routes that match req (those that miss nothing of it), in Kong's
+// evaluation order, each with the part of Kong's priority that ranks the winner first. Other
+// parts of the winner's own route (Kong splits a route by path length) are not losers: they are
+// the same route.
+func (e *Explainer) losers(req *kongrouter.Request, won *kongrouter.Match, misses [][]string) []Loser {
 	winner := kongrouter.PriorityPartsOf(matcherRoute(won.Matcher))
 	seen := map[string]bool{deref(won.Route.ID): true}
 	var out []Loser
-	for _, c := range cands {
-		id := deref(c.Route.ID)
-		if seen[id] {
+	for i, m := range e.gw.HTTPRouter().Matchers() {
+		id := deref(m.Route.ID)
+		if len(misses[i]) > 0 || seen[id] {
 			continue
 		}
 		seen[id] = true
-		parts := kongrouter.PriorityPartsOf(matcherRoute(c.Matcher))
+		parts := kongrouter.PriorityPartsOf(matcherRoute(m))
 		decider := kongrouter.Decider(winner, parts)
-		l := Loser{Route: *e.route(c.Matcher, c.MatchedPath, req), Decider: decider}
-		l.Why = why(decider, won, c, winner, parts, e.sources)
+		l := Loser{Route: *e.route(m, "", req), Decider: decider}
+		l.Why = why(decider, won.Matcher, m, winner, parts, e.sources)
 		out = append(out, l)
 	}
-	return out, nil
+	return out
 }
 
 // why says, in the user's terms, why loser ranks below winner.
-func why(decider string, won, lost *kongrouter.Match, w, l kongrouter.PriorityParts, src *sources) string {
+func why(decider string, won, lost *kongrouter.Matcher, w, l kongrouter.PriorityParts, src *sources) string {
 	switch decider {
 	case kongrouter.PartNone:
 		return fmt.Sprintf("the same priority (%#x): Kong evaluates the greater id first (%s > %s), an order no Kubernetes field sets",
-			won.Matcher.Priority, won.Matcher.ID, lost.Matcher.ID)
+			won.Priority, won.ID, lost.ID)
 	case kongrouter.PartExpression:
-		return fmt.Sprintf("a lower priority (%#x < %#x)%s", lost.Matcher.Priority, won.Matcher.Priority,
-			src.expressionPriorityWhy(won.Route, lost.Route, won.Matcher.Priority, lost.Matcher.Priority))
+		return fmt.Sprintf("a lower priority (%#x < %#x)%s", lost.Priority, won.Priority,
+			src.expressionPriorityWhy(won.Route, lost.Route, won.Priority, lost.Priority))
 	case kongrouter.PartPlainHosts:
 		if len(lost.Route.Hosts) == 0 {
 			return "no host: a route whose hosts are all plain (no wildcard) ranks above"
@@ -69,25 +66,22 @@ func fieldList(f []string) string {
 	return strings.Join(f, ", ")
 }
 
-// nearest are the routes that miss req by the fewest fields, and what differs for each.
-func (e *Explainer) nearest(req *kongrouter.Request) ([]Near, error) {
+// nearest are the routes that miss req by the fewest fields (misses: each matcher's, in
+// Matchers' order), and what differs for each.
+func (e *Explainer) nearest(req *kongrouter.Request, misses [][]string) []Near {
 	type scored struct {
 		m      *kongrouter.Matcher
 		misses []string
 	}
 	var all []scored
 	seen := map[string]bool{}
-	for _, m := range e.gw.HTTPRouter().Matchers() {
-		misses, err := e.gw.Misses(m, req)
-		if err != nil {
-			return nil, err
-		}
+	for i, m := range e.gw.HTTPRouter().Matchers() {
 		id := deref(m.Route.ID)
-		if len(misses) == 0 || seen[id] {
+		if len(misses[i]) == 0 || seen[id] {
 			continue
 		}
 		seen[id] = true
-		all = append(all, scored{m, misses})
+		all = append(all, scored{m, misses[i]})
 	}
 	// Fewest misses first; among equals, Kong's order (the matchers' order, kept by the
 	// stable sort).
@@ -101,7 +95,7 @@ func (e *Explainer) nearest(req *kongrouter.Request) ([]Near, error) {
 		}
 		out = append(out, n)
 	}
-	return out, nil
+	return out
 }
 
 // differs says what of req a route's field does not take.

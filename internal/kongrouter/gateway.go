@@ -141,6 +141,11 @@ type Exit struct {
 	Header  http.Header
 }
 
+// NoRoute is Kong's answer to a request no route takes.
+func NoRoute() *Exit {
+	return &Exit{Status: http.StatusNotFound, Message: "no Route matched with those values"}
+}
+
 // Decision is what Kong does with a request before its plugins run: an Exit, or the route,
 // service and upstream request to proxy. A serviceless route has a Forward too: its plugins may
 // answer (KIC's request-termination routes); PickTarget answers 503 if none does.
@@ -178,7 +183,7 @@ type UpstreamRequest struct {
 func (g *Gateway) Proxy(req *Request) *Decision {
 	m, err := g.http.Exec(httpParams(req))
 	if err != nil || m == nil {
-		return &Decision{Exit: &Exit{Status: http.StatusNotFound, Message: "no Route matched with those values"}}
+		return &Decision{Exit: NoRoute()}
 	}
 	d := &Decision{Match: m}
 	protocols := map[string]bool{}
@@ -289,6 +294,13 @@ func (g *Gateway) Misses(m *Matcher, req *Request) ([]string, error) {
 	p := httpParams(req)
 	p.URI = stripURIArgs(p.URI)
 	return g.http.Misses(m, p)
+}
+
+// AllMisses are Router.AllMisses of the http router over req.
+func (g *Gateway) AllMisses(req *Request) ([][]string, error) {
+	p := httpParams(req)
+	p.URI = stripURIArgs(p.URI)
+	return g.http.AllMisses(p)
 }
 
 // hopByHop are the headers a proxy does not forward: the standard ones and those Connection
