@@ -224,50 +224,100 @@ func translatedInput(ctx context.Context, tf *translationFlags, st *store.Store)
 }
 
 // controllerInput reads the configuration a running controller last sent, from its
-// diagnostics server (KIC's {"hash": ..., "config": ...} at /debug/config/successful).
+// diagnostics server (KIC's {"hash": ..., "config": ...} at /debug/config/successful), and,
+// when its fallback configuration is in force, the objects it left out with the configuration
+// Kong refused (/debug/config/fallback and /debug/config/failed).
 func controllerInput(ctx context.Context, base string, flavor kongrouter.Flavor) (explain.Input, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return explain.Input{}, fmt.Errorf("--from-controller %q: give the diagnostics server's URL, http://host:port", base)
 	}
-	if u.Path == "" || u.Path == "/" {
-		u.Path = "/debug/config/successful"
-	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	at := func(path string) string {
+		v := *u
+		v.Path = strings.TrimSuffix(u.Path, "/") + path
+		return v.String()
+	}
+	body, ok, err := getDiagnostics(ctx, at("/debug/config/successful"))
 	if err != nil {
 		return explain.Input{}, err
 	}
+	if !ok {
+		return explain.Input{}, fmt.Errorf("--from-controller: %s has no configuration yet (the controller sent none, or runs without --dump-config)", at("/debug/config/successful"))
+	}
+	kc, err := dumpedConfig(body, flavor)
+	if err != nil {
+		return explain.Input{}, fmt.Errorf("--from-controller: %s: %w", at("/debug/config/successful"), err)
+	}
+	in := explain.Input{Config: kc}
+	body, ok, err = getDiagnostics(ctx, at("/debug/config/fallback"))
+	if err != nil || !ok {
+		// An older controller, or none in force: the configuration alone.
+		return in, nil //nolint:nilerr // the fallback is an addition to the answer
+	}
+	var fb struct {
+		Status   string           `json:"status"`
+		Broken   []fallbackObject `json:"brokenObjects"`
+		Excluded []fallbackObject `json:"excludedObjects"`
+	}
+	if json.Unmarshal(body, &fb) != nil || fb.Status != "triggered" {
+		return in, nil
+	}
+	for why, objs := range map[string][]fallbackObject{"broken": fb.Broken, "excluded": fb.Excluded} {
+		for _, o := range objs {
+			in.Fallback = append(in.Fallback, explain.FallbackObject{Source: explain.Source{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}, Why: why})
+		}
+	}
+	if body, ok, err = getDiagnostics(ctx, at("/debug/config/failed")); err == nil && ok {
+		in.Refused, _ = dumpedConfig(body, flavor)
+	}
+	return in, nil
+}
+
+// fallbackObject is an object of the diagnostics' fallback answer (KIC's
+// FallbackAffectedObjectMeta).
+type fallbackObject struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// getDiagnostics GETs one of the diagnostics server's answers; ok is false for 204 (none).
+func getDiagnostics(ctx context.Context, u string) ([]byte, bool, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, false, err
+	}
 	resp, err := http.DefaultClient.Do(hreq)
 	if err != nil {
-		return explain.Input{}, fmt.Errorf("--from-controller: %w", err)
+		return nil, false, fmt.Errorf("--from-controller: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
 	if err != nil {
-		return explain.Input{}, fmt.Errorf("--from-controller: %w", err)
+		return nil, false, fmt.Errorf("--from-controller: %w", err)
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
+		return body, true, nil
 	case http.StatusNoContent:
-		return explain.Input{}, fmt.Errorf("--from-controller: %s has no configuration yet (the controller sent none, or runs without --dump-config)", u)
-	default:
-		return explain.Input{}, fmt.Errorf("--from-controller: %s answered %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+		return nil, false, nil
 	}
+	return nil, false, fmt.Errorf("--from-controller: %s answered %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+}
+
+// dumpedConfig reads a configuration dump ({"hash": ..., "config": ...}).
+func dumpedConfig(body []byte, flavor kongrouter.Flavor) (*kongrouter.Config, error) {
 	var dump struct {
 		Config json.RawMessage `json:"config"`
 	}
 	if err := json.Unmarshal(body, &dump); err != nil || len(dump.Config) == 0 {
-		return explain.Input{}, fmt.Errorf("--from-controller: %s did not answer a configuration dump ({\"hash\": ..., \"config\": ...})", u)
+		return nil, errors.New(`not a configuration dump ({"hash": ..., "config": ...})`)
 	}
 	if strings.Contains(string(dump.Config), `"expression":`) {
 		// A configuration with expression routes was rendered for the expressions router.
 		flavor = kongrouter.Expressions
 	}
-	kc, err := kongrouter.ConfigFromDeclarative(flavor, dump.Config)
-	if err != nil {
-		return explain.Input{}, fmt.Errorf("--from-controller: %w", err)
-	}
-	return explain.Input{Config: kc}, nil
+	return kongrouter.ConfigFromDeclarative(flavor, dump.Config)
 }

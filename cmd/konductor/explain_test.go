@@ -73,26 +73,42 @@ func TestExplainBadInput(t *testing.T) {
 }
 
 // --from-controller explains the configuration the controller's diagnostics server serves (KIC's
-// {"hash", "config"} dump), and says so when it has none yet.
+// {"hash", "config"} dump), says so when it has none yet, and, when its fallback configuration
+// is in force, names the objects it left out whose routes (in the configuration Kong refused)
+// would have taken the request.
 func TestExplainFromController(t *testing.T) {
-	var translated bytes.Buffer
-	translateStderr = &bytes.Buffer{}
-	t.Cleanup(func() { translateStderr = os.Stderr })
-	require.NoError(t, runTranslate(context.Background(), []string{"-f", hostsCase, "-o", "json"}, &translated))
-	dump := []byte(`{"hash":"00","config":` + strings.TrimSpace(translated.String()) + `}`)
-	var served []byte
+	dump := func(manifests string) string {
+		var translated bytes.Buffer
+		translateStderr = &bytes.Buffer{}
+		t.Cleanup(func() { translateStderr = os.Stderr })
+		require.NoError(t, runTranslate(context.Background(), []string{"-f", manifests, "-o", "json"}, &translated))
+		return `{"hash":"00","config":` + strings.TrimSpace(translated.String()) + `}`
+	}
+	broken := filepath.Join(t.TempDir(), "broken.yaml")
+	require.NoError(t, os.WriteFile(broken, []byte(`apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: broken, namespace: default, uid: 11111111-1111-4111-8111-111111111199}
+spec:
+  ingressClassName: kong
+  rules:
+  - host: broken.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+`), 0o644))
+	served := map[string]string{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		require.Equal(t, "/debug/config/successful", r.URL.Path)
-		if served == nil {
+		body, ok := served[r.URL.Path]
+		if !ok {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		_, _ = w.Write(served)
+		_, _ = w.Write([]byte(body))
 	}))
 	defer srv.Close()
 	_, err := explainCmd(t, "--from-controller", srv.URL, "http://a.example.com/wild/x")
 	require.ErrorContains(t, err, "has no configuration yet")
-	served = dump
+	served["/debug/config/successful"] = dump(hostsCase)
 	fromController, err := explainCmd(t, "--from-controller", srv.URL, "http://a.example.com/wild/x")
 	require.NoError(t, err)
 	require.Contains(t, fromController, "Route: default.httpbin.httpbin._.example.com.80 <- Ingress default/httpbin\n",
@@ -103,6 +119,21 @@ func TestExplainFromController(t *testing.T) {
 	// parts of objects.
 	cut := func(s string) string { return regexp.MustCompile(` spec\.rules\S*`).ReplaceAllString(s, "") }
 	require.Equal(t, cut(fromManifests), cut(fromController))
+
+	served["/debug/config/fallback"] = `{"status":"triggered","brokenObjects":[{"group":"networking.k8s.io","kind":"Ingress","namespace":"default","name":"broken","id":"x"}]}`
+	served["/debug/config/failed"] = dump(broken)
+	x, err := explainCmd(t, "--from-controller", srv.URL, "http://broken.example.com/a", "-o", "json")
+	require.NoError(t, err)
+	var got explain.Explanation
+	require.NoError(t, json.Unmarshal([]byte(x), &got))
+	require.Len(t, got.LeftOut, 1)
+	require.Equal(t, "Ingress default/broken", got.LeftOut[0].Source.String())
+	require.Contains(t, got.LeftOut[0].Problems[0], "left out by the fallback configuration: Kong refused its entities")
+	x, err = explainCmd(t, "--from-controller", srv.URL, "http://elsewhere.example.com/a", "-o", "json")
+	require.NoError(t, err)
+	got = explain.Explanation{}
+	require.NoError(t, json.Unmarshal([]byte(x), &got))
+	require.Empty(t, got.LeftOut, "the broken Ingress's routes do not take this one")
 }
 
 // --all-conflicts: two tenants' Ingresses share a host, and one Ingress repeats another.

@@ -34,6 +34,18 @@ type Input struct {
 	Problems []translator.Problem
 	// LegacyRegexDetection is the Ingress class's enableLegacyRegexDetection.
 	LegacyRegexDetection bool
+	// Fallback are the objects a running controller's fallback configuration left out (Kong
+	// refused them, or they depend on one it refused), and Refused the configuration Kong
+	// refused, whose routes say what those objects would have taken (--from-controller).
+	Fallback []FallbackObject
+	Refused  *kongrouter.Config
+}
+
+// FallbackObject is an object the controller's fallback configuration left out.
+type FallbackObject struct {
+	Source Source
+	// Why: "broken" (Kong refused its entities) or "excluded" (it depends on a broken one).
+	Why string
 }
 
 // Explainer explains requests against one configuration; building it builds Kong's routers

@@ -237,6 +237,7 @@ func (e *Explainer) leftOut(req *kongrouter.Request, took *Source) []LeftOut {
 			out = append(out, *lo)
 		}
 	}
+	out = append(out, e.fallbackLeftOut(req)...)
 	for _, ref := range e.gw.HTTPRouter().Refused() {
 		r := *ref.Route
 		r.Expression, r.ID = nil, nil
@@ -396,4 +397,57 @@ func (s *sources) expressionPriorityWhy(won, lost *kong.Route, pw, pl uint64) st
 		return ": KIC's priority part that decides is the " + part
 	}
 	return ""
+}
+
+// fallbackLeftOut are the objects the controller's fallback left out whose routes, in the
+// configuration Kong refused, take req (asked of Kong's router over those routes alone).
+func (e *Explainer) fallbackLeftOut(req *kongrouter.Request) []LeftOut {
+	if len(e.in.Fallback) == 0 || e.in.Refused == nil {
+		return nil
+	}
+	why := map[string]string{}
+	for _, f := range e.in.Fallback {
+		why[f.Source.key()] = f.Why
+	}
+	var routes []kongrouter.RouteService
+	for _, r := range e.in.Refused.Routes {
+		if src := e.sources.of(r.Tags); src != nil && why[src.key()] != "" && r.ID != nil {
+			routes = append(routes, kongrouter.RouteService{Route: r})
+		}
+	}
+	if len(routes) == 0 {
+		return nil
+	}
+	rt, err := kongrouter.New(routes, kongrouter.Options{Flavor: e.in.Refused.Flavor})
+	if err != nil {
+		return nil
+	}
+	cands, err := rt.Candidates(kongrouter.Params{Method: req.Method, URI: stripQuery(req.URI), Host: req.Host, Scheme: req.Scheme,
+		Headers: req.Header, SNI: req.SNI})
+	if err != nil {
+		return nil
+	}
+	var out []LeftOut
+	seen := map[string]bool{}
+	for _, m := range cands {
+		src := e.sources.of(m.Route.Tags)
+		if seen[src.key()] {
+			continue
+		}
+		seen[src.key()] = true
+		msg := "left out by the fallback configuration: Kong refused its entities"
+		if why[src.key()] == "excluded" {
+			msg = "left out by the fallback configuration: it depends on an object whose entities Kong refused"
+		}
+		out = append(out, LeftOut{Source: *src, Problems: []string{msg + " (route " + deref(m.Route.Name) + " would take the request)"}})
+	}
+	return out
+}
+
+// stripQuery is a request target's path.
+func stripQuery(uri string) string {
+	if i := strings.IndexByte(uri, '?'); i >= 0 {
+		return uri[:i]
+	}
+	return uri
 }
