@@ -401,7 +401,7 @@ func (e *Explainer) route(m *kongrouter.Matcher, matchedPath string, req *kongro
 	parts := kongrouter.PriorityPartsOf(matcherRoute(m))
 	out.Priority = &Priority{Value: m.Priority, Fields: parts.Fields, PlainHostsOnly: parts.PlainHostsOnly, Headers: parts.Headers,
 		RegexPaths: parts.RegexPaths, RegexPriority: parts.RegexPriority, PathLength: parts.PathLength, Expression: parts.Expression}
-	out.Source = e.sources.ofRoute(r, req)
+	out.Source = e.sources.ofRoute(r, m.Service, req)
 	return out
 }
 

@@ -87,7 +87,7 @@ func path(p, typ string) string {
 // (rule and path index), or the HTTPRoute rule and match; the service and upstream name their
 // Service.
 func TestSourcesOfTheRoute(t *testing.T) {
-	e := translated(t, echoService+`
+	manifests := echoService + `
 ---
 apiVersion: networking.k8s.io/v1
 kind: Ingress
@@ -129,7 +129,14 @@ spec:
     backendRefs: [{name: echo, port: 80}]
   - matches: [{path: {type: PathPrefix, value: /b}}, {path: {type: PathPrefix, value: /c}, method: POST}]
     backendRefs: [{name: echo, port: 80}]
-`, false)
+`
+	for _, expressions := range []bool{false, true} {
+		sourcesUnder(t, translated(t, manifests, expressions))
+	}
+}
+
+func sourcesUnder(t *testing.T, e *Explainer) {
+	t.Helper()
 	for _, c := range []struct {
 		method, url, source string
 	}{
@@ -143,8 +150,8 @@ spec:
 		{"GET", "http://gw.example.com/b", "HTTPRoute default/gw spec.rules[1].matches[0]"},
 	} {
 		x := explainURL(t, e, c.method, c.url)
-		require.NotNil(t, x.Route, c.url)
-		require.Equal(t, c.source, x.Route.Source.String(), c.url)
+		require.NotNil(t, x.Route, "%s (%s)", c.url, x.Router)
+		require.Equal(t, c.source, x.Route.Source.String(), "%s (%s)", c.url, x.Router)
 		require.Equal(t, "Service default/echo", x.Service.Source.String(), c.url)
 	}
 }

@@ -101,9 +101,11 @@ func (s *sources) of(tags []*string) *Source {
 }
 
 // ofRoute is the source of a route with the part of it that takes req: the Ingress path whose
-// Kong paths take it (of the route's host and backend), or the HTTPRoute rule and match the
-// route's name carries (httproute.<ns>.<name>[.<host>].<rule>.<match>, KIC's names).
-func (s *sources) ofRoute(r *kong.Route, req *kongrouter.Request) *Source {
+// Kong paths take it (of the route's host and backend), or the HTTPRoute rule and match: the
+// match of the route's whose paths take it (KIC groups a backend's matches into one route
+// under the traditional routers), else the one the route's name carries
+// (httproute.<ns>.<name>[.<host>].<rule>.<match>: one route per match under expressions).
+func (s *sources) ofRoute(r *kong.Route, svc *kong.Service, req *kongrouter.Request) *Source {
 	src := s.of(r.Tags)
 	if src == nil {
 		return nil
@@ -111,12 +113,18 @@ func (s *sources) ofRoute(r *kong.Route, req *kongrouter.Request) *Source {
 	switch src.Kind {
 	case "Ingress":
 		if ing := s.ingresses[src.key()]; ing != nil && req != nil {
-			if ip := s.ingressPath(ing, r, req); ip != nil {
+			backend := ""
+			if svc != nil {
+				if b := s.of(svc.Tags); b != nil && b.Kind == "Service" {
+					backend = b.Name
+				}
+			}
+			if ip := s.ingressPath(ing, r, backend, req); ip != nil {
 				src.Rule, src.Path = &ip.Rule, &ip.Index
 			}
 		}
 	case "HTTPRoute", "GRPCRoute":
-		if hr := s.httpRoutes[src.key()]; hr != nil && req != nil {
+		if hr := s.httpRoutes[src.key()]; hr != nil && req != nil && len(r.Paths) > 0 {
 			// KIC groups the matches of one backend into one route named after the first:
 			// the match is the one of the route's whose paths take the request.
 			routePaths := map[string]bool{}
@@ -149,11 +157,12 @@ func (s *sources) ofRoute(r *kong.Route, req *kongrouter.Request) *Source {
 	return src
 }
 
-// ingressPath is the path of ing, among those of the route's hosts, whose Kong paths take
-// req's path, the one of Kong's greatest priority (the one Kong would pick had each path a
-// route of its own); nil when none does (a default backend's route).
-func (s *sources) ingressPath(ing *netv1.Ingress, r *kong.Route, req *kongrouter.Request) *translator.IngressPath {
-	hosts := strs(r.Hosts)
+// ingressPath is the path of ing, among those of the route's hosts and backend (the Service's
+// name, "" for any), whose Kong paths take req's path, the one of Kong's greatest priority (the
+// one Kong would pick had each path a route of its own); nil when none does (a default
+// backend's route).
+func (s *sources) ingressPath(ing *netv1.Ingress, r *kong.Route, backend string, req *kongrouter.Request) *translator.IngressPath {
+	hosts := routeHosts(r) // an expression route's from its expression
 	routePaths := map[string]bool{}
 	for _, p := range strs(r.Paths) {
 		routePaths[p] = true
@@ -162,7 +171,7 @@ func (s *sources) ingressPath(ing *netv1.Ingress, r *kong.Route, req *kongrouter
 	var routes []*kong.Route
 	byID := map[string]int{} // route id -> index in cands
 	for _, ip := range translator.IngressPaths(ing, s.legacy) {
-		if !containsHost(hosts, ip.Host) || !allIn(ip.KongPaths, routePaths) {
+		if !containsHost(hosts, ip.Host) || !allIn(ip.KongPaths, routePaths) || (backend != "" && ip.Backend != backend) {
 			continue
 		}
 		for _, kp := range ip.KongPaths {
