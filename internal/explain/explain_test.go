@@ -381,3 +381,39 @@ func TestTextGolden(t *testing.T) {
 		require.Equal(t, string(want), b.String())
 	}
 }
+
+// The request's TLS name, scheme and client address are what the router and Kong's checks
+// read: a route with SNIs takes an https request of its name only, an https-only route answers
+// plain HTTP with its redirect, and the client's address is what the upstream is told.
+func TestRequestFacts(t *testing.T) {
+	e := translated(t, echoService+
+		ingress("tls", "tls.example.com", "konghq.com/snis: tls.example.com", path("/", "Prefix"))+
+		ingress("only-https", "secure.example.com", "konghq.com/protocols: https, konghq.com/https-redirect-status-code: '308'", path("/", "Prefix")), false)
+	x, err := e.Explain(Request{URL: "https://tls.example.com/a"})
+	require.NoError(t, err)
+	require.Equal(t, "default.tls.echo.tls.example.com.80", x.Route.Name, "the SNI defaults to the URL's host")
+	require.Equal(t, "tls.example.com", x.Request.SNI)
+	x, err = e.Explain(Request{URL: "https://tls.example.com/a", SNI: "other.example.com"})
+	require.NoError(t, err)
+	require.Nil(t, x.Route)
+	var tlsNear *Near
+	for i := range x.Nearest {
+		if x.Nearest[i].Route.Name == "default.tls.echo.tls.example.com.80" {
+			tlsNear = &x.Nearest[i]
+		}
+	}
+	require.NotNil(t, tlsNear, "%+v", x.Nearest)
+	require.Equal(t, []string{"sni: not other.example.com"}, tlsNear.Differs)
+
+	x, err = e.Explain(Request{URL: "http://secure.example.com/a?b=1"})
+	require.NoError(t, err)
+	require.Equal(t, "default.only-https.echo.secure.example.com.80", x.Route.Name)
+	require.Equal(t, &Answer{Status: 308, By: "route"}, x.Answer)
+	require.Nil(t, x.Forward)
+
+	x, err = e.Explain(Request{URL: "https://secure.example.com/a", SourceIP: "192.0.2.7", Header: http.Header{"X-Forwarded-For": {"198.51.100.1"}}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"198.51.100.1, 192.0.2.7"}, x.Forward.Added["X-Forwarded-For"])
+	require.Equal(t, []string{"192.0.2.7"}, x.Forward.Added["X-Real-Ip"])
+	require.Equal(t, []string{"https"}, x.Forward.Added["X-Forwarded-Proto"])
+}

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,7 +82,13 @@ func (e *Explainer) nearest(req *kongrouter.Request, misses [][]string) []Near {
 			continue
 		}
 		seen[id] = true
-		all = append(all, scored{m, misses[i]})
+		ms := misses[i]
+		if slices.Contains(ms, "tls.sni") {
+			// Kong's SNI test reads (net.protocol != "https" || tls.sni == ...): the protocol
+			// there is the SNI's guard, not a difference of its own.
+			ms = slices.DeleteFunc(slices.Clone(ms), func(f string) bool { return f == "net.protocol" })
+		}
+		all = append(all, scored{m, ms})
 	}
 	// Fewest misses first; among equals, Kong's order (the matchers' order, kept by the
 	// stable sort).
