@@ -78,6 +78,31 @@ func ingress(name, host, annotations, paths string) string {
 		"\n    http:\n      paths:\n" + paths
 }
 
+// gateway is a GatewayClass of KIC's controller and a Gateway "kong" in default that takes
+// routes of every namespace.
+const gateway = `
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: kong}
+spec: {controllerName: konghq.com/kic-gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: kong, namespace: default}
+spec:
+  gatewayClassName: kong
+  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]
+`
+
+// httpRoute is an HTTPRoute of example.com in default with one rule of one match (match: the
+// match's YAML flow fields) to the echo Service.
+func httpRoute(name, match string) string {
+	return "\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: " + name + ", namespace: default}\n" +
+		"spec:\n  parentRefs: [{name: kong}]\n  hostnames: [example.com]\n  rules:\n  - matches: [{" + match + "}]\n" +
+		"    backendRefs: [{name: echo, port: 80}]\n"
+}
+
 // path is an Ingress path to the echo Service.
 func path(p, typ string) string {
 	return "      - {path: '" + p + "', pathType: " + typ + ", backend: {service: {name: echo, port: {number: 80}}}}\n"
@@ -105,18 +130,7 @@ spec:
       - {path: /v1, pathType: Prefix, backend: {service: {name: echo, port: {number: 80}}}}
       - {path: /v1/orders, pathType: Exact, backend: {service: {name: echo, port: {number: 80}}}}
       - {path: /v2, pathType: Prefix, backend: {service: {name: echo, port: {number: 80}}}}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: kong}
-spec: {controllerName: konghq.com/kic-gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: kong, namespace: default}
-spec:
-  gatewayClassName: kong
-  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]
+` + gateway + `
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -167,11 +181,13 @@ func TestDocumentedRouting(t *testing.T) {
 		url       string
 		header    []string
 		route     string // the winner ("" for none)
-		// exprRoute is the winner under the expressions router when it differs.
-		exprRoute string
-		loser     string // a route that also matches
-		decider   string
-		upstream  string // the path the upstream receives
+		// exprRoute and exprLoser are the winner and loser under the expressions router when
+		// they differ (HTTPRoute routes are named by host there; regex_priority is not in KIC's
+		// expression priorities).
+		exprRoute, exprLoser string
+		loser                string // a route that also matches
+		decider              string
+		upstream             string // the path the upstream receives
 	}{
 		{
 			name: "longest prefix wins", doc: "Kong: routes/#matching-priorities, prefix paths by length",
@@ -234,6 +250,28 @@ func TestDocumentedRouting(t *testing.T) {
 			url:       "http://example.com/service/path", route: "default.keep.echo.example.com.80", upstream: "/service/path",
 		},
 		{
+			name: "HTTPRoute: the longest PathPrefix", doc: "Gateway API: the longest matching prefix takes precedence",
+			manifests: gateway + httpRoute("short", "path: {type: PathPrefix, value: /api}") + httpRoute("long", "path: {type: PathPrefix, value: /api/v1}"),
+			url:       "http://example.com/api/v1/users", route: "httproute.default.long.0.0", loser: "httproute.default.short.0.0",
+			decider: kongrouter.PartPathLength, upstream: "/api/v1/users",
+			exprRoute: "httproute.default.long.example.com.0.0", exprLoser: "httproute.default.short.example.com.0.0",
+		},
+		{
+			name: "HTTPRoute: a method match", doc: "Gateway API: a method match takes precedence over none",
+			manifests: gateway + httpRoute("any", "path: {type: PathPrefix, value: /api}") + httpRoute("get", "path: {type: PathPrefix, value: /api}, method: GET"),
+			url:       "http://example.com/api/x", route: "httproute.default.get.0.0", loser: "httproute.default.any.0.0",
+			decider: kongrouter.PartWeight, upstream: "/api/x",
+			exprRoute: "httproute.default.get.example.com.0.0", exprLoser: "httproute.default.any.example.com.0.0",
+		},
+		{
+			name: "HTTPRoute: more header matches", doc: "Gateway API: the most header matches take precedence",
+			manifests: gateway + httpRoute("one", "path: {type: PathPrefix, value: /api}, headers: [{name: x-a, value: '1'}]") +
+				httpRoute("two", "path: {type: PathPrefix, value: /api}, headers: [{name: x-a, value: '1'}, {name: x-b, value: '2'}]"),
+			url: "http://example.com/api/x", header: []string{"X-A", "1", "X-B", "2"}, route: "httproute.default.two.0.0", loser: "httproute.default.one.0.0",
+			decider: kongrouter.PartHeaders, upstream: "/api/x",
+			exprRoute: "httproute.default.two.example.com.0.0", exprLoser: "httproute.default.one.example.com.0.0",
+		},
+		{
 			name: "a method narrows", doc: "KIC: konghq.com/methods",
 			manifests: ingress("post", "example.com", "konghq.com/methods: 'POST'", path("/", "Prefix")),
 			method:    "GET", url: "http://example.com/",
@@ -246,6 +284,9 @@ func TestDocumentedRouting(t *testing.T) {
 				route, loser := c.route, c.loser
 				if expressions && c.exprRoute != "" {
 					route, loser = c.exprRoute, c.route
+					if c.exprLoser != "" {
+						loser = c.exprLoser
+					}
 				}
 				if route == "" {
 					require.Nil(t, x.Route, "%s (%s): no route takes %s", c.doc, x.Router, c.url)
