@@ -51,12 +51,11 @@ type FallbackObject struct {
 // Explainer explains requests against one configuration; building it builds Kong's routers
 // once, so that each request is answered quickly.
 type Explainer struct {
-	in        Input
-	gw        *kongrouter.Gateway
-	plugins   *kongplugins.Runtime
-	sources   *sources
-	upstreams map[string]*kong.Upstream
-	targets   map[string][]*kong.Target
+	in      Input
+	gw      *kongrouter.Gateway
+	plugins *kongplugins.Runtime
+	sources *sources
+	targets map[string][]*kong.Target // by upstream id
 }
 
 // New builds an Explainer.
@@ -72,12 +71,7 @@ func New(in Input) (*Explainer, error) {
 		return nil, fmt.Errorf("explain: Kong's router refuses the configuration: %w", err)
 	}
 	e := &Explainer{in: in, gw: gw, plugins: kongplugins.New(in.Config), sources: newSources(in),
-		upstreams: map[string]*kong.Upstream{}, targets: map[string][]*kong.Target{}}
-	for _, u := range in.Config.Upstreams {
-		if u.Name != nil {
-			e.upstreams[*u.Name] = u
-		}
-	}
+		targets: map[string][]*kong.Target{}}
 	for _, t := range in.Config.Targets {
 		if t.Upstream != nil && t.Upstream.ID != nil {
 			e.targets[*t.Upstream.ID] = append(e.targets[*t.Upstream.ID], t)
