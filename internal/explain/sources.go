@@ -104,7 +104,7 @@ func (s *sources) of(tags []*string) *Source {
 // Kong paths take it (of the route's host and backend), or the HTTPRoute rule and match: the
 // match of the route's whose paths take it (KIC groups a backend's matches into one route
 // under the traditional routers), else the one the route's name carries
-// (httproute.<ns>.<name>[.<host>].<rule>.<match>: one route per match under expressions).
+// (httproute.<ns>.<name>.<host>.<rule>.<match>: one route per match under expressions).
 func (s *sources) ofRoute(r *kong.Route, svc *kong.Service, req *kongrouter.Request) *Source {
 	src := s.of(r.Tags)
 	if src == nil {
@@ -145,8 +145,10 @@ func (s *sources) ofRoute(r *kong.Route, svc *kong.Service, req *kongrouter.Requ
 				return src
 			}
 		}
+		// Under the traditional routers a route's name is its first match's, whatever
+		// matches KIC grouped into it: only an expression route's name says its match.
 		parts := strings.Split(deref(r.Name), ".")
-		if len(parts) >= 5 && (parts[0] == "httproute" || parts[0] == "grpcroute") {
+		if r.Expression != nil && len(parts) >= 5 && (parts[0] == "httproute" || parts[0] == "grpcroute") {
 			rule, err1 := strconv.Atoi(parts[len(parts)-2])
 			match, err2 := strconv.Atoi(parts[len(parts)-1])
 			if err1 == nil && err2 == nil {
