@@ -149,6 +149,22 @@ spec:
 	}
 }
 
+// Without the objects (--from-controller), an HTTPRoute's match is read from the route's name
+// under the expressions router only.
+func TestSourcesWithoutObjects(t *testing.T) {
+	manifests := echoService + gateway + httpRoute("gw", "path: {type: PathPrefix, value: /a}") +
+		"  - matches: [{path: {type: PathPrefix, value: /b}}]\n    backendRefs: [{name: echo, port: 80}]\n"
+	for _, c := range []struct {
+		expressions bool
+		want        string
+	}{{false, "HTTPRoute default/gw"}, {true, "HTTPRoute default/gw spec.rules[1].matches[0]"}} {
+		e := translated(t, manifests, c.expressions)
+		e.sources.httpRoutes = nil // as from a controller's dump: tags, no objects
+		x := explainURL(t, e, "GET", "http://example.com/b/x")
+		require.Equal(t, c.want, x.Route.Source.String(), x.Router)
+	}
+}
+
 func sourcesUnder(t *testing.T, e *Explainer) {
 	t.Helper()
 	for _, c := range []struct {
