@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -461,8 +462,13 @@ func (g *gateWriter) begin() bool {
 	}
 	if !g.begun {
 		g.begun = true
+		// As they would arrive over the wire: names are case-insensitive (the suite's echo
+		// server writes them as the request asked, "x-header-set"), so Kong's plugins see
+		// one header whatever the case.
+		h := g.pw.Header()
 		for k, v := range g.header {
-			g.pw.Header()[k] = v
+			k = textproto.CanonicalMIMEHeaderKey(k)
+			h[k] = append(h[k], v...)
 		}
 		close(g.started)
 	}

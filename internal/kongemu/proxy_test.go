@@ -223,3 +223,23 @@ func TestProxyReadTimeoutIs504(t *testing.T) {
 	res, body = send(t, p, "GET", "/long?delay=200ms", nil)
 	require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
 }
+
+// An in-process backend's header names reach Kong's plugins case-insensitively, as they would
+// over the wire: the suite's echo server writes "x-header-set" as the request spelled it, and
+// response-transformer's replace must find it.
+func TestProxyBackendHeaderNamesAreCaseInsensitive(t *testing.T) {
+	_, p := proxyWith(t, `{"_format_version":"3.0",
+ "upstreams":[{"name":"echo.svc","targets":[{"target":"10.1.0.1:8080"}]}],
+ "services":[{"name":"s","host":"echo.svc","routes":[{"name":"r","paths":["/"],
+   "plugins":[{"name":"response-transformer","config":{"replace":{"headers":["X-Header-Set:header-set"]},"add":{"headers":["X-Header-Set:header-set"]}}}]}]}]}`,
+		map[string]string{"10.1.0.1:8080": "echo-1"})
+	res, body := send(t, p, "GET", "/", map[string]string{"X-Echo-Set-Header": "x-header-set:original-val-set"})
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+	var sent []string // what a client would read: every spelling of the name, as on the wire
+	for k, v := range res.Header {
+		if strings.EqualFold(k, "X-Header-Set") {
+			sent = append(sent, v...)
+		}
+	}
+	require.Equal(t, []string{"header-set"}, sent)
+}
