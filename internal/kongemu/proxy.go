@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -238,12 +239,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if bodyRead {
 			reqBody = bytes.NewReader(body)
 		}
-		if p.forward(w, r, x, st, d, target, reqBody, debug, start) {
+		switch p.forward(w, r, x, st, d, target, reqBody, debug, start) {
+		case answered:
 			return
+		case timedOut:
+			// No answer within the service's read_timeout: nginx's proxy_next_upstream
+			// ("error timeout") tries the next target too, then Kong answers 504.
+			lastErr = &kongrouter.Exit{Status: http.StatusGatewayTimeout}
+		default:
+			// Nothing answered at that address: Kong tries the next target, up to the
+			// service's retries, then answers 502.
+			lastErr = &kongrouter.Exit{Status: http.StatusBadGateway}
 		}
-		// Nothing answered at that address: Kong tries the next target, up to the service's
-		// retries, then answers 502.
-		lastErr = &kongrouter.Exit{Status: http.StatusBadGateway}
 	}
 	answer(exitResponse(lastErr, r, requestID))
 }
@@ -303,11 +310,32 @@ func kongRequest(r *http.Request) *kongrouter.Request {
 	return req
 }
 
+// forwardOutcome is how one try of a target ended.
+type forwardOutcome int
+
+const (
+	answered forwardOutcome = iota
+	// unreachable: nothing answered at the target's address (a connection failure).
+	unreachable
+	// timedOut: the target sent no response within the service's read_timeout.
+	timedOut
+)
+
+// readTimeout is the service's read_timeout (Kong's default 60 s), which bounds the wait for
+// the upstream's response here. Kong applies it between two reads of the response; the model
+// applies it to the response's start only (a backend that starts answering is not cut off).
+func readTimeout(d *kongrouter.Decision) time.Duration {
+	if s := d.Match.Service; s != nil && s.ReadTimeout != nil {
+		return time.Duration(*s.ReadTimeout) * time.Millisecond
+	}
+	return 60 * time.Second
+}
+
 // forward sends the upstream request to target and writes the response through the plugins'
-// response phases. It reports false when nothing answered (a connection failure), so that the
-// caller tries again.
+// response phases. It reports whether the target answered, so that the caller tries the next
+// one otherwise, as Kong does.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, x *kongplugins.Exchange, st *proxyState,
-	d *kongrouter.Decision, target *kongrouter.Target, body io.Reader, debug http.Header, start time.Time) bool {
+	d *kongrouter.Decision, target *kongrouter.Target, body io.Reader, debug http.Header, start time.Time) forwardOutcome {
 	f := d.Forward
 	u, err := url.ParseRequestURI(f.URI())
 	if err != nil {
@@ -326,23 +354,32 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, x *kongplugins.E
 	out.Header.Set("X-Kong-Request-Id", x.RequestID)
 	upstreamStart := time.Now()
 	pw := &proxyWriter{w: w, x: x, rt: st.plugins, debug: debug, version: p.e.opts.Version, start: start, upstreamStart: upstreamStart}
+	timeout := readTimeout(d)
 	if p.opts.Resolve != nil {
 		h := p.opts.Resolve(target.Host, target.Port)
 		if h == nil {
-			return false
+			return unreachable
 		}
-		h.ServeHTTP(pw, out)
-		pw.finish()
-		return true
+		return serveWithin(h, pw, out, timeout)
 	}
 	transport := p.transport
 	if f.Scheme == "grpc" {
 		transport = p.h2c
 	}
 	out.RequestURI = ""
-	resp, err := transport.RoundTrip(out)
+	ctx, cancel := context.WithCancel(out.Context())
+	defer cancel()
+	var late atomic.Bool
+	timer := time.AfterFunc(timeout, func() { late.Store(true); cancel() })
+	resp, err := transport.RoundTrip(out.WithContext(ctx))
+	if !timer.Stop() && late.Load() {
+		if err == nil {
+			resp.Body.Close()
+		}
+		return timedOut
+	}
 	if err != nil {
-		return false
+		return unreachable
 	}
 	defer resp.Body.Close()
 	for k, v := range resp.Header {
@@ -364,7 +401,108 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, x *kongplugins.E
 		w.Header()[http.TrailerPrefix+k] = v
 	}
 	pw.finish()
+	return answered
+}
+
+// serveWithin has an in-process backend answer out through pw, unless it has not started its
+// response within timeout: then the backend's request is cancelled, whatever it writes later
+// is dropped, and nothing has reached the client (the caller answers or tries again).
+func serveWithin(h http.Handler, pw *proxyWriter, out *http.Request, timeout time.Duration) forwardOutcome {
+	ctx, cancel := context.WithCancel(out.Context())
+	defer cancel()
+	gw := &gateWriter{pw: pw, header: http.Header{}, started: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(gw, out.WithContext(ctx))
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-gw.started:
+	case <-done:
+	case <-timer.C:
+		if gw.abandon() {
+			cancel()
+			return timedOut
+		}
+	}
+	<-done
+	pw.finish()
+	return answered
+}
+
+// gateWriter holds an in-process backend's response headers until it starts its response, so
+// that a backend abandoned for its slowness leaves nothing in the client's response.
+type gateWriter struct {
+	pw        *proxyWriter
+	header    http.Header
+	started   chan struct{}
+	mu        sync.Mutex
+	begun     bool
+	abandoned bool
+}
+
+func (g *gateWriter) Header() http.Header {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.begun {
+		return g.pw.Header() // trailers are set after the response started
+	}
+	return g.header
+}
+
+// begin starts the response (once): the held headers go to the client's. False when the
+// backend was abandoned.
+func (g *gateWriter) begin() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.abandoned {
+		return false
+	}
+	if !g.begun {
+		g.begun = true
+		// As they would arrive over the wire: names are case-insensitive (the suite's echo
+		// server writes them as the request asked, "x-header-set"), so Kong's plugins see
+		// one header whatever the case.
+		h := g.pw.Header()
+		for k, v := range g.header {
+			k = textproto.CanonicalMIMEHeaderKey(k)
+			h[k] = append(h[k], v...)
+		}
+		close(g.started)
+	}
 	return true
+}
+
+// abandon gives up on a backend that has not started its response; false when it has.
+func (g *gateWriter) abandon() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.begun {
+		return false
+	}
+	g.abandoned = true
+	return true
+}
+
+func (g *gateWriter) WriteHeader(status int) {
+	if g.begin() {
+		g.pw.WriteHeader(status)
+	}
+}
+
+func (g *gateWriter) Write(b []byte) (int, error) {
+	if !g.begin() {
+		return 0, http.ErrHandlerTimeout
+	}
+	return g.pw.Write(b)
+}
+
+func (g *gateWriter) Flush() {
+	if g.begin() {
+		g.pw.Flush()
+	}
 }
 
 // proxyWriter passes an upstream response to the client through the plugins' header_filter

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -186,4 +187,59 @@ func TestProxyHTTPSRedirectAndGRPCChecks(t *testing.T) {
 
 func basic(user, pass string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+}
+
+// A target that sends no response within the service's read_timeout is given up (its request
+// cancelled) and the next one tried, up to the service's retries, as nginx's
+// proxy_next_upstream does; then Kong answers 504. A target that answers in time, or that has
+// started its response, is not cut off. The echo backend's ?delay= holds its answer.
+func TestProxyReadTimeoutIs504(t *testing.T) {
+	e := New(Options{})
+	status, out, _ := call(t, e, http.MethodPost, "/config", `{"_format_version":"3.0",
+ "upstreams":[{"name":"echo.svc","targets":[{"target":"10.1.0.1:8080"},{"target":"10.1.0.2:8080"}]}],
+ "services":[
+  {"name":"short","host":"echo.svc","read_timeout":50,"retries":1,"routes":[{"name":"short","paths":["/short"],"strip_path":false}]},
+  {"name":"long","host":"echo.svc","routes":[{"name":"long","paths":["/long"],"strip_path":false}]}]}`)
+	require.Equal(t, http.StatusCreated, status, "%v", out)
+	var tries atomic.Int64
+	p := e.Proxy(ProxyOptions{Resolve: func(host string, port int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tries.Add(1)
+			(&EchoBackend{Namespace: "default", Pod: host}).ServeHTTP(w, r)
+		})
+	}})
+
+	res, body := send(t, p, "GET", "/short?delay=1s", nil)
+	require.Equal(t, http.StatusGatewayTimeout, res.StatusCode, "%s", body)
+	require.Contains(t, string(body), "The upstream server is timing out")
+	require.Empty(t, res.Header.Get("X-Kong-Upstream-Latency"), "no upstream response reached the client")
+	require.Equal(t, int64(2), tries.Load(), "the first try and one retry")
+
+	res, body = send(t, p, "GET", "/short?delay=1ms", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+	require.Equal(t, "/short?delay=1ms", echoOf(t, body).Path)
+
+	// Kong's default read_timeout is 60 s: a slow answer still arrives.
+	res, body = send(t, p, "GET", "/long?delay=200ms", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+}
+
+// An in-process backend's header names reach Kong's plugins case-insensitively, as they would
+// over the wire: the suite's echo server writes "x-header-set" as the request spelled it, and
+// response-transformer's replace must find it.
+func TestProxyBackendHeaderNamesAreCaseInsensitive(t *testing.T) {
+	_, p := proxyWith(t, `{"_format_version":"3.0",
+ "upstreams":[{"name":"echo.svc","targets":[{"target":"10.1.0.1:8080"}]}],
+ "services":[{"name":"s","host":"echo.svc","routes":[{"name":"r","paths":["/"],
+   "plugins":[{"name":"response-transformer","config":{"replace":{"headers":["X-Header-Set:header-set"]},"add":{"headers":["X-Header-Set:header-set"]}}}]}]}]}`,
+		map[string]string{"10.1.0.1:8080": "echo-1"})
+	res, body := send(t, p, "GET", "/", map[string]string{"X-Echo-Set-Header": "x-header-set:original-val-set"})
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+	var sent []string // what a client would read: every spelling of the name, as on the wire
+	for k, v := range res.Header {
+		if strings.EqualFold(k, "X-Header-Set") {
+			sent = append(sent, v...)
+		}
+	}
+	require.Equal(t, []string{"header-set"}, sent)
 }

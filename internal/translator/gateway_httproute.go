@@ -504,7 +504,8 @@ func headerModifier(t *transformer, f *gatewayv1.HTTPHeaderFilter) {
 // into request-/response-transformer, RequestRedirect into request-termination plus a
 // response-transformer Location header, URLRewrite into request-transformer (PrefixMatch
 // also rewrites r's paths to capture the rest), ExtensionRef into the names of KongPlugins
-// attached like konghq.com/plugins. Other filters are refused.
+// attached like konghq.com/plugins, CORS into Kong's cors plugin (not KIC's: it refuses CORS).
+// Other filters are refused.
 //
 // redirectPlugin (the gateways are Kong 3.9 or later) makes a RequestRedirect with a hostname
 // Kong's redirect plugin instead, which keeps the request's path (KIC's
@@ -561,6 +562,11 @@ func httpFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path string, r *file
 			if err := urlRewrite(reqT(), f.URLRewrite, path, r); err != nil {
 				return nil, nil, err
 			}
+		case gatewayv1.HTTPRouteFilterCORS:
+			if f.CORS == nil {
+				return nil, nil, fmt.Errorf("%s filter without cors", f.Type)
+			}
+			plugins = append(plugins, corsKongPlugin(f.CORS))
 		case gatewayv1.HTTPRouteFilterExtensionRef:
 			ext := f.ExtensionRef
 			if ext == nil || string(ext.Group) != gvkKongPlugin.Group || string(ext.Kind) != gvkKongPlugin.Kind {
@@ -583,6 +589,66 @@ func httpFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path string, r *file
 		plugins = append(plugins, &file.FPlugin{Plugin: kong.Plugin{Name: kong.String("response-transformer"), Config: resp.config()}})
 	}
 	return plugins, extensionRefs, nil
+}
+
+// corsKongPlugin is a CORS filter as Kong's cors plugin. Kong's plugin says "all" by leaving a
+// list out rather than with "*": a wildcard method list leaves methods to Kong's default (every
+// method), a wildcard header list leaves headers out so that Kong echoes the request's
+// Access-Control-Request-Headers (which the spec asks for when credentials are allowed). An
+// origin whose host has a wildcard becomes the regex Kong matches it with (corsOriginRegex).
+func corsKongPlugin(f *gatewayv1.HTTPCORSFilter) *file.FPlugin {
+	cfg := kong.Configuration{}
+	origins := make([]string, 0, len(f.AllowOrigins))
+	for _, o := range f.AllowOrigins {
+		origins = append(origins, corsOriginRegex(string(o)))
+	}
+	if len(origins) > 0 {
+		cfg["origins"] = origins
+	}
+	if methods := corsList(f.AllowMethods); len(methods) > 0 {
+		cfg["methods"] = methods
+	}
+	if headers := corsList(f.AllowHeaders); len(headers) > 0 {
+		cfg["headers"] = headers
+	}
+	if len(f.ExposeHeaders) > 0 {
+		exposed := make([]string, 0, len(f.ExposeHeaders))
+		for _, h := range f.ExposeHeaders {
+			exposed = append(exposed, string(h))
+		}
+		cfg["exposed_headers"] = exposed
+	}
+	cfg["credentials"] = f.AllowCredentials != nil && *f.AllowCredentials
+	if f.MaxAge > 0 {
+		cfg["max_age"] = int(f.MaxAge)
+	}
+	return &file.FPlugin{Plugin: kong.Plugin{Name: kong.String("cors"), Config: cfg}}
+}
+
+// corsList is a CORS filter's method or header list for Kong, nil for the wildcard "*" (the
+// API server refuses "*" beside other values).
+func corsList[T ~string](values []T) []string {
+	out := make([]string, 0, len(values))
+	for _, v := range values {
+		if v == "*" {
+			return nil
+		}
+		out = append(out, string(v))
+	}
+	return out
+}
+
+// corsOriginRegex is an allowed origin as Kong's cors plugin reads it: "*" and origins without a
+// wildcard as they are (Kong compares those after removing a default port, as the spec does);
+// a host with a wildcard, "https://*.example.com", a regex Kong anchors at both ends and
+// matches against the request's scheme://host[:port]: the "*" is one or more DNS labels
+// (the spec's greedy match to the left), the dots literal.
+func corsOriginRegex(origin string) string {
+	if origin == "*" || !strings.Contains(origin, "*") {
+		return origin
+	}
+	scheme, rest, _ := strings.Cut(origin, "://")
+	return scheme + "://" + strings.ReplaceAll(regexp.QuoteMeta(rest), `\*`, `[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*`)
 }
 
 // redirectPluginMinVersion is the first Kong with the redirect plugin (KIC's
