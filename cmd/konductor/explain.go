@@ -85,6 +85,7 @@ func runExplain(ctx context.Context, args []string, stdout io.Writer) error {
 	output := fs.String("output", "text", "output format: text, json or yaml")
 	fs.StringVar(output, "o", "text", "same as --output")
 	tf := addTranslationFlags(fs)
+	fs.Lookup("router-flavor").Usage = "the gateways' router_flavor: traditional_compatible (default, Kong's since 3.0) or expressions; traditional is translated for and explained with traditional_compatible's matching"
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
