@@ -474,3 +474,30 @@ func TestRequestFacts(t *testing.T) {
 	require.Equal(t, []string{"192.0.2.7"}, x.Forward.Added["X-Real-Ip"])
 	require.Equal(t, []string{"https"}, x.Forward.Added["X-Forwarded-Proto"])
 }
+
+// Odd requests are answered or refused with an error, never a panic: IPv6 hosts, bad escapes,
+// bytes that are not UTF-8 in a path or a header a route reads, an empty path, a long one.
+func TestOddRequestsNeverPanic(t *testing.T) {
+	e := translated(t, echoService+ingress("h", "example.com", "konghq.com/headers.x-team: a", path("/", "Prefix"))+
+		ingress("regex", "example.com", "", path(`/~/r/\d+`, "ImplementationSpecific")), false)
+	for _, r := range []Request{
+		{URL: "http://[::1]:8000/x"},
+		{URL: "http://example.com/%zz"},
+		{URL: "http://example.com/r/%ff%fe"},
+		{URL: "http://example.com"},
+		{URL: "http://example.com/" + strings.Repeat("a/", 5000)},
+		{URL: "http://example.com/", Header: http.Header{"X-Team": {"\xff"}}},
+		{URL: "https://example.com:443/?a=%00&&b"},
+		{URL: "http://example.com/", Method: "purge"},
+	} {
+		require.NotPanics(t, func() {
+			x, err := e.Explain(r)
+			if err == nil {
+				var b strings.Builder
+				require.NoError(t, x.Text(&b))
+			}
+		}, "%q", r.URL)
+	}
+	_, err := e.Explain(Request{URL: "http://example.com/", Header: http.Header{"X-Team": {"\xff"}}})
+	require.ErrorContains(t, err, "Kong's router cannot take the request")
+}
