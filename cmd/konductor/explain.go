@@ -24,30 +24,24 @@ import (
 // explainStderr is where runExplain reports what it skipped; a variable so tests can capture it.
 var explainStderr io.Writer = os.Stderr
 
-// headerList is a repeatable -H 'Name: value' flag.
-type headerList []string
-
-func (h *headerList) String() string { return strings.Join(*h, ", ") }
-func (h *headerList) Set(v string) error {
+// header checks a -H value, 'Name: value'.
+func header(v string) ([]string, error) {
 	name, _, ok := strings.Cut(v, ":")
-	if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(strings.TrimSpace(name), " \t") {
-		return fmt.Errorf("a header is 'Name: value', not %q", v)
+	if name = strings.TrimSpace(name); !ok || name == "" || strings.ContainsAny(name, " \t") {
+		return nil, fmt.Errorf("a header is 'Name: value', not %q", v)
 	}
-	*h = append(*h, v)
-	return nil
+	return []string{v}, nil
 }
 
-// stringList is a repeatable, comma-separated flag (--watch-namespace).
-type stringList []string
-
-func (s *stringList) String() string { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error {
+// commaSeparated splits a value of a comma-separated list flag (--watch-namespace).
+func commaSeparated(v string) ([]string, error) {
+	var out []string
 	for _, x := range strings.Split(v, ",") {
 		if x = strings.TrimSpace(x); x != "" {
-			*s = append(*s, x)
+			out = append(out, x)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // runExplain explains which route takes a request, why, and what it came from:
@@ -67,19 +61,19 @@ func runExplain(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := commandFlagSet("explain")
 	fs.SetOutput(helpOutput(args, stdout, explainStderr))
 	var files fileList
-	var headers headerList
-	var namespaces stringList
+	headers := &listFlag{parse: header}
+	namespaces := &listFlag{parse: commaSeparated}
 	fs.Var(&files, "f", "manifest file or directory (*.yaml, *.yml, *.json, recursively); repeatable")
 	fs.Var(&files, "filename", "same as -f")
 	method := fs.String("X", "GET", "the request's method")
 	fs.StringVar(method, "request", "GET", "same as -X")
-	fs.Var(&headers, "H", "a request header, 'Name: value'; repeatable")
-	fs.Var(&headers, "header", "same as -H")
+	fs.Var(headers, "H", "a request header, 'Name: value'; repeatable")
+	fs.Var(headers, "header", "same as -H")
 	sni := fs.String("sni", "", "the TLS server name (https URLs; default the URL's host)")
 	sourceIP := fs.String("source-ip", "", "the client's address (default 127.0.0.1)")
 	kubeconfig := fs.String("kubeconfig", "", "read the cluster's objects with this kubeconfig (default: the current context of $KUBECONFIG or ~/.kube/config)")
 	apiServerHost := fs.String("apiserver-host", "", "the Kubernetes API server's URL, as the controller's flag")
-	fs.Var(&namespaces, "watch-namespace", "namespaces the controller watches (comma-separated; default all), as the controller's flag")
+	fs.Var(namespaces, "watch-namespace", "namespaces the controller watches (comma-separated; default all), as the controller's flag")
 	fromController := fs.String("from-controller", "", "a running controller's diagnostics server (http://host:10256): explain the configuration it last sent")
 	allConflicts := fs.Bool("all-conflicts", false, "instead of a request: every route that can never win (another takes all it matches) and every host routes of several namespaces share")
 	output := fs.String("output", "text", "output format: text, json or yaml")
@@ -110,7 +104,7 @@ func runExplain(ctx context.Context, args []string, stdout io.Writer) error {
 	var req explain.Request
 	if !*allConflicts {
 		req = explain.Request{URL: positional[0], Method: *method, Header: http.Header{}, SNI: *sni, SourceIP: *sourceIP}
-		for _, h := range headers {
+		for _, h := range headers.values {
 			name, value, _ := strings.Cut(h, ":")
 			req.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 		}
@@ -124,12 +118,12 @@ func runExplain(ctx context.Context, args []string, stdout io.Writer) error {
 		in, err = controllerInput(ctx, *fromController, kongrouter.Flavor(*tf.routerFlavor))
 	case len(files) > 0:
 		var st *store.Store
-		if st, err = manifestStore(files, store.Options{IngressClass: *tf.class, Namespaces: namespaces}, explainStderr); err == nil {
+		if st, err = manifestStore(files, store.Options{IngressClass: *tf.class, Namespaces: namespaces.values}, explainStderr); err == nil {
 			in, err = translatedInput(ctx, tf, st)
 		}
 	default:
 		var st *store.Store
-		if st, err = clusterStore(*kubeconfig, *apiServerHost, store.Options{IngressClass: *tf.class, Namespaces: namespaces}); err == nil {
+		if st, err = clusterStore(*kubeconfig, *apiServerHost, store.Options{IngressClass: *tf.class, Namespaces: namespaces.values}); err == nil {
 			in, err = translatedInput(ctx, tf, st)
 		}
 	}

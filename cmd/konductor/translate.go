@@ -31,6 +31,19 @@ type fileList []string
 func (f *fileList) String() string     { return strings.Join(*f, ",") }
 func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 
+// listFlag is a repeatable flag whose values parse checks and splits.
+type listFlag struct {
+	values []string
+	parse  func(string) ([]string, error)
+}
+
+func (l *listFlag) String() string { return strings.Join(l.values, ",") }
+func (l *listFlag) Set(v string) error {
+	vs, err := l.parse(v)
+	l.values = append(l.values, vs...)
+	return err
+}
+
 // runTranslate prints the Kong declarative configuration that the given manifests produce,
 // without a cluster:
 //
