@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/kong/go-kong/kong"
+
+	"github.com/konductor/konductor/internal/kongrules"
 )
 
 // Conflicts are the overlaps an operator wants to see across a whole configuration.
@@ -18,9 +20,9 @@ type Conflicts struct {
 	Shadowed []Shadowed `json:"shadowed,omitempty"`
 	// SharedHosts are hosts that routes of several namespaces serve.
 	SharedHosts []SharedHost `json:"sharedHosts,omitempty"`
-	// Unchecked are routes whose matching is not compared (an expression of its own, regex
-	// paths that are not a literal prefix, sources and destinations): they are in neither
-	// list as shadowed.
+	// Unchecked are routes whose matching is not compared (an expression other than an AND of
+	// one field's values each, regex paths without a literal start, sources and destinations):
+	// none of them is listed as shadowed.
 	Unchecked int `json:"unchecked,omitempty"`
 }
 
@@ -43,8 +45,9 @@ type SharedHost struct {
 // of another route that Kong evaluates before it takes every request it could match: its
 // hosts, methods, headers, SNIs and protocols are no narrower, and each of its paths takes
 // every path the other's takes (a prefix of a prefix, a prefix of a regex's literal start, the
-// same regex). A route is listed when all its matchers are. Only traditional fields are
-// compared; a route with an expression of its own is counted in Unchecked.
+// same regex). A route is listed when all its matchers are. An expression route is compared by
+// the fields its expression tests (traditionalOf); one that cannot be read is counted in
+// Unchecked.
 func (e *Explainer) Conflicts() *Conflicts {
 	out := &Conflicts{}
 	ms := e.gw.HTTPRouter().Matchers()
@@ -52,20 +55,24 @@ func (e *Explainer) Conflicts() *Conflicts {
 	parts := map[string]int{}                // route id -> matchers
 	shadowedParts := map[string]int{}
 	unchecked := map[string]bool{}
+	// Each matcher as traditional fields (an expression route's read from its expression);
+	// nil for one that cannot be compared.
+	fields := make([]*kong.Route, len(ms))
+	for i, m := range ms {
+		if r, ok := traditionalOf(matcherRoute(m)); ok && comparable(r) {
+			fields[i] = r
+		}
+	}
 	// Only a matcher that may take b's host can cover b: one without hosts, with a wildcard,
 	// or with one of b's hosts; the index keeps the comparisons near linear.
 	var anyHost []int
 	byHost := map[string][]int{}
-	for i, a := range ms {
-		ra := matcherRoute(a)
-		hosts := strs(ra.Hosts)
-		wild := len(hosts) == 0
-		for _, h := range hosts {
-			if strings.Contains(h, "*") {
-				wild = true
-			}
+	for i, r := range fields {
+		if r == nil {
+			continue
 		}
-		if wild {
+		hosts := strs(r.Hosts)
+		if len(hosts) == 0 || slices.ContainsFunc(hosts, func(h string) bool { return strings.Contains(h, "*") }) {
 			anyHost = append(anyHost, i)
 			continue
 		}
@@ -76,8 +83,8 @@ func (e *Explainer) Conflicts() *Conflicts {
 	for i, b := range ms {
 		id := deref(b.Route.ID)
 		parts[id]++
-		rb := matcherRoute(b)
-		if !comparable(rb) {
+		rb := fields[i]
+		if rb == nil {
 			unchecked[id] = true
 			continue
 		}
@@ -91,7 +98,7 @@ func (e *Explainer) Conflicts() *Conflicts {
 				break
 			}
 			a := ms[j]
-			if a.Route == b.Route || !comparable(matcherRoute(a)) || !covers(matcherRoute(a), rb) {
+			if a.Route == b.Route || !covers(fields[j], rb) {
 				continue
 			}
 			shadowedParts[id]++
@@ -134,7 +141,7 @@ func (e *Explainer) briefRoute(r *kong.Route) Route {
 		Headers: r.Headers, Expression: deref(r.Expression), Source: e.sources.of(r.Tags)}
 }
 
-// comparable: a route whose matching covers compares (no expression of its own, no sources or
+// comparable: a route whose matching covers compares (traditional fields, no sources or
 // destinations, regex paths only with a literal start).
 func comparable(r *kong.Route) bool {
 	if r.Expression != nil || len(r.Sources) > 0 || len(r.Destinations) > 0 {
@@ -261,26 +268,115 @@ func regexLiteralPrefix(regex string) (string, bool) {
 	return b.String(), b.Len() > 0
 }
 
-// expressionHost reads the hosts of an expression route (http.host == "x", =^ ".x").
-var expressionHost = regexp.MustCompile(`http\.host (==|=\^|\^=) "([^"]+)"`)
-
 // routeHosts are a route's hosts, its expression's when it has one.
 func routeHosts(r *kong.Route) []string {
-	if r.Expression == nil {
-		return strs(r.Hosts)
+	if t, ok := traditionalOf(r); ok {
+		return strs(t.Hosts)
 	}
-	var out []string
-	for _, m := range expressionHost.FindAllStringSubmatch(*r.Expression, -1) {
-		switch m[1] {
-		case "=^":
-			out = append(out, "*"+m[2])
-		case "^=":
-			out = append(out, m[2]+"*")
-		default:
-			out = append(out, m[2])
+	return nil
+}
+
+// traditionalOf is a route as traditional fields: itself, or for a route with an expression
+// the fields its expression tests, when it is an AND of parts that each test one field (an OR
+// of values, as KIC renders them): http.host (==, =^ ".x" as "*.x", ^= "x." as "x.*"),
+// http.path (^= a prefix, == an exact path, ~ a regex anchored with ^), http.method,
+// http.headers.* (== a value, any other test kept as its text: only the same one covers it)
+// and tls.sni. Any other expression is not read (ok false).
+func traditionalOf(r *kong.Route) (*kong.Route, bool) {
+	if r.Expression == nil {
+		return r, true
+	}
+	root, perr := kongrules.ParseExpression(*r.Expression, false)
+	if perr != "" {
+		return nil, false
+	}
+	out := &kong.Route{Name: r.Name, ID: r.ID, Tags: r.Tags}
+	var conjuncts []*kongrules.ATCNode
+	var and func(n *kongrules.ATCNode)
+	and = func(n *kongrules.ATCNode) {
+		if n.Op == kongrules.ATCAnd {
+			and(n.Left)
+			and(n.Right)
+			return
+		}
+		conjuncts = append(conjuncts, n)
+	}
+	and(root)
+	seen := map[string]bool{}
+	for _, c := range conjuncts {
+		var preds []*kongrules.ATCPredicate
+		var or func(n *kongrules.ATCNode) bool
+		or = func(n *kongrules.ATCNode) bool {
+			switch n.Op {
+			case kongrules.ATCOr:
+				return or(n.Left) && or(n.Right)
+			case kongrules.ATCPredicateNode:
+				preds = append(preds, n.Predicate)
+				return true
+			}
+			return false
+		}
+		if !or(c) {
+			return nil, false
+		}
+		field := preds[0].Field
+		if seen[field] {
+			return nil, false // two tests of one field: an intersection, not fields' values
+		}
+		seen[field] = true
+		for _, p := range preds {
+			if p.Field != field || p.Value.Type != kongrules.ATCString || !addExpressionValue(out, p) {
+				return nil, false
+			}
 		}
 	}
-	return out
+	return out, true
+}
+
+// addExpressionValue adds predicate p's value to the traditional field it tests.
+func addExpressionValue(r *kong.Route, p *kongrules.ATCPredicate) bool {
+	v := p.Value.Str
+	switch {
+	case p.Field == "http.host" && len(p.Transforms) == 0:
+		switch {
+		case p.Op == "==":
+			r.Hosts = append(r.Hosts, kong.String(v))
+		case p.Op == "=^" && strings.HasPrefix(v, "."):
+			r.Hosts = append(r.Hosts, kong.String("*"+v))
+		case p.Op == "^=" && strings.HasSuffix(v, "."):
+			r.Hosts = append(r.Hosts, kong.String(v+"*"))
+		default:
+			return false
+		}
+	case p.Field == "http.path" && len(p.Transforms) == 0:
+		switch {
+		case p.Op == "^=":
+			r.Paths = append(r.Paths, kong.String(v))
+		case p.Op == "==":
+			r.Paths = append(r.Paths, kong.String("~"+regexp.QuoteMeta(v)+"$"))
+		case p.Op == "~" && strings.HasPrefix(v, "^"):
+			r.Paths = append(r.Paths, kong.String("~"+v[1:]))
+		default:
+			return false
+		}
+	case p.Field == "http.method" && p.Op == "==" && len(p.Transforms) == 0:
+		r.Methods = append(r.Methods, kong.String(v))
+	case strings.HasPrefix(p.Field, "http.headers."):
+		if r.Headers == nil {
+			r.Headers = map[string][]string{}
+		}
+		name := strings.TrimPrefix(p.Field, "http.headers.")
+		value := v
+		if p.Op != "==" || len(p.Transforms) > 0 {
+			value = strings.Join(p.Transforms, ",") + p.Op + v // only the same test covers it
+		}
+		r.Headers[name] = append(r.Headers[name], value)
+	case p.Field == "tls.sni" && p.Op == "==" && len(p.Transforms) == 0:
+		r.SNIs = append(r.SNIs, kong.String(v))
+	default:
+		return false
+	}
+	return true
 }
 
 // sharedHosts are the hosts whose routes come from objects of several namespaces.
@@ -347,7 +443,7 @@ func (c *Conflicts) Text(w io.Writer) error {
 		}
 	}
 	if c.Unchecked > 0 {
-		fmt.Fprintf(&b, "(%d routes not compared: an expression of their own, a regex path without a literal start, sources or destinations)\n", c.Unchecked)
+		fmt.Fprintf(&b, "(%d routes not compared: an expression not read as fields, a regex path without a literal start, sources or destinations)\n", c.Unchecked)
 	}
 	if len(c.SharedHosts) == 0 {
 		b.WriteString("No host is served by routes of several namespaces.\n")

@@ -17,6 +17,12 @@ import (
 // matchers, each ordered by an id of its own); routes of two namespaces on one host are listed; routes that each take some
 // requests (a longer path, a wildcard host beside a plain one) are not shadowed.
 func TestConflicts(t *testing.T) {
+	for _, expressions := range []bool{false, true} {
+		conflictsUnder(t, expressions)
+	}
+}
+
+func conflictsUnder(t *testing.T, expressions bool) {
 	e := translated(t, echoService+
 		ingress("first", "dup.example.com", "", path("/app", "ImplementationSpecific"))+
 		ingress("second", "dup.example.com", "", path("/app", "ImplementationSpecific"))+
@@ -35,8 +41,9 @@ spec:
     http:
       paths:
       - {path: /b, pathType: Prefix, backend: {service: {name: other, port: {number: 80}}}}
-`, false)
+`, expressions)
 	c := e.Conflicts()
+	require.Zero(t, c.Unchecked, "KIC's expressions are read as fields")
 	require.Len(t, c.Shadowed, 1, "%+v", c.Shadowed)
 	loser, winner := c.Shadowed[0].Route.Name, c.Shadowed[0].By[0].Name
 	require.ElementsMatch(t, []string{"default.first.echo.dup.example.com.80", "default.second.echo.dup.example.com.80"}, []string{loser, winner})
@@ -142,4 +149,33 @@ func TestCovers(t *testing.T) {
 	}
 	_, ok := regexLiteralPrefix(`a|b`)
 	require.False(t, ok, "an alternation claims nothing")
+}
+
+// An expression is read as traditional fields when it is an AND of one field's values each, as
+// KIC renders them; anything else is not read.
+func TestTraditionalOf(t *testing.T) {
+	for _, c := range []struct {
+		expr string
+		want *kong.Route // nil: not read
+	}{
+		{`(http.host == "a.example.com") && ((http.path == "/v1") || (http.path ^= "/v1/"))`,
+			&kong.Route{Hosts: kong.StringSlice("a.example.com"), Paths: kong.StringSlice(`~/v1$`, "/v1/")}},
+		{`((http.host == "api.example.com") || (http.host =^ ".example.org")) && (http.method == "GET")`,
+			&kong.Route{Hosts: kong.StringSlice("api.example.com", "*.example.org"), Methods: kong.StringSlice("GET")}},
+		{`(http.path ~ "^/items/[0-9]+") && (http.headers.x_env == "prod")`,
+			&kong.Route{Paths: kong.StringSlice("~/items/[0-9]+"), Headers: map[string][]string{"x_env": {"prod"}}}},
+		{`http.path ~ "/unanchored"`, nil},
+		{`(http.path ^= "/a") && (http.path ^= "/a/b")`, nil},
+		{`(http.host == "a") || (http.path ^= "/a")`, nil},
+		{`!(http.path ^= "/a")`, nil},
+		{`http.queries.q == "1"`, nil},
+	} {
+		got, ok := traditionalOf(&kong.Route{Expression: kong.String(c.expr)})
+		if c.want == nil {
+			require.False(t, ok, c.expr)
+			continue
+		}
+		require.True(t, ok, c.expr)
+		require.Equal(t, c.want, got, c.expr)
+	}
 }
