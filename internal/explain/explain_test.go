@@ -335,18 +335,22 @@ func TestDocumentedRouting(t *testing.T) {
 // A request no route takes names the nearest routes and what differs; an object translation
 // left out that would have taken it is named with its problems, one that would not is not.
 func TestNoMatchNearestAndLeftOut(t *testing.T) {
-	e := translated(t, echoService+ingress("api", "api.example.com", "konghq.com/methods: GET", path("/v1", "Prefix"))+
-		ingress("broken", "broken.example.com", "", path("/ok", "Prefix")+"      - {path: /nothing, pathType: Prefix, backend: {}}\n"), false)
-	x := explainURL(t, e, "POST", "http://api.example.com/v2")
-	require.Nil(t, x.Route)
-	require.Equal(t, "router", x.Answer.By)
-	require.NotEmpty(t, x.Nearest)
-	require.Equal(t, "default.api.echo.api.example.com.80", x.Nearest[0].Route.Name)
-	require.Len(t, x.Nearest[0].Differs, 2)
-	require.Contains(t, x.Nearest[0].Differs[0], "method: the route takes GET, not POST")
-	require.Contains(t, x.Nearest[0].Differs[1], "path: the route takes")
+	manifests := echoService + ingress("api", "api.example.com", "konghq.com/methods: GET", path("/v1", "Prefix")) +
+		ingress("broken", "broken.example.com", "", path("/ok", "Prefix")+"      - {path: /nothing, pathType: Prefix, backend: {}}\n")
+	for _, expressions := range []bool{true, false} {
+		e := translated(t, manifests, expressions)
+		x := explainURL(t, e, "POST", "http://api.example.com/v2")
+		require.Nil(t, x.Route)
+		require.Equal(t, "router", x.Answer.By)
+		require.NotEmpty(t, x.Nearest)
+		require.Equal(t, "default.api.echo.api.example.com.80", x.Nearest[0].Route.Name)
+		require.Len(t, x.Nearest[0].Differs, 2, x.Router)
+		require.Equal(t, "method: the route takes GET, not POST", x.Nearest[0].Differs[0], x.Router)
+		require.Regexp(t, `^path: the route takes .*/v1.*, not /v2$`, x.Nearest[0].Differs[1], x.Router)
+	}
+	e := translated(t, manifests, false)
 
-	x = explainURL(t, e, "GET", "http://broken.example.com/nothing/x")
+	x := explainURL(t, e, "GET", "http://broken.example.com/nothing/x")
 	require.Nil(t, x.Route)
 	require.Len(t, x.LeftOut, 1)
 	require.Equal(t, "Ingress default/broken", x.LeftOut[0].Source.String())

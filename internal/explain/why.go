@@ -97,8 +97,13 @@ func (e *Explainer) nearest(req *kongrouter.Request, misses [][]string) []Near {
 	for _, s := range all[:min(len(all), maxNearest)] {
 		r := e.route(s.m, "", req)
 		n := Near{Route: *r}
+		// What the route takes, an expression route's read from its expression.
+		takes := r
+		if t, ok := traditionalOf(matcherRoute(s.m)); ok && t != s.m.Route {
+			takes = &Route{Hosts: strs(t.Hosts), Paths: strs(t.Paths), Methods: strs(t.Methods), Headers: t.Headers}
+		}
 		for _, f := range s.misses {
-			n.Differs = append(n.Differs, differs(f, r, req))
+			n.Differs = append(n.Differs, differs(f, takes, req))
 		}
 		out = append(out, n)
 	}
