@@ -99,7 +99,7 @@ func (e *Explainer) nearest(req *kongrouter.Request, misses [][]string) []Near {
 		n := Near{Route: *r}
 		// What the route takes, an expression route's read from its expression.
 		takes := r
-		if t, ok := traditionalOf(matcherRoute(s.m)); ok && t != s.m.Route {
+		if t, ok := traditionalOf(s.m.Route); ok && t != s.m.Route {
 			takes = &Route{Hosts: strs(t.Hosts), Paths: strs(t.Paths), Methods: strs(t.Methods), Headers: t.Headers}
 		}
 		for _, f := range s.misses {
