@@ -288,6 +288,17 @@ func TestDocumentedRouting(t *testing.T) {
 			exprRoute: "httproute.default.two.example.com.0.0", exprLoser: "httproute.default.one.example.com.0.0",
 		},
 		{
+			name: "the service's path before what strip_path leaves", doc: "Kong: path_handling v0 (service path /s, route /fv0, request /fv0/req: /s/req); KIC: konghq.com/path on the Service",
+			manifests: `
+---
+apiVersion: v1
+kind: Service
+metadata: {name: pathed, namespace: default, annotations: {konghq.com/path: /s}}
+spec: {ports: [{name: http, port: 80, targetPort: 8080}]}
+` + strings.ReplaceAll(ingress("fv0", "example.com", "konghq.com/strip-path: 'true'", path("/fv0", "ImplementationSpecific")), "name: echo", "name: pathed"),
+			url: "http://example.com/fv0/req", route: "default.fv0.pathed.example.com.80", upstream: "/s/req",
+		},
+		{
 			name: "a method narrows", doc: "KIC: konghq.com/methods",
 			manifests: ingress("post", "example.com", "konghq.com/methods: 'POST'", path("/", "Prefix")),
 			method:    "GET", url: "http://example.com/",
