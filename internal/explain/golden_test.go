@@ -158,6 +158,9 @@ func TestExplanationsAreWhatTheProxyDoes(t *testing.T) {
 					routed++
 				}
 				require.Equal(t, got.route, wantRoute, "%s: the route", what)
+				if x.Service != nil {
+					require.Equal(t, got.service, x.Service.Name, "%s: the service", what)
+				}
 				if x.Answer != nil {
 					require.Equal(t, got.status, x.Answer.Status, "%s: Kong's answer (%s)", what, x.Answer.By)
 				} else {
@@ -179,10 +182,10 @@ func TestExplanationsAreWhatTheProxyDoes(t *testing.T) {
 }
 
 type proxied struct {
-	route  string
-	status int
-	body   string
-	echo   kongemu.EchoResponse
+	route, service string
+	status         int
+	body           string
+	echo           kongemu.EchoResponse
 }
 
 func sendThroughProxy(t *testing.T, proxy http.Handler, r Request) proxied {
@@ -201,7 +204,8 @@ func sendThroughProxy(t *testing.T, proxy http.Handler, r Request) proxied {
 	req.Header.Set("Kong-Debug", "1")
 	rec := httptest.NewRecorder()
 	proxy.ServeHTTP(rec, req)
-	out := proxied{route: rec.Header().Get("Kong-Route-Name"), status: rec.Code, body: rec.Body.String()}
+	out := proxied{route: rec.Header().Get("Kong-Route-Name"), service: rec.Header().Get("Kong-Service-Name"), status: rec.Code,
+		body: rec.Body.String()}
 	if rec.Code == http.StatusOK {
 		_ = json.Unmarshal(rec.Body.Bytes(), &out.echo)
 	}
