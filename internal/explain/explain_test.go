@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kong/go-kong/kong"
 	"github.com/stretchr/testify/require"
 
 	"github.com/konductor/konductor/internal/kongrouter"
@@ -163,6 +164,10 @@ func TestSourcesWithoutObjects(t *testing.T) {
 		x := explainURL(t, e, "GET", "http://example.com/b/x")
 		require.Equal(t, c.want, x.Route.Source.String(), x.Router)
 	}
+	// A GRPCRoute's routes are one per match under both routers.
+	grpc := &kong.Route{Name: kong.String("grpcroute.default.echo.0.3"), Paths: kong.StringSlice("~/.+/Index"),
+		Tags: kong.StringSlice("k8s-name:echo", "k8s-namespace:default", "k8s-kind:GRPCRoute")}
+	require.Equal(t, "GRPCRoute default/echo spec.rules[0].matches[3]", newSources(Input{}).ofRoute(grpc, nil, nil).String())
 }
 
 func sourcesUnder(t *testing.T, e *Explainer) {

@@ -145,10 +145,11 @@ func (s *sources) ofRoute(r *kong.Route, svc *kong.Service, req *kongrouter.Requ
 				return src
 			}
 		}
-		// Under the traditional routers a route's name is its first match's, whatever
-		// matches KIC grouped into it: only an expression route's name says its match.
+		// Under the traditional routers an HTTPRoute route's name is its first match's,
+		// whatever matches KIC grouped into it: only an expression route's name says its
+		// match. KIC makes a route per GRPCRoute match under both.
 		parts := strings.Split(deref(r.Name), ".")
-		if r.Expression != nil && len(parts) >= 5 && (parts[0] == "httproute" || parts[0] == "grpcroute") {
+		if (r.Expression != nil || src.Kind == "GRPCRoute") && len(parts) >= 5 && (parts[0] == "httproute" || parts[0] == "grpcroute") {
 			rule, err1 := strconv.Atoi(parts[len(parts)-2])
 			match, err2 := strconv.Atoi(parts[len(parts)-1])
 			if err1 == nil && err2 == nil {
