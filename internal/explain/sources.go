@@ -84,14 +84,16 @@ func newSources(in Input) *sources {
 // kongstate.ObjectRefFromTags reads them; a uid is not needed: manifests may have none).
 func (s *sources) of(tags []*string) *Source {
 	var src Source
-	for _, t := range tags {
-		if t == nil {
-			continue
+	first := func(dst *string, t, prefix string) {
+		if v, ok := strings.CutPrefix(t, prefix); ok && *dst == "" {
+			*dst = v
 		}
-		for prefix, dst := range map[string]*string{kongstate.TagName: &src.Name, kongstate.TagNamespace: &src.Namespace, kongstate.TagKind: &src.Kind} {
-			if v, ok := strings.CutPrefix(*t, prefix); ok && *dst == "" {
-				*dst = v
-			}
+	}
+	for _, t := range tags {
+		if t != nil {
+			first(&src.Name, *t, kongstate.TagName)
+			first(&src.Namespace, *t, kongstate.TagNamespace)
+			first(&src.Kind, *t, kongstate.TagKind)
 		}
 	}
 	if src.Kind == "" || src.Name == "" {
