@@ -42,6 +42,7 @@ func TestExplainManifests(t *testing.T) {
 	require.Equal(t, "default.httpbin.httpbin._.example.com.80", x.Route.Name)
 	require.Equal(t, "Ingress", x.Route.Source.Kind)
 	require.Equal(t, []string{"a"}, x.Request.Header["X-Team"])
+	require.Contains(t, js, `"value": "0x`, "a priority is hex: beyond the integers JSON readers keep")
 
 	y, err := explainCmd(t, "-f", hostsCase, "-o", "yaml", "-X", "POST", "-H", "X-Team: a", "http://a.example.com/wild/x")
 	require.NoError(t, err)

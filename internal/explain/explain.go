@@ -145,7 +145,7 @@ type Route struct {
 
 // Priority is a route's priority as Kong computes it, and its parts.
 type Priority struct {
-	Value uint64 `json:"value"`
+	Value Hex `json:"value"`
 	// Fields are the fields counted in the weight (traditional routes).
 	Fields         []string `json:"fields,omitempty"`
 	PlainHostsOnly bool     `json:"plainHostsOnly,omitempty"`
@@ -155,6 +155,18 @@ type Priority struct {
 	PathLength     int      `json:"pathLength,omitempty"`
 	// Expression: the route's own priority (expressions router).
 	Expression bool `json:"expression,omitempty"`
+}
+
+// Hex is a priority in JSON and YAML: "0x..." (a layout of bits, beyond the integers JSON
+// readers keep exactly).
+type Hex uint64
+
+func (h Hex) MarshalText() ([]byte, error) { return []byte(fmt.Sprintf("%#x", uint64(h))), nil }
+
+func (h *Hex) UnmarshalText(b []byte) error {
+	v, err := strconv.ParseUint(string(b), 0, 64)
+	*h = Hex(v)
+	return err
 }
 
 // Service is the Kong service a route proxies to.
@@ -393,7 +405,7 @@ func (e *Explainer) route(m *kongrouter.Matcher, matchedPath string, req *kongro
 	out := &Route{Name: deref(r.Name), ID: deref(r.ID), Hosts: strs(r.Hosts), Paths: strs(r.Paths), Methods: strs(r.Methods),
 		Headers: r.Headers, Expression: deref(r.Expression), MatchedPath: matchedPath}
 	parts := kongrouter.PriorityPartsOf(matcherRoute(m))
-	out.Priority = &Priority{Value: m.Priority, Fields: parts.Fields, PlainHostsOnly: parts.PlainHostsOnly, Headers: parts.Headers,
+	out.Priority = &Priority{Value: Hex(m.Priority), Fields: parts.Fields, PlainHostsOnly: parts.PlainHostsOnly, Headers: parts.Headers,
 		RegexPaths: parts.RegexPaths, RegexPriority: parts.RegexPriority, PathLength: parts.PathLength, Expression: parts.Expression}
 	out.Source = e.sources.ofRoute(r, m.Service, req)
 	return out

@@ -132,7 +132,7 @@ func priorityLine(p *Priority) string {
 		return ""
 	}
 	if p.Expression {
-		return fmt.Sprintf("%#x (the route's own priority)", p.Value)
+		return fmt.Sprintf("%#x (the route's own priority)", uint64(p.Value))
 	}
 	parts := []string{fmt.Sprintf("fields matched on: %s", fieldList(p.Fields))}
 	if p.PlainHostsOnly {
@@ -146,7 +146,7 @@ func priorityLine(p *Priority) string {
 	} else if p.PathLength > 0 {
 		parts = append(parts, fmt.Sprintf("path length %d", p.PathLength))
 	}
-	return fmt.Sprintf("%#x (%s)", p.Value, strings.Join(parts, "; "))
+	return fmt.Sprintf("%#x (%s)", uint64(p.Value), strings.Join(parts, "; "))
 }
 
 func answerLine(a *Answer) string {
