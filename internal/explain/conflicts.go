@@ -102,7 +102,7 @@ func (e *Explainer) Conflicts() *Conflicts {
 				continue
 			}
 			shadowedParts[id]++
-			if !containsRoute(shadowedBy[id], a.Route) {
+			if !slices.Contains(shadowedBy[id], a.Route) {
 				shadowedBy[id] = append(shadowedBy[id], a.Route)
 			}
 			break
@@ -124,15 +124,6 @@ func (e *Explainer) Conflicts() *Conflicts {
 	}
 	out.SharedHosts = e.sharedHosts()
 	return out
-}
-
-func containsRoute(rs []*kong.Route, r *kong.Route) bool {
-	for _, x := range rs {
-		if x == r {
-			return true
-		}
-	}
-	return false
 }
 
 // briefRoute is a route named with its fields and source, for lists.
