@@ -96,7 +96,7 @@ func diffTarget(ctx context.Context, cfg *config.Config, files []string) (*kongs
 		}
 	} else {
 		var err error
-		if st, err = clusterStore(cfg.Kubeconfig, cfg.APIServerHost, opts); err != nil {
+		if st, err = clusterStore(cfg.Kubeconfig, cfg.APIServerHost, "", opts); err != nil {
 			return nil, err
 		}
 	}
@@ -113,9 +113,10 @@ func diffTarget(ctx context.Context, cfg *config.Config, files []string) (*kongs
 }
 
 // clusterStore reads the cluster's objects as the controller does (its kinds, at the versions
-// the cluster serves, filtered by class and namespaces), with one List per kind.
-func clusterStore(kubeconfig, apiServerHost string, opts store.Options) (*store.Store, error) {
-	restCfg, err := manager.RestConfig(kubeconfig, apiServerHost)
+// the cluster serves, filtered by class and namespaces), with one List per kind, in the
+// kubeconfig's context kubeContext ("": its current one).
+func clusterStore(kubeconfig, apiServerHost, kubeContext string, opts store.Options) (*store.Store, error) {
+	restCfg, err := manager.RestConfigInContext(kubeconfig, apiServerHost, kubeContext)
 	if err != nil {
 		return nil, err
 	}

@@ -74,6 +74,9 @@ func runExplain(ctx context.Context, args []string, stdout io.Writer) error {
 	kubeconfig := fs.String("kubeconfig", "", "read the cluster's objects with this kubeconfig (default: the current context of $KUBECONFIG or ~/.kube/config)")
 	apiServerHost := fs.String("apiserver-host", "", "the Kubernetes API server's URL, as the controller's flag")
 	fs.Var(namespaces, "watch-namespace", "namespaces the controller watches (comma-separated; default all), as the controller's flag")
+	fs.Var(namespaces, "n", "same as --watch-namespace (kubectl's -n)")
+	fs.Var(namespaces, "namespace", "same as --watch-namespace")
+	kubeContext := fs.String("context", "", "the kubeconfig context to read the cluster with (default its current one), as kubectl's --context")
 	fromController := fs.String("from-controller", "", "a running controller's diagnostics server (http://host:10256): explain the configuration it last sent")
 	allConflicts := fs.Bool("all-conflicts", false, "instead of a request: every route that can never win (another takes all it matches) and every host routes of several namespaces share")
 	output := fs.String("output", "text", "output format: text, json or yaml")
@@ -123,7 +126,7 @@ func runExplain(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	default:
 		var st *store.Store
-		if st, err = clusterStore(*kubeconfig, *apiServerHost, store.Options{IngressClass: *tf.class, Namespaces: namespaces.values}); err == nil {
+		if st, err = clusterStore(*kubeconfig, *apiServerHost, *kubeContext, store.Options{IngressClass: *tf.class, Namespaces: namespaces.values}); err == nil {
 			in, err = translatedInput(ctx, tf, st)
 		}
 	}

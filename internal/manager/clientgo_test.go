@@ -76,3 +76,24 @@ current-context: x
 	require.Equal(t, "https://elsewhere:6443", cfg.Host)
 	require.Equal(t, "t0ken", cfg.BearerToken)
 }
+
+// A kubeconfig's other context, as kubectl's --context picks it; an unknown one is an error.
+func TestRestConfigInContext(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: a, cluster: {server: "https://a:6443"}}, {name: b, cluster: {server: "https://b:6443"}}]
+users: [{name: u, user: {token: t0ken}}]
+contexts: [{name: ctx-a, context: {cluster: a, user: u}}, {name: ctx-b, context: {cluster: b, user: u}}]
+current-context: ctx-a
+`), 0o600))
+	t.Setenv("KUBECONFIG", "")
+	cfg, err := RestConfigInContext(kubeconfig, "", "")
+	require.NoError(t, err)
+	require.Equal(t, "https://a:6443", cfg.Host)
+	cfg, err = RestConfigInContext(kubeconfig, "", "ctx-b")
+	require.NoError(t, err)
+	require.Equal(t, "https://b:6443", cfg.Host)
+	_, err = RestConfigInContext(kubeconfig, "", "nope")
+	require.ErrorContains(t, err, "nope")
+}

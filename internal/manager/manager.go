@@ -30,6 +30,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -939,10 +940,17 @@ func watchErrorLogger(log logr.Logger, failed func(kind string, err error)) tool
 }
 
 func restConfig(kubeconfig, apiserverHost string) (*rest.Config, error) {
+	return RestConfigInContext(kubeconfig, apiserverHost, "")
+}
+
+// RestConfigInContext is the controller's Kubernetes client configuration with the kubeconfig's
+// context kubeContext ("": its current context), as kubectl's --context picks one (`kubectl
+// konductor explain --context ...`).
+func RestConfigInContext(kubeconfig, apiserverHost, kubeContext string) (*rest.Config, error) {
 	if kubeconfig != "" {
-		os.Setenv("KUBECONFIG", kubeconfig) //nolint:errcheck // read by ctrl.GetConfig below
+		os.Setenv("KUBECONFIG", kubeconfig) //nolint:errcheck // read by GetConfigWithContext below
 	}
-	cfg, err := ctrl.GetConfig()
+	cfg, err := crconfig.GetConfigWithContext(kubeContext)
 	switch {
 	case err != nil && apiserverHost != "":
 		// KIC's --apiserver-host alone (client-go's BuildConfigFromFlags): the URL, no

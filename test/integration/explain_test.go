@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/konductor/konductor/internal/explain"
@@ -66,9 +67,17 @@ func TestExplainFromCluster(t *testing.T) {
 	cmd := exec.CommandContext(context.Background(), plugin, "explain", url, "--watch-namespace", both, "-o", "json")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	require.Equal(t, x, explainJSON(cmd))
+	// kubectl's --context: the kubeconfig's (only) context by name; another is an error.
+	parsed, err := clientcmd.Load(kcfg)
+	require.NoError(t, err)
+	require.Equal(t, x, explainJSON(exec.CommandContext(context.Background(), plugin, "explain", url, "--kubeconfig", kubeconfig,
+		"--context", parsed.CurrentContext, "--watch-namespace", both, "-o", "json")))
+	out, err := exec.CommandContext(context.Background(), plugin, "explain", url, "--kubeconfig", kubeconfig, "--context", "no-such-context").CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "no-such-context")
 
-	// One namespace watched: the other's Ingress is not there.
-	x = explainJSON(exec.CommandContext(context.Background(), bin, "explain", url, "--kubeconfig", kubeconfig, "--watch-namespace", nsA, "-o", "json"))
+	// One namespace (kubectl's -n): the other's Ingress is not there.
+	x = explainJSON(exec.CommandContext(context.Background(), bin, "explain", url, "--kubeconfig", kubeconfig, "-n", nsA, "-o", "json"))
 	require.Equal(t, nsA+".api.api."+host+".80", x.Route.Name)
 	require.Empty(t, x.Losers)
 
