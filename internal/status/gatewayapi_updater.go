@@ -55,6 +55,9 @@ type GatewayAPIUpdater struct {
 	// with a publish Service, a Gateway's listener that no Kong listen serves is not accepted
 	// (gatewayapi_listens.go). nil, or none said yet: not checked.
 	Listens func() []dataplane.KongListens
+	// Router is the router flavor the gateways said (dataplane.RouterFlavors.Expressions),
+	// which decides some of the class's status.supportedFeatures; nil: traditional.
+	Router func() gatewayapi.Router
 
 	mu     sync.Mutex
 	latest *gatewayapi.Attachment // of the latest translation of the whole snapshot
@@ -159,11 +162,16 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 	a := u.attach(snap)
 	now := u.now()
 	var errs failures
+	var router gatewayapi.Router
+	if u.Router != nil {
+		router = u.Router()
+	}
+	supported := gatewayapi.SupportedFeatures(router)
 	for _, c := range snap.GatewayClasses {
 		if a.Classes[c.Name] == nil {
 			continue
 		}
-		want := gatewayClassStatus(c.Status, c.Generation, now)
+		want := gatewayClassStatus(c.Status, c.Generation, now, supported)
 		if !equality.Semantic.DeepEqual(want, c.Status) {
 			updated := c.DeepCopy() // the snapshot's objects belong to the cache
 			updated.Status = want
