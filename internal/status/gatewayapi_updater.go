@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -58,6 +59,8 @@ type GatewayAPIUpdater struct {
 	// Router is the router flavor the gateways said (dataplane.RouterFlavors.Expressions),
 	// which decides some of the class's status.supportedFeatures; nil: traditional.
 	Router func() gatewayapi.Router
+	// featuresPruned: a GatewayClass written with supportedFeatures came back without them.
+	featuresPruned atomic.Bool
 
 	mu     sync.Mutex
 	latest *gatewayapi.Attachment // of the latest translation of the whole snapshot
@@ -166,7 +169,10 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 	if u.Router != nil {
 		router = u.Router()
 	}
-	supported := gatewayapi.SupportedFeatures(router)
+	var supported []gatewayv1.SupportedFeature
+	if !u.featuresPruned.Load() {
+		supported = gatewayapi.SupportedFeatures(router)
+	}
 	for _, c := range snap.GatewayClasses {
 		if a.Classes[c.Name] == nil {
 			continue
@@ -177,6 +183,10 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 			updated.Status = want
 			if err := u.writeStatus(ctx, updated, client.MergeFrom(c)); err != nil {
 				errs.add("GatewayClass", c, err)
+			} else if len(supported) > 0 && len(updated.Status.SupportedFeatures) == 0 {
+				// The API server dropped the field: its GatewayClass CRD is older than
+				// supportedFeatures (Gateway API v1.2). Writing it again would never hold.
+				u.featuresPruned.Store(true)
 			}
 		}
 	}
