@@ -3,11 +3,23 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := bin/konductor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
 
-.PHONY: conformance test-reads build image run test test-unit test-integration test-faults test-fuzz fuzz soak envtest-assets helm chart-sync bench bench-attached bench-e2e lint manifests
+.PHONY: conformance test-reads build install image run test test-unit test-integration test-faults test-fuzz fuzz soak envtest-assets helm chart-sync bench bench-attached bench-e2e lint manifests
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/konductor
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/konductor
+
+# Installs the command and, beside it, the kubectl plugin kubectl-konductor (a symlink: kubectl
+# runs `kubectl konductor explain ...` as `kubectl-konductor explain ...`, and konductor takes
+# the current kubeconfig context as kubectl does). BINDIR must be on PATH for kubectl to find it.
+BINDIR ?= $(shell $(GO) env GOPATH)/bin
+install: build
+	mkdir -p $(BINDIR)
+	install -m 0755 $(BIN) $(BINDIR)/konductor
+	ln -sf konductor $(BINDIR)/kubectl-konductor
 
 # The multi-platform OCI image, without a container engine (hack/image, docs/image.md): static
 # binaries on a base made there (CA roots from golang.org/x/crypto/x509roots/fallback, user

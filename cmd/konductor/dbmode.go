@@ -95,21 +95,10 @@ func diffTarget(ctx context.Context, cfg *config.Config, files []string) (*kongs
 			return nil, err
 		}
 	} else {
-		restCfg, err := manager.RestConfig(cfg.Kubeconfig, cfg.APIServerHost)
-		if err != nil {
+		var err error
+		if st, err = clusterStore(cfg.Kubeconfig, cfg.APIServerHost, opts); err != nil {
 			return nil, err
 		}
-		// Kinds served only at an older version (TCPRoute v1alpha2, ...) are read at it, as
-		// the controller reads them.
-		if opts.Kinds, opts.Versions, err = manager.InstalledOptionalKindsAt(restCfg); err != nil {
-			return nil, err
-		}
-		// A direct (uncached) client: one List per kind, no informers to wait for.
-		c, err := client.New(restCfg, client.Options{Scheme: store.Scheme()})
-		if err != nil {
-			return nil, fmt.Errorf("kubernetes client: %w", err)
-		}
-		st = store.New(c, opts)
 	}
 	snap, err := st.Snapshot(ctx)
 	if err != nil {
@@ -121,6 +110,26 @@ func diffTarget(ctx context.Context, cfg *config.Config, files []string) (*kongs
 		fmt.Fprintln(diffStderr, p.String())
 	}
 	return state, nil
+}
+
+// clusterStore reads the cluster's objects as the controller does (its kinds, at the versions
+// the cluster serves, filtered by class and namespaces), with one List per kind.
+func clusterStore(kubeconfig, apiServerHost string, opts store.Options) (*store.Store, error) {
+	restCfg, err := manager.RestConfig(kubeconfig, apiServerHost)
+	if err != nil {
+		return nil, err
+	}
+	// Kinds served only at an older version (TCPRoute v1alpha2, ...) are read at it, as
+	// the controller reads them.
+	if opts.Kinds, opts.Versions, err = manager.InstalledOptionalKindsAt(restCfg); err != nil {
+		return nil, err
+	}
+	// A direct (uncached) client: one List per kind, no informers to wait for.
+	c, err := client.New(restCfg, client.Options{Scheme: store.Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return store.New(c, opts), nil
 }
 
 func diffGateway(ctx context.Context, url string, httpClient *http.Client, cfg *config.Config, state *kongstate.State, w io.Writer) error {

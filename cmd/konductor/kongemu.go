@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -36,7 +37,13 @@ import (
 // certificate, its key, their CA and the server's certificate into the certificate folder,
 // and prints them with the control plane id and the flags of konductor run that use them.
 func runKongemu(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("kongemu", flag.ContinueOnError)
+	return kongemuCommand(ctx, args, os.Stdout)
+}
+
+// kongemuCommand is runKongemu printing its lines, and its help, to stdout.
+func kongemuCommand(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := commandFlagSet("kongemu")
+	fs.SetOutput(helpOutput(args, stdout, os.Stderr))
 	listen := fs.String("listen", "127.0.0.1:8001", "address to serve the Admin API on")
 	mode := fs.String("mode", "dbless", "storage mode: dbless or postgres")
 	useTLS := fs.Bool("tls", false, "serve HTTPS with a self-signed certificate (implied by --tls-cert)")
@@ -116,7 +123,7 @@ func runKongemu(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("kongemu: %w", err)
 	}
-	fmt.Fprintf(os.Stdout, "kongemu: Kong Admin API emulator (mode %s) listening on %s\n", *mode, srv.URL)
+	fmt.Fprintf(stdout, "kongemu: Kong Admin API emulator (mode %s) listening on %s\n", *mode, srv.URL)
 	if *proxyListen != "off" {
 		po := kongemu.ProxyOptions{AllowDebugHeader: *debugHeader}
 		if *proxyBackends == "echo" {
@@ -130,7 +137,7 @@ func runKongemu(ctx context.Context, args []string) error {
 			return fmt.Errorf("kongemu: proxy: %w", err)
 		}
 		defer ps.Close()
-		fmt.Fprintf(os.Stdout, "kongemu: proxy listening on %s and %s (backends: %s)\n", ps.URL, ps.TLSURL, *proxyBackends)
+		fmt.Fprintf(stdout, "kongemu: proxy listening on %s and %s (backends: %s)\n", ps.URL, ps.TLSURL, *proxyBackends)
 	}
 	return serveUntilDone(ctx, srv)
 }

@@ -3,24 +3,30 @@
 //	konductor [run] [flags]        run the controller (the default)
 //	konductor translate -f PATH    print the Kong configuration that manifests produce
 //	konductor diff [flags]         print what a sync would change on a database-backed Kong
+//	konductor explain URL [flags]  which route takes a request, why, and what it came from
 //	konductor kongemu [flags]      run the Kong Admin API emulator (local environment, tests)
 //	konductor version              print the version
+//	konductor completion bash|zsh  print a shell completion script
+//	konductor help [command]       list the commands (commands.go), or a command's flags
+//
+// Installed as kubectl-konductor too (make install), it is the kubectl plugin `kubectl
+// konductor explain ...`.
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -28,39 +34,17 @@ import (
 	"github.com/konductor/konductor/internal/manager"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "konductor:", err)
-		}
+	args := os.Args[1:]
+	if len(args) == 0 && strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
+		// `kubectl konductor` alone: the commands, not a controller started in a terminal.
+		args = []string{"--help"}
+	}
+	if err := dispatch(ctx, args, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "konductor:", err)
 		os.Exit(2)
-	}
-}
-
-func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cmd := "run"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		cmd, args = args[0], args[1:]
-	}
-	switch cmd {
-	case "run":
-		return runController(ctx, args, stderr)
-	case "translate":
-		return runTranslate(ctx, args, stdout)
-	case "diff":
-		return runDiff(ctx, args, stdout)
-	case "kongemu":
-		return runKongemu(ctx, args)
-	case "version":
-		_, err := fmt.Fprintln(stdout, "konductor", version)
-		return err
-	default:
-		return fmt.Errorf("unknown command %q (commands: run, translate, diff, kongemu, version)", cmd)
 	}
 }
 

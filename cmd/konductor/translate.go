@@ -15,6 +15,7 @@ import (
 
 	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/manager"
 	"github.com/konductor/konductor/internal/manifest"
 	"github.com/konductor/konductor/internal/store"
@@ -29,6 +30,19 @@ type fileList []string
 
 func (f *fileList) String() string     { return strings.Join(*f, ",") }
 func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
+
+// listFlag is a repeatable flag whose values parse checks and splits.
+type listFlag struct {
+	values []string
+	parse  func(string) ([]string, error)
+}
+
+func (l *listFlag) String() string { return strings.Join(l.values, ",") }
+func (l *listFlag) Set(v string) error {
+	vs, err := l.parse(v)
+	l.values = append(l.values, vs...)
+	return err
+}
 
 // runTranslate prints the Kong declarative configuration that the given manifests produce,
 // without a cluster:
@@ -53,19 +67,14 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 // --router-flavor, for the traditional router with PCRE's regexes, as the controller does
 // before any gateway answered.
 func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("translate", flag.ContinueOnError)
-	fs.SetOutput(translateStderr)
+	fs := commandFlagSet("translate")
+	fs.SetOutput(helpOutput(args, stdout, translateStderr))
 	var files fileList
 	fs.Var(&files, "f", "manifest file or directory (*.yaml, *.yml, *.json, recursively); repeatable")
 	fs.Var(&files, "filename", "same as -f")
-	class := fs.String("ingress-class", store.DefaultIngressClass, "ingress class to serve")
 	output := fs.String("output", "yaml", "output format: yaml or json")
 	fs.StringVar(output, "o", "yaml", "same as --output")
-	allowLocal := fs.Bool("allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses, as the controller's flag of that name")
-	adminURL := fs.String("kong-admin-url", "", "a Kong Admin API to ask whether it is Kong Enterprise and for custom entity schemas (optional)")
-	kongVersion := fs.String("kong-version", "", "the gateways' Kong version, as GET / says it (e.g. 3.9.1); decides the redirect plugin (3.9+) and sticky sessions (3.11+)")
-	routerFlavor := fs.String("router-flavor", "", "the gateways' router_flavor: traditional, traditional_compatible or expressions (default: as before any gateway answered, traditional)")
-	featureGates := fs.String("feature-gates", "", "the controller's --feature-gates (Name=true|false, comma-separated)")
+	tf := addTranslationFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,62 +87,18 @@ func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 	if *output != "yaml" && *output != "json" {
 		return fmt.Errorf("translate: --output must be yaml or json, not %q", *output)
 	}
-
-	loaded, err := manifest.LoadAll(files...)
+	st, err := manifestStore(files, store.Options{IngressClass: *tf.class}, translateStderr)
 	if err != nil {
 		return fmt.Errorf("translate: %w", err)
 	}
-	for _, s := range loaded.Skipped {
-		fmt.Fprintln(translateStderr, s)
-	}
-	st, err := store.NewForObjects(loaded.Objects, store.Options{IngressClass: *class})
+	t, err := tf.translate(ctx, st)
 	if err != nil {
 		return fmt.Errorf("translate: %w", err)
 	}
-	snap, err := st.Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("translate: %w", err)
-	}
-	gates, err := config.ParseFeatureGates(*featureGates)
-	if err != nil {
-		return fmt.Errorf("translate: --feature-gates: %w", err)
-	}
-	// The controller's mapping of its settings to translation, with only the gates and
-	// --allow-local-targets of its flags; no clock, so CA certificates are not checked for
-	// expiry.
-	opts := manager.TranslatorOptions(&config.Config{FeatureGates: gates, AllowLocalTargets: *allowLocal}, time.Time{})
-	switch *routerFlavor {
-	case "", "traditional", "traditional_compatible", "expressions":
-	default:
-		return fmt.Errorf("translate: --router-flavor must be traditional, traditional_compatible or expressions, not %q", *routerFlavor)
-	}
-	// The gateways' answer goes through the record the controller keeps of them, which
-	// decides the router's rendering and the version as it does for the sync loop.
-	flavors := dataplane.NewRouterFlavors(nil)
-	if *routerFlavor != "" || *kongVersion != "" {
-		if *kongVersion != "" {
-			if _, err := dataplane.ParseKongVersion(*kongVersion); err != nil {
-				return fmt.Errorf("translate: --kong-version: %w", err)
-			}
-		}
-		flavors.ReportRoot("translate", dataplane.Root{RouterFlavor: *routerFlavor, Version: *kongVersion})
-	}
-	opts.ExpressionRoutes = flavors.Expressions()
-	opts.RustRegexes = flavors.RustRegexes()
-	opts.KongVersion = flavors.KongVersion()
-	if *adminURL != "" {
-		c, err := kong.NewClient(kong.String(*adminURL), nil)
-		if err != nil {
-			return fmt.Errorf("translate: --kong-admin-url: %w", err)
-		}
-		facts := dataplane.NewGatewayFacts(func() []*kong.Client { return []*kong.Client{c} })
-		opts.Enterprise, opts.EntitySchemas = facts.Learn(ctx, translator.CustomEntityTypes(snap))
-	}
-	state, problems := translator.Translate(snap, opts)
-	for _, p := range problems {
+	for _, p := range t.problems {
 		fmt.Fprintln(translateStderr, p.String())
 	}
-	out, err := state.DeclarativeConfig()
+	out, err := t.state.DeclarativeConfig()
 	if err != nil {
 		return fmt.Errorf("translate: rendering: %w", err)
 	}
@@ -146,4 +111,88 @@ func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	_, err = stdout.Write(out)
 	return err
+}
+
+// translationFlags are the flags that make a translation the controller's for given gateways
+// (translate's, and explain's).
+type translationFlags struct {
+	class, adminURL, kongVersion, routerFlavor, featureGates *string
+	allowLocal                                               *bool
+}
+
+func addTranslationFlags(fs *flag.FlagSet) *translationFlags {
+	return &translationFlags{
+		class:        fs.String("ingress-class", store.DefaultIngressClass, "ingress class to serve"),
+		allowLocal:   fs.Bool("allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses, as the controller's flag of that name"),
+		adminURL:     fs.String("kong-admin-url", "", "a Kong Admin API to ask whether it is Kong Enterprise and for custom entity schemas (optional)"),
+		kongVersion:  fs.String("kong-version", "", "the gateways' Kong version, as GET / says it (e.g. 3.9.1); decides the redirect plugin (3.9+) and sticky sessions (3.11+)"),
+		routerFlavor: fs.String("router-flavor", "", "the gateways' router_flavor: traditional, traditional_compatible or expressions (default: as before any gateway answered, traditional)"),
+		featureGates: fs.String("feature-gates", "", "the controller's --feature-gates (Name=true|false, comma-separated)"),
+	}
+}
+
+// manifestStore is a store over the objects of manifests, the ones it cannot read named on
+// stderr.
+func manifestStore(files []string, opts store.Options, stderr io.Writer) (*store.Store, error) {
+	loaded, err := manifest.LoadAll(files...)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range loaded.Skipped {
+		fmt.Fprintln(stderr, s)
+	}
+	return store.NewForObjects(loaded.Objects, opts)
+}
+
+// translation is a translation's result with what it was made from.
+type translation struct {
+	snap     *store.Snapshot
+	state    *kongstate.State
+	problems []translator.Problem
+	opts     translator.Options
+}
+
+// translate translates the store's objects as the controller would for the flags' gateways.
+func (tf *translationFlags) translate(ctx context.Context, st *store.Store) (*translation, error) {
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gates, err := config.ParseFeatureGates(*tf.featureGates)
+	if err != nil {
+		return nil, fmt.Errorf("--feature-gates: %w", err)
+	}
+	// The controller's mapping of its settings to translation, with only the gates and
+	// --allow-local-targets of its flags; no clock, so CA certificates are not checked for
+	// expiry.
+	opts := manager.TranslatorOptions(&config.Config{FeatureGates: gates, AllowLocalTargets: *tf.allowLocal}, time.Time{})
+	switch *tf.routerFlavor {
+	case "", "traditional", "traditional_compatible", "expressions":
+	default:
+		return nil, fmt.Errorf("--router-flavor must be traditional, traditional_compatible or expressions, not %q", *tf.routerFlavor)
+	}
+	// The gateways' answer goes through the record the controller keeps of them, which
+	// decides the router's rendering and the version as it does for the sync loop.
+	flavors := dataplane.NewRouterFlavors(nil)
+	if *tf.routerFlavor != "" || *tf.kongVersion != "" {
+		if *tf.kongVersion != "" {
+			if _, err := dataplane.ParseKongVersion(*tf.kongVersion); err != nil {
+				return nil, fmt.Errorf("--kong-version: %w", err)
+			}
+		}
+		flavors.ReportRoot("translate", dataplane.Root{RouterFlavor: *tf.routerFlavor, Version: *tf.kongVersion})
+	}
+	opts.ExpressionRoutes = flavors.Expressions()
+	opts.RustRegexes = flavors.RustRegexes()
+	opts.KongVersion = flavors.KongVersion()
+	if *tf.adminURL != "" {
+		c, err := kong.NewClient(kong.String(*tf.adminURL), nil)
+		if err != nil {
+			return nil, fmt.Errorf("--kong-admin-url: %w", err)
+		}
+		facts := dataplane.NewGatewayFacts(func() []*kong.Client { return []*kong.Client{c} })
+		opts.Enterprise, opts.EntitySchemas = facts.Learn(ctx, translator.CustomEntityTypes(snap))
+	}
+	state, problems := translator.Translate(snap, opts)
+	return &translation{snap: snap, state: state, problems: problems, opts: opts}, nil
 }

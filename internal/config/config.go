@@ -919,3 +919,13 @@ func redactURL(u string) string {
 	}
 	return u
 }
+
+// FlagUsages is the controller's flags as `konductor run --help` lists them (name, type,
+// default, description, in the order defined), for help and shell completion that cannot
+// fall behind the flags the parser takes.
+func FlagUsages() string {
+	fs := pflag.NewFlagSet("konductor", pflag.ContinueOnError)
+	fs.SortFlags = false
+	(&Config{}).defineFlags(fs, &flagValues{enabled: map[string]*bool{}})
+	return fs.FlagUsages()
+}

@@ -130,8 +130,11 @@ func TestParseRejectsBadValues(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	_, err := Parse([]string{"--help"}, env(nil))
+	var usage strings.Builder
+	_, err := ParseWithOutput([]string{"--help"}, env(nil), &usage)
 	require.True(t, errors.Is(err, pflag.ErrHelp))
+	// FlagUsages is the parser's own list: what --help prints after its first line.
+	require.Equal(t, "Usage of konductor:\n"+FlagUsages(), usage.String())
 }
 
 func TestEnvVarName(t *testing.T) {

@@ -30,4 +30,5 @@
 //	router.go     building a router (splitting routes by path), Select and Exec (atc.lua)
 //	fields.go     the request's facts in the router's context (fields.lua)
 //	uri.go        path normalization, escaping, the upstream path (uri.lua, utils.lua)
+//	declarative.go a declarative configuration (translate's output, the diagnostics' dump) as a Config
 package kongrouter

@@ -141,6 +141,11 @@ type Exit struct {
 	Header  http.Header
 }
 
+// NoRoute is Kong's answer to a request no route takes.
+func NoRoute() *Exit {
+	return &Exit{Status: http.StatusNotFound, Message: "no Route matched with those values"}
+}
+
 // Decision is what Kong does with a request before its plugins run: an Exit, or the route,
 // service and upstream request to proxy. A serviceless route has a Forward too: its plugins may
 // answer (KIC's request-termination routes); PickTarget answers 503 if none does.
@@ -176,12 +181,9 @@ type UpstreamRequest struct {
 // access phase "before"): 404 without a matching route, the https redirect or 426 of an
 // https-only route, the gRPC checks, else the upstream request.
 func (g *Gateway) Proxy(req *Request) *Decision {
-	params := Params{Method: req.Method, URI: req.URI, Host: req.Host, Scheme: req.Scheme, SrcIP: req.ClientIP,
-		SrcPort: req.ClientPort, DstIP: req.ServerIP, DstPort: req.ServerPort, SNI: req.SNI,
-		Headers: req.Header, Queries: queryArgs(req.URI)}
-	m, err := g.http.Exec(params)
+	m, err := g.http.Exec(httpParams(req))
 	if err != nil || m == nil {
-		return &Decision{Exit: &Exit{Status: http.StatusNotFound, Message: "no Route matched with those values"}}
+		return &Decision{Exit: NoRoute()}
 	}
 	d := &Decision{Match: m}
 	protocols := map[string]bool{}
@@ -270,6 +272,35 @@ func (g *Gateway) Proxy(req *Request) *Decision {
 	}
 	d.Forward = f
 	return d
+}
+
+// httpParams are the router's facts of an HTTP request (Exec takes the query off the URI).
+func httpParams(req *Request) Params {
+	return Params{Method: req.Method, URI: req.URI, Host: req.Host, Scheme: req.Scheme, SrcIP: req.ClientIP,
+		SrcPort: req.ClientPort, DstIP: req.ServerIP, DstPort: req.ServerPort, SNI: req.SNI,
+		Headers: req.Header, Queries: queryArgs(req.URI)}
+}
+
+// Candidates are the http router's matchers that take req, in evaluation order (the first
+// is the one Proxy routes by), each answered as if alone (Router.Candidates).
+func (g *Gateway) Candidates(req *Request) ([]*Match, error) {
+	p := httpParams(req)
+	p.URI = stripURIArgs(p.URI)
+	return g.http.Candidates(p)
+}
+
+// Misses are the fields of m's expression that req fails (Router.Misses).
+func (g *Gateway) Misses(m *Matcher, req *Request) ([]string, error) {
+	p := httpParams(req)
+	p.URI = stripURIArgs(p.URI)
+	return g.http.Misses(m, p)
+}
+
+// AllMisses are Router.AllMisses of the http router over req.
+func (g *Gateway) AllMisses(req *Request) ([][]string, error) {
+	p := httpParams(req)
+	p.URI = stripURIArgs(p.URI)
+	return g.http.AllMisses(p)
 }
 
 // hopByHop are the headers a proxy does not forward: the standard ones and those Connection

@@ -68,3 +68,56 @@ func TestGatewayStreamsAndCandidates(t *testing.T) {
 	require.Equal(t, "short", *candidates[1].Route.Name)
 	require.Greater(t, candidates[0].Matcher.Priority, candidates[1].Matcher.Priority)
 }
+
+// Misses says what of a route a request fails; Gateway.Candidates routes as Proxy does (the
+// query is not the path).
+func TestMissesAndGatewayCandidates(t *testing.T) {
+	cfg := &Config{Flavor: TraditionalCompatible,
+		Services: []*kong.Service{{ID: kong.String("s"), Name: kong.String("s"), Protocol: kong.String("http"), Host: kong.String("10.0.0.5"), Port: kong.Int(80)}},
+		Routes: []*kong.Route{
+			{ID: kong.String("e8fb37f1-102d-461e-9c51-6608a6bb8201"), Name: kong.String("api"), Protocols: kong.StringSlice("http"),
+				Hosts: kong.StringSlice("api.example.com", "*.api.example.com"), Paths: kong.StringSlice("/v1"), Methods: kong.StringSlice("GET"),
+				Headers: map[string][]string{"x-team": {"a"}}, Service: &kong.Service{ID: kong.String("s")}},
+			{ID: kong.String("e8fb37f1-102d-461e-9c51-6608a6bb8202"), Name: kong.String("root"), Protocols: kong.StringSlice("http"),
+				Paths: kong.StringSlice("/"), Service: &kong.Service{ID: kong.String("s")}},
+		},
+	}
+	g, err := NewGateway(cfg, "3.10.0")
+	require.NoError(t, err)
+	var api *Matcher
+	for _, m := range g.HTTPRouter().Matchers() {
+		if *m.Route.Name == "api" {
+			api = m
+		}
+	}
+	req := func(method, host, uri string, h http.Header) *Request {
+		return &Request{Method: method, Scheme: "http", Host: host, URI: uri, Header: h, ClientIP: "10.9.9.9", ServerPort: 8000}
+	}
+	for _, c := range []struct {
+		r    *Request
+		want []string
+	}{
+		{req("GET", "api.example.com", "/v1/x", http.Header{"X-Team": {"a"}}), []string{}},
+		{req("GET", "x.api.example.com", "/v1", http.Header{"X-Team": {"a"}}), []string{}},
+		{req("GET", "example.com", "/v1", http.Header{"X-Team": {"a"}}), []string{"http.host"}},
+		{req("POST", "api.example.com", "/v2?/v1", http.Header{"X-Team": {"a"}}), []string{"http.method", "http.path"}},
+		{req("GET", "api.example.com", "/v1", http.Header{"X-Team": {"b"}}), []string{"http.headers.x_team"}},
+		{req("GET", "api.example.com", "/v1", http.Header{}), []string{"http.headers.x_team"}},
+	} {
+		got, err := g.Misses(api, c.r)
+		require.NoError(t, err)
+		require.Equal(t, c.want, got, "%s %s%s", c.r.Method, c.r.Host, c.r.URI)
+		cands, err := g.Candidates(c.r)
+		require.NoError(t, err)
+		names := []string{}
+		for _, m := range cands {
+			names = append(names, *m.Route.Name)
+		}
+		want := []string{"root"}
+		if len(c.want) == 0 {
+			want = []string{"api", "root"}
+		}
+		require.Equal(t, want, names)
+		require.Equal(t, names[0], *g.Proxy(c.r).Match.Route.Name, "Candidates' first is what Proxy routes by")
+	}
+}

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/kong/go-kong/kong"
+
+	"github.com/konductor/konductor/internal/kongrules"
 )
 
 // RouteService is a route with the service it proxies to (nil: a serviceless route).
@@ -289,6 +292,84 @@ func (r *Router) Candidates(p Params) ([]*Match, error) {
 		}
 	}
 	return out, nil
+}
+
+// Misses are the fields of m's expression that p fails, sorted: for a request no route takes,
+// what differs from a route (explain's nearest routes). A failed AND fails by the parts that
+// fail; a failed OR by what fails in each of its sides; a failed NOT by what it negates.
+func (r *Router) Misses(m *Matcher, p Params) ([]string, error) {
+	if m.m == nil {
+		return nil, errors.New("matcher " + m.ID.String() + " was refused")
+	}
+	ctx, err := r.context(p)
+	if err != nil {
+		return nil, err
+	}
+	return m.m.misses(ctx), nil
+}
+
+// AllMisses are Misses of every matcher, in Matchers' order, the request's facts read once (a
+// miss over a large configuration asks every route).
+func (r *Router) AllMisses(p Params) ([][]string, error) {
+	ctx, err := r.context(p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]string, len(r.matchers))
+	for i, m := range r.matchers {
+		out[i] = m.m.misses(ctx)
+	}
+	return out, nil
+}
+
+// misses evaluates the expression once, every predicate of it (no short circuit), and keeps
+// the fields of the parts that fail it: a failed AND's failing sides, a failed OR's sides, a
+// failed NOT's whole operand.
+func (m *matcher) misses(ctx atcContext) []string {
+	res := atcMatch{matches: map[string]string{}, captures: map[string]string{}}
+	out := []string{}
+	var all func(n *kongrules.ATCNode)
+	all = func(n *kongrules.ATCNode) {
+		if n == nil {
+			return
+		}
+		if n.Op == kongrules.ATCPredicateNode {
+			out = append(out, n.Predicate.Field)
+			return
+		}
+		all(n.Left)
+		all(n.Right)
+	}
+	var collect func(n *kongrules.ATCNode) bool
+	collect = func(n *kongrules.ATCNode) bool {
+		switch n.Op {
+		case kongrules.ATCAnd:
+			l := collect(n.Left)
+			return collect(n.Right) && l
+		case kongrules.ATCOr:
+			mark := len(out)
+			l := collect(n.Left)
+			if r := collect(n.Right); l || r {
+				out = out[:mark] // one side takes the request: nothing of the OR misses
+				return true
+			}
+			return false
+		case kongrules.ATCNot:
+			if m.eval(n.Left, ctx, &res) {
+				all(n.Left)
+				return false
+			}
+			return true
+		}
+		if m.predicate(n.Predicate, ctx, &res) {
+			return true
+		}
+		out = append(out, n.Predicate.Field)
+		return false
+	}
+	collect(m.root)
+	sort.Strings(out)
+	return slices.Compact(out)
 }
 
 func (r *Router) result(m *Matcher, p Params, res atcMatch) (*Match, error) {

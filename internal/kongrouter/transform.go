@@ -2,6 +2,7 @@ package kongrouter
 
 import (
 	"fmt"
+	"math/bits"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -330,58 +331,127 @@ const (
 // the plain-host and regex bits (60, 51) decide only between routes of weight 3 or less, where
 // they outrank the weight itself.
 func Priority(r *kong.Route) uint64 {
-	if r.Expression != nil {
-		var p uint64
-		if r.Priority != nil {
-			p = *r.Priority
-		}
-		return expressionOnlyBits | p
-	}
-	if isStreamRoute(r) {
+	if r.Expression == nil && isStreamRoute(r) {
 		return streamPriority(r)
 	}
-	weight := 0
-	for _, present := range []bool{
-		len(r.Sources) > 0, len(r.Destinations) > 0, len(r.Methods) > 0, len(r.Hosts) > 0,
-		len(r.Headers) > 0, len(r.SNIs) > 0, len(r.Paths) > 0,
+	return PriorityPartsOf(r).Priority()
+}
+
+// PriorityParts are what an http route's priority is made of (get_priority's inputs), for
+// saying which part decided between two routes (explain).
+type PriorityParts struct {
+	// Expression: a route with an expression, whose priority is its own (ExpressionPriority)
+	// above every traditional route.
+	Expression         bool
+	ExpressionPriority uint64
+	// Fields are the fields the route matches on that count in its weight, in get_priority's
+	// order (sources, destinations, methods, hosts, headers, snis, paths).
+	Fields         []string
+	PlainHostsOnly bool
+	Headers        int
+	RegexPaths     bool
+	RegexPriority  int
+	PathLength     int
+}
+
+// PriorityPartsOf reads an http route's priority parts (a route with an expression has only
+// its own priority).
+func PriorityPartsOf(r *kong.Route) PriorityParts {
+	if r.Expression != nil {
+		p := PriorityParts{Expression: true}
+		if r.Priority != nil {
+			p.ExpressionPriority = *r.Priority
+		}
+		return p
+	}
+	var p PriorityParts
+	for _, f := range []struct {
+		name    string
+		present bool
+	}{
+		{"sources", len(r.Sources) > 0}, {"destinations", len(r.Destinations) > 0}, {"methods", len(r.Methods) > 0},
+		{"hosts", len(r.Hosts) > 0}, {"headers", len(r.Headers) > 0}, {"snis", len(r.SNIs) > 0}, {"paths", len(r.Paths) > 0},
 	} {
-		if present {
-			weight++
+		if f.present {
+			p.Fields = append(p.Fields, f.name)
 		}
 	}
-	headers := len(r.Headers)
-	if headers > maxHeaderCount {
-		headers = maxHeaderCount
-	}
+	p.Headers = min(len(r.Headers), maxHeaderCount)
 	// type(hosts) == "table": a route without hosts is not "plain hosts only".
-	plainHostOnly := r.Hosts != nil
+	p.PlainHostsOnly = r.Hosts != nil
 	for _, h := range strs(r.Hosts) {
 		if strings.Contains(h, "*") {
-			plainHostOnly = false
+			p.PlainHostsOnly = false
 			break
 		}
 	}
-	regexURL, uriLength := false, 0
 	if paths := strs(r.Paths); len(paths) > 0 {
 		if strings.HasPrefix(paths[0], "~") {
-			regexURL = true
+			p.RegexPaths = true
 		} else {
-			uriLength = len(paths[0])
+			p.PathLength = len(paths[0])
 		}
 	}
-	regexPriority := 0
-	if regexURL && r.RegexPriority != nil {
-		regexPriority = *r.RegexPriority
+	if p.RegexPaths && r.RegexPriority != nil {
+		p.RegexPriority = *r.RegexPriority
 	}
-	low := lshift32(weight, 61) | lshift32(headers, 52) | lshift32(regexPriority, 19) | int32(uriLength&0x7FFFF)
+	return p
+}
+
+// Priority is the priority Kong computes from the parts.
+func (p PriorityParts) Priority() uint64 {
+	if p.Expression {
+		return expressionOnlyBits | p.ExpressionPriority
+	}
+	low := lshift32(len(p.Fields), 61) | lshift32(p.Headers, 52) | lshift32(p.RegexPriority, 19) | int32(p.PathLength&0x7FFFF)
 	priority := uint64(int64(low)) // sign-extended, as LuaJIT widens a number
-	if plainHostOnly {
+	if p.PlainHostsOnly {
 		priority |= plainHostOnlyBit
 	}
-	if regexURL {
+	if p.RegexPaths {
 		priority |= regexURLBit
 	}
 	return priority
+}
+
+// Priority parts, as Decider names them.
+const (
+	PartExpression    = "expression priority"
+	PartWeight        = "fields matched on"
+	PartPlainHosts    = "plain hosts only"
+	PartRegexPaths    = "regex paths"
+	PartHeaders       = "header count"
+	PartRegexPriority = "regex_priority"
+	PartPathLength    = "path length"
+	PartNone          = "" // equal priorities: the greater id is evaluated first
+)
+
+// Decider names the part of the priorities of a and b (of traditional routes, or both with an
+// expression) that orders them: the highest bit where Kong's priorities differ, read back to the
+// part that set it (the weight reaches bits 29-31 and, from 4 fields, every bit above 31; the
+// header count bits 20-27; regex_priority bit 19 up, overlapping them).
+func Decider(a, b PriorityParts) string {
+	pa, pb := a.Priority(), b.Priority()
+	if pa == pb {
+		return PartNone
+	}
+	if a.Expression || b.Expression {
+		return PartExpression
+	}
+	switch bit := 63 - bits.LeadingZeros64(pa^pb); {
+	case bit == 60:
+		return PartPlainHosts
+	case bit == 51:
+		return PartRegexPaths
+	case bit >= 29:
+		return PartWeight
+	case bit >= 19 && a.Headers != b.Headers:
+		return PartHeaders
+	case bit >= 19:
+		return PartRegexPriority
+	default:
+		return PartPathLength
+	}
 }
 
 // lshift32 is LuaJIT's bit.lshift on a plain number: 32-bit, the shift count masked to 5 bits.

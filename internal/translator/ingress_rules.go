@@ -114,6 +114,49 @@ func ingressPaths(ing *netv1.Ingress) iter.Seq[ingressPathAt] {
 	}
 }
 
+// regexPrefixOf is the prefix that marks ing's regex paths (konghq.com/regex-prefix, "/~").
+func regexPrefixOf(ing *netv1.Ingress) string {
+	if v := ing.Annotations[annRegexPrefix]; v != "" {
+		return v
+	}
+	return defaultRegexPrefix
+}
+
+// IngressPath is one path of an Ingress, spec.rules[Rule].http.paths[Index], with the Kong
+// paths it becomes: what `konductor explain` reads a matched Kong path back to. Backend is
+// the Service's (or KongServiceFacade's) name.
+type IngressPath struct {
+	Rule, Index int
+	Host        string
+	Backend     string
+	KongPaths   []string
+}
+
+// IngressPaths are ing's paths with their Kong paths as translation renders them
+// (translation-rules.md §3.1-3.5), before their validation: the ones translation refuses are
+// also here, and are in no route.
+func IngressPaths(ing *netv1.Ingress, legacyRegexDetection bool) []IngressPath {
+	prefix := regexPrefixOf(ing)
+	var out []IngressPath
+	for at := range ingressPaths(ing) {
+		pt := netv1.PathTypeImplementationSpecific
+		if at.path.PathType != nil {
+			pt = *at.path.PathType
+		}
+		ip := IngressPath{Rule: at.rule, Index: at.index, Host: ing.Spec.Rules[at.rule].Host}
+		if be := at.path.Backend.Service; be != nil {
+			ip.Backend = be.Name
+		} else if res := at.path.Backend.Resource; res != nil {
+			ip.Backend = res.Name
+		}
+		for _, kp := range kongPaths(nil, normalizePath(at.path.Path), pt) {
+			ip.KongPaths = append(ip.KongPaths, applyRegexPrefix(kp, prefix, legacyRegexDetection))
+		}
+		out = append(out, ip)
+	}
+	return out
+}
+
 // ingressRules builds a route per (Ingress, rule host, backend) with the paths of every rule
 // and path that share it (translation-rules.md §3.1-3.6).
 func (b *builder) ingressRules() {
@@ -123,10 +166,7 @@ func (b *builder) ingressRules() {
 		if !ok {
 			continue
 		}
-		prefix := defaultRegexPrefix
-		if v := ing.Annotations[annRegexPrefix]; v != "" {
-			prefix = v
-		}
+		prefix := regexPrefixOf(ing)
 		// Routes that some path asked for but that got no valid path, by key, with the
 		// field of their first rule.
 		lost := map[string]string{}
