@@ -7,7 +7,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
 
-.PHONY: test-reads build install image run test test-unit test-integration test-faults test-fuzz fuzz soak envtest-assets helm chart-sync bench bench-attached bench-e2e lint manifests
+.PHONY: conformance test-reads build install image run test test-unit test-integration test-faults test-fuzz fuzz soak envtest-assets helm chart-sync bench bench-attached bench-e2e lint manifests
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/konductor
@@ -80,6 +80,19 @@ test-unit:
 # Integration tests on a real kube-apiserver + etcd, one line per test (and helm, for the chart).
 test-integration: helm
 	hack/test-integration.sh
+
+# The Gateway API conformance suite with traffic (TestGatewayAPIConformance, in `make test`
+# under Kong's default router) under both router flavors, each run's ConformanceReport
+# written to docs/conformance/ with the commit as the implementation's version; the features
+# tested are those the GatewayClass declares (internal/gatewayapi/features.go).
+conformance:
+	@mkdir -p docs/conformance
+	set -o pipefail; for flavor in traditional_compatible expressions; do \
+	  KONDUCTOR_CONFORMANCE_ROUTER=$$flavor KONDUCTOR_CONFORMANCE_VERSION=$(VERSION) \
+	  KONDUCTOR_CONFORMANCE_REPORT=$(CURDIR)/docs/conformance/konductor-router-$$flavor.yaml \
+	  KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -count=1 -timeout 30m -v -run '^TestGatewayAPIConformance$$' ./test/integration/ \
+	  | grep -E '^(--- |    --- |ok|FAIL)|conformance: |declares' || exit 1; \
+	done
 
 # The issue's fault tests at full length: the gateway fails half of its requests with 500 for
 # a minute (`make test` runs it for 3 s); the API server stopped for 30 s (10 s in `make test`).

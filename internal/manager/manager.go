@@ -41,6 +41,7 @@ import (
 	"github.com/konductor/konductor/internal/dataplane"
 	gatewaydiscovery "github.com/konductor/konductor/internal/dataplane/discovery"
 	"github.com/konductor/konductor/internal/diagnostics"
+	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/status"
 	"github.com/konductor/konductor/internal/store"
@@ -582,6 +583,7 @@ func statusWriters(cfg *config.Config, st *store.Store, mgr ctrlmanager.Manager,
 		gatewayStatus := status.NewGatewayAPIUpdater(cfg.GatewayAPIControllerName, publish, st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("gateway-api-status"))
 		gatewayStatus.GatewayAlpha = cfg.FeatureGates.Enabled(config.GateGatewayAlpha)
 		gatewayStatus.Listens = flavors.Listens
+		gatewayStatus.Router = func() gatewayapi.Router { return gatewayapi.Router{Expressions: flavors.Expressions()} }
 		out = append(out, gatewayStatus)
 		// Gateway API events also wake the Gateways' status directly: attachedRoutes follows
 		// the cache, not the sync loop.

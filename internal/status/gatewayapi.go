@@ -31,9 +31,11 @@ func setCondition(conds *[]metav1.Condition, c metav1.Condition, gen int64, now 
 	meta.SetStatusCondition(conds, c)
 }
 
-// gatewayClassStatus is the status of one of our GatewayClasses: Accepted.
-func gatewayClassStatus(have gatewayv1.GatewayClassStatus, gen int64, now time.Time) gatewayv1.GatewayClassStatus {
+// gatewayClassStatus is the status of one of our GatewayClasses: Accepted, and the features
+// the class supports (gatewayapi.SupportedFeatures).
+func gatewayClassStatus(have gatewayv1.GatewayClassStatus, gen int64, now time.Time, supported []gatewayv1.SupportedFeature) gatewayv1.GatewayClassStatus {
 	want := *have.DeepCopy()
+	want.SupportedFeatures = supported
 	setCondition(&want.Conditions, metav1.Condition{
 		Type: string(gatewayv1.GatewayClassConditionStatusAccepted), Status: metav1.ConditionTrue,
 		Reason: string(gatewayv1.GatewayClassReasonAccepted), Message: "the controller serves this class",

@@ -221,10 +221,17 @@ func TestGatewayStatus(t *testing.T) {
 }
 
 func TestGatewayClassStatus(t *testing.T) {
-	got := gatewayClassStatus(gatewayv1.GatewayClassStatus{Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionUnknown, Reason: "Pending"}}}, 2, t0)
+	got := gatewayClassStatus(gatewayv1.GatewayClassStatus{Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionUnknown, Reason: "Pending"}}}, 2, t0, nil)
 	require.Len(t, got.Conditions, 1)
 	require.Equal(t, "True/Accepted", condition(got.Conditions, "Accepted"))
 	require.Equal(t, int64(2), got.Conditions[0].ObservedGeneration)
+
+	// The supported features replace whatever the class held (a flavor change drops some).
+	held := gatewayv1.GatewayClassStatus{SupportedFeatures: []gatewayv1.SupportedFeature{{Name: "HTTPRouteQueryParamMatching"}, {Name: "Mesh"}}}
+	features := gatewayapi.SupportedFeatures(gatewayapi.Router{})
+	got = gatewayClassStatus(held, 1, t0, features)
+	require.Equal(t, features, got.SupportedFeatures)
+	require.NotContains(t, got.SupportedFeatures, gatewayv1.SupportedFeature{Name: "Mesh"})
 }
 
 func TestListenerConflicts(t *testing.T) {

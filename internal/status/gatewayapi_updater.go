@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,6 +56,11 @@ type GatewayAPIUpdater struct {
 	// with a publish Service, a Gateway's listener that no Kong listen serves is not accepted
 	// (gatewayapi_listens.go). nil, or none said yet: not checked.
 	Listens func() []dataplane.KongListens
+	// Router is the router flavor the gateways said (dataplane.RouterFlavors.Expressions),
+	// which decides some of the class's status.supportedFeatures; nil: traditional.
+	Router func() gatewayapi.Router
+	// featuresPruned: a GatewayClass written with supportedFeatures came back without them.
+	featuresPruned atomic.Bool
 
 	mu     sync.Mutex
 	latest *gatewayapi.Attachment // of the latest translation of the whole snapshot
@@ -159,16 +165,28 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 	a := u.attach(snap)
 	now := u.now()
 	var errs failures
+	var router gatewayapi.Router
+	if u.Router != nil {
+		router = u.Router()
+	}
+	var supported []gatewayv1.SupportedFeature
+	if !u.featuresPruned.Load() {
+		supported = gatewayapi.SupportedFeatures(router)
+	}
 	for _, c := range snap.GatewayClasses {
 		if a.Classes[c.Name] == nil {
 			continue
 		}
-		want := gatewayClassStatus(c.Status, c.Generation, now)
+		want := gatewayClassStatus(c.Status, c.Generation, now, supported)
 		if !equality.Semantic.DeepEqual(want, c.Status) {
 			updated := c.DeepCopy() // the snapshot's objects belong to the cache
 			updated.Status = want
 			if err := u.writeStatus(ctx, updated, client.MergeFrom(c)); err != nil {
 				errs.add("GatewayClass", c, err)
+			} else if len(supported) > 0 && len(updated.Status.SupportedFeatures) == 0 {
+				// The API server dropped the field: its GatewayClass CRD is older than
+				// supportedFeatures (Gateway API v1.2). Writing it again would never hold.
+				u.featuresPruned.Store(true)
 			}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -319,4 +320,54 @@ func TestGatewayAPIStatusUnderKICsRole(t *testing.T) {
 	require.Equal(t, "True/Accepted", condition(gotClass.Status.Conditions, "Accepted"))
 	require.EqualValues(t, 3, updates.Load(), "the class, the Gateway and the route, each by update")
 	require.EqualValues(t, 3, patches.Load(), "one refused patch per kind, then update only")
+}
+
+// The class declares its features; an API server whose GatewayClass CRD has no
+// supportedFeatures (before Gateway API v1.2) drops them, and the updater stops asking for
+// them rather than writing the class on every pass.
+func TestGatewayAPIUpdaterSupportedFeatures(t *testing.T) {
+	for _, prune := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pruned=%v", prune), func(t *testing.T) {
+			ctx := context.Background()
+			class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}
+			gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, ""))
+			var classPatches atomic.Int32
+			c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(class, gw).
+				WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}).
+				WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					gc, ok := obj.(*gatewayv1.GatewayClass)
+					if !ok {
+						return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+					}
+					classPatches.Add(1)
+					if !prune {
+						return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+					}
+					// What an API server with an older CRD keeps: the status without the field.
+					var cur gatewayv1.GatewayClass
+					require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(gc), &cur))
+					cur.Status = *gc.Status.DeepCopy()
+					cur.Status.SupportedFeatures = nil
+					require.NoError(t, cl.Status().Update(ctx, &cur))
+					cur.DeepCopyInto(gc)
+					return nil
+				}}).Build()
+			u := NewGatewayAPIUpdater("", IngressOptions{}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+			u.now = func() time.Time { return t0 }
+			u.Router = func() gatewayapi.Router { return gatewayapi.Router{Expressions: true} }
+			u.Report(ctx, dataplane.Round{GatewayAPI: attach(gw)})
+			for range 3 {
+				require.NoError(t, u.Update(ctx))
+			}
+			var got gatewayv1.GatewayClass
+			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(class), &got))
+			require.Equal(t, "True/Accepted", condition(got.Status.Conditions, "Accepted"))
+			require.EqualValues(t, 1, classPatches.Load(), "the class is written once")
+			if prune {
+				require.Empty(t, got.Status.SupportedFeatures)
+				return
+			}
+			require.Equal(t, gatewayapi.SupportedFeatures(gatewayapi.Router{Expressions: true}), got.Status.SupportedFeatures)
+		})
+	}
 }

@@ -128,9 +128,15 @@ func (b *builder) grpcSplitRoute(s *grpcSplitMatch) (*routeEntry, *routeError) {
 			ruleNames = append(ruleNames, string(*rule.Name))
 		}
 	}
+	// konductor: strip_path false. KIC leaves it out, so Kong's default (true) applies to
+	// these routes, which have no grpc protocols (the grpc routes' default is false); Kong's
+	// expressions router then strips what the expression matched of http.path, the whole
+	// "/<service>/<method>" for a method match, and the backend gets "/" (the conformance
+	// suite's GRPCExactMethodMatching under the expressions router; docs/gateway-api.md).
 	r := &file.FRoute{Route: kong.Route{
 		ID:           kong.String(kongstate.RouteID(b.opts.Workspace, name)),
 		Name:         kong.String(name),
+		StripPath:    kong.Bool(false),
 		PreserveHost: kong.Bool(true),
 		Tags:         b.ruleNameTags(gr, gvkGRPCRoute, ruleNames),
 		Priority:     kong.Uint64(s.priority),

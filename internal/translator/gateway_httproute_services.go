@@ -65,9 +65,25 @@ func (b *builder) httpRuleServiceNames(hr *gatewayv1.HTTPRoute) []string {
 		return names
 	}
 	// groupRulesByBackendRefs keeps the rules' order: a group's first rule is its lowest.
+	// konductor: rules with the same backendRefs but different backendRequest timeouts are
+	// told apart too (KIC gives their one service the timeout of the last of them, so a rule
+	// gets another rule's timeout); each timeout's rules are a service named after their
+	// lowest rule, the first rule's keeping KIC's name.
+	keys := make([]string, len(hr.Spec.Rules))
+	timeouts := map[string]map[string]bool{}
+	for i, rule := range hr.Spec.Rules {
+		keys[i] = sortedJSONKey(rule.BackendRefs) // getSortedItemsString
+		if timeouts[keys[i]] == nil {
+			timeouts[keys[i]] = map[string]bool{}
+		}
+		timeouts[keys[i]][ruleTimeoutKey(rule)] = true
+	}
 	first := map[string]int{}
 	for i, rule := range hr.Spec.Rules {
-		k := sortedJSONKey(rule.BackendRefs) // getSortedItemsString
+		k := keys[i]
+		if len(timeouts[k]) > 1 {
+			k += "\x00" + ruleTimeoutKey(rule)
+		}
 		if _, ok := first[k]; !ok {
 			first[k] = i
 		}
@@ -240,6 +256,14 @@ func applyRuleTimeouts(ks *kongService, rules []serviceRule) {
 			ks.svc.ConnectTimeout, ks.svc.ReadTimeout, ks.svc.WriteTimeout = kong.Int(ms), kong.Int(ms), kong.Int(ms)
 		}
 	}
+}
+
+// ruleTimeoutKey tells rules apart by the service timeout they ask for ("" for Kong's default).
+func ruleTimeoutKey(rule gatewayv1.HTTPRouteRule) string {
+	if ms, ok := ruleTimeout(rule); ok {
+		return strconv.Itoa(ms)
+	}
+	return ""
 }
 
 // ruleTimeout is rule's backendRequest timeout in milliseconds when it sets one other than

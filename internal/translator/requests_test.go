@@ -117,6 +117,18 @@ var requestCases = map[string][]caseRequest{
 			route: "httproute.default.rewrite.example.com.0.0", upstream: "/api/v1/things"},
 		{host: "example.com", path: "/healthz", route: "httproute.default.rewrite.example.com.2.0", upstream: "/healthz"},
 	},
+	// A GRPCRoute's routes under the expressions router keep the whole gRPC path: a method
+	// match (==), a service prefix (^=) and a regex each take the request, and the backend
+	// gets "/<service>/<method>" (with Kong's default strip_path the matched part would be
+	// stripped, "/" for a method match).
+	"grpcroute-expressions": {
+		{method: "POST", host: "example.com", path: "/grpcbin.GRPCBin/DummyUnary", header: map[string]string{"Content-Type": "application/grpc", "X-Env": "prod"},
+			route: "grpcroute.default.echo.example.com.0.0", upstream: "/grpcbin.GRPCBin/DummyUnary"},
+		{method: "POST", host: "example.com", path: "/grpc.health.v1.Health/Check", header: map[string]string{"Content-Type": "application/grpc"},
+			route: "grpcroute.default.echo.example.com.0.1", upstream: "/grpc.health.v1.Health/Check"},
+		{method: "POST", host: "example.com", path: "/other.Svc/Index", header: map[string]string{"Content-Type": "application/grpc"},
+			route: "grpcroute.default.echo.example.com.0.3", upstream: "/other.Svc/Index"},
+	},
 	"httproute-cors":             corsRequests("httproute.default.cors."),
 	"httproute-cors-expressions": corsRequests("httproute.default.cors._."),
 }

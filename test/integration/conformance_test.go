@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,17 +19,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
-	gatewayv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
-	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 	"sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
 	echopb "sigs.k8s.io/gateway-api/conformance/echo-basic/grpcechoserver"
@@ -40,7 +35,7 @@ import (
 	"sigs.k8s.io/gateway-api/pkg/features"
 
 	"github.com/konductor/konductor/internal/kongemu"
-	"github.com/konductor/konductor/internal/store"
+	konformance "github.com/konductor/konductor/test/conformance"
 )
 
 // conformanceNamespaces are the namespaces the suite's base manifests and the tests that run
@@ -49,30 +44,6 @@ import (
 var conformanceNamespaces = []string{
 	"gateway-conformance-infra", "gateway-conformance-app-backend", "gateway-conformance-web-backend",
 	"gateway-api-routes-allowed-ns", "gateway-api-routes-not-allowed-ns", "not-the-namespace-youre-looking-for",
-}
-
-// conformanceSkipped are the tests of the GATEWAY-HTTP and GATEWAY-GRPC profiles' supported
-// features that are not run, by name, with why. Every other test of those profiles runs, with
-// its requests sent through the Kong emulator's proxy; a test whose features are not supported
-// is reported as such by the suite itself.
-var conformanceSkipped = map[string]string{
-	// Every Gateway of a class is served by one Kong (KIC's model): a request reaches the same
-	// router whichever Gateway's address it was sent to, so two Gateways whose listeners share
-	// a port and hostname cannot route the same request differently. Kong Operator, with a
-	// data plane per Gateway, can; docs/gateway-api-conformance.md.
-	"HTTPRouteMultipleGateways": "one Kong serves every Gateway of the class: Gateways with the same port and hostname share its routes",
-}
-
-// conformanceScheme is the scheme of the suite's client: the controller's, and the other
-// kinds the suite's manifests and checks use, CRDs included (it reads the installed Gateway
-// API version from them).
-func conformanceScheme() *runtime.Scheme {
-	s := store.NewScheme()
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(gatewayv1alpha2.Install(s))
-	utilruntime.Must(gatewayv1alpha3.Install(s))
-	utilruntime.Must(gatewayxv1alpha1.Install(s))
-	return s
 }
 
 // The Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, GATEWAY-HTTP and
@@ -94,27 +65,42 @@ func TestGatewayAPIConformance(t *testing.T) {
 	require.NoError(t, admin.Create(ctx, class))
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), class) })
 
-	kong := startEmulator(t, kongemu.DBLess)
+	flavor := os.Getenv("KONDUCTOR_CONFORMANCE_ROUTER")
+	if flavor == "" {
+		flavor = kongemu.RouterTraditionalCompatible
+	}
+	kongServer, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: flavor}).Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { kongServer.Close() })
+	kong := kongServer
 	proxy := conformanceProxy(t, kong.Emulator)
 	r := startReplica(t, replicaSpec{name: "conformance", namespace: conformanceNamespaces[0], gateways: []string{kong.URL}, args: []string{
 		"--leader-elect=false", "--watch-namespace", strings.Join(conformanceNamespaces, ","),
 		"--gateway-api-controller-name", controller, "--publish-status-address", "192.0.2.20",
 	}})
 	r.waitFirstSync(t, time.Minute)
+	// The suite reads the features to test from the class's status.supportedFeatures, which
+	// konductor writes (gatewayapi.SupportedFeatures) once it has learnt the router flavor.
+	var declared []gatewayv1.SupportedFeature
+	require.Eventually(t, func() bool {
+		var got gatewayv1.GatewayClass
+		if admin.Get(ctx, client.ObjectKeyFromObject(class), &got) != nil {
+			return false
+		}
+		declared = got.Status.SupportedFeatures
+		return len(declared) > 0
+	}, time.Minute, 50*time.Millisecond, "the class's supportedFeatures")
+	t.Logf("router %s: the class declares %d features", flavor, len(declared))
 	readyDone := make(chan struct{})
 	go func() { defer close(readyDone); backendsReady(ctx, admin, conformanceNamespaces, 200*time.Millisecond) }()
 	t.Cleanup(func() { cancel(); <-readyDone })
 
 	restConfig := rest.CopyConfig(adminConfig) // the suite sets its user agent per test
-	clientOptions := client.Options{Scheme: conformanceScheme()}
+	clientOptions := client.Options{Scheme: konformance.Scheme()}
 	c, err := client.New(restConfig, clientOptions)
 	require.NoError(t, err)
 	cs, err := clientset.NewForConfig(restConfig)
 	require.NoError(t, err)
-	skipped := make([]string, 0, len(conformanceSkipped))
-	for name := range conformanceSkipped {
-		skipped = append(skipped, name)
-	}
 	timeouts := conformanceconfig.DefaultTimeoutConfig()
 	conformanceconfig.SetupTimeoutConfig(&timeouts)
 	opts := suite.ConformanceOptions{
@@ -123,12 +109,13 @@ func TestGatewayAPIConformance(t *testing.T) {
 			CleanupBaseResources: false, // no namespace controller: a deleted namespace stays Terminating
 			CleanupTestResources: true,
 			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
-			// The profiles' core features; set here rather than read from the class's
-			// status.supportedFeatures, which konductor does not write (KIC does not either).
-			SupportedFeatures: []features.FeatureName{features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant, features.SupportGRPCRoute},
-			SkipTests:         skipped,
+			// Empty: inferred from the class's status. KONDUCTOR_CONFORMANCE_FEATURES adds
+			// features to try before declaring them (the class's are then listed here too).
+			SupportedFeatures: triedFeatures(declared),
+			SkipTests:         konformance.SkippedNames(),
 			TimeoutConfig:     timeouts,
-			Implementation:    confv1.Implementation{Organization: "konductor", Project: "konductor", URL: "https://github.com/konductor/konductor", Version: "dev", Contact: []string{"konductor"}},
+			Implementation:    confv1.Implementation{Organization: "konductor", Project: "konductor", URL: "https://github.com/konductor/konductor", Version: conformanceVersion(), Contact: []string{"konductor"}},
+			Mode:              "router-" + flavor,
 		},
 		RoundTripper:  &roundtripper.DefaultRoundTripper{TimeoutConfig: timeouts, CustomDialContext: proxy.dial},
 		GRPCClient:    &conformanceGRPCClient{dial: proxy.dial},
@@ -146,6 +133,7 @@ func TestGatewayAPIConformance(t *testing.T) {
 		report, err := cSuite.Report()
 		require.NoError(t, err)
 		t.Log("conformance: " + conformanceSummary(report))
+		require.NoError(t, konformance.WriteReport(report))
 	})
 	cSuite.Setup(t, tests.ConformanceTests)
 	require.NoError(t, cSuite.Run(t, tests.ConformanceTests))
@@ -290,3 +278,31 @@ func (c *conformanceGRPCClient) SendRPC(t *testing.T, address string, expected g
 }
 
 func (c *conformanceGRPCClient) Close() {}
+
+// triedFeatures is nil (the suite infers the class's features), or the class's features and
+// those of KONDUCTOR_CONFORMANCE_FEATURES (comma-separated) to try one before declaring it.
+func triedFeatures(declared []gatewayv1.SupportedFeature) []features.FeatureName {
+	tried := os.Getenv("KONDUCTOR_CONFORMANCE_FEATURES")
+	if tried == "" {
+		return nil
+	}
+	var out []features.FeatureName
+	for _, f := range declared {
+		out = append(out, features.FeatureName(f.Name))
+	}
+	for _, f := range strings.Split(tried, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, features.FeatureName(f))
+		}
+	}
+	return out
+}
+
+// conformanceVersion is the report's implementation version: KONDUCTOR_CONFORMANCE_VERSION
+// (make conformance gives the commit), "dev" without it.
+func conformanceVersion() string {
+	if v := os.Getenv("KONDUCTOR_CONFORMANCE_VERSION"); v != "" {
+		return v
+	}
+	return "dev"
+}

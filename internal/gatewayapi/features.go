@@ -1,0 +1,62 @@
+package gatewayapi
+
+import (
+	"sort"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/pkg/features"
+)
+
+// Router says which of Kong's router flavors the gateways run: some features need the
+// expressions router's fields and priorities.
+type Router struct {
+	Expressions bool
+}
+
+// featureSupport is one feature konductor declares and the router it needs.
+type featureSupport struct {
+	name features.FeatureName
+	// expressionsOnly: Kong's traditional router cannot do it (no query match; header
+	// matches outrank method matches there, against the spec's precedence).
+	expressionsOnly bool
+}
+
+// supported is every feature konductor declares in a GatewayClass's
+// status.supportedFeatures: each one's conformance tests pass with traffic
+// (TestGatewayAPIConformance reads the features from the class, so declaring one runs its
+// tests). Features left out, and why, are in docs/gateway-api.md ("Conformance").
+var supported = []featureSupport{
+	// Core of the GATEWAY-HTTP and GATEWAY-GRPC profiles.
+	{name: features.SupportGateway},
+	{name: features.SupportHTTPRoute},
+	{name: features.SupportReferenceGrant},
+	{name: features.SupportGRPCRoute},
+
+	// Extended.
+	{name: features.SupportGatewayPort8080},
+	{name: features.SupportHTTPRouteResponseHeaderModification},
+	{name: features.SupportHTTPRouteHostRewrite},
+	{name: features.SupportHTTPRoutePathRewrite},
+	{name: features.SupportHTTPRoute303RedirectStatusCode},
+	{name: features.SupportHTTPRoute307RedirectStatusCode},
+	{name: features.SupportHTTPRoute308RedirectStatusCode},
+	{name: features.SupportHTTPRouteBackendTimeout},
+	{name: features.SupportHTTPRouteNamedRouteRule},
+	{name: features.SupportGRPCRouteNamedRouteRule},
+	{name: features.SupportHTTPRouteMethodMatching, expressionsOnly: true},
+	{name: features.SupportHTTPRouteQueryParamMatching, expressionsOnly: true},
+}
+
+// SupportedFeatures are the features a GatewayClass of ours declares for gateways running
+// router r, sorted by name as the spec asks.
+func SupportedFeatures(r Router) []gatewayv1.SupportedFeature {
+	out := make([]gatewayv1.SupportedFeature, 0, len(supported))
+	for _, f := range supported {
+		if f.expressionsOnly && !r.Expressions {
+			continue
+		}
+		out = append(out, gatewayv1.SupportedFeature{Name: gatewayv1.FeatureName(f.name)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,68 @@
+// Package conformance holds what the two runs of the Gateway API conformance suite share:
+// the one against the Kong emulator in `make test` (test/integration,
+// TestGatewayAPIConformance) and the one against Kong in a kind cluster
+// (TestConformanceOnCluster, run by .github/workflows/conformance-kind.yaml).
+package conformance
+
+import (
+	"os"
+	"sort"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+	gatewayv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
+	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/konductor/konductor/internal/store"
+)
+
+// Skipped are the tests of the declared features that are not run, by name, with why. Every
+// other test of the GATEWAY-HTTP and GATEWAY-GRPC profiles runs; a test of a feature the
+// class does not declare is reported "not supported" by the suite itself.
+var Skipped = map[string]string{
+	// Every Gateway of a class is served by one Kong (KIC's model): a request reaches the same
+	// router whichever Gateway's address it was sent to, so two Gateways whose listeners share
+	// a port and hostname cannot route the same request differently. Kong Operator, with a
+	// data plane per Gateway, can; docs/gateway-api.md, "Conformance".
+	"HTTPRouteMultipleGateways": "one Kong serves every Gateway of the class: Gateways with the same port and hostname share its routes",
+}
+
+// SkippedNames are Skipped's names, sorted.
+func SkippedNames() []string {
+	out := make([]string, 0, len(Skipped))
+	for name := range Skipped {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Scheme is the scheme of the suite's client: the controller's, and the other kinds the
+// suite's manifests and checks use, CRDs included (it reads the installed Gateway API version
+// from them).
+func Scheme() *runtime.Scheme {
+	s := store.NewScheme()
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(gatewayv1alpha2.Install(s))
+	utilruntime.Must(gatewayv1alpha3.Install(s))
+	utilruntime.Must(gatewayxv1alpha1.Install(s))
+	return s
+}
+
+// WriteReport writes the suite's report as YAML (the suite's --report-output format) where
+// KONDUCTOR_CONFORMANCE_REPORT says; without it, nowhere.
+func WriteReport(report *confv1.ConformanceReport) error {
+	path := os.Getenv("KONDUCTOR_CONFORMANCE_REPORT")
+	if path == "" {
+		return nil
+	}
+	b, err := sigsyaml.Marshal(report)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
