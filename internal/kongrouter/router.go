@@ -305,7 +305,8 @@ func (r *Router) Misses(m *Matcher, p Params) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.m.misses(ctx), nil
+	res := atcMatch{matches: map[string]string{}, captures: map[string]string{}}
+	return m.m.misses(ctx, &res), nil
 }
 
 // AllMisses are Misses of every matcher, in Matchers' order, the request's facts read once (a
@@ -316,60 +317,70 @@ func (r *Router) AllMisses(p Params) ([][]string, error) {
 		return nil, err
 	}
 	out := make([][]string, len(r.matchers))
+	res := atcMatch{matches: map[string]string{}, captures: map[string]string{}}
 	for i, m := range r.matchers {
-		out[i] = m.m.misses(ctx)
+		out[i] = m.m.misses(ctx, &res)
+		res.reset()
 	}
 	return out, nil
 }
 
 // misses evaluates the expression once, every predicate of it (no short circuit), and keeps
 // the fields of the parts that fail it: a failed AND's failing sides, a failed OR's sides, a
-// failed NOT's whole operand.
-func (m *matcher) misses(ctx atcContext) []string {
-	res := atcMatch{matches: map[string]string{}, captures: map[string]string{}}
-	out := []string{}
-	var all func(n *kongrules.ATCNode)
-	all = func(n *kongrules.ATCNode) {
-		if n == nil {
-			return
-		}
-		if n.Op == kongrules.ATCPredicateNode {
-			out = append(out, n.Predicate.Field)
-			return
-		}
-		all(n.Left)
-		all(n.Right)
-	}
-	var collect func(n *kongrules.ATCNode) bool
-	collect = func(n *kongrules.ATCNode) bool {
-		switch n.Op {
-		case kongrules.ATCAnd:
-			l := collect(n.Left)
-			return collect(n.Right) && l
-		case kongrules.ATCOr:
-			mark := len(out)
-			l := collect(n.Left)
-			if r := collect(n.Right); l || r {
-				out = out[:mark] // one side takes the request: nothing of the OR misses
-				return true
-			}
-			return false
-		case kongrules.ATCNot:
-			if m.eval(n.Left, ctx, &res) {
-				all(n.Left)
-				return false
-			}
+// failed NOT's whole operand. res is scratch space, shared by the calls of one request.
+func (m *matcher) misses(ctx atcContext, res *atcMatch) []string {
+	w := missWalk{m: m, ctx: ctx, res: res, out: []string{}}
+	w.collect(m.root)
+	sort.Strings(w.out)
+	return slices.Compact(w.out)
+}
+
+// missWalk is one matcher's misses being collected.
+type missWalk struct {
+	m   *matcher
+	ctx atcContext
+	res *atcMatch
+	out []string
+}
+
+func (w *missWalk) collect(n *kongrules.ATCNode) bool {
+	switch n.Op {
+	case kongrules.ATCAnd:
+		l := w.collect(n.Left)
+		return w.collect(n.Right) && l
+	case kongrules.ATCOr:
+		mark := len(w.out)
+		l := w.collect(n.Left)
+		if r := w.collect(n.Right); l || r {
+			w.out = w.out[:mark] // one side takes the request: nothing of the OR misses
 			return true
 		}
-		if m.predicate(n.Predicate, ctx, &res) {
-			return true
-		}
-		out = append(out, n.Predicate.Field)
 		return false
+	case kongrules.ATCNot:
+		if w.m.eval(n.Left, w.ctx, w.res) {
+			w.all(n.Left)
+			return false
+		}
+		return true
 	}
-	collect(m.root)
-	sort.Strings(out)
-	return slices.Compact(out)
+	if w.m.predicate(n.Predicate, w.ctx, w.res) {
+		return true
+	}
+	w.out = append(w.out, n.Predicate.Field)
+	return false
+}
+
+// all adds every field n tests.
+func (w *missWalk) all(n *kongrules.ATCNode) {
+	if n == nil {
+		return
+	}
+	if n.Op == kongrules.ATCPredicateNode {
+		w.out = append(w.out, n.Predicate.Field)
+		return
+	}
+	w.all(n.Left)
+	w.all(n.Right)
 }
 
 func (r *Router) result(m *Matcher, p Params, res atcMatch) (*Match, error) {
