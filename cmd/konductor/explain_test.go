@@ -73,6 +73,16 @@ func TestExplainBadInput(t *testing.T) {
 	}
 }
 
+// Without -f or --from-controller the cluster is read; without a kubeconfig that is an error
+// naming it, not a hang.
+func TestExplainWithoutACluster(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	_, err := explainCmd(t, "http://a.example.com/")
+	require.ErrorContains(t, err, "kubeconfig")
+}
+
 // --from-controller explains the configuration the controller's diagnostics server serves (KIC's
 // {"hash", "config"} dump), says so when it has none yet, and, when its fallback configuration
 // is in force, names the objects it left out whose routes (in the configuration Kong refused)
