@@ -14,12 +14,15 @@ build:
 
 # Installs the command and, beside it, the kubectl plugin kubectl-konductor (a symlink: kubectl
 # runs `kubectl konductor explain ...` as `kubectl-konductor explain ...`, and konductor takes
-# the current kubeconfig context as kubectl does). BINDIR must be on PATH for kubectl to find it.
+# the current kubeconfig context as kubectl does) with kubectl_complete-konductor, which kubectl
+# runs to complete the plugin's arguments. BINDIR must be on PATH for kubectl to find them.
 BINDIR ?= $(shell $(GO) env GOPATH)/bin
 install: build
 	mkdir -p $(BINDIR)
 	install -m 0755 $(BIN) $(BINDIR)/konductor
 	ln -sf konductor $(BINDIR)/kubectl-konductor
+	printf '#!/bin/sh\n# kubectl completes `kubectl konductor ...` with this (kubectl 1.26+).\nexec konductor __complete "$$@"\n' > $(BINDIR)/kubectl_complete-konductor
+	chmod 0755 $(BINDIR)/kubectl_complete-konductor
 
 # The multi-platform OCI image, without a container engine (hack/image, docs/image.md): static
 # binaries on a base made there (CA roots from golang.org/x/crypto/x509roots/fallback, user

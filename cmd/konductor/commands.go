@@ -116,6 +116,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return printVersion(stdout)
 		}
 	}
+	if len(args) > 0 && args[0] == "__complete" {
+		// Not a command of its own: the completion protocol kubectl asks plugins with.
+		return complete(args[1:], stdout)
+	}
 	name := "run"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		name, args = args[0], args[1:]
@@ -302,5 +306,57 @@ complete -F _konductor konductor kubectl-konductor
 			"autoload -U +X bashcompinit && bashcompinit\n" + bash.String()
 	}
 	_, err := io.WriteString(stdout, script)
+	return err
+}
+
+// Completion directives of the protocol kubectl (and cobra) speak: after the candidates, a
+// line ":<directive>"; 4 is "no file completion", 0 lets the shell complete file names.
+const (
+	completeFiles   = 0
+	completeNoFiles = 4
+)
+
+// complete answers `konductor __complete WORDS... CURRENT`, the protocol kubectl uses for a
+// plugin's arguments (it runs kubectl_complete-konductor, which make install links here): the
+// commands, a command's flags, completion's shells; file names otherwise.
+func complete(words []string, stdout io.Writer) error {
+	cur := ""
+	if len(words) > 0 {
+		cur, words = words[len(words)-1], words[:len(words)-1]
+	}
+	cmd := ""
+	for _, w := range words {
+		if !strings.HasPrefix(w, "-") {
+			cmd = w
+			break
+		}
+	}
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	var candidates []string
+	directive := completeNoFiles
+	switch {
+	case strings.HasPrefix(cur, "-"):
+		if cmd == "" {
+			cmd = "run"
+		}
+		candidates = commandFlags(cmd)
+	case cmd == "" || cmd == "help":
+		candidates = names
+	case cmd == "completion":
+		candidates = []string{"bash", "zsh"}
+	default:
+		directive = completeFiles
+	}
+	var b strings.Builder
+	for _, c := range candidates {
+		if strings.HasPrefix(c, cur) {
+			b.WriteString(c + "\n")
+		}
+	}
+	fmt.Fprintf(&b, ":%d\n", directive)
+	_, err := io.WriteString(stdout, b.String())
 	return err
 }

@@ -124,6 +124,26 @@ func TestCompletion(t *testing.T) {
 	require.Equal(t, "diff", complete("konductor", "help", "dif"))
 }
 
+// The completion protocol kubectl speaks to plugins: candidates, then ":<directive>".
+func TestCompleteProtocol(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{""}, "run\ntranslate\ndiff\nexplain\nkongemu\nversion\ncompletion\nhelp\n:4\n"},
+		{[]string{"ex"}, "explain\n:4\n"},
+		{[]string{"explain", "--all-c"}, "--all-conflicts\n:4\n"},
+		{[]string{"explain", "http://a/", "-f", ""}, ":0\n"},
+		{[]string{"completion", "z"}, "zsh\n:4\n"},
+		{[]string{"help", "tr"}, "translate\n:4\n"},
+		{[]string{"--kong-admin-ur"}, "--kong-admin-url\n:4\n"},
+	} {
+		got, _, err := run(t, append([]string{"__complete"}, c.args...)...)
+		require.NoError(t, err)
+		require.Equal(t, c.want, got, "%q", c.args)
+	}
+}
+
 var built struct {
 	once sync.Once
 	bin  string
@@ -197,6 +217,14 @@ func TestKubectlPluginInstall(t *testing.T) {
 	want, err = explainCmd(t, "http://a.example.com/wild/x", "-f", hostsCase)
 	require.NoError(t, err)
 	require.Equal(t, want, string(got))
+
+	// kubectl's completion of the plugin's arguments (the script runs konductor from PATH, as
+	// kubectl finds the plugin).
+	cmd := exec.Command(filepath.Join(dir, "kubectl_complete-konductor"), "expl")
+	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	got, err = cmd.Output()
+	require.NoError(t, err)
+	require.Equal(t, "explain\n:4\n", string(got))
 
 	got, err = exec.Command(plugin, "--version").Output()
 	require.NoError(t, err)
