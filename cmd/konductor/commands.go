@@ -255,55 +255,32 @@ func commandFlags(name string) []string {
 	return out
 }
 
-// runCompletion prints a bash or zsh completion script: the commands, then each command's
-// flags.
+// runCompletion prints a bash or zsh completion script. The script asks the binary itself
+// (`konductor __complete`, the protocol kubectl speaks to plugins), so the shell, kubectl and
+// the command line agree, and a newer binary completes its own flags.
 func runCompletion(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh") {
 		return errors.New("completion: give the shell: konductor completion bash|zsh")
 	}
-	var names []string
-	var cases strings.Builder
-	for _, c := range commands() {
-		names = append(names, c.name)
-		if c.name == "help" {
-			continue
-		}
-		fmt.Fprintf(&cases, "    %s) flags=%q ;;\n", c.name, strings.Join(commandFlags(c.name), " "))
-	}
-	cmdNames := strings.Join(names, " ")
-	var script string
-	switch args[0] {
-	case "bash":
-		script = `# bash completion for konductor: source <(konductor completion bash)
+	script := `# bash completion for konductor: source <(konductor completion bash)
 _konductor() {
-  local cur="${COMP_WORDS[COMP_CWORD]}" cmd="" flags="" i
-  for ((i = 1; i < COMP_CWORD; i++)); do
-    case "${COMP_WORDS[i]}" in -*) ;; *) cmd="${COMP_WORDS[i]}"; break ;; esac
-  done
-  if [[ -z "$cmd" && "$cur" != -* ]]; then
-    COMPREPLY=($(compgen -W "` + cmdNames + `" -- "$cur")); return
+  local cur="${COMP_WORDS[COMP_CWORD]}" out
+  local -a lines
+  out=$("${COMP_WORDS[0]}" __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null) || return
+  mapfile -t lines <<< "$out"
+  local directive="${lines[-1]#:}"
+  unset 'lines[-1]'
+  COMPREPLY=("${lines[@]}")
+  if [[ "$directive" == 0 ]]; then
+    COMPREPLY+=($(compgen -f -- "$cur"))
   fi
-  if [[ "$cmd" == help ]]; then
-    COMPREPLY=($(compgen -W "` + cmdNames + `" -- "$cur")); return
-  fi
-  case "${cmd:-run}" in
-` + cases.String() + `  esac
-  if [[ "$cmd" == completion && "$cur" != -* ]]; then
-    COMPREPLY=($(compgen -W "bash zsh" -- "$cur")); return
-  fi
-  COMPREPLY=($(compgen -W "$flags" -- "$cur"))
-  [[ "$cur" != -* ]] && COMPREPLY+=($(compgen -f -- "$cur"))
 }
 complete -F _konductor konductor kubectl-konductor
 `
-	case "zsh":
+	if args[0] == "zsh" {
 		// zsh runs bash completion functions through bashcompinit.
-		var bash strings.Builder
-		if err := runCompletion(context.Background(), []string{"bash"}, &bash, io.Discard); err != nil {
-			return err
-		}
 		script = "#compdef konductor kubectl-konductor\n# zsh completion for konductor: source <(konductor completion zsh)\n" +
-			"autoload -U +X bashcompinit && bashcompinit\n" + bash.String()
+			"autoload -U +X bashcompinit && bashcompinit\n" + script
 	}
 	_, err := io.WriteString(stdout, script)
 	return err
