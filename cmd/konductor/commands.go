@@ -264,13 +264,15 @@ func runCompletion(_ context.Context, args []string, stdout, _ io.Writer) error 
 	}
 	script := `# bash completion for konductor: source <(konductor completion bash)
 _konductor() {
-  local cur="${COMP_WORDS[COMP_CWORD]}" out
-  local -a lines
+  local cur="${COMP_WORDS[COMP_CWORD]}" out line directive=0
   out=$("${COMP_WORDS[0]}" __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null) || return
-  mapfile -t lines <<< "$out"
-  local directive="${lines[-1]#:}"
-  unset 'lines[-1]'
-  COMPREPLY=("${lines[@]}")
+  COMPREPLY=()
+  while IFS= read -r line; do
+    case "$line" in
+      :*) directive="${line#:}" ;;
+      *) COMPREPLY+=("$line") ;;
+    esac
+  done <<< "$out"
   if [[ "$directive" == 0 ]]; then
     COMPREPLY+=($(compgen -f -- "$cur"))
   fi
