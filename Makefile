@@ -94,7 +94,7 @@ conformance:
 	  KONDUCTOR_CONFORMANCE_ROUTER=$$flavor KONDUCTOR_CONFORMANCE_VERSION=$(VERSION) \
 	  KONDUCTOR_CONFORMANCE_REPORT=$(CURDIR)/docs/conformance/konductor-router-$$flavor.yaml \
 	  KUBEBUILDER_ASSETS=$$(hack/envtest-assets.sh) $(GO) test -count=1 -timeout 30m -v -run '^TestGatewayAPIConformance$$' ./test/integration/ \
-	  | grep -E '^(--- |    --- |ok|FAIL)|conformance: |declares' || exit 1; \
+	  | grep -E '^(--- |ok|FAIL)|^    --- FAIL|conformance: |GATEWAY-|declares' || exit 1; \
 	done
 
 # The issue's fault tests at full length: the gateway fails half of its requests with 500 for

@@ -17,7 +17,7 @@ type Router struct {
 type featureSupport struct {
 	name features.FeatureName
 	// expressionsOnly: Kong's traditional router cannot do it (no query match; header
-	// matches outrank method matches there, against the spec's precedence).
+	// matches outrank method matches there, against the spec's precedence; no negation).
 	expressionsOnly bool
 }
 
@@ -34,6 +34,8 @@ var supported = []featureSupport{
 
 	// Extended.
 	{name: features.SupportGatewayPort8080},
+	// A Gateway asking an address of a type without a value gets the publish addresses.
+	{name: features.SupportGatewayAddressEmpty},
 	{name: features.SupportHTTPRouteResponseHeaderModification},
 	{name: features.SupportHTTPRouteHostRewrite},
 	{name: features.SupportHTTPRoutePathRewrite},
@@ -45,6 +47,8 @@ var supported = []featureSupport{
 	{name: features.SupportGRPCRouteNamedRouteRule},
 	{name: features.SupportHTTPRouteMethodMatching, expressionsOnly: true},
 	{name: features.SupportHTTPRouteQueryParamMatching, expressionsOnly: true},
+	// Negated host matches keep a listener's requests from less specific listeners' routes.
+	{name: features.SupportGatewayHTTPListenerIsolation, expressionsOnly: true},
 }
 
 // SupportedFeatures are the features a GatewayClass of ours declares for gateways running

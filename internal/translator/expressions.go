@@ -24,7 +24,7 @@ const (
 // group of several members puts each in parentheses, joined by " || " or " && "; a group of
 // one is that member.
 type matcher struct {
-	op      string // "||" or "&&"; "" for a predicate
+	op      string // "||", "&&" or "!" (of its one member); "" for a predicate
 	pred    string
 	regex   string // the pattern of a "~" predicate
 	members []*matcher
@@ -82,9 +82,20 @@ func group(op string, ms ...*matcher) *matcher {
 	return out
 }
 
+// not is the negation of m (nil for none).
+func not(m *matcher) *matcher {
+	if m == nil {
+		return nil
+	}
+	return &matcher{op: "!", members: []*matcher{m}}
+}
+
 func (m *matcher) expression() string {
 	if m.op == "" {
 		return m.pred
+	}
+	if m.op == "!" {
+		return "!(" + m.members[0].expression() + ")"
 	}
 	if len(m.members) == 1 {
 		return m.members[0].expression()

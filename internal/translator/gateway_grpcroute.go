@@ -54,13 +54,9 @@ type attachedGRPCRoute struct {
 	listeners []*gatewayv1.Listener
 }
 
-// grpcRoute translates gr, whose parent listeners are listeners (parentListeners).
-func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute, listeners []*gatewayv1.Listener) {
-	ro, ok := b.routableRoute(gr, gvkGRPCRoute, len(gr.Spec.Rules))
-	if !ok {
-		return
-	}
-	protocol := grpcServiceProtocol(listeners)
+// grpcRouteHosts are the hosts of gr's routes: its hostnames, or else the hostnames of its
+// parent listeners.
+func grpcRouteHosts(gr *gatewayv1.GRPCRoute, listeners []*gatewayv1.Listener) []string {
 	var hosts []string
 	for _, h := range gr.Spec.Hostnames {
 		hosts = append(hosts, string(h))
@@ -72,6 +68,17 @@ func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute, listeners []*gatewayv1.List
 			}
 		}
 	}
+	return hosts
+}
+
+// grpcRoute translates gr, whose parent listeners are listeners (parentListeners).
+func (b *builder) grpcRoute(gr *gatewayv1.GRPCRoute, listeners []*gatewayv1.Listener) {
+	ro, ok := b.routableRoute(gr, gvkGRPCRoute, len(gr.Spec.Rules))
+	if !ok {
+		return
+	}
+	protocol := grpcServiceProtocol(listeners)
+	hosts := grpcRouteHosts(gr, listeners)
 	// KIC tags every route of a GRPCRoute with the names of all its rules.
 	var ruleNames []string
 	for _, rule := range gr.Spec.Rules {

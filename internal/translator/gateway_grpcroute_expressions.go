@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
@@ -44,12 +45,17 @@ func (b *builder) grpcRoutesExpressions(routes []attachedGRPCRoute) {
 			continue
 		}
 		protocols[gr] = grpcServiceProtocol(attached.listeners)
-		hosts := []string{""}
-		if len(gr.Spec.Hostnames) > 0 {
-			hosts = hosts[:0]
-			for _, h := range gr.Spec.Hostnames {
-				hosts = append(hosts, string(h))
+		// konductor: without spec.hostnames, the parent listeners' hostnames, as on the
+		// traditional router (KIC splits by spec.hostnames only, so such a GRPCRoute took the
+		// requests of every host, its listener's hostname ignored).
+		var hosts []string
+		for _, h := range grpcRouteHosts(gr, attached.listeners) {
+			if !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
 			}
+		}
+		if len(hosts) == 0 {
+			hosts = []string{""}
 		}
 		for i, rule := range gr.Spec.Rules {
 			if len(rule.Filters) > 0 {

@@ -53,7 +53,7 @@ func (b *builder) httpRoutes() {
 			continue
 		}
 		if b.opts.ExpressionRoutes {
-			expressions = append(expressions, attachedHTTPRoute{hr, ra.Hostnames})
+			expressions = append(expressions, attachedHTTPRoute{hr, ra.Hostnames, ra})
 			continue
 		}
 		if b.opts.CombinedServicesFromDifferentHTTPRoutes {

@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
@@ -28,6 +30,7 @@ type httpSplitMatch struct {
 	route       *gatewayv1.HTTPRoute
 	ro          *routeOverrides
 	hostname    string
+	isolated    []string // listenerIsolation: hosts the split must not take
 	rule, match int
 	m           gatewayv1.HTTPRouteMatch
 	priority    uint64
@@ -37,6 +40,7 @@ type httpSplitMatch struct {
 type attachedHTTPRoute struct {
 	route     *gatewayv1.HTTPRoute
 	hostnames []string
+	ra        *gatewayapi.RouteAttachment
 }
 
 // httpRoutesExpressions translates HTTPRoutes for Kong's expressions router as KIC 3.5 does
@@ -106,17 +110,64 @@ func (b *builder) httpSplits(routes []attachedHTTPRoute) []*httpSplitMatch {
 			hosts = []string{""}
 		}
 		for _, h := range hosts {
+			isolated := listenerIsolation(ar.ra, h)
 			for i, rule := range hr.Spec.Rules {
 				if len(rule.Matches) == 0 {
-					splits = append(splits, &httpSplitMatch{route: hr, ro: ro, hostname: h, rule: i})
+					splits = append(splits, &httpSplitMatch{route: hr, ro: ro, hostname: h, isolated: isolated, rule: i})
 				}
 				for j, m := range rule.Matches {
-					splits = append(splits, &httpSplitMatch{route: hr, ro: ro, hostname: h, rule: i, match: j, m: m})
+					splits = append(splits, &httpSplitMatch{route: hr, ro: ro, hostname: h, isolated: isolated, rule: i, match: j, m: m})
 				}
 			}
 		}
 	}
 	return splits
+}
+
+// listenerIsolation are the hostnames that a route serving hostname h (its hostname as
+// intersected with its listener's, "" for any) must not take (konductor; KIC takes them): the
+// hostnames of the other listeners of its Gateways, on the ports of the listeners it attaches
+// to, that h covers and that are more specific. The spec's listener isolation gives a request
+// to the most specific listener that matches its host, and only that listener's routes may
+// serve it: with listeners "*.example.com" and "*.foo.example.com", a route of the first does
+// not take bar.foo.example.com. Kong's expressions router says so with a negated host match.
+func listenerIsolation(ra *gatewayapi.RouteAttachment, h string) []string {
+	if ra == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range ra.Parents {
+		if !p.Accepted || p.Gateway == nil {
+			continue
+		}
+		ports := map[gatewayv1.PortNumber]bool{}
+		for _, l := range p.Listeners {
+			ports[l.Listener.Port] = true
+		}
+		for _, l := range p.Gateway.Listeners {
+			other := l.Listener.Hostname
+			if other == nil || !ports[l.Listener.Port] || !coversMoreSpecific(h, string(*other)) || slices.Contains(out, string(*other)) {
+				continue
+			}
+			out = append(out, string(*other))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// coversMoreSpecific reports whether hostname h ("" for any, "*.example.com", or exact)
+// matches every host of other and other is more specific.
+func coversMoreSpecific(h, other string) bool {
+	switch {
+	case other == h:
+		return false
+	case h == "":
+		return true
+	case strings.HasPrefix(h, "*."):
+		return strings.HasSuffix(other, h[1:]) && len(other) > len(h)-1
+	}
+	return false
 }
 
 // hostnameInName is a split's hostname as KIC puts it in names: "*" as "_", "_" for none.
@@ -156,7 +207,11 @@ func (b *builder) httpSplitRoute(s *httpSplitMatch) (*routeEntry, *routeError) {
 		return nil, &routeError{mfield + ".headers", err.Error()}
 	}
 	filters := hr.Spec.Rules[s.rule].Filters
-	expr := group("&&", httpHostMatcher(s.hostname), s.ro.sniMatcher(), httpMatchMatcher(s.m, hasPrefixRewrite(filters)))
+	var others []*matcher
+	for _, h := range s.isolated {
+		others = append(others, httpHostMatcher(h))
+	}
+	expr := group("&&", httpHostMatcher(s.hostname), not(group("||", others...)), s.ro.sniMatcher(), httpMatchMatcher(s.m, hasPrefixRewrite(filters)))
 	r.Expression = kong.String(catchAllHTTPExpression)
 	if expr != nil {
 		if e := expr.refused(); e != "" {

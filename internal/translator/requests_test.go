@@ -129,6 +129,17 @@ var requestCases = map[string][]caseRequest{
 		{method: "POST", host: "example.com", path: "/other.Svc/Index", header: map[string]string{"Content-Type": "application/grpc"},
 			route: "grpcroute.default.echo.example.com.0.3", upstream: "/other.Svc/Index"},
 	},
+	// Listener isolation: a request belongs to the most specific listener its host matches,
+	// and only that listener's routes take it; the others answer 404 for it.
+	"httproute-listener-isolation-expressions": {
+		{host: "other.org", path: "/empty-hostname", route: "httproute.default.attaches-to-empty-hostname._.0.0", upstream: "/empty-hostname"},
+		{host: "bar.example.com", path: "/empty-hostname", status: 404},
+		{host: "bar.example.com", path: "/wildcard-example-com", route: "httproute.default.attaches-to-wildcard-example-com._.example.com.0.0", upstream: "/wildcard-example-com"},
+		{host: "bar.foo.example.com", path: "/wildcard-example-com", status: 404},
+		{host: "bar.foo.example.com", path: "/wildcard-foo-example-com", route: "httproute.default.attaches-to-wildcard-foo-example-com._.foo.example.com.0.0", upstream: "/wildcard-foo-example-com"},
+		{host: "abc.foo.example.com", path: "/wildcard-foo-example-com", status: 404},
+		{host: "abc.foo.example.com", path: "/abc-foo-example-com", route: "httproute.default.attaches-to-abc-foo-example-com.abc.foo.example.com.0.0", upstream: "/abc-foo-example-com"},
+	},
 	"httproute-cors":             corsRequests("httproute.default.cors."),
 	"httproute-cors-expressions": corsRequests("httproute.default.cors._."),
 }
