@@ -58,9 +58,10 @@ func (e *Explainer) Conflicts() *Conflicts {
 	// Each matcher as traditional fields (an expression route's read from its expression);
 	// nil for one that cannot be compared.
 	fields := make([]*kong.Route, len(ms))
+	excludes := make([]bool, len(ms)) // takes less than its fields: covers nothing
 	for i, m := range ms {
-		if r, ok := traditionalOf(matcherRoute(m)); ok && comparable(r) {
-			fields[i] = r
+		if r, ex, ok := traditionalOfExcluding(matcherRoute(m)); ok && comparable(r) {
+			fields[i], excludes[i] = r, ex
 		}
 	}
 	// Only a matcher that may take b's host can cover b: one without hosts, with a wildcard,
@@ -98,7 +99,7 @@ func (e *Explainer) Conflicts() *Conflicts {
 				break
 			}
 			a := ms[j]
-			if a.Route == b.Route || !covers(fields[j], rb) {
+			if a.Route == b.Route || excludes[j] || !covers(fields[j], rb) {
 				continue
 			}
 			shadowedParts[id]++
@@ -259,7 +260,8 @@ func regexLiteralPrefix(regex string) (string, bool) {
 	return b.String(), b.Len() > 0
 }
 
-// routeHosts are a route's hosts, its expression's when it has one.
+// routeHosts are a route's hosts, its expression's when it has one (the hosts it tests for,
+// not those it excludes).
 func routeHosts(r *kong.Route) []string {
 	if t, ok := traditionalOf(r); ok {
 		return strs(t.Hosts)
@@ -274,12 +276,21 @@ func routeHosts(r *kong.Route) []string {
 // http.headers.* (== a value, any other test kept as its text: only the same one covers it)
 // and tls.sni. Any other expression is not read (ok false).
 func traditionalOf(r *kong.Route) (*kong.Route, bool) {
+	t, _, ok := traditionalOfExcluding(r)
+	return t, ok
+}
+
+// traditionalOfExcluding is traditionalOf, with the conjuncts that exclude (a NOT, as KIC's
+// listener isolation excludes the hosts of more specific listeners) left out of the fields and
+// reported: the fields then take more than the route, so such a route may be said to be
+// covered (by a route that takes even more) but never to cover another.
+func traditionalOfExcluding(r *kong.Route) (*kong.Route, bool, bool) {
 	if r.Expression == nil {
-		return r, true
+		return r, false, true
 	}
 	root, perr := kongrules.ParseExpression(*r.Expression, false)
 	if perr != "" {
-		return nil, false
+		return nil, false, false
 	}
 	out := &kong.Route{Name: r.Name, ID: r.ID, Tags: r.Tags}
 	var conjuncts []*kongrules.ATCNode
@@ -294,7 +305,12 @@ func traditionalOf(r *kong.Route) (*kong.Route, bool) {
 	}
 	and(root)
 	seen := map[string]bool{}
+	excludes := false
 	for _, c := range conjuncts {
+		if c.Op == kongrules.ATCNot {
+			excludes = true
+			continue
+		}
 		var preds []*kongrules.ATCPredicate
 		var or func(n *kongrules.ATCNode) bool
 		or = func(n *kongrules.ATCNode) bool {
@@ -308,20 +324,20 @@ func traditionalOf(r *kong.Route) (*kong.Route, bool) {
 			return false
 		}
 		if !or(c) {
-			return nil, false
+			return nil, false, false
 		}
 		field := preds[0].Field
 		if seen[field] {
-			return nil, false // two tests of one field: an intersection, not fields' values
+			return nil, false, false // two tests of one field: an intersection, not fields' values
 		}
 		seen[field] = true
 		for _, p := range preds {
 			if p.Field != field || p.Value.Type != kongrules.ATCString || !addExpressionValue(out, p) {
-				return nil, false
+				return nil, false, false
 			}
 		}
 	}
-	return out, true
+	return out, excludes, true
 }
 
 // addExpressionValue adds predicate p's value to the traditional field it tests.

@@ -167,7 +167,8 @@ func TestTraditionalOf(t *testing.T) {
 		{`http.path ~ "/unanchored"`, nil},
 		{`(http.path ^= "/a") && (http.path ^= "/a/b")`, nil},
 		{`(http.host == "a") || (http.path ^= "/a")`, nil},
-		{`!(http.path ^= "/a")`, nil},
+		{`!(http.path ^= "/a") && (http.host == "a")`, &kong.Route{Hosts: kong.StringSlice("a")}},
+		{`(http.path ^= "/a") || !(http.host == "a")`, nil},
 		{`http.queries.q == "1"`, nil},
 	} {
 		got, ok := traditionalOf(&kong.Route{Expression: kong.String(c.expr)})
@@ -178,4 +179,28 @@ func TestTraditionalOf(t *testing.T) {
 		require.True(t, ok, c.expr)
 		require.Equal(t, c.want, got, c.expr)
 	}
+}
+
+// A route whose expression excludes hosts (KIC's listener isolation under the expressions
+// router) is not said to cover a route of a host it excludes: the wildcard route first leaves
+// a.example.com to the route of that host.
+func TestConflictsWithExclusions(t *testing.T) {
+	route := func(id, name, expr string, priority uint64) *kong.Route {
+		return &kong.Route{ID: kong.String(id), Name: kong.String(name), Expression: kong.String(expr), Priority: kong.Uint64(priority),
+			Protocols: kong.StringSlice("http", "https"), Service: &kong.Service{ID: kong.String("s")}}
+	}
+	cfg := &kongrouter.Config{Flavor: kongrouter.Expressions,
+		Services: []*kong.Service{{ID: kong.String("s"), Name: kong.String("s"), Host: kong.String("10.0.0.1"), Protocol: kong.String("http")}},
+		Routes: []*kong.Route{
+			route("8e5f3f5e-0000-4000-8000-000000000001", "wild", `(http.host =^ ".example.com") && !(http.host == "a.example.com")`, 10),
+			route("8e5f3f5e-0000-4000-8000-000000000002", "a", `http.host == "a.example.com"`, 5),
+		}}
+	e, err := New(Input{Config: cfg})
+	require.NoError(t, err)
+	c := e.Conflicts()
+	require.Empty(t, c.Shadowed)
+	require.Zero(t, c.Unchecked)
+	x, err := e.Explain(Request{URL: "http://a.example.com/"})
+	require.NoError(t, err)
+	require.Equal(t, "a", x.Route.Name, "the router agrees: the excluded host goes to its own route")
 }
