@@ -110,7 +110,7 @@ func (b *builder) httpSplits(routes []attachedHTTPRoute) []*httpSplitMatch {
 			hosts = []string{""}
 		}
 		for _, h := range hosts {
-			isolated := listenerIsolation(ar.ra, h)
+			isolated := b.listenerIsolation(hr, ar.ra, h)
 			for i, rule := range hr.Spec.Rules {
 				if len(rule.Matches) == 0 {
 					splits = append(splits, &httpSplitMatch{route: hr, ro: ro, hostname: h, isolated: isolated, rule: i})
@@ -125,36 +125,63 @@ func (b *builder) httpSplits(routes []attachedHTTPRoute) []*httpSplitMatch {
 }
 
 // listenerIsolation are the hostnames that a route serving hostname h (its hostname as
-// intersected with its listener's, "" for any) must not take (konductor; KIC takes them): the
-// hostnames of the other listeners of its Gateways, on the ports of the listeners it attaches
-// to, that h covers and that are more specific. The spec's listener isolation gives a request
-// to the most specific listener that matches its host, and only that listener's routes may
-// serve it: with listeners "*.example.com" and "*.foo.example.com", a route of the first does
-// not take bar.foo.example.com. Kong's expressions router says so with a negated host match.
-func listenerIsolation(ra *gatewayapi.RouteAttachment, h string) []string {
-	if ra == nil {
+// intersected with its listeners', "" for any) must not take (konductor; KIC takes them). The
+// spec's listener isolation gives a request to the most specific listener that matches its
+// host, and only that listener's routes may serve it: with listeners "*.example.com" and
+// "*.foo.example.com", a route of the first does not take bar.foo.example.com. So: the
+// hostnames of the listeners, on the ports of those the route attaches to, that one of the
+// route's listeners covers and is less specific than, and whose hosts meet h. Every Gateway of
+// our classes is served by the same Kong, so a port's listeners are those of all of them (as
+// HTTPRouteMultipleGateways, docs/gateway-api.md). Kong's expressions router says it with a
+// negated host match. The Gateways read are recorded.
+func (b *builder) listenerIsolation(hr *gatewayv1.HTTPRoute, ra *gatewayapi.RouteAttachment, h string) []string {
+	if ra == nil || b.gw == nil {
 		return nil
 	}
-	var out []string
+	ports := map[gatewayv1.PortNumber]bool{}
+	var own []string // the hostnames of the route's listeners, "" for none
 	for _, p := range ra.Parents {
-		if !p.Accepted || p.Gateway == nil {
+		if !p.Accepted {
 			continue
 		}
-		ports := map[gatewayv1.PortNumber]bool{}
 		for _, l := range p.Listeners {
 			ports[l.Listener.Port] = true
+			lh := ""
+			if l.Listener.Hostname != nil {
+				lh = string(*l.Listener.Hostname)
+			}
+			own = append(own, lh)
 		}
-		for _, l := range p.Gateway.Listeners {
-			other := l.Listener.Hostname
-			if other == nil || !ports[l.Listener.Port] || !coversMoreSpecific(h, string(*other)) || slices.Contains(out, string(*other)) {
+	}
+	var out []string
+	for _, g := range b.gw.Gateways {
+		read := false
+		for _, l := range g.Listeners {
+			if !ports[l.Listener.Port] {
 				continue
 			}
-			out = append(out, string(*other))
+			read = true
+			if l.Listener.Hostname == nil {
+				continue
+			}
+			other := string(*l.Listener.Hostname)
+			if slices.Contains(own, other) || slices.Contains(out, other) || !(coversOrIs(h, other) || coversOrIs(other, h)) {
+				continue
+			}
+			if slices.ContainsFunc(own, func(o string) bool { return coversMoreSpecific(o, other) }) {
+				out = append(out, other)
+			}
+		}
+		if read {
+			b.refer(hr, gvkHTTPRoute, ref(gvkGateway, g.Gateway.Namespace, g.Gateway.Name))
 		}
 	}
 	sort.Strings(out)
 	return out
 }
+
+// coversOrIs reports whether hostname h is other or covers it.
+func coversOrIs(h, other string) bool { return h == other || coversMoreSpecific(h, other) }
 
 // coversMoreSpecific reports whether hostname h ("" for any, "*.example.com", or exact)
 // matches every host of other and other is more specific.

@@ -135,6 +135,10 @@ var requestCases = map[string][]caseRequest{
 		{host: "other.org", path: "/empty-hostname", route: "httproute.default.attaches-to-empty-hostname._.0.0", upstream: "/empty-hostname"},
 		{host: "bar.example.com", path: "/empty-hostname", status: 404},
 		{host: "bar.example.com", path: "/wildcard-example-com", route: "httproute.default.attaches-to-wildcard-example-com._.example.com.0.0", upstream: "/wildcard-example-com"},
+		{host: "x.bar.example.com", path: "/wildcard-example-com", status: 404}, // another Gateway's listener
+		{host: "x.bar.example.com", path: "/empty-hostname", status: 404},
+		{host: "abc.foo.example.com", path: "/intersect", status: 404},
+		{host: "other.org", path: "/intersect", route: "httproute.default.intersecting.other.org.0.0", upstream: "/intersect"},
 		{host: "bar.foo.example.com", path: "/wildcard-example-com", status: 404},
 		{host: "bar.foo.example.com", path: "/wildcard-foo-example-com", route: "httproute.default.attaches-to-wildcard-foo-example-com._.foo.example.com.0.0", upstream: "/wildcard-foo-example-com"},
 		{host: "abc.foo.example.com", path: "/wildcard-foo-example-com", status: 404},
