@@ -366,7 +366,11 @@ func (b *builder) httpKongRouteOf(hr *gatewayv1.HTTPRoute, ro *routeOverrides, h
 	}
 	r.Tags = b.ruleNameTags(hr, gvkHTTPRoute, ruleNames)
 
-	extensionRefs, rerr := b.addFilterPlugins(filters, path, field, r)
+	host := ""
+	if len(r.Hosts) == 1 && !strings.Contains(*r.Hosts[0], "*") {
+		host = *r.Hosts[0]
+	}
+	extensionRefs, rerr := b.addFilterPlugins(filters, path, field, host, r)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -387,8 +391,13 @@ func (b *builder) httpKongRouteOf(hr *gatewayv1.HTTPRoute, ro *routeOverrides, h
 
 // addFilterPlugins gives route r the plugins of filters (httpFilterPlugins), tagged as r,
 // and returns the KongPlugins ExtensionRefs name; field is the rule's, for the error.
-func (b *builder) addFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path, field string, r *file.FRoute) ([]string, *routeError) {
-	plugins, extensionRefs, err := httpFilterPlugins(filters, path, r, b.opts.KongVersion.GTE(redirectPluginMinVersion))
+//
+// host is the one exact host the route serves, "" when it serves several or a wildcard: a
+// redirect that changes the scheme or port without a hostname is sent there (konductor; KIC
+// writes a relative Location, which keeps the request's scheme and port: an http-to-https
+// redirect answered by a redirect to itself).
+func (b *builder) addFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path, field, host string, r *file.FRoute) ([]string, *routeError) {
+	plugins, extensionRefs, err := httpFilterPlugins(filters, path, host, r, b.opts.KongVersion.GTE(redirectPluginMinVersion))
 	if err != nil {
 		return nil, &routeError{field + ".filters", err.Error()}
 	}
@@ -511,7 +520,7 @@ func headerModifier(t *transformer, f *gatewayv1.HTTPHeaderFilter) {
 // Kong's redirect plugin instead, which keeps the request's path (KIC's
 // SupportRedirectPlugin); without a hostname the plugin cannot be used (its location must
 // be an absolute URL), so the two plugins remain, which redirect to a path on the same host.
-func httpFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path string, r *file.FRoute, redirectPlugin bool) ([]*file.FPlugin, []string, error) {
+func httpFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path, host string, r *file.FRoute, redirectPlugin bool) ([]*file.FPlugin, []string, error) {
 	var req, resp *transformer
 	var plugins []*file.FPlugin
 	var extensionRefs []string
@@ -537,6 +546,11 @@ func httpFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path string, r *file
 			rr := f.RequestRedirect
 			if rr == nil {
 				return nil, nil, fmt.Errorf("%s filter without requestRedirect", f.Type)
+			}
+			if rr.Hostname == nil && (rr.Scheme != nil || rr.Port != nil) && host != "" {
+				rr = rr.DeepCopy()
+				h := gatewayv1.PreciseHostname(host)
+				rr.Hostname = &h
 			}
 			if redirectPlugin && rr.Hostname != nil {
 				plugins = append(plugins, redirectKongPlugin(rr))

@@ -255,7 +255,11 @@ func (b *builder) httpSplitRoute(s *httpSplitMatch) (*routeEntry, *routeError) {
 	if s.m.Path != nil && s.m.Path.Value != nil {
 		path = *s.m.Path.Value
 	}
-	extensionRefs, rerr := b.addFilterPlugins(filters, path, field, r)
+	host := ""
+	if !strings.Contains(s.hostname, "*") {
+		host = s.hostname
+	}
+	extensionRefs, rerr := b.addFilterPlugins(filters, path, field, host, r)
 	if rerr != nil {
 		return nil, rerr
 	}

@@ -103,10 +103,13 @@ var requestCases = map[string][]caseRequest{
 	"httproute-redirect": {
 		{host: "shop.example.com", path: "/cart", route: "httproute.default.to-https.0.0", status: 301, location: "https://shop.example.com"},
 		{host: "shop.example.com", path: "/old/x", route: "httproute.default.to-https.1.0", status: 302, location: "http://new.example.com:8080/new"},
+		// A scheme redirect without a hostname goes to the route's host, https.
+		{host: "shop.example.com", path: "/checkout", route: "httproute.default.to-https.2.0", status: 301, location: "https://shop.example.com/checkout"},
 	},
 	// RequestRedirect on Kong 3.9: the redirect plugin.
 	"httproute-redirect-kong-3.9": {
 		{host: "shop.example.com", path: "/cart", route: "httproute.default.to-https.0.0", status: 301, location: "https://shop.example.com/cart"},
+		{host: "shop.example.com", path: "/checkout/pay?x=1", route: "httproute.default.to-https.2.0", status: 301, location: "https://shop.example.com/checkout/pay?x=1"},
 	},
 	// URLRewrite under the expressions router: ReplacePrefixMatch.
 	"httproute-expressions-rewrite": {
