@@ -228,6 +228,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s := d.Match.Service; s != nil && s.Retries != nil {
 		retries = *s.Retries
 	}
+	// Kong reads the whole request body before it proxies (the route's request_buffering,
+	// true by default: nginx's proxy_request_buffering), so every try sends all of it, also
+	// one after a try that read it and timed out.
+	if rb := d.Match.Route.RequestBuffering; rb == nil || *rb {
+		x.Body()
+	}
 	var lastErr *kongrouter.Exit
 	for try := 0; try <= retries; try++ {
 		target, exit := st.gateway.PickTarget(d)

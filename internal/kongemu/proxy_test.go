@@ -243,3 +243,31 @@ func TestProxyBackendHeaderNamesAreCaseInsensitive(t *testing.T) {
 	}
 	require.Equal(t, []string{"header-set"}, sent)
 }
+
+// Kong buffers a request's body before proxying it (route request_buffering, true by
+// default), so a try after one that read the body and timed out sends the whole body again.
+func TestProxyRetrySendsTheWholeBody(t *testing.T) {
+	e := New(Options{})
+	status, out, _ := call(t, e, http.MethodPost, "/config", `{"_format_version":"3.0",
+ "upstreams":[{"name":"echo.svc","targets":[{"target":"10.1.0.1:8080"},{"target":"10.1.0.2:8080"}]}],
+ "services":[{"name":"s","host":"echo.svc","read_timeout":50,"retries":1,"routes":[{"name":"r","paths":["/"]}]}]}`)
+	require.Equal(t, http.StatusCreated, status, "%v", out)
+	var tries atomic.Int64
+	p := e.Proxy(ProxyOptions{Resolve: func(host string, port int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			if tries.Add(1) == 1 {
+				<-r.Context().Done() // read it all, then answer too late
+				return
+			}
+			_, _ = w.Write(b)
+		})
+	}})
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("the whole body"))
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, r)
+	require.Equal(t, http.StatusOK, rec.Code, "%s", rec.Body.String())
+	require.Equal(t, "the whole body", rec.Body.String())
+	require.Equal(t, int64(2), tries.Load())
+}
+
