@@ -375,10 +375,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, x *kongplugins.E
 	out.RequestURI = ""
 	ctx, cancel := context.WithCancel(out.Context())
 	defer cancel()
-	var late atomic.Bool
-	timer := time.AfterFunc(timeout, func() { late.Store(true); cancel() })
+	timer := time.AfterFunc(timeout, cancel)
 	resp, err := transport.RoundTrip(out.WithContext(ctx))
-	if !timer.Stop() && late.Load() {
+	if !timer.Stop() {
+		// The timeout fired (and cancelled the request) before the response's start.
 		if err == nil {
 			resp.Body.Close()
 		}

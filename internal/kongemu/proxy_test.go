@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -271,3 +272,21 @@ func TestProxyRetrySendsTheWholeBody(t *testing.T) {
 	require.Equal(t, int64(2), tries.Load())
 }
 
+// The same read timeout for a backend reached over the network (standalone kongemu): a slow
+// backend is given up with 504, a quick one answers.
+func TestProxyReadTimeoutOverTheNetwork(t *testing.T) {
+	backend := httptest.NewServer(&EchoBackend{Pod: "net"})
+	t.Cleanup(backend.Close)
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(backend.URL, "http://"))
+	require.NoError(t, err)
+	e := New(Options{})
+	status, out, _ := call(t, e, http.MethodPost, "/config", `{"_format_version":"3.0",
+ "services":[{"name":"s","host":"`+host+`","port":`+port+`,"read_timeout":100,"retries":0,"routes":[{"name":"r","paths":["/"],"strip_path":false}]}]}`)
+	require.Equal(t, http.StatusCreated, status, "%v", out)
+	p := e.Proxy(ProxyOptions{})
+	res, body := send(t, p, "GET", "/slow?delay=2s", nil)
+	require.Equal(t, http.StatusGatewayTimeout, res.StatusCode, "%s", body)
+	res, body = send(t, p, "GET", "/quick?delay=1ms", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+	require.Equal(t, "/quick?delay=1ms", echoOf(t, body).Path)
+}
