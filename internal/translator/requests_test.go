@@ -157,23 +157,23 @@ var requestCases = map[string][]caseRequest{
 // Access-Control-Allow-Origin; a wildcard origin with credentials echoes the origin; a rule
 // without the filter adds nothing.
 func corsRequests(route string) []caseRequest {
-	preflight := func(path, origin string) map[string]string {
+	preflight := func(origin string) map[string]string {
 		return map[string]string{"Origin": origin, "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "x-header-1"}
 	}
 	return []caseRequest{
-		{method: "OPTIONS", path: "/cors-1", header: preflight("/cors-1", "https://xpto.www.bar.com"), route: route + "0.0",
+		{method: "OPTIONS", path: "/cors-1", header: preflight("https://xpto.www.bar.com"), route: route + "0.0",
 			got: map[string]string{"Access-Control-Allow-Origin": "https://xpto.www.bar.com", "Access-Control-Allow-Methods": "GET,OPTIONS",
 				"Access-Control-Allow-Headers": "x-header-1,x-header-2", "Access-Control-Allow-Credentials": "true", "Access-Control-Max-Age": "3600"}},
-		{method: "OPTIONS", path: "/cors-1", header: preflight("/cors-1", "https://bar.com"), route: route + "0.0",
+		{method: "OPTIONS", path: "/cors-1", header: preflight("https://bar.com"), route: route + "0.0",
 			got: map[string]string{"Access-Control-Allow-Origin": ""}},
 		{method: "GET", path: "/cors-1/x", header: map[string]string{"Origin": "https://www.foo.com"}, route: route + "0.0", upstream: "/cors-1/x",
 			got: map[string]string{"Access-Control-Allow-Origin": "https://www.foo.com", "Access-Control-Expose-Headers": "x-header-3,x-header-4", "Vary": "Origin"}},
 		{method: "GET", path: "/cors-1", header: map[string]string{"Origin": "https://foobar.com"}, route: route + "0.0", upstream: "/cors-1",
 			got: map[string]string{"Access-Control-Allow-Origin": "", "Access-Control-Expose-Headers": "x-header-3,x-header-4"}},
-		{method: "OPTIONS", path: "/cors-wildcard", header: preflight("/cors-wildcard", "https://other.foo.com"), route: route + "1.0",
+		{method: "OPTIONS", path: "/cors-wildcard", header: preflight("https://other.foo.com"), route: route + "1.0",
 			got: map[string]string{"Access-Control-Allow-Origin": "https://other.foo.com", "Access-Control-Allow-Credentials": "true",
 				"Access-Control-Allow-Headers": "x-header-1", "Access-Control-Allow-Methods": "GET,HEAD,PUT,PATCH,POST,DELETE,OPTIONS,TRACE,CONNECT"}},
-		{method: "OPTIONS", path: "/plain", header: preflight("/plain", "https://www.foo.com"), route: route + "2.0", upstream: "/plain",
+		{method: "OPTIONS", path: "/plain", header: preflight("https://www.foo.com"), route: route + "2.0", upstream: "/plain",
 			got: map[string]string{"Access-Control-Allow-Origin": ""}},
 	}
 }

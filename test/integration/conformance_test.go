@@ -69,10 +69,9 @@ func TestGatewayAPIConformance(t *testing.T) {
 	if flavor == "" {
 		flavor = kongemu.RouterTraditionalCompatible
 	}
-	kongServer, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: flavor}).Start()
+	kong, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: flavor}).Start()
 	require.NoError(t, err)
-	t.Cleanup(func() { kongServer.Close() })
-	kong := kongServer
+	t.Cleanup(func() { kong.Close() })
 	proxy := conformanceProxy(t, kong.Emulator)
 	r := startReplica(t, replicaSpec{name: "conformance", namespace: conformanceNamespaces[0], gateways: []string{kong.URL}, args: []string{
 		"--leader-elect=false", "--watch-namespace", strings.Join(conformanceNamespaces, ","),
