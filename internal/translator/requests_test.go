@@ -107,6 +107,9 @@ var requestCases = map[string][]caseRequest{
 		{host: "shop.example.com", path: "/checkout", route: "httproute.default.to-https.2.0", status: 301, location: "https://shop.example.com/checkout"},
 	},
 	// RequestRedirect on Kong 3.9: the redirect plugin.
+	"httproute-redirect-expressions": {
+		{host: "shop.example.com", path: "/checkout", route: "httproute.default.to-https.shop.example.com.2.0", status: 301, location: "https://shop.example.com/checkout"},
+	},
 	"httproute-redirect-kong-3.9": {
 		{host: "shop.example.com", path: "/cart", route: "httproute.default.to-https.0.0", status: 301, location: "https://shop.example.com/cart"},
 		{host: "shop.example.com", path: "/checkout/pay?x=1", route: "httproute.default.to-https.2.0", status: 301, location: "https://shop.example.com/checkout/pay?x=1"},
