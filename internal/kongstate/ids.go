@@ -12,17 +12,20 @@ var namespaceRoot = uuid.MustParse("fd02801f-0957-4a15-a55a-c8d9606f30b5")
 
 // Entity type names, as KIC passes them to the type namespace derivation.
 const (
-	typeServices       = "services"
-	typeRoutes         = "routes"
-	typeConsumers      = "consumers"
-	typeConsumerGroups = "consumergroups"
-	typeVaults         = "vaults"
-	typePlugins        = "plugins"
+	typeServices  = "services"
+	typeRoutes    = "routes"
+	typeConsumers = "consumers"
+	// typeConsumersByCustomID is konductor's, not KIC's: KIC gives a consumer with only a
+	// custom_id no ID, so its plugins name it by custom_id, which Kong resolves as a username.
+	typeConsumersByCustomID = "consumers-by-custom-id"
+	typeConsumerGroups      = "consumergroups"
+	typeVaults              = "vaults"
+	typePlugins             = "plugins"
 )
 
 var typeNamespaces = func() map[string]uuid.UUID {
 	m := map[string]uuid.UUID{}
-	for _, t := range []string{typeServices, typeRoutes, typeConsumers, typeConsumerGroups, typeVaults, typePlugins} {
+	for _, t := range []string{typeServices, typeRoutes, typeConsumers, typeConsumersByCustomID, typeConsumerGroups, typeVaults, typePlugins} {
 		m[t] = uuid.NewSHA1(namespaceRoot, []byte(t))
 	}
 	return m
@@ -56,6 +59,14 @@ func RouteID(workspace, name string) string { return id(typeRoutes, workspace, n
 
 // ConsumerID is the ID KIC gives a consumer with that username.
 func ConsumerID(workspace, username string) string { return id(typeConsumers, workspace, username) }
+
+// ConsumerIDByCustomID is the ID konductor gives a consumer that has a custom_id and no
+// username (KIC gives it none). Its plugins name it by this ID: Kong resolves a plugin's
+// consumer by ID or username, never by custom_id, so naming it by custom_id would either be
+// refused or land on another consumer whose username is that value (docs/security.md).
+func ConsumerIDByCustomID(workspace, customID string) string {
+	return id(typeConsumersByCustomID, workspace, customID)
+}
 
 // ConsumerGroupID is the ID KIC gives the consumer group of that name.
 func ConsumerGroupID(workspace, name string) string { return id(typeConsumerGroups, workspace, name) }

@@ -60,8 +60,8 @@ func consumerClosure(prev *incrementalRound, res Result, changed map[nsName]*kon
 		return nil, "consumers' credentials conflicted"
 	}
 	contested := func(kc *kongv1.KongConsumer) bool {
-		for _, k := range []string{"username\x00" + kc.Username, "custom_id\x00" + kc.CustomID} {
-			if _, ok := res.parts.consumers.contested[k]; ok {
+		for _, v := range consumerNames(kc) {
+			if _, ok := res.parts.consumers.contested[v]; ok {
 				return true
 			}
 		}
@@ -139,8 +139,13 @@ func consumerSnapshot(prev *incrementalRound, snap *store.Snapshot, res Result, 
 			withPlugins[k] = struct{}{}
 		}
 		for _, c := range []*kongv1.KongConsumer{old, kc} {
-			if c != nil && hasKey(res.parts.consumers.lookedUp, c.Username) {
-				return nil, nil, nil, "a custom entity looks a KongConsumer of the change up by username"
+			if c == nil {
+				continue
+			}
+			for _, v := range consumerNames(c) {
+				if hasKey(res.parts.consumers.lookedUp, v) {
+					return nil, nil, nil, "a custom entity looks a KongConsumer of the change up by name"
+				}
 			}
 		}
 		at := ref(gvkKongConsumer, k.ns, k.name)
@@ -353,9 +358,11 @@ func credentialKeys(fc *file.FConsumer) []string {
 	for _, c := range fc.Oauth2Creds {
 		add("oauth2", c.ClientID)
 	}
-	// The consumer's own names are Kong's unique keys too (consumerNameTaken).
-	add("username", fc.Username)
-	add("custom_id", fc.CustomID)
+	// The consumer's own names are unique keys too, one identity space (consumerNameTaken).
+	add("consumer", fc.Username)
+	if fc.CustomID != nil && (fc.Username == nil || *fc.CustomID != *fc.Username) {
+		add("consumer", fc.CustomID)
+	}
 	return out
 }
 

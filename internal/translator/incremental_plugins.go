@@ -304,7 +304,7 @@ func relationOf(fp *file.FPlugin) pluginRelation {
 		rel.route = str(fp.Route.ID)
 	}
 	if fp.Consumer != nil {
-		rel.consumer = str(fp.Consumer.ID)
+		rel.consumer, rel.consumerRef = refIdent(fp.Consumer), fp.Consumer
 	}
 	if fp.ConsumerGroup != nil {
 		rel.consumerGroup = str(fp.ConsumerGroup.ID)

@@ -81,7 +81,7 @@ func (b *builder) consumers() {
 	// Usernames and custom_ids are global in Kong but come from namespaced objects: the
 	// oldest KongConsumer (then by namespace and name, sortByAge) keeps one, the others are
 	// left out, never merged into it (docs/security.md, item 1).
-	names := map[string]*kongv1.KongConsumer{} // "username:"/"custom_id:" + value -> holder
+	names := map[string]*kongv1.KongConsumer{} // username or custom_id -> holder
 	b.shareConsumerNames(consumers)
 	for _, kc := range consumers {
 		if kc == nil {
@@ -129,81 +129,117 @@ func (b *builder) consumers() {
 		}
 	}
 	b.consumerIdents = map[string]string{}
+	b.consumerRefs = map[string]*kong.Consumer{}
 	for _, e := range entries {
 		if dropped[e] {
 			continue
 		}
 		b.state.Consumers = append(b.state.Consumers, e.fc)
 		b.consumerIdents[e.obj.Namespace+"/"+e.obj.Name] = consumerIdent(e.fc)
+		b.consumerRefs[consumerIdent(e.fc)] = consumerRef(e.fc)
 		b.consumerObjs = append(b.consumerObjs, e.obj)
 	}
 	b.parts.consumers.objs = b.consumerObjs
 }
 
-// shareConsumerNames records, for each username and custom_id that several KongConsumers
-// ask for, that they share it: which of them has it depends on all of them, even on one
-// left out for another of its names (it then asks for none, and a younger one gets it).
+// shareConsumerNames records, for each value that several KongConsumers ask for as their
+// username or custom_id, that they share it: which of them has it depends on all of them, even
+// on one left out for another of its names (it then asks for none, and a younger one gets it).
 func (b *builder) shareConsumerNames(consumers []*kongv1.KongConsumer) {
-	askers := map[[2]string][]*kongv1.KongConsumer{}
-	var order [][2]string
+	askers := map[string][]*kongv1.KongConsumer{}
+	var order []string
 	for _, kc := range consumers {
 		if kc == nil {
 			continue
 		}
-		for _, n := range [][2]string{{"username", kc.Username}, {"custom_id", kc.CustomID}} {
-			if n[1] == "" {
-				continue
+		for _, v := range consumerNames(kc) {
+			if _, seen := askers[v]; !seen {
+				order = append(order, v)
 			}
-			if _, seen := askers[n]; !seen {
-				order = append(order, n)
-			}
-			askers[n] = append(askers[n], kc)
+			askers[v] = append(askers[v], kc)
 		}
 	}
-	for _, n := range order {
-		if same := askers[n]; len(same) > 1 {
+	for _, v := range order {
+		if same := askers[v]; len(same) > 1 {
 			for _, kc := range same {
-				b.share("consumer "+n[0]+" "+n[1], kc, gvkKongConsumer)
+				b.share("consumer name "+v, kc, gvkKongConsumer)
 			}
 		}
 	}
 }
 
+// consumerNames are the values kc asks for as its username and custom_id, each once. Kong
+// keeps each unique in its own column, but they are one identity space here: Kong resolves a
+// consumer named in a plugin or an Admin API path by username, and upstream services read
+// X-Consumer-Username and X-Consumer-Custom-ID alike, so a tenant's custom_id "alice" must not
+// stand beside another namespace's username "alice" (docs/security.md).
+func consumerNames(kc *kongv1.KongConsumer) []string {
+	switch {
+	case kc.Username == "" && kc.CustomID == "":
+		return nil
+	case kc.Username == "":
+		return []string{kc.CustomID}
+	case kc.CustomID == "" || kc.CustomID == kc.Username:
+		return []string{kc.Username}
+	}
+	return []string{kc.Username, kc.CustomID}
+}
+
 // consumerNameTaken reports, with a problem on kc, whether an older KongConsumer holds kc's
-// username or custom_id (names); else it records kc as their holder.
+// username or custom_id, as either of its own (names: value -> holder); else it records kc as
+// the holder of both.
 func (b *builder) consumerNameTaken(kc *kongv1.KongConsumer, names map[string]*kongv1.KongConsumer) bool {
 	taken := false
 	for _, n := range []struct{ field, value string }{{"username", kc.Username}, {"custom_id", kc.CustomID}} {
 		if n.value == "" {
 			continue
 		}
-		if holder := names[n.field+":"+n.value]; holder != nil {
+		if holder := names[n.value]; holder != nil {
 			if b.parts.consumers.contested == nil {
 				b.parts.consumers.contested = map[string]struct{}{}
 			}
-			b.parts.consumers.contested[n.field+"\x00"+n.value] = struct{}{}
-			b.problem(kc, gvkKongConsumer, n.field, "%s %q is already KongConsumer %s/%s's (older); Kong keeps it unique, this consumer is left out",
-				n.field, n.value, holder.Namespace, holder.Name)
+			b.parts.consumers.contested[n.value] = struct{}{}
+			b.problem(kc, gvkKongConsumer, n.field, "%s %q is already KongConsumer %s/%s's %s (older); usernames and custom_ids are unique across consumers, this consumer is left out",
+				n.field, n.value, holder.Namespace, holder.Name, heldAs(holder, n.value))
 			taken = true
 		}
 	}
 	if !taken {
-		for _, n := range []struct{ field, value string }{{"username", kc.Username}, {"custom_id", kc.CustomID}} {
-			if n.value != "" {
-				names[n.field+":"+n.value] = kc
-			}
+		for _, v := range consumerNames(kc) {
+			names[v] = kc
 		}
 	}
 	return taken
 }
 
-// consumerIdent is how plugins and group memberships name a consumer: its username, else its
-// custom_id (translation-rules.md §8.1).
-func consumerIdent(c *file.FConsumer) string {
+// heldAs is the field of holder that holds value: "username" or "custom_id".
+func heldAs(holder *kongv1.KongConsumer, value string) string {
+	if holder.Username == value {
+		return "username"
+	}
+	return "custom_id"
+}
+
+// consumerIdent is the name a consumer's plugins are keyed by (their KIC IDs, one plugin of a
+// name per consumer): its username, else its custom_id (translation-rules.md §8.1). Plugins
+// point at the consumer by its ID (consumerRef).
+func consumerIdent(c *file.FConsumer) string { return refIdent(&c.Consumer) }
+
+// refIdent is consumerIdent of a consumer or of a plugin's reference to one (consumerRef).
+func refIdent(c *kong.Consumer) string {
 	if c.Username != nil {
 		return *c.Username
 	}
 	return str(c.CustomID)
+}
+
+// consumerRef is how a plugin entity points at c: by c's ID, which Kong's declarative loader
+// and database take, with the ident beside it (not rendered: go-database-reconciler writes a
+// plugin's consumer as its ID alone) so that the relation can be read back (relationOf). KIC
+// writes the username or custom_id; Kong resolves that as a username, so a consumer with only
+// a custom_id would be another's (docs/security.md) or, with no such username, refused.
+func consumerRef(c *file.FConsumer) *kong.Consumer {
+	return &kong.Consumer{ID: c.ID, Username: c.Username, CustomID: c.CustomID}
 }
 
 func (b *builder) consumer(kc *kongv1.KongConsumer) *consumerEntry {
@@ -218,6 +254,9 @@ func (b *builder) consumer(kc *kongv1.KongConsumer) *consumerEntry {
 	}
 	if kc.CustomID != "" {
 		fc.CustomID = kong.String(kc.CustomID)
+		if kc.Username == "" {
+			fc.ID = kong.String(kongstate.ConsumerIDByCustomID(b.opts.Workspace, kc.CustomID))
+		}
 	}
 	for i, name := range kc.ConsumerGroups {
 		b.refer(kc, gvkKongConsumer, ref(gvkKongConsumerGroup, kc.Namespace, name))

@@ -231,8 +231,8 @@ func (b *builder) pluginInstances() map[kongstate.ObjectRef]*pluginAttachments {
 		if p.Route != nil && p.Route.ID != nil {
 			a.routes = appendNew(a.routes, *p.Route.ID)
 		}
-		if p.Consumer != nil && p.Consumer.ID != nil {
-			a.consumers = appendNew(a.consumers, *p.Consumer.ID)
+		if p.Consumer != nil {
+			a.consumers = appendNew(a.consumers, refIdent(p.Consumer))
 		}
 	}
 	return out
@@ -296,17 +296,17 @@ func (b *builder) serviceOfRoute(r string) string {
 	return ""
 }
 
-// consumerIDOf is the ID of the consumer a plugin names (by username, else custom_id): KIC's
-// ID from the username; "" for a consumer with only a custom_id, unless another consumer has
-// it as its username. The look-up is noted for Incremental (consumerParts.lookedUp).
+// consumerIDOf is the ID of the consumer a plugin is keyed by (its username, else its
+// custom_id: consumerIdent, unique across consumers). The look-up is noted for Incremental
+// (consumerParts.lookedUp).
 func (b *builder) consumerIDOf(ident string) string {
 	if b.parts.consumers.lookedUp == nil {
 		b.parts.consumers.lookedUp = map[string]struct{}{}
 	}
 	b.parts.consumers.lookedUp[ident] = struct{}{}
 	for _, c := range b.state.Consumers {
-		if c.Username != nil && *c.Username == ident {
-			return kongstate.ConsumerID(b.opts.Workspace, ident)
+		if consumerIdent(c) == ident {
+			return str(c.ID)
 		}
 	}
 	return ""

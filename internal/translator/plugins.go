@@ -54,6 +54,9 @@ type pluginSource struct {
 // a route, and at most a consumer or a consumer group.
 type pluginRelation struct {
 	service, route, consumer, consumerGroup string
+	// consumerRef is the consumer the entity points at (consumerRef), when known: made again
+	// by Incremental from an entity (relationOf); else pluginEntity looks it up by ident.
+	consumerRef *kong.Consumer
 }
 
 // pluginRelations are every attachment of one plugin, by kind, in the order found.
@@ -594,7 +597,15 @@ func (b *builder) pluginEntity(p *pluginSource, rel pluginRelation) *file.FPlugi
 		relation += "_route-" + rel.route
 	}
 	if rel.consumer != "" {
-		fp.Consumer = &kong.Consumer{ID: kong.String(rel.consumer)}
+		c := rel.consumerRef
+		if c == nil {
+			c = b.consumerRefs[rel.consumer]
+		}
+		if c == nil { // not a translated consumer's ident (cannot be): never a global plugin
+			c = &kong.Consumer{ID: kong.String(rel.consumer)}
+		}
+		copied := *c
+		fp.Consumer = &copied
 		relation += "_consumer-" + rel.consumer
 	}
 	if rel.consumerGroup != "" {

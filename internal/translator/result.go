@@ -229,13 +229,13 @@ func (pp *pluginParts) noteRead(obj kongstate.ObjectRef, resolved bool) {
 type consumerParts struct {
 	objs     []*kongv1.KongConsumer
 	conflict bool
-	// contested are the usernames and custom_ids (credentialKeys' keys) that several
+	// contested are the usernames and custom_ids (as values: one identity space) that several
 	// KongConsumers claim, of which the younger were left out (consumerNameTaken).
 	contested map[string]struct{}
 	// lookedUp are the usernames consumerIDOf was asked for, found or not: a custom entity
-	// attached to a consumer with only a custom_id takes the ID of the consumer whose
-	// username that is (any KongConsumer, with no edge in the graph: a look-up that found
-	// none has no object to point to).
+	// attached to a consumer takes the ID of the consumer of that username or custom_id
+	// (any KongConsumer, with no edge in the graph: a look-up that found none has no object
+	// to point to).
 	lookedUp map[string]struct{}
 }
 

@@ -184,6 +184,7 @@ type builder struct {
 	// (by ns/name); consumer group objects by group name.
 	consumerObjs      []*kongv1.KongConsumer
 	consumerIdents    map[string]string
+	consumerRefs      map[string]*kong.Consumer // by ident: what a plugin points at (consumerRef)
 	consumerGroupObjs map[string]*kongv1beta1.KongConsumerGroup
 	// groupHolders is keptConsumerGroups' answer (nil: not made yet).
 	groupHolders map[string]*kongv1beta1.KongConsumerGroup

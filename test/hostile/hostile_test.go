@@ -14,6 +14,8 @@
 //	  routes: [default.open.open-svc.open.example.com.80]
 //	present:                  # entities it must hold (the victim's configuration is intact)
 //	  routes: [default.fine.fine-svc.fine.example.com.80]
+//	consumerPlugins:          # the plugins Kong holds on a consumer ("username:x" or "custom_id:x")
+//	  "custom_id:carol-7": [rate-limiting]
 //	neverShown: [s3cret]      # in no problem and no webhook answer
 //	webhook:                  # reviews of the case's objects (created as they are)
 //	  - {object: "KongConsumer team-b/impostor", denied: true, says: "left out"}
@@ -52,12 +54,15 @@ import (
 )
 
 type expectation struct {
-	LoadError  string              `json:"loadError"`
-	Problems   []problemExpected   `json:"problems"`
-	Absent     map[string][]string `json:"absent"`
-	Present    map[string][]string `json:"present"`
-	NeverShown []string            `json:"neverShown"`
-	Webhook    []reviewExpected    `json:"webhook"`
+	LoadError string              `json:"loadError"`
+	Problems  []problemExpected   `json:"problems"`
+	Absent    map[string][]string `json:"absent"`
+	Present   map[string][]string `json:"present"`
+	// ConsumerPlugins are, by "username:x" or "custom_id:x", the names of the plugins Kong
+	// holds on that consumer, exactly.
+	ConsumerPlugins map[string][]string `json:"consumerPlugins"`
+	NeverShown      []string            `json:"neverShown"`
+	Webhook         []reviewExpected    `json:"webhook"`
 }
 
 type problemExpected struct {
@@ -126,6 +131,9 @@ func runCase(t *testing.T, dir string, want expectation) {
 			require.NotNil(t, emu.Entity(kind, n), "%s %s is not in what Kong holds", kind, n)
 		}
 	}
+	for consumer, plugins := range want.ConsumerPlugins {
+		require.ElementsMatch(t, plugins, pluginsOnConsumer(t, emu, consumer), "the plugins on consumer %s", consumer)
+	}
 	requireGuardedNeverReached(t, emu, loaded.Objects)
 
 	// The webhook, reviewing each object named as if it were created now.
@@ -153,6 +161,27 @@ func runCase(t *testing.T, dir string, want expectation) {
 			require.NotContains(t, s, secret, "a Secret's value is shown")
 		}
 	}
+}
+
+// pluginsOnConsumer are the names of the plugins emu holds on the consumer named by
+// "username:x" or "custom_id:x", which must exist.
+func pluginsOnConsumer(t *testing.T, emu *kongemu.Emulator, name string) []string {
+	t.Helper()
+	field, value, _ := strings.Cut(name, ":")
+	id := ""
+	for _, c := range emu.Entities("consumers") {
+		if c[field] == value {
+			id, _ = c["id"].(string)
+		}
+	}
+	require.NotEmpty(t, id, "Kong holds no consumer with %s", name)
+	out := []string{}
+	for _, p := range emu.Entities("plugins") {
+		if ref, ok := p["consumer"].(map[string]any); ok && ref["id"] == id {
+			out = append(out, p["name"].(string))
+		}
+	}
+	return out
 }
 
 // requireGuardedNeverReached sends, through the emulator's proxy, a request without any

@@ -509,6 +509,9 @@ func (g *Gateway) targetState(ctx context.Context, s *kongstate.State, current *
 		content.Licenses = nil
 	}
 	fillCredentialDefaults(content)
+	if err := adoptConsumerIDs(content, current); err != nil {
+		return nil, fmt.Errorf("building the target state for %s: %w", g.url, err)
+	}
 	// The select tag makes file.Get add the filter tag to every entity, as decK does.
 	content.Info = &file.Info{SelectorTags: g.opts.FilterTags}
 	targetRaw, err := file.Get(ctx, content, file.RenderConfig{CurrentState: current, KongVersion: version}, dumpConfig, g.client)
@@ -521,6 +524,45 @@ func (g *Gateway) targetState(ctx context.Context, s *kongstate.State, current *
 		return nil, fmt.Errorf("indexing the target state for %s: %w", g.url, err)
 	}
 	return target, nil
+}
+
+// adoptConsumerIDs gives each consumer of content that has a custom_id and no username the ID
+// of the consumer Kong holds with that custom_id, and points its plugins there. The translator
+// gives such a consumer an ID of its own (kongstate.ConsumerIDByCustomID), which its plugins
+// name it by; KIC gives it none, so Kong made a random one, and a target with another ID would
+// delete the consumer and create it again, its credentials with it (file.Get reuses a current
+// ID only for an entity that has none). A consumer with a username has KIC's ID already.
+func adoptConsumerIDs(content *file.Content, current *state.KongState) error {
+	renamed := map[string]*string{} // translator's ID -> Kong's
+	for i := range content.Consumers {
+		c := &content.Consumers[i]
+		if c.Username != nil || c.CustomID == nil || c.ID == nil {
+			continue
+		}
+		held, err := current.Consumers.GetByCustomID(*c.CustomID)
+		if errors.Is(err, state.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if held.ID != nil && *held.ID != *c.ID {
+			renamed[*c.ID] = kong.String(*held.ID)
+			c.ID = kong.String(*held.ID)
+		}
+	}
+	if len(renamed) == 0 {
+		return nil
+	}
+	for i := range content.Plugins {
+		p := &content.Plugins[i]
+		if p.Consumer != nil && p.Consumer.ID != nil && renamed[*p.Consumer.ID] != nil {
+			ref := *p.Consumer // shared with the State: replaced, not changed
+			ref.ID = renamed[*p.Consumer.ID]
+			p.Consumer = &ref
+		}
+	}
+	return nil
 }
 
 // fillCredentialDefaults sets on the target the defaults Kong's schema gives a credential

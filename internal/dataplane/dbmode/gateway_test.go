@@ -129,6 +129,9 @@ func writeAsKIC(t *testing.T, e *kongemu.Emulator, s *kongstate.State) {
 	}
 	for _, cons := range c.Consumers {
 		id := *cons.ID
+		if cons.Username == nil {
+			id = uuid.NewString() // KIC gives a consumer with only a custom_id no ID: Kong's is random
+		}
 		put("PUT", "/consumers/"+id, cons.Consumer, nil)
 		for _, k := range cons.KeyAuths {
 			put("POST", "/consumers/"+id+"/key-auth", k, nil)
@@ -160,7 +163,8 @@ func writeAsKIC(t *testing.T, e *kongemu.Emulator, s *kongstate.State) {
 	for _, p := range c.Plugins {
 		extra := map[string]any{}
 		if p.Consumer != nil {
-			extra["consumer"] = map[string]any{"id": kongstate.ConsumerID("", *p.Consumer.ID)}
+			require.NotNil(t, p.Consumer.Username, "KIC names a consumer by custom_id, which Kong refuses")
+			extra["consumer"] = map[string]any{"id": kongstate.ConsumerID("", *p.Consumer.Username)}
 		}
 		if p.Route != nil {
 			extra["route"] = map[string]any{"id": kongstate.RouteID("", *p.Route.ID)}
@@ -219,11 +223,36 @@ func TestAdoptsKICConsumersAndCACertificates(t *testing.T) {
 	objs, err := manifest.Load(filepath.Join("testdata", "consumers.yaml"))
 	require.NoError(t, err)
 	s := translate(t, append(objects(apps(2)...), objs...))
-	require.Len(t, s.Consumers, 2)
+	require.Len(t, s.Consumers, 3)
 	require.Len(t, s.CACertificates, 1)
 	writeAsKIC(t, e, s)
-	require.Len(t, e.Entities("consumers"), 2)
+	require.Len(t, e.Entities("consumers"), 3)
 	requireAdopted(t, e, g, s)
+
+	// A plugin given afterwards to the consumer with only a custom_id lands on the consumer
+	// Kong holds (KIC's random ID), which stays.
+	carolID := ""
+	for _, c := range e.Entities("consumers") {
+		if c["custom_id"] == "carol-7" {
+			carolID = c["id"].(string)
+		}
+	}
+	for _, o := range objs {
+		if o.GetName() == "carol" {
+			o.SetAnnotations(map[string]string{"kubernetes.io/ingress.class": "kong", "konghq.com/plugins": "limit"})
+		}
+	}
+	res, err := g.Apply(ctx, translate(t, append(objects(apps(2)...), objs...)))
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Creates, "changes: %+v", res.Changes)
+	require.Zero(t, res.Deletes, "changes: %+v", res.Changes)
+	var onCarol []string
+	for _, p := range e.Entities("plugins") {
+		if ref, ok := p["consumer"].(map[string]any); ok && ref["id"] == carolID {
+			onCarol = append(onCarol, p["name"].(string))
+		}
+	}
+	require.Equal(t, []string{"rate-limiting"}, onCarol)
 }
 
 func TestHandMadeEntitiesAreNeverTouched(t *testing.T) {
