@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"iter"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/kong/go-kong/kong"
@@ -31,11 +30,38 @@ type matcher struct {
 }
 
 func predicate(field, op, value string) *matcher {
-	m := &matcher{pred: field + " " + op + " " + strconv.Quote(value)}
+	m := &matcher{pred: field + " " + op + " " + atcQuote(value)}
 	if op == "~" {
 		m.regex = value
 	}
 	return m
+}
+
+// atcQuote is value as a string literal of Kong's expression grammar (atc-router's
+// atc_grammar.pest): the only escapes are \" \\ \n \r and \t, and every other character
+// stands for itself. strconv.Quote's \u2028, \a or \x00 are refused by the grammar, so one
+// tenant's header value made Kong refuse the whole configuration (issue #44).
+func atcQuote(value string) string {
+	var b strings.Builder
+	b.Grow(len(value) + 2)
+	b.WriteByte('"')
+	for i := 0; i < len(value); i++ {
+		switch c := value[i]; c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // refused says why Kong's expressions router would refuse the route of m's expression, ""
@@ -133,6 +159,32 @@ func (b *builder) expressionRoutes() {
 	}
 }
 
+// headerMatchers are the route's header matches (but Host), by name: an OR of each name's
+// values, a "~*" value a regex.
+func headerMatchers(headers map[string][]string) []*matcher {
+	var names []string
+	for name := range headers {
+		if !strings.EqualFold(name, "host") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var out []*matcher
+	for _, name := range names {
+		field := "http.headers." + strings.ReplaceAll(strings.ToLower(name), "-", "_")
+		var values []*matcher
+		for _, v := range headers[name] {
+			if rest, ok := strings.CutPrefix(v, "~*"); ok {
+				values = append(values, predicate(field, "~", rest))
+			} else {
+				values = append(values, predicate(field, "==", v))
+			}
+		}
+		out = append(out, group("||", values...))
+	}
+	return out
+}
+
 // routeExpression is the AND of the route's hosts, paths, headers, methods and SNIs, each an
 // OR of its values, and KIC's priority:
 // 3<<44 | matchFields<<41 | headerCount<<33 | plainHostOnly<<32 | hasRegexPath<<16 | maxPathLen.
@@ -157,26 +209,7 @@ func routeExpression(r *routeEntry) (string, uint64) {
 		hasRegex = hasRegex || regex
 		maxLen = max(maxLen, length)
 	}
-	var headerNames []string
-	for name := range r.Headers {
-		if !strings.EqualFold(name, "host") {
-			headerNames = append(headerNames, name)
-		}
-	}
-	sort.Strings(headerNames)
-	var headers []*matcher
-	for _, name := range headerNames {
-		field := "http.headers." + strings.ReplaceAll(strings.ToLower(name), "-", "_")
-		var values []*matcher
-		for _, v := range r.Headers[name] {
-			if rest, ok := strings.CutPrefix(v, "~*"); ok {
-				values = append(values, predicate(field, "~", rest))
-			} else {
-				values = append(values, predicate(field, "==", v))
-			}
-		}
-		headers = append(headers, group("||", values...))
-	}
+	headers := headerMatchers(r.Headers)
 	for _, m := range r.Methods {
 		methods = append(methods, predicate("http.method", "==", *m))
 	}

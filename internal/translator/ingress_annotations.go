@@ -121,6 +121,26 @@ func annotationBool(a map[string]string, key string) (bool, bool) {
 	return b, err == nil
 }
 
+// annotationExpressionRefused says why Kong's expressions router would refuse what the route
+// annotations put in a route's expression (probe: a route they were applied to), "" when it
+// takes it: the check an HTTPRoute's expression passes (the paths are checked with their rule).
+func annotationExpressionRefused(probe *file.FRoute) string {
+	var parts []*matcher
+	for _, h := range probe.Hosts {
+		parts = append(parts, predicate("http.host", "==", *h))
+	}
+	for _, m := range probe.Methods {
+		parts = append(parts, predicate("http.method", "==", *m))
+	}
+	for _, sni := range probe.SNIs {
+		parts = append(parts, predicate("tls.sni", "==", *sni))
+	}
+	if m := group("&&", append(parts, headerMatchers(probe.Headers)...)...); m != nil {
+		return m.refused()
+	}
+	return ""
+}
+
 // routeAnnotations parses the route annotations of ing. Values KIC ignores are ignored. A
 // value that KIC passes on but Kong would refuse (protocols that cannot serve a route with
 // paths, a header name Kong refuses, a path_handling Kong does not know) is reported; for
@@ -255,6 +275,12 @@ func (b *builder) routeAnnotations(ing client.Object, gvk schema.GroupVersionKin
 	// What protocols the routes end with, checked now so the whole Ingress is judged once.
 	probe := &file.FRoute{}
 	ro.apply(probe)
+	if ok && b.opts.ExpressionRoutes {
+		if e := annotationExpressionRefused(probe); e != "" {
+			b.problem(ing, gvk, "metadata.annotations", "%s; the %s's routes are left out", e, gvk.Kind)
+			ok = false
+		}
+	}
 	if e := checkHTTPRouteProtocols(probe.Protocols); e != "" {
 		b.problem(ing, gvk, annField(annProtocols), "%s; the %s's routes are left out", e, gvk.Kind)
 		ok = false

@@ -8,6 +8,7 @@
 // A case is a folder of cases/ with in.yaml and expect.yaml:
 //
 //	loadError: "..."          # the manifests must not load, with this in the error
+//	router: expressions       # Kong's router flavor (translation and gateway; default traditional_compatible)
 //	problems:                 # each must be reported (object "Kind ns/name", text in its message)
 //	  - {object: "Ingress default/open", says: "left out"}
 //	absent:                   # entities the configuration must not hold, by type and name
@@ -55,6 +56,7 @@ import (
 
 type expectation struct {
 	LoadError string              `json:"loadError"`
+	Router    string              `json:"router"`
 	Problems  []problemExpected   `json:"problems"`
 	Absent    map[string][]string `json:"absent"`
 	Present   map[string][]string `json:"present"`
@@ -104,7 +106,7 @@ func runCase(t *testing.T, dir string, want expectation) {
 	require.NoError(t, err)
 	snap, err := st.Snapshot(ctx)
 	require.NoError(t, err)
-	res := translator.Build(snap, translator.Options{})
+	res := translator.Build(snap, translator.Options{ExpressionRoutes: want.Router == "expressions"})
 
 	var shown []string // every problem, as Events would say it
 	for _, p := range res.Problems {
@@ -117,7 +119,7 @@ func runCase(t *testing.T, dir string, want expectation) {
 	// What a DB-less Kong loads: the whole configuration is taken.
 	body, err := res.State.DeclarativeConfig()
 	require.NoError(t, err)
-	emu := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, Edition: kongemu.Enterprise}) // Enterprise: consumer groups
+	emu := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, Edition: kongemu.Enterprise, RouterFlavor: want.Router}) // Enterprise: consumer groups
 	rec := httptest.NewRecorder()
 	emu.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/config?flatten_errors=1", bytes.NewReader(body)))
 	require.Equal(t, http.StatusCreated, rec.Code, "Kong refused the configuration: %s", rec.Body.String())
