@@ -199,6 +199,7 @@ func (b *builder) claimRouteName(obj client.Object, gvk schema.GroupVersionKind,
 	if b.routeNameTaken(obj, gvk, name, "") {
 		return fmt.Sprintf("route name %q is already used by another route", name)
 	}
+	b.countGatewayRoute(obj, gvk)
 	return ""
 }
 

@@ -37,6 +37,8 @@ type refusal struct {
 	// plugin is the refused plugin object; zero when the plugin is missing or not granted.
 	plugin kongstate.ObjectRef
 	why    string
+	// bound: the referrer passes a bound on what one object may become (bounds.go), no plugin.
+	bound bool
 }
 
 // refuse records that referrer names a plugin it cannot have (attachList).
@@ -167,8 +169,11 @@ func (l *failedClosed) into(res Result) Result {
 		why := l.because[n]
 		r := why.refusal
 		if why.via == nil {
-			problems = append(problems, Problem{Object: r.referrer, Field: r.field,
-				Message: "left out with everything that depends on it: " + r.why + "; konductor never serves an object without a plugin it names"})
+			msg := "left out with everything that depends on it: " + r.why + "; konductor never serves an object without a plugin it names"
+			if r.bound {
+				msg = "left out with everything that depends on it: " + r.why
+			}
+			problems = append(problems, Problem{Object: r.referrer, Field: r.field, Message: msg})
 			continue
 		}
 		obj, ok := l.refs[n]
@@ -178,7 +183,12 @@ func (l *failedClosed) into(res Result) Result {
 		// The root reason is repeated: it says whether an object is awaited (the webhook
 		// warns then) or refused.
 		msg := fmt.Sprintf("left out: it depends on %s, which names a plugin it cannot have: %s", why.via.Ref(), r.why)
-		if *why.via != objgraph.NodeOf(r.referrer) {
+		switch {
+		case r.bound && *why.via == objgraph.NodeOf(r.referrer):
+			msg = fmt.Sprintf("left out: it depends on %s, left out because %s", why.via.Ref(), r.why)
+		case r.bound:
+			msg = fmt.Sprintf("left out: it depends on %s, left out because %s %s", why.via.Ref(), r.referrer, r.why)
+		case *why.via != objgraph.NodeOf(r.referrer):
 			msg = fmt.Sprintf("left out: it depends on %s, left out because %s names a plugin it cannot have: %s", why.via.Ref(), r.referrer, r.why)
 		}
 		problems = append(problems, Problem{Object: obj, Message: msg})

@@ -333,7 +333,13 @@ func (a *pluginAttachment) entities() {
 	b := a.b
 	taken := map[string]client.Object{} // plugin name + relation -> first plugin object
 	for _, p := range a.order {
-		for _, rel := range a.relations[p].combinations() {
+		rels := a.relations[p]
+		if n := rels.combinationCount(); n > MaxPluginCombinations && rels.multiplied() {
+			b.refuseBound(p.obj, p.gvk, "", "its consumers (or consumer groups) times its services and routes make %d plugin entities, more than the bound of %d for one plugin object",
+				n, MaxPluginCombinations)
+			continue
+		}
+		for _, rel := range rels.combinations() {
 			key := p.name + "\x00" + rel.service + "\x00" + rel.route + "\x00" + rel.consumer + "\x00" + rel.consumerGroup
 			if first, dup := taken[key]; dup {
 				b.parts.plugins.noteDup(objgraph.NodeOf(kongstate.RefFor(p.obj, p.gvk)), objgraph.NodeOf(kongstate.RefFor(first, gvkOf(first))))
@@ -548,6 +554,10 @@ func (b *builder) pluginSource(obj client.Object, gvk schema.GroupVersionKind, n
 			b.problem(obj, gvk, field, "%s: failed to apply patch at %q: %v", label, cp.path, err)
 			return nil
 		}
+	}
+	if len(conf) > MaxPluginConfigBytes {
+		b.problem(obj, gvk, "config", "%s: the configuration is %d bytes, more than the bound of %d for one plugin (docs/security.md)", label, len(conf), MaxPluginConfigBytes)
+		return nil
 	}
 	var config kong.Configuration
 	if err := json.Unmarshal(conf, &config); err != nil {

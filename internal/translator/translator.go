@@ -208,6 +208,8 @@ type builder struct {
 	// nameTaken is set when a route was refused because another had its name: which one
 	// wins depends on every route of the cluster, so Incremental translates everything.
 	nameTaken bool
+	// gatewayRouteCounts are the Kong routes made per Gateway API route (bounds.go).
+	gatewayRouteCounts map[objgraph.Node]int
 	// refusals are the referrers of plugins this translation could not apply (kong_plugins_failclosed.go).
 	refusals []refusal
 	// readClock is set when the result depended on Options.Now (a CA certificate's expiry).
