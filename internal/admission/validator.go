@@ -281,7 +281,7 @@ func (v *Validator) judge(ctx context.Context, before *translation, kind store.K
 	// Every answer goes through one redaction (docs/security.md, item 3): the secrets the
 	// configuration holds, the values of the Secrets the reviewed objects read, and the
 	// reviewed Secret's own, wherever a message (Kong's validator's included) quotes them.
-	red := reviewRedactor(after, afterSnap, scope, obj)
+	red := reviewRedactor(after, afterSnap, obj)
 	for i := range refused {
 		refused[i] = red.String(refused[i])
 	}
@@ -291,49 +291,27 @@ func (v *Validator) judge(ctx context.Context, before *translation, kind store.K
 	return refused, warnings
 }
 
-// reviewRedactor masks the secrets a review's messages could quote: those of the translated
-// configuration (credentials, certificate keys, secret-named plugin fields), every value of
-// the Secrets the objects in scope read (directly, or through the plugins they name: a
-// configFrom Secret is a secret whole), and, when the reviewed object is a Secret, its own.
-func reviewRedactor(after translator.Result, snap *store.Snapshot, scope map[kongstate.ObjectRef]bool, obj client.Object) *redact.Redactor {
-	read := map[kongstate.ObjectRef]bool{}
-	isSecret := func(r kongstate.ObjectRef) bool { return r.Kind == "Secret" && r.Group == "" }
-	for s := range scope {
-		for _, to := range after.Graph.References(s) {
-			if isSecret(to) {
-				read[to] = true
-				continue
-			}
-			for _, from := range after.Graph.References(to) { // a plugin's Secrets
-				if isSecret(from) {
-					read[from] = true
-				}
-			}
-		}
-	}
-	var values []string
-	addSecret := func(sec *corev1.Secret) {
-		for _, v := range sec.Data {
-			values = append(values, redact.DocumentValues(v)...)
-		}
-		for _, v := range sec.StringData {
-			values = append(values, redact.DocumentValues([]byte(v))...)
-		}
-	}
+// reviewRedactor masks the secrets a review's messages could quote: the one redaction of
+// every translation's messages (redact.ForTranslation: the configuration's credentials,
+// certificate keys and secret-named plugin fields, every value of every Secret the
+// translation read, in any namespace), and, when the reviewed object is a Secret, its own
+// values, and those of the Secrets a reviewed plugin reads (checked whether or not anything
+// names it, so translation may not have read them).
+func reviewRedactor(after translator.Result, snap *store.Snapshot, obj client.Object) *redact.Redactor {
+	var more []string
 	if sec, ok := obj.(*corev1.Secret); ok {
-		addSecret(sec)
+		more = append(more, redact.SecretValues(sec)...)
 	}
-	// A plugin under review is checked whether or not anything names it (checkPlugin):
-	// the Secrets it reads, which translation may not have looked at.
+	reads := map[kongstate.ObjectRef]bool{}
 	for _, k := range pluginSecrets(obj) {
-		read[objgraph.Key(kongstate.ObjectRef{Kind: "Secret", Namespace: k.Namespace, Name: k.Name})] = true
+		reads[objgraph.Key(kongstate.ObjectRef{Kind: "Secret", Namespace: k.Namespace, Name: k.Name})] = true
 	}
 	for _, sec := range snap.Secrets {
-		if sec != nil && read[objgraph.Key(kongstate.RefFor(sec, corev1.SchemeGroupVersion.WithKind("Secret")))] {
-			addSecret(sec)
+		if sec != nil && len(reads) > 0 && reads[objgraph.Key(kongstate.RefFor(sec, corev1.SchemeGroupVersion.WithKind("Secret")))] {
+			more = append(more, redact.SecretValues(sec)...)
 		}
 	}
-	return redact.ForStateAnd(after.State, values...)
+	return redact.ForTranslation(after.State, after.Graph, snap.Secrets, more...)
 }
 
 type problemKey struct {

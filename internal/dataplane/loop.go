@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 
@@ -89,6 +90,9 @@ type Target struct {
 	digestOnce sync.Once
 	digest     [sha256.Size]byte
 
+	redactOnce sync.Once
+	redactor   *redact.Redactor
+
 	bodyOnce sync.Once
 	body     kongstate.Body
 	bodyErr  error
@@ -109,6 +113,29 @@ func newTarget(res translator.Result, snap *store.Snapshot, fb *fallbacks, r *ko
 }
 
 // DeclarativeConfig is the DB-less /config body of the target, rendered once.
+// RoundRedactor is r's redaction: r.Redactor's, else redact.ForState of r.State (a round
+// made by hand, in tests).
+func RoundRedactor(r Round) *redact.Redactor {
+	if r.Redactor != nil {
+		return r.Redactor()
+	}
+	return redact.ForState(r.State)
+}
+
+// Redactor is the one redaction of everything this target's messages reach (Events, status,
+// logs, diagnostics): redact.ForTranslation of its State, graph and the Secrets of its
+// snapshot, made on first use.
+func (t *Target) Redactor() *redact.Redactor {
+	t.redactOnce.Do(func() {
+		var secrets []*corev1.Secret
+		if t.snapshot != nil {
+			secrets = t.snapshot.Secrets
+		}
+		t.redactor = redact.ForTranslation(t.State, t.Graph, secrets)
+	})
+	return t.redactor
+}
+
 func (t *Target) DeclarativeConfig() ([]byte, error) {
 	t.once.Do(func() {
 		if t.renderer != nil {
@@ -256,6 +283,9 @@ type Round struct {
 	// reports of syncs that ended); TranslationDuration is how long that took.
 	Translated          bool
 	TranslationDuration time.Duration
+	// Redactor is the redaction of the round's messages (Target.Redactor), made when one is
+	// needed; nil in reports that carry no State (then redact.ForState of State serves).
+	Redactor func() *redact.Redactor
 	// SnapshotCache says, in the report of a round that translated with fallback
 	// configuration on, whether the cache had changed since the previous round that read it:
 	// KIC's processed config snapshot cache hit or miss (SnapshotCacheUnknown otherwise).
@@ -397,10 +427,6 @@ type Loop struct {
 	roundEnded time.Time
 	// renderer keeps the rendered entities of the round targets' configurations.
 	renderer *kongstate.Renderer
-
-	// redactor masks the secrets of redactorOf's configuration in log lines (redact).
-	redactor   *redact.Redactor
-	redactorOf *Target
 
 	// gate is held while a round is pending (its trigger's request), runs, or has syncs in
 	// flight: status writers wait at it (SyncGate).
@@ -719,7 +745,7 @@ func (l *Loop) round(ctx context.Context, started time.Time) {
 		held = res.State // KIC hands a round without gateways on as synced
 	}
 	l.report(ctx, Round{Problems: res.Problems, State: res.State, Graph: res.Graph, GatewayAPI: res.Gateway, Gateways: skipped, Translated: true, TranslationDuration: translated,
-		SnapshotCache: cache, Held: held})
+		SnapshotCache: cache, Held: held, Redactor: l.target.Redactor})
 	if !eventAt.IsZero() {
 		l.roundEnded = l.opts.Clock.Now()
 	}
@@ -852,7 +878,7 @@ func (l *Loop) collect(ctx context.Context, d syncDone, started time.Time) {
 	}
 	l.updateReadiness()
 	if len(results) > 0 {
-		l.report(ctx, Round{Problems: l.target.Problems, State: l.target.State, Gateways: results, Held: l.held()})
+		l.report(ctx, Round{Problems: l.target.Problems, State: l.target.State, Gateways: results, Held: l.held(), Redactor: l.target.Redactor})
 	}
 	l.dispatchStale(started) // a gateway that synced an older target holds the gate again first
 	for range ended {
@@ -1056,10 +1082,7 @@ func (l *Loop) redact(err error) error {
 	if err == nil {
 		return nil
 	}
-	if l.target != l.redactorOf {
-		l.redactor, l.redactorOf = redact.ForState(l.target.State), l.target
-	}
-	return l.redactor.Error(err)
+	return l.target.Redactor().Error(err)
 }
 
 func (l *Loop) report(ctx context.Context, r Round) {

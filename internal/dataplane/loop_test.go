@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/kong/go-kong/kong"
+	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -657,4 +658,28 @@ func TestGatewayBackFromAnOutageIsResynced(t *testing.T) {
 	require.Eventually(t, func() bool { return srv.ConfigHash() != "00000000000000000000000000000000" }, 5*time.Second, time.Millisecond,
 		"the unchanged configuration is sent again to the restarted gateway")
 	require.NotNil(t, srv.Entity("services", "default.echo.80"))
+}
+
+// Every round the loop reports carries its target's redaction (Target.Redactor), which masks
+// the values of a Secret the translation read in another namespace than the message's object
+// (a KongClusterPlugin's configFrom in kube-system): Events, status and logs use it.
+func TestRoundsCarryTheTranslationsRedaction(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "platform-signing", UID: "uid-sec"},
+		StringData: map[string]string{"config": `{"add": {"headers": ["x-sig:platform-hmac-9f8e7d6c5b4a"]}}`}}
+	plugin := &kongv1.KongClusterPlugin{ObjectMeta: metav1.ObjectMeta{Name: "sign", Annotations: map[string]string{"kubernetes.io/ingress.class": "kong"}},
+		PluginName: "request-transformer", ConfigFrom: &kongv1.NamespacedConfigSource{SecretValue: kongv1.NamespacedSecretValueFromSource{
+			Namespace: "kube-system", Secret: "platform-signing", Key: "config"}}}
+	objs := cluster()
+	objs[0].SetAnnotations(map[string]string{"konghq.com/plugins": "sign"})
+	rep := &reports{}
+	gw := &countingGateway{}
+	l := NewLoop(Options{Source: newStore(t, append(objs, secret, plugin)), Barrier: syncedBarrier{}, Translate: translate, Reporter: rep,
+		Gateways: []Gateway{gw}, Trigger: NewTrigger(), Period: time.Hour, Logger: testr.New(t)})
+	run(t, l)
+	<-l.FirstSyncDone()
+	require.Eventually(t, func() bool { return len(rep.all()) >= 2 }, 5*time.Second, time.Millisecond)
+	for _, round := range rep.all() {
+		require.NotNil(t, round.Redactor, "a round without its redaction")
+		require.Equal(t, `invalid value "[redacted]"`, RoundRedactor(round).String(`invalid value "x-sig:platform-hmac-9f8e7d6c5b4a"`))
+	}
 }

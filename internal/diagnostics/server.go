@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
@@ -141,7 +140,7 @@ func (s *Server) serveDump(w http.ResponseWriter, t *dataplane.Target) {
 	}
 	sum := sha256.Sum256(config)
 	if !s.opts.DumpSensitiveConfig {
-		config = redactorOf(t).JSON(config)
+		config = t.Redactor().JSON(config)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"hash":%q,"config":`, hex.EncodeToString(sum[:]))
@@ -162,7 +161,7 @@ func (s *Server) serveRawError(w http.ResponseWriter, _ *http.Request) {
 	if !s.opts.DumpSensitiveConfig {
 		var r *redact.Redactor
 		if rec.failed != nil {
-			r = redactorOf(rec.failed)
+			r = rec.failed.Redactor()
 		}
 		raw = r.JSON(raw)
 	}
@@ -239,33 +238,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// redactorOf masks the secrets of t's configuration: its credentials, certificates' keys and
-// secret-named plugin fields (redact.ForState), and every value of the Secrets its plugins
-// read (a configFrom's whole configuration, a configPatches value), which the State cannot
-// tell from other plugin configuration.
-func redactorOf(t *dataplane.Target) *redact.Redactor {
-	var values []string
-	if snap := t.Snapshot(); snap != nil && t.Graph != nil {
-		for _, sec := range snap.Secrets {
-			if sec == nil || !readByPlugin(t, kongstate.RefFor(sec, corev1.SchemeGroupVersion.WithKind("Secret"))) {
-				continue
-			}
-			for _, v := range sec.Data {
-				values = append(values, redact.DocumentValues(v)...)
-			}
-			for _, v := range sec.StringData {
-				values = append(values, redact.DocumentValues([]byte(v))...)
-			}
-		}
-	}
-	return redact.ForStateAnd(t.State, values...)
-}
-
-func readByPlugin(t *dataplane.Target, secret kongstate.ObjectRef) bool {
-	for _, by := range t.Graph.ReferredBy(secret) {
-		if by.Kind == "KongPlugin" || by.Kind == "KongClusterPlugin" {
-			return true
-		}
-	}
-	return false
-}

@@ -11,9 +11,11 @@ import (
 	"strings"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
+	corev1 "k8s.io/api/core/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/objgraph"
 )
 
 // Mask replaces a secret in a message.
@@ -198,5 +200,39 @@ func DocumentValues(v []byte) []string {
 		}
 	}
 	walk(doc)
+	return out
+}
+
+// ForTranslation is the one redaction of everything a translation's messages reach: Events,
+// status conditions, logs, the admission webhook's answers and the diagnostics server. It
+// masks what ForState does and every value of every Secret the translation read (g has an
+// edge to it from an object it translated: credentials, certificates, a plugin's configFrom
+// or configPatches, whatever namespace the Secret is in), and more. A plugin configuration
+// read from a Secret is a secret whole, whatever its field names, and Kong's refusal of the
+// plugin can quote it in a message about an object of another namespace.
+func ForTranslation(s *kongstate.State, g *objgraph.Graph, secrets []*corev1.Secret, more ...string) *Redactor {
+	values := more
+	if g != nil {
+		for _, sec := range secrets {
+			if sec == nil || len(g.ReferredBy(kongstate.RefFor(sec, secretGVK))) == 0 {
+				continue
+			}
+			values = append(values, SecretValues(sec)...)
+		}
+	}
+	return ForStateAnd(s, values...)
+}
+
+var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
+
+// SecretValues are the values to mask of every key of sec (DocumentValues).
+func SecretValues(sec *corev1.Secret) []string {
+	var out []string
+	for _, v := range sec.Data {
+		out = append(out, DocumentValues(v)...)
+	}
+	for _, v := range sec.StringData {
+		out = append(out, DocumentValues([]byte(v))...)
+	}
 	return out
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/objgraph"
-	"github.com/konductor/konductor/internal/redact"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -157,7 +156,7 @@ func outcomeOf(r dataplane.Round) *outcome {
 	refused := refusalsOf(r.Gateways)
 	// Conditions are read by whoever may read the object: they go through the redaction
 	// Events do (Kong's messages can quote a credential, a UNIQUE violation its key).
-	red := redact.ForState(r.State)
+	red := dataplane.RoundRedactor(r)
 	// A gateway that took a fallback configuration took it without the refused objects and
 	// their dependents: the others are programmed.
 	for _, x := range refused.fallbackTaken {

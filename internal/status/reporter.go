@@ -46,9 +46,10 @@ type Reporter struct {
 	// fallbackOK: gateways whose previous sync ended with a fallback configuration taken.
 	fallbackOK map[string]bool
 	// redactor masks the secrets of redactorOf, the latest configuration reported, in every
-	// event and log line (Kong echoes values in its messages).
+	// event and log line (Kong echoes values in its messages): the round's redaction.
 	redactor   *redact.Redactor
 	redactorOf *kongstate.State
+	redactorAt func() *redact.Redactor // the round's Redactor (nil: redact.ForState of redactorOf)
 }
 
 // NewReporter returns a reporter. recorder may be nil (no events); metrics may be nil.
@@ -76,7 +77,7 @@ func (r *Reporter) Report(_ context.Context, round dataplane.Round) {
 	defer r.mu.Unlock()
 	if round.State != nil && round.State != r.redactorOf {
 		// Built when a message needs it: a round with nothing to say walks no State.
-		r.redactor, r.redactorOf = nil, round.State
+		r.redactor, r.redactorOf, r.redactorAt = nil, round.State, round.Redactor
 	}
 	emitted := map[string]bool{}
 	emit := func(e event, before map[string]bool, byGateway bool) string {
@@ -143,7 +144,7 @@ func (r *Reporter) Report(_ context.Context, round dataplane.Round) {
 // redact is the redactor of the latest configuration reported (r.mu held).
 func (r *Reporter) redact() *redact.Redactor {
 	if r.redactor == nil {
-		r.redactor = redact.ForState(r.redactorOf)
+		r.redactor = dataplane.RoundRedactor(dataplane.Round{State: r.redactorOf, Redactor: r.redactorAt})
 	}
 	return r.redactor
 }

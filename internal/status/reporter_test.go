@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,6 +16,9 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/manifest"
+	"github.com/konductor/konductor/internal/redact"
+	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
 
@@ -139,4 +143,34 @@ func TestEventsDoNotCarrySecrets(t *testing.T) {
 	}, events)
 	require.NotContains(t, logs.String(), "alice-key-123")
 	require.Contains(t, logs.String(), "[redacted]")
+}
+
+// Issue #44 item 6: a KongClusterPlugin reads its configuration from a kube-system Secret
+// (configFrom, a field not named like a secret); Kong refuses the plugin quoting the value,
+// and the Event goes to a tenant's Ingress of another namespace. The round's redaction masks
+// every value of every Secret the translation read, whatever the field's name.
+func TestEventsDoNotCarryValuesOfSecretsTheTranslationRead(t *testing.T) {
+	objs, err := manifest.LoadAll(filepath.Join("testdata", "cluster-plugin-secret.yaml"))
+	require.NoError(t, err)
+	st, err := store.NewForObjects(objs.Objects, store.Options{IngressClass: "kong"})
+	require.NoError(t, err)
+	snap, err := st.Snapshot(context.Background())
+	require.NoError(t, err)
+	res := translator.Build(snap, translator.Options{})
+	require.Len(t, res.State.Plugins, 1, "problems: %v", res.Problems)
+
+	rec := record.NewFakeRecorder(100)
+	var logs strings.Builder
+	r := NewReporter(rec, nil, nil, funcr.New(func(prefix, args string) { logs.WriteString(args + "\n") }, funcr.Options{}))
+	tenant := kongstate.ObjectRef{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Namespace: "team-b", Name: "shop", UID: "u-shop"}
+	rej := &dataplane.RejectedError{Gateway: "g", Entities: []dataplane.EntityError{
+		{Object: tenant, EntityType: "plugin", Field: "config.add.headers", Message: `invalid value: "x-platform-sig:platform-hmac-9f8e7d6c5b4a"`}}}
+	r.Report(context.Background(), dataplane.Round{State: res.State, Gateways: []dataplane.GatewayResult{{URL: "g", Err: rej}},
+		Redactor: func() *redact.Redactor { return redact.ForTranslation(res.State, res.Graph, snap.Secrets) }})
+	events := drain(rec)
+	require.NotEmpty(t, events)
+	for _, e := range append(events, logs.String()) {
+		require.NotContains(t, e, "platform-hmac-9f8e7d6c5b4a")
+	}
+	require.Contains(t, strings.Join(events, "\n"), "[redacted]")
 }
