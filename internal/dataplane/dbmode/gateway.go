@@ -410,13 +410,42 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 		// Prepare's dry run diffed these very states and found nothing to do (it keeps
 		// nothing otherwise).
 		res = &Result{}
-	} else if res, errs, err = g.solve(ctx, current, target, enterprise, dry); err != nil {
+	} else if res, errs, err = g.solveParked(ctx, current, target, enterprise, dry); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	lap(&phases.Solve)
 	res.Phases = phases
 	res.PreparedCurrent, res.PreparedTarget = reuse, reuseTarget
 	return res, errs, append(invalid, dependents...), excluded, nil
+}
+
+// solveParked is solve with the new routes that plugins guard created parked (parking.go)
+// and pointed at their services once their plugins exist. target is as it was after.
+func (g *Gateway) solveParked(ctx context.Context, current, target *state.KongState, enterprise, dry bool) (*Result, []error, error) {
+	if dry {
+		return g.solve(ctx, current, target, enterprise, dry)
+	}
+	park, err := parkGuardedRoutes(current, target, g.opts.Workspace, g.opts.FilterTags)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parking the new guarded routes of %s: %w", g.url, err)
+	}
+	if park == nil {
+		return g.solve(ctx, current, target, enterprise, dry)
+	}
+	res, errs, err := g.solve(ctx, current, target, enterprise, dry)
+	if rerr := park.restore(target); rerr != nil && err == nil {
+		err = fmt.Errorf("restoring the target of %s: %w", g.url, rerr)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	park.withoutParking(res)
+	if len(errs) == 0 {
+		if uerr := park.unpark(ctx, g.client); uerr != nil {
+			errs = append(errs, uerr)
+		}
+	}
+	return res, errs, nil
 }
 
 // solve diffs current against target and applies the difference (in a dry run: only
