@@ -77,7 +77,10 @@ func TestIsEnterprise(t *testing.T) {
 }
 
 // Kong refusing a custom entity (no tags) is mapped back to its KongCustomEntity by the
-// entity's fields, so that fallback and status can name the object.
+// entity's id (the translator gives each one), so that fallback and status can name the
+// object. The victim's entity comes first and every one of its fields is in the refused one
+// (the tenant copied them and added one Kong refuses): matched by fields, the victim would be
+// blamed and taken out (issue #44, item 5).
 func TestRefusedCustomEntityIsMappedToItsObject(t *testing.T) {
 	s, err := kongemu.New(kongemu.Options{Edition: kongemu.Enterprise}).Start()
 	require.NoError(t, err)
@@ -87,16 +90,19 @@ func TestRefusedCustomEntityIsMappedToItsObject(t *testing.T) {
 	good := kongstate.ObjectRef{Group: "configuration.konghq.com", Version: "v1alpha1", Kind: "KongCustomEntity", Namespace: "ns", Name: "good"}
 	bad := good
 	bad.Name = "bad"
+	victim := good
+	victim.Namespace, victim.Name = "team-a", "victim"
 	state := &kongstate.State{CustomEntities: []*kongstate.CustomEntity{
-		{Type: "degraphql_routes", Fields: map[string]any{"uri": "/bad", "methods": []any{"GET"}}, Object: bad},
-		{Type: "degraphql_routes", Fields: map[string]any{"uri": "/good", "query": "q"}, Object: good},
+		{Type: "degraphql_routes", Fields: map[string]any{"id": "0a000000-0000-4000-8000-00000000000c", "uri": "/bad", "query": "q"}, Object: victim},
+		{Type: "degraphql_routes", Fields: map[string]any{"id": "0a000000-0000-4000-8000-00000000000b", "uri": "/bad", "query": "q", "methods": []any{"GET"}, "evil": true}, Object: bad},
+		{Type: "degraphql_routes", Fields: map[string]any{"id": "0a000000-0000-4000-8000-00000000000a", "uri": "/good", "query": "q"}, Object: good},
 	}}
 	err = NewDBLessGateway(s.URL, c, logr.Discard()).Sync(context.Background(), &Target{State: state})
 	var rej *RejectedError
 	require.ErrorAs(t, err, &rej)
 	require.Len(t, rej.Entities, 1)
 	require.Equal(t, bad, rej.Entities[0].Object)
-	require.Equal(t, "query", rej.Entities[0].Field)
+	require.Equal(t, "evil", rej.Entities[0].Field)
 }
 
 // Discovered gateways come and go (a Pod replaced gets a new address): what was learned of a

@@ -2,7 +2,6 @@ package kongstate
 
 import (
 	"encoding/json"
-	"reflect"
 	"sort"
 
 	"github.com/kong/go-kong/kong"
@@ -98,39 +97,20 @@ func withCustomEntities(body []byte, entities []*CustomEntity) ([]byte, error) {
 }
 
 // CustomEntityObject finds the KongCustomEntity of an entity Kong quotes in an error (its
-// fields as sent; custom entities carry no tags): the first custom entity whose every field
-// is in entity with the same value.
+// fields as sent; custom entities carry no tags) by the entity's id, which the translator
+// gives every custom entity whose type has one (kongstate.CustomEntityID) and keeps unique.
+// Never by the other fields: a tenant could copy a victim's fields, and the victim's entity
+// would be taken out for the tenant's error (issue #44, item 5). An entity without an id is
+// no object's.
 func (s *State) CustomEntityObject(entity map[string]any) (ObjectRef, bool) {
-	if s == nil || len(entity) == 0 {
+	id, _ := entity["id"].(string)
+	if s == nil || id == "" {
 		return ObjectRef{}, false
 	}
 	for _, e := range s.CustomEntities {
-		if e == nil || len(e.Fields) == 0 {
-			continue
-		}
-		match := true
-		for k, v := range e.Fields {
-			if !reflect.DeepEqual(normalJSON(v), normalJSON(entity[k])) {
-				match = false
-				break
-			}
-		}
-		if match {
+		if e != nil && e.Fields["id"] == id {
 			return e.Object, true
 		}
 	}
 	return ObjectRef{}, false
-}
-
-// normalJSON is v as encoding/json decodes it (float64 numbers, []any, map[string]any).
-func normalJSON(v any) any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	var out any
-	if json.Unmarshal(b, &out) != nil {
-		return v
-	}
-	return out
 }

@@ -18,14 +18,16 @@ const (
 	// typeConsumersByCustomID is konductor's, not KIC's: KIC gives a consumer with only a
 	// custom_id no ID, so its plugins name it by custom_id, which Kong resolves as a username.
 	typeConsumersByCustomID = "consumers-by-custom-id"
-	typeConsumerGroups      = "consumergroups"
-	typeVaults              = "vaults"
-	typePlugins             = "plugins"
+	// typeCustomEntities is konductor's too: KIC gives custom entities no ID.
+	typeCustomEntities = "custom-entities"
+	typeConsumerGroups = "consumergroups"
+	typeVaults         = "vaults"
+	typePlugins        = "plugins"
 )
 
 var typeNamespaces = func() map[string]uuid.UUID {
 	m := map[string]uuid.UUID{}
-	for _, t := range []string{typeServices, typeRoutes, typeConsumers, typeConsumersByCustomID, typeConsumerGroups, typeVaults, typePlugins} {
+	for _, t := range []string{typeServices, typeRoutes, typeConsumers, typeConsumersByCustomID, typeCustomEntities, typeConsumerGroups, typeVaults, typePlugins} {
 		m[t] = uuid.NewSHA1(namespaceRoot, []byte(t))
 	}
 	return m
@@ -59,6 +61,14 @@ func RouteID(workspace, name string) string { return id(typeRoutes, workspace, n
 
 // ConsumerID is the ID KIC gives a consumer with that username.
 func ConsumerID(workspace, username string) string { return id(typeConsumers, workspace, username) }
+
+// CustomEntityID is the ID konductor gives a custom entity of entity type typ whose schema has
+// an id field and whose KongCustomEntity sets none: key names the KongCustomEntity and which
+// of its entities this is. Custom entities have no tags, so the ID is how an entity Kong
+// refuses is known to be this object's (never by fields another object could copy).
+func CustomEntityID(workspace, typ, key string) string {
+	return id(typeCustomEntities, workspace, typ+"/"+key)
+}
 
 // ConsumerIDByCustomID is the ID konductor gives a consumer that has a custom_id and no
 // username (KIC gives it none). Its plugins name it by this ID: Kong resolves a plugin's

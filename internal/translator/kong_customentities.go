@@ -104,6 +104,7 @@ func (b *builder) customEntities() {
 	objs := append([]*kongv1alpha1.KongCustomEntity(nil), b.snap.KongCustomEntities...)
 	sortByAge(objs)
 	instances := b.pluginInstances()
+	var made []madeCustomEntity // oldest object first
 	for _, e := range objs {
 		typ := e.Spec.EntityType
 		parent, attached := customEntityParent(e)
@@ -154,7 +155,8 @@ func (b *builder) customEntities() {
 			combos = b.customEntityCombinations(instances[objgraph.Key(parent)], parseForeignKeys(answer.Schema))
 		}
 		if len(combos) == 0 {
-			b.state.CustomEntities = append(b.state.CustomEntities, &kongstate.CustomEntity{Type: typ, Fields: fields, Object: ref})
+			made = append(made, madeCustomEntity{obj: e, schema: answer.Schema,
+				entity: &kongstate.CustomEntity{Type: typ, Fields: fields, Object: ref}})
 			continue
 		}
 		fk := parseForeignKeys(answer.Schema)
@@ -173,8 +175,11 @@ func (b *builder) customEntities() {
 					copied[f] = map[string]any{"id": pair.id}
 				}
 			}
-			b.state.CustomEntities = append(b.state.CustomEntities, ce)
+			made = append(made, madeCustomEntity{obj: e, schema: answer.Schema, entity: ce})
 		}
+	}
+	for _, m := range b.ownCustomEntities(made) {
+		b.state.CustomEntities = append(b.state.CustomEntities, m.entity)
 	}
 	kongstate.SortCustomEntities(b.state.CustomEntities)
 }
