@@ -749,8 +749,8 @@ func admissionWebhook(cfg *config.Config, st admission.SnapshotSource, barrier *
 		return nil, err
 	}
 	a := cfg.AdmissionWebhook
-	srv, err := admission.NewServer(admission.ServerOptions{ListenAddr: a.ListenAddr, CertFile: a.CertFile, KeyFile: a.KeyFile, Cert: a.Cert, Key: a.Key},
-		admission.Handler(v, log))
+	srv, err := admission.NewServer(admission.ServerOptions{ListenAddr: a.ListenAddr, CertFile: a.CertFile, KeyFile: a.KeyFile, Cert: a.Cert, Key: a.Key,
+		ClientCAFile: a.ClientCAFile}, admission.Handler(v, log))
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -143,6 +144,7 @@ func runCase(t *testing.T, dir string, want expectation) {
 			}
 			shown = append(shown, answer)
 			require.Equal(t, r.Denied, !resp.Allowed, "review of %s: %s", r.Object, answer)
+			requireNamesNoOtherNamespace(t, answer, obj.GetNamespace(), loaded.Objects)
 			if r.Says != "" {
 				require.Contains(t, answer, r.Says, "review of %s", r.Object)
 			}
@@ -152,6 +154,24 @@ func runCase(t *testing.T, dir string, want expectation) {
 		for _, s := range shown {
 			require.NotContains(t, s, secret, "a Secret's value is shown")
 		}
+	}
+}
+
+// requireNamesNoOtherNamespace fails when the webhook's answer to a review of an object of
+// namespace own names an object (ns/name) or a namespace (namespace ns) of another
+// namespace of the case: a tenant learns nothing of other namespaces from the webhook.
+func requireNamesNoOtherNamespace(t *testing.T, answer, own string, objs []client.Object) {
+	t.Helper()
+	if own == "" {
+		return // a cluster-scoped object is an administrator's
+	}
+	for _, o := range objs {
+		ns := o.GetNamespace()
+		if ns == "" || ns == own {
+			continue
+		}
+		named := regexp.MustCompile(`(^|[^a-z0-9.-])` + regexp.QuoteMeta(ns) + `/|namespaces? "?` + regexp.QuoteMeta(ns) + `\b`)
+		require.False(t, named.MatchString(answer), "the answer to a review in namespace %s names namespace %s: %s", own, ns, answer)
 	}
 }
 
