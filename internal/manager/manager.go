@@ -1113,6 +1113,9 @@ func adminHTTPClient(cfg *config.Config, serverName string) (*http.Client, error
 		rt = basicAuthTransport{users: cfg.KongAdminURLUsers, next: rt}
 	}
 	rt = newRetryTransport(rt)
+	// An answer is read within a size, a listing within a number of pages: an endpoint that
+	// is not Kong cannot make the controller read on (docs/security.md).
+	rt = dataplane.BoundedAnswers(rt, dataplane.MaxAdminAnswerBytes, dataplane.MaxAdminPages)
 	// Every request to the Admin API is bounded (--proxy-timeout-seconds, KIC's), retries
 	// included: a gateway that stops answering fails the sync, which the loop retries with
 	// backoff, instead of hanging it.
