@@ -821,6 +821,17 @@ func askableURLs(gateways []dataplane.Gateway, discovered dataplane.GatewaySet) 
 	return out
 }
 
+// adminHosts are the hosts of the Admin API URLs: no Service may make Kong connect to them.
+func adminHosts(urls []string) []string {
+	var out []string
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
+			out = append(out, u.Hostname())
+		}
+	}
+	return out
+}
+
 // TranslatorOptions are the translation settings of cfg. now is when CA certificates must be
 // valid; the loop passes the time of each round, so that translation itself reads no clock.
 func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
@@ -829,6 +840,9 @@ func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 		GatewayControllerName:                   cfg.GatewayAPIControllerName,
 		EnableDrainSupport:                      cfg.EnableDrainSupport,
 		AllowLocalTargets:                       cfg.AllowLocalTargets,
+		ExternalNameServices:                    cfg.ExternalNameServices,
+		AdminServices:                           cfg.KongAdminSvc,
+		AdminHosts:                              adminHosts(cfg.KongAdminURLs),
 		RewriteURIs:                             cfg.FeatureGates.Enabled(config.GateRewriteURIs),
 		NoCustomEntities:                        !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
 		GatewayAlpha:                            cfg.FeatureGates.Enabled(config.GateGatewayAlpha),

@@ -17,6 +17,11 @@
 //	neverShown: [s3cret]      # in no problem and no webhook answer
 //	webhook:                  # reviews of the case's objects (created as they are)
 //	  - {object: "KongConsumer team-b/impostor", denied: true, says: "left out"}
+//	targets:                  # upstream targets (host:port) Kong must not (and must) hold
+//	  absent: [localtest.me:8001]
+//	  present: [api.example.org:80]
+//	translator:               # the controller's settings, as translator.Options (none: defaults)
+//	  externalNameServices: deny
 package hostile
 
 import (
@@ -59,6 +64,11 @@ type expectation struct {
 	Present    map[string][]string `json:"present"`
 	NeverShown []string            `json:"neverShown"`
 	Webhook    []reviewExpected    `json:"webhook"`
+	Targets    struct {
+		Absent  []string `json:"absent"`
+		Present []string `json:"present"`
+	} `json:"targets"`
+	Translator translator.Options `json:"translator"`
 }
 
 type problemExpected struct {
@@ -100,7 +110,7 @@ func runCase(t *testing.T, dir string, want expectation) {
 	require.NoError(t, err)
 	snap, err := st.Snapshot(ctx)
 	require.NoError(t, err)
-	res := translator.Build(snap, translator.Options{})
+	res := translator.Build(snap, want.Translator)
 
 	var shown []string // every problem, as Events would say it
 	for _, p := range res.Problems {
@@ -128,6 +138,18 @@ func runCase(t *testing.T, dir string, want expectation) {
 		}
 	}
 	requireGuardedNeverReached(t, emu, loaded.Objects)
+	targets := map[string]bool{}
+	for _, u := range res.State.Upstreams {
+		for _, tg := range u.Targets {
+			targets[*tg.Target.Target] = true
+		}
+	}
+	for _, tg := range want.Targets.Absent {
+		require.False(t, targets[tg], "target %s is in what Kong holds", tg)
+	}
+	for _, tg := range want.Targets.Present {
+		require.True(t, targets[tg], "target %s is not in what Kong holds", tg)
+	}
 
 	// The webhook, reviewing each object named as if it were created now.
 	if len(want.Webhook) > 0 {
@@ -136,7 +158,12 @@ func runCase(t *testing.T, dir string, want expectation) {
 			others := withoutObject(loaded.Objects, obj)
 			rst, err := store.NewForObjects(others, store.Options{IngressClass: "kong"})
 			require.NoError(t, err)
-			v := admission.NewValidator(admission.Options{Source: rst, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }})
+			v := admission.NewValidator(admission.Options{Source: rst, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },
+				TranslatorOptions: func(now time.Time) translator.Options {
+					opts := want.Translator
+					opts.Now = now
+					return opts
+				}})
 			resp := v.Review(ctx, review(t, obj))
 			answer := strings.Join(resp.Warnings, "\n")
 			if resp.Result != nil {
