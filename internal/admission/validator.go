@@ -392,6 +392,10 @@ func (v *Validator) translation(ctx context.Context, sc reviewScope) (*translati
 	sc = sc.existing(snap)
 	scoped := forScope(snap, sc)
 	t := &translation{snap: scoped, opts: opts, result: translator.Build(scoped, opts)}
+	// Only a scope of namespaces that exist is kept: the API server sends no review of an
+	// object in a namespace that does not exist, so a review naming one is someone else's,
+	// and is translated for itself alone.
+	keep := sc.key() == key && sc.exists(snap)
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -400,10 +404,7 @@ func (v *Validator) translation(ctx context.Context, sc reviewScope) (*translati
 		v.current = &cacheTranslations{generation: gen, snap: snap, opts: opts,
 			byScope: newScopeCache(v.opts.MaxCachedScopes, v.opts.MaxCachedBytes)}
 	}
-	// Only a scope of namespaces that exist is kept: the API server sends no review of an
-	// object in a namespace that does not exist, so a review naming one is someone else's,
-	// and is translated for itself alone.
-	if v.current.generation == gen && sc.key() == key && sc.exists(snap) {
+	if v.current.generation == gen && keep {
 		v.current.byScope.put(key, t)
 	}
 	return t, nil
