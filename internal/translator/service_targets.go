@@ -49,7 +49,33 @@ func localTarget(host string) string {
 	if a, err := netip.ParseAddr(h); err == nil {
 		return localAddress(a)
 	}
+	if labels := strings.Split(h, "."); len(labels) == 4 {
+		if a, ok := decimalIPv4(labels); ok {
+			return localAddress(a) // 127.000.000.001: Kong takes it for an address, as nginx reads it
+		}
+	}
 	return localName(h)
+}
+
+// decimalIPv4 reads four labels as an IPv4 address the way nginx does (ngx_inet_addr): decimal
+// numbers up to 255, leading zeros allowed (127.000.000.001 is 127.0.0.1), which Go's parser
+// refuses and a DNS name may be.
+func decimalIPv4(labels []string) (netip.Addr, bool) {
+	var b [4]byte
+	for i, l := range labels {
+		n := 0
+		for _, c := range l {
+			if c < '0' || c > '9' || n > 255 {
+				return netip.Addr{}, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		if l == "" || n > 255 {
+			return netip.Addr{}, false
+		}
+		b[i] = byte(n)
+	}
+	return netip.AddrFrom4(b), true
 }
 
 // localAddress says what kind of local address a is ("" when it is none).
@@ -110,13 +136,13 @@ func localName(h string) string {
 	// Four labels that make an address (127.0.0.1.nip.io, a.169.254.169.254.example.com):
 	// the wildcard DNS services answer with it, and no other name is written so.
 	for i := 0; i+4 <= len(labels); i++ {
-		if a, err := netip.ParseAddr(strings.Join(labels[i:i+4], ".")); err == nil && resolvesTo(a) != "" {
+		if a, ok := decimalIPv4(labels[i : i+4]); ok && resolvesTo(a) != "" {
 			return resolvesTo(a)
 		}
 	}
 	for _, l := range labels {
 		if m := dashedIPv4.FindStringSubmatch(l); m != nil {
-			if a, err := netip.ParseAddr(strings.ReplaceAll(m[1], "-", ".")); err == nil && resolvesTo(a) != "" {
+			if a, ok := decimalIPv4(strings.Split(m[1], "-")); ok && resolvesTo(a) != "" {
 				return resolvesTo(a)
 			}
 		}

@@ -28,6 +28,9 @@ func TestLocalTarget(t *testing.T) {
 		"--1.sslip.io": "a name that resolves to a loopback address", "fe80--1.sslip.io": "a name that resolves to a link-local address",
 		"169.254.169.254.nip.io": "a name that resolves to a link-local address", "ip-169-254-169-254.example.com": "a name that resolves to a link-local address",
 		"0.0.0.0.nip.io": "a name that resolves to the unspecified address",
+		// Leading zeros: Go refuses the address, Kong (nginx) reads it as decimal.
+		"127.000.000.001": "a loopback address", "169.254.169.0254": "a link-local address", "admin.127.0.0.01.nip.io": "a name that resolves to a loopback address",
+		"0177.0.0.1": "", // 177.0.0.1 to nginx, not octal
 		// Names that carry a non-local address, or look like one without being one.
 		"10.0.0.1.nip.io": "", "app-10-0-0-1.nip.io": "", "7f000001.example.com": "", "deadbeef.nip.io": "",
 		"v1-2-3-4.example.com": "", "a.b.c.d.example.com": "", "1.2.3.example.com": "",
