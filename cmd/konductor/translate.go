@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -194,7 +195,8 @@ func (tf *translationFlags) translate(ctx context.Context, st *store.Store) (*tr
 	opts.RustRegexes = flavors.RustRegexes()
 	opts.KongVersion = flavors.KongVersion()
 	if *tf.adminURL != "" {
-		c, err := kong.NewClient(kong.String(*tf.adminURL), nil)
+		bounded := &http.Client{Transport: dataplane.BoundedAnswers(http.DefaultTransport, dataplane.MaxAdminAnswerBytes, dataplane.MaxAdminPages)}
+		c, err := kong.NewClient(kong.String(*tf.adminURL), bounded)
 		if err != nil {
 			return nil, fmt.Errorf("--kong-admin-url: %w", err)
 		}
