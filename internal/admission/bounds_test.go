@@ -127,7 +127,7 @@ func TestServerReadDeadlineAndConnectionLimit(t *testing.T) {
 	certPEM, keyPEM := testcert.SelfSigned(t, "konductor-webhook")
 	h := Handler(newValidator(t, true, nil), logr.Discard())
 	s, err := NewServer(ServerOptions{ListenAddr: "127.0.0.1:0", Cert: string(certPEM), Key: string(keyPEM),
-		ReadTimeout: 2 * time.Second, MaxConnections: 2}, h)
+		ReadTimeout: 5 * time.Second, MaxConnections: 2}, h)
 	require.NoError(t, err)
 	c := serve(t, s, certPEM)
 

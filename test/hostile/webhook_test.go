@@ -75,7 +75,7 @@ func TestHostileWebhookMadeUpNamespaces(t *testing.T) {
 func TestHostileWebhookSlowBodies(t *testing.T) {
 	certPEM, keyPEM := testcert.SelfSigned(t, "konductor-webhook")
 	s, err := admission.NewServer(admission.ServerOptions{ListenAddr: "127.0.0.1:0", Cert: string(certPEM), Key: string(keyPEM),
-		ReadTimeout: time.Second, MaxConnections: 4}, admission.Handler(webhookValidator(t), logr.Discard()))
+		ReadTimeout: 3 * time.Second, MaxConnections: 4}, admission.Handler(webhookValidator(t), logr.Discard()))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
