@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -118,16 +119,18 @@ func runTranslate(ctx context.Context, args []string, stdout io.Writer) error {
 type translationFlags struct {
 	class, adminURL, kongVersion, routerFlavor, featureGates *string
 	allowLocal                                               *bool
+	externalNames                                            *string
 }
 
 func addTranslationFlags(fs *flag.FlagSet) *translationFlags {
 	return &translationFlags{
-		class:        fs.String("ingress-class", store.DefaultIngressClass, "ingress class to serve"),
-		allowLocal:   fs.Bool("allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses, as the controller's flag of that name"),
-		adminURL:     fs.String("kong-admin-url", "", "a Kong Admin API to ask whether it is Kong Enterprise and for custom entity schemas (optional)"),
-		kongVersion:  fs.String("kong-version", "", "the gateways' Kong version, as GET / says it (e.g. 3.9.1); decides the redirect plugin (3.9+) and sticky sessions (3.11+)"),
-		routerFlavor: fs.String("router-flavor", "", "the gateways' router_flavor: traditional, traditional_compatible or expressions (default: as before any gateway answered, traditional)"),
-		featureGates: fs.String("feature-gates", "", "the controller's --feature-gates (Name=true|false, comma-separated)"),
+		class:         fs.String("ingress-class", store.DefaultIngressClass, "ingress class to serve"),
+		allowLocal:    fs.Bool("allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses, as the controller's flag of that name"),
+		externalNames: fs.String("externalname-services", config.ExternalNameAllow, "what an ExternalName Service may name: allow, same-namespace or deny, as the controller's flag of that name"),
+		adminURL:      fs.String("kong-admin-url", "", "a Kong Admin API to ask whether it is Kong Enterprise and for custom entity schemas (optional)"),
+		kongVersion:   fs.String("kong-version", "", "the gateways' Kong version, as GET / says it (e.g. 3.9.1); decides the redirect plugin (3.9+) and sticky sessions (3.11+)"),
+		routerFlavor:  fs.String("router-flavor", "", "the gateways' router_flavor: traditional, traditional_compatible or expressions (default: as before any gateway answered, traditional)"),
+		featureGates:  fs.String("feature-gates", "", "the controller's --feature-gates (Name=true|false, comma-separated)"),
 	}
 }
 
@@ -162,10 +165,16 @@ func (tf *translationFlags) translate(ctx context.Context, st *store.Store) (*tr
 	if err != nil {
 		return nil, fmt.Errorf("--feature-gates: %w", err)
 	}
-	// The controller's mapping of its settings to translation, with only the gates and
-	// --allow-local-targets of its flags; no clock, so CA certificates are not checked for
-	// expiry.
-	opts := manager.TranslatorOptions(&config.Config{FeatureGates: gates, AllowLocalTargets: *tf.allowLocal}, time.Time{})
+	switch *tf.externalNames {
+	case config.ExternalNameAllow, config.ExternalNameSameNamespace, config.ExternalNameDeny:
+	default:
+		return nil, fmt.Errorf("--externalname-services: %q is not allow, same-namespace or deny", *tf.externalNames)
+	}
+	// The controller's mapping of its settings to translation, with only the gates,
+	// --allow-local-targets and --externalname-services of its flags; no clock, so CA
+	// certificates are not checked for expiry.
+	opts := manager.TranslatorOptions(&config.Config{FeatureGates: gates, AllowLocalTargets: *tf.allowLocal,
+		ExternalNameServices: *tf.externalNames}, time.Time{})
 	switch *tf.routerFlavor {
 	case "", "traditional", "traditional_compatible", "expressions":
 	default:
@@ -186,7 +195,8 @@ func (tf *translationFlags) translate(ctx context.Context, st *store.Store) (*tr
 	opts.RustRegexes = flavors.RustRegexes()
 	opts.KongVersion = flavors.KongVersion()
 	if *tf.adminURL != "" {
-		c, err := kong.NewClient(kong.String(*tf.adminURL), nil)
+		bounded := &http.Client{Transport: dataplane.BoundedAnswers(http.DefaultTransport, dataplane.MaxAdminAnswerBytes, dataplane.MaxAdminPages)}
+		c, err := kong.NewClient(kong.String(*tf.adminURL), bounded)
 		if err != nil {
 			return nil, fmt.Errorf("--kong-admin-url: %w", err)
 		}

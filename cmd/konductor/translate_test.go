@@ -48,7 +48,7 @@ enabled: true
 	out.Reset()
 	require.NoError(t, runTranslate(context.Background(), []string{"-f", in, "--kong-admin-url", s.URL}, &out))
 	require.Empty(t, stderr.String())
-	require.Contains(t, out.String(), "degraphql_routes:\n- query: query{ contacts { name } }\n  uri: /contacts\n")
+	require.Regexp(t, `degraphql_routes:\n- id: [0-9a-f-]{36}\n  query: query\{ contacts \{ name \} \}\n  uri: /contacts\n`, out.String())
 	require.Contains(t, out.String(), "licenses:\n- id: ")
 }
 
@@ -96,7 +96,15 @@ func TestTranslateFlagsAreTheControllersSettings(t *testing.T) {
 		out, _ := run(c)
 		require.NotEqual(t, golden(c), out, c)
 	}
-	_, stderr := run("upstream-policy-sticky-kong-3.10", "--kong-version", "3.10.0")
+	// --externalname-services: a domain name is a target by default (KIC's), not with deny.
+	out, stderr := run("externalname-services")
+	require.Contains(t, out, "target: api.example.org:80")
+	require.NotContains(t, stderr, "--externalname-services=deny")
+	out, stderr = run("externalname-services", "--externalname-services", "deny")
+	require.NotContains(t, out, "target: api.example.org:80")
+	require.Contains(t, stderr, "Service tenant/external: spec.externalName: ExternalName Services are not targets here (--externalname-services=deny)")
+
+	_, stderr = run("upstream-policy-sticky-kong-3.10", "--kong-version", "3.10.0")
 	require.Contains(t, stderr, "Service default/web: metadata.annotations[konghq.com/upstream-policy]: sticky sessions algorithm specified in KongUpstreamPolicy 'sticky' is not supported with Kong Gateway versions < 3.11.0")
 	_, stderr = run("upstream-policy-sticky-kong-3.10", "--kong-version", "3.11.0")
 	require.Empty(t, stderr)
@@ -105,6 +113,7 @@ func TestTranslateFlagsAreTheControllersSettings(t *testing.T) {
 		{"--kong-version", "three"},
 		{"--router-flavor", "atc"},
 		{"--feature-gates", "NoSuchGate=true"},
+		{"--externalname-services", "none"},
 	} {
 		var out bytes.Buffer
 		err := runTranslate(context.Background(), append([]string{"-f", filepath.Join(td, "empty", "in.yaml")}, bad...), &out)

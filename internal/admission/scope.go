@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -27,6 +28,42 @@ func (s reviewScope) whole() bool { return s.namespace == "" }
 // key names s among the cached translations.
 func (s reviewScope) key() string {
 	return strings.Join(append([]string{s.namespace}, s.backendNamespaces...), ",")
+}
+
+// existing is s without the backend namespaces that do not exist in snap: a backendRef to
+// one resolves to nothing, and a review that names many must not make the scope vary.
+func (s reviewScope) existing(snap *store.Snapshot) reviewScope {
+	if s.whole() {
+		return s
+	}
+	out := reviewScope{namespace: s.namespace}
+	for _, ns := range s.backendNamespaces {
+		if namespaceExists(snap, ns) {
+			out.backendNamespaces = append(out.backendNamespaces, ns)
+		}
+	}
+	return out
+}
+
+// exists reports whether s's namespace exists in snap (the whole cache always does).
+func (s reviewScope) exists(snap *store.Snapshot) bool {
+	return s.whole() || namespaceExists(snap, s.namespace)
+}
+
+// namespaceExists reports whether snap knows namespace ns: as a Namespace (when the store
+// reads them) or as the namespace of an object it holds. An empty namespace the store does
+// not read Namespaces of is then unknown, which costs its first review a translation of its
+// own, nothing else.
+func namespaceExists(snap *store.Snapshot, ns string) bool {
+	if _, ok := snap.NamespaceLabels[ns]; ok {
+		return true
+	}
+	found := false
+	snap.Select(func(_ schema.GroupVersionKind, obj client.Object) bool {
+		found = found || obj.GetNamespace() == ns
+		return false
+	})
+	return found
 }
 
 // scopeOf is the scope a change of obj (of kind k) is translated in.

@@ -3,14 +3,18 @@ package admission
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/net/netutil"
+	"golang.org/x/sync/semaphore"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
@@ -20,17 +24,65 @@ import (
 // and oldObject), and etcd's default limit on one object is 1.5 MiB.
 const maxReviewBytes = 8 << 20
 
+// Bounds of the webhook server whoever calls it (docs/security.md, item 4): anyone who reaches
+// its port can open connections and send bodies, so what they can hold is fixed.
+const (
+	// BodyBudget is the bytes of request bodies read and decoded at once, all connections
+	// together: a body takes its Content-Length (maxReviewBytes when it has none) before it
+	// is read, and gives it back when its answer is written. Four reviews of the largest
+	// size; the API server's reviews are a few KiB.
+	BodyBudget = 4 * maxReviewBytes
+	// BodyWait is how long a request waits for its share of BodyBudget before it is answered
+	// 503 (the API server then applies the webhook's failure policy).
+	BodyWait = 5 * time.Second
+	// MaxConnections is the connections the server holds open at once; more wait to be
+	// accepted. The API server opens a few per replica.
+	MaxConnections = 64
+	// ReadTimeout bounds reading a whole request, headers and body (a connection that sends
+	// slowly is closed); the API server's own deadline for a webhook call is 10 s by default
+	// (timeoutSeconds, at most 30).
+	ReadTimeout = 15 * time.Second
+	// WriteTimeout bounds a request from the end of its headers to the end of its answer.
+	WriteTimeout = 35 * time.Second
+	// IdleTimeout closes a kept-alive connection no request came on.
+	IdleTimeout = 60 * time.Second
+)
+
 // Handler serves AdmissionReviews on every path (KIC's webhook configurations use "/"). Both
 // admission.k8s.io/v1 and v1beta1 are answered, each in its own version: the two have the
 // same fields, and KIC's Helm chart still asks for v1beta1.
 func Handler(v *Validator, log logr.Logger) http.Handler {
+	return HandlerWithBudget(v, log, BodyBudget, BodyWait)
+}
+
+// HandlerWithBudget is Handler with a body budget in bytes and its wait instead of
+// BodyBudget and BodyWait (tests make them small).
+func HandlerWithBudget(v *Validator, log logr.Logger, budget int64, bodyWait time.Duration) http.Handler {
+	bodies := semaphore.NewWeighted(budget)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "admission reviews are POSTed", http.StatusMethodNotAllowed)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
-		if err != nil || len(body) > maxReviewBytes {
+		if r.ContentLength > maxReviewBytes {
+			http.Error(w, "the admission review is too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		share := r.ContentLength
+		if share < 0 {
+			share = maxReviewBytes // chunked: as much as it may send
+		}
+		share = max(share, 1)
+		wait, cancel := context.WithTimeout(r.Context(), bodyWait)
+		err := bodies.Acquire(wait, share)
+		cancel()
+		if err != nil {
+			http.Error(w, "the admission webhook is reading other reviews; try again", http.StatusServiceUnavailable)
+			return
+		}
+		defer bodies.Release(share)
+		body, err := io.ReadAll(io.LimitReader(r.Body, share+1))
+		if err != nil || int64(len(body)) > share {
 			http.Error(w, "cannot read the admission review", http.StatusBadRequest)
 			return
 		}
@@ -78,6 +130,13 @@ type ServerOptions struct {
 	ListenAddr        string
 	CertFile, KeyFile string // watched: a renewed certificate is served without a restart
 	Cert, Key         string // inline PEM, instead of the files
+	// ReadTimeout and MaxConnections are the package's ReadTimeout and MaxConnections when 0
+	// (tests make them small).
+	ReadTimeout    time.Duration
+	MaxConnections int
+	// ClientCAFile, when set, is the CA bundle the API server's client certificate must
+	// verify with; a connection without one is refused in the TLS handshake.
+	ClientCAFile string
 }
 
 // Server is the HTTPS webhook server. Its address is bound and its certificate read when it
@@ -109,15 +168,38 @@ func NewServer(opts ServerOptions, h http.Handler) (*Server, error) {
 		tlsCfg.GetCertificate = w.GetCertificate
 		s.Certificates = w
 	}
+	if opts.ClientCAFile != "" {
+		pem, err := os.ReadFile(opts.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--admission-webhook-client-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--admission-webhook-client-ca-file: %s holds no PEM certificate", opts.ClientCAFile)
+		}
+		// The API server authenticates to webhooks with a client certificate when its
+		// AdmissionConfiguration's kubeconfig names one (Kubernetes: "Authenticate
+		// apiservers"): then no one else can send a review.
+		tlsCfg.ClientCAs, tlsCfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
 	ln, err := net.Listen("tcp", opts.ListenAddr)
 	if err != nil {
 		return nil, fmt.Errorf("--admission-webhook-listen: %w", err)
 	}
+	readTimeout, conns := opts.ReadTimeout, opts.MaxConnections
+	if readTimeout <= 0 {
+		readTimeout = ReadTimeout
+	}
+	if conns <= 0 {
+		conns = MaxConnections
+	}
 	shutdown := 5 * time.Second
 	s.HTTP = &ctrlmanager.Server{
-		Name:            "admission-webhook",
-		Server:          &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg},
-		Listener:        tls.NewListener(ln, tlsCfg),
+		Name: "admission-webhook",
+		Server: &http.Server{Handler: h, TLSConfig: tlsCfg, ReadHeaderTimeout: min(10*time.Second, readTimeout),
+			ReadTimeout: readTimeout, WriteTimeout: WriteTimeout, IdleTimeout: IdleTimeout, MaxHeaderBytes: 64 << 10},
+		// The TLS handshake happens on the first read, under ReadTimeout.
+		Listener:        tls.NewListener(netutil.LimitListener(ln, conns), tlsCfg),
 		ShutdownTimeout: &shutdown,
 	}
 	return s, nil

@@ -3,22 +3,14 @@ package admission
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
@@ -26,6 +18,7 @@ import (
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
 
 	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/testcert"
 )
 
 // reviewBody is an AdmissionReview of apiVersion holding req, as the API server POSTs it.
@@ -80,19 +73,29 @@ func TestHandlerAnswersInTheReviewsVersion(t *testing.T) {
 // failure policy); only POST is served.
 func TestHandlerRefusesWhatIsNotAReview(t *testing.T) {
 	h := Handler(newValidator(t, true, nil), logr.Discard())
+	tooLarge := `{"request": {"uid": "` + string(bytes.Repeat([]byte("x"), maxReviewBytes)) + `"}}`
 	for name, body := range map[string]string{
-		"not JSON":      "{apiVersion: admission",
-		"no request":    `{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}`,
-		"wrong shape":   `{"request": "yes"}`,
-		"empty":         "",
-		"larger than 8": `{"request": {"uid": "` + string(bytes.Repeat([]byte("x"), maxReviewBytes)) + `"}}`,
+		"not JSON":    "{apiVersion: admission",
+		"no request":  `{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}`,
+		"wrong shape": `{"request": "yes"}`,
+		"empty":       "",
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, _ := post(t, h, []byte(body))
 			require.Equal(t, http.StatusBadRequest, code)
 		})
 	}
+	// Larger than 8 MiB: refused before it is read when it says so, after 8 MiB when it
+	// does not (chunked).
+	code, _ := post(t, h, []byte(tooLarge))
+	require.Equal(t, http.StatusRequestEntityTooLarge, code)
 	rec := httptest.NewRecorder()
+	chunked := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader([]byte(tooLarge)))
+	chunked.ContentLength = -1
+	h.ServeHTTP(rec, chunked)
+	require.Equal(t, http.StatusBadRequest, rec.Code)
+
+	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 }
@@ -115,24 +118,6 @@ func TestHandlerAllowsWhenTheReviewPanics(t *testing.T) {
 	require.True(t, review.Response.Allowed)
 	require.Equal(t, req.UID, review.Response.UID)
 	require.Equal(t, []string{"konductor failed while checking this object; it was not checked"}, review.Response.Warnings)
-}
-
-// selfSigned returns a PEM certificate for 127.0.0.1 and its PEM key.
-func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "konductor-webhook"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 }
 
 // serve starts s until the test ends and returns a client that trusts certPEM.
@@ -164,7 +149,7 @@ func askOverTLS(t *testing.T, s *Server, c *http.Client) {
 // --admission-webhook-cert and -key (inline PEM, KIC's flags) serve HTTPS with that
 // certificate; a certificate that does not parse stops the controller at start.
 func TestServerWithInlineCertificate(t *testing.T) {
-	certPEM, keyPEM := selfSigned(t)
+	certPEM, keyPEM := testcert.SelfSigned(t, "konductor-webhook")
 	h := Handler(newValidator(t, true, nil), logr.Discard())
 	s, err := NewServer(ServerOptions{ListenAddr: "127.0.0.1:0", Cert: string(certPEM), Key: string(keyPEM)}, h)
 	require.NoError(t, err)
@@ -178,7 +163,7 @@ func TestServerWithInlineCertificate(t *testing.T) {
 // --admission-webhook-cert-file and -key-file serve HTTPS with the certificate of the files;
 // missing files stop the controller at start.
 func TestServerWithCertificateFiles(t *testing.T) {
-	certPEM, keyPEM := selfSigned(t)
+	certPEM, keyPEM := testcert.SelfSigned(t, "konductor-webhook")
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	require.NoError(t, os.WriteFile(certFile, certPEM, 0o600))

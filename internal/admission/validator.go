@@ -53,6 +53,10 @@ type Options struct {
 	// BusyWait is how long a review waits for a turn before it is allowed with a warning
 	// (DefaultBusyWait when 0): the API server's call has a deadline of its own.
 	BusyWait time.Duration
+	// MaxCachedScopes and MaxCachedBytes bound the translations kept between reviews
+	// (DefaultMaxCachedScopes, DefaultMaxCachedBytes when 0).
+	MaxCachedScopes int
+	MaxCachedBytes  int64
 }
 
 // Defaults of Options.
@@ -86,7 +90,7 @@ type cacheTranslations struct {
 	generation uint64
 	snap       *store.Snapshot
 	opts       translator.Options
-	byScope    map[string]*translation
+	byScope    *scopeCache
 }
 
 // translation is a snapshot (reduced to a review scope) translated, with the settings used.
@@ -112,6 +116,12 @@ func NewValidator(opts Options) *Validator {
 	}
 	if opts.BusyWait <= 0 {
 		opts.BusyWait = DefaultBusyWait
+	}
+	if opts.MaxCachedScopes <= 0 {
+		opts.MaxCachedScopes = DefaultMaxCachedScopes
+	}
+	if opts.MaxCachedBytes <= 0 {
+		opts.MaxCachedBytes = DefaultMaxCachedBytes
 	}
 	return &Validator{opts: opts, turns: make(chan struct{}, opts.MaxConcurrentReviews)}
 }
@@ -282,11 +292,16 @@ func (v *Validator) judge(ctx context.Context, before *translation, kind store.K
 	// configuration holds, the values of the Secrets the reviewed objects read, and the
 	// reviewed Secret's own, wherever a message (Kong's validator's included) quotes them.
 	red := reviewRedactor(after, afterSnap, obj)
+	mask := func(s string) string { return red.String(s) }
+	if ns := obj.GetNamespace(); ns != "" && len(refused)+len(warnings) > 0 {
+		foreign := newForeignMasker(afterSnap, ns)
+		mask = func(s string) string { return foreign.String(red.String(s)) }
+	}
 	for i := range refused {
-		refused[i] = red.String(refused[i])
+		refused[i] = mask(refused[i])
 	}
 	for i := range warnings {
-		warnings[i] = red.String(warnings[i])
+		warnings[i] = mask(warnings[i])
 	}
 	return refused, warnings
 }
@@ -336,7 +351,7 @@ func (v *Validator) translation(ctx context.Context, sc reviewScope) (*translati
 	cur := v.current
 	reusable := cur != nil && cur.generation == gen && sameSettings(cur.opts, opts)
 	if reusable {
-		if t := cur.byScope[key]; t != nil {
+		if t := cur.byScope.get(key); t != nil {
 			v.mu.Unlock()
 			return t, nil
 		}
@@ -352,19 +367,40 @@ func (v *Validator) translation(ctx context.Context, sc reviewScope) (*translati
 			return nil, err
 		}
 	}
+	sc = sc.existing(snap)
 	scoped := forScope(snap, sc)
 	t := &translation{snap: scoped, opts: opts, result: translator.Build(scoped, opts)}
+	// Only a scope of namespaces that exist is kept: the API server sends no review of an
+	// object in a namespace that does not exist, so a review naming one is someone else's,
+	// and is translated for itself alone.
+	keep := sc.key() == key && sc.exists(snap)
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.current == nil || v.current.generation < gen ||
 		(v.current.generation == gen && (v.current.snap != snap || !sameSettings(v.current.opts, opts))) {
-		v.current = &cacheTranslations{generation: gen, snap: snap, opts: opts, byScope: map[string]*translation{}}
+		v.current = &cacheTranslations{generation: gen, snap: snap, opts: opts,
+			byScope: newScopeCache(v.opts.MaxCachedScopes, v.opts.MaxCachedBytes)}
 	}
-	if v.current.generation == gen {
-		v.current.byScope[key] = t
+	if v.current.generation == gen && keep {
+		v.current.byScope.put(key, t)
 	}
 	return t, nil
+}
+
+// CachedScopes lists the scopes (their namespaces, comma-separated; "" for the whole cache)
+// whose translations are kept, least recently used first: what a review can make the
+// validator keep (docs/security.md, item 4).
+func (v *Validator) CachedScopes() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []string
+	if v.current != nil {
+		for _, e := range v.current.byScope.entries {
+			out = append(out, e.key)
+		}
+	}
+	return out
 }
 
 // sameSettings reports whether a and b translate alike but for the clock: the time a kept

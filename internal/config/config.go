@@ -181,6 +181,10 @@ type Config struct {
 	// addresses (an ExternalName of localhost, an EndpointSlice of 169.254.169.254), which
 	// are refused by default (docs/security.md).
 	AllowLocalTargets bool
+	// ExternalNameServices is what an ExternalName Service may be (--externalname-services):
+	// "allow" (KIC's: any name), "same-namespace" (only a Service DNS name of its own
+	// namespace) or "deny" (none becomes a target). docs/security.md, item 2.
+	ExternalNameServices string
 	// FeatureGates are KIC's gates (--feature-gates), defaults filled in.
 	FeatureGates FeatureGates
 	// KongAdminURLsIgnored: --kong-admin-url was given along with --kong-admin-svc, which
@@ -294,10 +298,20 @@ type AdmissionWebhook struct {
 	KeyFile    string
 	Cert       string // PEM
 	Key        string // PEM
+	// ClientCAFile is the CA bundle the API server's client certificate must verify with
+	// (--admission-webhook-client-ca-file); "": any caller is served.
+	ClientCAFile string
 }
 
 // Enabled reports whether the webhook server runs.
 func (a AdmissionWebhook) Enabled() bool { return a.ListenAddr != "" }
+
+// The values of --externalname-services.
+const (
+	ExternalNameAllow         = "allow"
+	ExternalNameSameNamespace = "same-namespace"
+	ExternalNameDeny          = "deny"
+)
 
 // KIC's default certificate files of the admission webhook, used when no certificate is given.
 const (
@@ -564,6 +578,7 @@ func (c *Config) defineFlags(fs *pflag.FlagSet, v *flagValues) {
 	fs.StringVar(&c.GatewayAPIControllerName, "gateway-api-controller-name", "konghq.com/kic-gateway-controller", "the controllerName of the GatewayClasses whose Gateways and routes this controller serves (KIC's default)")
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", "", "cluster domain appended to the Service names of service-upstream targets (empty: none, as KIC)")
 	fs.BoolVar(&c.AllowLocalTargets, "allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses (refused by default: Kong's own Admin API, the cloud metadata service)")
+	fs.StringVar(&c.ExternalNameServices, "externalname-services", ExternalNameAllow, "what an ExternalName Service may name: allow (any name, as KIC), same-namespace (only a Service of its own namespace) or deny (no ExternalName Service is a target)")
 	fs.BoolVar(&c.EnableDrainSupport, "enable-drain-support", false, "keep terminating endpoints as upstream targets of weight 0, so that existing connections drain")
 	fs.StringVar(&v.gates, "feature-gates", "", "KIC's feature gates, Name=true|false comma-separated (see docs/migration-from-kic.md)")
 
@@ -573,6 +588,7 @@ func (c *Config) defineFlags(fs *pflag.FlagSet, v *flagValues) {
 	fs.StringVar(&c.AdmissionWebhook.KeyFile, "admission-webhook-key-file", "", "PEM private key file of the admission webhook; with no key given, "+DefaultAdmissionWebhookKeyFile)
 	fs.StringVar(&c.AdmissionWebhook.Cert, "admission-webhook-cert", "", "PEM certificate of the admission webhook (instead of --admission-webhook-cert-file)")
 	fs.StringVar(&c.AdmissionWebhook.Key, "admission-webhook-key", "", "PEM private key of the admission webhook (instead of --admission-webhook-key-file)")
+	fs.StringVar(&c.AdmissionWebhook.ClientCAFile, "admission-webhook-client-ca-file", "", "PEM CA bundle: the webhook serves only callers with a client certificate it signed (the API server's, configured in its AdmissionConfiguration); empty: any caller")
 
 	// Kubernetes API.
 	fs.Float32Var(&c.APIServerQPS, "apiserver-qps", 100, "requests per second to the Kubernetes API")
@@ -768,6 +784,11 @@ func (c *Config) validate(syncSecs float64) error {
 		}
 	}
 	c.validateAdmissionWebhook(bad)
+	switch c.ExternalNameServices {
+	case ExternalNameAllow, ExternalNameSameNamespace, ExternalNameDeny:
+	default:
+		bad("externalname-services", "%q is not allow, same-namespace or deny", c.ExternalNameServices)
+	}
 	if c.KongAdminInitRetries < 0 {
 		bad("kong-admin-init-retries", "must not be negative, got %d", c.KongAdminInitRetries)
 	}

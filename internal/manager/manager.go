@@ -319,7 +319,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		discoverySet.ShareRootsWith(facts)
 		syncProtocol = discoverySet.SyncProtocol
 	}
-	roundOptions := translationOptions(cfg, flavors, facts, konnectParts.license)
+	roundOptions := translationOptions(cfg, flavors, discovered, facts, konnectParts.license)
 	// One incremental translation and one renderer for the standby and then the leader
 	// (handover.go): the new leader's first round starts from the standby's last.
 	shared := &handover{options: roundOptions,
@@ -417,9 +417,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 // translationOptions are the options each round translates with: the router and version the
 // gateways said, whether they are Kong Enterprise and the schemas of the custom entity types
 // in use (facts, asked once), and the Konnect license when it is Konnect's (license not nil).
-func translationOptions(cfg *config.Config, flavors *dataplane.RouterFlavors, facts *dataplane.GatewayFacts, license func() *kong.License) func(*store.Snapshot) translator.Options {
+func translationOptions(cfg *config.Config, flavors *dataplane.RouterFlavors, discovered dataplane.GatewaySet, facts *dataplane.GatewayFacts, license func() *kong.License) func(*store.Snapshot) translator.Options {
 	return func(s *store.Snapshot) translator.Options {
-		opts := routerTranslatorOptions(cfg, flavors, time.Now())
+		opts := routerTranslatorOptions(cfg, flavors, discovered, time.Now())
 		var types []string
 		if !opts.NoCustomEntities {
 			types = translator.CustomEntityTypes(s)
@@ -742,15 +742,15 @@ func admissionWebhook(cfg *config.Config, st admission.SnapshotSource, barrier *
 	}
 	v := admission.NewValidator(admission.Options{
 		Source: st, Namespaces: cfg.WatchNamespaces, Synced: barrier.Synced,
-		TranslatorOptions: func(now time.Time) translator.Options { return routerTranslatorOptions(cfg, flavors, now) },
+		TranslatorOptions: func(now time.Time) translator.Options { return routerTranslatorOptions(cfg, flavors, discovered, now) },
 		Gateways:          schemas, Logger: log,
 	})
 	if err := barrier.AddEventHandler(v.EventHandler()); err != nil {
 		return nil, err
 	}
 	a := cfg.AdmissionWebhook
-	srv, err := admission.NewServer(admission.ServerOptions{ListenAddr: a.ListenAddr, CertFile: a.CertFile, KeyFile: a.KeyFile, Cert: a.Cert, Key: a.Key},
-		admission.Handler(v, log))
+	srv, err := admission.NewServer(admission.ServerOptions{ListenAddr: a.ListenAddr, CertFile: a.CertFile, KeyFile: a.KeyFile, Cert: a.Cert, Key: a.Key,
+		ClientCAFile: a.ClientCAFile}, admission.Handler(v, log))
 	if err != nil {
 		return nil, err
 	}
@@ -821,6 +821,19 @@ func askableURLs(gateways []dataplane.Gateway, discovered dataplane.GatewaySet) 
 	return out
 }
 
+// adminHosts are the hosts of the Admin API URLs, which no Service may make Kong connect to,
+// sorted, once each, so that the same gateways give the same options.
+func adminHosts(urls []string) []string {
+	var out []string
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
+			out = append(out, u.Hostname())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // TranslatorOptions are the translation settings of cfg. now is when CA certificates must be
 // valid; the loop passes the time of each round, so that translation itself reads no clock.
 func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
@@ -829,6 +842,9 @@ func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 		GatewayControllerName:                   cfg.GatewayAPIControllerName,
 		EnableDrainSupport:                      cfg.EnableDrainSupport,
 		AllowLocalTargets:                       cfg.AllowLocalTargets,
+		ExternalNameServices:                    cfg.ExternalNameServices,
+		AdminServices:                           cfg.KongAdminSvc,
+		AdminHosts:                              adminHosts(cfg.KongAdminURLs),
 		RewriteURIs:                             cfg.FeatureGates.Enabled(config.GateRewriteURIs),
 		NoCustomEntities:                        !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
 		GatewayAlpha:                            cfg.FeatureGates.Enabled(config.GateGatewayAlpha),
@@ -847,8 +863,17 @@ func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
 // sync loop's rounds and of the admission webhook's reviews, one source for both, so that the
 // webhook refuses what a round would leave out (a regex Rust's crate refuses under
 // traditional_compatible and expressions).
-func routerTranslatorOptions(cfg *config.Config, flavors *dataplane.RouterFlavors, now time.Time) translator.Options {
+func routerTranslatorOptions(cfg *config.Config, flavors *dataplane.RouterFlavors, discovered dataplane.GatewaySet, now time.Time) translator.Options {
 	opts := TranslatorOptions(cfg, now)
+	// The discovered gateways' Admin API addresses are the Admin API too: an ExternalName of
+	// one is refused as its Service's names are (a new set translates everything once).
+	if discovered != nil {
+		var urls []string
+		for _, g := range discovered.Gateways() {
+			urls = append(urls, g.URL())
+		}
+		opts.AdminHosts = adminHosts(append(slices.Clone(cfg.KongAdminURLs), urls...))
+	}
 	opts.ExpressionRoutes = flavors.Expressions()
 	opts.RustRegexes = flavors.RustRegexes()
 	// The oldest Kong version the gateways run: KIC's version-dependent rendering (the
@@ -1113,6 +1138,9 @@ func adminHTTPClient(cfg *config.Config, serverName string) (*http.Client, error
 		rt = basicAuthTransport{users: cfg.KongAdminURLUsers, next: rt}
 	}
 	rt = newRetryTransport(rt)
+	// An answer is read within a size, a listing within a number of pages: an endpoint that
+	// is not Kong cannot make the controller read on (docs/security.md).
+	rt = dataplane.BoundedAnswers(rt, dataplane.MaxAdminAnswerBytes, dataplane.MaxAdminPages)
 	// Every request to the Admin API is bounded (--proxy-timeout-seconds, KIC's), retries
 	// included: a gateway that stops answering fails the sync, which the loop retries with
 	// backoff, instead of hanging it.

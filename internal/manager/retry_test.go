@@ -150,7 +150,7 @@ func TestAdminHTTPClientRetries(t *testing.T) {
 	require.NoError(t, err)
 	hc, err := AdminHTTPClient(cfg)
 	require.NoError(t, err)
-	hc.Transport.(*retryTransport).sleep = (&fakeSleeps{}).sleep
+	hc.Transport.(interface{ Unwrap() http.RoundTripper }).Unwrap().(*retryTransport).sleep = (&fakeSleeps{}).sleep
 	kc, err := kong.NewClient(kong.String(srv.URL), hc)
 	require.NoError(t, err)
 

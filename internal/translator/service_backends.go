@@ -161,10 +161,9 @@ func (b *builder) targets(svc *corev1.Service, sp *corev1.ServicePort) []*file.F
 		if svc.Spec.ExternalName == "" {
 			return nil
 		}
-		if !b.allowedTarget(svc, "spec.externalName", svc.Spec.ExternalName) {
+		if !b.externalNameAllowed(svc) {
 			return nil
 		}
-		b.foreignServiceName(svc)
 		return []*file.FTarget{target(joinHostPort(svc.Spec.ExternalName, sp.TargetPort.String()), nil)}
 	}
 

@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
@@ -91,6 +92,16 @@ type Options struct {
 	// AllowLocalTargets lets upstream targets be loopback, unspecified or link-local
 	// addresses (--allow-local-targets; off: such a target is refused, targets.go).
 	AllowLocalTargets bool `json:"allowLocalTargets,omitempty"`
+	// ExternalNameServices is what an ExternalName Service may name
+	// (--externalname-services): "" or ExternalNameAllow (KIC's: any name; another
+	// namespace's Service DNS name with a ReferenceGrant of it), ExternalNameSameNamespace
+	// (only a Service DNS name of its own namespace) or ExternalNameDeny (none).
+	ExternalNameServices string `json:"externalNameServices,omitempty"`
+	// AdminServices are the Kong Admin API's Services konductor talks to (--kong-admin-svc)
+	// and AdminHosts the hosts of its --kong-admin-url: an ExternalName naming one is
+	// refused whatever the other settings (service_targets.go).
+	AdminServices []types.NamespacedName `json:"adminServices,omitempty"`
+	AdminHosts    []string               `json:"adminHosts,omitempty"`
 	// Now is the time CA certificates must be valid at; zero skips the expiry check. The
 	// caller passes it so that translation reads no clock.
 	Now time.Time

@@ -8,7 +8,6 @@
 // A case is a folder of cases/ with in.yaml and expect.yaml:
 //
 //	loadError: "..."          # the manifests must not load, with this in the error
-//	router: expressions       # Kong's router flavor (translation and gateway; default traditional_compatible)
 //	problems:                 # each must be reported (object "Kind ns/name", text in its message)
 //	  - {object: "Ingress default/open", says: "left out"}
 //	absent:                   # entities the configuration must not hold, by type and name
@@ -20,6 +19,11 @@
 //	neverShown: [s3cret]      # in no problem and no webhook answer
 //	webhook:                  # reviews of the case's objects (created as they are)
 //	  - {object: "KongConsumer team-b/impostor", denied: true, says: "left out"}
+//	targets:                  # upstream targets (host:port) Kong must not (and must) hold
+//	  absent: [localtest.me:8001]
+//	  present: [api.example.org:80]
+//	translator:               # the controller's settings, as translator.Options (none: defaults)
+//	  externalNameServices: deny
 package hostile
 
 import (
@@ -31,6 +35,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -56,7 +61,6 @@ import (
 
 type expectation struct {
 	LoadError string              `json:"loadError"`
-	Router    string              `json:"router"`
 	Problems  []problemExpected   `json:"problems"`
 	Absent    map[string][]string `json:"absent"`
 	Present   map[string][]string `json:"present"`
@@ -65,6 +69,13 @@ type expectation struct {
 	ConsumerPlugins map[string][]string `json:"consumerPlugins"`
 	NeverShown      []string            `json:"neverShown"`
 	Webhook         []reviewExpected    `json:"webhook"`
+	Targets         struct {
+		Absent  []string `json:"absent"`
+		Present []string `json:"present"`
+	} `json:"targets"`
+	// Translator are the translation's options; with expressionRoutes the gateway's router
+	// flavor is expressions too.
+	Translator translator.Options `json:"translator"`
 }
 
 type problemExpected struct {
@@ -106,7 +117,7 @@ func runCase(t *testing.T, dir string, want expectation) {
 	require.NoError(t, err)
 	snap, err := st.Snapshot(ctx)
 	require.NoError(t, err)
-	res := translator.Build(snap, translator.Options{ExpressionRoutes: want.Router == "expressions"})
+	res := translator.Build(snap, want.Translator)
 
 	var shown []string // every problem, as Events would say it
 	for _, p := range res.Problems {
@@ -119,7 +130,7 @@ func runCase(t *testing.T, dir string, want expectation) {
 	// What a DB-less Kong loads: the whole configuration is taken.
 	body, err := res.State.DeclarativeConfig()
 	require.NoError(t, err)
-	emu := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, Edition: kongemu.Enterprise, RouterFlavor: want.Router}) // Enterprise: consumer groups
+	emu := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, Edition: kongemu.Enterprise, RouterFlavor: routerFlavor(want.Translator)}) // Enterprise: consumer groups
 	rec := httptest.NewRecorder()
 	emu.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/config?flatten_errors=1", bytes.NewReader(body)))
 	require.Equal(t, http.StatusCreated, rec.Code, "Kong refused the configuration: %s", rec.Body.String())
@@ -137,6 +148,18 @@ func runCase(t *testing.T, dir string, want expectation) {
 		require.ElementsMatch(t, plugins, pluginsOnConsumer(t, emu, consumer), "the plugins on consumer %s", consumer)
 	}
 	requireGuardedNeverReached(t, emu, loaded.Objects)
+	targets := map[string]bool{}
+	for _, u := range res.State.Upstreams {
+		for _, tg := range u.Targets {
+			targets[*tg.Target.Target] = true
+		}
+	}
+	for _, tg := range want.Targets.Absent {
+		require.False(t, targets[tg], "target %s is in what Kong holds", tg)
+	}
+	for _, tg := range want.Targets.Present {
+		require.True(t, targets[tg], "target %s is not in what Kong holds", tg)
+	}
 
 	// The webhook, reviewing each object named as if it were created now.
 	if len(want.Webhook) > 0 {
@@ -145,7 +168,12 @@ func runCase(t *testing.T, dir string, want expectation) {
 			others := withoutObject(loaded.Objects, obj)
 			rst, err := store.NewForObjects(others, store.Options{IngressClass: "kong"})
 			require.NoError(t, err)
-			v := admission.NewValidator(admission.Options{Source: rst, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }})
+			v := admission.NewValidator(admission.Options{Source: rst, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },
+				TranslatorOptions: func(now time.Time) translator.Options {
+					opts := want.Translator
+					opts.Now = now
+					return opts
+				}})
 			resp := v.Review(ctx, review(t, obj))
 			answer := strings.Join(resp.Warnings, "\n")
 			if resp.Result != nil {
@@ -153,6 +181,7 @@ func runCase(t *testing.T, dir string, want expectation) {
 			}
 			shown = append(shown, answer)
 			require.Equal(t, r.Denied, !resp.Allowed, "review of %s: %s", r.Object, answer)
+			requireNamesNoOtherNamespace(t, answer, obj.GetNamespace(), loaded.Objects)
 			if r.Says != "" {
 				require.Contains(t, answer, r.Says, "review of %s", r.Object)
 			}
@@ -163,6 +192,14 @@ func runCase(t *testing.T, dir string, want expectation) {
 			require.NotContains(t, s, secret, "a Secret's value is shown")
 		}
 	}
+}
+
+// routerFlavor is the gateway's router flavor for a translation with opts.
+func routerFlavor(opts translator.Options) string {
+	if opts.ExpressionRoutes {
+		return "expressions"
+	}
+	return ""
 }
 
 // pluginsOnConsumer are the names of the plugins emu holds on the consumer named by
@@ -184,6 +221,24 @@ func pluginsOnConsumer(t *testing.T, emu *kongemu.Emulator, name string) []strin
 		}
 	}
 	return out
+}
+
+// requireNamesNoOtherNamespace fails when the webhook's answer to a review of an object of
+// namespace own names an object (ns/name) or a namespace (namespace ns) of another
+// namespace of the case: a tenant learns nothing of other namespaces from the webhook.
+func requireNamesNoOtherNamespace(t *testing.T, answer, own string, objs []client.Object) {
+	t.Helper()
+	if own == "" {
+		return // a cluster-scoped object is an administrator's
+	}
+	for _, o := range objs {
+		ns := o.GetNamespace()
+		if ns == "" || ns == own {
+			continue
+		}
+		named := regexp.MustCompile(`(^|[^a-z0-9.-])` + regexp.QuoteMeta(ns) + `/|namespaces? "?` + regexp.QuoteMeta(ns) + `\b`)
+		require.False(t, named.MatchString(answer), "the answer to a review in namespace %s names namespace %s: %s", own, ns, answer)
+	}
 }
 
 // requireGuardedNeverReached sends, through the emulator's proxy, a request without any
