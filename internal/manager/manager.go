@@ -319,7 +319,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		discoverySet.ShareRootsWith(facts)
 		syncProtocol = discoverySet.SyncProtocol
 	}
-	roundOptions := translationOptions(cfg, flavors, facts, konnectParts.license)
+	roundOptions := func(s *store.Snapshot) translator.Options {
+		return TranslationOptions(context.Background(), cfg, Gateways{Flavors: flavors, Facts: facts, License: konnectParts.license}, s, time.Now())
+	}
 	// One incremental translation and one renderer for the standby and then the leader
 	// (handover.go): the new leader's first round starts from the standby's last.
 	shared := &handover{options: roundOptions,
@@ -412,24 +414,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
 	return &Controller{mgr: mgr, webhook: webhook, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log,
 		gateways: gateways, facts: facts}, nil
-}
-
-// translationOptions are the options each round translates with: the router and version the
-// gateways said, whether they are Kong Enterprise and the schemas of the custom entity types
-// in use (facts, asked once), and the Konnect license when it is Konnect's (license not nil).
-func translationOptions(cfg *config.Config, flavors *dataplane.RouterFlavors, facts *dataplane.GatewayFacts, license func() *kong.License) func(*store.Snapshot) translator.Options {
-	return func(s *store.Snapshot) translator.Options {
-		opts := routerTranslatorOptions(cfg, flavors, time.Now())
-		var types []string
-		if !opts.NoCustomEntities {
-			types = translator.CustomEntityTypes(s)
-		}
-		opts.Enterprise, opts.EntitySchemas = facts.Learn(context.Background(), types)
-		if license != nil {
-			opts.KonnectLicense = license()
-		}
-		return opts
-	}
 }
 
 // diagnosticsServer is KIC's diagnostics server, added to mgr: --dump-config's dumps and
@@ -742,8 +726,10 @@ func admissionWebhook(cfg *config.Config, st admission.SnapshotSource, barrier *
 	}
 	v := admission.NewValidator(admission.Options{
 		Source: st, Namespaces: cfg.WatchNamespaces, Synced: barrier.Synced,
-		TranslatorOptions: func(now time.Time) translator.Options { return routerTranslatorOptions(cfg, flavors, now) },
-		Gateways:          schemas, Logger: log,
+		TranslatorOptions: func(now time.Time) translator.Options {
+			return TranslationOptions(context.Background(), cfg, Gateways{Flavors: flavors}, nil, now)
+		},
+		Gateways: schemas, Logger: log,
 	})
 	if err := barrier.AddEventHandler(v.EventHandler()); err != nil {
 		return nil, err
@@ -819,42 +805,6 @@ func askableURLs(gateways []dataplane.Gateway, discovered dataplane.GatewaySet) 
 		out = append(out, g.URL())
 	}
 	return out
-}
-
-// TranslatorOptions are the translation settings of cfg. now is when CA certificates must be
-// valid; the loop passes the time of each round, so that translation itself reads no clock.
-func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
-	return translator.Options{
-		ClusterDomain:                           cfg.ClusterDomain,
-		GatewayControllerName:                   cfg.GatewayAPIControllerName,
-		EnableDrainSupport:                      cfg.EnableDrainSupport,
-		AllowLocalTargets:                       cfg.AllowLocalTargets,
-		RewriteURIs:                             cfg.FeatureGates.Enabled(config.GateRewriteURIs),
-		NoCustomEntities:                        !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
-		GatewayAlpha:                            cfg.FeatureGates.Enabled(config.GateGatewayAlpha),
-		KongServiceFacade:                       cfg.FeatureGates.Enabled(config.GateKongServiceFacade),
-		CombinedServicesFromDifferentHTTPRoutes: cfg.FeatureGates.Enabled(config.GateCombinedServicesFromDifferentHTTPRoutes),
-		KonnectLicensing:                        cfg.Konnect.LicensingEnabled,
-		// KIC keys the deterministic IDs with the workspace: without it a workspace KIC
-		// filled would not be adopted, and two workspaces' IDs would collide.
-		Workspace: cfg.KongWorkspace,
-		Now:       now,
-	}
-}
-
-// routerTranslatorOptions are TranslatorOptions under the router the gateways said they have
-// (flavors; before any said, the traditional router with PCRE's regexes): the settings of the
-// sync loop's rounds and of the admission webhook's reviews, one source for both, so that the
-// webhook refuses what a round would leave out (a regex Rust's crate refuses under
-// traditional_compatible and expressions).
-func routerTranslatorOptions(cfg *config.Config, flavors *dataplane.RouterFlavors, now time.Time) translator.Options {
-	opts := TranslatorOptions(cfg, now)
-	opts.ExpressionRoutes = flavors.Expressions()
-	opts.RustRegexes = flavors.RustRegexes()
-	// The oldest Kong version the gateways run: KIC's version-dependent rendering (the
-	// redirect plugin from 3.9, sticky sessions from 3.11).
-	opts.KongVersion = flavors.KongVersion()
-	return opts
 }
 
 // gracefulShutdown is how long the manager gives its runnables to stop (the sync loop, then
