@@ -86,6 +86,7 @@ type Controller struct {
 	log      logr.Logger
 	gateways []dataplane.Gateway // the --kong-admin-url ones (none with discovery)
 	facts    *dataplane.GatewayFacts
+	diag     *diagnostics.Server // nil without --dump-config and --profiling
 }
 
 // New builds the controller. It waits for the Kubernetes API server to answer (apiwait.go),
@@ -235,7 +236,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 		Off: off, Gateway: cfg.GatewayToReconcile,
 	})
 	follower := st.Follow()
-	if err := barrier.AddEventHandler(follower.Recording(trigger.FilteredEventHandler(relevance))); err != nil {
+	// Every event is counted by kind and outcome, and a dropped one logged at V(1) with why
+	// (docs/troubleshooting.md, "A change did not reach Kong").
+	eventCounter := status.NewEventCounter(metrics.Registry, log.WithName("events"))
+	if err := barrier.AddEventHandler(follower.Recording(trigger.JudgedEventHandler(relevance, eventCounter))); err != nil {
 		return nil, err
 	}
 
@@ -324,11 +328,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	}
 	// One incremental translation and one renderer for the standby and then the leader
 	// (handover.go): the new leader's first round starts from the standby's last.
-	shared := &handover{options: roundOptions,
+	reads := newReadsRecord()
+	shared := &handover{options: roundOptions, reads: reads,
 		around: func(s *store.Snapshot, build func(*store.Snapshot) translator.Result) translator.Result {
 			return translateWithPayloads(ctx, payloads, s, build, log)
 		}}
-	diag, err := diagnosticsServer(cfg, mgr, log)
+	graph := graphDebugger{cache: mgr.GetCache(), versions: versions, relevance: relevance, payloads: payloads, reads: reads}
+	diag, err := diagnosticsServer(cfg, mgr, graph.answer, log)
 	if err != nil {
 		return nil, err
 	}
@@ -413,18 +419,19 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, er
 	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", gatewaysLog,
 		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
 	return &Controller{mgr: mgr, webhook: webhook, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log,
-		gateways: gateways, facts: facts}, nil
+		gateways: gateways, facts: facts, diag: diag}, nil
 }
 
 // diagnosticsServer is KIC's diagnostics server, added to mgr: --dump-config's dumps and
-// --profiling's pprof, on --diagnostic-server-port as in KIC; nil without either.
-func diagnosticsServer(cfg *config.Config, mgr ctrlmanager.Manager, log logr.Logger) (*diagnostics.Server, error) {
+// --profiling's pprof, on --diagnostic-server-port as in KIC, and konductor's /debug/graph
+// (graph); nil without --dump-config or --profiling.
+func diagnosticsServer(cfg *config.Config, mgr ctrlmanager.Manager, graph func(*http.Request, string, string, string) (any, error), log logr.Logger) (*diagnostics.Server, error) {
 	if !cfg.DumpConfig && !cfg.Profiling {
 		return nil, nil
 	}
 	diag := diagnostics.New(diagnostics.Options{
 		Port: cfg.DiagnosticServerPort, DumpConfig: cfg.DumpConfig, DumpSensitiveConfig: cfg.DumpSensitiveConfig,
-		Profiling: profilingHandlers(cfg.Profiling), Logger: log.WithName("diagnostics"),
+		Profiling: profilingHandlers(cfg.Profiling), Graph: graph, Logger: log.WithName("diagnostics"),
 	})
 	return diag, mgr.Add(diag)
 }
@@ -702,6 +709,15 @@ func (c *Controller) run(ctx context.Context) error {
 		c.log.Error(nil, "manager did not stop in time; giving up on it", "grace", ShutdownGrace.String(), "cacheNotSynced", pending)
 		return fmt.Errorf("shutdown: manager still waiting for caches (%s) after %s", pending, ShutdownGrace)
 	}
+}
+
+// DiagnosticsAddr is the address the diagnostics server listens on; nil when it is off or
+// not listening yet.
+func (c *Controller) DiagnosticsAddr() net.Addr {
+	if c.diag == nil {
+		return nil
+	}
+	return c.diag.Addr()
 }
 
 // AdmissionWebhookAddr is the address the admission webhook listens on; nil when it is off.
