@@ -262,13 +262,15 @@ func sameContent(old, new client.Object) (same, byGeneration bool) {
 		return o.AddressType == n.AddressType && equality.Semantic.DeepEqual(o.Endpoints, n.Endpoints) && equality.Semantic.DeepEqual(o.Ports, n.Ports), false
 	case *netv1.Ingress, *kongv1.KongPlugin, *kongv1.KongClusterPlugin, *kongv1.KongConsumer, *kongv1.KongIngress,
 		*kongv1beta1.KongConsumerGroup, *kongv1beta1.KongUpstreamPolicy, *kongv1beta1.TCPIngress, *kongv1beta1.UDPIngress,
-		*gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute, *gatewayv1.TCPRoute,
-		*gatewayv1.TLSRoute, *gatewayv1.UDPRoute, *gatewayv1.BackendTLSPolicy, *gatewayv1beta1.ReferenceGrant,
+		*gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.BackendTLSPolicy, *gatewayv1beta1.ReferenceGrant,
 		*kongv1alpha1.KongCustomEntity, *kongv1alpha1.KongLicense:
 		// Any change but to metadata or status bumps the generation of Ingresses and of
 		// custom resources with a status subresource (every Gateway API kind but
 		// ReferenceGrant, which has no status: any change to it but to metadata bumps its
 		// generation); a status write, such as the leader's own, or a resync does not.
+		return old.GetGeneration() != 0 && old.GetGeneration() == new.GetGeneration(), true
+	}
+	if isRouteObject(old) { // every Gateway API route kind (routeKindTable) has a status
 		return old.GetGeneration() != 0 && old.GetGeneration() == new.GetGeneration(), true
 	}
 	return false, false // a kind this does not know: every update counts
