@@ -329,7 +329,7 @@ func reviewRedactor(after translator.Result, snap *store.Snapshot, scope map[kon
 		read[objgraph.Key(kongstate.ObjectRef{Kind: "Secret", Namespace: k.Namespace, Name: k.Name})] = true
 	}
 	for _, sec := range snap.Secrets {
-		if sec != nil && read[objgraph.Key(kongstate.RefFor(sec, corev1.SchemeGroupVersion.WithKind("Secret")))] {
+		if sec != nil && read[objgraph.Key(kongstate.RefFor(sec, store.KindSecret.GroupVersionKind()))] {
 			addSecret(sec)
 		}
 	}

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/redact"
+	"github.com/konductor/konductor/internal/store"
 )
 
 // Options configures a Server.
@@ -271,7 +271,7 @@ func redactorOf(t *dataplane.Target) *redact.Redactor {
 	var values []string
 	if snap := t.Snapshot(); snap != nil && t.Graph != nil {
 		for _, sec := range snap.Secrets {
-			if sec == nil || !readByPlugin(t, kongstate.RefFor(sec, corev1.SchemeGroupVersion.WithKind("Secret"))) {
+			if sec == nil || !readByPlugin(t, kongstate.RefFor(sec, store.KindSecret.GroupVersionKind())) {
 				continue
 			}
 			for _, v := range sec.Data {

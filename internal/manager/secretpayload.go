@@ -15,7 +15,7 @@ import (
 	"github.com/konductor/konductor/internal/translator"
 )
 
-var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
+var secretGVK = store.KindSecret.GroupVersionKind()
 
 // secretReferenced tells whether an object of graph refers to the Secret namespace/name.
 func secretReferenced(graph *objgraph.Graph) func(namespace, name string) bool {
