@@ -48,3 +48,29 @@ func TestArchitectureLayoutListsEveryPackage(t *testing.T) {
 	}
 	require.ElementsMatch(t, want, listed, "docs/architecture.md's Layout against the packages under internal/")
 }
+
+// docs/performance.md is a reference (issue #42): at most 300 lines, every scenario one row
+// with its command, current figure, commit, machine and target; the dated entries live in
+// docs/performance/journal.md.
+func TestPerformanceReferenceIsAReference(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "performance.md"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimRight(string(doc), "\n"), "\n")
+	require.LessOrEqual(t, len(lines), 300, "docs/performance.md: a reference of at most 300 lines; dated entries go to docs/performance/journal.md")
+	header := "| scenario | command | current figure | commit | machine | target |"
+	rows := 0
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "| ") || l == header {
+			continue
+		}
+		cells := strings.Split(strings.ReplaceAll(l, `\|`, ""), " | ")
+		require.Len(t, cells, 6, "a row of six cells: %s", l)
+		for i, c := range cells {
+			require.NotEmpty(t, strings.Trim(c, "| "), "column %d of %s", i+1, l)
+		}
+		rows++
+	}
+	require.Positive(t, rows)
+	_, err = os.Stat(filepath.Join("..", "..", "docs", "performance", "journal.md"))
+	require.NoError(t, err)
+}

@@ -35,7 +35,7 @@ import (
 // beside it (webhook, probes).
 func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, error) {
 	log := opts.Logger
-	// The steps of the start log their time since here at V(1) (docs/performance.md, Start).
+	// The steps of the start log their time since here at V(1) (docs/performance/journal.md, Start).
 	started := time.Now()
 	api, err := connect(ctx, cfg, opts, log)
 	if err != nil {
