@@ -184,18 +184,34 @@ func diffGateway(ctx context.Context, url string, httpClient *http.Client, cfg *
 }
 
 // printResult prints a gateway's diff. A deletion of what an object left out to fail closed
-// made is marked deliberate, with the reason: the controller removes it on purpose.
+// made is marked deliberate, with the reason: the controller removes it on purpose; so is a
+// target's (it carries no tags) whose upstream's deletion is.
 func printResult(w io.Writer, url, tag string, res *dbmode.Result, target translator.Result) error {
+	why := map[int]string{}          // the deliberate deletions, by change
+	upstreams := map[string]string{} // the upstreams deleted deliberately, by ID: why
+	for i, c := range res.Changes {
+		if ref, ok := kongstate.ObjectRefFromTags(c.Tags); ok && c.Op == dbmode.Delete {
+			if reason, left := target.LeftOutBecause(ref); left {
+				why[i] = reason
+				if c.Kind == "upstream" && c.ID != "" {
+					upstreams[c.ID] = reason
+				}
+			}
+		}
+	}
+	for i, c := range res.Changes {
+		if reason, ok := upstreams[c.Upstream]; ok && c.Op == dbmode.Delete && c.Upstream != "" {
+			why[i] = "its upstream is left out: " + reason
+		}
+	}
 	var b strings.Builder
-	deliberate := 0
-	for _, c := range res.Changes {
+	for i, c := range res.Changes {
 		fmt.Fprintf(&b, "%s %s %s", c.Op, c.Kind, c.Name)
 		if ref, ok := kongstate.ObjectRefFromTags(c.Tags); ok {
 			fmt.Fprintf(&b, " (%s)", ref)
-			if why, left := target.LeftOutBecause(ref); left && c.Op == dbmode.Delete {
-				fmt.Fprintf(&b, " [deliberate, fail closed: %s]", why)
-				deliberate++
-			}
+		}
+		if reason, ok := why[i]; ok {
+			fmt.Fprintf(&b, " [deliberate, fail closed: %s]", reason)
 		}
 		b.WriteByte('\n')
 		for _, f := range c.Fields {
@@ -203,8 +219,8 @@ func printResult(w io.Writer, url, tag string, res *dbmode.Result, target transl
 		}
 	}
 	fmt.Fprintf(&b, "%s: %d to create, %d to update, %d to delete", url, res.Creates, res.Updates, res.Deletes)
-	if deliberate > 0 {
-		fmt.Fprintf(&b, " (%d deliberate: objects left out to fail closed)", deliberate)
+	if len(why) > 0 {
+		fmt.Fprintf(&b, " (%d deliberate: objects left out to fail closed)", len(why))
 	}
 	fmt.Fprintf(&b, " (entities tagged %q)\n", tag)
 	_, err := io.WriteString(w, b.String())
