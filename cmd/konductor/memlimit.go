@@ -65,7 +65,7 @@ func cgroupMemoryLimit(files []string) int64 {
 // BenchmarkIncrementalOneIngressChanged), so the narrower headroom costs few collections; a
 // full translation still allocates about the live heap again. 30 took another 4-5 MB off at
 // 3,000 Ingresses for more CPU per change and was not kept (issue #13, memory;
-// docs/performance.md, "The collector's steady target at 30").
+// docs/performance/journal.md, "The collector's steady target at 30").
 // With a memory limit (GOMEMLIMIT or the container's) Go's default stays: the limit bounds the
 // heap already and a lower target would only collect more often below it.
 const defaultGCPercent = 50
@@ -88,7 +88,7 @@ func setGCPercent(log logr.Logger, memoryLimit int64) int {
 // (Go's 4 MB minimum scaled by the target) and leaves a goal of nine times what survived, so
 // at 3,000 Ingresses one collection runs between main and the first push instead of four or
 // five at 200, and the controller's CPU to its first push is about a fifth lower
-// (docs/performance.md, "Start: the package inits, the discovery, the collector at 800"). The
+// (docs/performance/journal.md, "Start: the package inits, the discovery, the collector at 800"). The
 // heap may reach nine times the live heap meanwhile (at 3,000 Ingresses the peak RSS at the
 // first push is 135 MB instead of 100-115), within a minute at most (startGCWindow); a memory
 // limit (GOMEMLIMIT, or the container's: the chart sets 512 Mi) bounds it.

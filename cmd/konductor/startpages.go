@@ -22,7 +22,7 @@ const keepStartPagesEnv = "KONDUCTOR_KEEP_START_PAGES"
 // start: some 360 package initialisers (client-go's scheme registering every API group), the
 // cache's first lists, the first translation. The kernel maps each such fault's neighbours
 // too (fault-around, 64 KB), and keeps all of them in the process's RSS for its whole life:
-// at 3,000 Ingresses 37 MB of file-backed RSS (issue #13, memory; docs/performance.md,
+// at 3,000 Ingresses 37 MB of file-backed RSS (issue #13, memory; docs/performance/journal.md,
 // "The executable's start-only pages").
 //
 // What it does is safe for a private file mapping that holds no private copy of a page:
@@ -37,7 +37,7 @@ const keepStartPagesEnv = "KONDUCTOR_KEEP_START_PAGES"
 // steady state touches, 13-17 MB at 3,000 Ingresses, and the container's memory cgroup
 // (kubectl top, the kubelet's working set) drops with it. The price: a page touched for the
 // first time after the start (a code path the start did not run, or ran and the steady state
-// had not yet) is a disk read of one page, once (docs/performance.md, "The executable's
+// had not yet) is a disk read of one page, once (docs/performance/journal.md, "The executable's
 // start-only pages"). A standby releases nothing until it has led and pushed once.
 //
 // It returns at once, with a channel closed once it is over (nil when keepStartPagesEnv

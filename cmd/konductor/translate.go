@@ -62,7 +62,7 @@ func (l *listFlag) Set(v string) error {
 // --kong-version, --router-flavor and --feature-gates make the output what the controller
 // sends to such a Kong with those gates (--feature-gates is the controller's flag, read by
 // the same parser and mapped to translation as the controller maps it,
-// manager.TranslatorOptions): the router as the gateways say it in GET /, the version as
+// manager.TranslationOptions): the router as the gateways say it in GET /, the version as
 // GET / says it. Without --kong-version, what depends on the version is rendered as KIC's
 // golden tests render it (no redirect plugin, no sticky-sessions check); without
 // --router-flavor, for the traditional router with PCRE's regexes, as the controller does
@@ -170,11 +170,6 @@ func (tf *translationFlags) translate(ctx context.Context, st *store.Store) (*tr
 	default:
 		return nil, fmt.Errorf("--externalname-services: %q is not allow, same-namespace or deny", *tf.externalNames)
 	}
-	// The controller's mapping of its settings to translation, with only the gates,
-	// --allow-local-targets and --externalname-services of its flags; no clock, so CA
-	// certificates are not checked for expiry.
-	opts := manager.TranslatorOptions(&config.Config{FeatureGates: gates, AllowLocalTargets: *tf.allowLocal,
-		ExternalNameServices: *tf.externalNames}, time.Time{})
 	switch *tf.routerFlavor {
 	case "", "traditional", "traditional_compatible", "expressions":
 	default:
@@ -191,18 +186,20 @@ func (tf *translationFlags) translate(ctx context.Context, st *store.Store) (*tr
 		}
 		flavors.ReportRoot("translate", dataplane.Root{RouterFlavor: *tf.routerFlavor, Version: *tf.kongVersion})
 	}
-	opts.ExpressionRoutes = flavors.Expressions()
-	opts.RustRegexes = flavors.RustRegexes()
-	opts.KongVersion = flavors.KongVersion()
+	var facts *dataplane.GatewayFacts
 	if *tf.adminURL != "" {
 		bounded := &http.Client{Transport: dataplane.BoundedAnswers(http.DefaultTransport, dataplane.MaxAdminAnswerBytes, dataplane.MaxAdminPages)}
 		c, err := kong.NewClient(kong.String(*tf.adminURL), bounded)
 		if err != nil {
 			return nil, fmt.Errorf("--kong-admin-url: %w", err)
 		}
-		facts := dataplane.NewGatewayFacts(func() []*kong.Client { return []*kong.Client{c} })
-		opts.Enterprise, opts.EntitySchemas = facts.Learn(ctx, translator.CustomEntityTypes(snap))
+		facts = dataplane.NewGatewayFacts(func() []*kong.Client { return []*kong.Client{c} })
 	}
+	// The controller's mapping of its settings to translation (manager.TranslationOptions),
+	// with only the gates, --allow-local-targets and --externalname-services of its flags; no
+	// clock, so CA certificates are not checked for expiry.
+	cfg := &config.Config{FeatureGates: gates, AllowLocalTargets: *tf.allowLocal, ExternalNameServices: *tf.externalNames}
+	opts := manager.TranslationOptions(ctx, cfg, manager.Gateways{Flavors: flavors, Facts: facts}, snap, time.Time{})
 	state, problems := translator.Translate(snap, opts)
 	return &translation{snap: snap, state: state, problems: problems, opts: opts}, nil
 }

@@ -322,7 +322,7 @@ func reviewRedactor(after translator.Result, snap *store.Snapshot, obj client.Ob
 		reads[objgraph.Key(kongstate.ObjectRef{Kind: "Secret", Namespace: k.Namespace, Name: k.Name})] = true
 	}
 	for _, sec := range snap.Secrets {
-		if sec != nil && len(reads) > 0 && reads[objgraph.Key(kongstate.RefFor(sec, corev1.SchemeGroupVersion.WithKind("Secret")))] {
+		if sec != nil && len(reads) > 0 && reads[objgraph.Key(kongstate.RefFor(sec, store.KindSecret.GroupVersionKind()))] {
 			more = append(more, redact.SecretValues(sec)...)
 		}
 	}

@@ -166,7 +166,7 @@ type Config struct {
 	// answers. Off by default: in a cluster the network carries the start's lists (about
 	// 10 MB at 3,000 Ingresses) faster than the API server gzips them, and that gzip is CPU
 	// the API server (and the controller's gunzip) spends on the path to the first push
-	// (docs/performance.md, "Start: the lists uncompressed").
+	// (docs/performance/journal.md, "Start: the lists uncompressed").
 	APIServerCompression bool
 
 	// ClusterDomain is appended to service-upstream targets (--cluster-domain, KIC's).

@@ -991,6 +991,10 @@ func (l *Loop) syncWithFallback(g *gatewayState, target *Target) syncOutcome {
 	note := &syncNote{}
 	out.err, out.duration, out.size = l.timedSync(withSyncNote(g.ctx, note), g, target)
 	out.unchanged = out.err == nil && note.unchanged.Load()
+	if debug := l.opts.Logger.V(1); out.unchanged && debug.Enabled() {
+		// Where a change can stop too: it changed nothing Kong is sent (docs/troubleshooting.md).
+		debug.Info("configuration unchanged: the gateway holds it already, nothing sent", "gateway", g.URL(), "round", target.seq)
+	}
 	l.observe(g, target, out.err, false)
 	if out.err == nil {
 		out.accepted, out.took = target.snapshot, target.State

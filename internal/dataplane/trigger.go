@@ -6,6 +6,8 @@ import (
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/konductor/konductor/internal/translator"
 )
 
 // Trigger asks for a sync. Requests never block and never queue up: any number of requests
@@ -74,6 +76,26 @@ type EventFilter interface {
 	Relevant(old, new client.Object) bool
 }
 
+// EventJudge is an EventFilter that says why an event cannot change the translation
+// (translator.Relevance).
+type EventJudge interface {
+	// Verdict: old is nil for an add, new nil for a delete.
+	Verdict(old, new client.Object) translator.Verdict
+}
+
+// EventObserver is told what became of each informer event a trigger's handler judged: its
+// object and the verdict, or InitialList for an add that replays the initial list (the first
+// round reads them all).
+type EventObserver interface {
+	Observe(obj client.Object, outcome translator.Verdict)
+}
+
+// InitialList is the outcome of an add that only replays an informer's initial list.
+const InitialList translator.Verdict = "initial_list"
+
+// filtered is the verdict of an event a plain EventFilter found irrelevant.
+const filtered translator.Verdict = "filtered"
+
 // EventHandler returns an informer event handler that requests a sync on every change. Events
 // that only replay the initial list are ignored: the first sync, after the barrier, covers
 // them all.
@@ -83,35 +105,58 @@ func (t *Trigger) EventHandler() toolscache.ResourceEventHandler { return t.Filt
 // change the translation first: a status write or an object nothing served refers to then
 // wakes no round.
 func (t *Trigger) FilteredEventHandler(filter EventFilter) toolscache.ResourceEventHandler {
-	relevant := func(old, new any) bool {
-		if filter == nil {
-			return true
-		}
+	if filter == nil {
+		return t.JudgedEventHandler(nil, nil)
+	}
+	return t.JudgedEventHandler(filterJudge{filter}, nil)
+}
+
+type filterJudge struct{ EventFilter }
+
+func (f filterJudge) Verdict(old, new client.Object) translator.Verdict {
+	if f.Relevant(old, new) {
+		return translator.Relevant
+	}
+	return filtered
+}
+
+// JudgedEventHandler is FilteredEventHandler asking judge (when not nil), and telling observe
+// (when not nil) the outcome of every event: the sync loop's, whose dropped events are
+// counted and logged (konductor_events_total, docs/troubleshooting.md).
+func (t *Trigger) JudgedEventHandler(judge EventJudge, observe EventObserver) toolscache.ResourceEventHandler {
+	handle := func(old, new any) {
+		verdict := translator.Relevant
 		o, _ := old.(client.Object)
 		n, _ := new.(client.Object)
-		if old != nil && o == nil || new != nil && n == nil {
-			return true // a tombstone or something else: count it
+		// A tombstone or something else is counted relevant.
+		if judge != nil && (old == nil || o != nil) && (new == nil || n != nil) {
+			verdict = judge.Verdict(o, n)
 		}
-		return filter.Relevant(o, n)
+		if verdict == translator.Relevant {
+			t.Request()
+		}
+		if observe != nil {
+			obj := n
+			if obj == nil {
+				obj = o
+			}
+			observe.Observe(obj, verdict)
+		}
 	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
-			if !isInInitialList && relevant(nil, obj) {
-				t.Request()
+			if !isInInitialList {
+				handle(nil, obj)
+			} else if o, ok := obj.(client.Object); ok && observe != nil {
+				observe.Observe(o, InitialList)
 			}
 		},
-		UpdateFunc: func(old, new any) {
-			if relevant(old, new) {
-				t.Request()
-			}
-		},
+		UpdateFunc: handle,
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj
 			}
-			if relevant(obj, nil) {
-				t.Request()
-			}
+			handle(obj, nil)
 		},
 	}
 }

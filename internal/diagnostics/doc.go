@@ -11,6 +11,8 @@
 //	/debug/config/diff-report  KIC's message: its database-mode diffs are not recorded here
 //
 // and with --profiling net/http/pprof under /debug/pprof/ (the handlers the manager gives).
+// With either it serves konductor's /debug/graph?kind=&namespace=&name= (Options.Graph): where
+// one object stands, for "a change did not reach Kong" (docs/troubleshooting.md).
 //
 // The sync loop tells the Recorder (a dataplane.Diagnostics) which target each gateway took
 // or refused, and the Recorder keeps a reference to it and nothing more: the configuration is

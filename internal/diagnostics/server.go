@@ -29,7 +29,11 @@ type Options struct {
 	DumpSensitiveConfig bool
 	// Profiling are the /debug/pprof/ handlers by path (--profiling); nil serves none.
 	Profiling map[string]http.Handler
-	Logger    logr.Logger
+	// Graph answers /debug/graph?kind=&namespace=&name=: where one object stands (who refers
+	// to it, whether its payload is loaded, the last translation that read it); nil serves
+	// no /debug/graph. An error is the query's (an unknown kind).
+	Graph  func(r *http.Request, kind, namespace, name string) (any, error)
+	Logger logr.Logger
 }
 
 // Server is the diagnostics server: a manager Runnable that runs on every replica.
@@ -59,6 +63,9 @@ func New(opts Options) *Server {
 	}
 	for path, h := range opts.Profiling {
 		mux.Handle(path, h)
+	}
+	if opts.Graph != nil {
+		mux.HandleFunc("/debug/graph", s.serveGraph)
 	}
 	s.handler = mux
 	return s
@@ -225,6 +232,23 @@ func (s *Server) serveDiffReport(w http.ResponseWriter, _ *http.Request) {
 		msg = "diffs include sensitive data: set CONTROLLER_DUMP_SENSITIVE_CONFIG=true in environment to enable"
 	}
 	writeJSON(w, http.StatusOK, diffResponse{Message: msg})
+}
+
+// serveGraph is /debug/graph?kind=Secret&namespace=default&name=x (docs/troubleshooting.md,
+// "A change did not reach Kong").
+func (s *Server) serveGraph(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	kind, ns, name := q.Get("kind"), q.Get("namespace"), q.Get("name")
+	if kind == "" || name == "" {
+		http.Error(w, "/debug/graph needs kind and name (and namespace for a namespaced kind): /debug/graph?kind=Secret&namespace=default&name=x", http.StatusBadRequest)
+		return
+	}
+	answer, err := s.opts.Graph(r, kind, ns, name)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, http.StatusOK, answer)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

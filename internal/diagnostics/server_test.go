@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -247,4 +248,27 @@ func TestPortInUseDoesNotStopTheController(t *testing.T) {
 	p, err := strconv.Atoi(port)
 	require.NoError(t, err)
 	require.NoError(t, New(Options{Port: p}).Start(ctx))
+}
+
+// /debug/graph passes the object asked for to the controller's answer and serves it as JSON;
+// a query without kind or name, or one the answer refuses, is a 400 that says why.
+func TestGraphEndpoint(t *testing.T) {
+	s := New(Options{Graph: func(_ *http.Request, kind, namespace, name string) (any, error) {
+		if kind != "Secret" {
+			return nil, errors.New("kind " + kind + ": not a kind konductor reads")
+		}
+		return map[string]string{"object": kind + " " + namespace + "/" + name}, nil
+	}})
+	code, ctype, body := get(t, s.Handler(), "/debug/graph?kind=Secret&namespace=default&name=x")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "application/json", ctype)
+	require.JSONEq(t, `{"object":"Secret default/x"}`, body)
+	code, _, body = get(t, s.Handler(), "/debug/graph?kind=Secret")
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Contains(t, body, "needs kind and name")
+	code, _, body = get(t, s.Handler(), "/debug/graph?kind=Nothing&name=x")
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Contains(t, body, "kind Nothing: not a kind konductor reads")
+	code, _, _ = get(t, New(Options{DumpConfig: true}).Handler(), "/debug/graph?kind=Secret&name=x")
+	require.Equal(t, http.StatusNotFound, code, "no graph without an answer")
 }

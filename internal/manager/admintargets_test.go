@@ -30,7 +30,7 @@ func TestTranslationKnowsTheAdminAPIs(t *testing.T) {
 		&preparingGateway{url: "https://[fd00::5]:8444"},
 		&preparingGateway{url: "https://10.0.0.5:8445"},
 	}
-	opts := routerTranslatorOptions(cfg, dataplane.NewRouterFlavors(nil), discovered, time.Time{})
+	opts := TranslationOptions(context.Background(), cfg, Gateways{Discovered: discovered}, nil, time.Time{})
 	require.Equal(t, []types.NamespacedName{{Namespace: "kong", Name: "kong-admin"}}, opts.AdminServices)
 	require.Equal(t, "same-namespace", opts.ExternalNameServices)
 	require.Subset(t, opts.AdminHosts, []string{"10.0.0.5", "10.0.0.7", "fd00::5"})
@@ -43,7 +43,7 @@ func TestTranslationKnowsTheAdminAPIs(t *testing.T) {
 
 	cfg, err = config.Parse([]string{"--kong-admin-url", "https://admin.kong.svc:8444,https://10.1.2.3:8444"}, func(string) string { return "" })
 	require.NoError(t, err)
-	opts = routerTranslatorOptions(cfg, dataplane.NewRouterFlavors(nil), nil, time.Time{})
+	opts = TranslationOptions(context.Background(), cfg, Gateways{}, nil, time.Time{})
 	require.Equal(t, []string{"10.1.2.3", "admin.kong.svc"}, opts.AdminHosts)
 	require.Equal(t, "allow", opts.ExternalNameServices, "KIC's by default")
 }

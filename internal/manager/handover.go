@@ -35,6 +35,8 @@ type handover struct {
 	// around runs a round's build of a snapshot (translateWithPayloads: the Secrets the
 	// translation found it needs are read, and the snapshot translated again); nil: build alone.
 	around func(*store.Snapshot, func(*store.Snapshot) translator.Result) translator.Result
+	// reads records what each translation read (/debug/graph); nil: nothing.
+	reads *readsRecord
 }
 
 // build translates s; full reports that it translated everything, and why.
@@ -54,6 +56,7 @@ func (h *handover) translate(s *store.Snapshot, who logr.Logger) translator.Resu
 	}
 	build := func(s *store.Snapshot) translator.Result {
 		res, full, reason := h.build(s, opts)
+		h.reads.note(s, full)
 		if full {
 			who.V(1).Info("translated everything", "reason", reason)
 		}

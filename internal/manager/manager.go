@@ -26,14 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/konductor/konductor/internal/admission"
@@ -86,361 +84,19 @@ type Controller struct {
 	log      logr.Logger
 	gateways []dataplane.Gateway // the --kong-admin-url ones (none with discovery)
 	facts    *dataplane.GatewayFacts
-}
-
-// New builds the controller. It waits for the Kubernetes API server to answer (apiwait.go),
-// then talks to it (discovery) and, when leader election is left to it, asks each gateway
-// GET / (DecideLeaderElection); it sends Kong no configuration.
-func New(ctx context.Context, cfg *config.Config, opts Options) (*Controller, error) {
-	log := opts.Logger
-	// The steps of the start log their time since here at V(1) (docs/performance.md, Start).
-	started := time.Now()
-	// The scheme (about 10 ms of CPU, first read after discovery) is built while the kubeconfig
-	// is read and the API server answers, instead of on the path after them.
-	go store.Scheme()
-	restCfg := opts.RestConfig
-	if restCfg == nil {
-		var err error
-		if restCfg, err = restConfig(cfg.Kubeconfig, cfg.APIServerHost); err != nil {
-			return nil, err
-		}
-	}
-
-	disableWatchListClient()
-	restCfg = apiServerConfig(restCfg, cfg)
-	for _, n := range cfg.Notes {
-		log.Info("flag or variable without effect", "flag", n.Flag, "why", n.Why)
-	}
-	if cfg.KongAdminURLsIgnored {
-		log.Info("--kong-admin-url is not used with gateway discovery (--kong-admin-svc), as in KIC", "urls", cfg.KongAdminURLs)
-	}
-
-	health, err := newAPIHealthFor(ctx, restCfg, log.WithName("kubernetes-api"))
-	if err != nil {
-		return nil, err
-	}
-	// An API server away at start is waited for, not a reason to exit (apiwait.go); so is one
-	// gone again at any later step that talks to it before the manager runs (startStep).
-	ep := startEndpoints{healthProbe: cfg.HealthProbeBindAddress, metrics: cfg.MetricsBindAddress}
-	if err := health.waitUntilServing(ctx, ep); err != nil {
-		return nil, fmt.Errorf("waiting for the Kubernetes API server: %w", err)
-	}
-	log.V(1).Info("start: API server answered", "sinceStart", time.Since(started).String())
-	// Discovery's requests, one per group version, all go out at once (startdiscovery.go), and
-	// with them the REST mapper's discovery and the CRDs' list, which need no answer of
-	// discovery's (their steps below take these answers, or ask again).
-	kongKindsServed := make(chan []string, 1)
-	go func() { kongKindsServed <- servedKongKinds(restCfg) }()
-	mapper, err := restMapperFor(restCfg)
-	if err != nil {
-		return nil, err
-	}
-	mapperAsked := askMapper(mapper)
-	crdsAsked := make(chan crdsListing, 1)
-	go func() {
-		listable, err := mayListCRDs(ctx, restCfg, log.WithName("crds"))
-		crdsAsked <- crdsListing{listable, err}
-	}()
-	optional, versions, off, readKinds, err := kindsToRead(ctx, cfg, restCfg, health, ep, log)
-	if err != nil {
-		return nil, err
-	}
-	log.V(1).Info("start: API discovery done", "sinceStart", time.Since(started).String())
-
-	election, err := DecideLeaderElection(ctx, cfg, log)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("leader election decided", "enabled", election.Enabled, "reason", election.Reason)
-	decided := *cfg
-	decided.LeaderElect, decided.LeaderElectAuto = election.Enabled, false
-	cfg = &decided
-
-	electionNS := cfg.ElectionNamespace
-	if cfg.LeaderElect && electionNS == "" {
-		if electionNS = podNamespace(cfg.Pod); electionNS == "" {
-			return nil, errors.New("--election-namespace: required when not running in a Pod (no POD_NAMESPACE and no service account namespace)")
-		}
-	}
-
-	// Secrets the translation does not refer to are cached without their data; the manager's
-	// uncached reader loads one that becomes referenced (store.SecretPayloads).
-	payloads := store.NewSecretPayloads(nil)
-	// A list or watch failing with NotFound asks whether an optional kind's CRD is gone
-	// (optionalKinds, made once the manager exists).
-	var crds *optionalKinds
-	cacheOpts := cacheOptions(cfg, payloads, readKinds, log, func(kind string, err error) {
-		if crds != nil {
-			crds.watchFailed(kind, err)
-		}
-	})
-	// The REST mappings of the kinds read, and whether CRDs may be listed, are asked now, while
-	// an API server gone again can still be waited for with the probes served (the manager
-	// binds the probes' address when it is constructed); the informers registered below then
-	// ask the API server nothing.
-	if err := health.startStep(ctx, ep, "REST mappings of the kinds read", func() error {
-		if mapperAsked != nil { // the mapper's answer asked for with discovery, then anew
-			err := <-mapperAsked
-			mapperAsked = nil
-			if err != nil {
-				return err
-			}
-		}
-		return mapKinds(mapper, readKinds, versions)
-	}); err != nil {
-		return nil, err
-	}
-	var crdsListable bool
-	if err := health.startStep(ctx, ep, "listing the CustomResourceDefinitions", func() (err error) {
-		if crdsAsked != nil { // the answer asked for with discovery, then anew
-			answer := <-crdsAsked
-			crdsAsked = nil
-			crdsListable, err = answer.listable, answer.err
-			return err
-		}
-		crdsListable, err = mayListCRDs(ctx, restCfg, log.WithName("crds"))
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	mgr, err := newManager(ctx, cfg, restCfg, cacheOpts, mapper, electionNS, opts, health, ep, log)
-	if err != nil {
-		return nil, fmt.Errorf("creating the manager: %w", err)
-	}
-	log.V(1).Info("start: manager constructed", "sinceStart", time.Since(started).String())
-
-	// Register every informer now, before the manager starts: the cache then starts them on
-	// every replica, so a standby's cache is warm when it gains the lease (invariant 3).
-	trigger := dataplane.NewTrigger()
-	// What the gateways say of their router decides how routes are rendered; learning it
-	// (or a change) asks for a new round.
-	flavors := dataplane.NewRouterFlavors(trigger.Request)
-	var objs []client.Object
-	for _, k := range readKinds.Sorted() {
-		objs = append(objs, versions.NewObject(k))
-	}
-	barrier, err := dataplane.NewInformerBarrier(ctx, mgr.GetCache(), objs...)
-	if err != nil {
-		return nil, err
-	}
-	log.V(1).Info("start: informers registered", "sinceStart", time.Since(started).String())
-	barrier.LogEachSync(ctx, log.WithName("cache"), started)
-	relevance := &translator.Relevance{IngressClass: cfg.IngressClass}
-	// CRDs installed or removed while the controller runs change the kinds the store reads.
-	live := store.NewLiveKindsAt(optional, versions)
-	// The store is made here so that the loop's snapshots can follow the events (the
-	// Follower notes each changed object before the trigger wakes the round).
-	st := store.New(mgr.GetCache(), store.Options{
-		IngressClass: cfg.IngressClass, Namespaces: cfg.WatchNamespaces, Kinds: optional, Live: live,
-		Off: off, Gateway: cfg.GatewayToReconcile,
-	})
-	follower := st.Follow()
-	if err := barrier.AddEventHandler(follower.Recording(trigger.FilteredEventHandler(relevance))); err != nil {
-		return nil, err
-	}
-
-	served, err := servedByDiscovery(restCfg)
-	if err != nil {
-		return nil, err
-	}
-	crds = newOptionalKinds(mgr.GetCache(), barrier, live, served, trigger.Request, health, log.WithName("crds"))
-	crds.ignore(off)
-	if err := crds.watchCRDs(ctx, mgr.GetCache(), crdsListable); err != nil {
-		return nil, err
-	}
-	if err := mgr.Add(crds); err != nil {
-		return nil, err
-	}
-	payloads.SetReader(mgr.GetAPIReader())
-	// The loop's rounds read what changed since the previous one (issue #13); everything
-	// else reads the store.
-	var source dataplane.SnapshotSource = payloads.Source(follower)
-	if opts.SnapshotSourceForTesting != nil {
-		source = opts.SnapshotSourceForTesting(mgr.GetCache())
-	}
-
-	dbMode := opts.DBMode
-	if dbMode == nil {
-		dbMode = DBModeFactory(cfg, log)
-	}
-	var gateways []dataplane.Gateway
-	var discovered dataplane.GatewaySet
-	var learnRouters func(context.Context) // a standby's
-	var discoverySet *gatewaydiscovery.Set
-	if cfg.Discovery() {
-		if discoverySet, err = gatewayDiscovery(ctx, cfg, mgr.GetCache(), dbMode, flavors, log.WithName("discovery")); err != nil {
-			return nil, err
-		}
-		discovered, learnRouters = discoverySet, discoverySet.LearnRouters
-	} else if gateways, err = buildGateways(cfg, dbMode, flavors, election.Roots, log); err != nil {
-		return nil, err
-	} else {
-		learnRouters = staticRouterLearner(gateways, flavors, log.WithName("standby"))
-	}
-	reporter := dataplane.Reporters{graphFollowers{relevance: relevance, payloads: payloads}}
-	var events record.EventRecorder = mgr.GetEventRecorderFor("konductor") //nolint:staticcheck // core/v1 events keep every message (see status.Reporter)
-	if !cfg.EmitKubernetesEvents {
-		events = &record.FakeRecorder{} // KIC's --emit-kubernetes-events=false: a recorder that drops them
-	}
-	promMetrics := status.NewMetrics(metrics.Registry, instanceID(cfg.Pod))
-	reporter = append(reporter, status.NewReporter(events, promMetrics, podReference(cfg.Pod), log))
-	var podOf podLookup
-	if discoverySet != nil {
-		podOf = discoverySet.PodOf
-	}
-	konnectParts, err := setupKonnect(cfg, opts.Version, opts.KonnectRootCAs, mgr, flavors, podOf, trigger.Request, promMetrics, log)
-	if err != nil {
-		return nil, err
-	}
-	reporter = append(reporter, konnectParts.reporters...)
-	status.RegisterControllerState(metrics.Registry, barrier.Synced, func() bool {
-		select {
-		case <-mgr.Elected():
-			return true
-		default:
-			return false
-		}
-	})
-	writers, err := statusWriters(cfg, st, mgr, barrier, flavors, log)
-	if err != nil {
-		return nil, err
-	}
-	reporter = append(reporter, writers...)
-	// Whether the gateways are Kong Enterprise (KongLicense) and the schemas of custom entity
-	// types (KongCustomEntity) are asked of the gateways, once, as translation needs them.
-	gatewayClients, err := gatewaySchemas(cfg, gateways, discovered)
-	if err != nil {
-		return nil, err
-	}
-	facts := dataplane.NewGatewayFacts(gatewayClients)
-	var syncProtocol func() string // a standby's: what its gateways are sent
-	if discoverySet != nil {
-		// The set's GET / of each discovered gateway also tells facts its edition.
-		discoverySet.ShareRootsWith(facts)
-		syncProtocol = discoverySet.SyncProtocol
-	}
-	roundOptions := translationOptions(cfg, flavors, discovered, facts, konnectParts.license)
-	// One incremental translation and one renderer for the standby and then the leader
-	// (handover.go): the new leader's first round starts from the standby's last.
-	shared := &handover{options: roundOptions,
-		around: func(s *store.Snapshot, build func(*store.Snapshot) translator.Result) translator.Result {
-			return translateWithPayloads(ctx, payloads, s, build, log)
-		}}
-	diag, err := diagnosticsServer(cfg, mgr, log)
-	if err != nil {
-		return nil, err
-	}
-	loopOpts := dataplane.Options{
-		Source:  source,
-		Barrier: barrier,
-		Translate: func(s *store.Snapshot) translator.Result {
-			opts := roundOptions(s)
-			return translateWithPayloads(ctx, payloads, s, func(s *store.Snapshot) translator.Result { return translator.Build(s, opts) }, log)
-		},
-		Fallback:                      cfg.FeatureGates.Enabled(config.GateFallbackConfiguration),
-		UseLastValidConfigForFallback: cfg.UseLastValidConfigForFallback,
-		Gateways:                      gateways,
-		Discovery:                     discovered,
-		Trigger:                       trigger,
-		Reporter:                      reporter,
-		Logger:                        log.WithName("sync"),
-		Period:                        cfg.ProxySyncPeriod,
-		CacheSyncTimeout:              cfg.CacheSyncTimeout,
-		ReverseSync:                   cfg.EnableReverseSync,
-		Quiet:                         opts.Quiet,
-
-		SkipCacheBarrierForTesting: opts.SkipCacheBarrierForTesting,
-	}
-	// Rounds translate what changed since the previous one (issue #13).
-	shared.loopRounds(&loopOpts, log)
-	if diag != nil {
-		loopOpts.Diagnostics = diag.Diagnostics() // a nil interface without --dump-config
-	}
-	loop := dataplane.NewLoop(loopOpts)
-	if err := mgr.Add(loop); err != nil {
-		return nil, err
-	}
-	// A fresh leader writes every Ingress's status while changes are made, a route change
-	// writes Gateways and routes: every status writer's writes wait for the syncs (issue #13).
-	for _, r := range reporter {
-		if w, ok := r.(status.GatedWriter); ok {
-			w.WaitForSyncs(loop.SyncGate())
-		}
-	}
-	if cfg.LeaderElect && (len(gateways) > 0 || discovered != nil) && opts.SnapshotSourceForTesting == nil {
-		// A standby prepares its first sync to database-backed gateways (discovered ones
-		// are not: their set is the leader's to follow; it learns their router and keeps
-		// its translation warm). Not in the control test of the
-		// pre-konductor design (SnapshotSourceForTesting), which had no standby work: its
-		// store starts filling at its first read, which must be the new leader's.
-		// It translates with the loop's incremental translator and renderer, which the loop
-		// takes over when this replica leads (handover.go).
-		if err := mgr.Add(&standbyPreparer{elected: mgr.Elected(), barrier: barrier, source: source, shared: shared,
-			gateways: gateways, learnRouters: learnRouters, syncProtocol: syncProtocol, period: cfg.ProxySyncPeriod, log: log.WithName("standby")}); err != nil {
-			return nil, err
-		}
-	}
-
-	var webhook *admission.Server
-	if cfg.AdmissionWebhook.Enabled() {
-		// The webhook sees a Secret the cache keeps without its data as absent (it then warns
-		// that the Secret is awaited), never as empty.
-		if webhook, err = admissionWebhook(cfg, payloads.Source(st), barrier, gateways, discovered, flavors, mgr, log.WithName("admission")); err != nil {
-			return nil, err
-		}
-	}
-
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddReadyzCheck("sync", readiness(barrier, mgr.Elected(), loop.Ready, konnectParts.license)); err != nil {
-		return nil, err
-	}
-	gatewaysLog := any(cfg.KongAdminURLs)
-	if cfg.Discovery() {
-		gatewaysLog = fmt.Sprintf("discovered from %v, ports %v", cfg.KongAdminSvc, cfg.KongAdminSvcPortNames)
-	}
-	// Asked with discovery for this line only: its answer (two round trips in a row, which
-	// used to hold up the start by 10-20 ms) is logged when it comes.
-	go func() {
-		if kinds := untranslatedKongKinds(<-kongKindsServed, readKinds, off); len(kinds) > 0 {
-			log.Info("Kong CRDs installed whose objects konductor does not translate yet; in DB-less mode what KIC made of such objects does not survive the switch (docs/migration-from-kic.md)",
-				"kinds", strings.Join(kinds, ","))
-		}
-	}()
-	log.Info("controller assembled", "kinds", readKinds.String(), "gateways", gatewaysLog,
-		"ingressClass", cfg.IngressClass, "leaderElection", cfg.LeaderElect)
-	return &Controller{mgr: mgr, webhook: webhook, barrier: barrier, loop: loop, cfg: cfg, election: election, log: log,
-		gateways: gateways, facts: facts}, nil
-}
-
-// translationOptions are the options each round translates with: the router and version the
-// gateways said, whether they are Kong Enterprise and the schemas of the custom entity types
-// in use (facts, asked once), and the Konnect license when it is Konnect's (license not nil).
-func translationOptions(cfg *config.Config, flavors *dataplane.RouterFlavors, discovered dataplane.GatewaySet, facts *dataplane.GatewayFacts, license func() *kong.License) func(*store.Snapshot) translator.Options {
-	return func(s *store.Snapshot) translator.Options {
-		opts := routerTranslatorOptions(cfg, flavors, discovered, time.Now())
-		var types []string
-		if !opts.NoCustomEntities {
-			types = translator.CustomEntityTypes(s)
-		}
-		opts.Enterprise, opts.EntitySchemas = facts.Learn(context.Background(), types)
-		if license != nil {
-			opts.KonnectLicense = license()
-		}
-		return opts
-	}
+	diag     *diagnostics.Server // nil without --dump-config and --profiling
 }
 
 // diagnosticsServer is KIC's diagnostics server, added to mgr: --dump-config's dumps and
-// --profiling's pprof, on --diagnostic-server-port as in KIC; nil without either.
-func diagnosticsServer(cfg *config.Config, mgr ctrlmanager.Manager, log logr.Logger) (*diagnostics.Server, error) {
+// --profiling's pprof, on --diagnostic-server-port as in KIC, and konductor's /debug/graph
+// (graph); nil without --dump-config or --profiling.
+func diagnosticsServer(cfg *config.Config, mgr ctrlmanager.Manager, graph func(*http.Request, string, string, string) (any, error), log logr.Logger) (*diagnostics.Server, error) {
 	if !cfg.DumpConfig && !cfg.Profiling {
 		return nil, nil
 	}
 	diag := diagnostics.New(diagnostics.Options{
 		Port: cfg.DiagnosticServerPort, DumpConfig: cfg.DumpConfig, DumpSensitiveConfig: cfg.DumpSensitiveConfig,
-		Profiling: profilingHandlers(cfg.Profiling), Logger: log.WithName("diagnostics"),
+		Profiling: profilingHandlers(cfg.Profiling), Graph: graph, Logger: log.WithName("diagnostics"),
 	})
 	return diag, mgr.Add(diag)
 }
@@ -720,6 +376,15 @@ func (c *Controller) run(ctx context.Context) error {
 	}
 }
 
+// DiagnosticsAddr is the address the diagnostics server listens on; nil when it is off or
+// not listening yet.
+func (c *Controller) DiagnosticsAddr() net.Addr {
+	if c.diag == nil {
+		return nil
+	}
+	return c.diag.Addr()
+}
+
 // AdmissionWebhookAddr is the address the admission webhook listens on; nil when it is off.
 func (c *Controller) AdmissionWebhookAddr() net.Addr {
 	if c.webhook == nil {
@@ -742,8 +407,10 @@ func admissionWebhook(cfg *config.Config, st admission.SnapshotSource, barrier *
 	}
 	v := admission.NewValidator(admission.Options{
 		Source: st, Namespaces: cfg.WatchNamespaces, Synced: barrier.Synced,
-		TranslatorOptions: func(now time.Time) translator.Options { return routerTranslatorOptions(cfg, flavors, discovered, now) },
-		Gateways:          schemas, Logger: log,
+		TranslatorOptions: func(now time.Time) translator.Options {
+			return TranslationOptions(context.Background(), cfg, Gateways{Flavors: flavors, Discovered: discovered}, nil, now)
+		},
+		Gateways: schemas, Logger: log,
 	})
 	if err := barrier.AddEventHandler(v.EventHandler()); err != nil {
 		return nil, err
@@ -819,67 +486,6 @@ func askableURLs(gateways []dataplane.Gateway, discovered dataplane.GatewaySet) 
 		out = append(out, g.URL())
 	}
 	return out
-}
-
-// adminHosts are the hosts of the Admin API URLs, which no Service may make Kong connect to,
-// sorted, once each, so that the same gateways give the same options.
-func adminHosts(urls []string) []string {
-	var out []string
-	for _, raw := range urls {
-		if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
-			out = append(out, u.Hostname())
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// TranslatorOptions are the translation settings of cfg. now is when CA certificates must be
-// valid; the loop passes the time of each round, so that translation itself reads no clock.
-func TranslatorOptions(cfg *config.Config, now time.Time) translator.Options {
-	return translator.Options{
-		ClusterDomain:                           cfg.ClusterDomain,
-		GatewayControllerName:                   cfg.GatewayAPIControllerName,
-		EnableDrainSupport:                      cfg.EnableDrainSupport,
-		AllowLocalTargets:                       cfg.AllowLocalTargets,
-		ExternalNameServices:                    cfg.ExternalNameServices,
-		AdminServices:                           cfg.KongAdminSvc,
-		AdminHosts:                              adminHosts(cfg.KongAdminURLs),
-		RewriteURIs:                             cfg.FeatureGates.Enabled(config.GateRewriteURIs),
-		NoCustomEntities:                        !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
-		GatewayAlpha:                            cfg.FeatureGates.Enabled(config.GateGatewayAlpha),
-		KongServiceFacade:                       cfg.FeatureGates.Enabled(config.GateKongServiceFacade),
-		CombinedServicesFromDifferentHTTPRoutes: cfg.FeatureGates.Enabled(config.GateCombinedServicesFromDifferentHTTPRoutes),
-		KonnectLicensing:                        cfg.Konnect.LicensingEnabled,
-		// KIC keys the deterministic IDs with the workspace: without it a workspace KIC
-		// filled would not be adopted, and two workspaces' IDs would collide.
-		Workspace: cfg.KongWorkspace,
-		Now:       now,
-	}
-}
-
-// routerTranslatorOptions are TranslatorOptions under the router the gateways said they have
-// (flavors; before any said, the traditional router with PCRE's regexes): the settings of the
-// sync loop's rounds and of the admission webhook's reviews, one source for both, so that the
-// webhook refuses what a round would leave out (a regex Rust's crate refuses under
-// traditional_compatible and expressions).
-func routerTranslatorOptions(cfg *config.Config, flavors *dataplane.RouterFlavors, discovered dataplane.GatewaySet, now time.Time) translator.Options {
-	opts := TranslatorOptions(cfg, now)
-	// The discovered gateways' Admin API addresses are the Admin API too: an ExternalName of
-	// one is refused as its Service's names are (a new set translates everything once).
-	if discovered != nil {
-		var urls []string
-		for _, g := range discovered.Gateways() {
-			urls = append(urls, g.URL())
-		}
-		opts.AdminHosts = adminHosts(append(slices.Clone(cfg.KongAdminURLs), urls...))
-	}
-	opts.ExpressionRoutes = flavors.Expressions()
-	opts.RustRegexes = flavors.RustRegexes()
-	// The oldest Kong version the gateways run: KIC's version-dependent rendering (the
-	// redirect plugin from 3.9, sticky sessions from 3.11).
-	opts.KongVersion = flavors.KongVersion()
-	return opts
 }
 
 // gracefulShutdown is how long the manager gives its runnables to stop (the sync loop, then

@@ -15,7 +15,7 @@ import (
 	"github.com/konductor/konductor/internal/translator"
 )
 
-var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
+var secretGVK = store.KindSecret.GroupVersionKind()
 
 // secretReferenced tells whether an object of graph refers to the Secret namespace/name.
 func secretReferenced(graph *objgraph.Graph) func(namespace, name string) bool {
@@ -37,13 +37,24 @@ func translateWithPayloads(ctx context.Context, payloads *store.SecretPayloads, 
 	if len(s.SecretsPending) == 0 || res.Graph == nil {
 		return res
 	}
-	complete, err := payloads.Complete(ctx, s, secretReferenced(res.Graph))
+	referenced := secretReferenced(res.Graph)
+	complete, err := payloads.Complete(ctx, s, referenced)
 	if err != nil {
 		log.Error(err, "cannot read referenced Secrets that the cache keeps without their data; they count as missing until the next round")
 		return res
 	}
 	if complete == nil {
 		return res
+	}
+	if debug := log.V(1); debug.Enabled() {
+		for _, held := range complete.SecretsPending {
+			if referenced(held.Namespace, held.Name) {
+				// Where a change can stop too (docs/troubleshooting.md): its event, which
+				// brings it whole now that it is referenced, makes the next round.
+				debug.Info("Secret held: referenced, but changed or gone since it was cached without its data; it counts as missing until its next event",
+					"namespace", held.Namespace, "name", held.Name)
+			}
+		}
 	}
 	return build(complete)
 }

@@ -13,7 +13,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/konductor/konductor/internal/gatewayapi"
@@ -65,13 +64,13 @@ func (e attachmentEvents) Relevant(old, new client.Object) bool {
 		oldGW, _ := old.(*gatewayv1.Gateway)
 		return old == nil || new == nil || old.GetGeneration() != new.GetGeneration() ||
 			oldGW == nil || !equality.Semantic.DeepEqual(oldGW.Status, obj.Status)
-	case *gatewayv1.GatewayClass, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute,
-		*gatewayv1.TCPRoute, *gatewayv1.TLSRoute, *gatewayv1.UDPRoute, *gatewayv1beta1.ReferenceGrant,
-		// The versions a cluster may serve L4 routes at instead of v1 (store.Versions).
-		*gatewayv1alpha2.TCPRoute, *gatewayv1alpha2.TLSRoute, *gatewayv1alpha2.UDPRoute:
+	case *gatewayv1.GatewayClass, *gatewayv1beta1.ReferenceGrant:
 		return old == nil || new == nil || old.GetGeneration() != new.GetGeneration()
 	case *metav1.PartialObjectMetadata: // Namespaces, read as metadata for their labels
 		return old == nil || new == nil || !maps.Equal(old.GetLabels(), new.GetLabels())
+	}
+	if isRoute(obj) { // a route of any kind (routeStatusTable), at any version served
+		return old == nil || new == nil || old.GetGeneration() != new.GetGeneration()
 	}
 	return false
 }

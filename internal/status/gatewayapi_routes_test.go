@@ -83,3 +83,15 @@ func TestGatewayAPIUpdaterOtherRouteKinds(t *testing.T) {
 	require.EqualValues(t, 1, gotGW.Status.Listeners[1].AttachedRoutes, "the TCPRoute")
 	require.EqualValues(t, 1, gotGW.Status.Listeners[2].AttachedRoutes, "the UDPRoute")
 }
+
+// Every route kind of Gateway API has its row in routeStatusTable, status's one list of route
+// kinds (issue #42): without it a new kind's routes would be translated but their
+// status.parents never written, which no other test notices.
+func TestEveryGatewayAPIRouteKindHasARow(t *testing.T) {
+	var rows []string
+	for _, k := range routeStatusTable {
+		rows = append(rows, k.kind)
+		require.Equal(t, k.kind, k.storeKind.String())
+	}
+	require.ElementsMatch(t, store.GatewayAPIRouteKinds(), rows)
+}

@@ -141,9 +141,8 @@ func (u *GatewayAPIUpdater) startPass(ctx context.Context) (*gatewayapi.Attachme
 	if a == nil {
 		return nil, nil, nil, nil
 	}
-	read := store.NewKindSet(store.KindGatewayClass, store.KindGateway, store.KindHTTPRoute, store.KindGRPCRoute,
-		store.KindTCPRoute, store.KindTLSRoute, store.KindUDPRoute, store.KindReferenceGrant, store.KindNamespace,
-		store.KindSecret, store.KindConfigMap)
+	read := store.NewKindSet(append(routeStoreKinds(), store.KindGatewayClass, store.KindGateway, store.KindReferenceGrant, store.KindNamespace,
+		store.KindSecret, store.KindConfigMap)...)
 	if u.GatewayAlpha {
 		// BackendTLSPolicies (alpha) are the only reader of Services: not listed otherwise.
 		read[store.KindBackendTLSPolicy], read[store.KindService] = struct{}{}, struct{}{}

@@ -228,9 +228,9 @@ func (u *IngressUpdater) Update(ctx context.Context) error {
 
 // The kinds IngressUpdater writes, as the translation names their objects.
 var (
-	gvkIngress    = netv1.SchemeGroupVersion.WithKind("Ingress")
-	gvkTCPIngress = kongv1beta1.SchemeGroupVersion.WithKind("TCPIngress")
-	gvkUDPIngress = kongv1beta1.SchemeGroupVersion.WithKind("UDPIngress")
+	gvkIngress    = store.KindIngress.GroupVersionKind()
+	gvkTCPIngress = store.KindTCPIngress.GroupVersionKind()
+	gvkUDPIngress = store.KindUDPIngress.GroupVersionKind()
 )
 
 // loadBalancerKinds are the kinds whose status.loadBalancer IngressUpdater writes.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-logr/logr"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
-	incubatorv1alpha1 "github.com/kong/kubernetes-configuration/api/incubator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -192,9 +191,9 @@ type upstreamPolicyInputs struct {
 }
 
 var (
-	gvkService          = corev1.SchemeGroupVersion.WithKind("Service")
-	gvkServiceFacade    = incubatorv1alpha1.GroupVersion.WithKind("KongServiceFacade")
-	gvkUpstreamPolicyGK = kongv1beta1.SchemeGroupVersion.WithKind("KongUpstreamPolicy")
+	gvkService          = store.KindService.GroupVersionKind()
+	gvkServiceFacade    = store.KindKongServiceFacade.GroupVersionKind()
+	gvkUpstreamPolicyGK = store.KindKongUpstreamPolicy.GroupVersionKind()
 )
 
 // ancestors are the entries our controller gives policy p: its Services, then its

@@ -1,6 +1,9 @@
 package store
 
 import (
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
@@ -39,4 +42,18 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(gatewayv1alpha2.Install(s))
 	utilruntime.Must(gatewayv1alpha3.Install(s))
 	return s
+}
+
+// GatewayAPIRouteKinds are the route kinds (types named *Route) of every Gateway API version
+// the scheme holds, sorted: what the translator's and status's tables of route kinds must each
+// have a row for (their tests read it, so that a route kind a Gateway API upgrade brings is
+// not left without one silently).
+func GatewayAPIRouteKinds() []string {
+	seen := map[string]bool{}
+	for gvk := range Scheme().AllKnownTypes() {
+		if gvk.Group == gatewayv1.GroupName && strings.HasSuffix(gvk.Kind, "Route") {
+			seen[gvk.Kind] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }

@@ -18,7 +18,7 @@ func TestSchemeIsSharedAndKnowsEveryKind(t *testing.T) {
 }
 
 // BenchmarkNewScheme is what building the process's scheme costs (manager.New builds it in a
-// goroutine while the API server answers: docs/performance.md, Start).
+// goroutine while the API server answers: docs/performance/journal.md, Start).
 func BenchmarkNewScheme(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {

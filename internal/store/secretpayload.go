@@ -315,3 +315,12 @@ func (p *SecretPayloads) load(ctx context.Context, want map[types.NamespacedName
 	}
 	return got, nil
 }
+
+// Loaded reports whether s, which the cache keeps without its data, has its loaded copy at
+// its version (/debug/graph).
+func (p *SecretPayloads) Loaded(s *corev1.Secret) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.loaded[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}]
+	return l != nil && l.UID == s.UID && l.ResourceVersion == s.ResourceVersion
+}

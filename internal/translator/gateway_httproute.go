@@ -12,7 +12,6 @@ import (
 	"github.com/blang/semver/v4"
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -798,17 +797,14 @@ func hasPrefixRewrite(filters []gatewayv1.HTTPRouteFilter) bool {
 // the order they were translated.
 func (b *builder) gatewayRouteSources() []routeSource {
 	var out []routeSource
-	add := func(objs []client.Object, gvk schema.GroupVersionKind) {
+	for i := range routeKindTable {
+		k := &routeKindTable[i]
+		objs := k.list(b.snap)
 		sortByAge(objs)
 		for _, o := range objs {
-			out = append(out, routeSource{o, gvk})
+			out = append(out, routeSource{o, k.gvk})
 		}
 	}
-	add(objects(b.snap.HTTPRoutes), gvkHTTPRoute)
-	add(objects(b.snap.GRPCRoutes), gvkGRPCRoute)
-	add(objects(b.snap.TCPRoutes), gvkTCPRoute)
-	add(objects(b.snap.UDPRoutes), gvkUDPRoute)
-	add(objects(b.snap.TLSRoutes), gvkTLSRoute)
 	return out
 }
 

@@ -13,61 +13,32 @@ import (
 	"github.com/konductor/konductor/internal/store"
 )
 
-// GroupVersionKinds of the Gateway API routes besides HTTPRoute.
-
 // GatewayInput is what gatewayapi.Attach reads from a snapshot: the route kinds translated
-// with opts (TCPRoute, TLSRoute and UDPRoute only with GatewayAlpha) with their parentRefs,
+// with opts (the alpha kinds of routeKindTable only with GatewayAlpha) with their parentRefs,
 // and the hostnames of the kinds that match on them.
 func GatewayInput(snap *store.Snapshot, opts Options) gatewayapi.Input {
 	in := gatewayapi.Input{ControllerName: opts.GatewayControllerName, GatewayClasses: snap.GatewayClasses, Gateways: snap.Gateways,
 		NamespaceLabels: snap.NamespaceLabels}
-	add := func(obj client.Object) { in.Routes = append(in.Routes, routeInput(obj)) }
-	for _, r := range snap.HTTPRoutes {
-		if r != nil {
-			add(r)
+	for i := range routeKindTable {
+		k := &routeKindTable[i]
+		if !routeTranslated(k.kind, opts) {
+			continue
 		}
-	}
-	for _, r := range snap.GRPCRoutes {
-		if r != nil {
-			add(r)
-		}
-	}
-	if !opts.GatewayAlpha {
-		return in
-	}
-	for _, r := range snap.TCPRoutes {
-		if r != nil {
-			add(r)
-		}
-	}
-	for _, r := range snap.TLSRoutes {
-		if r != nil {
-			add(r)
-		}
-	}
-	for _, r := range snap.UDPRoutes {
-		if r != nil {
-			add(r)
-		}
+		k.each(snap, func(obj client.Object) {
+			r, _ := k.input(obj)
+			in.Routes = append(in.Routes, r)
+		})
 	}
 	return in
 }
 
-// routeInput is a Gateway API route (HTTPRoute, GRPCRoute, TCPRoute, TLSRoute or UDPRoute)
-// as gatewayapi.Attach reads it: its kind, its parentRefs and the hostnames of the kinds that
-// match on them.
+// routeInput is a Gateway API route of any kind of routeKindTable as gatewayapi.Attach reads
+// it: its kind, its parentRefs and the hostnames of the kinds that match on them.
 func routeInput(obj client.Object) gatewayapi.Route {
-	switch r := obj.(type) {
-	case *gatewayv1.HTTPRoute:
-		return gatewayapi.Route{Kind: gatewayapi.KindHTTPRoute, Object: r, ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames}
-	case *gatewayv1.GRPCRoute:
-		return gatewayapi.Route{Kind: gatewayapi.KindGRPCRoute, Object: r, ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames}
-	case *gatewayv1.TCPRoute:
-		return gatewayapi.Route{Kind: gatewayapi.KindTCPRoute, Object: r, ParentRefs: r.Spec.ParentRefs}
-	case *gatewayv1.TLSRoute:
-		return gatewayapi.Route{Kind: gatewayapi.KindTLSRoute, Object: r, ParentRefs: r.Spec.ParentRefs, Hostnames: r.Spec.Hostnames}
-	case *gatewayv1.UDPRoute:
-		return gatewayapi.Route{Kind: gatewayapi.KindUDPRoute, Object: r, ParentRefs: r.Spec.ParentRefs}
+	for i := range routeKindTable {
+		if r, ok := routeKindTable[i].input(obj); ok {
+			return r
+		}
 	}
 	panic(fmt.Sprintf("routeInput: %T is not a Gateway API route", obj))
 }
@@ -79,39 +50,12 @@ type fieldBackendRef struct {
 }
 
 // eachBackendRef calls f with each backendRef of a route's rules, whatever the route's kind,
-// with the index of its rule and its own: the one place that knows where each kind keeps its
+// with the index of its rule and its own: routeKindTable knows where each kind keeps its
 // backendRefs (the sources, and the splice's closure walk, read them through it).
 func eachBackendRef(obj client.Object, f func(rule, i int, be gatewayv1.BackendRef)) {
-	switch r := obj.(type) {
-	case *gatewayv1.HTTPRoute:
-		for i, rule := range r.Spec.Rules {
-			for j, be := range rule.BackendRefs {
-				f(i, j, be.BackendRef)
-			}
-		}
-	case *gatewayv1.GRPCRoute:
-		for i, rule := range r.Spec.Rules {
-			for j, be := range rule.BackendRefs {
-				f(i, j, be.BackendRef)
-			}
-		}
-	case *gatewayv1.TCPRoute:
-		for i, rule := range r.Spec.Rules {
-			for j, be := range rule.BackendRefs {
-				f(i, j, be)
-			}
-		}
-	case *gatewayv1.UDPRoute:
-		for i, rule := range r.Spec.Rules {
-			for j, be := range rule.BackendRefs {
-				f(i, j, be)
-			}
-		}
-	case *gatewayv1.TLSRoute:
-		for i, rule := range r.Spec.Rules {
-			for j, be := range rule.BackendRefs {
-				f(i, j, be)
-			}
+	for i := range routeKindTable {
+		if routeKindTable[i].backendRefs(obj, f) {
+			return
 		}
 	}
 }

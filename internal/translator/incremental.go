@@ -417,7 +417,11 @@ func unchanged(old, new client.Object) bool {
 		return true
 	}
 	ot, nt := old.GetCreationTimestamp(), new.GetCreationTimestamp()
-	return ot.Equal(&nt) && sameContent(old, new)
+	if !ot.Equal(&nt) {
+		return false
+	}
+	same, _ := sameContent(old, new)
+	return same
 }
 
 // objectIndex holds one kind's objects of the latest snapshot by namespace and name, and by

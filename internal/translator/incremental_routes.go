@@ -95,7 +95,11 @@ func (r *kindRoutes[T]) get(k nsName) client.Object {
 }
 
 func (r *kindRoutes[T]) update(snap *store.Snapshot, changes *store.Changes) (map[nsName]client.Object, bool) {
-	changed, ok := r.objectIndex.updateFrom(r.list(snap), changes, r.of)
+	var objs []T
+	if !changes.Followed(r.of) { // a followed kind's change set says all: no list to make
+		objs = r.list(snap)
+	}
+	changed, ok := r.objectIndex.updateFrom(objs, changes, r.of)
 	if !ok {
 		return nil, false
 	}
@@ -111,15 +115,14 @@ func (r *kindRoutes[T]) update(snap *store.Snapshot, changes *store.Changes) (ma
 	return out, true
 }
 
-// newRouteIndexes are the indexes of snap's routes of every kind of routeKinds.
+// newRouteIndexes are the indexes of snap's routes of every kind of routeKindTable.
 func newRouteIndexes(snap *store.Snapshot) []routeIndex {
-	return []routeIndex{
-		newKindRoutes(gatewayapi.KindHTTPRoute, store.KindHTTPRoute, snap, func(s *store.Snapshot) []*gatewayv1.HTTPRoute { return s.HTTPRoutes }),
-		newKindRoutes(gatewayapi.KindGRPCRoute, store.KindGRPCRoute, snap, func(s *store.Snapshot) []*gatewayv1.GRPCRoute { return s.GRPCRoutes }),
-		newKindRoutes(gatewayapi.KindTCPRoute, store.KindTCPRoute, snap, func(s *store.Snapshot) []*gatewayv1.TCPRoute { return s.TCPRoutes }),
-		newKindRoutes(gatewayapi.KindUDPRoute, store.KindUDPRoute, snap, func(s *store.Snapshot) []*gatewayv1.UDPRoute { return s.UDPRoutes }),
-		newKindRoutes(gatewayapi.KindTLSRoute, store.KindTLSRoute, snap, func(s *store.Snapshot) []*gatewayv1.TLSRoute { return s.TLSRoutes }),
+	out := make([]routeIndex, len(routeKindTable))
+	for i := range routeKindTable {
+		k := &routeKindTable[i]
+		out[i] = newKindRoutes(k.kind, k.storeKind, snap, k.list)
 	}
+	return out
 }
 
 // localRoute says why a route's translation may depend on other objects than those the
@@ -144,17 +147,11 @@ func localRoute(kind string, obj client.Object) string {
 
 // appendRoute adds a route to the snapshot's list of its kind.
 func appendRoute(snap *store.Snapshot, obj client.Object) {
-	switch r := obj.(type) {
-	case *gatewayv1.HTTPRoute:
-		snap.HTTPRoutes = append(snap.HTTPRoutes, r)
-	case *gatewayv1.GRPCRoute:
-		snap.GRPCRoutes = append(snap.GRPCRoutes, r)
-	case *gatewayv1.TCPRoute:
-		snap.TCPRoutes = append(snap.TCPRoutes, r)
-	case *gatewayv1.UDPRoute:
-		snap.UDPRoutes = append(snap.UDPRoutes, r)
-	case *gatewayv1.TLSRoute:
-		snap.TLSRoutes = append(snap.TLSRoutes, r)
+	for i := range routeKindTable {
+		if _, ok := routeKindTable[i].input(obj); ok {
+			routeKindTable[i].add(snap, obj)
+			return
+		}
 	}
 }
 

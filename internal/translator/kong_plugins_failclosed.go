@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -244,4 +245,24 @@ func (l *failedClosed) into(res Result) Result {
 		res.parts.leftOut[n] = struct{}{}
 	}
 	return res
+}
+
+// LeftOutBecause says whether this translation left obj out to fail closed (a plugin it
+// names, or one an object it depends on names, cannot be applied), and why: the problem
+// reported on it. A deletion of what obj made is then deliberate (`konductor diff` says so),
+// not a loss.
+func (r Result) LeftOutBecause(obj kongstate.ObjectRef) (string, bool) {
+	if r.parts == nil {
+		return "", false
+	}
+	n := objgraph.NodeOf(obj)
+	if _, ok := r.parts.leftOut[n]; !ok {
+		return "", false
+	}
+	for _, p := range r.Problems {
+		if objgraph.NodeOf(p.Object) == n && strings.HasPrefix(p.Message, "left out") {
+			return p.Message, true
+		}
+	}
+	return "left out to fail closed", true
 }

@@ -43,8 +43,41 @@ func (r *Relevance) SetGraph(g *objgraph.Graph) { r.graph.Store(g) }
 // Relevant reports whether the change from old to new can change the translation. old is nil
 // for an object added, new nil for one deleted.
 func (r *Relevance) Relevant(old, new client.Object) bool {
-	return relevanceRule{graph: r.graph.Load(), class: classOr(r.IngressClass)}.matters(old, new)
+	return r.Verdict(old, new) == Relevant
 }
+
+// Verdict is Relevant with the reason of a change that cannot change the translation, which
+// the trigger counts and logs (konductor_events_total{outcome}): a change dropped there
+// reaches Kong only at the next periodic resync, and the operator asking why it did not
+// reach Kong reads the reason (docs/troubleshooting.md, "A change did not reach Kong").
+func (r *Relevance) Verdict(old, new client.Object) Verdict {
+	return relevanceRule{graph: r.graph.Load(), class: classOr(r.IngressClass)}.verdict(old, new)
+}
+
+// Graph is the object graph of the latest translation (nil before one): who refers to what.
+func (r *Relevance) Graph() *objgraph.Graph { return r.graph.Load() }
+
+// Verdict is what Relevance says of a change: Relevant, or why it cannot change the
+// translation. The values are the outcome label of konductor_events_total.
+type Verdict string
+
+const (
+	// Relevant: the change may change the translation; it wakes a round.
+	Relevant Verdict = "relevant"
+	// SameContent: an update that changed nothing translation reads (a Secret's, a
+	// Service's, an EndpointSlice's data unchanged; a resync).
+	SameContent Verdict = "same_content"
+	// StatusOnly: an update of a kind with a generation that kept it: metadata or status
+	// only (the leader's own status write, a resync).
+	StatusOnly Verdict = "status_only"
+	// OtherClass: an object of an ingress class this controller does not serve, before and
+	// after the change.
+	OtherClass Verdict = "other_class"
+	// NotReferred: an object nothing the latest translation served refers to (a Secret, a
+	// Service, a plugin, an EndpointSlice of such a Service, a Namespace's labels no Gateway
+	// selects by).
+	NotReferred Verdict = "not_referred"
+)
 
 // relevanceRule is the one rule of which changes can change what translation produces, with
 // the graph of a translation and the class served: the wake filter's at event time
@@ -67,16 +100,26 @@ func classOr(class string) string {
 
 // matters reports whether the change from old (nil: added) to new (nil: deleted) can change
 // the translation.
-func (r relevanceRule) matters(old, new client.Object) bool {
-	if old != nil && new != nil && sameContent(old, new) {
-		return false
+func (r relevanceRule) matters(old, new client.Object) bool { return r.verdict(old, new) == Relevant }
+
+// verdict is matters with the reason of a change that cannot change the translation.
+func (r relevanceRule) verdict(old, new client.Object) Verdict {
+	// A Secret the cache keeps without its data (store.SecretPayloads: nothing referred to it)
+	// shows no change of its data: whether it matters is whether something refers to it now.
+	if old != nil && new != nil && !payloadDropped(old) {
+		if same, generation := sameContent(old, new); same {
+			if generation {
+				return StatusOnly
+			}
+			return SameContent
+		}
 	}
 	obj := new
 	if obj == nil {
 		obj = old
 	}
 	if obj == nil {
-		return true
+		return Relevant
 	}
 	switch o := obj.(type) {
 	case *netv1.Ingress:
@@ -101,13 +144,16 @@ func (r relevanceRule) matters(old, new client.Object) bool {
 	case *corev1.Secret:
 		// CA certificates are read by label; everything else a Secret holds only matters
 		// to an object that refers to it.
-		return labelled(old, new, store.CACertLabel, "true") || r.referred(obj, gvkSecret)
+		if labelled(old, new, store.CACertLabel, "true") {
+			return Relevant
+		}
+		return r.referred(obj, gvkSecret)
 	case *discoveryv1.EndpointSlice:
 		svc := o.Labels[discoveryv1.LabelServiceName]
-		if old != nil && old.GetLabels()[discoveryv1.LabelServiceName] != svc {
-			return true
+		if old != nil && old.GetLabels()[discoveryv1.LabelServiceName] != svc || svc == "" {
+			return Relevant
 		}
-		return svc == "" || r.reached(o)
+		return r.reached(o)
 	case *kongv1beta1.KongUpstreamPolicy:
 		return r.referred(obj, gvkKongUpstreamPolicy)
 	case *kongv1.KongIngress:
@@ -116,11 +162,11 @@ func (r relevanceRule) matters(old, new client.Object) bool {
 		// Namespaces, read as metadata: only their labels matter, and only to a Gateway
 		// that admits routes by namespace Selector.
 		if old != nil && new != nil && maps.Equal(old.GetLabels(), new.GetLabels()) {
-			return false
+			return SameContent
 		}
 		return r.reached(o)
 	}
-	return true
+	return Relevant
 }
 
 // Reaches is where a change of obj enters the object graph: obj's own node, and for an
@@ -156,22 +202,37 @@ func (r relevanceRule) annotationClassMayMatch(x client.Object) bool {
 }
 
 // classMayMatch: relevant when the object may be served before or after the change.
-func (r relevanceRule) classMayMatch(old, new client.Object, may func(client.Object) bool) bool {
-	return old != nil && may(old) || new != nil && may(new)
+func (r relevanceRule) classMayMatch(old, new client.Object, may func(client.Object) bool) Verdict {
+	if old != nil && may(old) || new != nil && may(new) {
+		return Relevant
+	}
+	return OtherClass
 }
 
-// reached reports whether a node obj's change enters the graph by (Reaches) is referred to.
-func (r relevanceRule) reached(obj client.Object) bool {
-	return slices.ContainsFunc(Reaches(obj), r.referredRef)
+// reached: relevant when a node obj's change enters the graph by (Reaches) is referred to.
+func (r relevanceRule) reached(obj client.Object) Verdict {
+	if slices.ContainsFunc(Reaches(obj), r.referredRef) {
+		return Relevant
+	}
+	return NotReferred
 }
 
-func (r relevanceRule) referred(obj client.Object, gvk schema.GroupVersionKind) bool {
-	return r.referredRef(kongstate.RefFor(obj, gvk))
+func (r relevanceRule) referred(obj client.Object, gvk schema.GroupVersionKind) Verdict {
+	if r.referredRef(kongstate.RefFor(obj, gvk)) {
+		return Relevant
+	}
+	return NotReferred
 }
 
 // referredRef: before the first translation (no graph) everything counts.
 func (r relevanceRule) referredRef(ref kongstate.ObjectRef) bool {
 	return r.graph == nil || r.graph.RdepsOf(objgraph.NodeOf(ref)).Len() > 0
+}
+
+// payloadDropped: obj is a Secret the cache keeps without its data.
+func payloadDropped(obj client.Object) bool {
+	s, ok := obj.(*corev1.Secret)
+	return ok && store.PayloadNotCached(s)
 }
 
 func labelled(old, new client.Object, key, value string) bool {
@@ -180,36 +241,39 @@ func labelled(old, new client.Object, key, value string) bool {
 
 // sameContent reports whether an update changed nothing translation reads: the same labels
 // and annotations (kubectl's last-applied copy aside), and the same spec, which for kinds
-// with a generation is the generation and for the others their data.
-func sameContent(old, new client.Object) bool {
+// with a generation is the generation (byGeneration true: what changed, if anything, is
+// metadata or status) and for the others their data.
+func sameContent(old, new client.Object) (same, byGeneration bool) {
 	if reflect.TypeOf(old) != reflect.TypeOf(new) || !maps.Equal(old.GetLabels(), new.GetLabels()) ||
 		!sameAnnotations(old.GetAnnotations(), new.GetAnnotations()) {
-		return false
+		return false, false
 	}
 	switch o := old.(type) {
 	case *corev1.Secret:
 		n := new.(*corev1.Secret)
-		return o.Type == n.Type && equality.Semantic.DeepEqual(o.Data, n.Data) && equality.Semantic.DeepEqual(o.StringData, n.StringData)
+		return o.Type == n.Type && equality.Semantic.DeepEqual(o.Data, n.Data) && equality.Semantic.DeepEqual(o.StringData, n.StringData), false
 	case *corev1.ConfigMap:
 		n := new.(*corev1.ConfigMap)
-		return equality.Semantic.DeepEqual(o.Data, n.Data) && equality.Semantic.DeepEqual(o.BinaryData, n.BinaryData)
+		return equality.Semantic.DeepEqual(o.Data, n.Data) && equality.Semantic.DeepEqual(o.BinaryData, n.BinaryData), false
 	case *corev1.Service:
-		return equality.Semantic.DeepEqual(o.Spec, new.(*corev1.Service).Spec)
+		return equality.Semantic.DeepEqual(o.Spec, new.(*corev1.Service).Spec), false
 	case *discoveryv1.EndpointSlice:
 		n := new.(*discoveryv1.EndpointSlice)
-		return o.AddressType == n.AddressType && equality.Semantic.DeepEqual(o.Endpoints, n.Endpoints) && equality.Semantic.DeepEqual(o.Ports, n.Ports)
+		return o.AddressType == n.AddressType && equality.Semantic.DeepEqual(o.Endpoints, n.Endpoints) && equality.Semantic.DeepEqual(o.Ports, n.Ports), false
 	case *netv1.Ingress, *kongv1.KongPlugin, *kongv1.KongClusterPlugin, *kongv1.KongConsumer, *kongv1.KongIngress,
 		*kongv1beta1.KongConsumerGroup, *kongv1beta1.KongUpstreamPolicy, *kongv1beta1.TCPIngress, *kongv1beta1.UDPIngress,
-		*gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute, *gatewayv1.TCPRoute,
-		*gatewayv1.TLSRoute, *gatewayv1.UDPRoute, *gatewayv1.BackendTLSPolicy, *gatewayv1beta1.ReferenceGrant,
+		*gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.BackendTLSPolicy, *gatewayv1beta1.ReferenceGrant,
 		*kongv1alpha1.KongCustomEntity, *kongv1alpha1.KongLicense:
 		// Any change but to metadata or status bumps the generation of Ingresses and of
 		// custom resources with a status subresource (every Gateway API kind but
 		// ReferenceGrant, which has no status: any change to it but to metadata bumps its
 		// generation); a status write, such as the leader's own, or a resync does not.
-		return old.GetGeneration() != 0 && old.GetGeneration() == new.GetGeneration()
+		return old.GetGeneration() != 0 && old.GetGeneration() == new.GetGeneration(), true
 	}
-	return false // a kind this does not know: every update counts
+	if isRouteObject(old) { // every Gateway API route kind (routeKindTable) has a status
+		return old.GetGeneration() != 0 && old.GetGeneration() == new.GetGeneration(), true
+	}
+	return false, false // a kind this does not know: every update counts
 }
 
 func sameAnnotations(a, b map[string]string) bool {

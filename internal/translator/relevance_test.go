@@ -12,10 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/store"
 )
 
 // Which informer events can change the translation (issue #13): status writes, resyncs and
-// objects nothing served refers to do not; before the first translation everything does.
+// objects nothing served refers to do not; before the first translation everything does. Each
+// one that cannot says why (issue #42).
 func TestRelevance(t *testing.T) {
 	r := &Relevance{IngressClass: "kong"}
 	meta := func(ns, name string, gen int64, labels, ann map[string]string) metav1.ObjectMeta {
@@ -61,37 +64,38 @@ func TestRelevance(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		old, new client.Object
-		want     bool
+		want     Verdict
 	}{
-		{"Ingress status write", ing, ingStatus, false},
-		{"Ingress resync", ing, ing.DeepCopy(), false},
-		{"Ingress spec change", ing, ingSpec, true},
-		{"Ingress annotation change", ing, ingAnn, true},
-		{"Ingress of another class", nil, otherClass, false},
-		{"Ingress moved into our class", otherClass, movedIn, true},
-		{"Ingress deleted", ing, nil, true},
-		{"Secret nothing refers to", nil, unused, false},
-		{"Secret nothing refers to, changed", unused, secret("unused", "b", nil), false},
-		{"credential Secret of a consumer, changed", secret("alice-key", "a", nil), secret("alice-key", "b", nil), true},
-		{"credential Secret of a consumer, resync", secret("alice-key", "a", nil), secret("alice-key", "a", nil), false},
-		{"CA certificate Secret", nil, secret("ca", "a", map[string]string{"konghq.com/ca-cert": "true"}), true},
-		{"Secret a consumer names but that does not exist yet", nil, secret("missing-but-named", "a", nil), false},
-		{"EndpointSlice of a served Service", nil, slice("api"), true},
-		{"EndpointSlice of another Service", nil, slice("elsewhere"), false},
-		{"KongPlugin in use", nil, &kongv1.KongPlugin{ObjectMeta: meta("default", "limit", 1, nil, nil)}, true},
-		{"KongPlugin nothing uses", nil, &kongv1.KongPlugin{ObjectMeta: meta("default", "spare", 1, nil, nil)}, false},
-		{"KongConsumer of another class", nil, &kongv1.KongConsumer{ObjectMeta: meta("default", "c", 1, nil, map[string]string{"kubernetes.io/ingress.class": "other"})}, false},
-		{"KongConsumer without class (the default class may serve it)", nil, &kongv1.KongConsumer{ObjectMeta: meta("default", "c", 1, nil, nil)}, true},
-		{"Service nothing routes to", nil, &corev1.Service{ObjectMeta: meta("default", "elsewhere", 0, nil, nil)}, false},
+		{"Ingress status write", ing, ingStatus, StatusOnly},
+		{"Ingress resync", ing, ing.DeepCopy(), StatusOnly},
+		{"Ingress spec change", ing, ingSpec, Relevant},
+		{"Ingress annotation change", ing, ingAnn, Relevant},
+		{"Ingress of another class", nil, otherClass, OtherClass},
+		{"Ingress moved into our class", otherClass, movedIn, Relevant},
+		{"Ingress deleted", ing, nil, Relevant},
+		{"Secret nothing refers to", nil, unused, NotReferred},
+		{"Secret nothing refers to, changed", unused, secret("unused", "b", nil), NotReferred},
+		{"credential Secret of a consumer, changed", secret("alice-key", "a", nil), secret("alice-key", "b", nil), Relevant},
+		{"credential Secret of a consumer, resync", secret("alice-key", "a", nil), secret("alice-key", "a", nil), SameContent},
+		{"CA certificate Secret", nil, secret("ca", "a", map[string]string{"konghq.com/ca-cert": "true"}), Relevant},
+		{"Secret a consumer names but that does not exist yet", nil, secret("missing-but-named", "a", nil), NotReferred},
+		{"EndpointSlice of a served Service", nil, slice("api"), Relevant},
+		{"EndpointSlice of another Service", nil, slice("elsewhere"), NotReferred},
+		{"KongPlugin in use", nil, &kongv1.KongPlugin{ObjectMeta: meta("default", "limit", 1, nil, nil)}, Relevant},
+		{"KongPlugin nothing uses", nil, &kongv1.KongPlugin{ObjectMeta: meta("default", "spare", 1, nil, nil)}, NotReferred},
+		{"KongConsumer of another class", nil, &kongv1.KongConsumer{ObjectMeta: meta("default", "c", 1, nil, map[string]string{"kubernetes.io/ingress.class": "other"})}, OtherClass},
+		{"KongConsumer without class (the default class may serve it)", nil, &kongv1.KongConsumer{ObjectMeta: meta("default", "c", 1, nil, nil)}, Relevant},
+		{"Service nothing routes to", nil, &corev1.Service{ObjectMeta: meta("default", "elsewhere", 0, nil, nil)}, NotReferred},
 		{"Service status write", &corev1.Service{ObjectMeta: meta("default", "api", 0, nil, nil)},
-			&corev1.Service{ObjectMeta: meta("default", "api", 0, nil, nil), Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "1.2.3.4"}}}}}, false},
-		{"HTTPRoute status write (the leader's own)", route, routeStatus, false},
-		{"HTTPRoute spec change", route, routeSpec, true},
-		{"Gateway status write", gw, gwStatus, false},
-		{"GatewayClass status write", class, classStatus, false},
-		{"IngressClass", nil, &netv1.IngressClass{ObjectMeta: meta("", "kong", 1, nil, nil)}, true},
+			&corev1.Service{ObjectMeta: meta("default", "api", 0, nil, nil), Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "1.2.3.4"}}}}}, SameContent},
+		{"HTTPRoute status write (the leader's own)", route, routeStatus, StatusOnly},
+		{"HTTPRoute spec change", route, routeSpec, Relevant},
+		{"Gateway status write", gw, gwStatus, StatusOnly},
+		{"GatewayClass status write", class, classStatus, StatusOnly},
+		{"IngressClass", nil, &netv1.IngressClass{ObjectMeta: meta("", "kong", 1, nil, nil)}, Relevant},
 	} {
-		require.Equal(t, tc.want, r.Relevant(tc.old, tc.new), tc.name)
+		require.Equal(t, tc.want, r.Verdict(tc.old, tc.new), tc.name)
+		require.Equal(t, tc.want == Relevant, r.Relevant(tc.old, tc.new), tc.name)
 	}
 }
 
@@ -127,4 +131,18 @@ func TestRelevanceOfStatusWritesOnPoliciesAndStreamIngresses(t *testing.T) {
 	udpStatus.ResourceVersion = "2"
 	udpStatus.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
 	require.False(t, r.Relevant(udp, udpStatus), "our status write on a UDPIngress")
+}
+
+// A Secret the cache keeps without its data shows no change of it: an update is judged by
+// whether something refers to it, not taken for the same content (issue #42: the operator
+// reads "not_referred", the reason the change did not reach Kong).
+func TestRelevanceOfASecretWithoutItsData(t *testing.T) {
+	r := &Relevance{IngressClass: "kong"}
+	r.SetGraph(buildCase(t, "consumers").Graph)
+	stripped := func(name, rv string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: rv,
+			Annotations: map[string]string{store.PayloadNotCachedAnnotation: "true"}}}
+	}
+	require.Equal(t, NotReferred, r.Verdict(stripped("unused", "1"), stripped("unused", "2")))
+	require.Equal(t, Relevant, r.Verdict(stripped("alice-key", "1"), stripped("alice-key", "2")), "referred to: its data may have changed")
 }

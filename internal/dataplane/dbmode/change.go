@@ -33,6 +33,8 @@ type Change struct {
 	// Tags of the entity: its target tags for a create or update, its current tags for a
 	// delete. They name the Kubernetes object (kongstate.ObjectRefFromTags).
 	Tags []string
+	// ID is the entity's ID; Upstream, for a target (which carries no tags), its upstream's.
+	ID, Upstream string
 	// Fields lists, for an update, the top-level fields that differ.
 	Fields []FieldChange
 	// Err is the request's failure, when it failed.
@@ -55,28 +57,36 @@ func changeOf(a diff.EntityAction) Change {
 	if subject == nil {
 		subject = a.Entity.Old
 	}
-	c.Tags = tagsOf(subject)
+	c.Tags, c.ID, c.Upstream = identityOf(subject)
 	if c.Op == Update {
 		c.Fields = fieldChanges(a.Entity.Old, a.Entity.New)
 	}
 	return c
 }
 
-// tagsOf reads the tags of any go-database-reconciler state entity: they all marshal a
-// "tags" array.
-func tagsOf(obj any) []string {
+// identityOf reads the tags, the ID and, for a target, the upstream's ID of any
+// go-database-reconciler state entity: they all marshal a "tags" array and an "id", a target
+// its "upstream" as {id}.
+func identityOf(obj any) (tags []string, id, upstream string) {
 	if obj == nil {
-		return nil
+		return nil, "", ""
 	}
 	b, err := json.Marshal(obj)
 	if err != nil {
-		return nil
+		return nil, "", ""
 	}
 	var v struct {
-		Tags []string `json:"tags"`
+		Tags     []string `json:"tags"`
+		ID       string   `json:"id"`
+		Upstream *struct {
+			ID string `json:"id"`
+		} `json:"upstream"`
 	}
 	_ = json.Unmarshal(b, &v)
-	return v.Tags
+	if v.Upstream != nil {
+		upstream = v.Upstream.ID
+	}
+	return v.Tags, v.ID, upstream
 }
 
 func fieldChanges(oldObj, newObj any) []FieldChange {
