@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/labels"
 	"maps"
 	"net"
 	"net/http"
@@ -185,6 +186,14 @@ type Config struct {
 	// "allow" (KIC's: any name), "same-namespace" (only a Service DNS name of its own
 	// namespace) or "deny" (none becomes a target). docs/security.md, item 2.
 	ExternalNameServices string
+	// PluginsDenied are plugin names no KongPlugin may use (--plugins-denied) in the
+	// namespaces PluginsDeniedNamespaceSelector selects (--plugins-denied-namespace-selector,
+	// a label selector; empty: every namespace). Off by default. docs/security.md, item 10.
+	PluginsDenied                  []string
+	PluginsDeniedNamespaceSelector string
+	// HostOwnership (--host-ownership): a host is served only for the namespace of the oldest
+	// object serving it. Off by default (KIC's shared hosts).
+	HostOwnership bool
 	// FeatureGates are KIC's gates (--feature-gates), defaults filled in.
 	FeatureGates FeatureGates
 	// KongAdminURLsIgnored: --kong-admin-url was given along with --kong-admin-svc, which
@@ -578,6 +587,9 @@ func (c *Config) defineFlags(fs *pflag.FlagSet, v *flagValues) {
 	fs.StringVar(&c.GatewayAPIControllerName, "gateway-api-controller-name", "konghq.com/kic-gateway-controller", "the controllerName of the GatewayClasses whose Gateways and routes this controller serves (KIC's default)")
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", "", "cluster domain appended to the Service names of service-upstream targets (empty: none, as KIC)")
 	fs.BoolVar(&c.AllowLocalTargets, "allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses (refused by default: Kong's own Admin API, the cloud metadata service)")
+	fs.StringSliceVar(&c.PluginsDenied, "plugins-denied", nil, "plugin names no KongPlugin may use (pre-function,post-function run Lua from any namespace), comma-separated; a KongPlugin of one is refused and what names it left out. KongClusterPlugins are not limited. Off by default")
+	fs.StringVar(&c.PluginsDeniedNamespaceSelector, "plugins-denied-namespace-selector", "", "a label selector of the namespaces --plugins-denied applies to (tenant=true); empty: every namespace")
+	fs.BoolVar(&c.HostOwnership, "host-ownership", false, "serve a host only for the namespace of the oldest Ingress or Gateway API route serving it; another namespace's routes of that host are left out (off: KIC's shared hosts). Every round is then translated whole")
 	fs.StringVar(&c.ExternalNameServices, "externalname-services", ExternalNameAllow, "what an ExternalName Service may name: allow (any name, as KIC), same-namespace (only a Service of its own namespace) or deny (no ExternalName Service is a target)")
 	fs.BoolVar(&c.EnableDrainSupport, "enable-drain-support", false, "keep terminating endpoints as upstream targets of weight 0, so that existing connections drain")
 	fs.StringVar(&v.gates, "feature-gates", "", "KIC's feature gates, Name=true|false comma-separated (see docs/migration-from-kic.md)")
@@ -784,6 +796,9 @@ func (c *Config) validate(syncSecs float64) error {
 		}
 	}
 	c.validateAdmissionWebhook(bad)
+	if _, err := labels.Parse(c.PluginsDeniedNamespaceSelector); err != nil {
+		bad("plugins-denied-namespace-selector", "%q is not a label selector: %v", c.PluginsDeniedNamespaceSelector, err)
+	}
 	switch c.ExternalNameServices {
 	case ExternalNameAllow, ExternalNameSameNamespace, ExternalNameDeny:
 	default:

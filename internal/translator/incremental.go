@@ -267,6 +267,13 @@ func (t *Incremental) Build(snap *store.Snapshot, opts Options) Result {
 		snap = &store.Snapshot{}
 	}
 	t.Settle()
+	if opts.HostOwnership {
+		// Who owns a host is decided over the whole snapshot (tenancy.go): no splice.
+		t.prev, t.settling = nil, nil
+		t.Stats.Full++
+		t.Stats.LastReason = "--host-ownership translates every round whole"
+		return Build(snap, opts)
+	}
 	if t.prev != nil {
 		if res, ok, reason := t.partial(snap, opts); ok {
 			t.Stats.Partial++

@@ -45,6 +45,9 @@ func buildSpread(snap *store.Snapshot, opts Options, procs, minIngresses int, hi
 	if procs < 2 || len(snap.Ingresses) < minIngresses {
 		return Build(snap, opts), "small"
 	}
+	if opts.HostOwnership {
+		return Build(snap, opts), "host ownership is decided over the whole snapshot"
+	}
 	plan, why := planParallel(snap, procs, minIngresses, hint)
 	if why != "" {
 		return Build(snap, opts), why

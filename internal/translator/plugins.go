@@ -458,6 +458,11 @@ func (b *builder) indexPlugins() {
 }
 
 func (b *builder) pluginFromKongPlugin(kp *kongv1.KongPlugin) *pluginSource {
+	if why := b.pluginDenied(kp); why != "" {
+		b.problem(kp, gvkKongPlugin, "plugin", "%s", why)
+		b.parts.plugins.noteRead(ref(gvkKongPlugin, kp.Namespace, kp.Name), false)
+		return nil
+	}
 	var from *secretRef
 	if kp.ConfigFrom != nil {
 		from = &secretRef{kp.Namespace, kp.ConfigFrom.SecretValue.Secret, kp.ConfigFrom.SecretValue.Key}

@@ -97,6 +97,15 @@ type Options struct {
 	// namespace's Service DNS name with a ReferenceGrant of it), ExternalNameSameNamespace
 	// (only a Service DNS name of its own namespace) or ExternalNameDeny (none).
 	ExternalNameServices string `json:"externalNameServices,omitempty"`
+	// PluginsDenied are the plugin names a KongPlugin may not use (--plugins-denied) in the
+	// namespaces PluginsDeniedNamespaces selects (a label selector; "" selects every one).
+	// KongClusterPlugins, a cluster administrator's, are not limited (tenancy.go).
+	PluginsDenied           []string `json:"pluginsDenied,omitempty"`
+	PluginsDeniedNamespaces string   `json:"pluginsDeniedNamespaces,omitempty"`
+	// HostOwnership (--host-ownership): a host is served only for the namespace of the oldest
+	// Ingress or Gateway API route naming it; another namespace's routes of that host are left
+	// out (tenancy.go). Off: KIC's shared hosts.
+	HostOwnership bool `json:"hostOwnership,omitempty"`
 	// AdminServices are the Kong Admin API's Services konductor talks to (--kong-admin-svc)
 	// and AdminHosts the hosts of its --kong-admin-url: an ExternalName naming one is
 	// refused whatever the other settings (service_targets.go).
@@ -155,6 +164,9 @@ func buildOnce(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) (R
 	b.httpRoutes()
 	b.grpcRoutes()
 	b.l4Routes()
+	if b.opts.HostOwnership {
+		b.claimHosts()
+	}
 	b.populateServices()
 	b.rewrites()
 	b.upstreamOverrides()
