@@ -194,6 +194,9 @@ type Config struct {
 	// HostOwnership (--host-ownership): a host is served only for the namespace of the oldest
 	// object serving it. Off by default (KIC's shared hosts).
 	HostOwnership bool
+	// ConsumerScope (--consumer-scope): "namespace" admits a consumer only on the routes of
+	// its own namespace; "" (the default) is KIC's: any consumer on any route.
+	ConsumerScope string
 	// FeatureGates are KIC's gates (--feature-gates), defaults filled in.
 	FeatureGates FeatureGates
 	// KongAdminURLsIgnored: --kong-admin-url was given along with --kong-admin-svc, which
@@ -589,6 +592,7 @@ func (c *Config) defineFlags(fs *pflag.FlagSet, v *flagValues) {
 	fs.BoolVar(&c.AllowLocalTargets, "allow-local-targets", false, "let Services make Kong connect to loopback, unspecified and link-local addresses (refused by default: Kong's own Admin API, the cloud metadata service)")
 	fs.StringSliceVar(&c.PluginsDenied, "plugins-denied", nil, "plugin names no KongPlugin may use (pre-function,post-function run Lua from any namespace), comma-separated; a KongPlugin of one is refused and what names it left out. KongClusterPlugins are not limited. Off by default")
 	fs.StringVar(&c.PluginsDeniedNamespaceSelector, "plugins-denied-namespace-selector", "", "a label selector of the namespaces --plugins-denied applies to (tenant=true); empty: every namespace")
+	fs.StringVar(&c.ConsumerScope, "consumer-scope", "", "namespace: a consumer passes the authentication of the routes of its own namespace only (an ACL group per namespace, and an acl plugin on every route an authentication plugin guards); empty: any consumer on any route, as KIC")
 	fs.BoolVar(&c.HostOwnership, "host-ownership", false, "serve a host only for the namespace of the oldest Ingress or Gateway API route serving it; another namespace's routes of that host are left out (off: KIC's shared hosts). Every round is then translated whole")
 	fs.StringVar(&c.ExternalNameServices, "externalname-services", ExternalNameAllow, "what an ExternalName Service may name: allow (any name, as KIC), same-namespace (only a Service of its own namespace) or deny (no ExternalName Service is a target)")
 	fs.BoolVar(&c.EnableDrainSupport, "enable-drain-support", false, "keep terminating endpoints as upstream targets of weight 0, so that existing connections drain")
@@ -796,6 +800,9 @@ func (c *Config) validate(syncSecs float64) error {
 		}
 	}
 	c.validateAdmissionWebhook(bad)
+	if c.ConsumerScope != "" && c.ConsumerScope != "namespace" {
+		bad("consumer-scope", "%q is not namespace or empty", c.ConsumerScope)
+	}
 	if _, err := labels.Parse(c.PluginsDeniedNamespaceSelector); err != nil {
 		bad("plugins-denied-namespace-selector", "%q is not a label selector: %v", c.PluginsDeniedNamespaceSelector, err)
 	}

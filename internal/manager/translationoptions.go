@@ -50,6 +50,7 @@ func TranslationOptions(ctx context.Context, cfg *config.Config, gw Gateways, sn
 		PluginsDenied:                           cfg.PluginsDenied,
 		PluginsDeniedNamespaces:                 cfg.PluginsDeniedNamespaceSelector,
 		HostOwnership:                           cfg.HostOwnership,
+		ConsumerScope:                           cfg.ConsumerScope,
 		RewriteURIs:                             cfg.FeatureGates.Enabled(config.GateRewriteURIs),
 		NoCustomEntities:                        !cfg.FeatureGates.Enabled(config.GateKongCustomEntity),
 		GatewayAlpha:                            cfg.FeatureGates.Enabled(config.GateGatewayAlpha),

@@ -267,11 +267,12 @@ func (t *Incremental) Build(snap *store.Snapshot, opts Options) Result {
 		snap = &store.Snapshot{}
 	}
 	t.Settle()
-	if opts.HostOwnership {
-		// Who owns a host is decided over the whole snapshot (tenancy.go): no splice.
+	if opts.HostOwnership || opts.ConsumerScope != "" {
+		// Who owns a host, which routes a consumer may use, is decided over the whole
+		// snapshot (tenancy.go): no splice.
 		t.prev, t.settling = nil, nil
 		t.Stats.Full++
-		t.Stats.LastReason = "--host-ownership translates every round whole"
+		t.Stats.LastReason = "--host-ownership and --consumer-scope translate every round whole"
 		return Build(snap, opts)
 	}
 	if t.prev != nil {

@@ -45,8 +45,8 @@ func buildSpread(snap *store.Snapshot, opts Options, procs, minIngresses int, hi
 	if procs < 2 || len(snap.Ingresses) < minIngresses {
 		return Build(snap, opts), "small"
 	}
-	if opts.HostOwnership {
-		return Build(snap, opts), "host ownership is decided over the whole snapshot"
+	if opts.HostOwnership || opts.ConsumerScope != "" {
+		return Build(snap, opts), "host ownership and consumer scope are decided over the whole snapshot"
 	}
 	plan, why := planParallel(snap, procs, minIngresses, hint)
 	if why != "" {

@@ -2,7 +2,9 @@ package translator
 
 import (
 	"slices"
+	"strings"
 
+	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -120,4 +122,132 @@ func (b *builder) sourceObject(ref kongstate.ObjectRef) (client.Object, schema.G
 		return find(objects(b.snap.GRPCRoutes), gvkGRPCRoute)
 	}
 	return nil, schema.GroupVersionKind{}
+}
+
+// ConsumerScopeNamespace is Options.ConsumerScope's value that admits a consumer only on the
+// routes of its own namespace (--consumer-scope=namespace).
+const ConsumerScopeNamespace = "namespace"
+
+// namespaceGroupPrefix starts the ACL group every consumer is given under
+// --consumer-scope=namespace: "konductor-namespace:<its namespace>".
+const namespaceGroupPrefix = "konductor-namespace:"
+
+// consumerAuthPlugins are Kong's plugins that identify a consumer.
+var consumerAuthPlugins = map[string]bool{"key-auth": true, "key-auth-enc": true, "basic-auth": true, "jwt": true, "hmac-auth": true,
+	"oauth2": true, "ldap-auth": true, "ldap-auth-advanced": true, "mtls-auth": true, "openid-connect": true}
+
+// scopeConsumers admits, with --consumer-scope=namespace, a consumer only on the routes of its
+// own namespace. Kong's authentication plugins accept every consumer; its acl plugin is the
+// stock way to narrow that. So every consumer gets the ACL group "konductor-namespace:<ns>",
+// and a copy "<ns>:<group>" of each ACL group it has; every route an authentication plugin
+// guards (its own, its service's or a global one) gets an acl plugin allowing its namespace's
+// group, or, when it or its service has an acl plugin of its own, that plugin's allow list
+// becomes "<ns>:<group>" of the route's namespace. An acl plugin with a deny list (Kong takes
+// allow or deny, not both) cannot be narrowed: its object is left out, fail closed.
+func (b *builder) scopeConsumers() {
+	for i, c := range b.state.Consumers {
+		ns := b.consumerObjs[i].Namespace
+		groups := []*kong.ACLGroup{{Group: kong.String(namespaceGroupPrefix + ns), Tags: c.Tags}}
+		for _, g := range c.ACLGroups {
+			groups = append(groups, &kong.ACLGroup{Group: kong.String(ns + ":" + kong.StringValue(g.Group)), Tags: g.Tags})
+		}
+		c.ACLGroups = append(c.ACLGroups, groups...)
+	}
+	authRoutes, authServices, globalAuth := map[string]bool{}, map[string]bool{}, false
+	aclRoutes, aclServices := map[string]*file.FPlugin{}, map[string]*file.FPlugin{}
+	for _, p := range b.state.Plugins {
+		if p.Consumer != nil || p.ConsumerGroup != nil {
+			continue // of some consumers only: no guard
+		}
+		route, service := "", ""
+		if p.Route != nil {
+			route = kong.StringValue(p.Route.ID)
+		}
+		if p.Service != nil {
+			service = kong.StringValue(p.Service.ID)
+		}
+		switch name := kong.StringValue(p.Name); {
+		case consumerAuthPlugins[name] && route != "":
+			authRoutes[route] = true
+		case consumerAuthPlugins[name] && service != "":
+			authServices[service] = true
+		case consumerAuthPlugins[name]:
+			globalAuth = true
+		case name == "acl" && route != "":
+			aclRoutes[route] = p
+		case name == "acl" && service != "":
+			aclServices[service] = p
+		}
+	}
+	scoped := map[*file.FPlugin]bool{}
+	for _, n := range b.kongServiceNames() {
+		for _, r := range b.kongServices[n].routes {
+			name := kong.StringValue(r.Name)
+			if !globalAuth && !authRoutes[name] && !authServices[n] {
+				continue
+			}
+			ns := tagValue(r.Tags, kongstate.TagNamespace)
+			acl := aclRoutes[name]
+			if acl == nil {
+				acl = aclServices[n]
+			}
+			if acl == nil {
+				b.state.Plugins = append(b.state.Plugins, &file.FPlugin{Plugin: kong.Plugin{
+					ID: kong.String(kongstate.PluginID(b.opts.Workspace, "acl", "", name, "", "")), Name: kong.String("acl"),
+					Route: &kong.Route{ID: kong.String(name)}, Tags: r.Tags,
+					Config: kong.Configuration{"allow": []any{namespaceGroupPrefix + ns}},
+				}})
+				continue
+			}
+			if !scoped[acl] {
+				scoped[acl] = true
+				b.scopeACL(acl, ns)
+			}
+		}
+	}
+}
+
+// scopeACL makes acl's allow list the groups of namespace ns ("<ns>:<group>"), which only
+// consumers of ns have; an acl plugin with a deny list is refused, with what names it.
+func (b *builder) scopeACL(acl *file.FPlugin, ns string) {
+	allow, _ := acl.Config["allow"].([]any)
+	if len(allow) == 0 {
+		if obj, gvk := b.pluginObjectOf(acl); obj != nil {
+			b.problem(obj, gvk, "config.deny", "an acl plugin with a deny list cannot be narrowed to the consumers of namespace %s (--consumer-scope=namespace): use an allow list", ns)
+			b.refuseBound(obj, gvk, "config.deny", "with --consumer-scope=namespace an acl plugin needs an allow list")
+		}
+		return
+	}
+	scoped := make([]any, 0, len(allow))
+	for _, g := range allow {
+		if s, ok := g.(string); ok {
+			scoped = append(scoped, ns+":"+s)
+		}
+	}
+	acl.Config["allow"] = scoped
+}
+
+// pluginObjectOf is the KongPlugin or KongClusterPlugin a plugin entity's tags name.
+func (b *builder) pluginObjectOf(p *file.FPlugin) (client.Object, schema.GroupVersionKind) {
+	switch ns, name := tagValue(p.Tags, kongstate.TagNamespace), tagValue(p.Tags, kongstate.TagName); tagValue(p.Tags, kongstate.TagKind) {
+	case gvkKongPlugin.Kind:
+		if kp := b.kongPlugins[ns+"/"+name]; kp != nil {
+			return kp, gvkKongPlugin
+		}
+	case gvkKongClusterPlugin.Kind:
+		if kcp := b.clusterPlugins[name]; kcp != nil {
+			return kcp, gvkKongClusterPlugin
+		}
+	}
+	return nil, schema.GroupVersionKind{}
+}
+
+// tagValue is the value of the first tag with prefix.
+func tagValue(tags []*string, prefix string) string {
+	for _, t := range tags {
+		if v, ok := strings.CutPrefix(kong.StringValue(t), prefix); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -106,6 +106,9 @@ type Options struct {
 	// Ingress or Gateway API route naming it; another namespace's routes of that host are left
 	// out (tenancy.go). Off: KIC's shared hosts.
 	HostOwnership bool `json:"hostOwnership,omitempty"`
+	// ConsumerScope (--consumer-scope): ConsumerScopeNamespace admits a consumer only on the
+	// routes of its own namespace (tenancy.go); "" is KIC's: any consumer on any route.
+	ConsumerScope string `json:"consumerScope,omitempty"`
 	// AdminServices are the Kong Admin API's Services konductor talks to (--kong-admin-svc)
 	// and AdminHosts the hosts of its --kong-admin-url: an ExternalName naming one is
 	// refused whatever the other settings (service_targets.go).
@@ -176,6 +179,9 @@ func buildOnce(snap *store.Snapshot, opts Options, gw *gatewayapi.Attachment) (R
 	b.tls()
 	b.caCertificates()
 	b.plugins()
+	if b.opts.ConsumerScope == ConsumerScopeNamespace {
+		b.scopeConsumers()
+	}
 	b.customEntities()
 	b.license()
 	if b.opts.ExpressionRoutes {
