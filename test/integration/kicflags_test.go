@@ -107,7 +107,15 @@ func TestKICFlagsLimitWhatIsRead(t *testing.T) {
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		var evs corev1.EventList
 		require.NoError(t, admin.List(context.Background(), &evs, client.InNamespace(ns)))
-		require.Empty(t, evs.Items, "--emit-kubernetes-events=false: no Event")
+		// The API server's own Events (its ClusterIP repair controller's, on a Service) are
+		// not konductor's.
+		var ours []corev1.Event
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == "Ingress" {
+				ours = append(ours, e)
+			}
+		}
+		require.Empty(t, ours, "--emit-kubernetes-events=false: no Event")
 	}
 }
 

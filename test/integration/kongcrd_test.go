@@ -130,14 +130,14 @@ func TestDatabaseModeAdoptsConsumersAndCACertificates(t *testing.T) {
 	require.NoError(t, err)
 	state, problems := translator.Translate(snap, translator.Options{})
 	require.Empty(t, problems)
-	require.Len(t, state.Consumers, 2)
+	require.Len(t, state.Consumers, 3) // alice, bob, and carol with only a custom_id
 	require.Len(t, state.CACertificates, 1)
 	seed, err := dbmode.New(kong.URL, &http.Client{}, dbmode.Options{})
 	require.NoError(t, err)
 	_, err = seed.Apply(ctx, state)
 	require.NoError(t, err)
-	require.Len(t, kong.Entities("consumers"), 2)
-	require.Len(t, kong.Entities("keyauth_credentials"), 1)
+	require.Len(t, kong.Entities("consumers"), 3)
+	require.Len(t, kong.Entities("keyauth_credentials"), 2)
 	require.Len(t, kong.Entities("consumer_groups"), 1)
 
 	mark := kong.AuditMark()
