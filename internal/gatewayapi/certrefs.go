@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"github.com/konductor/konductor/internal/store"
 )
 
 // MaxCertificateRefs is how many certificateRefs a listener may name, as in KIC: one
@@ -24,7 +26,7 @@ func ResolveCertificateRefs(gw *gatewayv1.Gateway, l *gatewayv1.Listener, secret
 	if l.TLS == nil || (l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough) {
 		return "", ""
 	}
-	from := gatewayv1.SchemeGroupVersion.WithKind("Gateway")
+	from := store.KindGateway.GroupVersionKind()
 	for i, ref := range l.TLS.CertificateRefs {
 		ns, isSecret := CertificateSecretRef(gw, ref)
 		where := fmt.Sprintf("tls.certificateRefs[%d] %s/%s", i, ns, ref.Name)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/objgraph"
+	"github.com/konductor/konductor/internal/store"
 )
 
 // Mask replaces a secret in a message.
@@ -214,7 +215,7 @@ func ForTranslation(s *kongstate.State, g *objgraph.Graph, secrets []*corev1.Sec
 	values := more
 	if g != nil {
 		for _, sec := range secrets {
-			if sec == nil || len(g.ReferredBy(kongstate.RefFor(sec, secretGVK))) == 0 {
+			if sec == nil || len(g.ReferredBy(kongstate.RefFor(sec, store.KindSecret.GroupVersionKind()))) == 0 {
 				continue
 			}
 			values = append(values, SecretValues(sec)...)
@@ -222,8 +223,6 @@ func ForTranslation(s *kongstate.State, g *objgraph.Graph, secrets []*corev1.Sec
 	}
 	return ForStateAnd(s, values...)
 }
-
-var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
 
 // SecretValues are the values to mask of every key of sec (DocumentValues).
 func SecretValues(sec *corev1.Secret) []string {
