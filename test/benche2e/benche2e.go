@@ -121,11 +121,14 @@ type Result struct {
 	Missed           int             // changes no push carried within changeTimeout
 	Pushes           int             // every POST /config
 	PushesAfterFirst int             // after the first complete push
-	RSSBytes         int64           // VmRSS at the end
-	PeakRSSBytes     int64           // VmHWM at the end
-	RSSAnonBytes     int64           // RssAnon at the end: heap, stacks, runtime
-	RSSFileBytes     int64           // RssFile at the end: the binary's (and libraries') pages read
-	CPUSeconds       float64         // utime + stime at the end
+	// FirstBodyBytes and LastBodyBytes are the POST /config bodies' sizes, as sent: the
+	// first complete push's and the last push's.
+	FirstBodyBytes, LastBodyBytes int
+	RSSBytes                      int64   // VmRSS at the end
+	PeakRSSBytes                  int64   // VmHWM at the end
+	RSSAnonBytes                  int64   // RssAnon at the end: heap, stacks, runtime
+	RSSFileBytes                  int64   // RssFile at the end: the binary's (and libraries') pages read
+	CPUSeconds                    float64 // utime + stime at the end
 	// CPUSecondsAtFirstPush is utime + stime when the first complete push had arrived.
 	CPUSecondsAtFirstPush float64
 	// APIServerCPUSecondsAtFirstPush and EtcdCPUSecondsAtFirstPush are the kube-apiserver's
@@ -418,6 +421,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	res.Pushes = kong.pushCount()
 	res.PushesAfterFirst = res.Pushes - pushesAtFirst
+	res.FirstBodyBytes, res.LastBodyBytes = kong.bodySizes()
 	res.Unserved = kong.unserved()
 	stop()
 	// After the stop: every line of the changes' pushes has been written.

@@ -36,6 +36,7 @@ type push struct {
 	began  time.Time // the request's headers had been read (the handler was called)
 	digest string
 	hosts  int // distinct route hosts in the body, counted only until a complete push is seen
+	size   int // the POST body's bytes, as sent
 }
 
 func newRecordingKong(next http.Handler, complete int) *recordingKong {
@@ -120,10 +121,11 @@ func (k *recordingKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (k *recordingKong) record(began, at time.Time, body []byte) {
 	// konductor sends the configuration as a string, {"config": "..."}, as Kong accepts it;
 	// Kong's configuration_hash is then the md5 of that string.
+	size := len(body)
 	body, release := configOf(body)
 	defer release()
 	sum := md5.Sum(body) //nolint:gosec // Kong's configuration_hash, not a security check
-	p := push{at: at, began: began, digest: hex.EncodeToString(sum[:])}
+	p := push{at: at, began: began, digest: hex.EncodeToString(sum[:]), size: size}
 	k.mu.Lock()
 	awaited := make([]string, 0, len(k.markers))
 	for host, seen := range k.markers {
@@ -184,6 +186,23 @@ func (k *recordingKong) carriedBy(host string) carried {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.markers[host]
+}
+
+// bodySizes are the bytes of the first complete push's body and of the last push's (0 while
+// none came).
+func (k *recordingKong) bodySizes() (first, last int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range k.pushes {
+		if p.hosts >= k.complete {
+			first = p.size
+			break
+		}
+	}
+	if n := len(k.pushes); n > 0 {
+		last = k.pushes[n-1].size
+	}
+	return first, last
 }
 
 // firstCompletePush returns the arrival of the first push carrying every host.
