@@ -60,6 +60,9 @@ type Config struct {
 	// Emulator sends the configurations to the Kong emulator (which validates them) instead of
 	// the recording Kong that accepts anything: the times then include Kong's work.
 	Emulator bool
+	// Database runs the emulator in database mode (postgres): the controller syncs it entity
+	// by entity (a diff), and a push is a route's write. With Emulator only; no extra starts.
+	Database bool
 	// Args are more flags for the controller.
 	Args []string
 	// HeapProfile, when set, is the file that receives the controller's heap profile at the end
@@ -189,6 +192,9 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	if cfg.ChangeInterval <= 0 {
 		cfg.ChangeInterval = 500 * time.Millisecond
 	}
+	if cfg.Database && (!cfg.Emulator || cfg.Starts > 0) {
+		return res, errors.New("benche2e: Database goes with Emulator, without extra starts")
+	}
 	progress := func(format string, args ...any) {
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, "bench-e2e: "+format+"\n", args...)
@@ -258,22 +264,34 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	if cfg.Emulator {
 		// The body limit raised past any size measured: the bench measures the curve, not
 		// the wall at Kong's default 10m (docs/scaling.md).
-		next = kongemu.New(kongemu.Options{Mode: kongemu.DBLess, AdminMaxBodySize: "1g"})
+		opts := kongemu.Options{Mode: kongemu.DBLess, AdminMaxBodySize: "1g"}
+		if cfg.Database {
+			opts.Mode = kongemu.Postgres
+		}
+		next = kongemu.New(opts)
 	}
 	kong, kongURL, closeKong, err := serveRecordingKong(next, cfg.Ingresses)
 	if err != nil {
 		return res, err
 	}
+	kong.database = cfg.Database
 	defer closeKong()
 
 	res.LogFile = filepath.Join(logDir, "controller.log")
 	args := func(kongURL string) []string {
 		args := []string{"run", "--kubeconfig", kubeconfig, "--kong-admin-url", kongURL, "--ingress-class", ingressClass,
-			"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect=false",
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 			fmt.Sprintf("--update-status=%t", cfg.Status),
 			"--log-format=json"} // the breakdown and the start's timeline are read from JSON lines
 		if cfg.Status {
 			args = append(args, "--publish-status-address", "192.0.2.10")
+		}
+		if cfg.Database {
+			// A database requires leader election (one writer); its lease in a namespace
+			// every cluster has.
+			args = append(args, "--election-namespace", "default")
+		} else {
+			args = append(args, "--leader-elect=false")
 		}
 		return args
 	}
