@@ -3,7 +3,7 @@
 // target passes (N, K, SECRETS, STATUS, KONG).
 //
 //	bench-e2e --binary bin/konductor --assets DIR [--ingresses 3000] [--changes 20]
-//	    [--secrets 0] [--status on|off] [--kong record|emulator] [--interval 500ms] [--heap-profile FILE] [--cpu-profile FILE] [--start-cpu-profile FILE] [--start-trace FILE] [--settle 10s] [--apiserver-cpu-profile FILE] [--etcd-data-dir DIR] [--breakdown=false]
+//	    [--secrets 0] [--status on|off] [--kong record|emulator|database] [--interval 500ms] [--heap-profile FILE] [--cpu-profile FILE] [--start-cpu-profile FILE] [--start-trace FILE] [--settle 10s] [--apiserver-cpu-profile FILE] [--etcd-data-dir DIR] [--breakdown=false]
 package main
 
 import (
@@ -54,7 +54,7 @@ func run() error {
 	flag.IntVar(&cfg.Changes, "changes", envInt("K", 20), "host changes after the first complete push")
 	flag.IntVar(&cfg.Secrets, "secrets", envInt("SECRETS", 0), "unrelated 100 KB Secrets")
 	flag.StringVar(&status, "status", envString("STATUS", "on"), "status writes: on or off")
-	flag.StringVar(&kong, "kong", envString("KONG", "record"), "record (accepts anything) or emulator (validates)")
+	flag.StringVar(&kong, "kong", envString("KONG", "record"), "record (accepts anything), emulator (DB-less, validates) or database (the emulator with a database: synced by diff, entity by entity)")
 	flag.DurationVar(&cfg.ChangeInterval, "interval", 500*time.Millisecond, "mean time between changes")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the changes' order and intervals")
 	flag.StringVar(&cfg.HeapProfile, "heap-profile", os.Getenv("HEAP_PROFILE"), "file that receives the controller's heap profile at the end (go tool pprof)")
@@ -81,8 +81,10 @@ func run() error {
 	case "record":
 	case "emulator":
 		cfg.Emulator = true
+	case "database":
+		cfg.Emulator, cfg.Database = true, true
 	default:
-		return fmt.Errorf("--kong must be record or emulator, not %q", kong)
+		return fmt.Errorf("--kong must be record, emulator or database, not %q", kong)
 	}
 	cfg.Args = flag.Args()
 	cfg.Progress = os.Stderr

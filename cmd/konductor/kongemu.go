@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/kongrules"
 )
 
 // runKongemu serves the Kong Admin API emulator until ctx is cancelled:
@@ -63,6 +64,7 @@ func kongemuCommand(ctx context.Context, args []string, stdout io.Writer) error 
 	proxyListen := fs.String("proxy-listen", "127.0.0.1:8000", `address of the proxy's plain HTTP listener (HTTP/1.1 and HTTP/2 without TLS); "off": no proxy`)
 	proxyListenTLS := fs.String("proxy-listen-tls", "127.0.0.1:8443", "address of the proxy's HTTPS listener")
 	proxyBackends := fs.String("proxy-backends", "network", "where the proxy sends requests: network (the targets' addresses) or echo (an in-process echo server per target)")
+	maxBody := fs.String("admin-max-body-size", kongrules.DefaultAdminMaxBodySize, "Kong's nginx_admin_client_max_body_size: a larger request body is answered 413 (nginx's size syntax: 10m, 512k; 0: no limit)")
 	debugHeader := fs.Bool("allow-debug-header", false, "Kong's allow_debug_header: a request with Kong-Debug gets the route and service in response headers")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -92,7 +94,10 @@ func kongemuCommand(ctx context.Context, args []string, stdout io.Writer) error 
 		}
 	}
 	opts := kongemu.Options{AdminToken: *token, Version: *version, Seed: *seed,
-		RouterFlavor: *flavor, Edition: kongemu.Edition(*edition)}
+		RouterFlavor: *flavor, Edition: kongemu.Edition(*edition), AdminMaxBodySize: *maxBody}
+	if _, err := kongrules.ParseNginxSize(*maxBody); err != nil {
+		return fmt.Errorf("kongemu: --admin-max-body-size: %w", err)
+	}
 	if *flavor != kongemu.RouterTraditionalCompatible && *flavor != kongemu.RouterExpressions {
 		return fmt.Errorf("kongemu: --router-flavor must be traditional_compatible or expressions, not %q", *flavor)
 	}

@@ -46,7 +46,7 @@ func (l *Loop) observe(g *gatewayState, t *Target, err error, fallback bool) {
 // SentConfig is the target's declarative configuration as the gateways were sent it, for
 // the diagnostics server's dumps: DeclarativeConfig when the loop rendered it (database
 // mode, a standby's digest), else the configuration inside the DB-less body when the loop
-// rendered that, else rendered now by the State without the loop's renderer, whose caches
+// rendered that (State.DBLessConfig: without the fields Kong fills the same), else rendered now by the State without the loop's renderer, whose caches
 // keep the rounds' entities and stay the rounds' (a dump of DB-less gateways would
 // otherwise fill its cache of the form they never use, megabytes kept for nothing).
 func (t *Target) SentConfig() ([]byte, error) {

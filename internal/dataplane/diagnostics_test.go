@@ -15,7 +15,7 @@ import (
 )
 
 // A dump of a DB-less target reads the configuration out of the body the gateways were
-// sent: the same bytes as DeclarativeConfig, without the renderer rendering (and keeping)
+// sent: the same bytes as DBLessConfig, without the renderer rendering (and keeping)
 // the form DB-less gateways never use.
 func TestSentConfigReadsTheDBLessBody(t *testing.T) {
 	snap, err := newStore(t, cluster()).Snapshot(context.Background())
@@ -28,9 +28,11 @@ func TestSentConfigReadsTheDBLessBody(t *testing.T) {
 
 	sent, err := tg.SentConfig()
 	require.NoError(t, err)
+	wantSent, err := res.State.DBLessConfig() // without the fields Kong fills the same (issue #45)
+	require.NoError(t, err)
+	require.Equal(t, string(wantSent), string(sent))
 	want, err := res.State.DeclarativeConfig()
 	require.NoError(t, err)
-	require.Equal(t, string(want), string(sent))
 	plain, quoted := r.KeptBytes()
 	require.Zero(t, plain, "the dump rendered nothing through the loop's renderer")
 	require.NotZero(t, quoted)

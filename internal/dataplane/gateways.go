@@ -17,6 +17,7 @@ import (
 	"github.com/kong/go-kong/kong"
 
 	"github.com/konductor/konductor/internal/dataplane/dbless"
+	"github.com/konductor/konductor/internal/kongrules"
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
@@ -35,6 +36,15 @@ type DBLessGateway struct {
 // NewDBLessGateway returns a Gateway for the DB-less Kong at url.
 func NewDBLessGateway(url string, client *kong.Client, log logr.Logger) *DBLessGateway {
 	return &DBLessGateway{url: url, gw: dbless.New(client), log: log}
+}
+
+// NewDBLessGatewayOf is NewDBLessGateway of a Kong whose GET / answered root: its router,
+// version and Admin API body limit are known (a body over the limit is not sent).
+func NewDBLessGatewayOf(url string, client *kong.Client, log logr.Logger, root Root) *DBLessGateway {
+	g := NewDBLessGateway(url, client, log)
+	g.Router, g.Version = root.RouterFlavor, root.Version
+	g.gw.SetBodyLimit(root.BodyLimit)
+	return g
 }
 
 // URL implements Gateway.
@@ -191,7 +201,7 @@ func hasExpressionRoutes(s *kongstate.State) bool {
 // fromDBLessRejection maps the entities Kong refused to their objects: by their tags, or, for
 // custom entities (no tags), by their fields in the state that was sent.
 func fromDBLessRejection(url string, rej *dbless.RejectedError, sent *kongstate.State) *RejectedError {
-	out := &RejectedError{Gateway: url, Message: rej.Error(), Raw: rej.Raw}
+	out := &RejectedError{Gateway: url, Message: rej.Error(), Raw: rej.Raw, TooLarge: rej.TooLarge}
 	for _, ent := range rej.Entities {
 		ref, ok := kongstate.ObjectRefFromTags(ent.Tags)
 		if !ok && len(ent.Tags) == 0 {
@@ -322,7 +332,9 @@ func (g *DetectingGateway) detected(ctx context.Context, t *Target) (Gateway, er
 		if !db && g.DBLessRefused != nil {
 			return nil, fmt.Errorf("gateway %s is DB-less: %w", g.url, g.DBLessRefused)
 		} else if !db {
-			inner = NewDBLessGateway(g.url, g.client, g.log)
+			dbl := NewDBLessGateway(g.url, g.client, g.log)
+			dbl.gw.SetBodyLimit(root.BodyLimit)
+			inner = dbl
 		} else if g.dbMode == nil {
 			return nil, fmt.Errorf("gateway %s has a database, which this build cannot sync", g.url)
 		} else if inner, err = g.dbMode(g.url, nil); err != nil {
@@ -416,6 +428,10 @@ type Root struct {
 	Listens *KongListens
 	// NodeID is the Kong node's ID (node_id), for Konnect's nodes.
 	NodeID string
+	// BodyLimit is the Admin API's request body limit in bytes
+	// (configuration.nginx_admin_client_max_body_size, "10m" by default): 0 when there is none
+	// ("0") or GET / did not say.
+	BodyLimit int64
 }
 
 // KongListens are the listens of one Kong: where it serves HTTP(S) (proxy_listen) and TCP,
@@ -461,6 +477,10 @@ func ReadRoot(ctx context.Context, client *kong.Client) (Root, error) {
 	version, _ := root["version"].(string)
 	nodeID, _ := root["node_id"].(string)
 	out := Root{Database: db != "" && db != "off", RouterFlavor: flavor, Enterprise: IsEnterprise(root), Version: version, NodeID: nodeID}
+	if limit, ok := conf[kongrules.AdminMaxBodySizeKey].(string); ok {
+		// Unreadable: no limit known, and a 413 answer, if one comes, says it.
+		out.BodyLimit, _ = kongrules.ParseNginxSize(limit)
+	}
 	if _, ok := conf["proxy_listeners"]; ok {
 		out.Listens = &KongListens{Proxy: readListens(conf["proxy_listeners"]), Stream: readListens(conf["stream_listeners"])}
 	}

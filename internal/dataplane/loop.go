@@ -17,6 +17,7 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane/dbless"
 	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/kongrules"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/objgraph"
 	"github.com/konductor/konductor/internal/redact"
@@ -212,6 +213,9 @@ type RejectedError struct {
 	// none): the diagnostics server's raw-error dump. It may quote secrets of the
 	// configuration; nothing logs it.
 	Raw []byte
+	// TooLarge is set when the refusal is of a DB-less body over the gateway's Admin API body
+	// limit: not sent, or answered 413 (nil otherwise).
+	TooLarge *dbless.BodyTooLarge
 }
 
 // EntityError is one entity a gateway refused: the Kubernetes object it came from (found
@@ -963,7 +967,11 @@ func (l *Loop) settle(ctx context.Context, d syncDone) GatewayResult {
 	case errors.As(err, &rej):
 		// The gateway keeps its last good configuration; the same one is not retried.
 		g.retryAt, g.lastErr, g.backoff, g.ok = time.Time{}, nil, l.opts.Backoff, rej.RestApplied
-		log.Error(l.redact(err), "gateway rejected the configuration", "gateway", g.URL(), "entities", len(rej.Entities))
+		kv := []any{"gateway", g.URL(), "entities", len(rej.Entities)}
+		if tl := rej.TooLarge; tl != nil {
+			kv = append(kv, "bodyBytes", tl.Size, "limitBytes", tl.Limit, "setting", kongrules.AdminMaxBodySizeEnv)
+		}
+		log.Error(l.redact(err), "gateway rejected the configuration", kv...)
 	default:
 		return l.settleError(ctx, g, err)
 	}

@@ -46,6 +46,9 @@ func (e *Emulator) info() map[string]any {
 			"proxy_listeners":        listeners(e.opts.ProxyListen, proxyListenFlags),
 			"stream_listeners":       listeners(e.opts.StreamListen, streamListenFlags),
 			"nginx_worker_processes": "auto",
+			// Strings, as kong.conf has them (kong_defaults.lua).
+			kongrules.AdminMaxBodySizeKey:    e.opts.AdminMaxBodySize,
+			kongrules.AdminBodyBufferSizeKey: "10m",
 		},
 		"timers": map[string]any{"running": 0, "pending": 0},
 		"pids":   map[string]any{"master": 1, "workers": []any{2}},

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/konductor/konductor/internal/kongrules"
 )
 
 // Mode is the storage mode the emulated Kong runs in.
@@ -62,6 +64,11 @@ type Options struct {
 	// emulator loads, the tags of its routes (AuditEntry.RouteTags): tests that must show a
 	// route was never served, not only that it is not served now, read them.
 	AuditConfigRoutes bool
+	// AdminMaxBodySize is Kong's nginx_admin_client_max_body_size, in nginx's size syntax
+	// (default kongrules.DefaultAdminMaxBodySize, "10m"; "0": no limit): a request with a
+	// larger body is answered 413 with nginx's page before any handler runs, as Kong's admin
+	// server does. GET / reports it.
+	AdminMaxBodySize string
 }
 
 // Router flavors (Kong's router_flavor setting).
@@ -81,9 +88,10 @@ const (
 
 // Emulator is an in-memory emulation of Kong's Admin API. It is an http.Handler.
 type Emulator struct {
-	opts   Options
-	prof   profile
-	nodeID string
+	opts    Options
+	maxBody int64 // opts.AdminMaxBodySize in bytes, 0 for none
+	prof    profile
+	nodeID  string
 
 	mu         sync.Mutex
 	db         *db
@@ -133,7 +141,13 @@ func New(opts Options) *Emulator {
 	if opts.Edition == "" {
 		opts.Edition = Community
 	}
+	maxBody, err := kongrules.ParseNginxSize(opts.AdminMaxBodySize)
+	if err != nil { // unset or unreadable: Kong's default (Kong itself refuses to start)
+		opts.AdminMaxBodySize = kongrules.DefaultAdminMaxBodySize
+		maxBody, _ = kongrules.ParseNginxSize(opts.AdminMaxBodySize)
+	}
 	e := &Emulator{
+		maxBody:    maxBody,
 		opts:       opts,
 		prof:       newProfile(opts),
 		nodeID:     uuid.NewString(),
@@ -162,6 +176,9 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.mu.Unlock()
 
 	w.Header().Set("Server", "kong/"+e.opts.Version)
+	if e.tooLarge(w, r) {
+		return
+	}
 	if e.opts.AdminToken != "" && r.Header.Get("Kong-Admin-Token") != e.opts.AdminToken {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{
 			"message": "Invalid credentials. Token or User credentials required"})
@@ -173,6 +190,33 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	e.route(w, r)
+}
+
+// tooLarge answers 413 to a request whose body is over the limit, as nginx does before Kong
+// sees the request: at once when its Content-Length says so, else (a chunked body) once more
+// than the limit was read. It reports whether it answered; the body of a request it lets
+// through is then read from memory.
+func (e *Emulator) tooLarge(w http.ResponseWriter, r *http.Request) bool {
+	if e.maxBody <= 0 || r.Body == nil || r.Body == http.NoBody {
+		return false
+	}
+	over := r.ContentLength > e.maxBody
+	if !over && r.ContentLength < 0 {
+		b, err := io.ReadAll(io.LimitReader(r.Body, e.maxBody+1))
+		if err == nil {
+			over = int64(len(b)) > e.maxBody
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+	}
+	if !over {
+		return false
+	}
+	// nginx closes the connection after this answer (the body is not read).
+	w.Header().Set("Connection", "close")
+	w.Header().Set("Content-Type", "text/html")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = io.WriteString(w, kongrules.RequestEntityTooLargeBody)
+	return true
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any) {

@@ -38,7 +38,11 @@ import (
 type jsonAppender struct {
 	b     []byte
 	quote bool
-	err   error
+	// withoutKongDefaults is set for the body a DB-less Kong is sent (the quoted form): the
+	// entity is given without the fields Kong fills with the value they hold
+	// (kongdefaults.go), and the rendering's own defaults are not filled in.
+	withoutKongDefaults bool
+	err                 error
 }
 
 // quoteMark appends the quotation mark that starts or ends a JSON string.
@@ -378,7 +382,9 @@ func (w *jsonAppender) route(r *file.FRoute) {
 	f.strs("methods", r.Methods)
 	f.strs("paths", r.Paths)
 	if r.PathHandling == nil && r.Expression == nil {
-		f.str("path_handling", &defaultPathHandling)
+		if !w.withoutKongDefaults {
+			f.str("path_handling", &defaultPathHandling)
+		}
 	} else {
 		f.str("path_handling", r.PathHandling)
 	}
@@ -400,7 +406,9 @@ func (w *jsonAppender) route(r *file.FRoute) {
 	}
 	f.strs("tags", r.Tags)
 	if r.HTTPSRedirectStatusCode == nil {
-		f.int("https_redirect_status_code", &defaultHTTPSRedirectStatusCode)
+		if !w.withoutKongDefaults {
+			f.int("https_redirect_status_code", &defaultHTTPSRedirectStatusCode)
+		}
 	} else {
 		f.int("https_redirect_status_code", r.HTTPSRedirectStatusCode)
 	}
@@ -536,7 +544,9 @@ func (w *jsonAppender) upstream(u *file.FUpstream) {
 		f.marshal("client_certificate", u.ClientCertificate)
 	}
 	if u.Algorithm == nil {
-		f.str("algorithm", &defaultAlgorithm)
+		if !w.withoutKongDefaults {
+			f.str("algorithm", &defaultAlgorithm)
+		}
 	} else {
 		f.str("algorithm", u.Algorithm)
 	}
@@ -612,29 +622,40 @@ func at(order []int, i int) int {
 }
 
 // appendService appends svc's rendering (as json.Marshal(renderServiceShallow(svc)) gives
-// it), escaped as the content of a JSON string when quote is set.
+// it), escaped as the content of a JSON string when quote is set, and then without what Kong
+// fills the same (the DB-less body, as State.DBLessConfig renders it).
 func appendService(dst []byte, svc *file.FService, quote bool) (_ []byte, err error) {
-	w := jsonAppender{b: dst, quote: quote}
+	w := jsonAppender{b: dst, quote: quote, withoutKongDefaults: quote}
 	defer w.stopped(&err)
+	if quote {
+		svc = withoutServiceDefaults(svc)
+	}
 	w.service(svc)
 	return w.b, nil
 }
 
 // appendUpstream appends u's rendering (as json.Marshal(renderUpstream(u)) gives it),
-// escaped as the content of a JSON string when quote is set.
+// escaped as the content of a JSON string when quote is set, and then without what Kong fills
+// the same.
 func appendUpstream(dst []byte, u *file.FUpstream, quote bool) (_ []byte, err error) {
-	w := jsonAppender{b: dst, quote: quote}
+	w := jsonAppender{b: dst, quote: quote, withoutKongDefaults: quote}
 	defer w.stopped(&err)
+	if quote {
+		u = withoutUpstreamDefaults(u)
+	}
 	w.upstream(u)
 	return w.b, nil
 }
 
 // appendPlugin appends p's rendering as a top-level plugin (as json.Marshal of Content's copy
 // with fillPluginDefaults' defaults gives it), escaped as the content of a JSON string when
-// quote is set.
+// quote is set, and then without what Kong fills the same.
 func appendPlugin(dst []byte, p *file.FPlugin, quote bool) (_ []byte, err error) {
-	w := jsonAppender{b: dst, quote: quote}
+	w := jsonAppender{b: dst, quote: quote, withoutKongDefaults: quote}
 	defer w.stopped(&err)
+	if quote {
+		p = withoutPluginDefaults(p)
+	}
 	w.plugin(p)
 	return w.b, nil
 }

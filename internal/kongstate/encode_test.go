@@ -246,6 +246,25 @@ func outcome(render func() ([]byte, error)) (s string) {
 	return string(b)
 }
 
+// renderedService is renderServiceShallow's copy of svc, without Kong's defaults for the
+// DB-less body (as State.DBLessConfig renders it).
+func renderedService(svc *file.FService, dbless bool) file.FService {
+	r := renderServiceShallow(svc)
+	if dbless {
+		return *withoutServiceDefaults(&r)
+	}
+	return r
+}
+
+// renderedUpstream is renderUpstream's copy of u, without Kong's defaults for the DB-less body.
+func renderedUpstream(u *file.FUpstream, dbless bool) file.FUpstream {
+	r := renderUpstream(u)
+	if dbless {
+		return *withoutUpstreamDefaults(&r)
+	}
+	return r
+}
+
 // renderEncodingJSON is how the Renderer rendered an entity before encode.go: encoding/json
 // over renderServiceShallow's or renderUpstream's copy, escaped for the quoted form.
 func renderEncodingJSON(v any, quote bool) ([]byte, error) {
@@ -269,10 +288,13 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 	}
 	f := randomFiller{t: t, r: rand.New(rand.NewPCG(13, 2026))}
 	outcomes := map[string]int{}
-	check := func(i int, what string, encodingJSON func() ([]byte, error), encoder func([]byte, bool) ([]byte, error)) {
-		plain := outcome(encodingJSON)
-		outcomes[plain]++
+	// encodingJSON renders without Kong's defaults for the quoted form, the DB-less body.
+	check := func(i int, what string, encodingJSON func(withoutKongDefaults bool) ([]byte, error), encoder func([]byte, bool) ([]byte, error)) {
 		for _, quote := range []bool{false, true} {
+			plain := outcome(func() ([]byte, error) { return encodingJSON(quote) })
+			if !quote {
+				outcomes[plain]++
+			}
 			want := plain
 			if quote && plain != "error" && plain != "panic" {
 				want = string(AppendJSONStringContent(nil, []byte(plain)))
@@ -290,11 +312,11 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 	for i := range cases {
 		var svc file.FService
 		f.fill(reflect.ValueOf(&svc).Elem(), 0)
-		check(i, "service", func() ([]byte, error) { return json.Marshal(renderServiceShallow(&svc)) },
+		check(i, "service", func(dbless bool) ([]byte, error) { return json.Marshal(renderedService(&svc, dbless)) },
 			func(dst []byte, quote bool) ([]byte, error) { return appendService(dst, &svc, quote) })
 		var u file.FUpstream
 		f.fill(reflect.ValueOf(&u).Elem(), 0)
-		check(i, "upstream", func() ([]byte, error) { return json.Marshal(renderUpstream(&u)) },
+		check(i, "upstream", func(dbless bool) ([]byte, error) { return json.Marshal(renderedUpstream(&u, dbless)) },
 			func(dst []byte, quote bool) ([]byte, error) { return appendUpstream(dst, &u, quote) })
 	}
 	t.Logf("%d cases; renderings that failed (a NaN or infinity) %d, panicked %d", cases, outcomes["error"], outcomes["panic"])
@@ -324,7 +346,7 @@ func TestEncoderEdgeCases(t *testing.T) {
 	}
 	for name, svc := range services {
 		for _, quote := range []bool{false, true} {
-			want, err := renderEncodingJSON(renderServiceShallow(svc), quote)
+			want, err := renderEncodingJSON(renderedService(svc, quote), quote)
 			require.NoError(t, err, name)
 			got, err := appendService(nil, svc, quote)
 			require.NoError(t, err, name)
@@ -341,7 +363,7 @@ func TestEncoderEdgeCases(t *testing.T) {
 	}
 	for name, u := range upstreams {
 		for _, quote := range []bool{false, true} {
-			want, err := renderEncodingJSON(renderUpstream(u), quote)
+			want, err := renderEncodingJSON(renderedUpstream(u, quote), quote)
 			require.NoError(t, err, name)
 			got, err := appendUpstream(nil, u, quote)
 			require.NoError(t, err, name)
@@ -463,7 +485,9 @@ func TestRendererMatchesDeclarativeConfigOnRandomStates(t *testing.T) {
 		require.Equal(t, string(want), string(got), "state %d", i)
 		quoted, err := r.QuotedDeclarativeConfig(s, `{"config":"`, `"}`)
 		require.NoError(t, err)
-		require.Equal(t, string(QuotedBody(want, `{"config":"`, `"}`)), quoted.String(), "state %d", i)
+		wantDBLess, err := s.DBLessConfig()
+		require.NoError(t, err)
+		require.Equal(t, string(QuotedBody(wantDBLess, `{"config":"`, `"}`)), quoted.String(), "state %d", i)
 	}
 }
 

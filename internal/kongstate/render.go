@@ -348,9 +348,10 @@ func (r *Renderer) DeclarativeConfig(s *State) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// QuotedDeclarativeConfig is prefix, then s.DeclarativeConfig() escaped as the content of a
+// QuotedDeclarativeConfig is prefix, then s.DBLessConfig() escaped as the content of a
 // JSON string (AppendJSONStringContent), then suffix: a body such as {"config":"..."}
-// without a copy of the configuration. It re-uses the escaped bytes of the entities it
+// without a copy of the configuration. It is the body a DB-less Kong is sent: without the
+// fields Kong fills with the value they hold (kongdefaults.go), unlike DeclarativeConfig. It re-uses the escaped bytes of the entities it
 // rendered for the previous body, which the Body's pieces share.
 func (r *Renderer) QuotedDeclarativeConfig(s *State, prefix, suffix string) (Body, error) {
 	return r.render(s, &r.quoted, true, prefix, suffix)
@@ -365,9 +366,13 @@ func QuotedBody(config []byte, prefix, suffix string) []byte {
 
 func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suffix string) (Body, error) {
 	whole := func() (Body, error) {
-		b, err := s.DeclarativeConfig()
-		if err != nil || !quote {
+		if !quote {
+			b, err := s.DeclarativeConfig()
 			return BodyOf(b), err
+		}
+		b, err := s.DBLessConfig()
+		if err != nil {
+			return Body{}, err
 		}
 		return BodyOf(QuotedBody(b, prefix, suffix)), nil
 	}

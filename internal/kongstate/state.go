@@ -228,6 +228,17 @@ type consumerGroupConsumer struct {
 // and one key per custom entity type. encoding/json writes struct fields in declaration order
 // and map keys sorted, so the bytes depend only on the State.
 func (s *State) DeclarativeConfig() ([]byte, error) {
+	return s.declarativeConfig(false)
+}
+
+// DBLessConfig is DeclarativeConfig as a DB-less Kong is sent it: without the fields Kong
+// fills with the value they hold (kongdefaults.go), which the configuration Kong holds does
+// not tell apart. The Renderer's QuotedDeclarativeConfig is this, escaped.
+func (s *State) DBLessConfig() ([]byte, error) {
+	return s.declarativeConfig(true)
+}
+
+func (s *State) declarativeConfig(withoutKongDefaults bool) ([]byte, error) {
 	var custom []*CustomEntity
 	if s != nil {
 		custom = s.CustomEntities
@@ -236,7 +247,11 @@ func (s *State) DeclarativeConfig() ([]byte, error) {
 	if s != nil {
 		alts = s.CertificateAlts
 	}
-	body, err := json.Marshal(dbless(s.Content(), len(custom) == 0))
+	c := s.Content()
+	if withoutKongDefaults {
+		withoutContentDefaults(c)
+	}
+	body, err := json.Marshal(dbless(c, len(custom) == 0))
 	if err != nil {
 		return nil, err
 	}

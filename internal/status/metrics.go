@@ -40,6 +40,8 @@ type Metrics struct {
 	lastSync    *prometheus.GaugeVec
 	configSize  *prometheus.GaugeVec
 	eventToPush *prometheus.HistogramVec
+	// bodyTooLarge and bodyLimit: a DB-less body over the gateway's Admin API limit.
+	bodyTooLarge, bodyLimit *prometheus.GaugeVec
 }
 
 // Sync results, the values of konductor_gateway_syncs_total's "result" label.
@@ -154,6 +156,10 @@ func NewMetrics(reg prometheus.Registerer, instanceID string) *Metrics {
 			"Size of the declarative configuration the gateway last took, in bytes (rendered for database mode too).", []string{labelDataplane}),
 		eventToPush: histogram("konductor_event_to_push_duration_milliseconds",
 			"Time from a Kubernetes change event to the end of the sync that delivered it to the gateway, in milliseconds.", []string{labelDataplane}),
+		bodyTooLarge: gauge("konductor_configuration_body_too_large_bytes",
+			"Size of the last DB-less configuration body the gateway did not take because it is over its Admin API body limit (not sent, or answered 413), in bytes; 0 once it takes one. Raise KONG_NGINX_ADMIN_CLIENT_MAX_BODY_SIZE on the gateway past it.", []string{labelDataplane}),
+		bodyLimit: gauge("konductor_configuration_body_limit_bytes",
+			"The gateway's Admin API body limit (nginx_admin_client_max_body_size, set by KONG_NGINX_ADMIN_CLIENT_MAX_BODY_SIZE) as it said at the last body over it, in bytes; 0 when it answered 413 without having said it.", []string{labelDataplane}),
 	}
 	return m
 }
@@ -196,9 +202,14 @@ func (m *Metrics) observe(r dataplane.Round) {
 		case g.Err == nil:
 			m.rounds.WithLabelValues(g.URL, ResultSuccess).Inc()
 			m.rejected.WithLabelValues(g.URL).Set(0)
+			m.bodyTooLarge.WithLabelValues(g.URL).Set(0)
 		case errors.As(g.Err, &rej):
 			m.rounds.WithLabelValues(g.URL, ResultRejected).Inc()
 			m.rejected.WithLabelValues(g.URL).Set(float64(len(rej.Entities)))
+			if tl := rej.TooLarge; tl != nil {
+				m.bodyTooLarge.WithLabelValues(g.URL).Set(float64(tl.Size))
+				m.bodyLimit.WithLabelValues(g.URL).Set(float64(tl.Limit))
+			}
 		default:
 			m.rounds.WithLabelValues(g.URL, ResultError).Inc()
 		}

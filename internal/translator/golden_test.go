@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/manifest"
 )
@@ -26,6 +27,19 @@ type goldenOptions struct {
 	// RouterFlavor "traditional" marks a case for Kong's traditional router flavor (PCRE
 	// regexes), which the emulator does not emulate (TestGatewayGoldenAcceptedByKong).
 	RouterFlavor string `json:"routerFlavor"`
+}
+
+// emulator is the DB-less Kong the case's configuration is for: its router flavor and
+// version.
+func (o goldenOptions) emulator() kongemu.Options {
+	opts := kongemu.Options{Mode: kongemu.DBLess}
+	if o.Translator.ExpressionRoutes {
+		opts.RouterFlavor = kongemu.RouterExpressions
+	}
+	if v := o.Translator.KongVersion; v.Major > 0 {
+		opts.Version = v.String()
+	}
+	return opts
 }
 
 // readGoldenOptions reads the case's options.yaml, if any.

@@ -195,15 +195,7 @@ func TestGoldenCasesInRequests(t *testing.T) {
 			}
 			body, err := json.Marshal(cfg)
 			require.NoError(t, err)
-			opts := kongemu.Options{Mode: kongemu.DBLess}
-			copts := readGoldenOptions(t, dir)
-			if copts.Translator.ExpressionRoutes {
-				opts.RouterFlavor = kongemu.RouterExpressions
-			}
-			if v := copts.Translator.KongVersion; v.Major > 0 {
-				opts.Version = v.String()
-			}
-			emu := kongemu.New(opts)
+			emu := kongemu.New(readGoldenOptions(t, dir).emulator())
 			rec := httptest.NewRecorder()
 			emu.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/config", strings.NewReader(string(body))))
 			require.Equal(t, http.StatusCreated, rec.Code, "%s", rec.Body.String())

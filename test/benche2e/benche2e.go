@@ -60,6 +60,9 @@ type Config struct {
 	// Emulator sends the configurations to the Kong emulator (which validates them) instead of
 	// the recording Kong that accepts anything: the times then include Kong's work.
 	Emulator bool
+	// Database runs the emulator in database mode (postgres): the controller syncs it entity
+	// by entity (a diff), and a push is a route's write. With Emulator only; no extra starts.
+	Database bool
 	// Args are more flags for the controller.
 	Args []string
 	// HeapProfile, when set, is the file that receives the controller's heap profile at the end
@@ -121,11 +124,14 @@ type Result struct {
 	Missed           int             // changes no push carried within changeTimeout
 	Pushes           int             // every POST /config
 	PushesAfterFirst int             // after the first complete push
-	RSSBytes         int64           // VmRSS at the end
-	PeakRSSBytes     int64           // VmHWM at the end
-	RSSAnonBytes     int64           // RssAnon at the end: heap, stacks, runtime
-	RSSFileBytes     int64           // RssFile at the end: the binary's (and libraries') pages read
-	CPUSeconds       float64         // utime + stime at the end
+	// FirstBodyBytes and LastBodyBytes are the POST /config bodies' sizes, as sent: the
+	// first complete push's and the last push's.
+	FirstBodyBytes, LastBodyBytes int
+	RSSBytes                      int64   // VmRSS at the end
+	PeakRSSBytes                  int64   // VmHWM at the end
+	RSSAnonBytes                  int64   // RssAnon at the end: heap, stacks, runtime
+	RSSFileBytes                  int64   // RssFile at the end: the binary's (and libraries') pages read
+	CPUSeconds                    float64 // utime + stime at the end
 	// CPUSecondsAtFirstPush is utime + stime when the first complete push had arrived.
 	CPUSecondsAtFirstPush float64
 	// APIServerCPUSecondsAtFirstPush and EtcdCPUSecondsAtFirstPush are the kube-apiserver's
@@ -185,6 +191,9 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	if cfg.ChangeInterval <= 0 {
 		cfg.ChangeInterval = 500 * time.Millisecond
+	}
+	if cfg.Database && (!cfg.Emulator || cfg.Starts > 0) {
+		return res, errors.New("benche2e: Database goes with Emulator, without extra starts")
 	}
 	progress := func(format string, args ...any) {
 		if cfg.Progress != nil {
@@ -253,22 +262,36 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 
 	var next http.Handler
 	if cfg.Emulator {
-		next = kongemu.New(kongemu.Options{Mode: kongemu.DBLess})
+		// The body limit raised past any size measured: the bench measures the curve, not
+		// the wall at Kong's default 10m (docs/scaling.md).
+		opts := kongemu.Options{Mode: kongemu.DBLess, AdminMaxBodySize: "1g"}
+		if cfg.Database {
+			opts.Mode = kongemu.Postgres
+		}
+		next = kongemu.New(opts)
 	}
 	kong, kongURL, closeKong, err := serveRecordingKong(next, cfg.Ingresses)
 	if err != nil {
 		return res, err
 	}
+	kong.database = cfg.Database
 	defer closeKong()
 
 	res.LogFile = filepath.Join(logDir, "controller.log")
 	args := func(kongURL string) []string {
 		args := []string{"run", "--kubeconfig", kubeconfig, "--kong-admin-url", kongURL, "--ingress-class", ingressClass,
-			"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect=false",
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 			fmt.Sprintf("--update-status=%t", cfg.Status),
 			"--log-format=json"} // the breakdown and the start's timeline are read from JSON lines
 		if cfg.Status {
 			args = append(args, "--publish-status-address", "192.0.2.10")
+		}
+		if cfg.Database {
+			// A database requires leader election (one writer); its lease in a namespace
+			// every cluster has.
+			args = append(args, "--election-namespace", "default")
+		} else {
+			args = append(args, "--leader-elect=false")
 		}
 		return args
 	}
@@ -416,6 +439,7 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	res.Pushes = kong.pushCount()
 	res.PushesAfterFirst = res.Pushes - pushesAtFirst
+	res.FirstBodyBytes, res.LastBodyBytes = kong.bodySizes()
 	res.Unserved = kong.unserved()
 	stop()
 	// After the stop: every line of the changes' pushes has been written.

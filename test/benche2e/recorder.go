@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -22,6 +23,10 @@ import (
 type recordingKong struct {
 	next     http.Handler
 	complete int // distinct hosts of a complete configuration
+	// database: next is a database-backed Kong, configured entity by entity; a push is then
+	// one write of a route, and dbHosts the distinct hosts of the routes written so far.
+	database bool
+	dbHosts  map[string]bool
 
 	mu      sync.Mutex
 	pushes  []push
@@ -36,6 +41,7 @@ type push struct {
 	began  time.Time // the request's headers had been read (the handler was called)
 	digest string
 	hosts  int // distinct route hosts in the body, counted only until a complete push is seen
+	size   int // the POST body's bytes, as sent
 }
 
 func newRecordingKong(next http.Handler, complete int) *recordingKong {
@@ -63,21 +69,15 @@ func (k *recordingKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
 	isConfig := r.Method == http.MethodPost && r.URL.Path == "/config"
 	if k.next != nil {
+		if k.database && isRouteWrite(r) {
+			k.serveRecorded(w, r, began, k.recordRoute)
+			return
+		}
 		if !isConfig {
 			k.next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		sw := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-		k.next.ServeHTTP(sw, r)
-		if sw.code < 300 {
-			k.record(began, time.Now(), body)
-		}
+		k.serveRecorded(w, r, began, k.record)
 		return
 	}
 	switch {
@@ -115,15 +115,72 @@ func (k *recordingKong) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// isRouteWrite reports whether r writes a route (database mode: PUT /routes/{id}, or under
+// its service).
+func isRouteWrite(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodPut, http.MethodPost, http.MethodPatch:
+		return strings.HasPrefix(r.URL.Path, "/routes") || strings.HasPrefix(r.URL.Path, "/services/") && strings.Contains(r.URL.Path, "/routes")
+	}
+	return false
+}
+
+// serveRecorded hands r to next and, when next took it, records its body with record.
+func (k *recordingKong) serveRecorded(w http.ResponseWriter, r *http.Request, began time.Time, record func(began, at time.Time, body []byte)) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	sw := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	k.next.ServeHTTP(sw, r)
+	if sw.code < 300 {
+		record(began, time.Now(), body)
+	}
+}
+
+// recordRoute keeps a route's write (database mode) as a push holding every host written so
+// far, and marks the awaited hosts it carries.
+func (k *recordingKong) recordRoute(began, at time.Time, body []byte) {
+	var route struct {
+		Hosts []string `json:"hosts"`
+	}
+	_ = json.Unmarshal(body, &route)
+	k.mu.Lock()
+	if k.dbHosts == nil {
+		k.dbHosts = map[string]bool{}
+	}
+	for _, h := range route.Hosts {
+		k.dbHosts[h] = true
+	}
+	p := push{at: at, began: began, hosts: len(k.dbHosts), size: len(body)}
+	k.mu.Unlock()
+	k.note(p, body)
+}
+
 // record keeps the push (its headers read at began, its body at at) and marks every awaited
 // host the body carries.
 func (k *recordingKong) record(began, at time.Time, body []byte) {
 	// konductor sends the configuration as a string, {"config": "..."}, as Kong accepts it;
 	// Kong's configuration_hash is then the md5 of that string.
+	size := len(body)
 	body, release := configOf(body)
 	defer release()
 	sum := md5.Sum(body) //nolint:gosec // Kong's configuration_hash, not a security check
-	p := push{at: at, began: began, digest: hex.EncodeToString(sum[:])}
+	p := push{at: at, began: began, digest: hex.EncodeToString(sum[:]), size: size}
+	k.mu.Lock()
+	complete := k.completeLocked()
+	k.mu.Unlock()
+	if !complete {
+		p.hosts = countHosts(body)
+	}
+	k.note(p, body)
+}
+
+// note keeps p, whose configuration is body, and marks every awaited host body carries.
+func (k *recordingKong) note(p push, body []byte) {
+	began, at := p.began, p.at
 	k.mu.Lock()
 	awaited := make([]string, 0, len(k.markers))
 	for host, seen := range k.markers {
@@ -131,12 +188,8 @@ func (k *recordingKong) record(began, at time.Time, body []byte) {
 			awaited = append(awaited, host)
 		}
 	}
-	complete := k.completeLocked()
 	k.mu.Unlock()
 
-	if !complete {
-		p.hosts = countHosts(body)
-	}
 	var carriedHosts []string
 	for _, host := range awaited {
 		if bytes.Contains(body, []byte(`"`+host+`"`)) {
@@ -184,6 +237,23 @@ func (k *recordingKong) carriedBy(host string) carried {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.markers[host]
+}
+
+// bodySizes are the bytes of the first complete push's body and of the last push's (0 while
+// none came).
+func (k *recordingKong) bodySizes() (first, last int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range k.pushes {
+		if p.hosts >= k.complete {
+			first = p.size
+			break
+		}
+	}
+	if n := len(k.pushes); n > 0 {
+		last = k.pushes[n-1].size
+	}
+	return first, last
 }
 
 // firstCompletePush returns the arrival of the first push carrying every host.

@@ -22,7 +22,10 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 func (r Result) Report(w io.Writer, cfg Config) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 	kong := "recording (no validation)"
-	if cfg.Emulator {
+	switch {
+	case cfg.Database:
+		kong = "emulator with a database (synced by diff; a push is a route's write)"
+	case cfg.Emulator:
 		kong = "emulator (validates)"
 	}
 	status := "off"
@@ -46,6 +49,10 @@ func (r Result) Report(w io.Writer, cfg Config) {
 		reportStages(w, r.Stages, len(r.ChangeLatencies)+r.Missed)
 	}
 	fmt.Fprintf(w, "pushes                          %d (%d after the first complete one)\n", r.Pushes, r.PushesAfterFirst)
+	if !cfg.Database {
+		fmt.Fprintf(w, "POST /config body               %d bytes at the first complete push (%.2f MB), %d at the last\n",
+			r.FirstBodyBytes, float64(r.FirstBodyBytes)/1e6, r.LastBodyBytes)
+	}
 	fmt.Fprintf(w, "RSS / peak                      %.0f MB / %.0f MB (now: anonymous %.0f MB, file-backed %.0f MB)\n",
 		float64(r.RSSBytes)/(1<<20), float64(r.PeakRSSBytes)/(1<<20), float64(r.RSSAnonBytes)/(1<<20), float64(r.RSSFileBytes)/(1<<20))
 	fmt.Fprintf(w, "CPU                             %.2f s\n", r.CPUSeconds)

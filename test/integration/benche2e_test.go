@@ -76,6 +76,9 @@ func TestBenchE2ESmall(t *testing.T) {
 	if res.Missed != 0 || len(res.ChangeLatencies) != cfg.Changes {
 		t.Errorf("changes seen %d, missed %d; want all %d seen", len(res.ChangeLatencies), res.Missed, cfg.Changes)
 	}
+	if res.FirstBodyBytes <= 0 || res.LastBodyBytes <= 0 {
+		t.Errorf("body sizes not measured: first %d, last %d", res.FirstBodyBytes, res.LastBodyBytes)
+	}
 	if res.PushesAfterFirst < 1 {
 		t.Errorf("no push after the first complete one, yet %d changes were seen", len(res.ChangeLatencies))
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kong/go-kong/kong"
 
+	"github.com/konductor/konductor/internal/kongrules"
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
@@ -54,9 +55,11 @@ func (o Outcome) String() string {
 type Gateway struct {
 	client *kong.Client
 
-	mu       sync.Mutex
-	lastGood kongstate.Body // the body (Body) of the configuration the gateway last accepted
-	lastHash string         // the configuration_hash Kong reported right after taking lastGood
+	mu sync.Mutex
+	// bodyLimit is the gateway's Admin API body limit (SetBodyLimit), 0 when none is known.
+	bodyLimit int64
+	lastGood  kongstate.Body // the body (Body) of the configuration the gateway last accepted
+	lastHash  string         // the configuration_hash Kong reported right after taking lastGood
 	// lastHashOfLastGood is set when lastHash was read right after this process sent
 	// lastGood: it is then kongHash of lastGood's configuration, so a configuration has that
 	// hash exactly when it is lastGood's, and the md5 of every new configuration (megabytes)
@@ -114,6 +117,24 @@ func New(client *kong.Client) *Gateway {
 	return &Gateway{client: client}
 }
 
+// SetBodyLimit sets the largest body the gateway takes, in bytes: its
+// nginx_admin_client_max_body_size, which GET / reports (0: none, or not known). A body over
+// it is not sent (Kong would answer 413 without reading it): Push returns a *RejectedError
+// whose TooLarge says so, and the gateway keeps what it holds, as for any refusal.
+func (g *Gateway) SetBodyLimit(limit int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.bodyLimit = limit
+}
+
+// overLimit is the refusal of body, known without sending it, when it is over the limit.
+func (g *Gateway) overLimit(body kongstate.Body) *RejectedError {
+	if g.bodyLimit <= 0 || int64(body.Len()) <= g.bodyLimit {
+		return nil
+	}
+	return tooLarge(int64(body.Len()), g.bodyLimit)
+}
+
 // Push makes the gateway hold config. It sends config only when the gateway does not hold it
 // already. A rejection is returned as *RejectedError, and the same configuration is not sent
 // again; any other error (network, 5xx, 429) is returned as is, for the caller to retry with
@@ -153,6 +174,11 @@ func (g *Gateway) push(ctx context.Context, body kongstate.Body, again bool) (Ou
 	// Megabytes compared only when the sizes are equal: a change almost always changes it.
 	known := !g.lastGood.IsNil() && body.Equal(g.lastGood) && !again
 	rejectedBefore := g.rejectionOf(body)
+	if rejectedBefore == nil && !known {
+		// Refused before it is sent; a gateway that lost its configuration still gets the
+		// last good one back below.
+		rejectedBefore = g.overLimit(body)
+	}
 	if known || rejectedBefore != nil {
 		lost, err := g.drifted(ctx)
 		if err != nil {
@@ -334,8 +360,14 @@ func (g *Gateway) post(ctx context.Context, body kongstate.Body) error {
 		return nil
 	}
 	var apiErr *kong.APIError
-	if errors.As(err, &apiErr) && apiErr.Code() == http.StatusBadRequest {
+	switch {
+	case errors.As(err, &apiErr) && apiErr.Code() == http.StatusBadRequest:
 		return parseRejection(apiErr.Raw())
+	case errors.As(err, &apiErr) && apiErr.Code() == http.StatusRequestEntityTooLarge:
+		// Over a limit GET / did not say (or lowered since): refused as one that is known.
+		rej := tooLarge(int64(body.Len()), g.bodyLimit)
+		rej.Raw = apiErr.Raw()
+		return rej
 	}
 	return err
 }
@@ -373,13 +405,39 @@ func (g *Gateway) reloadConfig(ctx context.Context, body kongstate.Body) error {
 	return nil
 }
 
-// RejectedError is Kong's 400 answer to POST /config: the configuration is invalid. Kong keeps
-// the configuration it had.
+// RejectedError is Kong's 400 answer to POST /config: the configuration is invalid; or its
+// 413 answer, or a body over the gateway's limit that was not sent (TooLarge). Kong keeps the
+// configuration it had.
 type RejectedError struct {
 	Message  string
 	Entities []EntityError
 	// Raw is Kong's answer as it came: what KIC's diagnostics server serves as raw-error.
 	Raw []byte
+	// TooLarge, when set, says the body was over the gateway's Admin API body limit.
+	TooLarge *BodyTooLarge
+}
+
+// BodyTooLarge is a body over the gateway's Admin API body limit: its size and the limit, in
+// bytes (Limit 0 when the gateway answered 413 to a limit GET / did not say).
+type BodyTooLarge struct {
+	Size, Limit int64
+}
+
+// tooLarge is the refusal of a body of size over limit, naming both and the setting to raise.
+func tooLarge(size, limit int64) *RejectedError {
+	return &RejectedError{Message: TooLargeMessage(size, limit), TooLarge: &BodyTooLarge{Size: size, Limit: limit}}
+}
+
+// TooLargeMessage says that a body of size bytes is over the gateway's limit and which Kong
+// settings to raise (kongrules: the body buffer goes with the limit).
+func TooLargeMessage(size, limit int64) string {
+	of := "its limit"
+	if limit > 0 {
+		of = fmt.Sprintf("its limit of %d bytes", limit)
+	}
+	return fmt.Sprintf("the configuration body of %d bytes is over %s (Kong's %s), so it was not taken: "+
+		"raise %s (and %s with it) on the gateway to at least %d bytes, or shard the configuration (docs/scaling.md)",
+		size, of, kongrules.AdminMaxBodySizeKey, kongrules.AdminMaxBodySizeEnv, kongrules.AdminBodyBufferSizeEnv, size)
 }
 
 // EntityError is one flattened_errors entry: an entity Kong refused and why.

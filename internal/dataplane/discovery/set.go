@@ -94,8 +94,10 @@ type member struct {
 	db      bool
 	router  string // its router flavor, which a DB-less gateway checks targets against
 	version string // its Kong version, likewise (refusedByRouter)
-	ready   bool
-	err     string // the last check's error, logged when it changes
+	// bodyLimit is its Admin API body limit (a larger body is not sent to a DB-less one).
+	bodyLimit int64
+	ready     bool
+	err       string // the last check's error, logged when it changes
 }
 
 var _ dataplane.GatewaySet = (*Set)(nil)
@@ -388,15 +390,13 @@ func (s *Set) check(ctx context.Context, m *member) {
 	s.facts.RecordRoot(m.client.BaseRootURL(), root)
 	db := root.Database
 	s.opts.Flavors.ReportRoot(m.api.URL, root)
-	if m.gw == nil || m.db != db || !db && (m.router != root.RouterFlavor || m.version != root.Version) {
-		m.db, m.router, m.version = db, root.RouterFlavor, root.Version
+	if m.gw == nil || m.db != db || !db && (m.router != root.RouterFlavor || m.version != root.Version || m.bodyLimit != root.BodyLimit) {
+		m.db, m.router, m.version, m.bodyLimit = db, root.RouterFlavor, root.Version, root.BodyLimit
 		if !db && s.opts.DBLessRefused != nil {
 			s.note(m, s.opts.DBLessRefused)
 			return
 		} else if !db {
-			gw := dataplane.NewDBLessGateway(m.api.URL, m.client, s.opts.Logger)
-			gw.Router, gw.Version = root.RouterFlavor, root.Version
-			m.gw = gw
+			m.gw = dataplane.NewDBLessGatewayOf(m.api.URL, m.client, s.opts.Logger, root)
 		} else if s.opts.DBMode == nil {
 			s.note(m, errors.New("gateway has a database, which this build cannot sync"))
 			return

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +25,9 @@ import (
 
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
 )
 
 var svc = types.NamespacedName{Namespace: "kong", Name: "kong-admin"}
@@ -455,4 +458,21 @@ func TestStandbyKnowsTheSyncProtocolOfTheGateways(t *testing.T) {
 			require.Equal(t, tc.want, f.set.SyncProtocol())
 		})
 	}
+}
+
+// A discovered DB-less gateway is made with the body limit its GET / said (issue #45): a
+// larger body is refused without being sent.
+func TestDiscoveredGatewayKnowsItsBodyLimit(t *testing.T) {
+	k := startKongWith(t, kongemu.Options{Mode: kongemu.DBLess, AdminMaxBodySize: "1k"})
+	f := newSet(t, slicesFor(k)...)
+	gws := f.set.Gateways()
+	require.Len(t, gws, 1)
+	state := &kongstate.State{Upstreams: []*file.FUpstream{{Upstream: kong.Upstream{
+		Name: kong.String("big"), Tags: []*string{kong.String(strings.Repeat("x", 2000))}}}}}
+	err := gws[0].Sync(context.Background(), dataplane.NewTarget(translator.Result{State: state}, &kongstate.Renderer{}))
+	var rej *dataplane.RejectedError
+	require.ErrorAs(t, err, &rej)
+	require.NotNil(t, rej.TooLarge)
+	require.Equal(t, int64(1024), rej.TooLarge.Limit)
+	require.Zero(t, k.srv.RequestCount(http.MethodPost, "/config"), "not sent")
 }
