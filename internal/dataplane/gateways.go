@@ -214,6 +214,9 @@ func fromDBLessRejection(url string, rej *dbless.RejectedError, sent *kongstate.
 			})
 		}
 	}
+	if len(out.Entities) == 0 && rej.TooLarge != nil {
+		out.Entities = oversizedObjects(sent, rej.TooLarge)
+	}
 	return out
 }
 

@@ -37,17 +37,21 @@ func TestBodyOverTheGatewaysLimitIsNotSent(t *testing.T) {
 		environ: []string{"POD_NAME=konductor-0", "POD_NAMESPACE=" + ns}})
 	has := func(name string) bool { return kong.Entity("routes", routeName(ns, name)) != nil }
 	require.Eventually(t, func() bool { return has("small") }, time.Minute, 20*time.Millisecond)
-	held := kong.ConfigHash()
-	posts := kong.RequestCount(http.MethodPost, "/config")
 
-	// A plugin whose configuration alone is over 1 MB (request-termination's body is free
-	// text), on a second Ingress.
-	body := strings.Repeat("x", 1100<<10)
-	createAll(t, []client.Object{&kongv1.KongPlugin{ObjectMeta: netv1.ObjectMeta{Namespace: ns, Name: "big"}, PluginName: "request-termination",
-		Config: apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf(`{"status_code":200,"content_type":"text/plain","body":%q}`, body))}}})
-	big := app(ns, "big", "big.example.com")
-	big[2].SetAnnotations(map[string]string{"konghq.com/plugins": "big"})
-	createAll(t, big)
+	// Twenty-three Ingresses, each with a plugin of 50 KiB (request-termination's body is free
+	// text): 1.15 MB together, no object of them large enough to be left out for the body's
+	// size alone (an object past 64 KiB and 1% of the body would be, so that the others still
+	// reach Kong: TestOversizedObjectsAreLeftOutSoTheOthersReachKong).
+	const bigs = 23
+	body := strings.Repeat("x", 50<<10)
+	for i := range bigs {
+		name := fmt.Sprintf("big-%d", i)
+		createAll(t, []client.Object{&kongv1.KongPlugin{ObjectMeta: netv1.ObjectMeta{Namespace: ns, Name: name}, PluginName: "request-termination",
+			Config: apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf(`{"status_code":200,"content_type":"text/plain","body":%q}`, body))}}})
+		big := app(ns, name, name+".example.com")
+		big[2].SetAnnotations(map[string]string{"konghq.com/plugins": name})
+		createAll(t, big)
+	}
 
 	podEvent := func() string {
 		var evs corev1.EventList
@@ -66,21 +70,26 @@ func TestBodyOverTheGatewaysLimitIsNotSent(t *testing.T) {
 	}
 	gw := map[string]string{"dataplane": kong.URL}
 	require.Equal(t, float64(1<<20), metricValue(t, "konductor_configuration_body_limit_bytes", gw))
-	require.Greater(t, metricValue(t, "konductor_configuration_body_too_large_bytes", gw), float64(1100<<10))
+	require.Greater(t, metricValue(t, "konductor_configuration_body_too_large_bytes", gw), float64(1<<20))
 
 	// Not sent, and the gateway keeps what it held, round after round (--proxy-sync-seconds 1).
+	// (The rounds while the Ingresses were being created fit until one did not.)
+	held := kong.ConfigHash()
+	posts := kong.RequestCount(http.MethodPost, "/config")
 	time.Sleep(1500 * time.Millisecond)
 	require.Equal(t, posts, kong.RequestCount(http.MethodPost, "/config"), "nothing sent")
 	require.Equal(t, held, kong.ConfigHash())
 	require.True(t, has("small"))
-	require.False(t, has("big"))
+	require.False(t, has(fmt.Sprintf("big-%d", bigs-1)), "the round with every plugin was not sent")
 
-	// The plugin made small: the body fits and is sent.
-	var p kongv1.KongPlugin
-	require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "big"}, &p))
-	p.Config = apiextensionsv1.JSON{Raw: []byte(`{"status_code":200,"body":"small"}`)}
-	require.NoError(t, admin.Update(ctx, &p))
-	require.Eventually(t, func() bool { return has("big") }, 30*time.Second, 20*time.Millisecond)
+	// The plugins made small: the body fits and is sent.
+	for i := range bigs {
+		var p kongv1.KongPlugin
+		require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("big-%d", i)}, &p))
+		p.Config = apiextensionsv1.JSON{Raw: []byte(`{"status_code":200,"body":"small"}`)}
+		require.NoError(t, admin.Update(ctx, &p))
+	}
+	require.Eventually(t, func() bool { return has("big-0") && has(fmt.Sprintf("big-%d", bigs-1)) }, 30*time.Second, 20*time.Millisecond)
 	require.Eventually(t, func() bool {
 		return metricValue(t, "konductor_configuration_body_too_large_bytes", gw) == 0
 	}, 10*time.Second, 20*time.Millisecond)
