@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
 
 	"github.com/konductor/konductor/internal/dataplane/dbless"
@@ -92,21 +93,11 @@ func entityBytesByObject(sent *kongstate.State) map[kongstate.ObjectRef]int64 {
 			add(r.Tags, r)
 		}
 	}
-	for _, p := range sent.Plugins {
-		add(p.Tags, p)
-	}
-	for _, c := range sent.Consumers {
-		add(c.Tags, c)
-	}
-	for _, c := range sent.Certificates {
-		add(c.Tags, c)
-	}
-	for _, c := range sent.CACertificates {
-		add(c.Tags, c)
-	}
-	for _, u := range sent.Upstreams {
-		add(u.Tags, u)
-	}
+	weighAll(sent.Plugins, func(p *file.FPlugin) []*string { return p.Tags }, add)
+	weighAll(sent.Consumers, func(c *file.FConsumer) []*string { return c.Tags }, add)
+	weighAll(sent.Certificates, func(c *file.FCertificate) []*string { return c.Tags }, add)
+	weighAll(sent.CACertificates, func(c *file.FCACertificate) []*string { return c.Tags }, add)
+	weighAll(sent.Upstreams, func(u *file.FUpstream) []*string { return u.Tags }, add)
 	for _, e := range sent.CustomEntities {
 		if e != nil && e.Object.Name != "" {
 			b, err := json.Marshal(e.Fields)
@@ -116,4 +107,11 @@ func entityBytesByObject(sent *kongstate.State) map[kongstate.ObjectRef]int64 {
 		}
 	}
 	return out
+}
+
+// weighAll adds each of items, by its tags.
+func weighAll[T any](items []*T, tags func(*T) []*string, add func([]*string, any)) {
+	for _, it := range items {
+		add(tags(it), it)
+	}
 }
