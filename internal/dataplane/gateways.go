@@ -201,7 +201,7 @@ func hasExpressionRoutes(s *kongstate.State) bool {
 // fromDBLessRejection maps the entities Kong refused to their objects: by their tags, or, for
 // custom entities (no tags), by their fields in the state that was sent.
 func fromDBLessRejection(url string, rej *dbless.RejectedError, sent *kongstate.State) *RejectedError {
-	out := &RejectedError{Gateway: url, Message: rej.Error(), Raw: rej.Raw, TooLarge: rej.TooLarge}
+	out := &RejectedError{Gateway: url, Message: rej.Detail(), Raw: rej.Raw, TooLarge: rej.TooLarge}
 	for _, ent := range rej.Entities {
 		ref, ok := kongstate.ObjectRefFromTags(ent.Tags)
 		if !ok && len(ent.Tags) == 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/konductor/konductor/internal/dataplane/dbless"
 	"github.com/konductor/konductor/internal/kongemu"
 )
 
@@ -77,4 +78,11 @@ func TestOrdinaryObjectsOverTheLimitAreNotLeftOut(t *testing.T) {
 	_, rep, _, _ := fallbackLoopOn(t, srv, c, Options{Fallback: true}, objs)
 	waitRefusalWithoutFallback(t, rep)
 	require.False(t, hasRoute(srv, "small-0"), "nothing was sent")
+}
+
+// A DB-less gateway's refusal says "rejected the configuration" once, with the gateway's URL
+// (it said it twice: the dbless error's own text was the message).
+func TestDBLessRefusalSaysItOnce(t *testing.T) {
+	rej := fromDBLessRejection("http://kong:8001", &dbless.RejectedError{Message: "declarative config is invalid"}, nil)
+	require.Equal(t, "gateway http://kong:8001 rejected the configuration: declarative config is invalid", rej.Error())
 }

@@ -459,12 +459,17 @@ type FieldError struct {
 }
 
 func (e *RejectedError) Error() string {
-	var b strings.Builder
-	b.WriteString("gateway rejected the configuration")
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
+	if d := e.Detail(); d != "" {
+		return "gateway rejected the configuration: " + d
 	}
+	return "gateway rejected the configuration"
+}
+
+// Detail is what Error says after "gateway rejected the configuration": Kong's message and
+// each entity's, for a message that names the gateway itself (dataplane.RejectedError).
+func (e *RejectedError) Detail() string {
+	var b strings.Builder
+	b.WriteString(e.Message)
 	for _, ent := range e.Entities {
 		for _, fe := range ent.Errors {
 			fmt.Fprintf(&b, "; %s %q", ent.EntityType, ent.EntityName)
@@ -474,7 +479,7 @@ func (e *RejectedError) Error() string {
 			fmt.Fprintf(&b, ": %s", fe.Message)
 		}
 	}
-	return b.String()
+	return strings.TrimPrefix(b.String(), "; ")
 }
 
 type flatBody struct {
