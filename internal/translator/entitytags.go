@@ -150,3 +150,25 @@ func (c *entityTagCache) pointers(tags []string) []*string {
 func ownTag(t string) bool {
 	return strings.HasPrefix(t, kongstate.TagName) || strings.HasPrefix(t, kongstate.TagUID)
 }
+
+// tagsObject is the object an entity's tags name, by kind, namespace, name and group (the
+// first tag of each prefix counts: the object's own come before user tags, so a user tag
+// cannot pass an entity off as another object's). Unlike kongstate.ObjectRefFromTags it needs
+// no UID: a manifest given to `konductor translate` may have none.
+func tagsObject(tags []*string) (kongstate.ObjectRef, bool) {
+	var r kongstate.ObjectRef
+	for _, t := range tags {
+		for _, f := range []struct {
+			dst    *string
+			prefix string
+		}{{&r.Kind, kongstate.TagKind}, {&r.Namespace, kongstate.TagNamespace}, {&r.Name, kongstate.TagName}, {&r.Group, kongstate.TagGroup}} {
+			if v, ok := strings.CutPrefix(kong.StringValue(t), f.prefix); ok && *f.dst == "" {
+				*f.dst = v
+			}
+		}
+	}
+	if r.Group == "core" {
+		r.Group = ""
+	}
+	return r, r.Kind != "" && r.Name != ""
+}

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kong/go-kong/kong"
 	kongv1alpha1 "github.com/kong/kubernetes-configuration/api/configuration/v1alpha1"
 
 	"github.com/konductor/konductor/internal/kongstate"
@@ -381,25 +380,11 @@ func (b *builder) entityOwner(e *kongv1alpha1.KongCustomEntity, kind, key string
 	// user tag cannot pass an entity off as another namespace's. No UID is needed here (a
 	// manifest given to `konductor translate` may have none).
 	owner := func(tags []*string) (kongstate.ObjectRef, bool) {
-		var r kongstate.ObjectRef
-		for _, t := range tags {
-			for _, f := range []struct {
-				dst    *string
-				prefix string
-			}{{&r.Kind, kongstate.TagKind}, {&r.Namespace, kongstate.TagNamespace}, {&r.Name, kongstate.TagName}, {&r.Group, kongstate.TagGroup}} {
-				if v, ok := strings.CutPrefix(kong.StringValue(t), f.prefix); ok && *f.dst == "" {
-					*f.dst = v
-				}
-			}
+		r, ok := tagsObject(tags)
+		if ok {
+			b.refer(e, gvkKongCustomEntity, r)
 		}
-		if r.Group == "core" {
-			r.Group = ""
-		}
-		if r.Kind == "" || r.Name == "" {
-			return r, false
-		}
-		b.refer(e, gvkKongCustomEntity, r)
-		return r, true
+		return r, ok
 	}
 	switch kind {
 	case "services":

@@ -2,7 +2,6 @@ package translator
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
@@ -50,11 +49,7 @@ func (b *builder) claimHosts() {
 	var order []string
 	for _, n := range b.kongServiceNames() {
 		for _, r := range b.kongServices[n].routes {
-			tags := make([]string, 0, len(r.Tags))
-			for _, t := range r.Tags {
-				tags = append(tags, kong.StringValue(t))
-			}
-			ref, ok := kongstate.ObjectRefFromTags(tags)
+			ref, ok := tagsObject(r.Tags)
 			if !ok {
 				continue
 			}
@@ -186,7 +181,8 @@ func (b *builder) scopeConsumers() {
 			if !globalAuth && !authRoutes[name] && !authServices[n] {
 				continue
 			}
-			ns := tagValue(r.Tags, kongstate.TagNamespace)
+			owner, _ := tagsObject(r.Tags)
+			ns := owner.Namespace
 			acl := aclRoutes[name]
 			if acl == nil {
 				acl = aclServices[n]
@@ -229,25 +225,16 @@ func (b *builder) scopeACL(acl *file.FPlugin, ns string) {
 
 // pluginObjectOf is the KongPlugin or KongClusterPlugin a plugin entity's tags name.
 func (b *builder) pluginObjectOf(p *file.FPlugin) (client.Object, schema.GroupVersionKind) {
-	switch ns, name := tagValue(p.Tags, kongstate.TagNamespace), tagValue(p.Tags, kongstate.TagName); tagValue(p.Tags, kongstate.TagKind) {
+	ref, _ := tagsObject(p.Tags)
+	switch ref.Kind {
 	case gvkKongPlugin.Kind:
-		if kp := b.kongPlugins[ns+"/"+name]; kp != nil {
+		if kp := b.kongPlugins[ref.Namespace+"/"+ref.Name]; kp != nil {
 			return kp, gvkKongPlugin
 		}
 	case gvkKongClusterPlugin.Kind:
-		if kcp := b.clusterPlugins[name]; kcp != nil {
+		if kcp := b.clusterPlugins[ref.Name]; kcp != nil {
 			return kcp, gvkKongClusterPlugin
 		}
 	}
 	return nil, schema.GroupVersionKind{}
-}
-
-// tagValue is the value of the first tag with prefix.
-func tagValue(tags []*string, prefix string) string {
-	for _, t := range tags {
-		if v, ok := strings.CutPrefix(kong.StringValue(t), prefix); ok {
-			return v
-		}
-	}
-	return ""
 }
