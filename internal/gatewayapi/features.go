@@ -45,6 +45,8 @@ var supported = []featureSupport{
 	{name: features.SupportHTTPRouteBackendTimeout},
 	{name: features.SupportHTTPRouteNamedRouteRule},
 	{name: features.SupportGRPCRouteNamedRouteRule},
+	// Kong proxies WebSocket upgrades on http services, whatever the backend's appProtocol.
+	{name: features.SupportHTTPRouteBackendProtocolWebSocket},
 	{name: features.SupportHTTPRouteMethodMatching, expressionsOnly: true},
 	{name: features.SupportHTTPRouteQueryParamMatching, expressionsOnly: true},
 	// Negated host matches keep a listener's requests from less specific listeners' routes.

@@ -3,17 +3,21 @@ package kongemu
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/net/websocket"
 )
 
 // EchoBackend answers as the Gateway API conformance suite's echo server does
 // (sigs.k8s.io/gateway-api/conformance/echo-basic): a JSON description of the request it
 // received (path, host, method, protocol, headers, and which pod of which namespace answered),
-// "/health", "/status/<code>", "?delay=<duration>" and the X-Echo-Set-Header response headers.
+// "/health", "/status/<code>", "?delay=<duration>", the X-Echo-Set-Header response headers,
+// and "/ws", a WebSocket that echoes each frame.
 // Tests put it behind the proxy's resolver, so that no request leaves the process.
 type EchoBackend struct {
 	Namespace, Ingress, Service, Pod string
@@ -42,6 +46,15 @@ func (b *EchoBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/health":
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte("OK"))
+		return
+	case r.URL.Path == "/ws":
+		if _, ok := w.(http.Hijacker); !ok {
+			// Not an upgrade the proxy carries (it serves those on a connection of their
+			// own): echo-basic answers a request that is no WebSocket handshake 400.
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		websocket.Handler(func(ws *websocket.Conn) { _, _ = io.Copy(ws, ws) }).ServeHTTP(w, r)
 		return
 	case strings.HasPrefix(r.URL.Path, "/status/"):
 		code := http.StatusBadRequest

@@ -361,6 +361,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, x *kongplugins.E
 	upstreamStart := time.Now()
 	pw := &proxyWriter{w: w, x: x, rt: st.plugins, debug: debug, version: p.e.opts.Version, start: start, upstreamStart: upstreamStart}
 	timeout := readTimeout(d)
+	if out.Header.Get("Upgrade") == "websocket" {
+		return p.upgrade(w, out, pw, target, scheme == "https", timeout)
+	}
 	if p.opts.Resolve != nil {
 		h := p.opts.Resolve(target.Host, target.Port)
 		if h == nil {
@@ -533,6 +536,16 @@ func (pw *proxyWriter) WriteHeader(status int) {
 	if pw.wrote {
 		return
 	}
+	if pw.prepare(status) {
+		pw.buffer = &bytes.Buffer{}
+		return
+	}
+	pw.w.WriteHeader(status)
+}
+
+// prepare passes the response's headers through the plugins' header_filter and adds Kong's;
+// true when a plugin wants the body (it is then buffered).
+func (pw *proxyWriter) prepare(status int) bool {
 	pw.wrote, pw.status = true, status
 	h := pw.w.Header()
 	for k, v := range pw.debug {
@@ -543,11 +556,7 @@ func (pw *proxyWriter) WriteHeader(status int) {
 	h.Set("X-Kong-Upstream-Latency", strconv.FormatInt(time.Since(pw.upstreamStart).Milliseconds(), 10))
 	h.Set("X-Kong-Proxy-Latency", strconv.FormatInt(pw.upstreamStart.Sub(pw.start).Milliseconds(), 10))
 	h.Set("X-Kong-Request-Id", pw.x.RequestID)
-	if pw.rt.WantsBody(pw.x, h) {
-		pw.buffer = &bytes.Buffer{}
-		return
-	}
-	pw.w.WriteHeader(status)
+	return pw.rt.WantsBody(pw.x, h)
 }
 
 func (pw *proxyWriter) Write(b []byte) (int, error) {

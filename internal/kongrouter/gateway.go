@@ -267,6 +267,12 @@ func (g *Gateway) Proxy(req *Request) *Decision {
 	for _, h := range hopByHop(req.Header) {
 		f.Header.Del(h)
 	}
+	// Kong passes a WebSocket upgrade on (and no other): kong/runloop/handler.lua sets
+	// $upstream_upgrade and $upstream_connection, which the nginx template sends upstream.
+	if strings.EqualFold(req.Header.Get("Upgrade"), "websocket") {
+		f.Header.Set("Upgrade", "websocket")
+		f.Header.Set("Connection", "keep-alive, Upgrade")
+	}
 	if m.UpstreamHost != "" {
 		f.HostHeader = m.UpstreamHost
 	}

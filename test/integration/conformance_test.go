@@ -116,13 +116,14 @@ func TestGatewayAPIConformance(t *testing.T) {
 			Implementation:    confv1.Implementation{Organization: "konductor", Project: "konductor", URL: "https://github.com/konductor/konductor", Version: conformanceVersion(), Contact: []string{"konductor"}},
 			Mode:              "router-" + flavor,
 		},
-		RoundTripper:  &roundtripper.DefaultRoundTripper{TimeoutConfig: timeouts, CustomDialContext: proxy.dial},
-		GRPCClient:    &conformanceGRPCClient{dial: proxy.dial},
-		Client:        c,
-		ClientOptions: clientOptions,
-		Clientset:     cs,
-		RestConfig:    restConfig,
-		ManifestFS:    []fs.FS{&conformance.Manifests},
+		RoundTripper:    &roundtripper.DefaultRoundTripper{TimeoutConfig: timeouts, CustomDialContext: proxy.dial},
+		GRPCClient:      &conformanceGRPCClient{dial: proxy.dial},
+		WebSocketDialer: &conformanceWebSocketDialer{dial: proxy.dial},
+		Client:          c,
+		ClientOptions:   clientOptions,
+		Clientset:       cs,
+		RestConfig:      restConfig,
+		ManifestFS:      []fs.FS{&conformance.Manifests},
 	}
 	cSuite, err := suite.NewConformanceTestSuite(opts)
 	require.NoError(t, err)
