@@ -36,6 +36,8 @@ var supported = []featureSupport{
 	{name: features.SupportGatewayPort8080},
 	// A Gateway asking an address of a type without a value gets the publish addresses.
 	{name: features.SupportGatewayAddressEmpty},
+	// Requested addresses are usable where Kong's proxy is published (status.judgeAddresses).
+	{name: features.SupportGatewayStaticAddresses},
 	{name: features.SupportHTTPRouteResponseHeaderModification},
 	{name: features.SupportHTTPRouteHostRewrite},
 	{name: features.SupportHTTPRoutePathRewrite},

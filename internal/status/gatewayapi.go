@@ -126,7 +126,7 @@ func listenerVerdicts(gw *gatewayapi.Gateway, certRefs func(*gatewayv1.Listener)
 }
 
 // gatewayStatus is the status of one of our Gateways: Accepted and Programmed, the
-// published addresses, and per listener its conditions, supportedKinds and attachedRoutes.
+// published addresses (those it requests, judgeAddresses), and per listener its conditions, supportedKinds and attachedRoutes.
 // ports are the ports Kong serves (nil: not checked); invalidGateway, when set, is why the Gateway
 // is not accepted (its publish-service annotation). programmed says whether a gateway took a
 // configuration made from this Gateway's generation.
@@ -135,7 +135,8 @@ func gatewayStatus(have gatewayv1.GatewayStatus, gw *gatewayapi.Gateway, certRef
 	gen := gw.Gateway.Generation
 	want := *have.DeepCopy()
 	want.Addresses = nil
-	for _, a := range addrs {
+	requested := judgeAddresses(gw.Gateway.Spec.Addresses, addrs)
+	for _, a := range requested.addresses {
 		t := gatewayv1.HostnameAddressType
 		if isIP(a) {
 			t = gatewayv1.IPAddressType
@@ -208,12 +209,21 @@ func gatewayStatus(have gatewayv1.GatewayStatus, gw *gatewayapi.Gateway, certRef
 	case invalid > 0:
 		accepted.Reason, accepted.Message = string(gatewayv1.GatewayReasonListenersNotValid), "some listeners are not valid"
 	}
+	if len(requested.unsupported) > 0 {
+		accepted.Status, accepted.Reason = metav1.ConditionFalse, string(gatewayv1.GatewayReasonUnsupportedAddress)
+		accepted.Message = "spec.addresses: type " + strings.Join(requested.unsupported, ", ") + " is not supported (IPAddress and Hostname are)"
+	}
 	if invalidGateway != "" {
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gatewayv1.GatewayReasonInvalid), invalidGateway
 	}
 	prog := metav1.Condition{Type: string(gatewayv1.GatewayConditionProgrammed), Status: metav1.ConditionTrue,
 		Reason: string(gatewayv1.GatewayReasonProgrammed), Message: "in the configuration the gateways took"}
-	if !programmed {
+	switch {
+	case len(requested.unusable) > 0:
+		prog.Status, prog.Reason = metav1.ConditionFalse, string(gatewayv1.GatewayReasonAddressNotUsable)
+		prog.Message = "spec.addresses: Kong's proxy is not published at " + strings.Join(requested.unusable, ", ") +
+			" (the addresses of its publish Service or --publish-status-address)"
+	case !programmed:
 		prog.Status, prog.Reason, prog.Message = metav1.ConditionFalse, string(gatewayv1.GatewayReasonPending), "no gateway has taken the configuration yet"
 	}
 	setCondition(&want.Conditions, accepted, gen, now)
