@@ -1,6 +1,7 @@
 package kongemu
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,6 +38,34 @@ type EchoResponse struct {
 	Ingress   string              `json:"ingress"`
 	Service   string              `json:"service"`
 	Pod       string              `json:"pod"`
+	TLS       *EchoTLS            `json:"tls,omitempty"`
+}
+
+// EchoTLS describes the TLS connection the request came on (echo-basic's TLSAssertions).
+type EchoTLS struct {
+	Version            string   `json:"version"`
+	PeerCertificates   []string `json:"peerCertificates,omitempty"`
+	ServerName         string   `json:"serverName"`
+	NegotiatedProtocol string   `json:"negotiatedProtocol,omitempty"`
+	CipherSuite        string   `json:"cipherSuite"`
+}
+
+func echoTLS(cs *tls.ConnectionState) *EchoTLS {
+	if cs == nil {
+		return nil
+	}
+	out := &EchoTLS{ServerName: cs.ServerName, NegotiatedProtocol: cs.NegotiatedProtocol,
+		CipherSuite: tls.CipherSuiteName(cs.CipherSuite)}
+	switch cs.Version {
+	case tls.VersionTLS13:
+		out.Version = "TLSv1.3"
+	case tls.VersionTLS12:
+		out.Version = "TLSv1.2"
+	}
+	for _, c := range cs.PeerCertificates {
+		out.PeerCertificates = append(out.PeerCertificates, string(pemEncode("CERTIFICATE", c.Raw)))
+	}
+	return out
 }
 
 var echoStatusPath = regexp.MustCompile(`^/status/(\d\d\d)$`)
@@ -77,7 +106,7 @@ func (b *EchoBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	body, _ := json.MarshalIndent(EchoResponse{Path: r.RequestURI, Host: r.Host, Method: r.Method, Proto: r.Proto,
-		Headers: r.Header, HTTPPort: b.HTTPPort, Namespace: b.Namespace, Ingress: b.Ingress, Service: b.Service, Pod: b.Pod}, "", " ")
+		Headers: r.Header, HTTPPort: b.HTTPPort, Namespace: b.Namespace, Ingress: b.Ingress, Service: b.Service, Pod: b.Pod, TLS: echoTLS(r.TLS)}, "", " ")
 	for _, list := range r.Header["X-Echo-Set-Header"] {
 		for _, kv := range strings.Split(list, ",") {
 			name, value, _ := strings.Cut(strings.TrimSpace(kv), ":")

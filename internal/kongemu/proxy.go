@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -34,6 +35,12 @@ type ProxyOptions struct {
 	// next target, as it does after a connection failure). Without Resolve, requests are
 	// forwarded over the network to that address.
 	Resolve func(host string, port int) http.Handler
+	// BackendTLS gives the TLS server configuration of the in-process backend at an address
+	// Resolve answers, nil for one that speaks plain HTTP. With it, the proxy connects to that
+	// backend as Kong does to an https service (the handshake, SNI and certificate
+	// verification of upstream_tls.go); without it, an https service's in-process backend is
+	// handed the request as if the handshake had succeeded.
+	BackendTLS func(host string, port int) *tls.Config
 	// AllowDebugHeader is Kong's allow_debug_header: a request with a Kong-Debug header gets
 	// Kong-Route-Id, Kong-Route-Name, Kong-Service-Id and Kong-Service-Name.
 	AllowDebugHeader bool
@@ -65,7 +72,8 @@ type proxyKey struct {
 type proxyState struct {
 	gateway *kongrouter.Gateway
 	plugins *kongplugins.Runtime
-	certs   map[string]*tls.Certificate // by SNI name ("*.example.com" for a wildcard)
+	certs   map[string]*tls.Certificate  // by SNI name ("*.example.com" for a wildcard)
+	cas     map[string]*x509.Certificate // ca_certificates by id
 	err     error
 }
 
@@ -111,7 +119,7 @@ func (p *Proxy) state() *proxyState {
 	p.mu.Unlock()
 	entities := map[string][]json.RawMessage{}
 	for _, kind := range []string{"services", "routes", "upstreams", "targets", "plugins", "consumers",
-		"keyauth_credentials", "basicauth_credentials", "acls", "certificates", "snis"} {
+		"keyauth_credentials", "basicauth_credentials", "acls", "certificates", "snis", "ca_certificates"} {
 		s := schemas[kind]
 		for _, ent := range d.list(kind) {
 			entities[kind] = append(entities[kind], d.renderJSON(s, ent))
@@ -128,6 +136,7 @@ func (p *Proxy) state() *proxyState {
 	if err == nil {
 		st.plugins = kongplugins.New(cfg)
 		st.certs = certificatesBySNI(cfg)
+		st.cas = caCertificatesByID(cfg)
 	}
 	st.err = err
 	p.mu.Lock()
@@ -362,18 +371,26 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, x *kongplugins.E
 	pw := &proxyWriter{w: w, x: x, rt: st.plugins, debug: debug, version: p.e.opts.Version, start: start, upstreamStart: upstreamStart}
 	timeout := readTimeout(d)
 	if out.Header.Get("Upgrade") == "websocket" {
-		return p.upgrade(w, out, pw, target, scheme == "https", timeout)
+		return p.upgrade(w, out, pw, st, d, target, scheme == "https", timeout)
+	}
+	transport := p.transport
+	if f.Scheme == "grpc" {
+		transport = p.h2c
 	}
 	if p.opts.Resolve != nil {
 		h := p.opts.Resolve(target.Host, target.Port)
 		if h == nil {
 			return unreachable
 		}
-		return serveWithin(h, pw, out, timeout)
-	}
-	transport := p.transport
-	if f.Scheme == "grpc" {
-		transport = p.h2c
+		if p.opts.BackendTLS == nil || p.opts.BackendTLS(target.Host, target.Port) == nil {
+			return serveWithin(h, pw, out, timeout)
+		}
+		// A TLS backend: a connection of its own, as over the network.
+		transport = p.connectionTransport(st, d, target, scheme == "https")
+		defer transport.CloseIdleConnections()
+	} else if scheme == "https" {
+		transport = p.connectionTransport(st, d, target, true)
+		defer transport.CloseIdleConnections()
 	}
 	out.RequestURI = ""
 	ctx, cancel := context.WithCancel(out.Context())

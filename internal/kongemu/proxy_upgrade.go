@@ -2,13 +2,11 @@ package kongemu
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -18,9 +16,9 @@ import (
 // upgrade carries a WebSocket upgrade as nginx does for Kong: the request goes to the target
 // on a connection of its own; a 101 answer joins the client's connection to it (frames then
 // flow both ways until either side closes), any other answer is passed on as a response.
-func (p *Proxy) upgrade(w http.ResponseWriter, out *http.Request, pw *proxyWriter, target *kongrouter.Target,
-	tlsUpstream bool, timeout time.Duration) forwardOutcome {
-	conn, err := p.dialBackend(out.Context(), target, tlsUpstream, out.Host)
+func (p *Proxy) upgrade(w http.ResponseWriter, out *http.Request, pw *proxyWriter, st *proxyState, d *kongrouter.Decision,
+	target *kongrouter.Target, tlsUpstream bool, timeout time.Duration) forwardOutcome {
+	conn, err := p.dialBackend(out.Context(), st, d, target, tlsUpstream)
 	if err != nil {
 		return unreachable
 	}
@@ -72,46 +70,39 @@ func (p *Proxy) upgrade(w http.ResponseWriter, out *http.Request, pw *proxyWrite
 	return answered
 }
 
-// dialBackend opens a connection to target: to the in-process backend Resolve names (served
-// over an in-memory pipe) or over the network; with TLS when the service's protocol asks it.
-func (p *Proxy) dialBackend(ctx context.Context, target *kongrouter.Target, tlsUpstream bool, host string) (net.Conn, error) {
-	var conn net.Conn
-	if p.opts.Resolve != nil {
-		h := p.opts.Resolve(target.Host, target.Port)
-		if h == nil {
-			return nil, errors.New("nothing answers at " + target.Host)
-		}
-		conn = servePipe(h)
-	} else {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(target.Host, strconv.Itoa(target.Port)))
-		if err != nil {
-			return nil, err
-		}
-		conn = c
-	}
-	if !tlsUpstream {
-		return conn, nil
-	}
-	// Kong's default: the upstream's certificate is not verified (the service's tls_verify).
-	serverName, _, err := net.SplitHostPort(host)
+// servePipe serves h on one end of a loopback connection of its own (over TLS with a
+// server configuration) and returns the other. A loopback TCP pair rather than net.Pipe: its
+// writes are buffered as a socket's are, so that a TLS handshake one side abandons (an alert
+// written while the other writes) does not block both.
+func servePipe(h http.Handler, serverTLS *tls.Config) (net.Conn, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		serverName = host
-	}
-	tc := tls.Client(conn, &tls.Config{ServerName: serverName, InsecureSkipVerify: true}) //nolint:gosec // Kong's tls_verify off
-	if err := tc.HandshakeContext(ctx); err != nil {
-		conn.Close()
 		return nil, err
 	}
-	return tc, nil
-}
-
-// servePipe serves h on one end of an in-memory connection and returns the other.
-func servePipe(h http.Handler) net.Conn {
-	client, server := net.Pipe()
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			c = nil
+		}
+		accepted <- c
+	}()
+	client, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		return nil, err
+	}
+	server := <-accepted
+	if server == nil {
+		client.Close()
+		return nil, errors.New("loopback connection not accepted")
+	}
+	if serverTLS != nil {
+		server = tls.Server(server, serverTLS)
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(&oneConnListener{conn: server}) }()
-	return client
+	return client, nil
 }
 
 // oneConnListener hands out one connection, then reports itself closed.
@@ -132,9 +123,4 @@ func (l *oneConnListener) Accept() (net.Conn, error) {
 }
 
 func (l *oneConnListener) Close() error   { return nil }
-func (l *oneConnListener) Addr() net.Addr { return pipeAddr{} }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
+func (l *oneConnListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }

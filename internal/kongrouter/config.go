@@ -26,6 +26,8 @@ type Config struct {
 	// Certificates and SNIs serve TLS by SNI.
 	Certificates []*kong.Certificate
 	SNIs         []*kong.SNI
+	// CACertificates verify upstream certificates (a service's ca_certificates).
+	CACertificates []*kong.CACertificate
 }
 
 // entityKinds names each Config list by Kong's schema name.
@@ -34,7 +36,7 @@ func (c *Config) entityKinds() map[string]any {
 		"services": &c.Services, "routes": &c.Routes, "upstreams": &c.Upstreams, "targets": &c.Targets,
 		"plugins": &c.Plugins, "consumers": &c.Consumers, "keyauth_credentials": &c.KeyAuths,
 		"basicauth_credentials": &c.BasicAuths, "acls": &c.ACLGroups, "certificates": &c.Certificates,
-		"snis": &c.SNIs,
+		"snis": &c.SNIs, "ca_certificates": &c.CACertificates,
 	}
 }
 
