@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,7 +112,13 @@ type fakePod struct {
 	Namespace, Name string
 	// GRPC: its container runs the echo server's gRPC mode (GRPC_ECHO_SERVER).
 	GRPC bool
+	// TLSSecret is the Secret whose certificate the echo server serves TLS with on
+	// echoTLSPort (TLS_SERVER_CERT, mounted from a Secret volume), "" for none.
+	TLSSecret string
 }
+
+// echoTLSPort is the port the echo server serves TLS on (its HTTPS_PORT default).
+const echoTLSPort = 8443
 
 // fakePods gives each Pod backendsReady marks Running an address of its own and remembers
 // whose it is.
@@ -136,6 +143,9 @@ func (a *podAddresses) address(p *corev1.Pod) string {
 	for _, c := range p.Spec.Containers {
 		for _, e := range c.Env {
 			pod.GRPC = pod.GRPC || e.Name == "GRPC_ECHO_SERVER"
+			if e.Name == "TLS_SERVER_CERT" {
+				pod.TLSSecret = mountedSecret(p, c, e.Value)
+			}
 		}
 	}
 	a.byName[key], a.byIP[ip] = ip, pod
@@ -211,4 +221,20 @@ func writeEndpointSlices(ctx context.Context, c client.Client, ns string, pods [
 			_ = c.Update(ctx, &have)
 		}
 	}
+}
+
+// mountedSecret is the Secret of the volume c mounts at a directory holding file, "" when
+// that is no Secret volume.
+func mountedSecret(p *corev1.Pod, c corev1.Container, file string) string {
+	for _, m := range c.VolumeMounts {
+		if !strings.HasPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/") {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.Name == m.Name && v.Secret != nil {
+				return v.Secret.SecretName
+			}
+		}
+	}
+	return ""
 }

@@ -189,7 +189,7 @@ func conformanceProxy(t *testing.T, kong *kongemu.Emulator) *conformanceGateway 
 			return actual.(*grpc.Server)
 		}
 		return &kongemu.EchoBackend{Namespace: pod.Namespace, Pod: pod.Name, HTTPPort: strconv.Itoa(port)}
-	}}).Start(kongemu.ProxyListen{})
+	}, BackendTLS: echoServerTLS}).Start(kongemu.ProxyListen{})
 	require.NoError(t, err)
 	t.Cleanup(func() { ps.Close() })
 	return &conformanceGateway{server: ps}
