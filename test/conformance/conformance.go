@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gatewayv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
 	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
@@ -29,6 +30,17 @@ var Skipped = map[string]string{
 	// a port and hostname cannot route the same request differently. Kong Operator, with a
 	// data plane per Gateway, can; docs/gateway-api.md, "Conformance".
 	"HTTPRouteMultipleGateways": "one Kong serves every Gateway of the class: Gateways with the same port and hostname share its routes",
+}
+
+// StaticAddresses are the suite's pools for GatewayStaticAddresses: usable, the addresses
+// Kong's proxy is published at (a Gateway may request them); unusable, one it is not
+// (192.0.2.21, of TEST-NET-1, which no publish Service here has).
+func StaticAddresses(published ...string) (usable, unusable []gatewayv1.GatewaySpecAddress) {
+	ip := gatewayv1.IPAddressType
+	for _, a := range published {
+		usable = append(usable, gatewayv1.GatewaySpecAddress{Type: &ip, Value: a})
+	}
+	return usable, []gatewayv1.GatewaySpecAddress{{Type: &ip, Value: "192.0.2.21"}}
 }
 
 // SkippedNames are Skipped's names, sorted.

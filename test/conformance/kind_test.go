@@ -3,6 +3,7 @@ package conformance
 import (
 	"io/fs"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,16 +43,27 @@ func TestConformanceOnCluster(t *testing.T) {
 	if version == "" {
 		version = "dev"
 	}
+	// GatewayStaticAddresses: the proxy Service's load-balancer addresses (the workflow
+	// reads them), comma-separated.
+	var published []string
+	for _, a := range strings.Split(os.Getenv("KONDUCTOR_CONFORMANCE_PUBLISHED_ADDRESSES"), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			published = append(published, a)
+		}
+	}
+	usable, unusable := StaticAddresses(published...)
 	cSuite, err := suite.NewConformanceTestSuite(suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
-			GatewayClassName:     className,
-			CleanupBaseResources: true,
-			CleanupTestResources: true,
-			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
-			TimeoutConfig:        timeouts,
-			Implementation:       confv1.Implementation{Organization: "konductor", Project: "konductor", URL: "https://github.com/konductor/konductor", Version: version, Contact: []string{"konductor"}},
-			Mode:                 "kind-" + os.Getenv("KONDUCTOR_CONFORMANCE_ROUTER"),
-			SkipTests:            SkippedNames(),
+			GatewayClassName:         className,
+			CleanupBaseResources:     true,
+			CleanupTestResources:     true,
+			ConformanceProfiles:      []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
+			TimeoutConfig:            timeouts,
+			Implementation:           confv1.Implementation{Organization: "konductor", Project: "konductor", URL: "https://github.com/konductor/konductor", Version: version, Contact: []string{"konductor"}},
+			Mode:                     "kind-" + os.Getenv("KONDUCTOR_CONFORMANCE_ROUTER"),
+			SkipTests:                SkippedNames(),
+			UsableNetworkAddresses:   usable,
+			UnusableNetworkAddresses: unusable,
 		},
 		RoundTripper:  &roundtripper.DefaultRoundTripper{TimeoutConfig: timeouts},
 		Client:        c,

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance"
@@ -116,9 +115,6 @@ func TestGatewayAPIConformance(t *testing.T) {
 			TimeoutConfig:     timeouts,
 			Implementation:    confv1.Implementation{Organization: "konductor", Project: "konductor", URL: "https://github.com/konductor/konductor", Version: conformanceVersion(), Contact: []string{"konductor"}},
 			Mode:              "router-" + flavor,
-			// GatewayStaticAddresses: Kong is published at --publish-status-address only.
-			UsableNetworkAddresses:   []gatewayv1.GatewaySpecAddress{{Type: ptr.To(gatewayv1.IPAddressType), Value: "192.0.2.20"}},
-			UnusableNetworkAddresses: []gatewayv1.GatewaySpecAddress{{Type: ptr.To(gatewayv1.IPAddressType), Value: "192.0.2.21"}},
 		},
 		RoundTripper:    &roundtripper.DefaultRoundTripper{TimeoutConfig: timeouts, CustomDialContext: proxy.dial},
 		GRPCClient:      &conformanceGRPCClient{dial: proxy.dial},
@@ -129,6 +125,8 @@ func TestGatewayAPIConformance(t *testing.T) {
 		RestConfig:      restConfig,
 		ManifestFS:      []fs.FS{&conformance.Manifests},
 	}
+	// GatewayStaticAddresses: Kong is published at --publish-status-address only.
+	opts.UsableNetworkAddresses, opts.UnusableNetworkAddresses = konformance.StaticAddresses("192.0.2.20")
 	cSuite, err := suite.NewConformanceTestSuite(opts)
 	require.NoError(t, err)
 	// The report, once the parallel tests are done too (cleanups run last first: this one
