@@ -9,7 +9,10 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"math/big"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +110,35 @@ func TestProxyUpstreamTLS(t *testing.T) {
 			require.Equal(t, c.sni, echo.TLS.ServerName, c.path)
 		}
 	}
+}
+
+// A grpcs service's backend over the network is spoken to in HTTP/2 over TLS (nginx's
+// grpc_pass), an https one's in HTTP/1.1.
+func TestProxyUpstreamTLSProtocols(t *testing.T) {
+	backend := httptest.NewUnstartedServer(&EchoBackend{Pod: "net"})
+	backend.EnableHTTP2 = true
+	backend.StartTLS()
+	t.Cleanup(backend.Close)
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(backend.URL, "https://"))
+	require.NoError(t, err)
+	e := New(Options{})
+	status, out, _ := call(t, e, http.MethodPost, "/config", `{"_format_version":"3.0",
+ "services":[
+  {"name":"g","host":"`+host+`","port":`+port+`,"protocol":"grpcs","routes":[{"name":"g","paths":["/grpc"],"protocols":["grpc"]}]},
+  {"name":"h","host":"`+host+`","port":`+port+`,"protocol":"https","routes":[{"name":"h","paths":["/h"],"strip_path":false}]}]}`)
+	require.Equal(t, http.StatusCreated, status, "%v", out)
+	p := e.Proxy(ProxyOptions{})
+
+	r := httptest.NewRequest("POST", "/grpc/Echo", nil)
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
+	r.Header.Set("Content-Type", "application/grpc")
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, r)
+	require.Equal(t, http.StatusOK, rec.Code, "%s", rec.Body.String())
+	require.Equal(t, "HTTP/2.0", echoOf(t, rec.Body.Bytes()).Proto)
+
+	res, body := send(t, p, "GET", "/h", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+	require.Equal(t, "HTTP/1.1", echoOf(t, body).Proto)
+	require.NotNil(t, echoOf(t, body).TLS)
 }

@@ -24,7 +24,8 @@ func (p *Proxy) connectionTransport(st *proxyState, d *kongrouter.Decision, targ
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return p.dialBackend(ctx, st, d, target, tlsUpstream)
 	}
-	t := &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: dial}
+	// HTTP/2 when the TLS handshake negotiated it (grpcs), HTTP/1.1 otherwise.
+	t := &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: dial, ForceAttemptHTTP2: true}
 	if tlsUpstream {
 		t.DialTLSContext = dial
 	}
@@ -81,6 +82,12 @@ func upstreamTLSConfig(st *proxyState, d *kongrouter.Decision) *tls.Config {
 		name = h
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // verified below when tls_verify says so
+	// nginx speaks HTTP/1.1 to an https upstream (proxy_pass) and HTTP/2 to a grpcs one
+	// (grpc_pass).
+	cfg.NextProtos = []string{"http/1.1"}
+	if d.Forward.Scheme == "grpcs" {
+		cfg.NextProtos = []string{"h2"}
+	}
 	if net.ParseIP(name) == nil {
 		cfg.ServerName = name
 	}
