@@ -24,7 +24,7 @@ import (
 // unrelated Secrets in the cache. cpu-ms/op is the process's CPU time per round.
 func BenchmarkRoundOneIngressChanged(b *testing.B) {
 	ctx := context.Background()
-	for _, n := range []int{3000, 10000} {
+	for _, n := range benchdata.Sizes(3000, 10000) {
 		data, objs := benchCluster(n)
 		for _, mode := range []string{"list", "follow"} {
 			b.Run(fmt.Sprintf("ingresses=%d/%s", n, mode), func(b *testing.B) {

@@ -122,7 +122,7 @@ func BenchmarkTranslateConsumers(b *testing.B) {
 // State.DeclarativeConfig ("full"). Each iteration edits another Ingress, as the store would list it: a new
 // object with a new resourceVersion in a new snapshot; the other objects are the same.
 func BenchmarkIncrementalOneIngressChanged(b *testing.B) {
-	for _, n := range []int{1000, 3000, 10000} {
+	for _, n := range benchdata.Sizes(1000, 3000, 10000) {
 		base := benchdata.Snapshot(n)
 		for _, mode := range []string{"incremental", "full"} {
 			b.Run(fmt.Sprintf("ingresses=%d/%s", n, mode), func(b *testing.B) {

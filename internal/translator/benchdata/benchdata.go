@@ -5,6 +5,9 @@ package benchdata
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,4 +80,28 @@ func ProcessCPU() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// SizesEnv names the cluster sizes (numbers of Ingresses, comma-separated) that the scale
+// benchmarks run at instead of their defaults: `make bench-scale` sets it to 3,000 up to
+// 100,000, which an API server on this machine cannot be filled with in a session's time
+// (issue #45), while a benchmark of the controller's own share of a change can.
+const SizesEnv = "KONDUCTOR_BENCH_INGRESSES"
+
+// Sizes is the cluster sizes of SizesEnv, or defaults when it is unset. A value that is not
+// a positive number panics: a benchmark run with sizes it did not ask for measures nothing.
+func Sizes(defaults ...int) []int {
+	v := os.Getenv(SizesEnv)
+	if v == "" {
+		return defaults
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			panic(fmt.Sprintf("%s=%q: %q is not a number of Ingresses", SizesEnv, v, f))
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
 }
