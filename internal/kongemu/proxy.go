@@ -34,6 +34,9 @@ type ProxyOptions struct {
 	// next target, as it does after a connection failure). Without Resolve, requests are
 	// forwarded over the network to that address.
 	Resolve func(host string, port int) http.Handler
+	// ResolveStream is Resolve for the stream proxy (StartStreams): network is "tcp" or "udp";
+	// nil for an address nothing answers.
+	ResolveStream func(network, host string, port int) StreamBackend
 	// AllowDebugHeader is Kong's allow_debug_header: a request with a Kong-Debug header gets
 	// Kong-Route-Id, Kong-Route-Name, Kong-Service-Id and Kong-Service-Name.
 	AllowDebugHeader bool
