@@ -119,7 +119,7 @@ func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Liste
 	case gatewayapi.KindTLSRoute:
 		protocols = []string{"tls"}
 		for _, l := range listeners {
-			if l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough {
+			if l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough && hostnamesReach(l, gr.hostnames) {
 				protocols = []string{"tls_passthrough"}
 			}
 		}
@@ -183,4 +183,21 @@ func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Liste
 		b.gatewayRuleService(gr.obj, gr.gvk, svcName, field, serviceProtocol, rule.backendRefs,
 			[]*routeEntry{{FRoute: r, src: gr.obj, srcGVK: gr.gvk}})
 	}
+}
+
+// hostnamesReach says whether a route with hostnames attaches to listener l by hostname (a
+// listener without one takes every hostname). KIC reads the TLS mode of every listener of a
+// TLSRoute's parentRefs, so that a Terminate listener's route becomes tls_passthrough when a
+// Passthrough listener for other hostnames shares the Gateway (TLSRouteModeMixed); only the
+// listeners the route's hostnames reach say how Kong must take its connections.
+func hostnamesReach(l *gatewayv1.Listener, hostnames []gatewayv1.Hostname) bool {
+	if l.Hostname == nil || *l.Hostname == "" {
+		return true
+	}
+	for _, h := range hostnames {
+		if gatewayapi.Intersection(string(*l.Hostname), string(h)) != "" {
+			return true
+		}
+	}
+	return false
 }
