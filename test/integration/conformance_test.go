@@ -69,13 +69,15 @@ func TestGatewayAPIConformance(t *testing.T) {
 	if flavor == "" {
 		flavor = kongemu.RouterTraditionalCompatible
 	}
-	kong, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: flavor}).Start()
+	kong, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: flavor, StreamListen: conformanceStreamListens}).Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { kong.Close() })
 	proxy := conformanceProxy(t, kong.Emulator)
 	r := startReplica(t, replicaSpec{name: "conformance", namespace: conformanceNamespaces[0], gateways: []string{kong.URL}, args: []string{
 		"--leader-elect=false", "--watch-namespace", strings.Join(conformanceNamespaces, ","),
-		"--gateway-api-controller-name", controller, "--publish-status-address", "192.0.2.20",
+		"--gateway-api-controller-name", controller, "--publish-status-address", conformanceAddress,
+		// KIC's gate for TCPRoute, TLSRoute and UDPRoute (and BackendTLSPolicy).
+		"--feature-gates=GatewayAlpha=true",
 	}})
 	r.waitFirstSync(t, time.Minute)
 	// The suite reads the features to test from the class's status.supportedFeatures, which
@@ -107,7 +109,9 @@ func TestGatewayAPIConformance(t *testing.T) {
 			GatewayClassName:     className,
 			CleanupBaseResources: false, // no namespace controller: a deleted namespace stays Terminating
 			CleanupTestResources: true,
-			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
+			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName,
+				// GATEWAY-TCP once TCPRouteMultipleRoutesAttachment passes (docs/gateway-api.md).
+				suite.GatewayTLSConformanceProfileName, suite.GatewayUDPConformanceProfileName},
 			// Empty: inferred from the class's status. KONDUCTOR_CONFORMANCE_FEATURES adds
 			// features to try before declaring them (the class's are then listed here too).
 			SupportedFeatures: triedFeatures(declared),
@@ -184,9 +188,10 @@ func conformanceProxy(t *testing.T, kong *kongemu.Emulator) *conformanceGateway 
 			return actual.(*grpc.Server)
 		}
 		return &kongemu.EchoBackend{Namespace: pod.Namespace, Pod: pod.Name, HTTPPort: strconv.Itoa(port)}
-	}}).Start(kongemu.ProxyListen{})
+	}, ResolveStream: conformanceStreamBackends(admin)}).Start(kongemu.ProxyListen{})
 	require.NoError(t, err)
 	t.Cleanup(func() { ps.Close() })
+	startConformanceStreams(t, ps.Proxy)
 	return &conformanceGateway{server: ps}
 }
 
