@@ -55,7 +55,7 @@ var supported = []featureSupport{
 	// Negated host matches keep a listener's requests from less specific listeners' routes.
 	{name: features.SupportGatewayHTTPListenerIsolation, expressionsOnly: true},
 
-	// Streams (GATEWAY-TLS, GATEWAY-UDP profiles): Kong's stream routes, tested with traffic
+	// Streams (GATEWAY-TLS, GATEWAY-TCP, GATEWAY-UDP profiles): Kong's stream routes, tested with traffic
 	// through the emulator's stream proxy.
 	{name: features.SupportTLSRoute, gatewayAlpha: true},
 	// A Terminate listener's TLSRoute is a Kong route of protocol tls: Kong terminates with
@@ -64,6 +64,8 @@ var supported = []featureSupport{
 	// Terminate and Passthrough listeners on one port, told apart by hostname: Kong reads the
 	// SNI on its ssl stream listen and routes to a tls or a tls_passthrough route.
 	{name: features.SupportTLSRouteModeMixed, gatewayAlpha: true},
+	// The oldest TCPRoute or UDPRoute on a port takes it (translator's portOwners).
+	{name: features.SupportTCPRoute, gatewayAlpha: true},
 	{name: features.SupportUDPRoute, gatewayAlpha: true},
 }
 

@@ -47,7 +47,7 @@ func TestSupportedFeatures(t *testing.T) {
 // which konductor does not read those kinds; they are the same under both routers.
 func TestSupportedFeaturesNeedGatewayAlphaForStreams(t *testing.T) {
 	streams := []string{string(features.SupportTLSRoute), string(features.SupportTLSRouteModeTerminate),
-		string(features.SupportTLSRouteModeMixed), string(features.SupportUDPRoute)}
+		string(features.SupportTLSRouteModeMixed), string(features.SupportTCPRoute), string(features.SupportUDPRoute)}
 	for _, expressions := range []bool{false, true} {
 		without := names(SupportedFeatures(Router{Expressions: expressions}))
 		with := names(SupportedFeatures(Router{Expressions: expressions, GatewayAlpha: true}))

@@ -110,8 +110,7 @@ func TestGatewayAPIConformance(t *testing.T) {
 			CleanupBaseResources: false, // no namespace controller: a deleted namespace stays Terminating
 			CleanupTestResources: true,
 			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName,
-				// GATEWAY-TCP once TCPRouteMultipleRoutesAttachment passes (docs/gateway-api.md).
-				suite.GatewayTLSConformanceProfileName, suite.GatewayUDPConformanceProfileName},
+				suite.GatewayTLSConformanceProfileName, suite.GatewayTCPConformanceProfileName, suite.GatewayUDPConformanceProfileName},
 			// Empty: inferred from the class's status. KONDUCTOR_CONFORMANCE_FEATURES adds
 			// features to try before declaring them (the class's are then listed here too).
 			SupportedFeatures: triedFeatures(declared),
