@@ -46,13 +46,15 @@ var conformanceNamespaces = []string{
 	"gateway-api-routes-allowed-ns", "gateway-api-routes-not-allowed-ns", "not-the-namespace-youre-looking-for",
 }
 
-// The Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, GATEWAY-HTTP and
-// GATEWAY-GRPC profiles, core features) against konductor on the real API server with the
+// The Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, GATEWAY-HTTP,
+// GATEWAY-GRPC, GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP profiles) against konductor on the real API server with the
 // Kong emulator as its gateway. The suite's requests go to the Gateways' address, which its
 // client's dialer sends to the emulator's proxy (port 443 to its TLS listener, the others to
 // its plain one); the proxy routes them as Kong does over what konductor configured and hands
 // them to the Pod whose address the route's target is, answered in process as the suite's echo
-// server answers (HTTP, or gRPC for its gRPC backends). Deployments, Pods and EndpointSlices
+// server answers (HTTP, or gRPC for its gRPC backends). The TCP, TLS and UDP clients dial the
+// Gateways' address themselves, where the emulator's stream proxy listens
+// (conformance_streams_test.go). Deployments, Pods and EndpointSlices
 // of the echo backends are made through the API (backendsReady), as there is no kubelet nor
 // controller manager.
 func TestGatewayAPIConformance(t *testing.T) {
