@@ -33,6 +33,11 @@ import (
 //     chosen for it and the backend's answer goes back to the client.
 //   - No route, no target or nothing answering: the connection is closed (the datagram dropped).
 //
+// Not modelled: Kong's UDP sessions (nginx keeps one upstream per client address and port
+// while datagrams flow; here each datagram is balanced on its own, the same for clients that
+// send one datagram per socket, as the conformance suite's do); TLS from Kong to a service of
+// protocol tls; the proxy_protocol flag; the stream plugins.
+//
 // A stream listen's port is the destination port the router compares (net.dst.port), which is
 // why a TCPRoute's destinations are its Gateway listener's port: Kong must listen on it.
 
