@@ -52,10 +52,10 @@ func TestConformanceOnCluster(t *testing.T) {
 			// feature), and one Kong address cannot serve the HTTP profile's HTTPS listeners
 			// and the TLS profile's TLS listeners both on port 443 (docs/gateway-api.md).
 			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
-			TimeoutConfig:        timeouts,
-			Implementation:       confv1.Implementation{Organization: "konductor", Project: "konductor", URL: "https://github.com/konductor/konductor", Version: version, Contact: []string{"konductor"}},
-			Mode:                 "kind-" + os.Getenv("KONDUCTOR_CONFORMANCE_ROUTER"),
-			SkipTests:            SkippedNames(),
+			TimeoutConfig:       timeouts,
+			Implementation:      confv1.Implementation{Organization: "konductor", Project: "konductor", URL: "https://github.com/konductor/konductor", Version: version, Contact: []string{"konductor"}},
+			Mode:                "kind-" + os.Getenv("KONDUCTOR_CONFORMANCE_ROUTER"),
+			SkipTests:           SkippedNames(),
 		},
 		RoundTripper:  &roundtripper.DefaultRoundTripper{TimeoutConfig: timeouts},
 		Client:        c,
