@@ -11,6 +11,9 @@ import (
 // expressions router's fields and priorities.
 type Router struct {
 	Expressions bool
+	// GatewayAlpha is KIC's gate, without which TCPRoutes, TLSRoutes and UDPRoutes are not
+	// read (their features are then not declared).
+	GatewayAlpha bool
 }
 
 // featureSupport is one feature konductor declares and the router it needs.
@@ -19,6 +22,8 @@ type featureSupport struct {
 	// expressionsOnly: Kong's traditional router cannot do it (no query match; header
 	// matches outrank method matches there, against the spec's precedence; no negation).
 	expressionsOnly bool
+	// gatewayAlpha: the kinds it needs are read only with KIC's GatewayAlpha gate.
+	gatewayAlpha bool
 }
 
 // supported is every feature konductor declares in a GatewayClass's
@@ -53,6 +58,19 @@ var supported = []featureSupport{
 	{name: features.SupportHTTPRouteQueryParamMatching, expressionsOnly: true},
 	// Negated host matches keep a listener's requests from less specific listeners' routes.
 	{name: features.SupportGatewayHTTPListenerIsolation, expressionsOnly: true},
+
+	// Streams (GATEWAY-TLS, GATEWAY-TCP, GATEWAY-UDP profiles): Kong's stream routes, tested with traffic
+	// through the emulator's stream proxy.
+	{name: features.SupportTLSRoute, gatewayAlpha: true},
+	// A Terminate listener's TLSRoute is a Kong route of protocol tls: Kong terminates with
+	// the listener's certificate and proxies plain TCP.
+	{name: features.SupportTLSRouteModeTerminate, gatewayAlpha: true},
+	// Terminate and Passthrough listeners on one port, told apart by hostname: Kong reads the
+	// SNI on its ssl stream listen and routes to a tls or a tls_passthrough route.
+	{name: features.SupportTLSRouteModeMixed, gatewayAlpha: true},
+	// The oldest TCPRoute or UDPRoute on a port takes it (translator's portOwners).
+	{name: features.SupportTCPRoute, gatewayAlpha: true},
+	{name: features.SupportUDPRoute, gatewayAlpha: true},
 }
 
 // SupportedFeatures are the features a GatewayClass of ours declares for gateways running
@@ -60,7 +78,7 @@ var supported = []featureSupport{
 func SupportedFeatures(r Router) []gatewayv1.SupportedFeature {
 	out := make([]gatewayv1.SupportedFeature, 0, len(supported))
 	for _, f := range supported {
-		if f.expressionsOnly && !r.Expressions {
+		if (f.expressionsOnly && !r.Expressions) || (f.gatewayAlpha && !r.GatewayAlpha) {
 			continue
 		}
 		out = append(out, gatewayv1.SupportedFeature{Name: gatewayv1.FeatureName(f.name)})

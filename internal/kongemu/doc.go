@@ -38,6 +38,10 @@
 //	            at that moment, run through internal/kongplugins, forwarded to a resolver's
 //	            backends or over the network; plain and TLS listeners (docs/kong-router.md)
 //	echo.go     EchoBackend, an in-process backend answering as the Gateway API echo server
+//	stream.go   the stream proxy: stream_listen entries (tcp, ssl with the SNI read as
+//	            ssl_preread does, udp) routed by kongrouter's stream router, handed to a
+//	            resolver's StreamBackends (tls_passthrough as sent, tls terminated by Kong)
+//	echo_stream.go  StreamEchoBackend, answering as the echo server's TCP and UDP modes
 //
 // One code path validates entities for declarative loading and for CRUD:
 // normalize applies defaults, checks types, Kong's constraints and entity

@@ -41,6 +41,9 @@ type ProxyOptions struct {
 	// verification of upstream_tls.go); without it, an https service's in-process backend is
 	// handed the request as if the handshake had succeeded.
 	BackendTLS func(host string, port int) *tls.Config
+	// ResolveStream is Resolve for the stream proxy (StartStreams): network is "tcp" or "udp";
+	// nil for an address nothing answers.
+	ResolveStream func(network, host string, port int) StreamBackend
 	// AllowDebugHeader is Kong's allow_debug_header: a request with a Kong-Debug header gets
 	// Kong-Route-Id, Kong-Route-Name, Kong-Service-Id and Kong-Service-Name.
 	AllowDebugHeader bool

@@ -168,6 +168,7 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 	if u.Router != nil {
 		router = u.Router()
 	}
+	router.GatewayAlpha = u.GatewayAlpha
 	var supported []gatewayv1.SupportedFeature
 	if !u.featuresPruned.Load() {
 		supported = gatewayapi.SupportedFeatures(router)

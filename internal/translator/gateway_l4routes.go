@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
@@ -61,14 +62,23 @@ func (b *builder) l4Routes() {
 		}
 		return gr
 	})
+	ports := portOwners{}
 	for _, gr := range all {
 		ra := b.attachedRoute(gr.obj, gr.gvk, gr.kind, gr.parentRefs, routeBackendRefs(gr.obj))
 		if ra == nil {
 			continue
 		}
-		b.l4GatewayRoute(gr, parentListeners(ra))
+		b.l4GatewayRoute(gr, parentListeners(ra), ports)
 	}
 }
+
+// portOwners are the TCPRoutes and UDPRoutes that took each Kong stream port ("TCP/9000"):
+// the oldest route naming a port gets its connections (the spec: only the oldest route
+// attached to a listener receives traffic). One Kong serves every Gateway, so a port is one
+// Kong listen whichever Gateway's listener names it; and Kong picks among stream routes that
+// match alike by route ID (the ATC router's tie-break), not by age, so the newer routes must
+// not have the port at all. KIC sends them all.
+type portOwners map[string]client.Object
 
 // appendL4Routes appends the routes of objs, oldest first, reduced by reduce.
 func appendL4Routes[E any, T interface {
@@ -83,8 +93,9 @@ func appendL4Routes[E any, T interface {
 	return all
 }
 
-// l4GatewayRoute translates gr, whose parent listeners are listeners (parentListeners).
-func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Listener) {
+// l4GatewayRoute translates gr, whose parent listeners are listeners (parentListeners); a
+// TCPRoute or UDPRoute takes the ports of ports no older route took.
+func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Listener, ports portOwners) {
 	fail := func(field, format string, args ...any) {
 		b.problem(gr.obj, gr.gvk, field, "%s can't be routed: %s", gr.kind, fmt.Sprintf(format, args...))
 	}
@@ -106,10 +117,28 @@ func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Liste
 		if gr.kind == gatewayapi.KindUDPRoute {
 			want, protocols, serviceProtocol = gatewayv1.UDPProtocolType, []string{"udp"}, "udp"
 		}
+		var taken []string
 		for _, l := range listeners {
-			if l.Protocol == want {
-				destinations = append(destinations, &kong.CIDRPort{Port: kong.Int(int(l.Port))})
+			if l.Protocol != want {
+				continue
 			}
+			key := fmt.Sprintf("%s/%d", want, l.Port)
+			if owner, ok := ports[key]; ok && owner != gr.obj {
+				taken = append(taken, fmt.Sprintf("%d (%s)", l.Port, client.ObjectKeyFromObject(owner)))
+				continue
+			}
+			ports[key] = gr.obj
+			destinations = append(destinations, &kong.CIDRPort{Port: kong.Int(int(l.Port))})
+		}
+		if len(taken) > 0 && len(destinations) == 0 {
+			fail("spec.parentRefs", "every port of its listeners is taken by an older %s: %s; only the oldest route on a port gets its connections",
+				gr.kind, strings.Join(taken, ", "))
+			return
+		}
+		if len(taken) > 0 {
+			b.problems = append(b.problems, Problem{Object: kongstate.RefFor(gr.obj, gr.gvk), Field: "spec.parentRefs", Warning: true,
+				Message: fmt.Sprintf("ports taken by an older %s are left to it: %s; only the oldest route on a port gets its connections",
+					gr.kind, strings.Join(taken, ", "))})
 		}
 		if len(destinations) == 0 {
 			// KIC would send a stream route that matches nothing, which Kong refuses.
@@ -119,7 +148,7 @@ func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Liste
 	case gatewayapi.KindTLSRoute:
 		protocols = []string{"tls"}
 		for _, l := range listeners {
-			if l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough {
+			if l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode == gatewayv1.TLSModePassthrough && hostnamesReach(l, gr.hostnames) {
 				protocols = []string{"tls_passthrough"}
 			}
 		}
@@ -183,4 +212,21 @@ func (b *builder) l4GatewayRoute(gr l4GatewayRoute, listeners []*gatewayv1.Liste
 		b.gatewayRuleService(gr.obj, gr.gvk, svcName, field, serviceProtocol, rule.backendRefs,
 			[]*routeEntry{{FRoute: r, src: gr.obj, srcGVK: gr.gvk}})
 	}
+}
+
+// hostnamesReach says whether a route with hostnames attaches to listener l by hostname (a
+// listener without one takes every hostname). KIC reads the TLS mode of every listener of a
+// TLSRoute's parentRefs, so that a Terminate listener's route becomes tls_passthrough when a
+// Passthrough listener for other hostnames shares the Gateway (TLSRouteModeMixed); only the
+// listeners the route's hostnames reach say how Kong must take its connections.
+func hostnamesReach(l *gatewayv1.Listener, hostnames []gatewayv1.Hostname) bool {
+	if l.Hostname == nil || *l.Hostname == "" {
+		return true
+	}
+	for _, h := range hostnames {
+		if gatewayapi.Intersection(string(*l.Hostname), string(h)) != "" {
+			return true
+		}
+	}
+	return false
 }

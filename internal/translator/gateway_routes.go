@@ -103,7 +103,7 @@ func parentListeners(ra *gatewayapi.RouteAttachment) []*gatewayv1.Listener {
 	var out []*gatewayv1.Listener
 	for _, p := range ra.Parents {
 		for _, l := range p.Gateway.Listeners {
-			if p.Ref.SectionName == nil || *p.Ref.SectionName == l.Listener.Name {
+			if (p.Ref.SectionName == nil || *p.Ref.SectionName == l.Listener.Name) && (p.Ref.Port == nil || *p.Ref.Port == l.Listener.Port) {
 				out = append(out, l.Listener)
 			}
 		}

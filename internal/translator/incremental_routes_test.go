@@ -108,7 +108,8 @@ func addRouteService(snap *store.Snapshot, ns, name string, i int) {
 // HTTPRoutes (a Service of their own, every tenth one shared with its ten, every hundredth
 // also other/shared), and nL4 L4 routes: TCPRoutes, UDPRoutes and TLSRoutes in turn, the
 // TCPRoute and the UDPRoute of each three naming the same Service (one Service behind a
-// TCP and a UDP stream service), every tenth also other/shared.
+// TCP and a UDP stream service), every tenth also other/shared; most TCPRoutes and UDPRoutes
+// on a listener of their own.
 func mixedRouteCluster(nGRPC, nL4 int) *store.Snapshot {
 	snap := routeCluster(0, false)
 	gw := snap.Gateways[0]
@@ -170,13 +171,25 @@ func mixedRouteCluster(nGRPC, nL4 int) *store.Snapshot {
 			addRouteService(snap, ns, backend, 200000+i)
 		}
 		refs := backends(ns, backend, i, i%10 == 0)
+		// Most TCPRoutes and UDPRoutes have a listener (a port) of their own: routes sharing
+		// one depend on each other (the oldest takes it), so a change of one is not local;
+		// every tenth shares "tcp" or "udp", as the edits that move parentRefs may make others.
+		own := func(protocol gatewayv1.ProtocolType, section string, port int) string {
+			if i%10 == 0 {
+				return section
+			}
+			own := fmt.Sprintf("%s-%d", section, i)
+			gw.Spec.Listeners = append(gw.Spec.Listeners, gatewayv1.Listener{Name: gatewayv1.SectionName(own), Protocol: protocol,
+				Port: gatewayv1.PortNumber(port + i), AllowedRoutes: all})
+			return own
+		}
 		switch i % 3 {
 		case 0:
 			snap.TCPRoutes = append(snap.TCPRoutes, &gatewayv1.TCPRoute{ObjectMeta: meta(ns, name), Spec: gatewayv1.TCPRouteSpec{
-				CommonRouteSpec: parent("tcp"), Rules: []gatewayv1.TCPRouteRule{{BackendRefs: refs}}}})
+				CommonRouteSpec: parent(own(gatewayv1.TCPProtocolType, "tcp", 10000)), Rules: []gatewayv1.TCPRouteRule{{BackendRefs: refs}}}})
 		case 1:
 			snap.UDPRoutes = append(snap.UDPRoutes, &gatewayv1.UDPRoute{ObjectMeta: meta(ns, name), Spec: gatewayv1.UDPRouteSpec{
-				CommonRouteSpec: parent("udp"), Rules: []gatewayv1.UDPRouteRule{{BackendRefs: refs}}}})
+				CommonRouteSpec: parent(own(gatewayv1.UDPProtocolType, "udp", 20000)), Rules: []gatewayv1.UDPRouteRule{{BackendRefs: refs}}}})
 		default:
 			snap.TLSRoutes = append(snap.TLSRoutes, &gatewayv1.TLSRoute{ObjectMeta: meta(ns, name), Spec: gatewayv1.TLSRouteSpec{
 				CommonRouteSpec: parent("tls"), Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(name + ".example.com")},

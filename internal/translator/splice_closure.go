@@ -156,6 +156,10 @@ func (w *closureWalk) expandRoute(k gatewayapi.RouteKey) string {
 		// The expressions router's priorities are assigned across every route.
 		return aRoute(k.Kind) + " of the change under the expressions router"
 	}
+	// The oldest route on a port takes it: the routes sharing a port are translated together.
+	for _, other := range streamPortSharers(w.snap, k, w.oldRoute(k), w.routeNow(k)) {
+		w.addRoute(other)
+	}
 	if w.opts.CombinedServicesFromDifferentHTTPRoutes && k.Kind == gatewayapi.KindHTTPRoute {
 		// Its Kong services may hold the rules of other HTTPRoutes of its namespace
 		// (gateway_httproute_combined.go), which the partial translation would not have.

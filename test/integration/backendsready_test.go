@@ -115,6 +115,12 @@ type fakePod struct {
 	// TLSSecret is the Secret whose certificate the echo server serves TLS with on
 	// echoTLSPort (TLS_SERVER_CERT, mounted from a Secret volume), "" for none.
 	TLSSecret string
+	// Env is its containers' environment (literal values; "" for one taken from elsewhere),
+	// Image the first container's image, Secret the Secret of its first secret volume: what
+	// the stream backends answer as (conformance_streams_test.go).
+	Env    map[string]string
+	Image  string
+	Secret string
 }
 
 // echoTLSPort is the port the echo server serves TLS on (its HTTPS_PORT default).
@@ -139,13 +145,22 @@ func (a *podAddresses) address(p *corev1.Pod) string {
 	}
 	n := len(a.byName)
 	ip := fmt.Sprintf("10.244.%d.%d", n/250, n%250+1)
-	pod := fakePod{Namespace: p.Namespace, Name: p.Name}
+	pod := fakePod{Namespace: p.Namespace, Name: p.Name, Env: map[string]string{}}
 	for _, c := range p.Spec.Containers {
+		if pod.Image == "" {
+			pod.Image = c.Image
+		}
 		for _, e := range c.Env {
 			pod.GRPC = pod.GRPC || e.Name == "GRPC_ECHO_SERVER"
 			if e.Name == "TLS_SERVER_CERT" {
 				pod.TLSSecret = mountedSecret(p, c, e.Value)
 			}
+			pod.Env[e.Name] = e.Value
+		}
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.Secret != nil && pod.Secret == "" {
+			pod.Secret = v.Secret.SecretName
 		}
 	}
 	a.byName[key], a.byIP[ip] = ip, pod

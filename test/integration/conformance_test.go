@@ -46,13 +46,15 @@ var conformanceNamespaces = []string{
 	"gateway-api-routes-allowed-ns", "gateway-api-routes-not-allowed-ns", "not-the-namespace-youre-looking-for",
 }
 
-// The Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, GATEWAY-HTTP and
-// GATEWAY-GRPC profiles, core features) against konductor on the real API server with the
+// The Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, GATEWAY-HTTP,
+// GATEWAY-GRPC, GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP profiles) against konductor on the real API server with the
 // Kong emulator as its gateway. The suite's requests go to the Gateways' address, which its
 // client's dialer sends to the emulator's proxy (port 443 to its TLS listener, the others to
 // its plain one); the proxy routes them as Kong does over what konductor configured and hands
 // them to the Pod whose address the route's target is, answered in process as the suite's echo
-// server answers (HTTP, or gRPC for its gRPC backends). Deployments, Pods and EndpointSlices
+// server answers (HTTP, or gRPC for its gRPC backends). The TCP, TLS and UDP clients dial the
+// Gateways' address themselves, where the emulator's stream proxy listens
+// (conformance_streams_test.go). Deployments, Pods and EndpointSlices
 // of the echo backends are made through the API (backendsReady), as there is no kubelet nor
 // controller manager.
 func TestGatewayAPIConformance(t *testing.T) {
@@ -69,13 +71,15 @@ func TestGatewayAPIConformance(t *testing.T) {
 	if flavor == "" {
 		flavor = kongemu.RouterTraditionalCompatible
 	}
-	kong, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: flavor}).Start()
+	kong, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: flavor, StreamListen: conformanceStreamListens}).Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { kong.Close() })
 	proxy := conformanceProxy(t, kong.Emulator)
 	r := startReplica(t, replicaSpec{name: "conformance", namespace: conformanceNamespaces[0], gateways: []string{kong.URL}, args: []string{
 		"--leader-elect=false", "--watch-namespace", strings.Join(conformanceNamespaces, ","),
-		"--gateway-api-controller-name", controller, "--publish-status-address", "192.0.2.20",
+		"--gateway-api-controller-name", controller, "--publish-status-address", conformanceAddress,
+		// KIC's gate for TCPRoute, TLSRoute and UDPRoute (and BackendTLSPolicy).
+		"--feature-gates=GatewayAlpha=true",
 	}})
 	r.waitFirstSync(t, time.Minute)
 	// The suite reads the features to test from the class's status.supportedFeatures, which
@@ -107,7 +111,8 @@ func TestGatewayAPIConformance(t *testing.T) {
 			GatewayClassName:     className,
 			CleanupBaseResources: false, // no namespace controller: a deleted namespace stays Terminating
 			CleanupTestResources: true,
-			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
+			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName,
+				suite.GatewayTLSConformanceProfileName, suite.GatewayTCPConformanceProfileName, suite.GatewayUDPConformanceProfileName},
 			// Empty: inferred from the class's status. KONDUCTOR_CONFORMANCE_FEATURES adds
 			// features to try before declaring them (the class's are then listed here too).
 			SupportedFeatures: triedFeatures(declared),
@@ -126,7 +131,7 @@ func TestGatewayAPIConformance(t *testing.T) {
 		ManifestFS:      []fs.FS{&conformance.Manifests},
 	}
 	// GatewayStaticAddresses: Kong is published at --publish-status-address only.
-	opts.UsableNetworkAddresses, opts.UnusableNetworkAddresses = konformance.StaticAddresses("192.0.2.20")
+	opts.UsableNetworkAddresses, opts.UnusableNetworkAddresses = konformance.StaticAddresses(conformanceAddress)
 	cSuite, err := suite.NewConformanceTestSuite(opts)
 	require.NoError(t, err)
 	// The report, once the parallel tests are done too (cleanups run last first: this one
@@ -187,9 +192,10 @@ func conformanceProxy(t *testing.T, kong *kongemu.Emulator) *conformanceGateway 
 			return actual.(*grpc.Server)
 		}
 		return &kongemu.EchoBackend{Namespace: pod.Namespace, Pod: pod.Name, HTTPPort: strconv.Itoa(port)}
-	}, BackendTLS: echoServerTLS}).Start(kongemu.ProxyListen{})
+	}, BackendTLS: echoServerTLS, ResolveStream: conformanceStreamBackends(admin)}).Start(kongemu.ProxyListen{})
 	require.NoError(t, err)
 	t.Cleanup(func() { ps.Close() })
+	startConformanceStreams(t, ps.Proxy)
 	return &conformanceGateway{server: ps}
 }
 
