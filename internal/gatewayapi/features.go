@@ -45,6 +45,8 @@ var supported = []featureSupport{
 	{name: features.SupportHTTPRouteBackendTimeout},
 	{name: features.SupportHTTPRouteNamedRouteRule},
 	{name: features.SupportGRPCRouteNamedRouteRule},
+	// ListenerSets' listeners join their Gateway's (listenerset.go).
+	{name: features.SupportListenerSet},
 	{name: features.SupportHTTPRouteMethodMatching, expressionsOnly: true},
 	{name: features.SupportHTTPRouteQueryParamMatching, expressionsOnly: true},
 	// Negated host matches keep a listener's requests from less specific listeners' routes.
