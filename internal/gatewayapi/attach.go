@@ -34,6 +34,8 @@ type Input struct {
 	Gateways        []*gatewayv1.Gateway
 	Routes          []Route
 	NamespaceLabels map[string]map[string]string
+	// ListenerSets add listeners to the Gateways they name (listenerset.go).
+	ListenerSets []*gatewayv1.ListenerSet
 }
 
 // Route is a route of any kind reduced to what attachment needs.
@@ -50,7 +52,10 @@ type Attachment struct {
 	Classes map[string]*gatewayv1.GatewayClass
 	// Gateways are the Gateways of our classes, sorted by namespace and name.
 	Gateways []*Gateway
-	routes   map[RouteKey]*RouteAttachment
+	// ListenerSets are the ListenerSets naming our Gateways, allowed or not, sorted by
+	// namespace and name.
+	ListenerSets []*ListenerSet
+	routes       map[RouteKey]*RouteAttachment
 }
 
 // RouteKey names a route of any kind.
@@ -58,8 +63,12 @@ type RouteKey struct{ Kind, Namespace, Name string }
 
 // Gateway is one of our Gateways with its listeners.
 type Gateway struct {
-	Gateway   *gatewayv1.Gateway
+	Gateway *gatewayv1.Gateway
+	// Listeners are the Gateway's own listeners, in spec order.
 	Listeners []*Listener
+	// ListenerSets are the ListenerSets naming the Gateway, allowed or not, in the spec's
+	// precedence (listenerset.go).
+	ListenerSets []*ListenerSet
 }
 
 // Listener is one listener of our Gateway.
@@ -73,13 +82,21 @@ type Listener struct {
 	// AttachedRoutes counts the routes attached to the listener (each route once).
 	AttachedRoutes int32
 	attached       map[RouteKey]bool
+	// Set is the ListenerSet the listener is of; nil for a Gateway's own listener.
+	Set *ListenerSet
+	// Conflict is, for a ListenerSet's listener, why a listener of higher precedence keeps
+	// its port or hostname (ProtocolConflict, HostnameConflict); "" when none does.
+	Conflict gatewayv1.ListenerConditionReason
 }
 
 // Parent is the outcome of one parentRef of a route that names one of our Gateways.
 type Parent struct {
-	Ref      gatewayv1.ParentReference
-	Gateway  *Gateway
-	Accepted bool
+	Ref gatewayv1.ParentReference
+	// Gateway is the Gateway the parentRef names, or the parent Gateway of the ListenerSet
+	// it names (ListenerSet).
+	Gateway     *Gateway
+	ListenerSet *ListenerSet
+	Accepted    bool
 	// Reason is the Accepted condition's reason (Accepted, NoMatchingParent,
 	// NotAllowedByListeners, NoMatchingListenerHostname) and Message says why.
 	Reason    gatewayv1.RouteConditionReason
@@ -168,13 +185,8 @@ func Attach(in Input) *Attachment {
 		}
 		a.Gateways = append(a.Gateways, gw)
 	}
-	sort.Slice(a.Gateways, func(i, j int) bool {
-		gi, gj := a.Gateways[i].Gateway, a.Gateways[j].Gateway
-		if gi.Namespace != gj.Namespace {
-			return gi.Namespace < gj.Namespace
-		}
-		return gi.Name < gj.Name
-	})
+	sort.Slice(a.Gateways, func(i, j int) bool { return byNamespaceName(a.Gateways[i].Gateway, a.Gateways[j].Gateway) })
+	a.attachListenerSets(in.ListenerSets, in.NamespaceLabels)
 	for _, r := range in.Routes {
 		if r.Object == nil {
 			continue
@@ -197,22 +209,40 @@ func Attach(in Input) *Attachment {
 	return a
 }
 
+// byNamespaceName orders objects by namespace, then name.
+func byNamespaceName(x, y client.Object) bool {
+	if x.GetNamespace() != y.GetNamespace() {
+		return x.GetNamespace() < y.GetNamespace()
+	}
+	return x.GetName() < y.GetName()
+}
+
 // attachRoute is how route r attaches to a's Gateways, nil when it names none of them.
 func (a *Attachment) attachRoute(r Route, nsLabels map[string]map[string]string) *RouteAttachment {
 	ra := &RouteAttachment{Route: r}
 	for _, ref := range r.ParentRefs {
-		if (ref.Group != nil && string(*ref.Group) != Group) || (ref.Kind != nil && string(*ref.Kind) != "Gateway") {
+		if ref.Group != nil && string(*ref.Group) != Group {
 			continue
 		}
 		ns := r.Object.GetNamespace()
 		if ref.Namespace != nil && *ref.Namespace != "" {
 			ns = string(*ref.Namespace)
 		}
-		gw := a.Gateway(ns, string(ref.Name))
-		if gw == nil {
-			continue
+		var p *Parent
+		switch {
+		case ref.Kind == nil || *ref.Kind == "Gateway":
+			if gw := a.Gateway(ns, string(ref.Name)); gw != nil {
+				p = &Parent{Ref: ref, Gateway: gw}
+			}
+		case *ref.Kind == KindListenerSet:
+			if ls := a.ListenerSet(ns, string(ref.Name)); ls != nil {
+				p = &Parent{Ref: ref, Gateway: ls.Gateway, ListenerSet: ls}
+			}
 		}
-		ra.Parents = append(ra.Parents, attachParent(gw, ref, r, nsLabels))
+		if p != nil {
+			attachParent(p, r, nsLabels)
+			ra.Parents = append(ra.Parents, p)
+		}
 	}
 	if len(ra.Parents) == 0 {
 		return nil
@@ -273,8 +303,9 @@ func (l *Listener) admitsKind(kind string) bool {
 	return false
 }
 
-// admitsNamespace applies allowedRoutes.namespaces: Same (the default), All, or Selector.
-func (l *Listener) admitsNamespace(gatewayNS, routeNS string, nsLabels map[string]map[string]string) bool {
+// admitsNamespace applies allowedRoutes.namespaces: Same (the default: ownerNS, the namespace
+// of the listener's Gateway or ListenerSet), All, or Selector.
+func (l *Listener) admitsNamespace(ownerNS, routeNS string, nsLabels map[string]map[string]string) bool {
 	from := gatewayv1.NamespacesFromSame
 	var sel *gatewayv1.RouteNamespaces
 	if l.Listener.AllowedRoutes != nil && l.Listener.AllowedRoutes.Namespaces != nil {
@@ -292,7 +323,7 @@ func (l *Listener) admitsNamespace(gatewayNS, routeNS string, nsLabels map[strin
 		}
 		return selectorAdmits(sel.Selector, routeNS, nsLabels)
 	default:
-		return gatewayNS == routeNS
+		return ownerNS == routeNS
 	}
 }
 
@@ -301,10 +332,16 @@ func hostnameCarrying(p gatewayv1.ProtocolType) bool {
 	return p == gatewayv1.HTTPProtocolType || p == gatewayv1.HTTPSProtocolType || p == gatewayv1.TLSProtocolType
 }
 
-func attachParent(gw *Gateway, ref gatewayv1.ParentReference, r Route, nsLabels map[string]map[string]string) *Parent {
-	p := &Parent{Ref: ref, Gateway: gw}
+// attachParent decides whether parent p (Ref and Gateway or ListenerSet set) accepts route r,
+// and with which listeners.
+func attachParent(p *Parent, r Route, nsLabels map[string]map[string]string) {
+	ref := p.Ref
+	if p.ListenerSet != nil && !p.ListenerSet.Attached() {
+		p.Reason, p.Message = gatewayv1.RouteReasonNoMatchingParent, "the ListenerSet is not attached to its Gateway (see its Accepted condition)"
+		return
+	}
 	var candidates []*Listener
-	for _, l := range gw.Listeners {
+	for _, l := range p.ParentListeners() {
 		if ref.SectionName != nil && *ref.SectionName != l.Listener.Name {
 			continue
 		}
@@ -315,17 +352,17 @@ func attachParent(gw *Gateway, ref gatewayv1.ParentReference, r Route, nsLabels 
 	}
 	if len(candidates) == 0 {
 		p.Reason, p.Message = gatewayv1.RouteReasonNoMatchingParent, "no listener matches the parentRef's sectionName and port"
-		return p
+		return
 	}
 	var allowed []*Listener
 	for _, l := range candidates {
-		if l.admitsKind(r.Kind) && l.admitsNamespace(gw.Gateway.Namespace, r.Object.GetNamespace(), nsLabels) {
+		if l.admitsKind(r.Kind) && l.admitsNamespace(p.Namespace(), r.Object.GetNamespace(), nsLabels) {
 			allowed = append(allowed, l)
 		}
 	}
 	if len(allowed) == 0 {
 		p.Reason, p.Message = gatewayv1.RouteReasonNotAllowedByListeners, "no matching listener allows routes of this kind from this namespace"
-		return p
+		return
 	}
 	for _, l := range allowed {
 		if !hostnameCarrying(l.Listener.Protocol) || l.Listener.Hostname == nil || *l.Listener.Hostname == "" || len(r.Hostnames) == 0 {
@@ -341,10 +378,9 @@ func attachParent(gw *Gateway, ref gatewayv1.ParentReference, r Route, nsLabels 
 	}
 	if len(p.Listeners) == 0 {
 		p.Reason, p.Message = gatewayv1.RouteReasonNoMatchingListenerHostname, "no hostname of the route matches the hostname of a listener"
-		return p
+		return
 	}
 	p.Accepted, p.Reason, p.Message = true, gatewayv1.RouteReasonAccepted, "accepted"
-	return p
 }
 
 // effectiveHostnames is KIC's filterHostnames over the accepted parents' listeners: a route

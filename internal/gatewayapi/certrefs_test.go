@@ -79,7 +79,7 @@ func TestResolveCertificateRefs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &gatewayv1.Listener{Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, TLS: tc.tls}
-			got, msg := ResolveCertificateRefs(gw, l, lookup, grants)
+			got, msg := ResolveCertificateRefs(gw, gatewayv1.SchemeGroupVersion.WithKind("Gateway"), l, lookup, grants)
 			require.Equal(t, tc.want, got, msg)
 			require.Equal(t, got == "", msg == "")
 		})

@@ -54,6 +54,8 @@ var supported = []featureSupport{
 	{name: features.SupportGRPCRouteNamedRouteRule},
 	// Kong proxies WebSocket upgrades on http services, whatever the backend's appProtocol.
 	{name: features.SupportHTTPRouteBackendProtocolWebSocket},
+	// ListenerSets' listeners join their Gateway's (listenerset.go).
+	{name: features.SupportListenerSet},
 	{name: features.SupportHTTPRouteMethodMatching, expressionsOnly: true},
 	{name: features.SupportHTTPRouteQueryParamMatching, expressionsOnly: true},
 	// Negated host matches keep a listener's requests from less specific listeners' routes.

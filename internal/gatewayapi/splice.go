@@ -49,7 +49,7 @@ func compareKeys(a, b RouteKey) int {
 // in.Routes holds a route changed does not name: Attach of the whole input is needed then.
 // The changed routes' RouteAttachments are new, without RefProblems.
 func (a *Attachment) Reattach(in Input, changed []RouteKey) (out *Attachment, ok bool) {
-	out = &Attachment{Classes: a.Classes, Gateways: a.Gateways, routes: maps.Clone(a.routes)}
+	out = &Attachment{Classes: a.Classes, Gateways: a.Gateways, ListenerSets: a.ListenerSets, routes: maps.Clone(a.routes)}
 	named := make(map[RouteKey]bool, len(changed))
 	for _, k := range changed {
 		named[k] = true

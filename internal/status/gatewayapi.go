@@ -63,23 +63,6 @@ func (v listenerVerdict) valid() bool {
 	return !v.unsupportedProtocol && v.unavailable == "" && !v.invalidKinds && v.conflict == "" && v.refs == ""
 }
 
-// sharePort reports whether listeners of protocols a and b may share a port: HTTP with
-// HTTP, HTTPS and TLS with each other (then told apart by hostname), TCP with UDP (different
-// transports). KIC's canSharePort, except that KIC also refuses TCP with UDP, which the spec
-// and Kong's stream listens (a "udp" listen beside a TCP one) allow.
-func sharePort(a, b gatewayv1.ProtocolType) (ok, byHostname bool) {
-	tlsish := func(p gatewayv1.ProtocolType) bool {
-		return p == gatewayv1.HTTPSProtocolType || p == gatewayv1.TLSProtocolType
-	}
-	switch {
-	case a == gatewayv1.HTTPProtocolType && b == gatewayv1.HTTPProtocolType, tlsish(a) && tlsish(b):
-		return true, true
-	case a == gatewayv1.TCPProtocolType && b == gatewayv1.UDPProtocolType, a == gatewayv1.UDPProtocolType && b == gatewayv1.TCPProtocolType:
-		return true, false
-	}
-	return false, false
-}
-
 // listenerVerdicts judges the listeners of gw. As in KIC, a conflict marks every listener
 // that shares the conflicting port (ProtocolConflict) or port and hostname
 // (HostnameConflict), not only the later one; a protocol conflict wins over a hostname one.
@@ -88,41 +71,90 @@ func sharePort(a, b gatewayv1.ProtocolType) (ok, byHostname bool) {
 func listenerVerdicts(gw *gatewayapi.Gateway, certRefs func(*gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string), ports kongPorts) []listenerVerdict {
 	out := make([]listenerVerdict, len(gw.Listeners))
 	for i, l := range gw.Listeners {
-		out[i].invalidKinds = l.InvalidKinds
-		switch l.Listener.Protocol {
-		case gatewayv1.HTTPProtocolType, gatewayv1.HTTPSProtocolType, gatewayv1.TLSProtocolType,
-			gatewayv1.TCPProtocolType, gatewayv1.UDPProtocolType:
-		default:
-			out[i].unsupportedProtocol = true
-		}
-		if !out[i].unsupportedProtocol {
-			out[i].unavailable, out[i].unavailableMessage = ports.unavailable(l.Listener.Protocol, l.Listener.Port)
-		}
-		if certRefs != nil {
-			out[i].refs, out[i].refsMessage = certRefs(l.Listener)
-		}
-	}
-	hostname := func(l *gatewayv1.Listener) string {
-		if l.Hostname == nil {
-			return ""
-		}
-		return string(*l.Hostname)
+		out[i] = judgeListener(l, certRefs, ports)
 	}
 	for i, l := range gw.Listeners {
 		for j, m := range gw.Listeners {
-			if i == j || m.Listener.Port != l.Listener.Port {
+			if i == j {
 				continue
 			}
-			ok, byHostname := sharePort(l.Listener.Protocol, m.Listener.Protocol)
-			switch {
-			case !ok:
-				out[i].conflict = gatewayv1.ListenerReasonProtocolConflict
-			case byHostname && hostname(l.Listener) == hostname(m.Listener) && out[i].conflict == "":
-				out[i].conflict = gatewayv1.ListenerReasonHostnameConflict
+			switch c := gatewayapi.Conflict(l.Listener, m.Listener); {
+			case c == gatewayv1.ListenerReasonProtocolConflict:
+				out[i].conflict = c
+			case c != "" && out[i].conflict == "":
+				out[i].conflict = c
 			}
 		}
 	}
 	return out
+}
+
+// judgeListener is the verdict on listener l alone (a ListenerSet's carries its conflicts,
+// gatewayapi.Listener.Conflict; a Gateway's own are judged together, listenerVerdicts).
+func judgeListener(l *gatewayapi.Listener, certRefs func(*gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string), ports kongPorts) listenerVerdict {
+	v := listenerVerdict{invalidKinds: l.InvalidKinds, conflict: l.Conflict}
+	switch l.Listener.Protocol {
+	case gatewayv1.HTTPProtocolType, gatewayv1.HTTPSProtocolType, gatewayv1.TLSProtocolType,
+		gatewayv1.TCPProtocolType, gatewayv1.UDPProtocolType:
+	default:
+		v.unsupportedProtocol = true
+	}
+	if !v.unsupportedProtocol {
+		v.unavailable, v.unavailableMessage = ports.unavailable(l.Listener.Protocol, l.Listener.Port)
+	}
+	if certRefs != nil {
+		v.refs, v.refsMessage = certRefs(l.Listener)
+	}
+	return v
+}
+
+// listenerConditions are the conditions of a listener judged v (Accepted, ResolvedRefs,
+// Conflicted, Programmed) in a configuration a gateway took or not (programmed). A conflicted
+// listener stays Accepted on a Gateway, where every listener of a conflict is marked, as in
+// KIC; a ListenerSet's (conflictRejects), which the spec's precedence set aside, is not
+// accepted and not programmed, for the conflict's reason.
+func listenerConditions(v listenerVerdict, l *gatewayv1.Listener, programmed, conflictRejects bool) []metav1.Condition {
+	accepted := metav1.Condition{Type: string(gatewayv1.ListenerConditionAccepted), Status: metav1.ConditionTrue,
+		Reason: string(gatewayv1.ListenerReasonAccepted), Message: "the listener is valid"}
+	switch {
+	case v.unsupportedProtocol:
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gatewayv1.ListenerReasonUnsupportedProtocol),
+			"protocol "+string(l.Protocol)+" is not supported"
+	case v.unavailable != "":
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(v.unavailable), v.unavailableMessage
+	}
+	resolved := metav1.Condition{Type: string(gatewayv1.ListenerConditionResolvedRefs), Status: metav1.ConditionTrue,
+		Reason: string(gatewayv1.ListenerReasonResolvedRefs), Message: "all references resolved"}
+	switch {
+	case v.invalidKinds:
+		resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, string(gatewayv1.ListenerReasonInvalidRouteKinds),
+			"allowedRoutes.kinds names a kind this listener's protocol cannot carry"
+	case v.refs != "":
+		resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, string(v.refs), v.refsMessage
+	}
+	conflicted := metav1.Condition{Type: string(gatewayv1.ListenerConditionConflicted), Status: metav1.ConditionFalse,
+		Reason: string(gatewayv1.ListenerReasonNoConflicts), Message: "no conflict"}
+	switch v.conflict {
+	case gatewayv1.ListenerReasonProtocolConflict:
+		conflicted.Status, conflicted.Reason, conflicted.Message = metav1.ConditionTrue, string(v.conflict),
+			"another listener on this port has a protocol that cannot share it"
+	case gatewayv1.ListenerReasonHostnameConflict:
+		conflicted.Status, conflicted.Reason, conflicted.Message = metav1.ConditionTrue, string(v.conflict),
+			"another listener on this port has the same hostname"
+	}
+	prog := metav1.Condition{Type: string(gatewayv1.ListenerConditionProgrammed), Status: metav1.ConditionTrue,
+		Reason: string(gatewayv1.ListenerReasonProgrammed), Message: "in the configuration the gateways took"}
+	switch {
+	case conflictRejects && v.conflict != "" && accepted.Status == metav1.ConditionTrue:
+		message := "a listener of higher precedence (the Gateway's, or an older ListenerSet's) keeps this port: " + conflicted.Message
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(v.conflict), message
+		prog.Status, prog.Reason, prog.Message = metav1.ConditionFalse, string(v.conflict), message
+	case !v.valid():
+		prog.Status, prog.Reason, prog.Message = metav1.ConditionFalse, string(gatewayv1.ListenerReasonInvalid), "the listener is not valid"
+	case !programmed:
+		prog.Status, prog.Reason, prog.Message = metav1.ConditionFalse, string(gatewayv1.ListenerReasonPending), "no gateway has taken the configuration yet"
+	}
+	return []metav1.Condition{accepted, resolved, conflicted, prog}
 }
 
 // gatewayStatus is the status of one of our Gateways: Accepted and Programmed, the
@@ -157,44 +189,10 @@ func gatewayStatus(have gatewayv1.GatewayStatus, gw *gatewayapi.Gateway, certRef
 		}
 		ls.SupportedKinds = append([]gatewayv1.RouteGroupKind{}, l.SupportedKinds...)
 		ls.AttachedRoutes = l.AttachedRoutes
-		accepted := metav1.Condition{Type: string(gatewayv1.ListenerConditionAccepted), Status: metav1.ConditionTrue,
-			Reason: string(gatewayv1.ListenerReasonAccepted), Message: "the listener is valid"}
-		switch {
-		case v.unsupportedProtocol:
-			accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gatewayv1.ListenerReasonUnsupportedProtocol),
-				"protocol "+string(l.Listener.Protocol)+" is not supported"
-		case v.unavailable != "":
-			accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(v.unavailable), v.unavailableMessage
-		}
-		resolved := metav1.Condition{Type: string(gatewayv1.ListenerConditionResolvedRefs), Status: metav1.ConditionTrue,
-			Reason: string(gatewayv1.ListenerReasonResolvedRefs), Message: "all references resolved"}
-		switch {
-		case v.invalidKinds:
-			resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, string(gatewayv1.ListenerReasonInvalidRouteKinds),
-				"allowedRoutes.kinds names a kind this listener's protocol cannot carry"
-		case v.refs != "":
-			resolved.Status, resolved.Reason, resolved.Message = metav1.ConditionFalse, string(v.refs), v.refsMessage
-		}
-		conflicted := metav1.Condition{Type: string(gatewayv1.ListenerConditionConflicted), Status: metav1.ConditionFalse,
-			Reason: string(gatewayv1.ListenerReasonNoConflicts), Message: "no conflict"}
-		switch v.conflict {
-		case gatewayv1.ListenerReasonProtocolConflict:
-			conflicted.Status, conflicted.Reason, conflicted.Message = metav1.ConditionTrue, string(v.conflict),
-				"another listener on this port has a protocol that cannot share it"
-		case gatewayv1.ListenerReasonHostnameConflict:
-			conflicted.Status, conflicted.Reason, conflicted.Message = metav1.ConditionTrue, string(v.conflict),
-				"another listener on this port has the same hostname"
-		}
-		prog := metav1.Condition{Type: string(gatewayv1.ListenerConditionProgrammed), Status: metav1.ConditionTrue,
-			Reason: string(gatewayv1.ListenerReasonProgrammed), Message: "in the configuration the gateways took"}
-		switch {
-		case !v.valid():
+		if !v.valid() {
 			invalid++
-			prog.Status, prog.Reason, prog.Message = metav1.ConditionFalse, string(gatewayv1.ListenerReasonInvalid), "the listener is not valid"
-		case !programmed:
-			prog.Status, prog.Reason, prog.Message = metav1.ConditionFalse, string(gatewayv1.ListenerReasonPending), "no gateway has taken the configuration yet"
 		}
-		for _, c := range []metav1.Condition{accepted, resolved, conflicted, prog} {
+		for _, c := range listenerConditions(v, l.Listener, programmed, false) {
 			setCondition(&ls.Conditions, c, gen, now)
 		}
 		listeners = append(listeners, ls)

@@ -21,7 +21,7 @@ import (
 )
 
 // EventHandler wakes the classes-and-Gateways loop on every change that can change how
-// routes attach (a class, a Gateway, a route of any kind, a ReferenceGrant, a Namespace's
+// routes attach (a class, a Gateway, a ListenerSet, a route of any kind, a ReferenceGrant, a Namespace's
 // labels, a publish Service's addresses or ports), so that a listener's attachedRoutes follows the cache itself and not the sync
 // loop: a round that started before the last change would otherwise have to end, push
 // included, before the count moves. Status writes (the generation does not move) wake
@@ -64,6 +64,11 @@ func (e attachmentEvents) Relevant(old, new client.Object) bool {
 		oldGW, _ := old.(*gatewayv1.Gateway)
 		return old == nil || new == nil || old.GetGeneration() != new.GetGeneration() ||
 			oldGW == nil || !equality.Semantic.DeepEqual(oldGW.Status, obj.Status)
+	case *gatewayv1.ListenerSet:
+		// Its status too, for the reason a Gateway's is.
+		oldLS, _ := old.(*gatewayv1.ListenerSet)
+		return old == nil || new == nil || old.GetGeneration() != new.GetGeneration() ||
+			oldLS == nil || !equality.Semantic.DeepEqual(oldLS.Status, obj.Status)
 	case *gatewayv1.GatewayClass, *gatewayv1beta1.ReferenceGrant:
 		return old == nil || new == nil || old.GetGeneration() != new.GetGeneration()
 	case *metav1.PartialObjectMetadata: // Namespaces, read as metadata for their labels

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -111,6 +112,9 @@ func (u *GatewayAPIUpdater) Report(_ context.Context, r dataplane.Round) {
 		programmed := map[string]bool{}
 		for _, g := range u.pending.Gateways {
 			programmed[gatewayKey(g.Gateway)] = true
+			for _, ls := range g.ListenerSets {
+				programmed[listenerSetKey(ls.ListenerSet)] = true
+			}
 		}
 		u.programmed, u.pending, changed = programmed, nil, true
 	}
@@ -141,8 +145,8 @@ func (u *GatewayAPIUpdater) startPass(ctx context.Context) (*gatewayapi.Attachme
 	if a == nil {
 		return nil, nil, nil, nil
 	}
-	read := store.NewKindSet(append(routeStoreKinds(), store.KindGatewayClass, store.KindGateway, store.KindReferenceGrant, store.KindNamespace,
-		store.KindSecret, store.KindConfigMap)...)
+	read := store.NewKindSet(append(routeStoreKinds(), store.KindGatewayClass, store.KindGateway, store.KindListenerSet, store.KindReferenceGrant,
+		store.KindNamespace, store.KindSecret, store.KindConfigMap)...)
 	if u.GatewayAlpha {
 		// BackendTLSPolicies (alpha) are the only reader of Services: not listed otherwise.
 		read[store.KindBackendTLSPolicy], read[store.KindService] = struct{}{}, struct{}{}
@@ -212,7 +216,7 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 			continue
 		}
 		certRefs := func(l *gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string) {
-			return gatewayapi.ResolveCertificateRefs(gw.Gateway, l, secret, snap.ReferenceGrants)
+			return gatewayapi.ResolveCertificateRefs(gw.Gateway, store.KindGateway.GroupVersionKind(), l, secret, snap.ReferenceGrants)
 		}
 		var ports kongPorts
 		invalid := ""
@@ -240,6 +244,9 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 			ports = commonPorts(svcs, listens)
 		}
 		want := gatewayStatus(g.Status, gw, certRefs, addrs, ports, invalid, programmed[gatewayKey(gw.Gateway)], now)
+		attached := u.updateListenerSets(ctx, gw, meta.IsStatusConditionTrue(want.Conditions, string(gatewayv1.GatewayConditionAccepted)),
+			secret, snap, ports, programmed, now, &errs)
+		want = withAttachedListenerSets(want, g.Status, gw, attached)
 		if !equality.Semantic.DeepEqual(want, g.Status) {
 			updated := g.DeepCopy()
 			updated.Status = want
@@ -250,6 +257,32 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 	}
 	u.updateBackendTLSPolicies(ctx, translated, snap, now, &errs)
 	return errs.err()
+}
+
+// updateListenerSets writes the status of every ListenerSet naming Gateway gw whose status
+// differs (listenerSetStatus; gatewayAccepted is the Gateway's Accepted condition), and returns
+// how many are accepted: the Gateway's attachedListenerSets.
+func (u *GatewayAPIUpdater) updateListenerSets(ctx context.Context, gw *gatewayapi.Gateway, gatewayAccepted bool, secret func(ns, name string) *corev1.Secret,
+	snap *store.Snapshot, ports kongPorts, programmed map[string]bool, now time.Time, errs *failures) int32 {
+	var attached int32
+	for _, ls := range gw.ListenerSets {
+		obj := ls.ListenerSet
+		certRefs := func(l *gatewayv1.Listener) (gatewayv1.ListenerConditionReason, string) {
+			return gatewayapi.ResolveCertificateRefs(obj, store.KindListenerSet.GroupVersionKind(), l, secret, snap.ReferenceGrants)
+		}
+		want, accepted := listenerSetStatus(obj.Status, ls, gatewayAccepted, certRefs, ports, programmed[listenerSetKey(obj)], now)
+		if accepted {
+			attached++
+		}
+		if !equality.Semantic.DeepEqual(want, obj.Status) {
+			updated := obj.DeepCopy()
+			updated.Status = want
+			if err := u.writeStatus(ctx, updated, client.MergeFrom(obj)); err != nil {
+				errs.add("ListenerSet", obj, err)
+			}
+		}
+	}
+	return attached
 }
 
 // updateRoutes writes the parents entries of every route (all kinds) whose entries differ. It stops

@@ -373,6 +373,7 @@ var followers = []kindFollower{
 	followed(KindTLSRoute, func(s *Snapshot) *[]*gatewayv1.TLSRoute { return &s.TLSRoutes }),
 	followed(KindUDPRoute, func(s *Snapshot) *[]*gatewayv1.UDPRoute { return &s.UDPRoutes }),
 	followed(KindBackendTLSPolicy, func(s *Snapshot) *[]*gatewayv1.BackendTLSPolicy { return &s.BackendTLSPolicies }),
+	followed(KindListenerSet, func(s *Snapshot) *[]*gatewayv1.ListenerSet { return &s.ListenerSets }),
 }
 
 // followedKindOf is the followed kind of an informer's object; false for any other (an

@@ -54,6 +54,9 @@ const (
 	KindTLSRoute
 	KindUDPRoute
 	KindBackendTLSPolicy
+	// KindListenerSet is read at v1 only (standard from Gateway API v1.5, no older version
+	// KIC read).
+	KindListenerSet
 	KindKongServiceFacade
 	KindKongCustomEntity
 	KindKongLicense
@@ -129,6 +132,8 @@ var kinds = [kindCount]kindInfo{
 		func() client.Object { return &gatewayv1.UDPRoute{} }, func() client.ObjectList { return &gatewayv1.UDPRouteList{} }, true, ""},
 	KindBackendTLSPolicy: {gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy"), "backendtlspolicies",
 		func() client.Object { return &gatewayv1.BackendTLSPolicy{} }, func() client.ObjectList { return &gatewayv1.BackendTLSPolicyList{} }, true, ""},
+	KindListenerSet: {gatewayv1.SchemeGroupVersion.WithKind("ListenerSet"), "listenersets",
+		func() client.Object { return &gatewayv1.ListenerSet{} }, func() client.ObjectList { return &gatewayv1.ListenerSetList{} }, true, ""},
 	KindKongServiceFacade: {incubatorv1alpha1.GroupVersion.WithKind("KongServiceFacade"), "kongservicefacades",
 		func() client.Object { return &incubatorv1alpha1.KongServiceFacade{} }, func() client.ObjectList { return &incubatorv1alpha1.KongServiceFacadeList{} }, true, ""},
 	KindKongCustomEntity: {kongv1alpha1.SchemeGroupVersion.WithKind("KongCustomEntity"), "kongcustomentities",

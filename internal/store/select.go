@@ -42,6 +42,7 @@ func (s *Snapshot) Select(keep func(gvk schema.GroupVersionKind, obj client.Obje
 	out.TLSRoutes = selectKind(KindTLSRoute, s.TLSRoutes, keep)
 	out.UDPRoutes = selectKind(KindUDPRoute, s.UDPRoutes, keep)
 	out.BackendTLSPolicies = selectKind(KindBackendTLSPolicy, s.BackendTLSPolicies, keep)
+	out.ListenerSets = selectKind(KindListenerSet, s.ListenerSets, keep)
 	return out
 }
 
@@ -77,6 +78,7 @@ func (s *Snapshot) Union(other *Snapshot) *Snapshot {
 	out.TLSRoutes = append(out.TLSRoutes, other.TLSRoutes...)
 	out.UDPRoutes = append(out.UDPRoutes, other.UDPRoutes...)
 	out.BackendTLSPolicies = append(out.BackendTLSPolicies, other.BackendTLSPolicies...)
+	out.ListenerSets = append(out.ListenerSets, other.ListenerSets...)
 	return out
 }
 

@@ -68,6 +68,8 @@ type Snapshot struct {
 	TLSRoutes          []*gatewayv1.TLSRoute
 	UDPRoutes          []*gatewayv1.UDPRoute
 	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
+	// ListenerSets add listeners to a Gateway that allows them (spec.allowedListeners).
+	ListenerSets []*gatewayv1.ListenerSet
 	// NamespaceLabels are the labels of every Namespace (watched or not: a listener's
 	// allowedRoutes Selector reads them), by name.
 	NamespaceLabels map[string]map[string]string

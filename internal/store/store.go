@@ -232,6 +232,9 @@ func (s *Store) gatewayAPI(ctx context.Context, snap *Snapshot) error {
 	if snap.BackendTLSPolicies, err = listConverted[gatewayv1.BackendTLSPolicyList, gatewayv1.BackendTLSPolicy](ctx, s, KindBackendTLSPolicy); err != nil {
 		return err
 	}
+	if snap.ListenerSets, err = listKind[gatewayv1.ListenerSetList, gatewayv1.ListenerSet](ctx, s, KindListenerSet, nil); err != nil {
+		return err
+	}
 	return nil
 }
 

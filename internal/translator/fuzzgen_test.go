@@ -250,8 +250,64 @@ func (g *objectGen) snapshot() *store.Snapshot {
 			s.ConfigMaps[len(s.ConfigMaps)-1].Labels = map[string]string{store.CACertLabel: g.str("true", "false")}
 		}
 	}
+	g.sideways().listenerSets(s)
 	unique(s)
 	return s
+}
+
+// sideways is a second generator over the same input read backwards: what it chooses leaves
+// the main reading, and so what inputs saved before it existed build, as it was.
+func (g *objectGen) sideways() *objectGen {
+	data := make([]byte, len(g.data))
+	for i, b := range g.data {
+		data[len(data)-1-i] = b
+	}
+	return &objectGen{data: data, rv: 1 << 20, cert: g.cert, rotated: g.rotated}
+}
+
+// listenerSets adds to s, now and then, ListenerSets naming its Gateways (or another), with
+// listeners like a Gateway's, creation times that tie or not, Gateways that allow them
+// (allowedListeners) and HTTPRoutes that name them as parent. Nothing changes when it adds
+// none.
+func (g *objectGen) listenerSets(s *store.Snapshot) {
+	for n := g.intn(4); n > 0; n-- {
+		ls := &gatewayv1.ListenerSet{ObjectMeta: g.meta(true)}
+		ls.CreationTimestamp = metav1.NewTime(time.Unix(int64(g.intn(3)), 0))
+		ls.Spec.ParentRef = gatewayv1.ParentGatewayReference{Name: gatewayv1.ObjectName(g.str(fuzzNames...)),
+			Namespace: maybePtr(g, gatewayv1.Namespace("default"), "other"), Kind: maybePtr(g, gatewayv1.Kind("Gateway"), "Other")}
+		for _, l := range g.gateway().Spec.Listeners {
+			ls.Spec.Listeners = append(ls.Spec.Listeners, gatewayv1.ListenerEntry(l))
+		}
+		s.ListenerSets = append(s.ListenerSets, ls)
+		if len(s.Gateways) > 0 {
+			gw := s.Gateways[g.intn(len(s.Gateways))]
+			if !g.maybe(4) { // mostly a Gateway of the snapshot, of a class of ours
+				ls.Spec.ParentRef = gatewayv1.ParentGatewayReference{Name: gatewayv1.ObjectName(gw.Name), Namespace: ptr(gatewayv1.Namespace(gw.Namespace))}
+				if !g.maybe(4) {
+					gw.Spec.GatewayClassName = "listenersets"
+					s.GatewayClasses = append(s.GatewayClasses, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "listenersets", ResourceVersion: g.version()},
+						Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayapi.DefaultControllerName}})
+				}
+			}
+			from := oneOf(g, gatewayv1.NamespacesFromAll, gatewayv1.NamespacesFromSame, gatewayv1.NamespacesFromSelector, gatewayv1.NamespacesFromNone, "Bad")
+			gw.Spec.AllowedListeners = &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: &from}}
+			if from == gatewayv1.NamespacesFromSelector {
+				gw.Spec.AllowedListeners.Namespaces.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": g.str("a", "b")}}
+			}
+		}
+		if len(s.HTTPRoutes) > 0 && g.bool() {
+			r := s.HTTPRoutes[g.intn(len(s.HTTPRoutes))]
+			r.Spec.ParentRefs = append(r.Spec.ParentRefs, gatewayv1.ParentReference{Kind: ptr(gatewayv1.Kind("ListenerSet")),
+				Name: gatewayv1.ObjectName(ls.Name), Namespace: maybePtr(g, gatewayv1.Namespace(ls.Namespace), "other")})
+			if g.maybe(3) {
+				r.Spec.ParentRefs[len(r.Spec.ParentRefs)-1].SectionName = ptr(ls.Spec.Listeners[g.intn(len(ls.Spec.Listeners))].Name)
+			}
+			if !g.maybe(4) { // a route of the set's namespace, which its listeners admit by default
+				r.Namespace = ls.Namespace
+				r.UID = types.UID(r.Namespace + "/" + r.Name + "/" + r.ResourceVersion)
+			}
+		}
+	}
 }
 
 func (g *objectGen) ingress() *netv1.Ingress {

@@ -132,8 +132,9 @@ func (b *builder) httpSplits(routes []attachedHTTPRoute) []*httpSplitMatch {
 // hostnames of the listeners, on the ports of those the route attaches to, that one of the
 // route's listeners covers and is less specific than, and whose hosts meet h. Every Gateway of
 // our classes is served by the same Kong, so a port's listeners are those of all of them (as
-// HTTPRouteMultipleGateways, docs/gateway-api.md). Kong's expressions router says it with a
-// negated host match. The Gateways read are recorded.
+// HTTPRouteMultipleGateways, docs/gateway-api.md), and the listeners of their attached
+// ListenerSets too. Kong's expressions router says it with a negated host match. The
+// Gateways and ListenerSets read are recorded.
 func (b *builder) listenerIsolation(hr *gatewayv1.HTTPRoute, ra *gatewayapi.RouteAttachment, h string) []string {
 	if ra == nil || b.gw == nil {
 		return nil
@@ -156,11 +157,14 @@ func (b *builder) listenerIsolation(hr *gatewayv1.HTTPRoute, ra *gatewayapi.Rout
 	var out []string
 	for _, g := range b.gw.Gateways {
 		read := false
-		for _, l := range g.Listeners {
+		for _, l := range g.AllListeners() {
 			if !ports[l.Listener.Port] {
 				continue
 			}
 			read = true
+			if l.Set != nil {
+				b.refer(hr, gvkHTTPRoute, ref(gvkListenerSet, l.Set.ListenerSet.Namespace, l.Set.ListenerSet.Name))
+			}
 			if l.Listener.Hostname == nil {
 				continue
 			}

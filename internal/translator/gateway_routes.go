@@ -18,7 +18,7 @@ import (
 // and the hostnames of the kinds that match on them.
 func GatewayInput(snap *store.Snapshot, opts Options) gatewayapi.Input {
 	in := gatewayapi.Input{ControllerName: opts.GatewayControllerName, GatewayClasses: snap.GatewayClasses, Gateways: snap.Gateways,
-		NamespaceLabels: snap.NamespaceLabels}
+		NamespaceLabels: snap.NamespaceLabels, ListenerSets: snap.ListenerSets}
 	for i := range routeKindTable {
 		k := &routeKindTable[i]
 		if !routeTranslated(k.kind, opts) {
@@ -82,8 +82,14 @@ func (b *builder) attachedRoute(obj client.Object, gvk schema.GroupVersionKind, 
 	for i, p := range ra.Parents {
 		gw := p.Gateway.Gateway
 		b.refer(obj, gvk, ref(gvkGateway, gw.Namespace, gw.Name))
+		parent := "Gateway " + gw.Namespace + "/" + gw.Name
+		if ls := p.ListenerSet; ls != nil {
+			// The set refers to what decides which of its listeners are left in (gateways).
+			b.refer(obj, gvk, ref(gvkListenerSet, ls.ListenerSet.Namespace, ls.ListenerSet.Name))
+			parent = "ListenerSet " + ls.ListenerSet.Namespace + "/" + ls.ListenerSet.Name
+		}
 		if !p.Accepted {
-			b.problem(obj, gvk, parentField(parentRefs, p.Ref, i), "not accepted by Gateway %s/%s (%s): %s", gw.Namespace, gw.Name, p.Reason, p.Message)
+			b.problem(obj, gvk, parentField(parentRefs, p.Ref, i), "not accepted by %s (%s): %s", parent, p.Reason, p.Message)
 		}
 	}
 	b.checkBackendRefs(obj, gvk, ra, refs)
@@ -94,15 +100,16 @@ func (b *builder) attachedRoute(obj client.Object, gvk schema.GroupVersionKind, 
 }
 
 // parentListeners are KIC's listeners of a route's parents (getGatewayListeningPorts and
-// the GRPCRoute hostnames): for each parentRef naming one of our Gateways, its listeners
-// of that sectionName, or all of them without one. They are read from the route's
+// the GRPCRoute hostnames): for each parentRef naming one of our Gateways (or one of its
+// ListenerSets: the set's listeners), its listeners of that sectionName, or all of them
+// without one. They are read from the route's
 // attachment ra (whose parents are those parentRefs, in order; attachedRoute), not from the
 // Gateways, so that a translation of some routes only (Incremental, with a view of the
 // attachment without Gateways) finds them too.
 func parentListeners(ra *gatewayapi.RouteAttachment) []*gatewayv1.Listener {
 	var out []*gatewayv1.Listener
 	for _, p := range ra.Parents {
-		for _, l := range p.Gateway.Listeners {
+		for _, l := range p.ParentListeners() {
 			if (p.Ref.SectionName == nil || *p.Ref.SectionName == l.Listener.Name) && (p.Ref.Port == nil || *p.Ref.Port == l.Listener.Port) {
 				out = append(out, l.Listener)
 			}

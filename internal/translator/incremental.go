@@ -649,6 +649,7 @@ func othersUnchanged(a, b *store.Snapshot, changes *store.Changes, rule relevanc
 		sameKind(a.GatewayClasses, b.GatewayClasses, changes, store.KindGatewayClass, m) &&
 		sameKind(a.Gateways, b.Gateways, changes, store.KindGateway, m) &&
 		sameKind(a.BackendTLSPolicies, b.BackendTLSPolicies, changes, store.KindBackendTLSPolicy, m) &&
+		sameKind(a.ListenerSets, b.ListenerSets, changes, store.KindListenerSet, m) &&
 		sameNamespaceLabels(a.NamespaceLabels, b.NamespaceLabels, m)
 }
 

@@ -44,6 +44,7 @@ var (
 	gvkUDPRoute         = store.KindUDPRoute.GroupVersionKind()
 	gvkReferenceGrant   = store.KindReferenceGrant.GroupVersionKind()
 	gvkBackendTLSPolicy = store.KindBackendTLSPolicy.GroupVersionKind()
+	gvkListenerSet      = store.KindListenerSet.GroupVersionKind()
 )
 
 // isRouteNode says whether n is a route of a kind of routeKindTable.

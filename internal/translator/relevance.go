@@ -262,7 +262,7 @@ func sameContent(old, new client.Object) (same, byGeneration bool) {
 		return o.AddressType == n.AddressType && equality.Semantic.DeepEqual(o.Endpoints, n.Endpoints) && equality.Semantic.DeepEqual(o.Ports, n.Ports), false
 	case *netv1.Ingress, *kongv1.KongPlugin, *kongv1.KongClusterPlugin, *kongv1.KongConsumer, *kongv1.KongIngress,
 		*kongv1beta1.KongConsumerGroup, *kongv1beta1.KongUpstreamPolicy, *kongv1beta1.TCPIngress, *kongv1beta1.UDPIngress,
-		*gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.BackendTLSPolicy, *gatewayv1beta1.ReferenceGrant,
+		*gatewayv1.GatewayClass, *gatewayv1.Gateway, *gatewayv1.ListenerSet, *gatewayv1.BackendTLSPolicy, *gatewayv1beta1.ReferenceGrant,
 		*kongv1alpha1.KongCustomEntity, *kongv1alpha1.KongLicense:
 		// Any change but to metadata or status bumps the generation of Ingresses and of
 		// custom resources with a status subresource (every Gateway API kind but

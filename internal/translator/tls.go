@@ -118,14 +118,14 @@ func (b *builder) tlsClaims() *tlsClaimSet {
 		} else {
 			ts = c.secretPairFor(lc.namespace, lc.name, lc.altNamespace, lc.altName)
 		}
-		ts.addReferrer(lc.gateway, gvkGateway, lc.field)
+		ts.addReferrer(lc.owner, lc.gvk, lc.field)
 		if !c.claimed[lc.sni] {
 			c.claimed[lc.sni] = true
-			c.claimer[lc.sni] = hostClaim{obj: lc.gateway, gvk: gvkGateway, field: lc.field, secret: ts.key}
+			c.claimer[lc.sni] = hostClaim{obj: lc.owner, gvk: lc.gvk, field: lc.field, secret: ts.key}
 			ts.hosts = append(ts.hosts, lc.sni)
-		} else if first := c.claimer[lc.sni]; first.secret != ts.key && first.obj != lc.gateway {
+		} else if first := c.claimer[lc.sni]; first.secret != ts.key && first.obj != lc.owner {
 			// The listener's host keeps the certificate of whoever named it first.
-			b.contend("sni "+lc.sni, lc.gateway, gvkGateway, first.obj, first.gvk)
+			b.contend("sni "+lc.sni, lc.owner, lc.gvk, first.obj, first.gvk)
 		}
 	}
 	return c

@@ -44,6 +44,9 @@ import (
 var conformanceNamespaces = []string{
 	"gateway-conformance-infra", "gateway-conformance-app-backend", "gateway-conformance-web-backend",
 	"gateway-api-routes-allowed-ns", "gateway-api-routes-not-allowed-ns", "not-the-namespace-youre-looking-for",
+	// ListenerSet's tests.
+	"gateway-api-listenerset-not-allowed-ns", "gateway-api-listenerset-selector-allowed-ns", "gateway-api-listenerset-selector-not-allowed-ns",
+	"gateway-api-listener-sets-test-reference-grant-ns", "gateway-api-ls-cross-ns",
 }
 
 // The Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, GATEWAY-HTTP,
@@ -142,8 +145,25 @@ func TestGatewayAPIConformance(t *testing.T) {
 		t.Log("conformance: " + conformanceSummary(report))
 		require.NoError(t, konformance.WriteReport(report))
 	})
-	cSuite.Setup(t, tests.ConformanceTests)
-	require.NoError(t, cSuite.Run(t, tests.ConformanceTests))
+	run := onlyTests(tests.ConformanceTests)
+	cSuite.Setup(t, run)
+	require.NoError(t, cSuite.Run(t, run))
+}
+
+// onlyTests are the tests whose ShortName starts with KONDUCTOR_CONFORMANCE_ONLY (all of them
+// without it), to run one feature's tests while working on it.
+func onlyTests(all []suite.ConformanceTest) []suite.ConformanceTest {
+	prefix := os.Getenv("KONDUCTOR_CONFORMANCE_ONLY")
+	if prefix == "" {
+		return all
+	}
+	var out []suite.ConformanceTest
+	for _, ct := range all {
+		if strings.HasPrefix(ct.ShortName, prefix) {
+			out = append(out, ct)
+		}
+	}
+	return out
 }
 
 // conformanceSummary is one line per profile: how many of its tests passed, failed, were

@@ -258,7 +258,7 @@ func TestManifestsRBACIsLeastPrivilege(t *testing.T) {
 	for _, r := range []string{"tcpingresses", "udpingresses"} {
 		want["configuration.konghq.com/"+r+"/status"] = []string{"patch"} // internal/status/ingress.go
 	}
-	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tcproutes", "tlsroutes", "udproutes"} {
+	for _, r := range []string{"gatewayclasses", "gateways", "listenersets", "httproutes", "grpcroutes", "tcproutes", "tlsroutes", "udproutes"} {
 		want["gateway.networking.k8s.io/"+r+"/status"] = []string{"patch"} // internal/status/gatewayapi_updater.go
 	}
 	for _, r := range []string{"backendtlspolicies"} {
