@@ -77,6 +77,7 @@ func DBModeFactory(cfg *config.Config, log logr.Logger) dataplane.DBModeFactory 
 			FilterTags: cfg.KongAdminFilterTags, Concurrency: cfg.KongAdminConcurrency, Logger: log.WithName("dbmode"),
 			SkipCACertificates: cfg.SkipCACertificates,
 			FullSyncEvery:      DBModeFullSyncEvery,
+			DumpInterval:       cfg.KongAdminDumpInterval,
 			Workspace:          cfg.KongWorkspace,
 		})
 	}

@@ -156,25 +156,38 @@ func BenchmarkNewLeaderFirstSyncPhases(b *testing.B) {
 // processCPU is the user and system CPU time the process used so far.
 func processCPU() time.Duration { return time.Duration(benchdata.ProcessCPU()) }
 
-// BenchmarkSyncOneIngressChanged: 200 Ingresses, one path changes at each sync. Target:
-// one or two writes.
+// BenchmarkSyncOneIngressChanged: n Ingresses, one path changes at each sync. Target: one or
+// two writes, and a cost that grows with the change, not with n (issue #45). dump=every: each
+// sync dumps Kong (DumpInterval 0); dump=known: each diffs against what Kong is known to
+// hold (known.go).
 func BenchmarkSyncOneIngressChanged(b *testing.B) {
-	e, g := newKong(b, Options{})
-	as := apps(200)
-	if err := g.Sync(ctx, target(translate(b, objects(as...)))); err != nil {
-		b.Fatal(err)
+	for _, c := range []struct {
+		n    int
+		dump string
+	}{{200, "every"}, {200, "known"}, {2000, "every"}, {2000, "known"}, {10000, "every"}, {10000, "known"}} {
+		b.Run(fmt.Sprintf("ingresses=%d/dump=%s", c.n, c.dump), func(b *testing.B) {
+			n, opts := c.n, Options{}
+			if c.dump == "known" {
+				opts.DumpInterval = time.Hour
+			}
+			e, g := newKong(b, opts)
+			as := apps(n)
+			if err := g.Sync(ctx, target(translate(b, objects(as...)))); err != nil {
+				b.Fatal(err)
+			}
+			// Translations prepared outside the timer: the benchmark measures the sync.
+			states := make([]*kongstate.State, 2)
+			for i := range states {
+				as[7].path = fmt.Sprintf("/v%d", i)
+				states[i] = translate(b, objects(as...))
+			}
+			reportRequests(b, e, func(i int) {
+				if err := g.Sync(ctx, target(states[i%2])); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
 	}
-	// Translations prepared outside the timer: the benchmark measures the sync.
-	states := make([]*kongstate.State, 2)
-	for i := range states {
-		as[7].path = fmt.Sprintf("/v%d", i)
-		states[i] = translate(b, objects(as...))
-	}
-	reportRequests(b, e, func(i int) {
-		if err := g.Sync(ctx, target(states[i%2])); err != nil {
-			b.Fatal(err)
-		}
-	})
 }
 
 // BenchmarkFirstSync: an empty Kong, n Ingresses with a Service and an EndpointSlice each
