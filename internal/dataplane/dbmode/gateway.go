@@ -439,11 +439,28 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 		return nil, nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
 	}
 	lap(&phases.Index)
+	// Against a known state, only the units that changed since the translation Kong took
+	// are diffed, when that is all that changed (patch.go).
+	var patch *units
+	if known != nil && known.from != nil && len(iso.refused) == 0 {
+		if u, ok := changedUnits(known.from, s); ok {
+			if part, partTarget, perr := g.unitStates(ctx, known.current, unitsOf(s, u), u, version, enterprise, dumpConfig); perr == nil {
+				current, target, patch = part, partTarget, &u
+			} else {
+				g.opts.Logger.V(1).Info("diffing the whole target: the changed services and upstreams do not build alone",
+					"gateway", g.url, "error", perr.Error())
+			}
+		}
+	}
 	reuseTarget := reuse && content != nil && prep.content == *content
-	if reuseTarget {
+	switch {
+	case patch != nil:
+	case reuseTarget:
 		target = prep.target
-	} else if target, err = g.targetState(ctx, s, current, version, enterprise, dumpConfig); err != nil {
-		return nil, nil, nil, nil, err
+	default:
+		if target, err = g.targetState(ctx, s, current, version, enterprise, dumpConfig); err != nil {
+			return nil, nil, nil, nil, err
+		}
 	}
 	lap(&phases.Target)
 	var invalid []dataplane.EntityError
@@ -466,11 +483,35 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 	} else if res, errs, err = g.solveParked(ctx, current, target, enterprise, dry); err != nil {
 		return nil, nil, nil, nil, err
 	}
+	if patch != nil && len(errs) == 0 {
+		// The units as Kong now holds them go back into the known state, which is what
+		// the next sync diffs against (a pass with errors is not kept: see run).
+		if err := putUnitsBack(known.current, current, *patch); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("recording the changed units of %s: %w", g.url, err)
+		}
+		current = known.current
+	}
 	lap(&phases.Solve)
 	res.Phases = phases
-	res.PreparedCurrent, res.PreparedTarget, res.Known = reuse, reuseTarget, known != nil
-	iso.last = &knownState{current: current, version: version, enterprise: enterprise, dumped: dumped}
+	res.PreparedCurrent, res.PreparedTarget, res.Known, res.Patched = reuse, reuseTarget, known != nil, patch != nil
+	iso.last = &knownState{current: current, from: s, version: version, enterprise: enterprise, dumped: dumped}
 	return res, errs, append(invalid, dependents...), excluded, nil
+}
+
+// unitStates are the two sides of a patch (patch.go): the units' entities copied out of
+// current, and the target built from part, the units of the new translation, against them.
+func (g *Gateway) unitStates(ctx context.Context, current *state.KongState, part *kongstate.State, u units,
+	version semver.Version, enterprise bool, dumpConfig dump.Config,
+) (*state.KongState, *state.KongState, error) {
+	held, err := unitEntities(current, u)
+	if err != nil {
+		return nil, nil, err
+	}
+	target, err := g.targetState(ctx, part, held, version, enterprise, dumpConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	return held, target, nil
 }
 
 // solveParked is solve with the new routes that plugins guard created parked (parking.go)
@@ -820,8 +861,9 @@ type Result struct {
 	// the target state Prepare built, rather than building them (prepare.go).
 	PreparedCurrent, PreparedTarget bool
 	// Known tells whether a pass diffed against what Kong was known to hold rather than a
-	// dump (known.go).
-	Known bool
+	// dump (known.go); Patched, whether it diffed only the services and upstreams that
+	// changed (patch.go).
+	Known, Patched bool
 }
 
 // Phases of a sync, in order: a new leader's first sync is a dump of Kong and a diff that
@@ -850,6 +892,7 @@ func (r *Result) add(o *Result) {
 	r.PreparedCurrent = r.PreparedCurrent || o.PreparedCurrent
 	r.PreparedTarget = r.PreparedTarget || o.PreparedTarget
 	r.Known = r.Known || o.Known
+	r.Patched = r.Patched || o.Patched
 	r.sort()
 }
 

@@ -5,6 +5,8 @@ import (
 
 	"github.com/blang/semver/v4"
 	"github.com/kong/go-database-reconciler/pkg/state"
+
+	"github.com/konductor/konductor/internal/kongstate"
 )
 
 // Diffing against what Kong is known to hold (issue #45).
@@ -42,7 +44,10 @@ import (
 // (Diff, `konductor diff`) always dump: the syncer records a dry run's changes in its current
 // state as well, and a diff is asked for what Kong holds, not what the controller believes.
 type knownState struct {
-	current    *state.KongState
+	current *state.KongState
+	// from is the translation current was synced from, which a patch compares the next one
+	// with (patch.go).
+	from       *kongstate.State
 	version    semver.Version
 	enterprise bool
 	// dumped is when the dump this state grew from was taken.

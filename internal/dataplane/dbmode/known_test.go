@@ -1,13 +1,22 @@
 package dbmode
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-kong/kong"
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +24,8 @@ import (
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
 )
 
 // knownOpts lets a sync diff against what Kong is known to hold for an hour.
@@ -232,4 +243,161 @@ func TestKnownStateFallsBackToADump(t *testing.T) {
 		res, _ = syncCounted(t, e2, g2, translate(t, objects(as...)))
 		require.False(t, res.Known)
 	})
+}
+
+// rounds translates as the controller does: one translator.Incremental across rounds, which
+// keeps the entities of the objects that did not change (patch.go relies on it).
+type rounds struct{ inc translator.Incremental }
+
+func (r *rounds) translate(tb testing.TB, objs []client.Object) *kongstate.State {
+	tb.Helper()
+	for _, o := range objs {
+		// A version of the content, as the API server gives a changed object a new one.
+		o.SetResourceVersion("")
+		b, err := json.Marshal(o)
+		require.NoError(tb, err)
+		o.SetResourceVersion(fmt.Sprintf("%x", sha256.Sum256(b))[:16])
+	}
+	st, err := store.NewForObjects(objs, store.Options{})
+	require.NoError(tb, err)
+	snap, err := st.Snapshot(ctx)
+	require.NoError(tb, err)
+	return r.inc.Build(snap, translator.Options{}).State
+}
+
+// Issue #45: a change of Ingresses, Services or endpoints diffs only the services and
+// upstreams that changed, and writes exactly what a whole diff writes: each round is synced
+// to two Kongs, one by patches against the known state, one by a dump and a whole diff, with
+// the same changes as the result; after each, a dump of the patched Kong equals the
+// translation, and the known state says so (the same translation again changes nothing).
+func TestPatchedSyncWritesWhatAWholeDiffWould(t *testing.T) {
+	e, patched := newKong(t, knownOpts)
+	_, whole := newKong(t, Options{})
+	var r rounds
+	as := apps(30)
+	keyed := objects(app{name: "keyed"})
+	keyed[0].SetAnnotations(map[string]string{"konghq.com/plugins": "auth"})
+	auth := &kongv1.KongPlugin{ObjectMeta: metav1.ObjectMeta{Name: "auth", Namespace: "default", UID: "uid-auth"},
+		PluginName: "key-auth", Config: apiextensionsv1.JSON{Raw: []byte(`{}`)}}
+	extra := []client.Object{}
+	build := func() []client.Object {
+		return append(append(append(objects(as...), keyed...), auth), extra...)
+	}
+	sync := func(t *testing.T, wantPatched bool) *kongstate.State {
+		t.Helper()
+		s := r.translate(t, build())
+		res, err := patched.sync(ctx, target(s))
+		require.NoError(t, err)
+		ref, err := whole.sync(ctx, target(s))
+		require.NoError(t, err)
+		require.Equal(t, wantPatched, res.Patched, "patched")
+		require.Equal(t, changeSet(ref), changeSet(res))
+		requireHoldsExactly(t, patched, s)
+		again, err := patched.Apply(ctx, s)
+		require.NoError(t, err)
+		require.Zero(t, again.Total(), "the known state differs from Kong: %+v", again.Changes)
+		return s
+	}
+	sync(t, false) // the first sync dumps
+
+	t.Run("a path", func(t *testing.T) {
+		as[3].path = "/three"
+		sync(t, true)
+		require.Equal(t, []any{"/three/", "~/three$"}, routePaths(t, e.Entity("routes", routeName(as[3]))))
+	})
+	t.Run("an Ingress with its Service added", func(t *testing.T) {
+		as = append(as, app{name: "app-new"})
+		sync(t, true)
+		require.NotNil(t, e.Entity("routes", routeName(as[len(as)-1])))
+	})
+	t.Run("an Ingress with its Service deleted", func(t *testing.T) {
+		gone := as[len(as)-1] // the last: objects() numbers the others' UIDs and addresses by place
+		as = as[:len(as)-1]
+		sync(t, true)
+		require.Nil(t, e.Entity("routes", routeName(gone)))
+		require.Nil(t, e.Entity("services", "default."+gone.name+".80"))
+	})
+	t.Run("an Ingress's host, so its route's name", func(t *testing.T) {
+		as[7].host = "renamed.example.com"
+		sync(t, true)
+	})
+	t.Run("the Ingress with a plugin", func(t *testing.T) {
+		for _, path := range []string{"/keyed", "/keyed2"} {
+			ing := keyed[0].(*networkingv1.Ingress).DeepCopy() // a new object, as the cache has
+			ing.Spec.Rules[0].HTTP.Paths[0].Path = path
+			keyed[0] = ing
+			sync(t, true) // its plugin entity is made again, on its route: in the unit
+		}
+	})
+	t.Run("the Service of the Ingress with a plugin", func(t *testing.T) {
+		// The translator makes the Ingress's plugin entities again with its Service.
+		svc := keyed[1].(*corev1.Service).DeepCopy()
+		svc.Annotations = map[string]string{"konghq.com/connect-timeout": "5000"}
+		keyed[1] = svc
+		s := sync(t, true)
+
+		// A round that keeps the plugin entity (the same pointer) while the service
+		// changes: the plugin on its route joins the unit on both sides, neither deleted nor
+		// missed. Made by hand from the last State, as a splice would.
+		next := *s
+		next.Services = slices.Clone(s.Services)
+		i := slices.IndexFunc(next.Services, func(f *file.FService) bool { return *f.Name == "default.keyed.80" })
+		changed := *next.Services[i]
+		changed.ConnectTimeout = kong.Int(7000)
+		next.Services[i] = &changed
+		require.NotEmpty(t, unitsOf(&next, units{services: map[string]bool{"default.keyed.80": true}}).Plugins)
+		res, err := patched.sync(ctx, target(&next))
+		require.NoError(t, err)
+		require.True(t, res.Patched)
+		require.Equal(t, []string{"update service default.keyed.80"}, changeSet(res))
+		require.EqualValues(t, 7000, e.Entity("services", "default.keyed.80")["connect_timeout"])
+		requireHoldsExactly(t, patched, &next)
+		_, err = whole.sync(ctx, target(&next))
+		require.NoError(t, err)
+	})
+	t.Run("an Ingress with a plugin added (its route parked until the plugin exists), then deleted", func(t *testing.T) {
+		more := objects(app{name: "keyed-too"})
+		more[0].SetAnnotations(map[string]string{"konghq.com/plugins": "auth"})
+		for i := range more {
+			more[i].SetUID(uid(more[i].GetObjectKind().GroupVersionKind().Kind+"-too", 99))
+		}
+		extra = more
+		sync(t, true)
+		route := e.Entity("routes", routeName(app{name: "keyed-too"}))
+		require.NotNil(t, route)
+		require.Equal(t, e.Entity("services", "default.keyed-too.80")["id"], route["service"].(map[string]any)["id"], "unparked")
+		require.Nil(t, e.Entity("services", parkingServiceName))
+		extra = nil
+		sync(t, true)
+		require.Nil(t, e.Entity("routes", routeName(app{name: "keyed-too"})))
+	})
+	t.Run("a global plugin: not a unit, the whole target against the known state", func(t *testing.T) {
+		extra = append(extra, &kongv1.KongClusterPlugin{
+			ObjectMeta: metav1.ObjectMeta{Name: "global-cors", UID: "uid-global", Labels: map[string]string{"global": "true"},
+				Annotations: map[string]string{"kubernetes.io/ingress.class": "kong"}},
+			PluginName: "cors", Config: apiextensionsv1.JSON{Raw: []byte(`{}`)}})
+		s := sync(t, false)
+		require.NotEmpty(t, s.Plugins)
+		as[9].path = "/nine"
+		sync(t, true)
+	})
+}
+
+// changeSet is the changes of a result, without their errors, in a comparable form: a
+// target named with its tags rather than its upstream's ID (each Kong gave the upstream a
+// random one), a plugin with its tags rather than its route's or service's name (the
+// syncer names a deleted one's route by ID when its current state came from Kong's answer to
+// a write rather than from a dump).
+func changeSet(res *Result) []string {
+	var out []string
+	for _, c := range res.Changes {
+		name := c.Name
+		if c.Kind == "target" || c.Kind == "plugin" {
+			name, _, _ = strings.Cut(name, " for ")
+			name += " " + fmt.Sprint(c.Tags)
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", c.Op, c.Kind, name))
+	}
+	sort.Strings(out)
+	return out
 }
