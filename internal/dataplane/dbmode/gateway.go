@@ -49,9 +49,10 @@ type Options struct {
 	SkipCACertificates bool
 	// Logger receives one line per sync that changed something.
 	Logger logr.Logger
-	// FullSyncEvery lets Sync skip the dump when the target is the one Kong last took: only
-	// every FullSyncEvery-th unchanged sync lists Kong and repairs what was changed there by
-	// hand. A changed target always syncs at once. 0 or 1: every sync dumps. The dump costs
+	// FullSyncEvery lets Sync skip a sync when the target is the one Kong last took: only
+	// every FullSyncEvery-th unchanged sync runs (with DumpInterval, against the known state
+	// unless a dump is due; without, it lists Kong and repairs what was changed there by
+	// hand). A changed target always syncs at once. 0 or 1: every sync runs. The dump costs
 	// about one request per upstream, so with thousands of Ingresses and a resync every few
 	// seconds skipping matters to Kong's database.
 	FullSyncEvery int
