@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-database-reconciler/pkg/state"
@@ -75,8 +76,18 @@ func changedUnits(was, now *kongstate.State) (units, bool) {
 }
 
 // changedPlugins are the plugins of was and of now that are not the same pointer in the
-// other, by ID (a plugin without one is returned as changed).
+// other, by ID (a plugin without one is returned as changed); lists of one length place by
+// place, as changedByName.
 func changedPlugins(was, now []*file.FPlugin) []*file.FPlugin {
+	if len(was) == len(now) {
+		var out []*file.FPlugin
+		for i := range now {
+			if was[i] != now[i] {
+				out = append(out, was[i], now[i])
+			}
+		}
+		return slices.DeleteFunc(out, func(p *file.FPlugin) bool { return p == nil })
+	}
 	before := make(map[string]*file.FPlugin, len(was))
 	var out []*file.FPlugin
 	for _, p := range was {
@@ -126,7 +137,28 @@ func samePointers[E any](a, b []*E) bool {
 
 // changedByName lists the names of the entities that are not the same pointer in was and
 // now, including those in one only; nil when an entity has no name (it cannot be a unit).
+// Lists of one length are compared place by place (the State's order is stable): an entity
+// that only moved is then listed too, which costs its unit an empty diff, not a wrong one.
 func changedByName[E any](was, now []*E, name func(*E) *string) map[string]bool {
+	if len(was) == len(now) {
+		out := map[string]bool{}
+		for i := range now {
+			if was[i] == now[i] {
+				continue
+			}
+			for _, e := range []*E{was[i], now[i]} {
+				if e == nil {
+					continue
+				}
+				n := name(e)
+				if n == nil {
+					return nil
+				}
+				out[*n] = true
+			}
+		}
+		return out
+	}
 	before := make(map[string]*E, len(was))
 	for _, e := range was {
 		if e == nil {
