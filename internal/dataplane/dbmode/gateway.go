@@ -294,7 +294,7 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *objgraph.G
 		if err != nil {
 			return total, err
 		}
-		if known != nil && len(errs) > 0 {
+		if known != nil && len(errs) > 0 && ctx.Err() == nil {
 			// What was known is not trusted to say which objects Kong refused: the sync
 			// starts again from a dump, which holds what this pass created already.
 			g.opts.Logger.Info("a sync against the known state of Kong failed; listing Kong and syncing again",
