@@ -7,6 +7,7 @@
 package benche2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -120,8 +121,8 @@ type Config struct {
 type Result struct {
 	Setup            time.Duration // API server start and object creation, not part of the measure
 	StartToFirstPush time.Duration // process start until a POST /config held every Ingress
-	// StartToFirstSync, in database mode: process start until Kong held every entity of the
-	// first sync (a target per Ingress); the changes start after it. 0 otherwise.
+	// StartToFirstSync, in database mode: process start until the controller logged its first
+	// sync completed (bench-e2e's measure, on its poll); the changes start after it. 0 otherwise.
 	StartToFirstSync time.Duration
 	ChangeLatencies  []time.Duration // per change seen, in the order made
 	Missed           int             // changes no push carried within changeTimeout
@@ -379,13 +380,14 @@ func Run(ctx context.Context, cfg Config) (res Result, err error) {
 		return res, err
 	}
 	progress("first complete push after %s (controller CPU %.2f s)", res.StartToFirstPush.Round(time.Millisecond), res.CPUSecondsAtFirstPush)
-	if emu, ok := next.(*kongemu.Emulator); ok && cfg.Database {
-		// The first sync writes the routes, then the upstreams' targets: changes made before
-		// it ends wait for it, and would measure the first sync rather than a change.
-		// Polled: a target's write is not a push the recorder signals.
+	if cfg.Database {
+		// The first sync writes the routes, then the upstreams' targets, and ends some
+		// seconds after its last write at 10,000 Ingresses: changes made before it ends wait
+		// for it, and would measure the first sync rather than a change. Its end is the
+		// controller's log line (polled: nothing else signals it).
 		tick := time.NewTicker(20 * time.Millisecond)
 		deadline := time.Now().Add(firstPushTimeout)
-		for emu.Counts()["targets"] < cfg.Ingresses {
+		for !logHas(res.LogFile, `"msg":"first sync completed"`) {
 			select {
 			case <-tick.C:
 			case err := <-exited:
@@ -808,4 +810,10 @@ func fetchProfileWith(ctx context.Context, client *http.Client, url, file string
 		return err
 	}
 	return f.Close()
+}
+
+// logHas reports whether the file holds s (false when it cannot be read).
+func logHas(file, s string) bool {
+	b, err := os.ReadFile(file)
+	return err == nil && bytes.Contains(b, []byte(s))
 }
