@@ -28,7 +28,11 @@ import (
 //
 //   - a Gateway starts with nothing known: the first sync after the controller starts, and
 //     so after every takeover (a replica that loses the lease exits), dumps Kong; a standby's
-//     Prepare dumps as well and never makes a known state;
+//     Prepare dumps as well and never makes a known state. That first dump is trusted: the
+//     old leader's writes end before the lease passes (its syncs end with their context, a
+//     cancelled request is not sent, and the loop waits for them before the lease is
+//     released; a leader that cannot renew stops at --election-renew-deadline, before the
+//     lease expires), and anything that still slipped in is repaired by the periodic dump;
 //   - a sync that fails, is cancelled, or ends with entities refused (a partial sync, whose
 //     refused objects were taken out of the current state as well) forgets what it knew;
 //   - a pass over the known state that meets any Admin API error is not trusted to say which
