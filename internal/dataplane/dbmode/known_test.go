@@ -401,3 +401,47 @@ func changeSet(res *Result) []string {
 	sort.Strings(out)
 	return out
 }
+
+// A changed unit whose plugin names a consumer (outside every unit) does not build alone: the
+// sync falls back to the whole target against the known state, and Kong ends holding the
+// translation, as a whole diff makes it.
+func TestPatchWithAPluginNamingAConsumer(t *testing.T) {
+	e, patched := newKong(t, knownOpts)
+	_, whole := newKong(t, Options{})
+	s := translate(t, objects(apps(5)...))
+	consumer := &file.FConsumer{Consumer: kong.Consumer{ID: kong.String("5b1c0a6e-6a44-4b53-9a5e-7c1f2f0e0a01"),
+		Username: kong.String("alice"), Tags: kong.StringSlice("k8s-name:alice", "k8s-namespace:default", "k8s-kind:KongConsumer")}}
+	s.Consumers = append(s.Consumers, consumer)
+	for _, g := range []*Gateway{patched, whole} {
+		_, err := g.sync(ctx, target(s))
+		require.NoError(t, err)
+	}
+
+	next := *s
+	next.Services = slices.Clone(s.Services)
+	svc := *next.Services[2]
+	svc.ConnectTimeout = kong.Int(7000)
+	next.Services[2] = &svc
+	route := svc.Routes[0]
+	next.Plugins = append(slices.Clone(s.Plugins), &file.FPlugin{Plugin: kong.Plugin{
+		ID: kong.String("5b1c0a6e-6a44-4b53-9a5e-7c1f2f0e0a02"), Name: kong.String("rate-limiting"),
+		Route: &kong.Route{ID: route.Name}, Consumer: &kong.Consumer{ID: consumer.ID},
+		Config: kong.Configuration{"minute": 10}, Tags: route.Tags}})
+	_, ok := changedUnits(s, &next)
+	require.True(t, ok, "the plugin is on a unit's route: a patch is tried")
+
+	res, err := patched.sync(ctx, target(&next))
+	require.NoError(t, err)
+	require.True(t, res.Known)
+	// file.Get resolves the plugin's consumer in the content or the current state, which a
+	// patch's units do not hold: the whole target is built against the known state instead.
+	require.False(t, res.Patched)
+	ref, err := whole.sync(ctx, target(&next))
+	require.NoError(t, err)
+	require.Equal(t, changeSet(ref), changeSet(res))
+	requireHoldsExactly(t, patched, &next)
+	again, err := patched.Apply(ctx, &next)
+	require.NoError(t, err)
+	require.Zero(t, again.Total(), "changes: %+v", again.Changes)
+	require.Len(t, e.Entities("plugins"), 1)
+}
