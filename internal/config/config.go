@@ -57,6 +57,10 @@ type Config struct {
 	// is konductor's when it carries every one of them (decK's select_tags, as in KIC).
 	KongAdminFilterTags  []string
 	KongAdminConcurrency int
+	// KongAdminDumpInterval is how often, at most, a database-mode sync lists everything Kong
+	// holds (--kong-admin-dump-interval); between, a sync diffs against what Kong confirmed
+	// to the last one. 0: every sync lists.
+	KongAdminDumpInterval time.Duration
 	// KongWorkspace is the Kong Enterprise workspace configured in database mode
 	// (--kong-workspace); empty: the default workspace.
 	KongWorkspace string
@@ -333,14 +337,18 @@ const (
 
 // Defaults, KIC's where KIC has the flag.
 const (
-	DefaultKongAdminURL        = "http://localhost:8001"
-	DefaultFilterTag           = "managed-by-ingress-controller"
-	DefaultElectionID          = "5b374a9e.konghq.com"
-	DefaultProxySyncSeconds    = 3.0
-	DefaultProxyTimeoutSeconds = 30.0
-	DefaultMetricsAddress      = ":10255"
-	DefaultHealthProbeAddress  = ":10254"
-	DefaultDiagnosticsPort     = 10256
+	DefaultKongAdminURL     = "http://localhost:8001"
+	DefaultFilterTag        = "managed-by-ingress-controller"
+	DefaultElectionID       = "5b374a9e.konghq.com"
+	DefaultProxySyncSeconds = 3.0
+	// DefaultKongAdminDumpInterval: a database-mode sync lists all of Kong at least every 5
+	// minutes (and after a start, a failure or a refusal); at 10,000 Ingresses a listing is
+	// seconds of the controller's and Kong's work (docs/scaling.md).
+	DefaultKongAdminDumpInterval = 5 * time.Minute
+	DefaultProxyTimeoutSeconds   = 30.0
+	DefaultMetricsAddress        = ":10255"
+	DefaultHealthProbeAddress    = ":10254"
+	DefaultDiagnosticsPort       = 10256
 	// DefaultConfigMapLabelSelector is KIC's --configmap-label-selector: a ConfigMap is read
 	// only when it carries this label with the value "true".
 	DefaultConfigMapLabelSelector = "konghq.com/configmap"
@@ -530,6 +538,7 @@ func (c *Config) defineFlags(fs *pflag.FlagSet, v *flagValues) {
 	fs.DurationVar(&c.DiscoveryReadinessCheckTimeout, "gateway-discovery-readiness-check-timeout", DefaultDiscoveryReadinessCheckTimeout, "timeout of each of those checks; shorter than the interval")
 	fs.StringSliceVar(&c.KongAdminFilterTags, "kong-admin-filter-tag", []string{DefaultFilterTag}, "tags that mark the entities this controller owns in database-backed Kong (all of them), comma-separated or repeated")
 	fs.IntVar(&c.KongAdminConcurrency, "kong-admin-concurrency", 10, "maximum concurrent Admin API requests per gateway in database mode")
+	fs.DurationVar(&c.KongAdminDumpInterval, "kong-admin-dump-interval", DefaultKongAdminDumpInterval, "in database mode, how often a sync lists every entity Kong holds, which repairs changes made there by others; between, a sync diffs against what Kong confirmed to the last one (0: every sync lists)")
 	fs.StringVar(&c.KongWorkspace, "kong-workspace", "", "Kong Enterprise workspace configured in database mode (default: the default workspace)")
 	fs.BoolVar(&c.SkipCACertificates, "skip-ca-certificates", false, "send no CA certificates to Kong (for workspaces that share them)")
 	fs.IntVar(&c.KongAdminInitRetries, "kong-admin-init-retries", 60, "how many times to ask a gateway GET / at start before giving up, when leader election is decided from its database mode")
@@ -767,6 +776,9 @@ func (c *Config) validate(syncSecs float64) error {
 	}
 	if len(c.KongAdminFilterTags) == 0 {
 		bad("kong-admin-filter-tag", "must not be empty: it is how konductor tells its entities from hand-made ones")
+	}
+	if c.KongAdminDumpInterval < 0 {
+		bad("kong-admin-dump-interval", "must not be negative, got %s", c.KongAdminDumpInterval)
 	}
 	if c.KongAdminConcurrency < 1 {
 		bad("kong-admin-concurrency", "must be at least 1, got %d", c.KongAdminConcurrency)

@@ -53,8 +53,10 @@ func RestConfig(kubeconfig, apiserverHost string) (*rest.Config, error) {
 }
 
 // DBModeFullSyncEvery: in database mode an unchanged configuration is not re-diffed on every
-// resync; every 20th one is (a minute at the default --proxy-sync-seconds), which repairs
-// entities changed in Kong by hand. Any change in the cluster's translation syncs at once.
+// resync; every 20th one is (a minute at the default --proxy-sync-seconds), against what Kong
+// confirmed to the last sync; entities changed in Kong by hand are repaired by the dump of
+// --kong-admin-dump-interval (dbmode/known.go). Any change in the cluster's translation syncs
+// at once.
 const DBModeFullSyncEvery = 20
 
 // DBModeFactory syncs database-backed gateways by diff (internal/dataplane/dbmode), with the
@@ -77,6 +79,7 @@ func DBModeFactory(cfg *config.Config, log logr.Logger) dataplane.DBModeFactory 
 			FilterTags: cfg.KongAdminFilterTags, Concurrency: cfg.KongAdminConcurrency, Logger: log.WithName("dbmode"),
 			SkipCACertificates: cfg.SkipCACertificates,
 			FullSyncEvery:      DBModeFullSyncEvery,
+			DumpInterval:       cfg.KongAdminDumpInterval,
 			Workspace:          cfg.KongWorkspace,
 		})
 	}

@@ -37,6 +37,9 @@ func (r Result) Report(w io.Writer, cfg Config) {
 	fmt.Fprintf(w, "setup (not measured)            %s\n", r.Setup.Round(time.Millisecond))
 	fmt.Fprintf(w, "start -> first complete push    %s (controller CPU %.2f s, API server CPU %.2f s and %d collections, etcd CPU %.2f s; the API server fresh from the creations)\n",
 		ms(r.StartToFirstPush), r.CPUSecondsAtFirstPush, r.APIServerCPUSecondsAtFirstPush, r.APIServerGCsAtFirstPush, r.EtcdCPUSecondsAtFirstPush)
+	if cfg.Database {
+		fmt.Fprintf(w, "start -> first sync complete    %s (the controller logged its first sync completed; the changes start after it)\n", ms(r.StartToFirstSync))
+	}
 	if cfg.Settle > 0 {
 		fmt.Fprintf(w, "settled before it               %s (meanwhile API server CPU %.2f s, etcd CPU %.2f s)\n",
 			cfg.Settle, r.SettleAPIServerCPUSeconds, r.SettleEtcdCPUSeconds)

@@ -7,9 +7,12 @@ import (
 	"time"
 
 	"github.com/kong/go-kong/kong"
+	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/konductor/konductor/internal/kongemu"
 	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/translator"
 	"github.com/konductor/konductor/internal/translator/benchdata"
 )
 
@@ -156,25 +159,77 @@ func BenchmarkNewLeaderFirstSyncPhases(b *testing.B) {
 // processCPU is the user and system CPU time the process used so far.
 func processCPU() time.Duration { return time.Duration(benchdata.ProcessCPU()) }
 
-// BenchmarkSyncOneIngressChanged: 200 Ingresses, one path changes at each sync. Target:
-// one or two writes.
+// BenchmarkSyncOneIngressChanged: n Ingresses, one path changes at each sync. Target: one or
+// two writes, and a cost that grows with the change, not with n (issue #45). Modes:
+// dump=every, each sync dumps Kong (DumpInterval 0); dump=known-whole, each diffs the whole
+// target against what Kong is known to hold (known.go), the translation made whole each round;
+// dump=patched, the same with the translation made as the controller makes it
+// (translator.Incremental), so that only the changed service and upstream are diffed
+// (patch.go). Translations and their digests are made outside the timer.
 func BenchmarkSyncOneIngressChanged(b *testing.B) {
-	e, g := newKong(b, Options{})
-	as := apps(200)
-	if err := g.Sync(ctx, target(translate(b, objects(as...)))); err != nil {
-		b.Fatal(err)
-	}
-	// Translations prepared outside the timer: the benchmark measures the sync.
-	states := make([]*kongstate.State, 2)
-	for i := range states {
-		as[7].path = fmt.Sprintf("/v%d", i)
-		states[i] = translate(b, objects(as...))
-	}
-	reportRequests(b, e, func(i int) {
-		if err := g.Sync(ctx, target(states[i%2])); err != nil {
-			b.Fatal(err)
+	for _, n := range []int{200, 2000, 10000} {
+		for _, mode := range []string{"every", "known-whole", "patched"} {
+			b.Run(fmt.Sprintf("ingresses=%d/dump=%s", n, mode), func(b *testing.B) {
+				opts := Options{}
+				if mode != "every" {
+					opts.DumpInterval = time.Hour
+				}
+				e, g := newKong(b, opts)
+				as := apps(n)
+				objs := objects(as...)
+				for _, o := range objs {
+					o.SetResourceVersion("1")
+				}
+				var inc translator.Incremental
+				round := func(i int) *kongstate.State {
+					if mode == "known-whole" {
+						return translate(b, objs)
+					}
+					st, err := store.NewForObjects(objs, store.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					snap, err := st.Snapshot(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return inc.Build(snap, translator.Options{}).State
+				}
+				if err := g.Sync(ctx, target(round(0))); err != nil {
+					b.Fatal(err)
+				}
+				patched := 0
+				var phases Phases
+				reportRequests(b, e, func(i int) {
+					b.StopTimer()
+					ing := objs[3*7].(*networkingv1.Ingress).DeepCopy() // app 7's Ingress
+					ing.Spec.Rules[0].HTTP.Paths[0].Path = fmt.Sprintf("/v%d", i%2)
+					ing.ResourceVersion = fmt.Sprint(i + 2)
+					objs[3*7] = ing
+					tg := target(round(i + 1))
+					// The digest is the round's, shared by every gateway (and, with the
+					// controller's Renderer, made from the bytes of the entities that changed).
+					if _, err := tg.ConfigDigest(); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					res, err := g.sync(ctx, tg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res.Patched {
+						patched++
+					}
+					phases.add(res.Phases)
+				})
+				b.ReportMetric(float64(patched)/float64(b.N), "patched/op")
+				ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
+				b.ReportMetric(ms(phases.Dump+phases.Index), "dump-ms/op")
+				b.ReportMetric(ms(phases.Target), "target-ms/op")
+				b.ReportMetric(ms(phases.Solve), "solve-ms/op")
+			})
 		}
-	})
+	}
 }
 
 // BenchmarkFirstSync: an empty Kong, n Ingresses with a Service and an EndpointSlice each

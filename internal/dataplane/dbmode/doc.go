@@ -27,11 +27,15 @@
 // (kongstate.State.LicensesKnown) diffs licenses: one translated before the gateways'
 // edition was learned leaves Kong's licenses as they are.
 //
-// Every sync starts from a fresh dump: nothing learned from Kong is kept across syncs except
-// what cannot go stale while the Kong version stays the same (the version itself and the
-// entity schemas, which the schema cache drops when GET / reports another version). A sync
-// that finds nothing to change costs only the list calls, and a periodic resync repairs any
-// drift (an entity deleted by hand, a restored database). Prepare (prepare.go) does a sync's
+// With Options.DumpInterval 0 every sync starts from a fresh dump: nothing learned from Kong
+// is kept across syncs except what cannot go stale while the Kong version stays the same (the
+// version itself and the entity schemas, which the schema cache drops when GET / reports
+// another version). With a DumpInterval (--kong-admin-dump-interval, 5 minutes by default) a
+// sync diffs against what Kong confirmed to the last sync instead, and dumps only on a start,
+// after a failure or a refusal, and once the last dump is that old (known.go): a change then
+// costs its writes, not a listing of every entity; and when only services and upstreams
+// changed (an Ingress, a Service, endpoints), only those are diffed (patch.go). The dump
+// repairs any drift (an entity deleted by hand, a restored database). Prepare (prepare.go) does a sync's
 // work but the writes ahead of time, for a standby about to lead; the sync that follows still
 // dumps Kong and uses that work only if Kong answered that dump exactly as before.
 //

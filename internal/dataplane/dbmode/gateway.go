@@ -49,12 +49,19 @@ type Options struct {
 	SkipCACertificates bool
 	// Logger receives one line per sync that changed something.
 	Logger logr.Logger
-	// FullSyncEvery lets Sync skip the dump when the target is the one Kong last took: only
-	// every FullSyncEvery-th unchanged sync lists Kong and repairs what was changed there by
-	// hand. A changed target always syncs at once. 0 or 1: every sync dumps. The dump costs
+	// FullSyncEvery lets Sync skip a sync when the target is the one Kong last took: only
+	// every FullSyncEvery-th unchanged sync runs (with DumpInterval, against the known state
+	// unless a dump is due; without, it lists Kong and repairs what was changed there by
+	// hand). A changed target always syncs at once. 0 or 1: every sync runs. The dump costs
 	// about one request per upstream, so with thousands of Ingresses and a resync every few
 	// seconds skipping matters to Kong's database.
 	FullSyncEvery int
+	// DumpInterval lets a sync diff against what Kong is known to hold, the state the last
+	// sync left after Kong confirmed each of its writes, instead of a dump of Kong (known.go):
+	// a change then costs its own writes, not a listing of everything. Kong is dumped again
+	// on the first sync, after any failure or refusal, and when the last dump is
+	// DumpInterval old, which repairs what others changed in Kong. 0: every sync dumps.
+	DumpInterval time.Duration
 	// Workspace is the Kong Gateway Enterprise workspace the Gateway configures
 	// (--kong-workspace); "" is the default workspace. Every request goes to it
 	// (workspace.go); the first sync creates it when Kong has none of that name, as KIC does.
@@ -80,8 +87,12 @@ type Gateway struct {
 	replay *http.Client
 
 	// mu serializes syncs: two concurrent diffs against the same Kong would each apply
-	// the other's changes again.
+	// the other's changes again. It guards known.
 	mu sync.Mutex
+	// known is what Kong holds as the last sync left it, for Options.DumpInterval (known.go).
+	known *knownState
+	// now is the clock DumpInterval is measured by (time.Now; tests move it).
+	now func() time.Time
 
 	// What Kong last took, for FullSyncEvery: the digest of that target, the rejection it
 	// came with (returned again while it is skipped, so the refused objects stay reported),
@@ -141,7 +152,7 @@ func New(url string, httpClient *http.Client, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kong admin url %q: %w", url, err)
 	}
-	g := &Gateway{url: url, client: client, opts: opts, origin: u.Scheme + "://" + u.Host, replay: replay}
+	g := &Gateway{url: url, client: client, opts: opts, origin: u.Scheme + "://" + u.Host, replay: replay, now: time.Now}
 	if opts.Workspace != "" {
 		// go-kong prefixes every path with the workspace (/{ws}/services, GET / as
 		// /{ws}/kong), and go-database-reconciler's dump, target and syncer take the
@@ -182,10 +193,11 @@ func (g *Gateway) sync(ctx context.Context, t *dataplane.Target) (*Result, error
 		}
 		return nil, rejected
 	}
-	res, err := g.run(ctx, t.State, t.Graph, false, &digest)
+	// A resend (KIC's --enable-reverse-sync) asks what Kong holds, not what is known.
+	res, err := g.run(ctx, t.State, t.Graph, false, &digest, t.Resend)
 	if res != nil {
 		p := res.Phases
-		g.opts.Logger.V(1).Info("database sync", "gateway", g.url, "dump", p.Dump.String(), "index", p.Index.String(),
+		g.opts.Logger.V(1).Info("database sync", "gateway", g.url, "known", res.Known, "dump", p.Dump.String(), "index", p.Index.String(),
 			"target", p.Target.String(), "solve", p.Solve.String(),
 			"preparedCurrent", res.PreparedCurrent, "preparedTarget", res.PreparedTarget)
 	}
@@ -223,12 +235,12 @@ func (g *Gateway) skip(digest [sha256.Size]byte) (bool, error) {
 // the error is then a *dataplane.RejectedError naming every refused object. The Result
 // merges every pass: the changes made and those that failed (Change.Err).
 func (g *Gateway) Apply(ctx context.Context, s *kongstate.State) (*Result, error) {
-	return g.run(ctx, s, nil, false, nil)
+	return g.run(ctx, s, nil, false, nil, false)
 }
 
 // Diff returns what Apply would do, without changing anything: it only reads.
 func (g *Gateway) Diff(ctx context.Context, s *kongstate.State) (*Result, error) {
-	return g.run(ctx, s, nil, true, nil)
+	return g.run(ctx, s, nil, true, nil, true)
 }
 
 // run syncs s; graph, when set, is the object graph of its translation: an object Kong
@@ -236,10 +248,17 @@ func (g *Gateway) Diff(ctx context.Context, s *kongstate.State) (*Result, error)
 // does (dataplane/fallback.go), so both modes leave out the same objects.
 //
 // content, when known, is the digest of s rendered (dataplane.Target.ConfigDigest): a
-// target state Prepare built from the same digest can then be used (prepare.go).
-func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *objgraph.Graph, dry bool, content *[sha256.Size]byte) (*Result, error) {
+// target state Prepare built from the same digest can then be used (prepare.go). dump makes
+// the sync dump Kong even when what it holds is known (known.go).
+func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *objgraph.Graph, dry bool, content *[sha256.Size]byte, dump bool) (*Result, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// Whatever happens below, only a sync that ends well leaves a known state (keepKnown).
+	// A dry run neither takes nor changes it.
+	var known *knownState
+	if !dry {
+		known = g.takeKnown(dump)
+	}
 	// A dry run only reads: it does not create the workspace a sync would.
 	if err := g.ensureWorkspace(ctx, !dry); err != nil {
 		return nil, err
@@ -250,7 +269,7 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *objgraph.G
 
 	// A dry run makes no request Kong could refuse, so it never needs a second pass.
 	if dry {
-		res, errs, _, _, err := g.pass(ctx, s, &isolation{}, true, prep, content)
+		res, errs, _, _, err := g.pass(ctx, s, &isolation{}, true, prep, content, nil)
 		if err != nil || len(errs) == 0 {
 			return res, err
 		}
@@ -267,7 +286,7 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *objgraph.G
 	var dependents []dataplane.EntityError
 	var excluded []kongstate.ObjectRef
 	for n := 1; ; n++ {
-		res, errs, deps, excl, err := g.pass(ctx, s, iso, false, prep, content)
+		res, errs, deps, excl, err := g.pass(ctx, s, iso, false, prep, content, known)
 		prep, content = nil, nil
 		if res != nil {
 			total.add(res)
@@ -275,10 +294,23 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *objgraph.G
 		if err != nil {
 			return total, err
 		}
+		if known != nil && len(errs) > 0 && ctx.Err() == nil {
+			// What was known is not trusted to say which objects Kong refused: the sync
+			// starts again from a dump, which holds what this pass created already.
+			g.opts.Logger.Info("a sync against the known state of Kong failed; listing Kong and syncing again",
+				"gateway", g.url, "error", errors.Join(errs...).Error())
+			known = nil
+			iso = &isolation{graph: graph, refused: map[kongstate.ObjectRef]bool{}, createdSince: createdKeys(res)}
+			refused = iso.refused
+			n--
+			continue
+		}
+		known = nil
 		dependents = mergeEntityErrors(dependents, deps)
 		excluded = excl
 		if len(errs) == 0 {
 			if len(rejections) == 0 && len(dependents) == 0 {
+				g.keepKnown(iso.last)
 				return total, nil
 			}
 			rej := g.mergedRejection(rejections, dependents)
@@ -321,6 +353,12 @@ type isolation struct {
 	graph      *objgraph.Graph
 	refused    map[kongstate.ObjectRef]bool
 	heldBefore map[string]bool
+	// createdSince are the entities (by key) that a pass against the known state created
+	// before this sync started again from a dump: Kong did not hold them before the sync.
+	createdSince map[string]bool
+	// last is what the last pass left Kong holding: its current state, which the syncer
+	// updated with Kong's answer to each write.
+	last *knownState
 }
 
 // refuse adds obj and every object that depends on it in graph (Graph.Broken: not through
@@ -343,8 +381,9 @@ func refuse(refused map[kongstate.ObjectRef]bool, graph *objgraph.Graph, obj kon
 // iso.graph, and are returned as dependents are. errs are the syncer's failures; err is a
 // failure to get as far as the diff. prep (nil: none) is what Prepare built, used when Kong
 // still answers as it answered Prepare; its target state also needs content, the digest it
-// was built from.
-func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, dry bool, prep *prepared, content *[sha256.Size]byte) (
+// was built from. known (nil: none) is what Kong is known to hold, diffed instead of a dump
+// when Kong reports the version and edition it was known with (known.go).
+func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, dry bool, prep *prepared, content *[sha256.Size]byte, known *knownState) (
 	res *Result, errs []error, dependents []dataplane.EntityError, excluded []kongstate.ObjectRef, err error,
 ) {
 	var phases Phases
@@ -357,40 +396,72 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	dumped := g.now()
+	if !known.sameSettings(version, enterprise) {
+		known = nil
+	}
 	// With a prepared state, Kong's answers to Prepare's dump are asked again first: when
 	// every one is the same, so would be a dump's (dumpreplay.go).
 	reuse := false
-	if prep.sameSettings(version, enterprise) {
+	if known != nil {
+		// Nothing to list; heldBefore stays nil: every entity of the known state is one
+		// Kong held when the sync began.
+		dumped = known.dumped
+	} else if prep.sameSettings(version, enterprise) {
 		if reuse, err = g.replayDump(ctx, prep.answers); err != nil {
 			return nil, nil, nil, nil, err
 		}
 	}
 	var raw *utils.KongRawState
-	if reuse {
+	switch {
+	case known != nil:
+	case reuse:
 		if iso.heldBefore == nil {
 			iso.heldBefore = prep.heldBefore
 		}
-	} else {
+	default:
 		if raw, err = g.dump(ctx, dumpConfig); err != nil {
 			return nil, nil, nil, nil, err
 		}
 		if iso.heldBefore == nil {
 			iso.heldBefore = rawEntityKeys(raw)
+			for k := range iso.createdSince {
+				delete(iso.heldBefore, k)
+			}
 		}
 	}
 	lap(&phases.Dump)
 	var current, target *state.KongState
-	if reuse {
+	if known != nil {
+		current = known.current
+	} else if reuse {
 		current = prep.current
 	} else if current, err = state.Get(raw); err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
 	}
 	lap(&phases.Index)
+	// Against a known state, only the units that changed since the translation Kong took
+	// are diffed, when that is all that changed (patch.go).
+	var patch *units
+	if known != nil && known.from != nil && len(iso.refused) == 0 {
+		if u, ok := changedUnits(known.from, s); ok {
+			if part, partTarget, perr := g.unitStates(ctx, known.current, unitsOf(s, u), u, version, enterprise, dumpConfig); perr == nil {
+				current, target, patch = part, partTarget, &u
+			} else {
+				g.opts.Logger.V(1).Info("diffing the whole target: the changed services and upstreams do not build alone",
+					"gateway", g.url, "error", perr.Error())
+			}
+		}
+	}
 	reuseTarget := reuse && content != nil && prep.content == *content
-	if reuseTarget {
+	switch {
+	case patch != nil:
+	case reuseTarget:
 		target = prep.target
-	} else if target, err = g.targetState(ctx, s, current, version, enterprise, dumpConfig); err != nil {
-		return nil, nil, nil, nil, err
+	default:
+		if target, err = g.targetState(ctx, s, current, version, enterprise, dumpConfig); err != nil {
+			return nil, nil, nil, nil, err
+		}
 	}
 	lap(&phases.Target)
 	var invalid []dataplane.EntityError
@@ -413,10 +484,35 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 	} else if res, errs, err = g.solveParked(ctx, current, target, enterprise, dry); err != nil {
 		return nil, nil, nil, nil, err
 	}
+	if patch != nil && len(errs) == 0 {
+		// The units as Kong now holds them go back into the known state, which is what
+		// the next sync diffs against (a pass with errors is not kept: see run).
+		if err := putUnitsBack(known.current, current, *patch); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("recording the changed units of %s: %w", g.url, err)
+		}
+		current = known.current
+	}
 	lap(&phases.Solve)
 	res.Phases = phases
-	res.PreparedCurrent, res.PreparedTarget = reuse, reuseTarget
+	res.PreparedCurrent, res.PreparedTarget, res.Known, res.Patched = reuse, reuseTarget, known != nil, patch != nil
+	iso.last = &knownState{current: current, from: s, version: version, enterprise: enterprise, dumped: dumped}
 	return res, errs, append(invalid, dependents...), excluded, nil
+}
+
+// unitStates are the two sides of a patch (patch.go): the units' entities copied out of
+// current, and the target built from part, the units of the new translation, against them.
+func (g *Gateway) unitStates(ctx context.Context, current *state.KongState, part *kongstate.State, u units,
+	version semver.Version, enterprise bool, dumpConfig dump.Config,
+) (*state.KongState, *state.KongState, error) {
+	held, err := unitEntities(current, u)
+	if err != nil {
+		return nil, nil, err
+	}
+	target, err := g.targetState(ctx, part, held, version, enterprise, dumpConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	return held, target, nil
 }
 
 // solveParked is solve with the new routes that plugins guard created parked (parking.go)
@@ -441,7 +537,7 @@ func (g *Gateway) solveParked(ctx context.Context, current, target *state.KongSt
 	}
 	park.withoutParking(res)
 	if len(errs) == 0 {
-		if uerr := park.unpark(ctx, g.client); uerr != nil {
+		if uerr := park.unpark(ctx, g.client, current); uerr != nil {
 			errs = append(errs, uerr)
 		}
 	}
@@ -765,6 +861,10 @@ type Result struct {
 	// PreparedCurrent and PreparedTarget tell whether the first pass took the current and
 	// the target state Prepare built, rather than building them (prepare.go).
 	PreparedCurrent, PreparedTarget bool
+	// Known tells whether a pass diffed against what Kong was known to hold rather than a
+	// dump (known.go); Patched, whether it diffed only the services and upstreams that
+	// changed (patch.go).
+	Known, Patched bool
 }
 
 // Phases of a sync, in order: a new leader's first sync is a dump of Kong and a diff that
@@ -792,6 +892,8 @@ func (r *Result) add(o *Result) {
 	r.Phases.add(o.Phases)
 	r.PreparedCurrent = r.PreparedCurrent || o.PreparedCurrent
 	r.PreparedTarget = r.PreparedTarget || o.PreparedTarget
+	r.Known = r.Known || o.Known
+	r.Patched = r.Patched || o.Patched
 	r.sort()
 }
 

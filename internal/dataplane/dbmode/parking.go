@@ -125,15 +125,23 @@ func (p *parked) restore(target *state.KongState) error {
 
 // unpark points each parked route at its own service on Kong, then deletes the parking
 // service: the syncer wrote the parked target, plugins included. A route it could not
-// point stays parked (not served) and the next sync updates it.
-func (p *parked) unpark(ctx context.Context, client *kong.Client) error {
+// point stays parked (not served) and the next sync updates it. current, the syncer's
+// current state, takes Kong's answers, so that it stays what Kong holds (known.go).
+func (p *parked) unpark(ctx context.Context, client *kong.Client, current *state.KongState) error {
 	for id, svc := range p.routes {
-		if _, err := client.Routes.Update(ctx, &kong.Route{ID: kong.String(id), Service: &kong.Service{ID: kong.String(svc)}}); err != nil {
+		r, err := client.Routes.Update(ctx, &kong.Route{ID: kong.String(id), Service: &kong.Service{ID: kong.String(svc)}})
+		if err != nil {
 			return fmt.Errorf("pointing route %s at its service: %w", id, err)
+		}
+		if err := current.Routes.Update(state.Route{Route: *r}); err != nil {
+			return fmt.Errorf("recording route %s at its service: %w", id, err)
 		}
 	}
 	if err := client.Services.Delete(ctx, p.service.ID); err != nil {
 		return fmt.Errorf("deleting the parking service: %w", err)
+	}
+	if err := current.Services.Delete(*p.service.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
+		return fmt.Errorf("recording the parking service deleted: %w", err)
 	}
 	return nil
 }
