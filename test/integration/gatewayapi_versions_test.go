@@ -66,10 +66,14 @@ func TestGatewayAPIOlderVersionsRead(t *testing.T) {
 	controller := "konductor.test/" + ns
 	o.createNamespace(t, ns)
 	o.createAll(t, app(ns, "echo", "echo.example.com")[:2])
-	class, gw := ourGateway(ns, controller, gatewayv1.Listener{Name: "tcp", Protocol: gatewayv1.TCPProtocolType, Port: 9000})
+	// A listener each for the route made before the move and the one made after: the
+	// oldest TCPRoute on a port takes it (docs/gateway-api.md).
+	class, gw := ourGateway(ns, controller, gatewayv1.Listener{Name: "tcp", Protocol: gatewayv1.TCPProtocolType, Port: 9000},
+		gatewayv1.Listener{Name: "tcp2", Protocol: gatewayv1.TCPProtocolType, Port: 9001})
 	port := gatewayv1.PortNumber(80)
+	section, section2 := gatewayv1.SectionName("tcp"), gatewayv1.SectionName("tcp2")
 	tcp := &gatewayv1alpha2.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo-tcp"}, Spec: gatewayv1alpha2.TCPRouteSpec{
-		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kong"}}},
+		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kong", SectionName: &section}}},
 		Rules: []gatewayv1alpha2.TCPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo", Port: &port}}}}},
 	}}
@@ -136,7 +140,7 @@ func TestGatewayAPIOlderVersionsRead(t *testing.T) {
 	}, time.Minute, 20*time.Millisecond, "the controller reads TCPRoutes at v1 now")
 	// A route made now, at v1, is read: the v1 informer runs.
 	tcp2 := &gatewayv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo-tcp2"}, Spec: gatewayv1.TCPRouteSpec{
-		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kong"}}},
+		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "kong", SectionName: &section2}}},
 		Rules: []gatewayv1.TCPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo", Port: &port}}}}},
 	}}
