@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/kong/go-kong/kong"
+
 	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongstate"
 )
@@ -23,6 +25,10 @@ import (
 // BackendTLSPolicy controller does not accept (gatewayapi.JudgeBackendTLSPolicy). svc itself is not modified. Only
 // with the GatewayAlpha gate, and only for a Service that an HTTPRoute of one of our Gateways
 // names as a backend (KIC applies a policy only when it has such ancestors).
+//
+// Unlike KIC, a caCertificateRefs ConfigMap is read without the konghq.com/ca-cert label
+// (policyCAs, tls_cacerts.go), and the routes to the Service send the policy's hostname as
+// Host and SNI (backendTLSHost).
 func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
 	if !b.opts.GatewayAlpha || !b.httpRouteBackends()[svc.Namespace+"/"+svc.Name] {
 		return svc
@@ -51,7 +57,10 @@ func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
 	for _, r := range p.Spec.Validation.CACertificateRefs {
 		switch r.Kind { // a CA object created later makes the policy apply
 		case "ConfigMap":
+			// The policy's own edge tells the cache to keep the ConfigMap's data though it
+			// has no label (store.Payloads, manager's payloadReferenced).
 			b.refer(svc, gvkService, ref(gvkConfigMap, p.Namespace, string(r.Name)))
+			b.refer(p, gvkBackendTLSPolicy, ref(gvkConfigMap, p.Namespace, string(r.Name)))
 		case "Secret":
 			b.refer(svc, gvkService, ref(gvkSecret, p.Namespace, string(r.Name)))
 		}
@@ -71,6 +80,12 @@ func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
 	var names []string
 	for _, r := range p.Spec.Validation.CACertificateRefs {
 		names = append(names, string(r.Name))
+		if r.Kind == "ConfigMap" {
+			if b.policyCAs == nil {
+				b.policyCAs = map[string]bool{}
+			}
+			b.policyCAs[p.Namespace+"/"+string(r.Name)] = true
+		}
 	}
 	if existing := out.Annotations[annCACertConfigMaps]; existing != "" {
 		names = append([]string{existing}, names...)
@@ -101,4 +116,30 @@ func (b *builder) httpRouteBackends() map[string]bool {
 		}
 	}
 	return b.routeBackends
+}
+
+// backendTLSHost makes the routes of a Gateway API Kong service whose one backend has an
+// applied BackendTLSPolicy send the policy's hostname: Kong's SNI and the name it verifies
+// are its upstream Host ($upstream_host, nginx's proxy_ssl_name), which with preserve_host
+// is the client's Host; without it, balancer.set_host_header makes it the upstream's
+// host_header (the policy's hostname, from withBackendTLSPolicy), with the port when it is
+// not the scheme's. So those routes get preserve_host false, and the backend sees the
+// policy's hostname as Host too (docs/gateway-api.md). A rule with several backends gets
+// no Service's annotations (populateGatewayService), so no policy applies to it: reported
+// on the route for each backend a policy targets, rather than silently sending plain HTTP.
+func (b *builder) backendTLSHost(ks *kongService, resolved []*corev1.Service) {
+	if len(resolved) == 1 {
+		if bk := b.backingService(ks); bk != nil && bk.gvk == gvkService && bk.svc != bk.owner { // a copy: the policy applied
+			for _, r := range ks.routes {
+				r.PreserveHost = kong.Bool(false)
+			}
+		}
+		return
+	}
+	for _, svc := range resolved {
+		if b.withBackendTLSPolicy(svc) != svc {
+			b.problem(ks.gateway.route, ks.gateway.gvk, ks.gateway.field,
+				"the BackendTLSPolicy of Service %s/%s does not apply to a rule with several backends (one Kong service, one upstream); give the Service a rule of its own", svc.Namespace, svc.Name)
+		}
+	}
 }
