@@ -75,7 +75,7 @@ func TestGatewayAPIConformance(t *testing.T) {
 	proxy := conformanceProxy(t, kong.Emulator)
 	r := startReplica(t, replicaSpec{name: "conformance", namespace: conformanceNamespaces[0], gateways: []string{kong.URL}, args: []string{
 		"--leader-elect=false", "--watch-namespace", strings.Join(conformanceNamespaces, ","),
-		"--gateway-api-controller-name", controller, "--publish-status-address", "192.0.2.20",
+		"--gateway-api-controller-name", controller, "--publish-status-address", "192.0.2.20", "--feature-gates=GatewayAlpha=true", // BackendTLSPolicy is read with it (KIC)
 	}})
 	r.waitFirstSync(t, time.Minute)
 	// The suite reads the features to test from the class's status.supportedFeatures, which
