@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/store"
 )
 
 // BackendTLSPolicyVerdict is what KIC's BackendTLSPolicy controller decides of a policy
@@ -97,22 +99,24 @@ func JudgeBackendTLSPolicy(p *gatewayv1.BackendTLSPolicy, all []*gatewayv1.Backe
 // JudgeBackendTLSPolicy asks of a caCertificateRef. The spec's NoValidCACertificate and
 // InvalidCACertificateRef are for a reference that does not resolve to a certificate, one
 // missing or malformed alike (the suite changes a ConfigMap's content to an invalid one and
-// expects them); KIC checks only that the object exists. A ConfigMap the cache keeps without
-// its data is not in configMaps (store.SecretPayloads) until loaded.
+// expects them); KIC checks only that the object exists. An object the cache holds without
+// its data (store.PayloadNotCached: the status writers read the cache, where a ConfigMap a
+// policy came to name after it was cached stays so until its next event; translation reads
+// the loaded copy) counts as existing: its content cannot be judged there.
 func CAObjects(configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) func(kind, namespace, name string) bool {
 	have := map[string]bool{}
 	for _, c := range configMaps {
-		if c != nil && HoldsCertificate(func(k string) []byte {
+		if c != nil && (store.PayloadNotCached(c) || HoldsCertificate(func(k string) []byte {
 			if v, ok := c.Data[k]; ok {
 				return []byte(v)
 			}
 			return c.BinaryData[k]
-		}) {
+		})) {
 			have["ConfigMap/"+c.Namespace+"/"+c.Name] = true
 		}
 	}
 	for _, s := range secrets {
-		if s != nil && HoldsCertificate(func(k string) []byte { return s.Data[k] }) {
+		if s != nil && (store.PayloadNotCached(s) || HoldsCertificate(func(k string) []byte { return s.Data[k] })) {
 			have["Secret/"+s.Namespace+"/"+s.Name] = true
 		}
 	}

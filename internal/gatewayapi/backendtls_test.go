@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/testcert"
 )
 
@@ -68,8 +69,13 @@ func TestCAObjects(t *testing.T) {
 		cm("kic-key", map[string]string{"cert": string(cert)}),
 		cm("malformed", map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"}),
 		cm("empty", nil),
+		func() *corev1.ConfigMap { // cached without its data: cannot be judged, counts
+			c := cm("not-cached", nil)
+			c.Annotations = map[string]string{store.PayloadNotCachedAnnotation: "true"}
+			return c
+		}(),
 	}, []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "secret"}, Data: map[string][]byte{"ca.crt": cert}}})
-	for name, want := range map[string]bool{"good": true, "kic-key": true, "malformed": false, "empty": false, "absent": false} {
+	for name, want := range map[string]bool{"good": true, "kic-key": true, "malformed": false, "empty": false, "absent": false, "not-cached": true} {
 		require.Equal(t, want, exists("ConfigMap", "default", name), name)
 	}
 	require.True(t, exists("Secret", "default", "secret"))
