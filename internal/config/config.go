@@ -554,7 +554,7 @@ func (c *Config) defineFlags(fs *pflag.FlagSet, v *flagValues) {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses in-cluster config or $KUBECONFIG")
 	fs.StringVar(&c.APIServerHost, "apiserver-host", "", "URL of the Kubernetes API server (default: from the kubeconfig or the Pod)")
 	fs.StringVar(&c.SecretLabelSelector, "secret-label-selector", "", "read only the Secrets that carry this label with the value \"true\" (default: all)")
-	fs.StringVar(&c.ConfigMapLabelSelector, "configmap-label-selector", DefaultConfigMapLabelSelector, "read only the ConfigMaps that carry this label with the value \"true\"")
+	fs.StringVar(&c.ConfigMapLabelSelector, "configmap-label-selector", DefaultConfigMapLabelSelector, "read only the ConfigMaps that carry this label with the value \"true\" (and konghq.com/ca-cert), besides those a BackendTLSPolicy names")
 	fs.StringVar(&v.gatewayToReconcile, "gateway-to-reconcile", "", "namespace/name of the only Gateway served (default: every Gateway of the served GatewayClasses)")
 	for _, name := range slices.Sorted(maps.Keys(ControllerKinds)) {
 		v.enabled[name] = new(bool)

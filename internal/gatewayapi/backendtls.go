@@ -1,12 +1,16 @@
 package gatewayapi
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/store"
 )
 
 // BackendTLSPolicyVerdict is what KIC's BackendTLSPolicy controller decides of a policy
@@ -39,7 +43,7 @@ func IsServiceTarget(t gatewayv1.LocalPolicyTargetReferenceWithSectionName) bool
 // JudgeBackendTLSPolicy judges p the way KIC does, in its order: a Service it targets is
 // targeted by another policy too (Accepted False, Conflicted); else a caCertificateRef
 // that is not a core ConfigMap or Secret (Invalid; ResolvedRefs False, InvalidKind), one
-// that does not exist (exists says; NoValidCACertificate, the spec's reason; ResolvedRefs
+// that does not exist or holds no certificate (exists says; NoValidCACertificate, the spec's reason; ResolvedRefs
 // False, InvalidCACertificateRef), subjectAltNames or wellKnownCACertificates, which KIC
 // does not support (Invalid). all are the policies of the snapshot (p among them).
 func JudgeBackendTLSPolicy(p *gatewayv1.BackendTLSPolicy, all []*gatewayv1.BackendTLSPolicy, exists func(kind, namespace, name string) bool) BackendTLSPolicyVerdict {
@@ -71,7 +75,7 @@ func JudgeBackendTLSPolicy(p *gatewayv1.BackendTLSPolicy, all []*gatewayv1.Backe
 			break
 		}
 		if !exists(string(ref.Kind), p.Namespace, string(ref.Name)) {
-			invalid = append(invalid, fmt.Sprintf("%s %s/%s set as CACertificateRef not found", ref.Kind, p.Namespace, ref.Name))
+			invalid = append(invalid, fmt.Sprintf("%s %s/%s set as CACertificateRef not found, or holds no PEM certificate in ca.crt", ref.Kind, p.Namespace, ref.Name))
 			reason = gatewayv1.BackendTLSPolicyReasonNoValidCACertificate
 			v.ResolvedRefs.Status, v.ResolvedRefs.Reason = metav1.ConditionFalse, string(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef)
 			v.ResolvedRefs.Message = invalid[len(invalid)-1]
@@ -91,21 +95,47 @@ func JudgeBackendTLSPolicy(p *gatewayv1.BackendTLSPolicy, all []*gatewayv1.Backe
 }
 
 // CAObjects reports whether a ConfigMap or Secret (kind) namespace/name is among
-// configMaps and secrets: what JudgeBackendTLSPolicy asks of a caCertificateRef. The cache
-// holds only the ConfigMaps labelled as CA certificates.
+// configMaps and secrets and holds a CA certificate (HoldsCertificate): what
+// JudgeBackendTLSPolicy asks of a caCertificateRef. The spec's NoValidCACertificate and
+// InvalidCACertificateRef are for a reference that does not resolve to a certificate, one
+// missing or malformed alike (the suite changes a ConfigMap's content to an invalid one and
+// expects them); KIC checks only that the object exists. An object the cache holds without
+// its data (store.PayloadNotCached: the status writers read the cache, where a ConfigMap a
+// policy came to name after it was cached stays so until its next event; translation reads
+// the loaded copy) counts as existing: its content cannot be judged there.
 func CAObjects(configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) func(kind, namespace, name string) bool {
 	have := map[string]bool{}
 	for _, c := range configMaps {
-		if c != nil {
+		if c != nil && (store.PayloadNotCached(c) || HoldsCertificate(func(k string) []byte {
+			if v, ok := c.Data[k]; ok {
+				return []byte(v)
+			}
+			return c.BinaryData[k]
+		})) {
 			have["ConfigMap/"+c.Namespace+"/"+c.Name] = true
 		}
 	}
 	for _, s := range secrets {
-		if s != nil {
+		if s != nil && (store.PayloadNotCached(s) || HoldsCertificate(func(k string) []byte { return s.Data[k] })) {
 			have["Secret/"+s.Namespace+"/"+s.Name] = true
 		}
 	}
 	return func(kind, namespace, name string) bool { return have[kind+"/"+namespace+"/"+name] }
+}
+
+// HoldsCertificate reports whether data's "ca.crt" (or KIC's "cert") begins with a PEM
+// certificate that parses.
+func HoldsCertificate(data func(key string) []byte) bool {
+	for _, key := range []string{"ca.crt", "cert"} {
+		block, _ := pem.Decode(data(key))
+		if block == nil || block.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // HTTPRouteServiceBackends are the Services (namespace/name) that route's rules name as

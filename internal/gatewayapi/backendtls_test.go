@@ -4,8 +4,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/testcert"
 )
 
 func TestJudgeBackendTLSPolicy(t *testing.T) {
@@ -51,4 +55,29 @@ func TestJudgeBackendTLSPolicy(t *testing.T) {
 			require.Equal(t, int64(3), v.Accepted.ObservedGeneration)
 		})
 	}
+}
+
+// A caCertificateRef resolves only to a ConfigMap or Secret that holds a PEM certificate: the
+// suite makes a policy's ConfigMap malformed and expects NoValidCACertificate (issue #40).
+func TestCAObjects(t *testing.T) {
+	cert, _ := testcert.SelfSigned(t, "ca")
+	cm := func(name string, data map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: data}
+	}
+	exists := CAObjects([]*corev1.ConfigMap{
+		cm("good", map[string]string{"ca.crt": string(cert)}),
+		cm("kic-key", map[string]string{"cert": string(cert)}),
+		cm("malformed", map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"}),
+		cm("empty", nil),
+		func() *corev1.ConfigMap { // cached without its data: cannot be judged, counts
+			c := cm("not-cached", nil)
+			c.Annotations = map[string]string{store.PayloadNotCachedAnnotation: "true"}
+			return c
+		}(),
+	}, []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "secret"}, Data: map[string][]byte{"ca.crt": cert}}})
+	for name, want := range map[string]bool{"good": true, "kic-key": true, "malformed": false, "empty": false, "absent": false, "not-cached": true} {
+		require.Equal(t, want, exists("ConfigMap", "default", name), name)
+	}
+	require.True(t, exists("Secret", "default", "secret"))
+	require.False(t, exists("Secret", "default", "good"), "kinds are apart")
 }

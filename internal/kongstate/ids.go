@@ -23,11 +23,14 @@ const (
 	typeConsumerGroups = "consumergroups"
 	typeVaults         = "vaults"
 	typePlugins        = "plugins"
+	// typeCACertificates is konductor's: the id of a CA certificate from a ConfigMap that a
+	// BackendTLSPolicy names without an id of its own (KIC requires data.id).
+	typeCACertificates = "ca-certificates"
 )
 
 var typeNamespaces = func() map[string]uuid.UUID {
 	m := map[string]uuid.UUID{}
-	for _, t := range []string{typeServices, typeRoutes, typeConsumers, typeConsumersByCustomID, typeCustomEntities, typeConsumerGroups, typeVaults, typePlugins} {
+	for _, t := range []string{typeServices, typeRoutes, typeConsumers, typeConsumersByCustomID, typeCustomEntities, typeConsumerGroups, typeVaults, typePlugins, typeCACertificates} {
 		m[t] = uuid.NewSHA1(namespaceRoot, []byte(t))
 	}
 	return m
@@ -102,4 +105,11 @@ func PluginID(workspace, plugin, service, route, consumer, consumerGroup string)
 		key += ":consumer_group/" + consumerGroup
 	}
 	return id(typePlugins, workspace, key)
+}
+
+// CACertificateID is the id konductor gives the CA certificate of the ConfigMap
+// namespace/name when a BackendTLSPolicy names it and it has no data.id: stable across
+// translations and controllers writing one workspace.
+func CACertificateID(workspace, namespace, name string) string {
+	return id(typeCACertificates, workspace, namespace+"/"+name)
 }

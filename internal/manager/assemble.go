@@ -192,6 +192,7 @@ func cacheAndStore(ctx context.Context, cfg *config.Config, opts Options, api *a
 	// Secrets the translation does not refer to are cached without their data; the manager's
 	// uncached reader loads one that becomes referenced (store.SecretPayloads).
 	cp := &cacheParts{payloads: store.NewSecretPayloads(nil), trigger: dataplane.NewTrigger()}
+	cp.payloads.SetConfigMapLabels(configMapLabels(cfg)...)
 	// A list or watch failing with NotFound asks whether an optional kind's CRD is gone
 	// (optionalKinds, made once the manager exists).
 	var crds *optionalKinds

@@ -113,7 +113,7 @@ type graphFollowers struct {
 func (f graphFollowers) Report(_ context.Context, r dataplane.Round) {
 	if r.Graph != nil {
 		f.relevance.SetGraph(r.Graph)
-		f.payloads.SetReferenced(secretReferenced(r.Graph))
+		f.payloads.SetReferenced(payloadReferenced(r.Graph))
 	}
 }
 

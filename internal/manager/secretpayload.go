@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -15,15 +16,22 @@ import (
 	"github.com/konductor/konductor/internal/translator"
 )
 
-var secretGVK = store.KindSecret.GroupVersionKind()
-
-// secretReferenced tells whether an object of graph refers to the Secret namespace/name.
-func secretReferenced(graph *objgraph.Graph) func(namespace, name string) bool {
-	return func(namespace, name string) bool {
-		ref := kongstate.ObjectRef{Group: secretGVK.Group, Version: secretGVK.Version, Kind: secretGVK.Kind, Namespace: namespace, Name: name}
-		return len(graph.ReferredBy(ref)) > 0
+// payloadReferenced tells whether translation needs the data of an object of graph: a
+// Secret any object refers to, a ConfigMap a BackendTLSPolicy refers to (its CA
+// certificate; any other ConfigMap is read only when labelled, as in KIC).
+func payloadReferenced(graph *objgraph.Graph) store.Referenced {
+	return func(k store.Kind, namespace, name string) bool {
+		gvk := k.GroupVersionKind()
+		ref := kongstate.ObjectRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: namespace, Name: name}
+		referrers := graph.ReferredBy(ref)
+		if k == store.KindConfigMap {
+			return slices.ContainsFunc(referrers, func(r kongstate.ObjectRef) bool { return r.Kind == backendTLSPolicyKind })
+		}
+		return len(referrers) > 0
 	}
 }
+
+var backendTLSPolicyKind = store.KindBackendTLSPolicy.GroupVersionKind().Kind
 
 // translateWithPayloads translates s; when that translation refers to Secrets whose data the
 // cache does not hold (store.SecretPayloads: nothing referred to them when they were cached),
@@ -34,13 +42,13 @@ func secretReferenced(graph *objgraph.Graph) func(namespace, name string) bool {
 func translateWithPayloads(ctx context.Context, payloads *store.SecretPayloads, s *store.Snapshot,
 	build func(*store.Snapshot) translator.Result, log logr.Logger) translator.Result {
 	res := build(s)
-	if len(s.SecretsPending) == 0 || res.Graph == nil {
+	if len(s.SecretsPending)+len(s.ConfigMapsPending) == 0 || res.Graph == nil {
 		return res
 	}
-	referenced := secretReferenced(res.Graph)
+	referenced := payloadReferenced(res.Graph)
 	complete, err := payloads.Complete(ctx, s, referenced)
 	if err != nil {
-		log.Error(err, "cannot read referenced Secrets that the cache keeps without their data; they count as missing until the next round")
+		log.Error(err, "cannot read referenced Secrets or ConfigMaps that the cache keeps without their data; they count as missing until the next round")
 		return res
 	}
 	if complete == nil {
@@ -48,7 +56,7 @@ func translateWithPayloads(ctx context.Context, payloads *store.SecretPayloads, 
 	}
 	if debug := log.V(1); debug.Enabled() {
 		for _, held := range complete.SecretsPending {
-			if referenced(held.Namespace, held.Name) {
+			if referenced(store.KindSecret, held.Namespace, held.Name) {
 				// Where a change can stop too (docs/troubleshooting.md): its event, which
 				// brings it whole now that it is referenced, makes the next round.
 				debug.Info("Secret held: referenced, but changed or gone since it was cached without its data; it counts as missing until its next event",
@@ -65,7 +73,8 @@ func translateWithPayloads(ctx context.Context, payloads *store.SecretPayloads, 
 // Secrets held every Secret's data at once, however few of them translation reads.
 func newInformerPagingSecrets(transform toolscache.TransformFunc) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		if _, ok := obj.(*corev1.Secret); ok {
+		switch obj.(type) {
+		case *corev1.Secret, *corev1.ConfigMap: // both cached whole, their data dropped
 			lw = store.PagedList(lw, store.SecretListPageSize, transform)
 		}
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)

@@ -53,9 +53,11 @@ func kindsSwitchedOff(cfg *config.Config, log logr.Logger) store.KindSet {
 	return off
 }
 
-// cacheSelector is the label selector k's informer is limited to: the kind's own (CA
-// certificate ConfigMaps carry konghq.com/ca-cert) and KIC's --secret-label-selector and
-// --configmap-label-selector (a label key whose value must be "true"); nil for all objects.
+// cacheSelector is the label selector k's informer is limited to: the kind's own and KIC's
+// --secret-label-selector (a label key whose value must be "true"); nil for all objects.
+// ConfigMaps are all cached since issue #40 (a BackendTLSPolicy's CA ConfigMap carries no
+// label): konghq.com/ca-cert and --configmap-label-selector say which keep their data
+// (configMapLabels, store.SecretPayloads).
 func cacheSelector(k store.Kind, cfg *config.Config) labels.Selector {
 	set := labels.Set{}
 	for key, value := range k.CacheLabels() {
@@ -64,8 +66,6 @@ func cacheSelector(k store.Kind, cfg *config.Config) labels.Selector {
 	switch {
 	case k == store.KindSecret && cfg.SecretLabelSelector != "":
 		set[cfg.SecretLabelSelector] = "true"
-	case k == store.KindConfigMap && cfg.ConfigMapLabelSelector != "":
-		set[cfg.ConfigMapLabelSelector] = "true"
 	}
 	if len(set) == 0 {
 		return nil
@@ -97,4 +97,14 @@ func dbLessRefused(cfg *config.Config) error {
 		err = errors.Join(err, fmt.Errorf("--kong-workspace %q is available only with database-backed Kong: a DB-less Kong has only the default workspace", ws))
 	}
 	return err
+}
+
+// configMapLabels are the labels (value "true") a ConfigMap carries for the cache to keep
+// its data without a BackendTLSPolicy naming it: KIC reads only those ConfigMaps.
+func configMapLabels(cfg *config.Config) []string {
+	keys := []string{store.CACertLabel}
+	if cfg.ConfigMapLabelSelector != "" {
+		keys = append(keys, cfg.ConfigMapLabelSelector)
+	}
+	return keys
 }

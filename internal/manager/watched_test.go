@@ -36,13 +36,16 @@ func TestGatedKindsAreOffWithoutTheirGate(t *testing.T) {
 		"KongCustomEntity's gate is on by default")
 }
 
-// The informers of Secrets and ConfigMaps are limited by KIC's label selectors, ConfigMaps by
-// the CA certificate label too.
+// The informer of Secrets is limited by KIC's --secret-label-selector. Every ConfigMap is
+// cached (a BackendTLSPolicy's CA ConfigMap carries no label, issue #40): KIC's labels say
+// which keep their data (configMapLabels).
 func TestCacheSelector(t *testing.T) {
 	cfg := &config.Config{ConfigMapLabelSelector: "konghq.com/configmap", SecretLabelSelector: "konghq.com/secret"}
-	require.Equal(t, "konghq.com/ca-cert=true,konghq.com/configmap=true", cacheSelector(store.KindConfigMap, cfg).String())
+	require.Nil(t, cacheSelector(store.KindConfigMap, cfg))
+	require.Equal(t, []string{store.CACertLabel, "konghq.com/configmap"}, configMapLabels(cfg))
 	require.Equal(t, "konghq.com/secret=true", cacheSelector(store.KindSecret, cfg).String())
 	require.Nil(t, cacheSelector(store.KindService, cfg))
-	require.Equal(t, "konghq.com/ca-cert=true", cacheSelector(store.KindConfigMap, &config.Config{}).String())
+	require.Nil(t, cacheSelector(store.KindConfigMap, &config.Config{}))
+	require.Equal(t, []string{store.CACertLabel}, configMapLabels(&config.Config{}))
 	require.Nil(t, cacheSelector(store.KindSecret, &config.Config{}))
 }

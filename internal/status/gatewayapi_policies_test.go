@@ -21,6 +21,7 @@ import (
 	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/store"
+	"github.com/konductor/konductor/internal/testcert"
 )
 
 // Our ancestors entries follow the verdict and the Gateways; another controller's entries
@@ -123,7 +124,7 @@ func TestBackendTLSPolicyTargetNotFound(t *testing.T) {
 					WellKnownCACertificates: nil, CACertificateRefs: []gatewayv1.LocalObjectReference{{Group: "", Kind: "ConfigMap", Name: "ca"}}},
 			}}
 	}
-	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca", Labels: map[string]string{"konghq.com/ca-cert": "true"}}}
+	ca := caConfigMap(t)
 	onMissing, onEcho := policy("on-missing", "missing"), policy("on-echo", "echo")
 	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(class, gw, toMissing, toEcho, echo, ca, onMissing, onEcho).
 		WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.BackendTLSPolicy{}).Build()
@@ -152,7 +153,7 @@ func TestBackendTLSPolicyTargetNotFound(t *testing.T) {
 // pass, with the other controller's entry kept, instead of staying stale until the next pass.
 func TestBackendTLSPolicyStatusRetriesOnConflict(t *testing.T) {
 	ctx := context.Background()
-	f := newBackendTLSFixture()
+	f := newBackendTLSFixture(t)
 	theirs := gatewayv1.PolicyAncestorStatus{
 		AncestorRef:    gatewayv1.ParentReference{Name: "elsewhere"},
 		ControllerName: "example.com/other",
@@ -199,7 +200,15 @@ type backendTLSFixture struct {
 	policy *gatewayv1.BackendTLSPolicy
 }
 
-func newBackendTLSFixture() backendTLSFixture {
+// caConfigMap is the CA ConfigMap default/ca, holding a certificate: a policy's reference
+// resolves only to one that does (gatewayapi.CAObjects).
+func caConfigMap(t testing.TB) *corev1.ConfigMap {
+	cert, _ := testcert.SelfSigned(t, "ca")
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca", Labels: map[string]string{"konghq.com/ca-cert": "true"}},
+		Data: map[string]string{"ca.crt": string(cert)}}
+}
+
+func newBackendTLSFixture(t testing.TB) backendTLSFixture {
 	route := testRoute("default", "web", nil, parentRef("kong", ""))
 	route.Spec.Rules = []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
 		BackendObjectReference: gatewayv1.BackendObjectReference{Name: "echo"}}}}}}
@@ -208,7 +217,7 @@ func newBackendTLSFixture() backendTLSFixture {
 		gw:    testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, "")),
 		route: route,
 		echo:  &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "echo"}},
-		ca:    &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca", Labels: map[string]string{"konghq.com/ca-cert": "true"}}},
+		ca:    caConfigMap(t),
 		policy: &gatewayv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tls", Generation: 1},
 			Spec: gatewayv1.BackendTLSPolicySpec{
 				TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{

@@ -38,9 +38,9 @@ type gatedWriterCase struct {
 // gatedWriterCases are every status writer of the controller: Ingress (with TCPIngress and
 // UDPIngress), Gateway API (classes and Gateways, routes, BackendTLSPolicies), Kong resources
 // (Programmed conditions, KongLicense) and KongUpstreamPolicy.
-func gatedWriterCases() []gatedWriterCase {
+func gatedWriterCases(t testing.TB) []gatedWriterCase {
 	ctx := context.Background()
-	f := newBackendTLSFixture()
+	f := newBackendTLSFixture(t)
 	gatewayAPI := func(c client.Client) *GatewayAPIUpdater {
 		u := NewGatewayAPIUpdater("", IngressOptions{}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
 		u.GatewayAlpha = true
@@ -98,7 +98,7 @@ func gatedWriterCases() []gatedWriterCase {
 // and released once the writer waits), so that each place the writer writes from is checked,
 // not only the pass's first write.
 func TestStatusWritesWaitForSyncs(t *testing.T) {
-	for _, tc := range gatedWriterCases() {
+	for _, tc := range gatedWriterCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			gate := dataplane.NewSyncGate()
 			gate.Clock = testingclock.NewFakeClock(time.Now()) // never moved: no wait runs out
@@ -136,7 +136,7 @@ func TestStatusWritesWaitForSyncs(t *testing.T) {
 // A sync that stays in flight delays a writer by the gate's MaxWait in all: once that ran out,
 // the pass writes everything while the gate is still held.
 func TestStatusWritesWaitForSyncsAtMostMaxWait(t *testing.T) {
-	for _, tc := range gatedWriterCases() {
+	for _, tc := range gatedWriterCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			gate := dataplane.NewSyncGate()
 			clk := testingclock.NewFakeClock(time.Now())

@@ -241,7 +241,7 @@ func TestFollowerMatchesSnapshot(t *testing.T) {
 	// refers to that the cache holds without their data are loaded.
 	translate := func(snap *store.Snapshot, build func(*store.Snapshot) translator.Result) (*store.Snapshot, translator.Result) {
 		res := build(snap)
-		complete, err := payloads.Complete(ctx, snap, func(ns, name string) bool {
+		complete, err := payloads.Complete(ctx, snap, func(_ store.Kind, ns, name string) bool {
 			return len(res.Graph.ReferredBy(kongstate.ObjectRef{Version: "v1", Kind: "Secret", Namespace: ns, Name: name})) > 0
 		})
 		require.NoError(t, err)
@@ -408,7 +408,7 @@ func TestFollowerChangesShowLoadedSecrets(t *testing.T) {
 	require.True(t, second.Changes.Followed(store.KindSecret))
 	require.Empty(t, second.Changes.Of(store.KindSecret))
 
-	completed, err := payloads.Complete(ctx, second, func(string, string) bool { return true })
+	completed, err := payloads.Complete(ctx, second, func(store.Kind, string, string) bool { return true })
 	require.NoError(t, err)
 	require.Len(t, completed.Secrets, 1)
 	key := types.NamespacedName{Namespace: "a", Name: "cred"}

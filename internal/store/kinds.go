@@ -73,8 +73,9 @@ type kindInfo struct {
 	newList  func() client.ObjectList
 	optional bool // CRD-backed
 	// cacheLabel, when set, limits the informer to objects carrying that label with the
-	// value "true": the translator reads no other object of the kind, and a cluster's
-	// ConfigMaps can be many and large.
+	// value "true". No kind has one since issue #40: the ConfigMaps a BackendTLSPolicy names
+	// carry no label, so every ConfigMap is cached and SecretPayloads drops the data of those
+	// translation does not read.
 	cacheLabel string
 }
 
@@ -97,7 +98,7 @@ var kinds = [kindCount]kindInfo{
 	KindKongClusterPlugin: {kongv1.SchemeGroupVersion.WithKind("KongClusterPlugin"), "kongclusterplugins",
 		func() client.Object { return &kongv1.KongClusterPlugin{} }, func() client.ObjectList { return &kongv1.KongClusterPluginList{} }, true, ""},
 	KindConfigMap: {corev1.SchemeGroupVersion.WithKind("ConfigMap"), "configmaps",
-		func() client.Object { return &corev1.ConfigMap{} }, func() client.ObjectList { return &corev1.ConfigMapList{} }, false, CACertLabel},
+		func() client.Object { return &corev1.ConfigMap{} }, func() client.ObjectList { return &corev1.ConfigMapList{} }, false, ""},
 	KindKongConsumer: {kongv1.SchemeGroupVersion.WithKind("KongConsumer"), "kongconsumers",
 		func() client.Object { return &kongv1.KongConsumer{} }, func() client.ObjectList { return &kongv1.KongConsumerList{} }, true, ""},
 	KindKongConsumerGroup: {kongv1beta1.SchemeGroupVersion.WithKind("KongConsumerGroup"), "kongconsumergroups",

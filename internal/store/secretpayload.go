@@ -4,83 +4,129 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// PayloadNotCachedAnnotation marks a Secret the cache keeps without its data: nothing the
-// translation reads referred to it when it was cached (SecretPayloads). It exists only in
-// konductor's memory, never on the API server.
+// PayloadNotCachedAnnotation marks a Secret or ConfigMap the cache keeps without its data:
+// nothing the translation reads referred to it when it was cached (SecretPayloads). It
+// exists only in konductor's memory, never on the API server.
 const PayloadNotCachedAnnotation = "konductor.internal/payload-not-cached"
 
-// SecretPayloads keeps the data of Secrets out of the cache unless translation may read it
-// (issue #13, memory; KIC #6576: a cluster's unrelated Secrets, Helm's and others, can be
-// hundreds of megabytes). Its Transform, the cache's, keeps the data of a Secret when:
+// SecretPayloads keeps the data of Secrets and ConfigMaps out of the cache unless
+// translation may read it (issue #13, memory; KIC #6576: a cluster's unrelated Secrets,
+// Helm's and others, can be hundreds of megabytes; its ConfigMaps too). Its Transform, the
+// cache's, keeps the data of a Secret when:
 //   - a Kong label marks it (konghq.com/credential, konghq.com/ca-cert, ...: any label of
 //     the konghq.com/ prefix), or it is a kubernetes.io/tls Secret (small, and what Ingress
 //     and Gateway TLS refer to);
 //   - or the latest translation refers to it (SetReferenced);
 //
-// and otherwise keeps its metadata only, marked with PayloadNotCachedAnnotation. A Secret
+// of a ConfigMap when it carries the CA-certificate labels (SetConfigMapLabels: KIC's, the
+// only ConfigMaps KIC reads) or the latest translation's BackendTLSPolicies name it (issue
+// #40: a Gateway API user does not label a policy's CA ConfigMap);
+//
+// and otherwise keeps its metadata only, marked with PayloadNotCachedAnnotation. An object
 // that becomes referenced after it was cached so is read from the API server (Complete,
-// through a reader that does not use the cache) into a side cache keyed by namespace and
-// name, valid for that UID and resourceVersion; its next informer event caches it whole,
-// since it is referenced then. A snapshot (Source) never shows a Secret without its data:
-// it shows the side cache's copy, or leaves the Secret out (Snapshot.SecretsPending) until
-// it is loaded, so an empty Secret is never taken for real credentials or certificates.
+// through a reader that does not use the cache) into a side cache keyed by kind, namespace
+// and name, valid for that UID and resourceVersion; its next informer event caches it whole,
+// since it is referenced then. A snapshot (Source) never shows one without its data: it
+// shows the side cache's copy, or leaves it out (Snapshot.SecretsPending,
+// ConfigMapsPending) until it is loaded, so an empty Secret is never taken for real
+// credentials or certificates.
 type SecretPayloads struct {
 	reader     client.Reader // uncached: the manager's APIReader
-	referenced atomic.Pointer[func(namespace, name string) bool]
+	referenced atomic.Pointer[Referenced]
+	// configMapLabels are the labels (value "true") that make a ConfigMap's data kept.
+	configMapLabels atomic.Pointer[[]string]
 
 	mu     sync.Mutex
-	loaded map[types.NamespacedName]*corev1.Secret
-	// loadedSince are the Secrets loaded since the last fill: a snapshot that follows the
+	loaded map[payloadKey]client.Object
+	// loadedSince are the objects loaded since the last fill: a snapshot that follows the
 	// previous one (Snapshot.Changes) shows them changed, though no event came of it.
-	loadedSince map[types.NamespacedName]struct{}
+	loadedSince map[payloadKey]struct{}
+}
+
+// Referenced tells whether translation refers to the object of kind k (KindSecret or
+// KindConfigMap) namespace/name, so that its data must be kept.
+type Referenced func(k Kind, namespace, name string) bool
+
+// payloadKey names an object whose payload may be dropped.
+type payloadKey struct {
+	kind Kind
+	types.NamespacedName
+}
+
+func keyOf(k Kind, obj client.Object) payloadKey {
+	return payloadKey{k, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 }
 
 // NewSecretPayloads returns the keeper; reader reads the API server, not the cache. Until
-// SetReferenced is called no Secret counts as referenced.
+// SetReferenced is called nothing counts as referenced; until SetConfigMapLabels, a
+// ConfigMap labelled konghq.com/ca-cert: "true" keeps its data.
 func NewSecretPayloads(reader client.Reader) *SecretPayloads {
-	return &SecretPayloads{reader: reader, loaded: map[types.NamespacedName]*corev1.Secret{}, loadedSince: map[types.NamespacedName]struct{}{}}
+	p := &SecretPayloads{reader: reader, loaded: map[payloadKey]client.Object{}, loadedSince: map[payloadKey]struct{}{}}
+	p.SetConfigMapLabels(CACertLabel)
+	return p
 }
 
 // SetReader sets the uncached reader (the manager's APIReader exists only after the cache
 // options, which carry Transform, were given).
 func (p *SecretPayloads) SetReader(r client.Reader) { p.reader = r }
 
-// SetReferenced records which Secrets the latest translation refers to.
-func (p *SecretPayloads) SetReferenced(referenced func(namespace, name string) bool) {
+// SetReferenced records which objects the latest translation refers to.
+func (p *SecretPayloads) SetReferenced(referenced Referenced) {
 	p.referenced.Store(&referenced)
 }
 
-// Transform is the cache transform: StripForCache, and a Secret's data dropped as above.
+// SetConfigMapLabels sets the labels, each with the value "true", that make a ConfigMap's
+// data kept (konghq.com/ca-cert and --configmap-label-selector, which limited the
+// ConfigMaps' informer before issue #40).
+func (p *SecretPayloads) SetConfigMapLabels(keys ...string) {
+	keys = slices.Clone(keys)
+	p.configMapLabels.Store(&keys)
+}
+
+// Transform is the cache transform: StripForCache, and a Secret's or ConfigMap's data
+// dropped as above.
 func (p *SecretPayloads) Transform(in any) (any, error) {
 	out, err := StripForCache(in)
 	if err != nil {
 		return out, err
 	}
-	secret, ok := out.(*corev1.Secret)
-	if !ok || p.keepPayload(secret) || (len(secret.Data) == 0 && len(secret.StringData) == 0) {
+	switch o := out.(type) {
+	case *corev1.Secret:
+		if p.keepSecret(o) || (len(o.Data) == 0 && len(o.StringData) == 0) {
+			return out, nil
+		}
+		o.Data, o.StringData = nil, nil
+	case *corev1.ConfigMap:
+		if p.keepConfigMap(o) || (len(o.Data) == 0 && len(o.BinaryData) == 0) {
+			return out, nil
+		}
+		o.Data, o.BinaryData = nil, nil
+	default:
 		return out, nil
 	}
-	secret.Data, secret.StringData = nil, nil
-	ann := secret.GetAnnotations()
+	obj := out.(client.Object)
+	ann := obj.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
 	}
 	ann[PayloadNotCachedAnnotation] = "true"
-	secret.SetAnnotations(ann)
+	obj.SetAnnotations(ann)
 	return out, nil
 }
 
-func (p *SecretPayloads) keepPayload(s *corev1.Secret) bool {
+func (p *SecretPayloads) keepSecret(s *corev1.Secret) bool {
 	if s.Type == corev1.SecretTypeTLS {
 		return true
 	}
@@ -89,15 +135,26 @@ func (p *SecretPayloads) keepPayload(s *corev1.Secret) bool {
 			return true
 		}
 	}
-	if ref := p.referenced.Load(); ref != nil && (*ref)(s.Namespace, s.Name) {
-		return true
-	}
-	return false
+	return p.isReferenced(KindSecret, s)
 }
 
-// PayloadNotCached reports whether the cache holds s without its data.
-func PayloadNotCached(s *corev1.Secret) bool {
-	return s.Annotations[PayloadNotCachedAnnotation] == "true"
+func (p *SecretPayloads) keepConfigMap(c *corev1.ConfigMap) bool {
+	labelled := true
+	for _, k := range *p.configMapLabels.Load() {
+		labelled = labelled && c.Labels[k] == "true"
+	}
+	return labelled || p.isReferenced(KindConfigMap, c)
+}
+
+func (p *SecretPayloads) isReferenced(k Kind, obj client.Object) bool {
+	ref := p.referenced.Load()
+	return ref != nil && (*ref)(k, obj.GetNamespace(), obj.GetName())
+}
+
+// PayloadNotCached reports whether the cache holds obj (a Secret or ConfigMap) without its
+// data.
+func PayloadNotCached(obj client.Object) bool {
+	return obj.GetAnnotations()[PayloadNotCachedAnnotation] == "true"
 }
 
 // SnapshotSource is what Source wraps: a Store, in the controller.
@@ -119,19 +176,14 @@ func (s payloadSource) Snapshot(ctx context.Context) (*Snapshot, error) {
 }
 
 // SnapshotOf is Store.SnapshotOf through the payloads (inner's Snapshot when inner lists
-// every kind only). A snapshot without Secrets leaves the loaded copies alone: fill forgets
-// those of Secrets it does not see.
+// every kind only). A snapshot without Secrets (ConfigMaps) leaves their loaded copies
+// alone: fill forgets those of the objects it does not see, of the kinds read.
 func (s payloadSource) SnapshotOf(ctx context.Context, read KindSet) (*Snapshot, error) {
 	snap, err := SnapshotOf(ctx, s.inner, read)
 	if err != nil {
 		return nil, err
 	}
-	if read == nil || read.Has(KindSecret) {
-		s.p.fill(snap)
-	} else {
-		// Not asked for, and not filled: never shown without their data.
-		snap.Secrets, snap.SecretsPending = nil, nil
-	}
+	s.p.fill(snap, read)
 	return snap, nil
 }
 
@@ -145,59 +197,117 @@ func SnapshotOf(ctx context.Context, source SnapshotSource, read KindSet) (*Snap
 	return source.Snapshot(ctx)
 }
 
-// fill replaces the payload-less Secrets of snap with their loaded copies, or moves them to
-// SecretsPending; loaded copies of Secrets no longer cached so are forgotten. When snap's
-// Changes follow Secrets (a Follower's, of the cache's objects), they are made to say what
-// the filled Secrets are: each changed one as shown (its loaded copy, or gone while
-// pending), and those loaded since the last fill changed too (no event came of a load).
-func (p *SecretPayloads) fill(snap *Snapshot) {
+// payloadKinds are the kinds whose payloads SecretPayloads may drop, with their snapshot
+// fields.
+var payloadKinds = []struct {
+	kind    Kind
+	shown   func(*Snapshot) *[]client.Object
+	setBack func(s *Snapshot, shown, pending []client.Object)
+	pending func(*Snapshot) []client.Object
+}{
+	{KindSecret,
+		func(s *Snapshot) *[]client.Object { o := objects(s.Secrets); return &o },
+		func(s *Snapshot, shown, pending []client.Object) {
+			s.Secrets, s.SecretsPending = typed[*corev1.Secret](shown), typed[*corev1.Secret](pending)
+		},
+		func(s *Snapshot) []client.Object { return objects(s.SecretsPending) }},
+	{KindConfigMap,
+		func(s *Snapshot) *[]client.Object { o := objects(s.ConfigMaps); return &o },
+		func(s *Snapshot, shown, pending []client.Object) {
+			s.ConfigMaps, s.ConfigMapsPending = typed[*corev1.ConfigMap](shown), typed[*corev1.ConfigMap](pending)
+		},
+		func(s *Snapshot) []client.Object { return objects(s.ConfigMapsPending) }},
+}
+
+func objects[T client.Object](in []T) []client.Object {
+	out := make([]client.Object, len(in))
+	for i, o := range in {
+		out[i] = o
+	}
+	return out
+}
+
+func typed[T client.Object](in []client.Object) []T {
+	if in == nil {
+		return nil
+	}
+	out := make([]T, len(in))
+	for i, o := range in {
+		out[i] = o.(T)
+	}
+	return out
+}
+
+// fill replaces the payload-less Secrets and ConfigMaps of snap with their loaded copies,
+// or moves them to the pending lists; loaded copies of objects no longer cached so are
+// forgotten. When snap's Changes follow the kind (a Follower's, of the cache's objects),
+// they are made to say what the filled objects are: each changed one as shown (its loaded
+// copy, or gone while pending), and those loaded since the last fill changed too (no event
+// came of a load).
+func (p *SecretPayloads) fill(snap *Snapshot, read KindSet) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var changed map[types.NamespacedName]client.Object // the filled Secrets' changes
-	if snap.Changes.Followed(KindSecret) {
-		cached := snap.Changes.Of(KindSecret)
-		changed = make(map[types.NamespacedName]client.Object, len(cached)+len(p.loadedSince))
-		for key := range cached {
-			changed[key] = nil // shown below, unless pending or gone
-		}
-		for key := range p.loadedSince {
-			changed[key] = nil
-		}
-	}
-	clear(p.loadedSince)
-	keep := make(map[types.NamespacedName]bool, len(p.loaded))
-	secrets := make([]*corev1.Secret, 0, len(snap.Secrets))
-	for _, s := range snap.Secrets {
-		shown := s
-		if PayloadNotCached(s) {
-			shown = nil
-			key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
-			if l := p.loaded[key]; l != nil && l.UID == s.UID && l.ResourceVersion == s.ResourceVersion {
-				shown = l
-				keep[key] = true
-			} else {
-				snap.SecretsPending = append(snap.SecretsPending, s)
-			}
-		}
-		if shown == nil {
+	keep := make(map[payloadKey]bool, len(p.loaded))
+	filled := map[Kind]bool{}
+	for _, pk := range payloadKinds {
+		if read != nil && !read.Has(pk.kind) {
+			// Not asked for, and not filled: never shown without their data.
+			pk.setBack(snap, nil, nil)
 			continue
 		}
-		secrets = append(secrets, shown)
-		if changed != nil {
-			key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
-			if _, listed := changed[key]; listed {
-				changed[key] = shown
+		filled[pk.kind] = true
+		var changed map[types.NamespacedName]client.Object // the filled objects' changes
+		if snap.Changes.Followed(pk.kind) {
+			cached := snap.Changes.Of(pk.kind)
+			changed = make(map[types.NamespacedName]client.Object, len(cached)+len(p.loadedSince))
+			for key := range cached {
+				changed[key] = nil // shown below, unless pending or gone
 			}
+			for key := range p.loadedSince {
+				if key.kind == pk.kind {
+					changed[key.NamespacedName] = nil
+				}
+			}
+		}
+		all := *pk.shown(snap)
+		shownList := make([]client.Object, 0, len(all))
+		pending := pk.pending(snap)
+		for _, o := range all {
+			shown := o
+			key := keyOf(pk.kind, o)
+			if PayloadNotCached(o) {
+				shown = nil
+				if l := p.loaded[key]; l != nil && l.GetUID() == o.GetUID() && l.GetResourceVersion() == o.GetResourceVersion() {
+					shown = l
+					keep[key] = true
+				} else {
+					pending = append(pending, o)
+				}
+			}
+			if shown == nil {
+				continue
+			}
+			shownList = append(shownList, shown)
+			if changed != nil {
+				if _, listed := changed[key.NamespacedName]; listed {
+					changed[key.NamespacedName] = shown
+				}
+			}
+		}
+		pk.setBack(snap, shownList, pending)
+		if changed != nil {
+			snap.Changes = snap.Changes.with(pk.kind, changed)
+		}
+	}
+	for key := range p.loadedSince {
+		if filled[key.kind] {
+			delete(p.loadedSince, key)
 		}
 	}
 	for key := range p.loaded {
-		if !keep[key] {
+		if filled[key.kind] && !keep[key] {
 			delete(p.loaded, key)
 		}
-	}
-	snap.Secrets = secrets
-	if changed != nil {
-		snap.Changes = snap.Changes.with(KindSecret, changed)
 	}
 }
 
@@ -205,26 +315,29 @@ func (p *SecretPayloads) fill(snap *Snapshot) {
 // Secrets costs fewer requests than a GET each.
 const listThreshold = 20
 
-// Complete loads the pending Secrets of snap that referenced says translation refers to and
-// returns a snapshot that shows them (a shallow copy of snap), or nil when none of them is
-// referenced. A Secret that no longer exists, or changed since it was cached (another
-// version: its informer event brings it, whole, since it is referenced), stays pending.
-func (p *SecretPayloads) Complete(ctx context.Context, snap *Snapshot, referenced func(namespace, name string) bool) (*Snapshot, error) {
-	want := map[types.NamespacedName]*corev1.Secret{}
-	for _, s := range snap.SecretsPending {
-		if referenced(s.Namespace, s.Name) {
-			want[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}] = s
+// Complete loads the pending Secrets and ConfigMaps of snap that referenced says
+// translation refers to and returns a snapshot that shows them (a shallow copy of snap), or
+// nil when none of them is referenced. An object that no longer exists, or changed since it
+// was cached (another version: its informer event brings it, whole, since it is referenced),
+// stays pending.
+func (p *SecretPayloads) Complete(ctx context.Context, snap *Snapshot, referenced Referenced) (*Snapshot, error) {
+	want := map[payloadKey]client.Object{}
+	for _, pk := range payloadKinds {
+		for _, o := range pk.pending(snap) {
+			if referenced(pk.kind, o.GetNamespace(), o.GetName()) {
+				want[keyOf(pk.kind, o)] = o
+			}
 		}
 	}
 	if len(want) == 0 {
 		return nil, nil
 	}
-	// A Secret loaded already at this version (the round's snapshot completed again, for a
-	// fallback translation) is not read again.
-	got := make(map[types.NamespacedName]*corev1.Secret, len(want))
+	// An object loaded already at this version (the round's snapshot completed again, for
+	// a fallback translation) is not read again.
+	got := make(map[payloadKey]client.Object, len(want))
 	p.mu.Lock()
-	for key, s := range want {
-		if l := p.loaded[key]; l != nil && l.UID == s.UID && l.ResourceVersion == s.ResourceVersion {
+	for key, o := range want {
+		if l := p.loaded[key]; l != nil && l.GetUID() == o.GetUID() && l.GetResourceVersion() == o.GetResourceVersion() {
 			got[key] = l
 			delete(want, key)
 		}
@@ -232,7 +345,7 @@ func (p *SecretPayloads) Complete(ctx context.Context, snap *Snapshot, reference
 	p.mu.Unlock()
 	if len(want) > 0 {
 		if p.reader == nil {
-			return nil, fmt.Errorf("loading %d referenced Secrets: no API reader", len(want))
+			return nil, fmt.Errorf("loading %d referenced Secrets and ConfigMaps: no API reader", len(want))
 		}
 		read, err := p.load(ctx, want)
 		if err != nil {
@@ -241,86 +354,104 @@ func (p *SecretPayloads) Complete(ctx context.Context, snap *Snapshot, reference
 		maps.Copy(got, read)
 	}
 	out := *snap
-	out.Secrets = append(make([]*corev1.Secret, 0, len(snap.Secrets)+len(got)), snap.Secrets...)
-	out.SecretsPending = nil
-	// The loaded Secrets are shown changed, as the next fill shows them.
-	var changed map[types.NamespacedName]client.Object
-	if snap.Changes.Followed(KindSecret) {
-		changed = maps.Clone(snap.Changes.Of(KindSecret))
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, s := range snap.SecretsPending {
-		key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
-		if l := got[key]; l != nil && l.UID == s.UID && l.ResourceVersion == s.ResourceVersion {
-			p.loaded[key] = l
-			p.loadedSince[key] = struct{}{}
-			out.Secrets = append(out.Secrets, l)
-			if changed != nil {
-				changed[key] = l
-			}
-			continue
+	for _, pk := range payloadKinds {
+		shown := append([]client.Object(nil), *pk.shown(snap)...)
+		var pending []client.Object
+		// The loaded objects are shown changed, as the next fill shows them.
+		var changed map[types.NamespacedName]client.Object
+		if snap.Changes.Followed(pk.kind) {
+			changed = maps.Clone(snap.Changes.Of(pk.kind))
 		}
-		out.SecretsPending = append(out.SecretsPending, s)
-	}
-	if changed != nil {
-		out.Changes = snap.Changes.with(KindSecret, changed)
+		for _, o := range pk.pending(snap) {
+			key := keyOf(pk.kind, o)
+			if l := got[key]; l != nil && l.GetUID() == o.GetUID() && l.GetResourceVersion() == o.GetResourceVersion() {
+				p.loaded[key] = l
+				p.loadedSince[key] = struct{}{}
+				shown = append(shown, l)
+				if changed != nil {
+					changed[key.NamespacedName] = l
+				}
+				continue
+			}
+			pending = append(pending, o)
+		}
+		pk.setBack(&out, shown, pending)
+		if changed != nil {
+			out.Changes = out.Changes.with(pk.kind, changed)
+		}
 	}
 	return &out, nil
 }
 
-// load reads the wanted Secrets from the API server: a GET each, or, for many, a paged list
-// per namespace that keeps only them.
-func (p *SecretPayloads) load(ctx context.Context, want map[types.NamespacedName]*corev1.Secret) (map[types.NamespacedName]*corev1.Secret, error) {
-	got := make(map[types.NamespacedName]*corev1.Secret, len(want))
-	if len(want) <= listThreshold {
+// load reads the wanted objects from the API server: a GET each, or, for many of one
+// kind, a paged list per namespace that keeps only them.
+func (p *SecretPayloads) load(ctx context.Context, want map[payloadKey]client.Object) (map[payloadKey]client.Object, error) {
+	got := make(map[payloadKey]client.Object, len(want))
+	for _, pk := range payloadKinds {
+		namespaces := map[string]bool{}
+		var keys []payloadKey
 		for key := range want {
-			var s corev1.Secret
-			switch err := p.reader.Get(ctx, key, &s); {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return nil, fmt.Errorf("reading Secret %s: %w", key, err)
-			default:
-				stripped, _ := StripForCache(&s)
-				got[key] = stripped.(*corev1.Secret)
+			if key.kind == pk.kind {
+				keys = append(keys, key)
+				namespaces[key.Namespace] = true
 			}
 		}
-		return got, nil
-	}
-	namespaces := map[string]bool{}
-	for key := range want {
-		namespaces[key.Namespace] = true
-	}
-	for ns := range namespaces {
-		opts := []client.ListOption{client.InNamespace(ns), client.Limit(100)}
-		for {
-			var list corev1.SecretList
-			if err := p.reader.List(ctx, &list, opts...); err != nil {
-				return nil, fmt.Errorf("listing the Secrets of %s: %w", ns, err)
-			}
-			for i := range list.Items {
-				s := &list.Items[i]
-				key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
-				if want[key] != nil {
-					c := *s // not a pointer into the page, which holds every Secret listed
-					stripped, _ := StripForCache(&c)
-					got[key] = stripped.(*corev1.Secret)
+		if len(keys) <= listThreshold {
+			for _, key := range keys {
+				o := pk.kind.NewObject()
+				switch err := p.reader.Get(ctx, key.NamespacedName, o); {
+				case apierrors.IsNotFound(err):
+				case err != nil:
+					return nil, fmt.Errorf("reading %s %s: %w", pk.kind, key.NamespacedName, err)
+				default:
+					stripped, _ := StripForCache(o)
+					got[key] = stripped.(client.Object)
 				}
 			}
-			if list.Continue == "" {
-				break
+			continue
+		}
+		for ns := range namespaces {
+			opts := []client.ListOption{client.InNamespace(ns), client.Limit(100)}
+			for {
+				list := kinds[pk.kind].newList()
+				if err := p.reader.List(ctx, list, opts...); err != nil {
+					return nil, fmt.Errorf("listing the %ss of %s: %w", pk.kind, ns, err)
+				}
+				items, err := apimeta.ExtractList(list)
+				if err != nil {
+					return nil, fmt.Errorf("listing the %ss of %s: %w", pk.kind, ns, err)
+				}
+				for _, item := range items {
+					o := item.(client.Object)
+					key := keyOf(pk.kind, o)
+					if want[key] != nil {
+						// A copy, not a pointer into the page, which holds every object listed.
+						stripped, _ := StripForCache(o.DeepCopyObject())
+						got[key] = stripped.(client.Object)
+					}
+				}
+				next := list.GetContinue()
+				if next == "" {
+					break
+				}
+				opts = []client.ListOption{client.InNamespace(ns), client.Limit(100), client.Continue(next)}
 			}
-			opts = []client.ListOption{client.InNamespace(ns), client.Limit(100), client.Continue(list.Continue)}
 		}
 	}
 	return got, nil
 }
 
-// Loaded reports whether s, which the cache keeps without its data, has its loaded copy at
-// its version (/debug/graph).
-func (p *SecretPayloads) Loaded(s *corev1.Secret) bool {
+// Loaded reports whether obj (a Secret or ConfigMap), which the cache keeps without its
+// data, has its loaded copy at its version (/debug/graph).
+func (p *SecretPayloads) Loaded(obj client.Object) bool {
+	k := KindSecret
+	if _, ok := obj.(*corev1.ConfigMap); ok {
+		k = KindConfigMap
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	l := p.loaded[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}]
-	return l != nil && l.UID == s.UID && l.ResourceVersion == s.ResourceVersion
+	l := p.loaded[keyOf(k, obj)]
+	return l != nil && l.GetUID() == obj.GetUID() && l.GetResourceVersion() == obj.GetResourceVersion()
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
@@ -20,7 +21,7 @@ func payloadSecret(name string, typ corev1.SecretType, labels map[string]string)
 
 func TestSecretPayloadsTransformKeepsWhatTranslationMayRead(t *testing.T) {
 	p := NewSecretPayloads(nil)
-	p.SetReferenced(func(ns, name string) bool { return ns == "default" && name == "referenced" })
+	p.SetReferenced(func(_ Kind, ns, name string) bool { return ns == "default" && name == "referenced" })
 	for _, c := range []struct {
 		secret *corev1.Secret
 		kept   bool
@@ -110,13 +111,13 @@ func TestSecretPayloadsLoadReferencedSecrets(t *testing.T) {
 				t.Fatalf("%d Secrets shown, %d pending; want none shown, all pending", len(snap.Secrets), len(snap.SecretsPending))
 			}
 			// Nothing referenced: nothing read.
-			if c, err := p.Complete(ctx, snap, func(string, string) bool { return false }); err != nil || c != nil {
+			if c, err := p.Complete(ctx, snap, func(Kind, string, string) bool { return false }); err != nil || c != nil {
 				t.Fatalf("Complete with no reference = %v, %v", c, err)
 			}
 			if reader.gets+reader.lists != 0 {
 				t.Fatal("read the API server for unreferenced Secrets")
 			}
-			referenced := func(_, name string) bool { return name == "s1" || name == "s2" }
+			referenced := func(_ Kind, _, name string) bool { return name == "s1" || name == "s2" }
 			complete, err := p.Complete(ctx, snap, referenced)
 			if err != nil {
 				t.Fatal(err)
@@ -171,5 +172,75 @@ func TestSecretPayloadsLoadReferencedSecrets(t *testing.T) {
 				t.Fatalf("after s1 changed: shown %v", after.Secrets)
 			}
 		})
+	}
+}
+
+// A ConfigMap keeps its data when it carries every CA-certificate label (KIC's: the
+// ca-cert label and --configmap-label-selector's) or a BackendTLSPolicy of the latest
+// translation names it; any other is cached as metadata, then loaded once named (issue #40).
+func TestSecretPayloadsConfigMaps(t *testing.T) {
+	ctx := context.Background()
+	cm := func(name string, labels map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels, UID: "uid-" + types.UID(name), ResourceVersion: "1"},
+			Data: map[string]string{"ca.crt": "pem of " + name}}
+	}
+	named := map[string]bool{}
+	p := NewSecretPayloads(nil)
+	p.SetConfigMapLabels(CACertLabel, "konghq.com/configmap")
+	p.SetReferenced(func(k Kind, _, name string) bool { return k == KindConfigMap && named[name] })
+	both := map[string]string{CACertLabel: "true", "konghq.com/configmap": "true"}
+	var cached []*corev1.ConfigMap
+	for _, c := range []struct {
+		cm   *corev1.ConfigMap
+		kept bool
+	}{
+		{cm("labelled", both), true},
+		{cm("ca-label-only", map[string]string{CACertLabel: "true"}), false},
+		{cm("policy-ca", nil), false}, // not named yet
+		{cm("unrelated", nil), false},
+	} {
+		out, err := p.Transform(c.cm.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.(*corev1.ConfigMap)
+		if kept := len(got.Data) > 0; kept != c.kept || PayloadNotCached(got) == c.kept {
+			t.Errorf("%s: data kept %v (marked %v), want kept %v", got.Name, kept, PayloadNotCached(got), c.kept)
+		}
+		cached = append(cached, got)
+	}
+	reader := fake.NewClientBuilder().WithObjects(cm("policy-ca", nil), cm("unrelated", nil)).Build()
+	p.SetReader(reader)
+	src := p.Source(fixedSource{Snapshot{ConfigMaps: cached}})
+	snap, err := src.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.ConfigMaps) != 1 || len(snap.ConfigMapsPending) != 3 {
+		t.Fatalf("%d ConfigMaps shown, %d pending; want the labelled one shown, 3 pending", len(snap.ConfigMaps), len(snap.ConfigMapsPending))
+	}
+	// A policy now names policy-ca: Complete loads it, and only it.
+	named["policy-ca"] = true
+	referenced := func(k Kind, _, name string) bool { return k == KindConfigMap && named[name] }
+	complete, err := p.Complete(ctx, snap, referenced)
+	if err != nil || complete == nil {
+		t.Fatalf("Complete: %v, %v", complete, err)
+	}
+	var shown []string
+	for _, c := range complete.ConfigMaps {
+		shown = append(shown, c.Name+"="+c.Data["ca.crt"])
+	}
+	if fmt.Sprint(shown) != "[labelled=pem of labelled policy-ca=pem of policy-ca]" || len(complete.ConfigMapsPending) != 2 {
+		t.Fatalf("after Complete: shown %v, %d pending", shown, len(complete.ConfigMapsPending))
+	}
+	// The next snapshot shows the loaded copy while the cached version is the same one.
+	p.SetReferenced(referenced)
+	again, err := src.Snapshot(ctx)
+	if err != nil || len(again.ConfigMaps) != 2 {
+		t.Fatalf("next snapshot: %d shown (%v)", len(again.ConfigMaps), err)
+	}
+	// Once named, its next informer event caches it whole.
+	if out, _ := p.Transform(cm("policy-ca", nil)); PayloadNotCached(out.(*corev1.ConfigMap)) {
+		t.Error("a ConfigMap a BackendTLSPolicy names is cached without its data")
 	}
 }

@@ -35,8 +35,11 @@ type Snapshot struct {
 	// whose data is not loaded yet: they are not in Secrets, so translation takes them for
 	// absent, never for empty.
 	SecretsPending []*corev1.Secret
-	// ConfigMaps holds only those labelled konghq.com/ca-cert: "true" (the cache keeps no others).
+	// ConfigMaps are those whose data the cache holds: labelled konghq.com/ca-cert (and
+	// --configmap-label-selector), or named by a BackendTLSPolicy (SecretPayloads), or empty.
 	ConfigMaps []*corev1.ConfigMap
+	// ConfigMapsPending are ConfigMaps the cache holds without their data, as SecretsPending.
+	ConfigMapsPending []*corev1.ConfigMap
 
 	// Kong custom resources. Empty when their CRD is not installed.
 	KongPlugins          []*kongv1.KongPlugin

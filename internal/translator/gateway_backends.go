@@ -89,6 +89,7 @@ func (b *builder) populateGatewayService(ks *kongService) {
 		tags = b.entityTags(gb.route, gb.gvk)
 		b.sharedUpstreamPolicy(ks.upstream, resolved)
 	}
+	b.backendTLSHost(ks, resolved)
 	ks.svc.Tags, ks.upstream.Tags = tags, tags
 	if len(resolved) == 0 && answersHTTP(ks.svc.Protocol) && !everyRouteAnswers(ks) {
 		ks.svc.Plugins = append(ks.svc.Plugins, &file.FPlugin{Plugin: kong.Plugin{

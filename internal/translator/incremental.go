@@ -626,9 +626,9 @@ func changesSince(prev, snap *store.Snapshot) *store.Changes {
 // compare with unchanged, in any order (those of a kind changes follows, only where it says
 // they changed), and a change counts only when rule says it matters (relevanceRule, the wake
 // filter's: a KongIngress nothing refers to, a Namespace created whose labels no Gateway
-// selects by, is no reason for a full translation). SecretsPending are not compared:
-// translation never reads a Secret cached without its data (the manager loads those the
-// result refers to and translates again, Secrets then changed).
+// selects by, is no reason for a full translation). SecretsPending and ConfigMapsPending are not compared:
+// translation never reads a Secret or ConfigMap cached without its data (the manager loads those the
+// result refers to and translates again, those kinds then changed).
 // TestOthersUnchangedComparesEveryOtherField fails when a field is added to store.Snapshot
 // and compared neither here nor by an index.
 func othersUnchanged(a, b *store.Snapshot, changes *store.Changes, rule relevanceRule) bool {

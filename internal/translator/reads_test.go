@@ -103,7 +103,7 @@ func snapshotObjects(snap *store.Snapshot) []client.Object {
 	v := reflect.ValueOf(snap).Elem()
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Field(i)
-		if f.Kind() != reflect.Slice || !f.Type().Elem().Implements(objectType) || v.Type().Field(i).Name == "SecretsPending" {
+		if f.Kind() != reflect.Slice || !f.Type().Elem().Implements(objectType) || v.Type().Field(i).Name == "SecretsPending" || v.Type().Field(i).Name == "ConfigMapsPending" {
 			continue
 		}
 		for j := 0; j < f.Len(); j++ {

@@ -104,8 +104,8 @@ func (r relevanceRule) matters(old, new client.Object) bool { return r.verdict(o
 
 // verdict is matters with the reason of a change that cannot change the translation.
 func (r relevanceRule) verdict(old, new client.Object) Verdict {
-	// A Secret the cache keeps without its data (store.SecretPayloads: nothing referred to it)
-	// shows no change of its data: whether it matters is whether something refers to it now.
+	// A Secret or ConfigMap the cache keeps without its data (store.SecretPayloads: nothing
+	// referred to it) shows no change of its data: whether it matters is whether something refers to it now.
 	if old != nil && new != nil && !payloadDropped(old) {
 		if same, generation := sameContent(old, new); same {
 			if generation {
@@ -148,6 +148,14 @@ func (r relevanceRule) verdict(old, new client.Object) Verdict {
 			return Relevant
 		}
 		return r.referred(obj, gvkSecret)
+	case *corev1.ConfigMap:
+		// Every ConfigMap is cached (issue #40): only the labelled ones (CA certificates,
+		// read by label) and those something refers to (a BackendTLSPolicy, a Service's
+		// konghq.com/ca-certificates-configmaps) matter.
+		if labelled(old, new, store.CACertLabel, "true") {
+			return Relevant
+		}
+		return r.referred(obj, gvkConfigMap)
 	case *discoveryv1.EndpointSlice:
 		svc := o.Labels[discoveryv1.LabelServiceName]
 		if old != nil && old.GetLabels()[discoveryv1.LabelServiceName] != svc || svc == "" {
@@ -229,10 +237,9 @@ func (r relevanceRule) referredRef(ref kongstate.ObjectRef) bool {
 	return r.graph == nil || r.graph.RdepsOf(objgraph.NodeOf(ref)).Len() > 0
 }
 
-// payloadDropped: obj is a Secret the cache keeps without its data.
+// payloadDropped: obj is a Secret or ConfigMap the cache keeps without its data.
 func payloadDropped(obj client.Object) bool {
-	s, ok := obj.(*corev1.Secret)
-	return ok && store.PayloadNotCached(s)
+	return store.PayloadNotCached(obj)
 }
 
 func labelled(old, new client.Object, key, value string) bool {

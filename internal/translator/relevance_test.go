@@ -1,6 +1,8 @@
 package translator
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/konductor/konductor/internal/manifest"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -145,4 +148,32 @@ func TestRelevanceOfASecretWithoutItsData(t *testing.T) {
 	}
 	require.Equal(t, NotReferred, r.Verdict(stripped("unused", "1"), stripped("unused", "2")))
 	require.Equal(t, Relevant, r.Verdict(stripped("alice-key", "1"), stripped("alice-key", "2")), "referred to: its data may have changed")
+}
+
+// Every ConfigMap is cached since issue #40: a change to one matters when it is labelled as
+// a CA certificate or something refers to it (a BackendTLSPolicy's caCertificateRefs), not
+// otherwise, and a change to one cached without its data is judged by that alone.
+func TestRelevanceOfConfigMaps(t *testing.T) {
+	r := &Relevance{IngressClass: "kong"}
+	objs, err := manifest.Load(filepath.Join("testdata", "gateway-backendtlspolicy-host", "in.yaml"))
+	require.NoError(t, err)
+	st, err := store.NewForObjects(objs, store.Options{})
+	require.NoError(t, err)
+	snap, err := st.Snapshot(context.Background())
+	require.NoError(t, err)
+	r.SetGraph(Build(snap, Options{GatewayAlpha: true}).Graph)
+	cm := func(name, rv string, labels map[string]string, dropped bool) *corev1.ConfigMap {
+		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: rv, Labels: labels},
+			Data: map[string]string{"v": rv}}
+		if dropped {
+			c.Data, c.Annotations = nil, map[string]string{store.PayloadNotCachedAnnotation: "true"}
+		}
+		return c
+	}
+	require.Equal(t, NotReferred, r.Verdict(cm("unrelated", "1", nil, false), cm("unrelated", "2", nil, false)))
+	require.Equal(t, NotReferred, r.Verdict(cm("unrelated", "1", nil, true), cm("unrelated", "2", nil, true)))
+	require.Equal(t, Relevant, r.Verdict(cm("backend-ca", "1", nil, false), cm("backend-ca", "2", nil, false)), "named by a BackendTLSPolicy")
+	require.Equal(t, Relevant, r.Verdict(cm("backend-ca", "1", nil, true), cm("backend-ca", "2", nil, true)), "named, cached without data")
+	ca := map[string]string{store.CACertLabel: "true"}
+	require.Equal(t, Relevant, r.Verdict(cm("labelled", "1", ca, false), cm("labelled", "2", ca, false)))
 }

@@ -18,7 +18,7 @@ var objectType = reflect.TypeFor[client.Object]()
 // its own indexes (or, for SecretsPending, never reads), Seq and Changes the Follower's
 // bookkeeping: othersUnchanged compares every other field.
 var followedByIndexes = map[string]bool{
-	"Ingresses": true, "Services": true, "EndpointSlices": true, "Secrets": true, "SecretsPending": true,
+	"Ingresses": true, "Services": true, "EndpointSlices": true, "Secrets": true, "SecretsPending": true, "ConfigMapsPending": true,
 	"KongConsumers": true, "KongPlugins": true, "KongClusterPlugins": true,
 	"HTTPRoutes": true, "GRPCRoutes": true, "TCPRoutes": true, "UDPRoutes": true, "TLSRoutes": true,
 	"Seq": true, "Changes": true,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/konductor/konductor/internal/kongstate"
 	"github.com/konductor/konductor/internal/store"
 )
 
@@ -30,7 +31,8 @@ type caSource struct {
 }
 
 // caCertificates turns labelled Secrets and ConfigMaps into CA certificates {id: data.id,
-// cert, tags} (translation-rules.md §7.4), then sets the ca_certificates of Kong services whose
+// cert, tags} (translation-rules.md §7.4), and so the ConfigMaps an applied BackendTLSPolicy
+// names, labelled or not (an unlabelled one without data.id gets kongstate.CACertificateID), then sets the ca_certificates of Kong services whose
 // Service names them. Of several objects with one id the oldest wins (ties by namespace and
 // name). A certificate Kong would refuse (not exactly one PEM certificate, not a CA, expired)
 // is reported on its object and left out.
@@ -48,15 +50,26 @@ func (b *builder) caCertificates() {
 		}
 	}
 	for _, cm := range b.snap.ConfigMaps {
-		if cm != nil && cm.Labels[store.CACertLabel] == "true" {
-			sources = append(sources, caSource{cm, gvkConfigMap, "configmap", func(k string) (string, bool) {
-				if v, ok := cm.Data[k]; ok {
-					return v, true
-				}
-				v, ok := cm.BinaryData[k]
-				return string(v), ok
-			}})
+		if cm == nil {
+			continue
 		}
+		labelled := cm.Labels[store.CACertLabel] == "true"
+		if !labelled && !b.policyCAs[cm.Namespace+"/"+cm.Name] {
+			continue
+		}
+		sources = append(sources, caSource{cm, gvkConfigMap, "configmap", func(k string) (string, bool) {
+			if v, ok := cm.Data[k]; ok {
+				return v, true
+			}
+			if v, ok := cm.BinaryData[k]; ok {
+				return string(v), true
+			}
+			if k == "id" && !labelled {
+				// Named by a BackendTLSPolicy, unlabelled: the Gateway API user writes no id.
+				return kongstate.CACertificateID(b.opts.Workspace, cm.Namespace, cm.Name), true
+			}
+			return "", false
+		}})
 	}
 	sort.SliceStable(sources, func(i, j int) bool {
 		a, c := sources[i].obj, sources[j].obj

@@ -233,6 +233,9 @@ type builder struct {
 	gw             *gatewayapi.Attachment
 	// routeBackends are the Services HTTPRoutes of our Gateways use (gateway_backendtls.go).
 	routeBackends map[string]bool
+	// policyCAs are the ConfigMaps (ns/name) that an applied BackendTLSPolicy names as CA
+	// certificates: read whether or not they are labelled (tls_cacerts.go).
+	policyCAs map[string]bool
 
 	// nameTaken is set when a route was refused because another had its name: which one
 	// wins depends on every route of the cluster, so Incremental translates everything.

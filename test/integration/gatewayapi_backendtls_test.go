@@ -13,11 +13,14 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/kongemu"
+	"github.com/konductor/konductor/internal/kongstate"
+	"github.com/konductor/konductor/internal/testcert"
 )
 
 // A BackendTLSPolicy on a Service an HTTPRoute of our Gateway uses gets an ancestors entry
 // for that Gateway: Accepted False (NoValidCACertificate) while its CA ConfigMap is missing,
-// Accepted True once it exists; another controller's ancestors entry stays as it was.
+// Accepted True once it exists (unlabelled, holding a certificate); another controller's
+// ancestors entry stays as it was.
 func TestGatewayAPIBackendTLSPolicyStatus(t *testing.T) {
 	parallel(t)
 	ctx := context.Background()
@@ -82,7 +85,36 @@ func TestGatewayAPIBackendTLSPolicyStatus(t *testing.T) {
 	}
 	requireAncestor("False/NoValidCACertificate")
 
-	createAll(t, []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo-ca", Labels: map[string]string{"konghq.com/ca-cert": "true", "konghq.com/configmap": "true"}},
-		Data: map[string]string{"ca.crt": "not checked here"}}})
+	// Unlabelled, as the Gateway API spec writes it (issue #40): every ConfigMap is cached
+	// without its data until a policy names it, then loaded; only a certificate resolves.
+	cert, _ := testcert.SelfSigned(t, "echo-ca")
+	createAll(t, []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "echo-ca"},
+		Data: map[string]string{"ca.crt": string(cert)}}})
 	requireAncestor("True/Accepted")
+
+	// A ConfigMap nothing names is cached without its data; once the policy names it, it is
+	// loaded from the API server (store.SecretPayloads.Complete) and resolves (requireAncestor
+	// waits for the policy's new generation).
+	createAll(t, []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late-ca"},
+		Data: map[string]string{"ca.crt": string(cert)}}})
+	require.Eventually(t, func() bool {
+		var p gatewayv1.BackendTLSPolicy
+		if admin.Get(ctx, client.ObjectKeyFromObject(policy), &p) != nil {
+			return false
+		}
+		p.Spec.Validation.CACertificateRefs = []gatewayv1.LocalObjectReference{{Kind: "ConfigMap", Name: "late-ca"}}
+		return admin.Update(ctx, &p) == nil
+	}, 10*time.Second, 50*time.Millisecond)
+	requireAncestor("True/Accepted")
+	// Translation read its data: Kong has its certificate, under the id konductor gives a
+	// ConfigMap without data.id.
+	lateID := kongstate.CACertificateID("", ns, "late-ca")
+	require.Eventually(t, func() bool {
+		for _, c := range kong.Entities("ca_certificates") {
+			if c["id"] == lateID {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "the ca_certificate of late-ca")
 }
