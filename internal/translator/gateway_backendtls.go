@@ -20,7 +20,7 @@ import (
 // (its handleBackendTLSPolices, docs/kong-facts.md "BackendTLSPolicy"): a copy whose
 // annotations say konghq.com/protocol https, konghq.com/tls-verify true,
 // konghq.com/host-header the policy's validation hostname, the policy's caCertificateRefs
-// added to konghq.com/ca-certificates-configmaps, and konghq.com/tls-verify-depth from the
+// added to konghq.com/ca-certificates-configmap, and konghq.com/tls-verify-depth from the
 // option tls-verify-depth when it is a number >= 0. The annotations then apply like the
 // user's, to every Kong service backed by the Service (Ingress backends too). Two policies
 // targeting one Service are reported and neither applies; so is a policy KIC's
@@ -89,10 +89,10 @@ func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
 			b.policyCAs[p.Namespace+"/"+string(r.Name)] = true
 		}
 	}
-	if existing := out.Annotations[annCACertConfigMaps]; existing != "" {
+	if existing := out.Annotations[annCACertConfigMap]; existing != "" {
 		names = append([]string{existing}, names...)
 	}
-	out.Annotations[annCACertConfigMaps] = strings.Join(names, ",")
+	out.Annotations[annCACertConfigMap] = strings.Join(names, ",")
 	if v, ok := p.Spec.Options["tls-verify-depth"]; ok {
 		if depth, err := strconv.Atoi(string(v)); err == nil && depth >= 0 {
 			out.Annotations[annTLSVerifyDepth] = strconv.Itoa(depth)

@@ -151,7 +151,7 @@ func (r relevanceRule) verdict(old, new client.Object) Verdict {
 	case *corev1.ConfigMap:
 		// Every ConfigMap is cached (issue #40): only the labelled ones (CA certificates,
 		// read by label) and those something refers to (a BackendTLSPolicy, a Service's
-		// konghq.com/ca-certificates-configmaps) matter.
+		// konghq.com/ca-certificates-configmap) matter.
 		if labelled(old, new, store.CACertLabel, "true") {
 			return Relevant
 		}

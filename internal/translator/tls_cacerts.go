@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,11 +17,26 @@ import (
 	"github.com/konductor/konductor/internal/store"
 )
 
-// Service annotations that set the Kong service's CA certificates (translation-rules.md §7.4).
+// Service annotations that set the Kong service's CA certificates (translation-rules.md §7.4):
+// KIC's names (internal/annotations: CACertificatesSecretsKey, CACertificatesConfigMapsKey,
+// singular), and the plural names konductor read alone before it was found that KIC spells
+// them so, still read (their names join KIC's).
 const (
-	annCACertSecrets    = "konghq.com/ca-certificates-secrets"
-	annCACertConfigMaps = "konghq.com/ca-certificates-configmaps"
+	annCACertSecret          = "konghq.com/ca-certificates-secret"
+	annCACertConfigMap       = "konghq.com/ca-certificates-configmap"
+	annCACertSecretsPlural   = "konghq.com/ca-certificates-secrets"
+	annCACertConfigMapPlural = "konghq.com/ca-certificates-configmaps"
 )
+
+// caCertAnnotations are the Service annotations that name CA certificates, each with the kind
+// of object it names.
+var caCertAnnotations = []struct {
+	ann, kind string
+	gvk       schema.GroupVersionKind
+}{
+	{annCACertSecret, "secret", gvkSecret}, {annCACertSecretsPlural, "secret", gvkSecret},
+	{annCACertConfigMap, "configmap", gvkConfigMap}, {annCACertConfigMapPlural, "configmap", gvkConfigMap},
+}
 
 // caSource is a Secret or ConfigMap labelled konghq.com/ca-cert: "true".
 type caSource struct {
@@ -144,25 +160,28 @@ func (b *builder) caCertificates() {
 		}
 		svc := bk.svc
 		var refs []string
-		for _, a := range []struct {
-			ann, kind string
-			gvk       schema.GroupVersionKind
-		}{{annCACertSecrets, "secret", gvkSecret}, {annCACertConfigMaps, "configmap", gvkConfigMap}} {
+		named := ""
+		for _, a := range caCertAnnotations {
 			for _, name := range splitList(svc.Annotations[a.ann], ",") {
+				if named == "" {
+					named = a.ann
+				}
 				b.refer(svc, gvkService, ref(a.gvk, svc.Namespace, name))
 				id, ok := byObject[a.kind+"/"+svc.Namespace+"/"+name]
 				if !ok {
 					b.problem(svc, gvkService, annField(a.ann), "CA certificate %s %s/%s not found, or not a valid CA certificate labelled %s", a.kind, svc.Namespace, name, store.CACertLabel)
 					continue
 				}
-				refs = append(refs, id)
+				if !slices.Contains(refs, id) {
+					refs = append(refs, id)
+				}
 			}
 		}
 		if len(refs) == 0 {
 			continue
 		}
 		if ks.svc.TLSVerify == nil || !*ks.svc.TLSVerify || !tlsProtocols[str(ks.svc.Protocol)] {
-			b.problem(svc, gvkService, annField(annCACertSecrets), "CA certificates need konghq.com/tls-verify: \"true\" and a TLS protocol (https, grpcs, tls); the annotation is ignored")
+			b.problem(svc, gvkService, annField(named), "CA certificates need konghq.com/tls-verify: \"true\" and a TLS protocol (https, grpcs, tls); the annotation is ignored")
 			continue
 		}
 		ks.svc.CACertificates = kong.StringSlice(refs...)
