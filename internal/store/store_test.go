@@ -202,3 +202,20 @@ func TestSnapshotOfReadsOnlyTheKindsAsked(t *testing.T) {
 	require.Equal(t, &Snapshot{IngressClass: "kong", IngressClassIsDefault: true, Secrets: whole.Secrets,
 		ConfigMaps: whole.ConfigMaps, NamespaceLabels: whole.NamespaceLabels}, gateways)
 }
+
+// Objects being deleted (a Terminating Namespace in `kubectl get -o yaml`'s output: a
+// deletionTimestamp, its finalizers in spec) are read as the cache reads them, not refused:
+// controller-runtime's fake client, under NewForObjects, panics on an object with a
+// deletionTimestamp and no metadata.finalizers, which no translation of it needs.
+func TestNewForObjectsReadsObjectsBeingDeleted(t *testing.T) {
+	deleted := metav1.Now()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going", DeletionTimestamp: &deleted}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "going", Name: "s", DeletionTimestamp: &deleted}}
+	s, err := NewForObjects([]client.Object{ns, svc}, Options{})
+	require.NoError(t, err)
+	snap, err := s.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.Len(t, snap.Services, 1)
+	require.NotNil(t, snap.Services[0].DeletionTimestamp, "read as it is")
+	require.Nil(t, svc.Finalizers, "the caller's objects are not changed")
+}
