@@ -213,6 +213,13 @@ func kindsToRead(ctx context.Context, cfg *config.Config, restCfg *rest.Config, 
 		}
 	}
 	off = kindsSwitchedOff(cfg, log)
+	forbidden, err := kindsForbiddenByRBAC(ctx, restCfg, cfg, optional, versions, log)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	for k := range forbidden {
+		off[k] = struct{}{}
+	}
 	readKinds = store.ReadKinds(optional)
 	for k := range off {
 		delete(optional, k)

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -8,7 +9,10 @@ import (
 	"slices"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -51,6 +55,51 @@ func kindsSwitchedOff(cfg *config.Config, log logr.Logger) store.KindSet {
 		}
 	}
 	return off
+}
+
+// kindsKICDoesNotRead are the kinds konductor reads that KIC does not: KIC's ClusterRole (its
+// chart's, which konductor must run under unchanged) may not grant them.
+var kindsKICDoesNotRead = []store.Kind{store.KindListenerSet}
+
+// kindsForbiddenByRBAC are those of kindsKICDoesNotRead that the controller may not list (in
+// the first watched namespace, or the cluster): each is left unwatched with a line saying what
+// to grant, instead of holding the first sync until it can be listed, which is right for a kind
+// KIC reads (its objects' routes would otherwise look deleted) but under KIC's ClusterRole would
+// hold konductor forever for a kind KIC never served. Asked once, at start.
+func kindsForbiddenByRBAC(ctx context.Context, restCfg *rest.Config, cfg *config.Config, candidates store.KindSet, versions store.Versions, log logr.Logger) (store.KindSet, error) {
+	forbidden := store.KindSet{}
+	var mc metadata.Interface
+	for _, k := range kindsKICDoesNotRead {
+		if !candidates.Has(k) {
+			continue
+		}
+		if mc == nil {
+			var err error
+			if mc, err = metadata.NewForConfig(restCfg); err != nil {
+				return nil, err
+			}
+		}
+		gvk := k.GroupVersionKind()
+		if v, ok := versions[k]; ok {
+			gvk.Version = v
+		}
+		res := mc.Resource(gvk.GroupVersion().WithResource(k.Resource()))
+		var err error
+		if len(cfg.WatchNamespaces) > 0 {
+			_, err = res.Namespace(cfg.WatchNamespaces[0]).List(ctx, metav1.ListOptions{Limit: 1})
+		} else {
+			_, err = res.List(ctx, metav1.ListOptions{Limit: 1})
+		}
+		switch {
+		case apierrors.IsForbidden(err):
+			forbidden[k] = struct{}{}
+			log.Info("kind not watched: RBAC grants no list on it, and KIC (whose ClusterRole this may be) does not read it; grant get, list and watch on it (config/rbac) to serve it",
+				"kind", k.String(), "resource", k.Resource())
+		case err != nil:
+			return nil, fmt.Errorf("listing %s: %w", k.Resource(), err)
+		}
+	}
+	return forbidden, nil
 }
 
 // cacheSelector is the label selector k's informer is limited to: the kind's own and KIC's
