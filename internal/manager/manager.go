@@ -213,8 +213,11 @@ func kindsToRead(ctx context.Context, cfg *config.Config, restCfg *rest.Config, 
 		}
 	}
 	off = kindsSwitchedOff(cfg, log)
-	forbidden, err := kindsForbiddenByRBAC(ctx, restCfg, cfg, optional, versions, log)
-	if err != nil {
+	var forbidden store.KindSet
+	if err = health.startStep(ctx, ep, "RBAC of the kinds KIC does not read", func() (err error) {
+		forbidden, err = kindsForbiddenByRBAC(ctx, restCfg, cfg, optional, versions, log)
+		return err
+	}); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	for k := range forbidden {

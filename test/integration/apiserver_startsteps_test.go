@@ -86,7 +86,7 @@ func TestAPIServerAwayDuringStartSteps(t *testing.T) {
 	r := startReplica(t, replicaSpec{name: "r", namespace: ns, gateways: []string{kong.URL},
 		args: []string{"--leader-elect=false"}, restConfig: &rest.Config{Host: flaky.srv.URL}})
 	require.Positive(t, flaky.droppedCount(), "the proxy dropped requests of the start")
-	for _, step := range []string{"API discovery of the optional kinds", "REST mappings of the kinds read", "listing the CustomResourceDefinitions"} {
+	for _, step := range []string{"API discovery of the optional kinds", "RBAC of the kinds KIC does not read", "REST mappings of the kinds read", "listing the CustomResourceDefinitions"} {
 		require.True(t, r.logs.contains("Kubernetes API server unreachable at start: waiting for it", step), "the log says the start waits at step %q", step)
 	}
 	r.waitFirstSync(t, time.Minute)
