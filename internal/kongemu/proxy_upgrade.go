@@ -101,9 +101,13 @@ func servePipe(h http.Handler, serverTLS *tls.Config) (net.Conn, error) {
 		server = tls.Server(server, serverTLS)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(&oneConnListener{conn: server}) }()
+	go func() { _ = srv.Serve(OneConnListener(server)) }()
 	return client, nil
 }
+
+// OneConnListener is a listener that hands out conn, then reports itself closed: an
+// http.Server serving one connection made elsewhere (an in-process backend's).
+func OneConnListener(conn net.Conn) net.Listener { return &oneConnListener{conn: conn} }
 
 // oneConnListener hands out one connection, then reports itself closed.
 type oneConnListener struct {

@@ -130,30 +130,10 @@ type httpsBackend struct {
 
 func (b *httpsBackend) ServeConn(conn net.Conn) {
 	srv := &http.Server{Handler: b.handler}
-	_ = srv.Serve(&oneConnListener{conn: tls.Server(conn, b.tls)})
+	_ = srv.Serve(kongemu.OneConnListener(tls.Server(conn, b.tls)))
 }
 
 func (b *httpsBackend) Answer([]byte) []byte { return nil }
-
-// oneConnListener hands out one connection, then says it is closed.
-type oneConnListener struct {
-	mu   sync.Mutex
-	conn net.Conn
-}
-
-func (l *oneConnListener) Accept() (net.Conn, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conn == nil {
-		return nil, net.ErrClosed
-	}
-	c := l.conn
-	l.conn = nil
-	return c, nil
-}
-
-func (l *oneConnListener) Close() error   { return nil }
-func (l *oneConnListener) Addr() net.Addr { return &net.TCPAddr{} }
 
 // dnsBackend answers DNS queries as the suite's CoreDNS does for its test name (the whoami
 // plugin: an A record of the client's address); over TCP nothing.
