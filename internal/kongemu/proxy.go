@@ -217,14 +217,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeKong(w, resp, p.e.opts.Version, requestID, start)
 	}
-	if d.Exit != nil && d.Match == nil {
-		// No route: only global plugins run their response phases.
-		st.plugins.Access(x)
-		answer(exitResponse(d.Exit, r, requestID))
-		return
-	}
 	if d.Exit != nil {
-		st.plugins.Access(x) // collects the route's plugins for the response phases
+		// handler.lua's access "before" answered (no route, the https redirect or 426 of an
+		// https-only route, the gRPC checks) before the plugins iterator collected the
+		// route's plugins: only global plugins run their response phases
+		// (plugins_iterator's get_collected_iterator falls back to the global iterator), with
+		// the matched route still in the context.
+		m := x.Match
+		x.Match = nil
+		st.plugins.Access(x)
+		x.Match = m
 		answer(exitResponse(d.Exit, r, requestID))
 		return
 	}

@@ -1,6 +1,7 @@
 package kongemu
 
 import (
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -184,6 +185,40 @@ func TestProxyHTTPSRedirectAndGRPCChecks(t *testing.T) {
 	res, body = send(t, p, "POST", "/grpc", map[string]string{"Content-Type": "application/grpc"})
 	require.Equal(t, 426, res.StatusCode)
 	require.Contains(t, string(body), "Please use HTTP2 protocol")
+}
+
+// Kong's own http-to-https redirect (handler.lua, access phase "before"): Location is
+// "https://" .. $host .. $request_uri, $host being nginx's (lower-cased, without the port;
+// the server_name "kong" when the request names no host); no trusted_ips, so
+// X-Forwarded-Proto and X-Forwarded-Host are the request's own. The redirect exits before the
+// plugins iterator collects the route's plugins: the route's request-termination and
+// response-transformer do not run (their Location would be "/other"), a global plugin's
+// response phases do. An https request on the same route is proxied to its plugins.
+func TestProxyHTTPSRedirectIsKongsOwn(t *testing.T) {
+	_, p := proxyWith(t, `{"_format_version":"3.0","services":[{"name":"s","host":"10.1.0.1","port":8080,"routes":[
+  {"name":"r","paths":["/r"],"protocols":["https"],"https_redirect_status_code":308,"plugins":[
+    {"name":"request-termination","config":{"status_code":302}},
+    {"name":"response-transformer","config":{"add":{"headers":["Location:/other","X-Route:1"]}}}]}]}],
+ "plugins":[{"name":"response-transformer","config":{"add":{"headers":["X-Global:1"]}}}]}`, map[string]string{"10.1.0.1:8080": "x"})
+	for _, c := range []struct{ host, location string }{
+		{"Shop.Example.COM:8080", "https://shop.example.com/r/a%20b?q=1&x"},
+		{"", "https://kong/r/a%20b?q=1&x"},
+	} {
+		res, _ := send(t, p, "POST", "/r/a%20b?q=1&x", map[string]string{"Host": c.host,
+			"X-Forwarded-Proto": "https", "X-Forwarded-Host": "elsewhere.example.com"})
+		require.Equal(t, 308, res.StatusCode, c.host)
+		require.Equal(t, c.location, res.Header.Get("Location"), c.host)
+		require.Empty(t, res.Header.Get("X-Route"), c.host)
+		require.Equal(t, "1", res.Header.Get("X-Global"), c.host)
+	}
+	r := httptest.NewRequest("GET", "https://shop.example.com/r", nil)
+	r.RequestURI = "/r"
+	r.TLS = &tls.ConnectionState{ServerName: "shop.example.com"}
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, r)
+	require.Equal(t, 302, rec.Code)
+	require.Equal(t, "/other", rec.Header().Get("Location"))
+	require.Equal(t, "1", rec.Header().Get("X-Route"))
 }
 
 func basic(user, pass string) string {

@@ -191,7 +191,7 @@ func (g *Gateway) Proxy(req *Request) *Decision {
 		protocols[p] = true
 	}
 	forwardedProto := req.Scheme
-	forwardedHost, forwardedPort := hostOnly(req.Host), req.ServerPort
+	forwardedHost, forwardedPort := nginxHost(req.Host), req.ServerPort
 	if _, port, ok := splitHostPort(req.Host); ok && !strings.HasPrefix(req.Host, "[") {
 		forwardedPort = port
 	}
@@ -321,6 +321,16 @@ func hopByHop(h http.Header) []string {
 		}
 	}
 	return out
+}
+
+// nginxHost is nginx's $host, which Kong reads as the request's host (ctx.host): the Host
+// header lower-cased without its port, or the server's server_name ("kong" in Kong's nginx
+// template) when the request names no host.
+func nginxHost(host string) string {
+	if host == "" {
+		return "kong"
+	}
+	return strings.ToLower(hostOnly(host))
 }
 
 func hostOnly(host string) string {
