@@ -374,6 +374,7 @@ func (b *builder) httpKongRouteOf(hr *gatewayv1.HTTPRoute, ro *routeOverrides, h
 		return nil, rerr
 	}
 	ro.apply(r)
+	kongHTTPSRedirect(hr, ro, filters, host, r)
 	if hasPrefixRewrite(filters) {
 		// A ReplacePrefixMatch rewrite made the paths: check them as the matches' were.
 		for _, kp := range r.Paths {
@@ -551,16 +552,18 @@ func httpFilterPlugins(filters []gatewayv1.HTTPRouteFilter, path, host string, r
 				h := gatewayv1.PreciseHostname(host)
 				rr.Hostname = &h
 			}
+			if rr.Hostname == nil && httpsSchemeOnly(rr) && !kongHTTPSRedirectCodes[redirectStatus(rr)] {
+				// Kong's own https redirect (kongHTTPSRedirect) cannot answer this code, and a
+				// Location without a host keeps the request's scheme: a redirect to itself.
+				return nil, nil, fmt.Errorf("requestRedirect.statusCode %d with scheme https and no hostname: "+
+					"Kong redirects to https with 301, 302, 307 or 308 only (a route with one exact hostname can use any)", redirectStatus(rr))
+			}
 			if redirectPlugin && rr.Hostname != nil {
 				plugins = append(plugins, redirectKongPlugin(rr))
 				continue
 			}
-			status := 302
-			if rr.StatusCode != nil {
-				status = *rr.StatusCode
-			}
 			plugins = append(plugins, &file.FPlugin{Plugin: kong.Plugin{
-				Name: kong.String("request-termination"), Config: kong.Configuration{"status_code": status}}})
+				Name: kong.String("request-termination"), Config: kong.Configuration{"status_code": redirectStatus(rr)}}})
 			p := path
 			if rr.Path != nil && rr.Path.Type == gatewayv1.FullPathHTTPPathModifier && rr.Path.ReplaceFullPath != nil {
 				p = *rr.Path.ReplaceFullPath
@@ -688,18 +691,67 @@ func redirectSchemeHostPort(rr *gatewayv1.HTTPRequestRedirectFilter) (string, st
 	return scheme, hostPort
 }
 
+// redirectStatus is a RequestRedirect's status code, 302 when not given (the spec's default).
+func redirectStatus(rr *gatewayv1.HTTPRequestRedirectFilter) int {
+	if rr.StatusCode != nil {
+		return *rr.StatusCode
+	}
+	return 302
+}
+
+// kongHTTPSRedirectCodes are the https_redirect_status_code values with which Kong answers a
+// plain-http request on an https-only route by a redirect (kong/runloop/handler.lua; its
+// default, 426, answers "Please use HTTPS protocol" without a Location).
+var kongHTTPSRedirectCodes = map[int]bool{301: true, 302: true, 307: true, 308: true}
+
+// httpsSchemeOnly reports whether rr only changes the scheme to https: no port, no path (a
+// hostname is the caller's to check).
+func httpsSchemeOnly(rr *gatewayv1.HTTPRequestRedirectFilter) bool {
+	return rr.Scheme != nil && *rr.Scheme == "https" && rr.Port == nil && rr.Path == nil
+}
+
+// kongHTTPSRedirect makes route r answer the rule's RequestRedirect to https with Kong's own
+// http-to-https redirect when the filter has no hostname, port or path and r has no one exact
+// host to write an absolute Location with (host ""): protocols [https] and
+// https_redirect_status_code the filter's code. Kong then answers a plain-http request, in its
+// router's access phase before any plugin runs, with Location "https://" .. $host ..
+// $request_uri: the request's host without its port (the spec's port 443 for https), path and
+// query, which no plugin can write. The rule's plugins (the request-termination and relative
+// Location of httpFilterPlugins) stay for the requests Kong does not redirect: https ones,
+// which match the route as before on both router flavors (protocols do not restrict an http
+// route's matching, handler.lua checks them after the match), and plain-http ones a trusted
+// proxy says were https (X-Forwarded-Proto with trusted_ips).
+//
+// Only when the redirect is the rule's only filter and the HTTPRoute sets no route protocols,
+// https redirect code or plugins by annotation: Kong's redirect runs no route plugin, so a
+// response header, CORS or an attached plugin would be lost; those rules keep the plugins
+// alone (a relative Location: docs/translation-rules.md §15.4).
+func kongHTTPSRedirect(hr *gatewayv1.HTTPRoute, ro *routeOverrides, filters []gatewayv1.HTTPRouteFilter, host string, r *file.FRoute) {
+	if host != "" || len(filters) != 1 || filters[0].Type != gatewayv1.HTTPRouteFilterRequestRedirect {
+		return
+	}
+	rr := filters[0].RequestRedirect
+	if rr == nil || rr.Hostname != nil || !httpsSchemeOnly(rr) || !kongHTTPSRedirectCodes[redirectStatus(rr)] {
+		return
+	}
+	if ro.annotationProtocols != nil || ro.forceSSL || ro.redirectCode != nil {
+		return
+	}
+	if _, ok := hr.Annotations[annPlugins]; ok {
+		return
+	}
+	r.Protocols = kong.StringSlice("https")
+	r.HTTPSRedirectStatusCode = kong.Int(redirectStatus(rr))
+}
+
 // redirectKongPlugin is the redirect plugin of a RequestRedirect with a hostname (Kong 3.9
 // and later): location <scheme>://<host>[:<port>] followed by the ReplaceFullPath path, or
 // by "/" with keep_incoming_path, so that the request's path and query string are kept, as
 // the spec asks of a redirect without a path modifier (a ReplacePrefixMatch, which neither
 // KIC nor the plugin can do, keeps the request's path too).
 func redirectKongPlugin(rr *gatewayv1.HTTPRequestRedirectFilter) *file.FPlugin {
-	status := 302
-	if rr.StatusCode != nil {
-		status = *rr.StatusCode
-	}
 	scheme, hostPort := redirectSchemeHostPort(rr)
-	cfg := kong.Configuration{"status_code": status}
+	cfg := kong.Configuration{"status_code": redirectStatus(rr)}
 	if rr.Path != nil && rr.Path.Type == gatewayv1.FullPathHTTPPathModifier && rr.Path.ReplaceFullPath != nil && *rr.Path.ReplaceFullPath != "" {
 		cfg["location"] = scheme + "://" + hostPort + *rr.Path.ReplaceFullPath
 	} else {

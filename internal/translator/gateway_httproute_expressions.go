@@ -271,6 +271,7 @@ func (b *builder) httpSplitRoute(s *httpSplitMatch) (*routeEntry, *routeError) {
 	// The expression carries what the traditional fields would: annotations' protocols,
 	// methods and SNIs do not apply as fields.
 	r.Protocols, r.Methods, r.SNIs, r.Hosts, r.Paths, r.Headers, r.RegexPriority = nil, nil, nil, nil, nil, nil, nil
+	kongHTTPSRedirect(hr, s.ro, filters, host, r)
 	if e := b.claimRouteName(s.route, gvkHTTPRoute, name); e != "" {
 		return nil, &routeError{field, e}
 	}

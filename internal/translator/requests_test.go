@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,6 +39,8 @@ type caseRequest struct {
 	sent map[string]string
 	// got are response headers the client receives.
 	got map[string]string
+	// tls sends the request as an https one (Kong's https listen).
+	tls bool
 }
 
 var requestCases = map[string][]caseRequest{
@@ -106,6 +109,11 @@ var requestCases = map[string][]caseRequest{
 		// A scheme redirect without a hostname goes to the route's host, https.
 		{host: "shop.example.com", path: "/checkout", route: "httproute.default.to-https.2.0", status: 301, location: "https://shop.example.com/checkout"},
 	},
+	// A redirect to https without a hostname on routes without one exact host: Kong's own
+	// redirect answers plain http (the request's host without its port, its path and query);
+	// an https request, which the route takes as well, gets the plugins' relative Location.
+	"httproute-redirect-scheme":             schemeRedirectRequests("httproute.default.plain.", "httproute.default.wildcard.", "httproute.default.annotated."),
+	"httproute-redirect-scheme-expressions": schemeRedirectRequests("httproute.default.plain._.", "httproute.default.wildcard._.example.com.", "httproute.default.annotated._."),
 	// RequestRedirect on Kong 3.9: the redirect plugin.
 	"httproute-redirect-expressions": {
 		{host: "shop.example.com", path: "/checkout", route: "httproute.default.to-https.shop.example.com.2.0", status: 301, location: "https://shop.example.com/checkout"},
@@ -159,6 +167,23 @@ var requestCases = map[string][]caseRequest{
 // and adds its headers to the backend's answer; an origin that matches no allowed one gets no
 // Access-Control-Allow-Origin; a wildcard origin with credentials echoes the origin; a rule
 // without the filter adds nothing.
+// schemeRedirectRequests are the requests of the httproute-redirect-scheme cases, whose route
+// names start with plain, wildcard and annotated.
+func schemeRedirectRequests(plain, wildcard, annotated string) []caseRequest {
+	return []caseRequest{
+		{host: "Gw.Example.NET:8080", path: "/scheme/a?b=1", route: plain + "0.0", status: 302, location: "https://gw.example.net/scheme/a?b=1"},
+		{host: "gw.example.net", path: "/permanent", route: plain + "1.0", status: 301, location: "https://gw.example.net/permanent"},
+		{host: "gw.example.net", path: "/scheme", tls: true, route: plain + "0.0", status: 302, location: "/scheme"},
+		{host: "gw.example.net", path: "/see-other", status: 404},
+		// Kept as before: the redirect to itself of a Location without a host.
+		{host: "gw.example.net", path: "/with-header", route: plain + "3.0", status: 302, location: "/with-header", got: map[string]string{"X-Redirected": "yes"}},
+		{host: "gw.example.net:8080", path: "/port", route: plain + "4.0", status: 302, location: "/port"},
+		{host: "gw.example.net", path: "/annotated", route: annotated + "0.0", status: 302, location: "/annotated"},
+		{host: "shop.example.com", path: "/cart", route: wildcard + "0.0", status: 308, location: "https://shop.example.com/cart"},
+		{host: "shop.example.com", path: "/cart", tls: true, route: wildcard + "0.0", status: 308, location: "/"},
+	}
+}
+
 func corsRequests(route string) []caseRequest {
 	preflight := func(origin string) map[string]string {
 		return map[string]string{"Origin": origin, "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "x-header-1"}
@@ -220,6 +245,10 @@ func checkRequest(t *testing.T, proxy http.Handler, c caseRequest) {
 	what := fmt.Sprintf("%s http://%s%s", method, c.host, c.path)
 	r := httptest.NewRequest(method, c.path, nil)
 	r.Host = c.host
+	if c.tls {
+		r.TLS = &tls.ConnectionState{ServerName: c.host}
+		what = "https" + strings.TrimPrefix(what, method+" http")
+	}
 	r.Header.Set("Kong-Debug", "1")
 	for k, v := range c.header {
 		r.Header.Set(k, v)
