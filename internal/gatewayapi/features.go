@@ -46,6 +46,9 @@ var supported = []featureSupport{
 	{name: features.SupportHTTPRouteResponseHeaderModification},
 	{name: features.SupportHTTPRouteHostRewrite},
 	{name: features.SupportHTTPRoutePathRewrite},
+	// Without a hostname, Kong's own http-to-https redirect of an https-only route
+	// (translator's kongHTTPSRedirect).
+	{name: features.SupportHTTPRouteSchemeRedirect},
 	{name: features.SupportHTTPRoute303RedirectStatusCode},
 	{name: features.SupportHTTPRoute307RedirectStatusCode},
 	{name: features.SupportHTTPRoute308RedirectStatusCode},
