@@ -6,6 +6,7 @@ package conformance
 
 import (
 	"os"
+	"slices"
 	"sort"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,6 +17,7 @@ import (
 	gatewayv1alpha3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
 	gatewayxv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/konductor/konductor/internal/store"
@@ -47,6 +49,30 @@ var Skipped = map[string]string{
 	// when it is run (KONDUCTOR_CONFORMANCE_ONLY=BackendTLSPolicyConflictResolution with this
 	// entry removed); docs/gateway-api.md, "Conformance".
 	"BackendTLSPolicyConflictResolution": "Kong sends one name as SNI and Host ($upstream_host): the test expects the client's Host over the policy hostname's SNI",
+}
+
+// Serial are tests of the declared features run alone, after the serial ones and before the
+// parallel ones, instead of beside the suite's other parallel tests, with why: their Gateways
+// would take requests meant for another test's Gateway. Every Gateway of a class is served by
+// one Kong, whose port is every Gateway's (HTTPRouteMultipleGateways in Skipped); the
+// assertions are the suite's, unchanged.
+var Serial = map[string]string{
+	// Its Gateway has a "*.example.com" listener on port 80. Listener isolation gives a
+	// request to the most specific listener of the port, across every Gateway that one Kong
+	// serves (translator's listenerIsolation), so while it runs the abc.example.com routes of
+	// the BackendTLSPolicy tests on the hostname-less listener of another Gateway answer 404.
+	"GatewayHTTPListenerIsolation": "its *.example.com listener on Kong's port 80 takes the abc.example.com requests of the parallel BackendTLSPolicy tests",
+}
+
+// Scheduled is tests with the tests of Serial made serial (copies; tests is not modified).
+func Scheduled(tests []suite.ConformanceTest) []suite.ConformanceTest {
+	out := slices.Clone(tests)
+	for i := range out {
+		if _, ok := Serial[out[i].ShortName]; ok {
+			out[i].Parallel = false
+		}
+	}
+	return out
 }
 
 // StaticAddresses are the suite's pools for GatewayStaticAddresses: usable, the addresses
