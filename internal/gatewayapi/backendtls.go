@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/store"
@@ -24,14 +25,66 @@ type BackendTLSPolicyVerdict struct {
 // Applies reports whether the policy is accepted.
 func (v BackendTLSPolicyVerdict) Applies() bool { return v.Accepted.Status == metav1.ConditionTrue }
 
-// targetsService reports whether p targets the Service name in its namespace.
-func targetsService(p *gatewayv1.BackendTLSPolicy, name string) bool {
+// BackendTLSPolicyFor is the BackendTLSPolicy of all that applies to the port named portName
+// of Service namespace/service (nil when none does): the one that takes precedence among the
+// policies selecting that port by sectionName, else among those selecting the whole Service.
+// A policy naming a port applies to that port only, and outranks a whole-Service policy there
+// (the API's "more specific" sectionName). portName "" (an unnamed port, or one not resolved)
+// gets the whole-Service policy. Translation applies it; JudgeBackendTLSPolicy's Conflicted
+// comes from the same precedence (precedentPolicy).
+func BackendTLSPolicyFor(all []*gatewayv1.BackendTLSPolicy, namespace, service, portName string) *gatewayv1.BackendTLSPolicy {
+	if portName != "" {
+		if p := precedentPolicy(all, namespace, service, portName); p != nil {
+			return p
+		}
+	}
+	return precedentPolicy(all, namespace, service, "")
+}
+
+// precedentPolicy is the policy of all that takes precedence among those whose targetRefs
+// select Service namespace/service with exactly sectionName section ("" the whole Service):
+// the oldest by creationTimestamp, then the first by {namespace}/{name}, as
+// BackendTLSPolicySpec.TargetRefs requires of policies selecting the same target and
+// sectionName. nil when none selects it.
+func precedentPolicy(all []*gatewayv1.BackendTLSPolicy, namespace, service, section string) *gatewayv1.BackendTLSPolicy {
+	var best *gatewayv1.BackendTLSPolicy
+	for _, p := range all {
+		if p == nil || p.Namespace != namespace || !selectsService(p, service, section) {
+			continue
+		}
+		if best == nil || precedes(p, best) {
+			best = p
+		}
+	}
+	return best
+}
+
+// selectsService reports whether p has a targetRef naming the Service name (in p's
+// namespace) with sectionName section.
+func selectsService(p *gatewayv1.BackendTLSPolicy, name, section string) bool {
 	for _, t := range p.Spec.TargetRefs {
-		if IsServiceTarget(t) && string(t.Name) == name {
+		if IsServiceTarget(t) && string(t.Name) == name && sectionOf(t) == section {
 			return true
 		}
 	}
 	return false
+}
+
+func sectionOf(t gatewayv1.LocalPolicyTargetReferenceWithSectionName) string {
+	if t.SectionName == nil {
+		return ""
+	}
+	return string(*t.SectionName)
+}
+
+// precedes is the Gateway API's conflict order: the older object by creationTimestamp, then
+// the first by namespace and name.
+func precedes(a, b client.Object) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	return byNamespaceName(a, b)
 }
 
 // IsServiceTarget reports whether a policy's targetRef names a core Service (KIC counts group
@@ -40,12 +93,14 @@ func IsServiceTarget(t gatewayv1.LocalPolicyTargetReferenceWithSectionName) bool
 	return (t.Group == "" || t.Group == "core") && t.Kind == "Service"
 }
 
-// JudgeBackendTLSPolicy judges p the way KIC does, in its order: a Service it targets is
-// targeted by another policy too (Accepted False, Conflicted); else a caCertificateRef
-// that is not a core ConfigMap or Secret (Invalid; ResolvedRefs False, InvalidKind), one
-// that does not exist or holds no certificate (exists says; NoValidCACertificate, the spec's reason; ResolvedRefs
-// False, InvalidCACertificateRef), subjectAltNames or wellKnownCACertificates, which KIC
-// does not support (Invalid). all are the policies of the snapshot (p among them).
+// JudgeBackendTLSPolicy judges p in KIC's order, with the spec's reasons: another policy takes
+// precedence on each target p selects (Accepted False, Conflicted; conflictWinner; KIC
+// refuses every policy of a Service targeted twice instead); else a caCertificateRef that is
+// not a core ConfigMap or Secret (NoValidCACertificate, where KIC says Invalid; ResolvedRefs
+// False, InvalidKind), one that does not exist or holds no certificate (exists says;
+// NoValidCACertificate; ResolvedRefs False, InvalidCACertificateRef), subjectAltNames or
+// wellKnownCACertificates, which KIC does not support (Invalid). all are the policies of the
+// snapshot (p among them).
 func JudgeBackendTLSPolicy(p *gatewayv1.BackendTLSPolicy, all []*gatewayv1.BackendTLSPolicy, exists func(kind, namespace, name string) bool) BackendTLSPolicyVerdict {
 	v := BackendTLSPolicyVerdict{
 		Accepted: metav1.Condition{Type: string(gatewayv1.PolicyConditionAccepted), Status: metav1.ConditionTrue,
@@ -53,23 +108,17 @@ func JudgeBackendTLSPolicy(p *gatewayv1.BackendTLSPolicy, all []*gatewayv1.Backe
 		ResolvedRefs: metav1.Condition{Type: string(gatewayv1.BackendTLSPolicyConditionResolvedRefs), Status: metav1.ConditionTrue,
 			Reason: string(gatewayv1.BackendTLSPolicyReasonResolvedRefs), Message: "all CA certificate references resolved", ObservedGeneration: p.Generation},
 	}
-	for _, t := range p.Spec.TargetRefs {
-		if (t.Group != "" && t.Group != "core") || t.Kind != "Service" {
-			continue
-		}
-		for _, o := range all {
-			if o != nil && o != p && o.Namespace == p.Namespace && targetsService(o, string(t.Name)) {
-				v.Accepted.Status, v.Accepted.Reason = metav1.ConditionFalse, string(gatewayv1.PolicyReasonConflicted)
-				v.Accepted.Message = fmt.Sprintf("Multiple BackendTLSPolicies target the same service (%s)", t.Name)
-				return v
-			}
-		}
+	if winner := conflictWinner(p, all); winner != nil {
+		v.Accepted.Status, v.Accepted.Reason = metav1.ConditionFalse, string(gatewayv1.PolicyReasonConflicted)
+		v.Accepted.Message = fmt.Sprintf("BackendTLSPolicy %s takes precedence on the same targets (older, or first by name)", winner.Name)
+		return v
 	}
 	var invalid []string
 	reason := gatewayv1.PolicyReasonInvalid
 	for _, ref := range p.Spec.Validation.CACertificateRefs {
 		if (ref.Group != "" && ref.Group != "core") || (ref.Kind != "ConfigMap" && ref.Kind != "Secret") {
 			invalid = append(invalid, "CACertificateRefs must reference ConfigMaps or Secrets in the core group")
+			reason = gatewayv1.BackendTLSPolicyReasonNoValidCACertificate
 			v.ResolvedRefs.Status, v.ResolvedRefs.Reason = metav1.ConditionFalse, string(gatewayv1.BackendTLSPolicyReasonInvalidKind)
 			v.ResolvedRefs.Message = fmt.Sprintf("%s %s is not a core ConfigMap or Secret", ref.Kind, ref.Name)
 			break
@@ -92,6 +141,27 @@ func JudgeBackendTLSPolicy(p *gatewayv1.BackendTLSPolicy, all []*gatewayv1.Backe
 		v.Accepted.Status, v.Accepted.Reason, v.Accepted.Message = metav1.ConditionFalse, string(reason), strings.Join(invalid, " - ")
 	}
 	return v
+}
+
+// conflictWinner is the policy that takes precedence over p on every target p selects
+// (Service and sectionName, precedentPolicy): the first such, nil when p takes precedence on
+// one of them, so that a policy applying anywhere is not reported Conflicted. A policy
+// naming a port and one naming the whole Service do not conflict (BackendTLSPolicyFor).
+func conflictWinner(p *gatewayv1.BackendTLSPolicy, all []*gatewayv1.BackendTLSPolicy) *gatewayv1.BackendTLSPolicy {
+	var winner *gatewayv1.BackendTLSPolicy
+	for _, t := range p.Spec.TargetRefs {
+		if !IsServiceTarget(t) {
+			continue
+		}
+		w := precedentPolicy(all, p.Namespace, string(t.Name), sectionOf(t))
+		if w == nil || w.Name == p.Name {
+			return nil
+		}
+		if winner == nil {
+			winner = w
+		}
+	}
+	return winner
 }
 
 // CAObjects reports whether a ConfigMap or Secret (kind) namespace/name is among

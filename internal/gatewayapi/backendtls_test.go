@@ -2,6 +2,7 @@ package gatewayapi
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -35,10 +36,11 @@ func TestJudgeBackendTLSPolicy(t *testing.T) {
 	}{
 		{"accepted", policy("p", "svc", ca("", "ConfigMap", "ca")), "True/Accepted", "True/ResolvedRefs", ""},
 		{"core group", policy("p", "svc", ca("core", "ConfigMap", "ca")), "True/Accepted", "True/ResolvedRefs", ""},
-		{"conflicted", policy("p", "shared", ca("", "ConfigMap", "ca")), "False/Conflicted", "True/ResolvedRefs", "same service"},
+		{"conflicted", policy("p", "shared", ca("", "ConfigMap", "ca")), "False/Conflicted", "True/ResolvedRefs", "BackendTLSPolicy other takes precedence"},
 		{"missing ConfigMap", policy("p", "svc", ca("", "ConfigMap", "absent")), "False/NoValidCACertificate", "False/InvalidCACertificateRef", "absent"},
 		{"missing Secret", policy("p", "svc", ca("", "Secret", "ca")), "False/NoValidCACertificate", "False/InvalidCACertificateRef", "Secret default/ca"},
-		{"bad kind", policy("p", "svc", ca("example.com", "Bundle", "ca")), "False/Invalid", "False/InvalidKind", "core group"},
+		// The spec's reason (the suite's BackendTLSPolicyInvalidKind); KIC says Invalid.
+		{"bad kind", policy("p", "svc", ca("example.com", "Bundle", "ca")), "False/NoValidCACertificate", "False/InvalidKind", "core group"},
 		{"well known", policy("p", "svc", gatewayv1.BackendTLSPolicyValidation{Hostname: "x", WellKnownCACertificates: &system}), "False/Invalid", "True/ResolvedRefs", "WellKnownCACertificates"},
 		{"subjectAltNames", policy("p", "svc", func() gatewayv1.BackendTLSPolicyValidation {
 			v := ca("", "ConfigMap", "ca")
@@ -54,6 +56,64 @@ func TestJudgeBackendTLSPolicy(t *testing.T) {
 			require.Equal(t, tc.accepted == "True/Accepted", v.Applies())
 			require.Equal(t, int64(3), v.Accepted.ObservedGeneration)
 		})
+	}
+}
+
+// Among policies selecting the same Service and sectionName the oldest wins, then the first by
+// name; one naming a port applies to that port only and outranks a whole-Service policy there
+// (BackendTLSPolicySpec.TargetRefs; the suite's BackendTLSPolicyConflictResolution). Translation
+// (BackendTLSPolicyFor) and status (JudgeBackendTLSPolicy's Conflicted) agree.
+func TestBackendTLSPolicyPrecedence(t *testing.T) {
+	at := func(sec int64) metav1.Time { return metav1.NewTime(time.Unix(1_800_000_000+sec, 0)) }
+	policy := func(name, svc, section string, created metav1.Time) *gatewayv1.BackendTLSPolicy {
+		ref := gatewayv1.LocalPolicyTargetReferenceWithSectionName{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Kind: "Service", Name: gatewayv1.ObjectName(svc)}}
+		if section != "" {
+			s := gatewayv1.SectionName(section)
+			ref.SectionName = &s
+		}
+		return &gatewayv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: created},
+			Spec: gatewayv1.BackendTLSPolicySpec{TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{ref},
+				Validation: gatewayv1.BackendTLSPolicyValidation{Hostname: "h", CACertificateRefs: []gatewayv1.LocalObjectReference{{Kind: "ConfigMap", Name: "ca"}}}}}
+	}
+	all := []*gatewayv1.BackendTLSPolicy{
+		policy("b-newer", "whole", "", at(2)), policy("z-older", "whole", "", at(1)), // the older wins though named later
+		policy("tie-2", "tied", "", at(1)), policy("tie-1", "tied", "", at(1)), // same second: by name
+		policy("sec-2", "sectioned", "https-1", at(1)), policy("sec-1", "sectioned", "https-1", at(1)),
+		policy("port-only", "mixed", "https-1", at(5)), policy("whole-svc", "mixed", "", at(1)), // no conflict
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "a", CreationTimestamp: at(0)}, Spec: policy("a", "whole", "", at(0)).Spec}, // another namespace's Service
+	}
+	name := func(p *gatewayv1.BackendTLSPolicy) string {
+		if p == nil {
+			return ""
+		}
+		return p.Name
+	}
+	for _, tc := range []struct{ svc, port, want string }{
+		{"whole", "https", "z-older"},
+		{"whole", "", "z-older"},
+		{"tied", "https", "tie-1"},
+		{"sectioned", "https-1", "sec-1"},
+		{"sectioned", "https-2", ""}, // no policy names it or the whole Service
+		{"mixed", "https-1", "port-only"},
+		{"mixed", "https-2", "whole-svc"},
+		{"mixed", "", "whole-svc"},
+		{"absent", "https", ""},
+	} {
+		require.Equal(t, tc.want, name(BackendTLSPolicyFor(all, "ns", tc.svc, tc.port)), "%s port %q", tc.svc, tc.port)
+	}
+	exists := func(kind, ns, name string) bool { return true }
+	for p, want := range map[string]string{
+		"z-older": "True/Accepted", "b-newer": "False/Conflicted",
+		"tie-1": "True/Accepted", "tie-2": "False/Conflicted",
+		"sec-1": "True/Accepted", "sec-2": "False/Conflicted",
+		"port-only": "True/Accepted", "whole-svc": "True/Accepted",
+	} {
+		for _, x := range all {
+			if x.Namespace == "ns" && x.Name == p {
+				v := JudgeBackendTLSPolicy(x, all, exists)
+				require.Equal(t, want, string(v.Accepted.Status)+"/"+v.Accepted.Reason, p)
+			}
+		}
 	}
 }
 

@@ -76,6 +76,10 @@ var supported = []featureSupport{
 	// The oldest TCPRoute or UDPRoute on a port takes it (translator's portOwners).
 	{name: features.SupportTCPRoute, gatewayAlpha: true},
 	{name: features.SupportUDPRoute, gatewayAlpha: true},
+	// BackendTLSPolicy is read only with the gate, as in KIC (the policy's hostname is Kong's
+	// SNI, verified name and Host; BackendTLSPolicyConflictResolution is skipped, its reason in
+	// test/conformance.Skipped).
+	{name: features.SupportBackendTLSPolicy, gatewayAlpha: true},
 }
 
 // SupportedFeatures are the features a GatewayClass of ours declares for gateways running

@@ -43,11 +43,13 @@ func TestSupportedFeatures(t *testing.T) {
 	}
 }
 
-// The stream route kinds' features are declared only with KIC's GatewayAlpha gate, without
-// which konductor does not read those kinds; they are the same under both routers.
+// The stream route kinds' features and BackendTLSPolicy are declared only with KIC's
+// GatewayAlpha gate, without which konductor does not read those kinds; they are the same
+// under both routers.
 func TestSupportedFeaturesNeedGatewayAlphaForStreams(t *testing.T) {
 	streams := []string{string(features.SupportTLSRoute), string(features.SupportTLSRouteModeTerminate),
-		string(features.SupportTLSRouteModeMixed), string(features.SupportTCPRoute), string(features.SupportUDPRoute)}
+		string(features.SupportTLSRouteModeMixed), string(features.SupportTCPRoute), string(features.SupportUDPRoute),
+		string(features.SupportBackendTLSPolicy)}
 	for _, expressions := range []bool{false, true} {
 		without := names(SupportedFeatures(Router{Expressions: expressions}))
 		with := names(SupportedFeatures(Router{Expressions: expressions, GatewayAlpha: true}))
@@ -55,6 +57,6 @@ func TestSupportedFeaturesNeedGatewayAlphaForStreams(t *testing.T) {
 			require.NotContains(t, without, n)
 			require.Contains(t, with, n)
 		}
-		require.ElementsMatch(t, append(without, streams...), with, "the gate adds the stream features only")
+		require.ElementsMatch(t, append(without, streams...), with, "the gate adds the stream features and BackendTLSPolicy only")
 	}
 }

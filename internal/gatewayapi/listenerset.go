@@ -95,11 +95,7 @@ func (a *Attachment) attachListenerSets(sets []*gatewayv1.ListenerSet, nsLabels 
 	})
 	for _, gw := range a.Gateways {
 		sort.SliceStable(gw.ListenerSets, func(i, j int) bool {
-			si, sj := gw.ListenerSets[i].ListenerSet, gw.ListenerSets[j].ListenerSet
-			if !si.CreationTimestamp.Equal(&sj.CreationTimestamp) {
-				return si.CreationTimestamp.Before(&sj.CreationTimestamp)
-			}
-			return byNamespaceName(si, sj)
+			return precedes(gw.ListenerSets[i].ListenerSet, gw.ListenerSets[j].ListenerSet)
 		})
 		listenerConflicts(gw)
 	}

@@ -39,6 +39,7 @@ func (b *builder) populateGatewayService(ks *kongService) {
 	gb := ks.gateway
 	ks.upstream = &file.FUpstream{Upstream: kong.Upstream{Name: ks.svc.Host}} // shared, as service_backends.go's
 	var resolved []*corev1.Service
+	var ports []*corev1.ServicePort
 	targets := map[string]*file.FTarget{}
 	var order []string
 	for i, be := range gb.refs {
@@ -49,7 +50,7 @@ func (b *builder) populateGatewayService(ks *kongService) {
 			continue
 		}
 		svc, sp := out.svc, out.port
-		resolved = append(resolved, svc)
+		resolved, ports = append(resolved, svc), append(ports, sp)
 		ks.svc.Port = b.servicePort(sp.Port)
 		ts := b.targets(svc, sp)
 		if be.Weight != nil && len(ts) > 0 {
@@ -84,19 +85,34 @@ func (b *builder) populateGatewayService(ks *kongService) {
 		// Plugins, upstream policies and annotations of the one Service apply, as to an
 		// Ingress backend.
 		ks.namespace, ks.svcName = svc.Namespace, svc.Name
-		b.serviceAnnotations(ks, b.backingService(ks).svc)
+		ks.port = netv1.ServiceBackendPort{Number: ports[0].Port} // for the port's BackendTLSPolicy
+		bk := b.backingService(ks)
+		b.serviceAnnotations(ks, bk.svc)
+		if bk.tlsRefused != nil && answersHTTP(ks.svc.Protocol) && !everyRouteAnswers(ks) {
+			// The spec's failure of requests to a backend whose policy is refused, rather
+			// than plain HTTP to its TLS port (KIC's). The policy is named in the
+			// translation's problems, not to clients.
+			terminate(ks, "the backend's BackendTLSPolicy is not accepted")
+		}
 	} else {
 		tags = b.entityTags(gb.route, gb.gvk)
 		b.sharedUpstreamPolicy(ks.upstream, resolved)
 	}
-	b.backendTLSHost(ks, resolved)
+	b.backendTLSHost(ks, resolved, ports)
 	ks.svc.Tags, ks.upstream.Tags = tags, tags
 	if len(resolved) == 0 && answersHTTP(ks.svc.Protocol) && !everyRouteAnswers(ks) {
-		ks.svc.Plugins = append(ks.svc.Plugins, &file.FPlugin{Plugin: kong.Plugin{
-			Name:   kong.String("request-termination"),
-			Config: kong.Configuration{"status_code": 500, "message": "no existing backendRef provided"},
-		}})
+		terminate(ks, "no existing backendRef provided")
 	}
+}
+
+// terminate makes Kong answer every request of ks's routes with 500 and message (a
+// request-termination plugin on the service): Gateway API's answer for a backend that must
+// not be reached.
+func terminate(ks *kongService, message string) {
+	ks.svc.Plugins = append(ks.svc.Plugins, &file.FPlugin{Plugin: kong.Plugin{
+		Name:   kong.String("request-termination"),
+		Config: kong.Configuration{"status_code": 500, "message": message},
+	}})
 }
 
 // answersHTTP says whether a service of this protocol can carry request-termination (an

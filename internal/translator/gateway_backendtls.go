@@ -16,46 +16,43 @@ import (
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
-// withBackendTLSPolicy is svc as KIC reads it once the BackendTLSPolicy targeting it applies
-// (its handleBackendTLSPolices, docs/kong-facts.md "BackendTLSPolicy"): a copy whose
-// annotations say konghq.com/protocol https, konghq.com/tls-verify true,
-// konghq.com/host-header the policy's validation hostname, the policy's caCertificateRefs
-// added to konghq.com/ca-certificates-configmap, and konghq.com/tls-verify-depth from the
-// option tls-verify-depth when it is a number >= 0. The annotations then apply like the
-// user's, to every Kong service backed by the Service (Ingress backends too). Two policies
-// targeting one Service are reported and neither applies; so is a policy KIC's
-// BackendTLSPolicy controller does not accept (gatewayapi.JudgeBackendTLSPolicy). svc itself is not modified. Only
-// with the GatewayAlpha gate, and only for a Service that an HTTPRoute of one of our Gateways
-// names as a backend (KIC applies a policy only when it has such ancestors).
+// withBackendTLSPolicy is svc as KIC reads it once the BackendTLSPolicy that applies to its
+// port named portName (gatewayapi.BackendTLSPolicyFor: the one taking precedence among those
+// naming that port, else among those naming the whole Service) is accepted (its
+// handleBackendTLSPolices, docs/kong-facts.md "BackendTLSPolicy"): a copy whose annotations
+// say konghq.com/protocol https, konghq.com/tls-verify true, konghq.com/host-header the
+// policy's validation hostname, the policy's caCertificateRefs added to
+// konghq.com/ca-certificates-configmap, and konghq.com/tls-verify-depth from the option
+// tls-verify-depth when it is a number >= 0. The annotations then apply like the user's, to
+// the Kong service backed by that port of the Service (Ingress backends too). svc itself is
+// not modified. Only with the GatewayAlpha gate, and only for a Service that an HTTPRoute of
+// one of our Gateways names as a backend (KIC applies a policy only when it has such
+// ancestors).
 //
-// Unlike KIC, a caCertificateRefs ConfigMap is read without the konghq.com/ca-cert label
-// (policyCAs, tls_cacerts.go), and the routes to the Service send the policy's hostname as
-// Host and SNI (backendTLSHost).
-func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
+// A policy that is not accepted (gatewayapi.JudgeBackendTLSPolicy: no valid CA certificate,
+// unsupported fields) leaves svc as it is and is returned as refused: the Gateway API Kong
+// service then answers 500 instead of sending plain HTTP to a TLS port (populateGatewayService).
+//
+// Unlike KIC, policies selecting one Service are resolved by the spec's precedence, per port,
+// where KIC refuses them all; a caCertificateRef ConfigMap is read without the
+// konghq.com/ca-cert label (policyCAs, tls_cacerts.go), and the routes to the Service send
+// the policy's hostname as Host and SNI (backendTLSHost).
+func (b *builder) withBackendTLSPolicy(svc *corev1.Service, portName string) (applied *corev1.Service, refused *gatewayv1.BackendTLSPolicy) {
 	if !b.opts.GatewayAlpha || !b.httpRouteBackends()[svc.Namespace+"/"+svc.Name] {
-		return svc
+		return svc, nil
 	}
-	var policies []*gatewayv1.BackendTLSPolicy
 	for _, p := range b.snap.BackendTLSPolicies {
-		if p == nil || p.Namespace != svc.Namespace {
-			continue
-		}
-		for _, t := range p.Spec.TargetRefs {
-			if gatewayapi.IsServiceTarget(t) && string(t.Name) == svc.Name {
-				policies = append(policies, p)
-				b.refer(svc, gvkService, kongstate.RefFor(p, gvkBackendTLSPolicy))
-				break
-			}
+		if p != nil && p.Namespace == svc.Namespace && slices.ContainsFunc(p.Spec.TargetRefs, func(t gatewayv1.LocalPolicyTargetReferenceWithSectionName) bool {
+			return gatewayapi.IsServiceTarget(t) && string(t.Name) == svc.Name
+		}) {
+			// Every policy naming the Service: one created or deleted changes which applies.
+			b.refer(svc, gvkService, kongstate.RefFor(p, gvkBackendTLSPolicy))
 		}
 	}
-	if len(policies) == 0 {
-		return svc
+	p := gatewayapi.BackendTLSPolicyFor(b.snap.BackendTLSPolicies, svc.Namespace, svc.Name, portName)
+	if p == nil {
+		return svc, nil
 	}
-	if len(policies) > 1 {
-		b.problem(svc, gvkService, "", "Multiple BackendTLSPolicies attached to service")
-		return svc
-	}
-	p := policies[0]
 	for _, r := range p.Spec.Validation.CACertificateRefs {
 		switch r.Kind { // a CA object created later makes the policy apply
 		case "ConfigMap":
@@ -69,7 +66,7 @@ func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
 	}
 	if v := gatewayapi.JudgeBackendTLSPolicy(p, b.snap.BackendTLSPolicies, gatewayapi.CAObjects(b.snap.ConfigMaps, b.snap.Secrets)); !v.Applies() {
 		b.problem(p, gvkBackendTLSPolicy, "", "BackendTLSPolicy not applied to Service %s (%s): %s", svc.Name, v.Accepted.Reason, v.Accepted.Message)
-		return svc
+		return svc, p
 	}
 	out := svc.DeepCopy()
 	out.Annotations = maps.Clone(svc.Annotations)
@@ -98,7 +95,7 @@ func (b *builder) withBackendTLSPolicy(svc *corev1.Service) *corev1.Service {
 			out.Annotations[annTLSVerifyDepth] = strconv.Itoa(depth)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // httpRouteBackends are the Services (ns/name) that the HTTPRoutes naming one of our Gateways
@@ -133,7 +130,7 @@ func (b *builder) httpRouteBackends() map[string]bool {
 // it: Kong sends that as SNI too, reported. A rule with several backends gets no Service's
 // annotations (populateGatewayService), so no policy applies to it: reported on the route
 // for each backend a policy targets, rather than silently sending plain HTTP.
-func (b *builder) backendTLSHost(ks *kongService, resolved []*corev1.Service) {
+func (b *builder) backendTLSHost(ks *kongService, resolved []*corev1.Service, ports []*corev1.ServicePort) {
 	if len(resolved) == 1 {
 		bk := b.backingService(ks)
 		if bk == nil || bk.gvk != gvkService || bk.svc == bk.owner { // a copy when the policy applied
@@ -148,8 +145,8 @@ func (b *builder) backendTLSHost(ks *kongService, resolved []*corev1.Service) {
 		}
 		return
 	}
-	for _, svc := range resolved {
-		if b.withBackendTLSPolicy(svc) != svc {
+	for i, svc := range resolved {
+		if applied, _ := b.withBackendTLSPolicy(svc, ports[i].Name); applied != svc {
 			b.problem(ks.gateway.route, ks.gateway.gvk, ks.gateway.field,
 				"the BackendTLSPolicy of Service %s/%s does not apply to a rule with several backends (one Kong service, one upstream); give the Service a rule of its own", svc.Namespace, svc.Name)
 		}

@@ -9,6 +9,7 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // isFacade reports whether an Ingress backend resource is a KongServiceFacade.
@@ -47,6 +48,9 @@ type backing struct {
 	svc   *corev1.Service // annotations as they apply; do not modify
 	owner client.Object
 	gvk   schema.GroupVersionKind
+	// tlsRefused is the BackendTLSPolicy of the Service's port when it is not accepted
+	// (withBackendTLSPolicy).
+	tlsRefused *gatewayv1.BackendTLSPolicy
 }
 
 // backingService resolves ks's Service once: the Service it names, or its facade's. nil when
@@ -60,7 +64,8 @@ func (b *builder) backingService(ks *kongService) *backing {
 		if svc == nil {
 			return nil
 		}
-		ks.backing = &backing{svc: b.withBackendTLSPolicy(svc), owner: svc, gvk: gvkService}
+		applied, refused := b.withBackendTLSPolicy(svc, portName(svc, ks.port))
+		ks.backing = &backing{svc: applied, owner: svc, gvk: gvkService, tlsRefused: refused}
 		return ks.backing
 	}
 	var f *incubatorv1alpha1.KongServiceFacade
@@ -86,6 +91,16 @@ func (b *builder) backingService(ks *kongService) *backing {
 		merged.Annotations = map[string]string{}
 	}
 	maps.Copy(merged.Annotations, f.Annotations)
-	ks.backing = &backing{svc: b.withBackendTLSPolicy(merged), owner: f, gvk: gvkKongServiceFacade}
+	applied, refused := b.withBackendTLSPolicy(merged, portName(svc, ks.port))
+	ks.backing = &backing{svc: applied, owner: f, gvk: gvkKongServiceFacade, tlsRefused: refused}
 	return ks.backing
+}
+
+// portName is the name of svc's port that port resolves to (findPort), "" when it is unnamed
+// or does not resolve: the sectionName a BackendTLSPolicy would name it by.
+func portName(svc *corev1.Service, port netv1.ServiceBackendPort) string {
+	if sp, err := findPort(svc, port); err == nil {
+		return sp.Name
+	}
+	return ""
 }

@@ -82,6 +82,7 @@ func TestConformanceOnCluster(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, WriteReport(report))
 	})
-	cSuite.Setup(t, tests.ConformanceTests)
-	require.NoError(t, cSuite.Run(t, tests.ConformanceTests))
+	run := Scheduled(tests.ConformanceTests)
+	cSuite.Setup(t, run)
+	require.NoError(t, cSuite.Run(t, run))
 }

@@ -145,22 +145,26 @@ func TestGatewayAPIConformance(t *testing.T) {
 		t.Log("conformance: " + conformanceSummary(report))
 		require.NoError(t, konformance.WriteReport(report))
 	})
-	run := onlyTests(tests.ConformanceTests)
+	run := konformance.Scheduled(onlyTests(tests.ConformanceTests))
 	cSuite.Setup(t, run)
 	require.NoError(t, cSuite.Run(t, run))
 }
 
-// onlyTests are the tests whose ShortName starts with KONDUCTOR_CONFORMANCE_ONLY (all of them
-// without it), to run one feature's tests while working on it.
+// onlyTests are the tests whose ShortName starts with one of the comma-separated prefixes of
+// KONDUCTOR_CONFORMANCE_ONLY (all of them without it), to run one feature's tests while
+// working on it, or two features' tests side by side.
 func onlyTests(all []suite.ConformanceTest) []suite.ConformanceTest {
-	prefix := os.Getenv("KONDUCTOR_CONFORMANCE_ONLY")
-	if prefix == "" {
+	only := os.Getenv("KONDUCTOR_CONFORMANCE_ONLY")
+	if only == "" {
 		return all
 	}
 	var out []suite.ConformanceTest
 	for _, ct := range all {
-		if strings.HasPrefix(ct.ShortName, prefix) {
-			out = append(out, ct)
+		for _, prefix := range strings.Split(only, ",") {
+			if prefix != "" && strings.HasPrefix(ct.ShortName, prefix) {
+				out = append(out, ct)
+				break
+			}
 		}
 	}
 	return out
