@@ -47,9 +47,11 @@ type PublishedPort struct {
 	// (TCP or UDP; a stream listen's udp flag is not read, as in KIC).
 	Protocol gatewayv1.ProtocolType
 	// RouterPort is the net.dst.port Kong's router sees for what came through the port: the
-	// listen its targetPort names, through port_maps. 0 when no listen of the Kong is at the
-	// targetPort, or the targetPort is named (KIC reads its IntValue, 0, and so matches
-	// none; resolving a name needs the proxy Pods' container ports, which are not read).
+	// listen its targetPort names, through port_maps (for an HTTP request, only when its Host
+	// names no port: Kong's router reads the Host's port first). 0 when no listen of the Kong
+	// is at the targetPort, or the targetPort is named (KIC reads its IntValue, 0, and so
+	// matches none; resolving a name needs the proxy Pods' container ports, which are not
+	// read).
 	RouterPort int
 }
 
@@ -92,8 +94,8 @@ func PublishedPorts(svcs []*corev1.Service, l KongListens) []PublishedPort {
 }
 
 // HTTPRouterPorts are, for each port of svc that serves HTTP or HTTPS on every Kong of
-// listens, the net.dst.port Kong's router sees its requests on, when every Kong says the same
-// one (PublishedPorts). A port whose router port is unknown (a named targetPort) or differs
+// listens, the net.dst.port Kong's router sees its requests on when their Host names no port,
+// when every Kong says the same one (PublishedPorts). A port whose router port is unknown (a named targetPort) or differs
 // between the Kongs is left out: a route cannot be told to match it. nil without svc or
 // listens.
 func HTTPRouterPorts(svc *corev1.Service, listens []KongListens) map[gatewayv1.PortNumber]int {

@@ -12,13 +12,17 @@ import (
 	"github.com/konductor/konductor/internal/kongstate"
 )
 
-// Listener ports of HTTPRoutes under the expressions router (konductor; KIC ignores a
-// parentRef's port and a listener's port for HTTP routes: every HTTP route of a Gateway
-// serves every port Kong proxies HTTP on). A request's Gateway listener port is a port of the
-// Kong proxy's publish Service, whose targetPort is a Kong proxy listen: Kong's router sees
-// the request's port as that listen's (net.dst.port, through port_maps;
-// gatewayapi.HTTPRouterPorts). So a route that reaches only some of the HTTP(S) ports of its
-// Gateways matches `net.dst.port == T` for the router port T of each port it reaches. A
+// Listener ports of HTTPRoutes under the expressions router (konductor; KIC ignores the port
+// of an HTTP route's parentRef and listener when it translates: every HTTP route of a Gateway
+// serves every port Kong proxies HTTP on). A request's Gateway listener port is a port P of
+// the Kong proxy's publish Service, whose targetPort is a Kong proxy listen. Kong's router
+// reads an HTTP request's net.dst.port as the port its Host header names, and only for a Host
+// without one as the listen's port (through port_maps; kong/router/atc.lua sets params.port
+// from the Host, which kong/router/fields.lua reads first; gatewayapi.HTTPRouterPorts). A
+// client names the port in Host unless it is its scheme's default: so a route that reaches
+// only some of the HTTP(S) ports of its Gateways matches `net.dst.port == P || net.dst.port
+// == T` for each port P it reaches, T the router port behind P. (A client that writes another
+// port in Host than the one it connected to is routed by that port, as Kong routes it.) A
 // route that reaches every such port gets no predicate: it would change nothing (and KIC's
 // expressions stay as they are). The traditional routers have no destination port for HTTP
 // routes (Kong's schema allows destinations on stream routes only): there the port is not
@@ -69,7 +73,7 @@ func (b *builder) listenerPortMatcher(hr *gatewayv1.HTTPRoute, ra *gatewayapi.Ro
 			unknown = append(unknown, strconv.Itoa(int(p)))
 			continue
 		}
-		ports = append(ports, rp)
+		ports = append(ports, int(p), rp)
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
