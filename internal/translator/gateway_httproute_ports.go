@@ -65,12 +65,11 @@ func (b *builder) listenerPortMatcher(hr *gatewayv1.HTTPRoute, ra *gatewayapi.Ro
 		ns, name, _ := strings.Cut(b.opts.PublishService, "/")
 		b.refer(hr, gvkHTTPRoute, ref(gvkService, ns, name))
 	}
-	var ports []int
-	var unknown []string
+	var ports, unknown []int
 	for p := range reached {
 		rp, ok := b.opts.HTTPRouterPorts[p]
 		if !ok {
-			unknown = append(unknown, strconv.Itoa(int(p)))
+			unknown = append(unknown, int(p))
 			continue
 		}
 		ports = append(ports, int(p), rp)
@@ -93,7 +92,7 @@ func (b *builder) listenerPortMatcher(hr *gatewayv1.HTTPRoute, ra *gatewayapi.Ro
 // (the Gateway ports listed) for want of their Kong ports. Without a publish Service
 // (--publish-service) no route is, which the controller says once at start (and KIC's and
 // the goldens' translations stay as they are).
-func (b *builder) warnListenerPorts(hr *gatewayv1.HTTPRoute, ports []string) {
+func (b *builder) warnListenerPorts(hr *gatewayv1.HTTPRoute, ports []int) {
 	if b.opts.PublishService == "" {
 		return
 	}
@@ -110,7 +109,15 @@ func (b *builder) warnListenerPorts(hr *gatewayv1.HTTPRoute, ports []string) {
 	}
 	b.problems = append(b.problems, Problem{Object: kongstate.RefFor(hr, gvkHTTPRoute), Field: "spec.parentRefs", Warning: true,
 		Message: fmt.Sprintf("the route is attached to listener port(s) %s only, but the Kong port behind them is not known (%s): the route also takes requests that came through its Gateways' other HTTP ports",
-			strings.Join(ports, ", "), why)})
+			strings.Join(portStrings(ports), ", "), why)})
+}
+
+func portStrings(ports []int) []string {
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = strconv.Itoa(p)
+	}
+	return out
 }
 
 // isHTTPListener reports whether l carries HTTPRoutes (HTTP or HTTPS).

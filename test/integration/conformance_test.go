@@ -52,8 +52,9 @@ var conformanceNamespaces = []string{
 // The Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, GATEWAY-HTTP,
 // GATEWAY-GRPC, GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP profiles) against konductor on the real API server with the
 // Kong emulator as its gateway. The suite's requests go to the Gateways' address, which its
-// client's dialer sends to the emulator's proxy (port 443 to its TLS listener, the others to
-// its plain one); the proxy routes them as Kong does over what konductor configured and hands
+// client's dialer sends to the emulator's proxy at the listen the publish Service gives the
+// Gateway port (conformance_ports_test.go: a plain listen per HTTP port, the TLS one for the
+// HTTPS ports); the proxy routes them as Kong does over what konductor configured and hands
 // them to the Pod whose address the route's target is, answered in process as the suite's echo
 // server answers (HTTP, or gRPC for its gRPC backends). The TCP, TLS and UDP clients dial the
 // Gateways' address themselves, where the emulator's stream proxy listens
