@@ -262,3 +262,11 @@ func TestRouterFlavorsKeepTheGatewaysListens(t *testing.T) {
 	var none *RouterFlavors
 	require.Empty(t, none.Listens())
 }
+
+// port_maps as GET / says it ("host:kong" strings): Kong port -> host port.
+func TestReadPortMaps(t *testing.T) {
+	require.Equal(t, map[int]int{8000: 80, 8443: 443}, readPortMaps([]any{"80:8000", " 443:8443 "}))
+	require.Nil(t, readPortMaps(nil), "no port_maps")
+	require.Nil(t, readPortMaps(map[string]any{}), "an empty list, as Kong writes it")
+	require.Equal(t, map[int]int{8000: 80}, readPortMaps([]any{"80:8000", "bad", 7}), "what is unreadable is left out")
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/kong/go-kong/kong"
 
 	"github.com/konductor/konductor/internal/dataplane/dbless"
+	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/kongrules"
 	"github.com/konductor/konductor/internal/kongstate"
 )
@@ -437,18 +438,12 @@ type Root struct {
 	BodyLimit int64
 }
 
-// KongListens are the listens of one Kong: where it serves HTTP(S) (proxy_listen) and TCP,
-// TLS and UDP (stream_listen).
-type KongListens struct {
-	Proxy, Stream []KongListen
-}
+// KongListens are the listens of one Kong (gatewayapi.KongListens, where what they serve is
+// told).
+type KongListens = gatewayapi.KongListens
 
-// KongListen is one listen: its port and whether it terminates TLS (ssl) or is UDP (udp, a
-// stream listen's flag).
-type KongListen struct {
-	Port     int
-	SSL, UDP bool
-}
+// KongListen is one listen of a Kong.
+type KongListen = gatewayapi.KongListen
 
 // readListens reads a list of listeners from GET /'s configuration. Kong writes an empty
 // list (stream_listen = off) as {}, an empty Lua table: no listen, as go-kong reads it.
@@ -464,6 +459,28 @@ func readListens(v any) []KongListen {
 		ssl, _ := m["ssl"].(bool)
 		udp, _ := m["udp"].(bool)
 		out = append(out, KongListen{Port: int(port), SSL: ssl, UDP: udp})
+	}
+	return out
+}
+
+// readPortMaps reads GET /'s configuration.port_maps ("80:8000", host port then Kong port;
+// kong/conf_loader/parse.lua): Kong port -> host port. Kong refuses to start on an entry it
+// cannot read, so one unread here is left out. nil without entries.
+func readPortMaps(v any) map[int]int {
+	list, _ := v.([]any)
+	var out map[int]int
+	for _, e := range list {
+		s, _ := e.(string)
+		host, kongPort, ok := strings.Cut(strings.TrimSpace(s), ":")
+		h, herr := strconv.Atoi(strings.TrimSpace(host))
+		k, kerr := strconv.Atoi(strings.TrimSpace(kongPort))
+		if !ok || herr != nil || kerr != nil {
+			continue
+		}
+		if out == nil {
+			out = map[int]int{}
+		}
+		out[k] = h
 	}
 	return out
 }
@@ -485,7 +502,8 @@ func ReadRoot(ctx context.Context, client *kong.Client) (Root, error) {
 		out.BodyLimit, _ = kongrules.ParseNginxSize(limit)
 	}
 	if _, ok := conf["proxy_listeners"]; ok {
-		out.Listens = &KongListens{Proxy: readListens(conf["proxy_listeners"]), Stream: readListens(conf["stream_listeners"])}
+		out.Listens = &KongListens{Proxy: readListens(conf["proxy_listeners"]), Stream: readListens(conf["stream_listeners"]),
+			PortMaps: readPortMaps(conf["port_maps"])}
 	}
 	return out, nil
 }

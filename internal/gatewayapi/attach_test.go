@@ -68,6 +68,12 @@ func TestAttach(t *testing.T) {
 			route("gw", "tcp-listener", nil, parent("tcp", 0)),
 			route("gw", "whole-gateway", nil, parent("", 0), parent("http", 0)),
 			route("gw", "not-ours", nil, gatewayv1.ParentReference{Name: "other"}),
+			// A parentRef's port (HTTPRouteParentRefPort): a port no listener has, a section
+			// whose port is another (the suite's HTTPRouteInvalidParentRefNotMatchingListenerPort
+			// and ...SectionNameNotMatchingPort), a section and its own port.
+			route("other", "port-81", nil, parent("", 81)),
+			route("other", "section-not-port", nil, parent("all", 81)),
+			route("other", "section-and-port", nil, parent("all", 8080)),
 		},
 	})
 	require.Len(t, a.Gateways, 1)
@@ -75,9 +81,12 @@ func TestAttach(t *testing.T) {
 		"same": "Accepted", "no-host": "NoMatchingListenerHostname", "not-same": "NotAllowedByListeners",
 		"all": "Accepted", "selected": "Accepted", "unselected": "NotAllowedByListeners", "no-section": "NoMatchingParent",
 		"tcp-listener": "NotAllowedByListeners", "whole-gateway": "Accepted",
+		"port-81": "NoMatchingParent", "section-not-port": "NoMatchingParent", "section-and-port": "Accepted",
 	}
-	for _, r := range []string{"same", "no-host", "not-same", "all", "selected", "unselected", "no-section", "tcp-listener", "whole-gateway"} {
-		ns := map[string]string{"not-same": "other", "all": "other", "selected": "team-a", "unselected": "team-b"}[r]
+	for _, r := range []string{"same", "no-host", "not-same", "all", "selected", "unselected", "no-section", "tcp-listener", "whole-gateway",
+		"port-81", "section-not-port", "section-and-port"} {
+		ns := map[string]string{"not-same": "other", "all": "other", "selected": "team-a", "unselected": "team-b",
+			"port-81": "other", "section-not-port": "other", "section-and-port": "other"}[r]
 		if ns == "" {
 			ns = "gw"
 		}
@@ -95,5 +104,6 @@ func TestAttach(t *testing.T) {
 	// http: same, whole-gateway (counted once though named twice); all: all, whole-gateway;
 	// team: selected, whole-gateway? no: whole-gateway is in gw, which the selector does not
 	// select (no labels known for gw).
-	require.Equal(t, map[string]int32{"http": 2, "all": 2, "team": 1, "tcp": 0}, counts)
+	// all: section-and-port too; the routes whose port matches no listener count nowhere.
+	require.Equal(t, map[string]int32{"http": 2, "all": 3, "team": 1, "tcp": 0}, counts)
 }

@@ -20,7 +20,8 @@ type Router struct {
 type featureSupport struct {
 	name features.FeatureName
 	// expressionsOnly: Kong's traditional router cannot do it (no query match; header
-	// matches outrank method matches there, against the spec's precedence; no negation).
+	// matches outrank method matches there, against the spec's precedence; no negation; no
+	// destination port for HTTP routes).
 	expressionsOnly bool
 	// gatewayAlpha: the kinds it needs are read only with KIC's GatewayAlpha gate.
 	gatewayAlpha bool
@@ -63,6 +64,11 @@ var supported = []featureSupport{
 	{name: features.SupportHTTPRouteQueryParamMatching, expressionsOnly: true},
 	// Negated host matches keep a listener's requests from less specific listeners' routes.
 	{name: features.SupportGatewayHTTPListenerIsolation, expressionsOnly: true},
+	// A route attached to some of its Gateways' HTTP ports matches net.dst.port, the Kong
+	// listens behind them (translator's listenerPortMatcher); the traditional routers have no
+	// destination port for HTTP routes.
+	{name: features.SupportHTTPRouteParentRefPort, expressionsOnly: true},
+	{name: features.SupportHTTPRouteDestinationPortMatching, expressionsOnly: true},
 
 	// Streams (GATEWAY-TLS, GATEWAY-TCP, GATEWAY-UDP profiles): Kong's stream routes, tested with traffic
 	// through the emulator's stream proxy.

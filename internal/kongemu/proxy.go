@@ -666,16 +666,21 @@ func (p *Proxy) certificateFor(hello *tls.ClientHelloInfo, fallback *tls.Certifi
 // HTTPS one (HTTP/1.1 and HTTP/2, certificates by SNI from the configuration).
 type ProxyServer struct {
 	*Proxy
-	// URL and TLSURL are the listeners' base URLs.
+	// URL and TLSURL are the listeners' base URLs; MoreURLs those of ProxyListen.MoreAddrs, in
+	// their order.
 	URL, TLSURL string
+	MoreURLs    []string
 	// DefaultCertPEM is the certificate served to a name no configured certificate has.
 	DefaultCertPEM []byte
 	servers        []*http.Server
 }
 
-// ProxyListen says where a ProxyServer listens ("127.0.0.1:0" when empty).
+// ProxyListen says where a ProxyServer listens ("127.0.0.1:0" when empty). MoreAddrs are
+// more plain listens, as a Kong's proxy_listen may have several: the router sees each
+// request's port as the listen's (net.dst.port).
 type ProxyListen struct {
 	Addr, TLSAddr string
+	MoreAddrs     []string
 }
 
 // Start serves the proxy on loopback ports (or the addresses given).
@@ -696,10 +701,25 @@ func (p *Proxy) Start(listen ProxyListen) (*ProxyServer, error) {
 		plain.Close()
 		return nil, err
 	}
-	def, pemBytes, err := selfSigned()
-	if err != nil {
+	var more []net.Listener
+	closeAll := func() {
 		plain.Close()
 		secure.Close()
+		for _, l := range more {
+			l.Close()
+		}
+	}
+	for _, a := range listen.MoreAddrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		more = append(more, l)
+	}
+	def, pemBytes, err := selfSigned()
+	if err != nil {
+		closeAll()
 		return nil, err
 	}
 	ps.DefaultCertPEM = pemBytes
@@ -718,6 +738,10 @@ func (p *Proxy) Start(listen ProxyListen) (*ProxyServer, error) {
 	ps.TLSURL = "https://" + secure.Addr().String()
 	go func() { _ = plainSrv.Serve(plain) }()
 	go func() { _ = tlsSrv.Serve(tls.NewListener(secure, tlsConfig)) }()
+	for _, l := range more {
+		ps.MoreURLs = append(ps.MoreURLs, "http://"+l.Addr().String())
+		go func() { _ = plainSrv.Serve(l) }()
+	}
 	return ps, nil
 }
 

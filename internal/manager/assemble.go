@@ -108,6 +108,11 @@ func connect(ctx context.Context, cfg *config.Config, opts Options, log logr.Log
 	if cfg.KongAdminURLsIgnored {
 		log.Info("--kong-admin-url is not used with gateway discovery (--kong-admin-svc), as in KIC", "urls", cfg.KongAdminURLs)
 	}
+	if cfg.PublishService == "" {
+		// The Kong port behind a Gateway listener port is the publish Service's targetPort
+		// (translation-rules.md §15.6): without it no HTTPRoute is held to its listeners' ports.
+		log.Info("no --publish-service: under the expressions router HTTPRoutes attached to some of their Gateways' ports only are not held to those ports (the Kong port behind a Gateway port is not known)")
+	}
 	health, err := newAPIHealthFor(ctx, restCfg, log.WithName("kubernetes-api"))
 	if err != nil {
 		return nil, err

@@ -4,12 +4,15 @@ import (
 	"context"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kong/go-kong/kong"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/konductor/konductor/internal/config"
 	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/gatewayapi"
 	"github.com/konductor/konductor/internal/store"
 	"github.com/konductor/konductor/internal/translator"
 )
@@ -78,6 +81,14 @@ func TranslationOptions(ctx context.Context, cfg *config.Config, gw Gateways, sn
 		}
 		opts.AdminHosts = adminHosts(append(slices.Clone(cfg.KongAdminURLs), urls...))
 	}
+	if snap != nil && cfg.PublishService != "" {
+		// The Kong port behind each HTTP(S) port of the publish Service, from the Service in
+		// the cache and the listens the gateways said (gatewayapi.HTTPRouterPorts, the
+		// computation the Gateways' listener status reads too): HTTPRoutes attached to some
+		// of their Gateways' ports only match those under the expressions router.
+		opts.PublishService = cfg.PublishService
+		opts.HTTPRouterPorts = gatewayapi.HTTPRouterPorts(snapshotService(snap, cfg.PublishService), gw.Flavors.Listens())
+	}
 	if gw.Facts != nil {
 		var types []string
 		if !opts.NoCustomEntities {
@@ -89,6 +100,18 @@ func TranslationOptions(ctx context.Context, cfg *config.Config, gw Gateways, sn
 		opts.KonnectLicense = gw.License()
 	}
 	return opts
+}
+
+// snapshotService is the Service "namespace/name" of snap, nil when it has none (its
+// namespace not watched, or no such Service).
+func snapshotService(snap *store.Snapshot, name string) *corev1.Service {
+	ns, n, _ := strings.Cut(name, "/")
+	for _, svc := range snap.Services {
+		if svc.Namespace == ns && svc.Name == n {
+			return svc
+		}
+	}
+	return nil
 }
 
 // adminHosts are the hosts of the Admin API URLs, which no Service may make Kong connect to,

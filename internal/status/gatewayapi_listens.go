@@ -12,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/dataplane"
+	"github.com/konductor/konductor/internal/gatewayapi"
 )
 
 // Which of a Gateway's listeners Kong serves (KIC's determineListenersFromDataPlane and
@@ -48,34 +49,9 @@ func (p kongPorts) add(proto gatewayv1.ProtocolType, port int32) {
 
 // servedPorts are the ports svcs serve through one Kong with listens l.
 func servedPorts(svcs []*corev1.Service, l dataplane.KongListens) kongPorts {
-	proxy, stream := map[int]dataplane.KongListen{}, map[int]dataplane.KongListen{}
-	for _, k := range l.Proxy {
-		proxy[k.Port] = k
-	}
-	for _, k := range l.Stream {
-		stream[k.Port] = k
-	}
 	out := kongPorts{}
-	for _, svc := range svcs {
-		for _, sp := range svc.Spec.Ports {
-			// A named targetPort matches no listen (KIC reads its IntValue, 0), as an unset one
-			// is the port itself (the API server defaults it).
-			target := sp.TargetPort.IntValue()
-			proto := gatewayv1.ProtocolType(sp.Protocol)
-			if sp.Protocol == "" {
-				proto = gatewayv1.TCPProtocolType
-			}
-			if k, ok := stream[target]; ok && k.SSL {
-				proto = gatewayv1.TLSProtocolType
-			}
-			if k, ok := proxy[target]; ok {
-				proto = gatewayv1.HTTPProtocolType
-				if k.SSL {
-					proto = gatewayv1.HTTPSProtocolType
-				}
-			}
-			out.add(proto, sp.Port)
-		}
+	for _, pp := range gatewayapi.PublishedPorts(svcs, l) {
+		out.add(pp.Protocol, int32(pp.Port))
 	}
 	return out
 }

@@ -57,6 +57,11 @@ func inNamespace(r gatewayv1.ParentReference, ns string) gatewayv1.ParentReferen
 	return r
 }
 
+func onPort(r gatewayv1.ParentReference, port gatewayv1.PortNumber) gatewayv1.ParentReference {
+	r.Port = &port
+	return r
+}
+
 func attach(gw *gatewayv1.Gateway, routes ...*gatewayv1.HTTPRoute) *gatewayapi.Attachment {
 	in := gatewayapi.Input{
 		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}},
@@ -99,6 +104,13 @@ func TestRouteParents(t *testing.T) {
 			want: [][3]string{{ours, "False/NoMatchingListenerHostname", "True/ResolvedRefs"}}},
 		{name: "no such section", route: testRoute("default", "r", nil, parentRef("kong", "nope")),
 			want: [][3]string{{ours, "False/NoMatchingParent", "True/ResolvedRefs"}}},
+		// HTTPRouteInvalidParentRefNotMatchingListenerPort, ...SectionNameNotMatchingPort.
+		{name: "no listener on the port", route: testRoute("default", "r", nil, onPort(parentRef("kong", ""), 81)),
+			want: [][3]string{{ours, "False/NoMatchingParent", "True/ResolvedRefs"}}},
+		{name: "section on another port", route: testRoute("default", "r", nil, onPort(parentRef("kong", "http"), 81)),
+			want: [][3]string{{ours, "False/NoMatchingParent", "True/ResolvedRefs"}}},
+		{name: "section on its port", route: testRoute("default", "r", []string{"a.example.com"}, onPort(parentRef("kong", "http"), 80)),
+			want: [][3]string{{ours, "True/Accepted", "True/ResolvedRefs"}}},
 		{name: "kind the listener does not carry", route: testRoute("default", "r", nil, parentRef("kong", "tls")),
 			want: [][3]string{{ours, "False/NotAllowedByListeners", "True/ResolvedRefs"}}},
 		{name: "backend problems: the first reason, every message", route: testRoute("default", "r", nil, parentRef("kong", "")),

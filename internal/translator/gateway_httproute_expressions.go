@@ -31,6 +31,7 @@ type httpSplitMatch struct {
 	ro          *routeOverrides
 	hostname    string
 	isolated    []string // listenerIsolation: hosts the split must not take
+	ports       *matcher // listenerPortMatcher: the Kong ports of its listeners, nil for any
 	rule, match int
 	m           gatewayv1.HTTPRouteMatch
 	priority    uint64
@@ -111,12 +112,13 @@ func (b *builder) httpSplits(routes []attachedHTTPRoute) []*httpSplitMatch {
 		}
 		for _, h := range hosts {
 			isolated := b.listenerIsolation(hr, ar.ra, h)
+			ports := b.listenerPortMatcher(hr, ar.ra, h)
 			for i, rule := range hr.Spec.Rules {
 				if len(rule.Matches) == 0 {
-					splits = append(splits, &httpSplitMatch{route: hr, ro: ro, hostname: h, isolated: isolated, rule: i})
+					splits = append(splits, &httpSplitMatch{route: hr, ro: ro, hostname: h, isolated: isolated, ports: ports, rule: i})
 				}
 				for j, m := range rule.Matches {
-					splits = append(splits, &httpSplitMatch{route: hr, ro: ro, hostname: h, isolated: isolated, rule: i, match: j, m: m})
+					splits = append(splits, &httpSplitMatch{route: hr, ro: ro, hostname: h, isolated: isolated, ports: ports, rule: i, match: j, m: m})
 				}
 			}
 		}
@@ -242,7 +244,7 @@ func (b *builder) httpSplitRoute(s *httpSplitMatch) (*routeEntry, *routeError) {
 	for _, h := range s.isolated {
 		others = append(others, httpHostMatcher(h))
 	}
-	expr := group("&&", httpHostMatcher(s.hostname), not(group("||", others...)), s.ro.sniMatcher(), httpMatchMatcher(s.m, hasPrefixRewrite(filters)))
+	expr := group("&&", httpHostMatcher(s.hostname), not(group("||", others...)), s.ro.sniMatcher(), s.ports, httpMatchMatcher(s.m, hasPrefixRewrite(filters)))
 	r.Expression = kong.String(catchAllHTTPExpression)
 	if expr != nil {
 		if e := expr.refused(); e != "" {

@@ -3,6 +3,7 @@ package translator
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
@@ -176,4 +177,20 @@ func TestRelevanceOfConfigMaps(t *testing.T) {
 	require.Equal(t, Relevant, r.Verdict(cm("backend-ca", "1", nil, true), cm("backend-ca", "2", nil, true)), "named, cached without data")
 	ca := map[string]string{store.CACertLabel: "true"}
 	require.Equal(t, Relevant, r.Verdict(cm("labelled", "1", ca, false), cm("labelled", "2", ca, false)))
+}
+
+// An HTTPRoute held to some of its Gateway's ports reads the publish Service's ports (their
+// Kong ports): a change of that Service translates again, another Service's does not.
+func TestRelevanceOfThePublishService(t *testing.T) {
+	dir := filepath.Join("testdata", "httproute-listener-ports-expressions")
+	objs, err := manifest.Load(filepath.Join(dir, "in.yaml"))
+	require.NoError(t, err)
+	r := &Relevance{IngressClass: "kong"}
+	r.SetGraph(buildObjects(t, objs, readGoldenOptions(t, dir)).Graph)
+	svc := func(name string, port int32) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kong", Name: name, ResourceVersion: strconv.Itoa(int(port))},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: port}}}}
+	}
+	require.True(t, r.Relevant(svc("kong-proxy", 80), svc("kong-proxy", 8080)), "the publish Service")
+	require.False(t, r.Relevant(svc("other", 80), svc("other", 8080)), "a Service nothing reads")
 }

@@ -1,10 +1,12 @@
 package translator
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -28,6 +30,8 @@ import (
 type caseRequest struct {
 	method, host, path string
 	header             map[string]string
+	// port is the Kong listen's port the request arrives on (net.dst.port; 0: none said).
+	port int
 	// route is the Kong route that takes the request ("" with status 404: none).
 	route  string
 	status int
@@ -158,6 +162,25 @@ var requestCases = map[string][]caseRequest{
 		{host: "abc.foo.example.com", path: "/wildcard-foo-example-com", status: 404},
 		{host: "abc.foo.example.com", path: "/abc-foo-example-com", route: "httproute.default.attaches-to-abc-foo-example-com.abc.foo.example.com.0.0", upstream: "/abc-foo-example-com"},
 	},
+	// Listener ports (options.yaml: Gateway port 80 is Kong's 8000, 8080 is 8001, 8090 is
+	// 8002): a route attached to some of the Gateway's ports takes requests on their Kong
+	// ports only; one on every port, or whose port's Kong port is not known, takes them all.
+	// Kong's router reads the port a request's Host names first, the listen's without one.
+	"httproute-listener-ports-expressions": {
+		{host: "foo.com", path: "/", port: 8001, route: "httproute.default.backend-v2.foo.com.0.0", upstream: "/"},
+		{host: "foo.com:8080", path: "/", port: 8000, route: "httproute.default.backend-v2.foo.com.0.0", upstream: "/"},
+		{host: "foo.com:80", path: "/", port: 8000, route: "httproute.default.backend-v1.foo.com.0.0", upstream: "/"},
+		{host: "foo.com", path: "/", port: 8000, route: "httproute.default.backend-v1.foo.com.0.0", upstream: "/"},
+		{host: "foo.com:8080", path: "/", port: 8001, route: "httproute.default.backend-v2.foo.com.0.0", upstream: "/"},
+		{host: "bar.com:8080", path: "/", port: 8001, route: "httproute.default.backend-v2.bar.com.0.0", upstream: "/"},
+		{host: "bar.com", path: "/", port: 8000, status: 404},
+		{host: "foo.com:8090", path: "/v3", port: 8002, route: "httproute.default.backend-v3.foo.com.0.0", upstream: "/v3"},
+		{host: "foo.com:8090", path: "/", port: 8002, status: 404},
+		{host: "bar.com:8090", path: "/v3", port: 8002, status: 404},
+		{host: "foo.com", path: "/v3", port: 8000, route: "httproute.default.backend-v1.foo.com.0.0", upstream: "/v3"},
+		{host: "foo.com:8090", path: "/all", port: 8002, route: "httproute.default.everywhere.foo.com.0.0", upstream: "/all"},
+		{host: "foo.com", path: "/unknown", port: 8000, route: "httproute.default.unknown-port.foo.com.0.0", upstream: "/unknown"},
+	},
 	"httproute-cors":             corsRequests("httproute.default.cors."),
 	"httproute-cors-expressions": corsRequests("httproute.default.cors._."),
 }
@@ -244,6 +267,9 @@ func checkRequest(t *testing.T, proxy http.Handler, c caseRequest) {
 	}
 	what := fmt.Sprintf("%s http://%s%s", method, c.host, c.path)
 	r := httptest.NewRequest(method, c.path, nil)
+	if c.port != 0 {
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: c.port}))
+	}
 	r.Host = c.host
 	if c.tls {
 		r.TLS = &tls.ConnectionState{ServerName: c.host}

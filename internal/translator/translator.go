@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	kongv1 "github.com/kong/kubernetes-configuration/api/configuration/v1"
 	kongv1beta1 "github.com/kong/kubernetes-configuration/api/configuration/v1beta1"
@@ -114,6 +115,14 @@ type Options struct {
 	// refused whatever the other settings (service_targets.go).
 	AdminServices []types.NamespacedName `json:"adminServices,omitempty"`
 	AdminHosts    []string               `json:"adminHosts,omitempty"`
+	// PublishService is --publish-service ("namespace/name"), the Kong proxy's Service, whose
+	// ports are the Gateway listeners' ports, and HTTPRouterPorts, of those that serve HTTP
+	// or HTTPS, the port Kong's router sees their requests on (net.dst.port;
+	// gatewayapi.HTTPRouterPorts, from that Service in the cache and the gateways' listens).
+	// Under the expressions router an HTTPRoute attached to some of its Gateways' HTTP(S)
+	// ports only matches those (gateway_httproute_ports.go). Empty: not known.
+	PublishService  string                       `json:"publishService,omitempty"`
+	HTTPRouterPorts map[gatewayv1.PortNumber]int `json:"httpRouterPorts,omitempty"`
 	// Now is the time CA certificates must be valid at; zero skips the expiry check. The
 	// caller passes it so that translation reads no clock.
 	Now time.Time
@@ -233,6 +242,9 @@ type builder struct {
 	gw             *gatewayapi.Attachment
 	// routeBackends are the Services HTTPRoutes of our Gateways use (gateway_backendtls.go).
 	routeBackends map[string]bool
+	// portsWarned are the HTTPRoutes reported for listener ports without Kong ports
+	// (warnListenerPorts), each once.
+	portsWarned map[*gatewayv1.HTTPRoute]bool
 	// policyCAs are the ConfigMaps (ns/name) that an applied BackendTLSPolicy names as CA
 	// certificates: read whether or not they are labelled (tls_cacerts.go).
 	policyCAs map[string]bool

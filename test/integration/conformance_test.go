@@ -52,8 +52,9 @@ var conformanceNamespaces = []string{
 // The Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance, GATEWAY-HTTP,
 // GATEWAY-GRPC, GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP profiles) against konductor on the real API server with the
 // Kong emulator as its gateway. The suite's requests go to the Gateways' address, which its
-// client's dialer sends to the emulator's proxy (port 443 to its TLS listener, the others to
-// its plain one); the proxy routes them as Kong does over what konductor configured and hands
+// client's dialer sends to the emulator's proxy at the listen the publish Service gives the
+// Gateway port (conformance_ports_test.go: a plain listen per HTTP port, the TLS one for the
+// HTTPS ports); the proxy routes them as Kong does over what konductor configured and hands
 // them to the Pod whose address the route's target is, answered in process as the suite's echo
 // server answers (HTTP, or gRPC for its gRPC backends). The TCP, TLS and UDP clients dial the
 // Gateways' address themselves, where the emulator's stream proxy listens
@@ -74,13 +75,19 @@ func TestGatewayAPIConformance(t *testing.T) {
 	if flavor == "" {
 		flavor = kongemu.RouterTraditionalCompatible
 	}
-	kong, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: flavor, StreamListen: conformanceStreamListens}).Start()
+	proxyListen, _, _, _ := conformanceProxyListen()
+	kong, err := kongemu.New(kongemu.Options{Mode: kongemu.DBLess, RouterFlavor: flavor, ProxyListen: proxyListen, StreamListen: conformanceStreamListens}).Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { kong.Close() })
 	proxy := conformanceProxy(t, kong.Emulator)
+	createPublishServices(t, conformanceNamespaces[0])
 	r := startReplica(t, replicaSpec{name: "conformance", namespace: conformanceNamespaces[0], gateways: []string{kong.URL}, args: []string{
 		"--leader-elect=false", "--watch-namespace", strings.Join(conformanceNamespaces, ","),
 		"--gateway-api-controller-name", controller, "--publish-status-address", conformanceAddress,
+		// Kong's ports (conformance_ports_test.go); its address is the one above.
+		"--publish-service", conformanceNamespaces[0] + "/" + conformanceProxyService,
+		"--publish-service-udp", conformanceNamespaces[0] + "/" + conformanceStreamsService,
+		"--publish-status-address-udp", conformanceAddress,
 		// KIC's gate for TCPRoute, TLSRoute and UDPRoute (and BackendTLSPolicy).
 		"--feature-gates=GatewayAlpha=true",
 	}})
@@ -201,7 +208,7 @@ type conformanceGateway struct {
 func conformanceProxy(t *testing.T, kong *kongemu.Emulator) *conformanceGateway {
 	t.Helper()
 	var grpcServers sync.Map // pod address -> *grpc.Server
-	ps, err := kong.Proxy(kongemu.ProxyOptions{Resolve: func(host string, port int) http.Handler {
+	p := kong.Proxy(kongemu.ProxyOptions{Resolve: func(host string, port int) http.Handler {
 		pod, ok := fakePods.pod(host)
 		if !ok {
 			return nil
@@ -216,23 +223,22 @@ func conformanceProxy(t *testing.T, kong *kongemu.Emulator) *conformanceGateway 
 			return actual.(*grpc.Server)
 		}
 		return &kongemu.EchoBackend{Namespace: pod.Namespace, Pod: pod.Name, HTTPPort: strconv.Itoa(port)}
-	}, BackendTLS: echoServerTLS, ResolveStream: conformanceStreamBackends(admin)}).Start(kongemu.ProxyListen{})
+	}, BackendTLS: echoServerTLS, ResolveStream: conformanceStreamBackends(admin)})
+	_, first, tlsAddr, more := conformanceProxyListen()
+	ps, err := p.Start(kongemu.ProxyListen{Addr: first, TLSAddr: tlsAddr, MoreAddrs: more})
 	require.NoError(t, err)
 	t.Cleanup(func() { ps.Close() })
 	startConformanceStreams(t, ps.Proxy)
 	return &conformanceGateway{server: ps}
 }
 
-// dial connects to the proxy whatever Gateway address is asked: port 443 to its TLS listener,
-// any other to its plain one.
+// dial connects to the proxy whatever Gateway address is asked, at the proxy listen the
+// publish Service gives its port (proxyTarget).
 func (g *conformanceGateway) dial(ctx context.Context, network, address string) (net.Conn, error) {
 	_, port, _ := net.SplitHostPort(address)
-	to := strings.TrimPrefix(g.server.URL, "http://")
-	if port == "443" {
-		to = strings.TrimPrefix(g.server.TLSURL, "https://")
-	}
+	p, _ := strconv.Atoi(port)
 	var d net.Dialer
-	return d.DialContext(ctx, network, to)
+	return d.DialContext(ctx, network, proxyTarget(int32(p)))
 }
 
 // grpcEcho answers as the suite's gRPC echo server (echo-basic's grpc mode): the method, the
