@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 )
@@ -71,6 +72,7 @@ type listCache[E, K any] struct {
 	last    rendered[E, K]
 	spare   rendered[E, K]
 	scratch listScratch
+	runs    bodyRuns
 }
 
 // listScratch is a list's working arrays during a round, kept for the next: each entity's
@@ -240,14 +242,14 @@ func (l *listRender[E, K]) renderOne(k int) error {
 // the list as rendered. Each entity's bytes start with the comma that separates it from the
 // one before (splice drops the first's), so that a body is made of the cached bytes alone.
 // The list as rendered becomes the cache's last, and the previous one's arrays its spare
-// ones; own is the cache's scratch, good until the next body's render.
-func (l *listRender[E, K]) done() (own, extra [][]byte) {
+// ones. The bytes are given as the body's runs of them (bodyRuns.cut).
+func (l *listRender[E, K]) done() (runs [][][]byte, extra [][]byte) {
 	next, scratch := l.next, &l.cache.scratch
 	order, unique := bodyOrder(l.cache.spare.order[:0], &scratch.nextOf, l.prev.order, len(l.prev.entities), l.from, next.keys, l.c.cmp)
 	if unique {
 		next.order = order
 	}
-	own = slices.Grow(scratch.own[:0], len(order))[:len(order)]
+	own := slices.Grow(scratch.own[:0], len(order))[:len(order)]
 	for i, k := range order {
 		own[i] = next.bytes[k]
 		if next.extra != nil && next.extra[k] != nil {
@@ -256,7 +258,69 @@ func (l *listRender[E, K]) done() (own, extra [][]byte) {
 	}
 	scratch.from, scratch.fresh, scratch.own = l.from, l.fresh, own
 	l.cache.keep(l.prev, next)
-	return own, extra
+	return l.cache.runs.cut(own), extra
+}
+
+// runLength is about how many entities a run of a list's bytes in a Body holds
+// (bodyRuns.cut): a Body costs a slice header per run, and a round that changes an
+// entity makes its run again.
+const runLength = 128
+
+// bodyRuns are the runs a list's bytes were cut into in the last body, by the address of
+// their last entity's bytes, and the map the next body's are put in (spare, empty).
+type bodyRuns struct {
+	last, spare map[*byte][][]byte
+}
+
+// cut is own (a list's bytes in the body's order, each with its leading comma) as the
+// Body's runs of them, the first without its comma: cut after each entity whose bytes'
+// address hashes to a cut (one in runLength), so that where an entity is added, replaced or
+// removed changes only the run that holds it. A run of the same pieces as one of the last
+// body's is that run, shared with the Bodies handed out (which never write to it); only the
+// others are allocated.
+func (r *bodyRuns) cut(own [][]byte) [][][]byte {
+	if r.spare == nil {
+		r.spare = map[*byte][][]byte{}
+	}
+	var runs [][][]byte
+	start := 0
+	for i, e := range own {
+		at := unsafe.SliceData(e)
+		if i < len(own)-1 && (uint64(uintptr(unsafe.Pointer(at)))*0x9e3779b97f4a7c15)>>57 != 0 {
+			continue
+		}
+		from := own[start : i+1]
+		run, ok := r.last[at]
+		if !ok || !sameRun(run, from, start == 0) {
+			run = slices.Clone(from)
+			if start == 0 {
+				run[0] = run[0][1:] // no comma before the first
+			}
+		}
+		r.spare[at] = run
+		runs = append(runs, run)
+		start = i + 1
+	}
+	clear(r.last)
+	r.last, r.spare = r.spare, r.last
+	return runs
+}
+
+// sameRun reports whether run holds the pieces of from (the first without its comma when
+// first is set).
+func sameRun(run, from [][]byte, first bool) bool {
+	if len(run) != len(from) {
+		return false
+	}
+	for k, e := range from {
+		if k == 0 && first {
+			e = e[1:]
+		}
+		if len(run[k]) != len(e) || unsafe.SliceData(run[k]) != unsafe.SliceData(e) {
+			return false
+		}
+	}
+	return true
 }
 
 // parallelRenderMin is how many entities to render make it worth spreading them over the
@@ -507,7 +571,8 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 	if memberships := consumers.extra; len(memberships) > 0 != withMemberships {
 		return whole() // a consumer's render added to another list unforeseen: not spliced
 	} else if withMemberships {
-		p.entities = append(p.entities, memberships)
+		memberships[0] = memberships[0][1:] // no comma before the first; made this round
+		p.entities = append(p.entities, [][][]byte{memberships})
 	}
 	// Escaping maps each byte on its own, and a placeholder starts with '{', which no
 	// escape sequence holds: the escaped placeholder is found where the placeholder was.
@@ -519,7 +584,7 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 // entities they render.
 type placement struct {
 	markers  []any
-	entities [][][]byte
+	entities [][][][]byte // each list's runs (bodyRuns.cut)
 	jobs     []func() error
 	fresh    int
 }
@@ -551,9 +616,9 @@ func place[E, K any](p *placement, cache *listCache[E, K], list []*E, c collecti
 // done puts the list's bytes in its place in p, keeps what they add to another list, and
 // makes the list as rendered its cache's, that of the next body.
 func (pl *placed[E, K]) done(p *placement) {
-	own, extra := pl.render.done()
+	runs, extra := pl.render.done()
 	if pl.at >= 0 {
-		p.entities[pl.at] = own
+		p.entities[pl.at] = runs
 	}
 	pl.extra = extra
 }
@@ -663,9 +728,9 @@ func sortedBy[K any](dst []int32, keys []K, cmp func(a, b K) int) []int32 {
 }
 
 // splice is prefix, then skeleton with each marker's bytes (each found once, in any order)
-// replaced by its entities (each with its leading comma, but the first), then suffix: as a
-// Body whose pieces are the entities' own bytes.
-func splice(prefix string, skeleton []byte, suffix string, markers [][]byte, entities [][][]byte) (Body, error) {
+// replaced by its entities (runs of their bytes, bodyRuns.cut), then suffix: as a Body whose
+// pieces are the entities' own bytes, in the runs given.
+func splice(prefix string, skeleton []byte, suffix string, markers [][]byte, entities [][][][]byte) (Body, error) {
 	type cut struct{ at, end, k int }
 	cuts := make([]cut, len(markers))
 	size, count := len(prefix)+len(skeleton)+len(suffix), 3+len(markers)
@@ -677,30 +742,32 @@ func splice(prefix string, skeleton []byte, suffix string, markers [][]byte, ent
 		cuts[k] = cut{i, i + len(m), k}
 		size -= len(m)
 		count += len(entities[k])
-		for n, e := range entities[k] {
-			if n == 0 {
-				e = e[1:]
+		for _, run := range entities[k] {
+			for _, e := range run {
+				size += len(e)
 			}
-			size += len(e)
 		}
 	}
 	slices.SortFunc(cuts, func(a, b cut) int { return a.at - b.at })
-	pieces := make([][]byte, 0, count)
-	pieces = append(pieces, []byte(prefix))
+	// The prefix, the skeleton's parts and the suffix are pieces of frame, each a run of its
+	// own (frame holds them all from the start: its array is never moved).
+	frame := make([][]byte, 0, 3+len(markers))
+	runs := make([][][]byte, 0, count)
+	piece := func(b []byte) {
+		frame = append(frame, b)
+		runs = append(runs, frame[len(frame)-1:])
+	}
+	piece([]byte(prefix))
 	prev := 0
 	for _, c := range cuts {
 		if c.at < prev {
 			return Body{}, fmt.Errorf("rendering: placeholder %s overlaps another", markers[c.k])
 		}
-		pieces = append(pieces, skeleton[prev:c.at])
-		for n, e := range entities[c.k] {
-			if n == 0 {
-				e = e[1:] // no comma before the first
-			}
-			pieces = append(pieces, e)
-		}
+		piece(skeleton[prev:c.at])
+		runs = append(runs, entities[c.k]...)
 		prev = c.end
 	}
-	pieces = append(pieces, skeleton[prev:], []byte(suffix))
-	return Body{pieces: pieces, size: size}, nil
+	piece(skeleton[prev:])
+	piece([]byte(suffix))
+	return Body{chunks: runs, size: size}, nil
 }
