@@ -66,8 +66,8 @@ type renderCache struct {
 // as the cluster is large, and a round changes a few of their entities: allocating them anew
 // each round was most of what a round allocated at 100,000 Ingresses (issue #45), so each
 // round fills the arrays the round before it let go of instead. That is sound because no one
-// but the Renderer (under its lock) ever holds them: a Body's pieces are the entities' own
-// bytes, which are never written to, not these arrays.
+// but the Renderer (under its lock) ever holds them: a Body holds the entities' own bytes
+// in runs of its own (bodyRuns), never these arrays.
 type listCache[E, K any] struct {
 	last    rendered[E, K]
 	spare   rendered[E, K]
@@ -77,13 +77,11 @@ type listCache[E, K any] struct {
 
 // listScratch is a list's working arrays during a round, kept for the next: each entity's
 // index in the previous list (from), the entities to render (fresh), the previous index's
-// place in the new list (nextOf, bodyOrder's) and the entities' bytes in the body's order
-// (own, which splice copies into the Body's pieces).
+// place in the new list (nextOf, bodyOrder's).
 type listScratch struct {
 	from   []int32
 	fresh  []int
 	nextOf []int32
-	own    [][]byte
 }
 
 func (c *listCache[E, K]) keptBytes() int { return c.last.keptBytes() }
@@ -249,22 +247,25 @@ func (l *listRender[E, K]) done() (runs [][][]byte, extra [][]byte) {
 	if unique {
 		next.order = order
 	}
-	own := slices.Grow(scratch.own[:0], len(order))[:len(order)]
-	for i, k := range order {
-		own[i] = next.bytes[k]
-		if next.extra != nil && next.extra[k] != nil {
-			extra = append(extra, next.extra[k])
+	if next.extra != nil {
+		for _, k := range order {
+			if next.extra[k] != nil {
+				extra = append(extra, next.extra[k])
+			}
 		}
 	}
-	scratch.from, scratch.fresh, scratch.own = l.from, l.fresh, own
+	runs = l.cache.runs.cut(order, next.bytes)
+	scratch.from, scratch.fresh = l.from, l.fresh
 	l.cache.keep(l.prev, next)
-	return l.cache.runs.cut(own), extra
+	return runs, extra
 }
 
 // runLength is about how many entities a run of a list's bytes in a Body holds
 // (bodyRuns.cut): a Body costs a slice header per run, and a round that changes an
 // entity makes its run again.
-const runLength = 128
+const runLength = 1 << runBits
+
+const runBits = 7
 
 // bodyRuns are the runs a list's bytes were cut into in the last body, by the address of
 // their last entity's bytes, and the map the next body's are put in (spare, empty).
@@ -272,27 +273,30 @@ type bodyRuns struct {
 	last, spare map[*byte][][]byte
 }
 
-// cut is own (a list's bytes in the body's order, each with its leading comma) as the
-// Body's runs of them, the first without its comma: cut after each entity whose bytes'
-// address hashes to a cut (one in runLength), so that where an entity is added, replaced or
-// removed changes only the run that holds it. A run of the same pieces as one of the last
-// body's is that run, shared with the Bodies handed out (which never write to it); only the
-// others are allocated.
-func (r *bodyRuns) cut(own [][]byte) [][][]byte {
+// cut is a list's bytes (all, each with its leading comma) in the body's order (order,
+// indexes into all) as the Body's runs of them, the first without its comma: cut after each
+// entity whose bytes' address hashes to a cut (one in runLength), so that where an entity is
+// added, replaced or removed changes only the run that holds it. A run of the same pieces as
+// one of the last body's is that run, shared with the Bodies handed out (which never write
+// to it); only the others are allocated.
+func (r *bodyRuns) cut(order []int32, all [][]byte) [][][]byte {
 	if r.spare == nil {
 		r.spare = map[*byte][][]byte{}
 	}
 	var runs [][][]byte
 	start := 0
-	for i, e := range own {
-		at := unsafe.SliceData(e)
-		if i < len(own)-1 && (uint64(uintptr(unsafe.Pointer(at)))*0x9e3779b97f4a7c15)>>57 != 0 {
+	for i, k := range order {
+		at := unsafe.SliceData(all[k])
+		if i < len(order)-1 && (uint64(uintptr(unsafe.Pointer(at)))*0x9e3779b97f4a7c15)>>(64-runBits) != 0 {
 			continue
 		}
-		from := own[start : i+1]
+		from := order[start : i+1]
 		run, ok := r.last[at]
-		if !ok || !sameRun(run, from, start == 0) {
-			run = slices.Clone(from)
+		if !ok || !sameRun(run, from, all, start == 0) {
+			run = make([][]byte, len(from))
+			for j, k := range from {
+				run[j] = all[k]
+			}
 			if start == 0 {
 				run[0] = run[0][1:] // no comma before the first
 			}
@@ -306,17 +310,18 @@ func (r *bodyRuns) cut(own [][]byte) [][][]byte {
 	return runs
 }
 
-// sameRun reports whether run holds the pieces of from (the first without its comma when
-// first is set).
-func sameRun(run, from [][]byte, first bool) bool {
+// sameRun reports whether run holds the pieces of all that from indexes (the first
+// without its comma when first is set).
+func sameRun(run [][]byte, from []int32, all [][]byte, first bool) bool {
 	if len(run) != len(from) {
 		return false
 	}
-	for k, e := range from {
-		if k == 0 && first {
+	for j, k := range from {
+		e := all[k]
+		if j == 0 && first {
 			e = e[1:]
 		}
-		if len(run[k]) != len(e) || unsafe.SliceData(run[k]) != unsafe.SliceData(e) {
+		if len(run[j]) != len(e) || unsafe.SliceData(run[j]) != unsafe.SliceData(e) {
 			return false
 		}
 	}
