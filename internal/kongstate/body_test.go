@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// cut splits b into random pieces (some empty), sharing b's bytes.
+// cut splits b into random pieces (some empty), sharing b's bytes, in random runs (some
+// empty).
 func cut(rng *rand.Rand, b []byte) Body {
 	var pieces [][]byte
 	for len(b) > 0 {
@@ -23,7 +24,14 @@ func cut(rng *rand.Rand, b []byte) Body {
 	for _, p := range pieces {
 		size += len(p)
 	}
-	return Body{pieces: append(pieces, nil), size: size}
+	pieces = append(pieces, nil)
+	var chunks [][][]byte
+	for len(pieces) > 0 {
+		n := rng.IntN(min(len(pieces), 4) + 1)
+		chunks = append(chunks, pieces[:n])
+		pieces = pieces[n:]
+	}
+	return Body{chunks: append(chunks, nil), size: size}
 }
 
 // TestBodyActsAsItsBytes: whatever its pieces, a Body compares, hashes, reads and writes as

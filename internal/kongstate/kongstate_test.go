@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 	"github.com/kong/go-kong/kong"
@@ -302,6 +303,14 @@ func TestRendererMatchesDeclarativeConfigAfterRandomChanges(t *testing.T) {
 		s.Vaults = append(s.Vaults, newVault())
 	}
 	r := &Renderer{}
+	// The bodies handed out, with their bytes then: the Renderer fills the arrays of a list
+	// the round before last let go of (listCache), never what a Body holds.
+	type handedOut struct {
+		step int
+		body Body
+		was  string
+	}
+	var bodies []handedOut
 	for step := range 160 {
 		next := *s
 		renew := step%40 == 20 // every entity new: the whole body rendered again
@@ -335,7 +344,11 @@ func TestRendererMatchesDeclarativeConfigAfterRandomChanges(t *testing.T) {
 			wantDBLess, err := s.DBLessConfig()
 			require.NoError(t, err)
 			require.Equal(t, string(QuotedBody(wantDBLess, `{"config":"`, `"}`)), quoted.String(), "step %d, quoted", step)
+			bodies = append(bodies, handedOut{step, quoted, quoted.String()})
 		}
+	}
+	for _, b := range bodies {
+		require.Equal(t, b.was, b.body.String(), "the body of step %d changed after later rounds", b.step)
 	}
 }
 
@@ -432,4 +445,44 @@ func TestRendererFailsAsDeclarativeConfigDoes(t *testing.T) {
 	require.ErrorContains(t, want, "+Inf")
 	_, err := (&Renderer{}).DeclarativeConfig(s)
 	require.EqualError(t, err, want.Error())
+}
+
+// A body after one entity changed shares every run of entities with the body before but
+// the one that holds it (bodyRuns.cut): a round allocates for what changed, not for every
+// entity of the configuration (issue #45).
+func TestRendererBodiesShareTheRunsThatDidNotChange(t *testing.T) {
+	s := &State{}
+	for i := range 4000 {
+		name := fmt.Sprintf("s%05d", i)
+		s.Services = append(s.Services, &file.FService{Service: kong.Service{Name: kong.String(name), Host: kong.String(name + ".svc")}})
+		s.Upstreams = append(s.Upstreams, &file.FUpstream{Upstream: kong.Upstream{Name: kong.String(name + ".svc")}})
+	}
+	r := &Renderer{}
+	before, err := r.QuotedDeclarativeConfig(s, `{"config":"`, `"}`)
+	require.NoError(t, err)
+	next := *s
+	next.Services = slices.Clone(s.Services)
+	changed := *next.Services[1234]
+	changed.Host = kong.String("other.svc")
+	next.Services[1234] = &changed
+	after, err := r.QuotedDeclarativeConfig(&next, `{"config":"`, `"}`)
+	require.NoError(t, err)
+	wantDBLess, err := next.DBLessConfig()
+	require.NoError(t, err)
+	require.Equal(t, string(QuotedBody(wantDBLess, `{"config":"`, `"}`)), after.String())
+
+	shared := map[*[]byte]bool{}
+	for _, run := range before.chunks {
+		shared[unsafe.SliceData(run)] = true
+	}
+	made := 0
+	for _, run := range after.chunks {
+		if !shared[unsafe.SliceData(run)] {
+			made++
+		}
+	}
+	require.Greater(t, len(after.chunks), 8000/(2*runLength), "the entities are not cut into runs")
+	// The prefix, the skeleton's three parts and the suffix are made again, and the changed
+	// service's run.
+	require.LessOrEqual(t, made, 5+1, "runs made again, of %d", len(after.chunks))
 }

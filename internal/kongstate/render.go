@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/kong/go-database-reconciler/pkg/file"
 )
@@ -49,14 +50,50 @@ func (r *Renderer) KeptBytes() (plain, quoted int) {
 
 // renderCache is the rendered entities of one form of the last body.
 type renderCache struct {
-	services       rendered[file.FService, string]
-	upstreams      rendered[file.FUpstream, string]
-	consumers      rendered[file.FConsumer, consumerKey]
-	consumerGroups rendered[file.FConsumerGroupObject, string]
-	plugins        rendered[file.FPlugin, string]
-	certificates   rendered[file.FCertificate, string]
-	caCertificates rendered[file.FCACertificate, string]
-	vaults         rendered[file.FVault, string]
+	services       listCache[file.FService, string]
+	upstreams      listCache[file.FUpstream, string]
+	consumers      listCache[file.FConsumer, consumerKey]
+	consumerGroups listCache[file.FConsumerGroupObject, string]
+	plugins        listCache[file.FPlugin, string]
+	certificates   listCache[file.FCertificate, string]
+	caCertificates listCache[file.FCACertificate, string]
+	vaults         listCache[file.FVault, string]
+}
+
+// listCache is one list of a form's cache: the list as the last body rendered it (last),
+// and the arrays that the next body's list is planned into (spare: those of the body before
+// the last, cleared) with the round's working arrays (scratch). A body's lists are as long
+// as the cluster is large, and a round changes a few of their entities: allocating them anew
+// each round was most of what a round allocated at 100,000 Ingresses (issue #45), so each
+// round fills the arrays the round before it let go of instead. That is sound because no one
+// but the Renderer (under its lock) ever holds them: a Body holds the entities' own bytes
+// in runs of its own (bodyRuns), never these arrays.
+type listCache[E, K any] struct {
+	last    rendered[E, K]
+	spare   rendered[E, K]
+	scratch listScratch
+	runs    bodyRuns
+}
+
+// listScratch is a list's working arrays during a round, kept for the next: each entity's
+// index in the previous list (from), the entities to render (fresh), the previous index's
+// place in the new list (nextOf, bodyOrder's).
+type listScratch struct {
+	from   []int32
+	fresh  []int
+	nextOf []int32
+}
+
+func (c *listCache[E, K]) keptBytes() int { return c.last.keptBytes() }
+
+// keep makes next the list's last render and prev's arrays, cleared so that they keep
+// no entity or bytes alive, the spare ones.
+func (c *listCache[E, K]) keep(prev, next rendered[E, K]) {
+	clear(prev.entities)
+	clear(prev.keys)
+	clear(prev.bytes)
+	clear(prev.extra)
+	c.last, c.spare = next, prev
 }
 
 func (c *renderCache) keptBytes() int {
@@ -120,6 +157,7 @@ const reuseWindow = 16
 type listRender[E, K any] struct {
 	c     collection[E, K]
 	quote bool
+	cache *listCache[E, K]
 	prev  rendered[E, K]
 	next  rendered[E, K]
 	from  []int32 // the index in prev of each entity re-used, -1 for a new one
@@ -128,13 +166,16 @@ type listRender[E, K any] struct {
 	extraMu sync.Mutex // next.extra, made by the first entity that adds to another list
 }
 
-// plan makes l the listRender of list after prev.
-func (l *listRender[E, K]) plan(prev rendered[E, K], list []*E, c collection[E, K], quote bool) {
-	l.c, l.quote, l.prev, l.from = c, quote, prev, make([]int32, 0, len(list))
-	l.next = rendered[E, K]{entities: make([]*E, 0, len(list)), keys: make([]K, 0, len(list)), bytes: make([][]byte, 0, len(list))}
+// plan makes l the listRender of list after cache's last, in cache's spare arrays.
+func (l *listRender[E, K]) plan(cache *listCache[E, K], list []*E, c collection[E, K], quote bool) {
+	prev, spare := cache.last, cache.spare
+	l.c, l.quote, l.cache, l.prev = c, quote, cache, prev
+	l.from, l.fresh = slices.Grow(cache.scratch.from[:0], len(list)), cache.scratch.fresh[:0]
+	l.next = rendered[E, K]{entities: slices.Grow(spare.entities[:0], len(list)),
+		keys: slices.Grow(spare.keys[:0], len(list)), bytes: slices.Grow(spare.bytes[:0], len(list))}
 	next := &l.next
 	if prev.extra != nil {
-		next.extra = make([][]byte, 0, len(list))
+		next.extra = slices.Grow(spare.extra[:0], len(list))
 	}
 	j := 0
 	for _, e := range list {
@@ -198,20 +239,93 @@ func (l *listRender[E, K]) renderOne(k int) error {
 // they add to another list in the same order (the entities that add nothing left out), and
 // the list as rendered. Each entity's bytes start with the comma that separates it from the
 // one before (splice drops the first's), so that a body is made of the cached bytes alone.
-func (l *listRender[E, K]) done() (own, extra [][]byte, next rendered[E, K]) {
-	next = l.next
-	order, unique := bodyOrder(l.prev.order, len(l.prev.entities), l.from, next.keys, l.c.cmp)
+// The list as rendered becomes the cache's last, and the previous one's arrays its spare
+// ones. The bytes are given as the body's runs of them (bodyRuns.cut).
+func (l *listRender[E, K]) done() (runs [][][]byte, extra [][]byte) {
+	next, scratch := l.next, &l.cache.scratch
+	order, unique := bodyOrder(l.cache.spare.order[:0], &scratch.nextOf, l.prev.order, len(l.prev.entities), l.from, next.keys, l.c.cmp)
 	if unique {
 		next.order = order
 	}
-	own = make([][]byte, len(order))
-	for i, k := range order {
-		own[i] = next.bytes[k]
-		if next.extra != nil && next.extra[k] != nil {
-			extra = append(extra, next.extra[k])
+	if next.extra != nil {
+		for _, k := range order {
+			if next.extra[k] != nil {
+				extra = append(extra, next.extra[k])
+			}
 		}
 	}
-	return own, extra, next
+	runs = l.cache.runs.cut(order, next.bytes)
+	scratch.from, scratch.fresh = l.from, l.fresh
+	l.cache.keep(l.prev, next)
+	return runs, extra
+}
+
+// runLength is about how many entities a run of a list's bytes in a Body holds
+// (bodyRuns.cut): a Body costs a slice header per run, and a round that changes an
+// entity makes its run again.
+const runLength = 1 << runBits
+
+const runBits = 7
+
+// bodyRuns are the runs a list's bytes were cut into in the last body, by the address of
+// their last entity's bytes, and the map the next body's are put in (spare, empty).
+type bodyRuns struct {
+	last, spare map[*byte][][]byte
+}
+
+// cut is a list's bytes (all, each with its leading comma) in the body's order (order,
+// indexes into all) as the Body's runs of them, the first without its comma: cut after each
+// entity whose bytes' address hashes to a cut (one in runLength), so that where an entity is
+// added, replaced or removed changes only the run that holds it. A run of the same pieces as
+// one of the last body's is that run, shared with the Bodies handed out (which never write
+// to it); only the others are allocated.
+func (r *bodyRuns) cut(order []int32, all [][]byte) [][][]byte {
+	if r.spare == nil {
+		r.spare = map[*byte][][]byte{}
+	}
+	var runs [][][]byte
+	start := 0
+	for i, k := range order {
+		at := unsafe.SliceData(all[k])
+		if i < len(order)-1 && (uint64(uintptr(unsafe.Pointer(at)))*0x9e3779b97f4a7c15)>>(64-runBits) != 0 {
+			continue
+		}
+		from := order[start : i+1]
+		run, ok := r.last[at]
+		if !ok || !sameRun(run, from, all, start == 0) {
+			run = make([][]byte, len(from))
+			for j, k := range from {
+				run[j] = all[k]
+			}
+			if start == 0 {
+				run[0] = run[0][1:] // no comma before the first
+			}
+		}
+		r.spare[at] = run
+		runs = append(runs, run)
+		start = i + 1
+	}
+	clear(r.last)
+	r.last, r.spare = r.spare, r.last
+	return runs
+}
+
+// sameRun reports whether run holds the pieces of all that from indexes (the first
+// without its comma when first is set).
+func sameRun(run [][]byte, from []int32, all [][]byte, first bool) bool {
+	if len(run) != len(from) {
+		return false
+	}
+	for j, k := range from {
+		e := all[k]
+		if j == 0 && first {
+			e = e[1:]
+		}
+		if len(run[j]) != len(e) || unsafe.SliceData(run[j]) != unsafe.SliceData(e) {
+			return false
+		}
+	}
+	return true
 }
 
 // parallelRenderMin is how many entities to render make it worth spreading them over the
@@ -296,8 +410,9 @@ func renderEach(todo []int, render func(k int) error) error {
 // over prevLen entities, nil when unknown; from maps each entity to its index there, -1 for a
 // new one) when that is known and few entities are new: those that stay keep their order (the
 // same entity has the same key), and each new one is inserted where its key goes.
-// Otherwise it sorts.
-func bodyOrder[K any](prevOrder []int32, prevLen int, from []int32, keys []K, cmp func(a, b K) int) ([]int32, bool) {
+// Otherwise it sorts. The order is made in dst's array (grown when short), and nextOf's
+// (the previous entities' places in the new list) is kept for the next call.
+func bodyOrder[K any](dst []int32, nextOf *[]int32, prevOrder []int32, prevLen int, from []int32, keys []K, cmp func(a, b K) int) ([]int32, bool) {
 	var fresh []int32
 	for k, f := range from {
 		if f < 0 {
@@ -307,7 +422,7 @@ func bodyOrder[K any](prevOrder []int32, prevLen int, from []int32, keys []K, cm
 		}
 	}
 	if prevOrder == nil || len(fresh) > maxInserted {
-		order := sortedBy(keys, cmp)
+		order := sortedBy(dst, keys, cmp)
 		for i := 1; i < len(order); i++ {
 			if cmp(keys[order[i-1]], keys[order[i]]) == 0 {
 				return order, false
@@ -315,18 +430,19 @@ func bodyOrder[K any](prevOrder []int32, prevLen int, from []int32, keys []K, cm
 		}
 		return order, true
 	}
-	nextOf := make([]int32, prevLen)
-	for i := range nextOf {
-		nextOf[i] = -1
+	places := slices.Grow((*nextOf)[:0], prevLen)[:prevLen]
+	*nextOf = places
+	for i := range places {
+		places[i] = -1
 	}
 	for k, f := range from {
 		if f >= 0 {
-			nextOf[f] = int32(k)
+			places[f] = int32(k)
 		}
 	}
-	order := make([]int32, 0, len(keys))
+	order := slices.Grow(dst[:0], len(keys))
 	for _, p := range prevOrder {
-		if k := nextOf[p]; k >= 0 {
+		if k := places[p]; k >= 0 {
 			order = append(order, k)
 		}
 	}
@@ -334,7 +450,7 @@ func bodyOrder[K any](prevOrder []int32, prevLen int, from []int32, keys []K, cm
 		key := keys[k]
 		at, _ := slices.BinarySearchFunc(order, key, func(o int32, key K) int { return cmp(keys[o], key) })
 		if at < len(order) && cmp(keys[order[at]], key) == 0 {
-			return bodyOrder(nil, 0, from, keys, cmp) // a key twice: sorted
+			return bodyOrder(order, nextOf, nil, 0, from, keys, cmp) // a key twice: sorted
 		}
 		order = slices.Insert(order, at, k)
 	}
@@ -398,14 +514,14 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 	rest.Plugins, rest.Certificates, rest.CACertificates, rest.Vaults = nil, nil, nil, nil
 	c := rest.Content()
 	var p placement
-	services := place(&p, cache.services, s.Services, serviceCollection, quote, markerService, &c.Services)
-	upstreams := place(&p, cache.upstreams, s.Upstreams, upstreamCollection, quote, markerUpstream, &c.Upstreams)
-	consumers := place(&p, cache.consumers, s.Consumers, consumerCollection, quote, markerConsumer, &c.Consumers)
-	consumerGroups := place(&p, cache.consumerGroups, s.ConsumerGroups, consumerGroupCollection, quote, markerConsumerGroup, &c.ConsumerGroups)
-	plugins := place(&p, cache.plugins, s.Plugins, pluginCollection, quote, markerPlugin, &c.Plugins)
-	certificates := place(&p, cache.certificates, s.Certificates, certificateCollection, quote, markerCertificate, &c.Certificates)
-	caCertificates := place(&p, cache.caCertificates, s.CACertificates, caCertificateCollection, quote, markerCACertificate, &c.CACertificates)
-	vaults := place(&p, cache.vaults, s.Vaults, vaultCollection, quote, markerVault, &c.Vaults)
+	services := place(&p, &cache.services, s.Services, serviceCollection, quote, markerService, &c.Services)
+	upstreams := place(&p, &cache.upstreams, s.Upstreams, upstreamCollection, quote, markerUpstream, &c.Upstreams)
+	consumers := place(&p, &cache.consumers, s.Consumers, consumerCollection, quote, markerConsumer, &c.Consumers)
+	consumerGroups := place(&p, &cache.consumerGroups, s.ConsumerGroups, consumerGroupCollection, quote, markerConsumerGroup, &c.ConsumerGroups)
+	plugins := place(&p, &cache.plugins, s.Plugins, pluginCollection, quote, markerPlugin, &c.Plugins)
+	certificates := place(&p, &cache.certificates, s.Certificates, certificateCollection, quote, markerCertificate, &c.Certificates)
+	caCertificates := place(&p, &cache.caCertificates, s.CACertificates, caCertificateCollection, quote, markerCACertificate, &c.CACertificates)
+	vaults := place(&p, &cache.vaults, s.Vaults, vaultCollection, quote, markerVault, &c.Vaults)
 
 	// The rest of the body, with the placeholders, rendered beside the entities as one more
 	// job (the first taken; its error counts after theirs, as when it came after them). The
@@ -443,14 +559,14 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 	if err := runJobs(jobs, p.fresh >= parallelRenderMin); err != nil {
 		return Body{}, err
 	}
-	cache.services = services.done(&p)
-	cache.upstreams = upstreams.done(&p)
-	cache.consumers = consumers.done(&p)
-	cache.consumerGroups = consumerGroups.done(&p)
-	cache.plugins = plugins.done(&p)
-	cache.certificates = certificates.done(&p)
-	cache.caCertificates = caCertificates.done(&p)
-	cache.vaults = vaults.done(&p)
+	services.done(&p)
+	upstreams.done(&p)
+	consumers.done(&p)
+	consumerGroups.done(&p)
+	plugins.done(&p)
+	certificates.done(&p)
+	caCertificates.done(&p)
+	vaults.done(&p)
 	if len(p.markers) == 0 {
 		return whole()
 	}
@@ -460,7 +576,8 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 	if memberships := consumers.extra; len(memberships) > 0 != withMemberships {
 		return whole() // a consumer's render added to another list unforeseen: not spliced
 	} else if withMemberships {
-		p.entities = append(p.entities, memberships)
+		memberships[0] = memberships[0][1:] // no comma before the first; made this round
+		p.entities = append(p.entities, [][][]byte{memberships})
 	}
 	// Escaping maps each byte on its own, and a placeholder starts with '{', which no
 	// escape sequence holds: the escaped placeholder is found where the placeholder was.
@@ -472,7 +589,7 @@ func (r *Renderer) render(s *State, cache *renderCache, quote bool, prefix, suff
 // entities they render.
 type placement struct {
 	markers  []any
-	entities [][][]byte
+	entities [][][][]byte // each list's runs (bodyRuns.cut)
 	jobs     []func() error
 	fresh    int
 }
@@ -487,7 +604,7 @@ type placed[E, K any] struct {
 // place plans the render of list (listRender.plan, with cache's bytes) and adds its jobs to p;
 // when it holds any entity, it sets the skeleton's list (field) to the placeholder marker,
 // which p notes. done takes the entities' bytes once the jobs ran.
-func place[E, K any](p *placement, cache rendered[E, K], list []*E, c collection[E, K], quote bool, marker E, field *[]E) *placed[E, K] {
+func place[E, K any](p *placement, cache *listCache[E, K], list []*E, c collection[E, K], quote bool, marker E, field *[]E) *placed[E, K] {
 	out := &placed[E, K]{at: -1}
 	l := &out.render
 	l.plan(cache, list, c, quote)
@@ -502,14 +619,13 @@ func place[E, K any](p *placement, cache rendered[E, K], list []*E, c collection
 }
 
 // done puts the list's bytes in its place in p, keeps what they add to another list, and
-// returns the list as rendered, the cache of the next body.
-func (pl *placed[E, K]) done(p *placement) rendered[E, K] {
-	own, extra, next := pl.render.done()
+// makes the list as rendered its cache's, that of the next body.
+func (pl *placed[E, K]) done(p *placement) {
+	runs, extra := pl.render.done()
 	if pl.at >= 0 {
-		p.entities[pl.at] = own
+		p.entities[pl.at] = runs
 	}
 	pl.extra = extra
-	return next
 }
 
 // scratch holds the buffers entities are rendered into before their bytes are copied out at
@@ -588,9 +704,9 @@ func AppendJSONStringContent(dst, b []byte) []byte {
 // sortedBy is the indexes of keys in Content's order: ascending by cmp, stable (equal keys in
 // the order of the list). Keys are usually unique (and a translated State's services come in
 // ascending order of names, the reverse of the body's), so it first tries what is cheaper
-// than sorting.
-func sortedBy[K any](keys []K, cmp func(a, b K) int) []int32 {
-	order := make([]int32, len(keys))
+// than sorting. The indexes are written in dst's array (grown when short).
+func sortedBy[K any](dst []int32, keys []K, cmp func(a, b K) int) []int32 {
+	order := slices.Grow(dst[:0], len(keys))[:len(keys)]
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -617,9 +733,9 @@ func sortedBy[K any](keys []K, cmp func(a, b K) int) []int32 {
 }
 
 // splice is prefix, then skeleton with each marker's bytes (each found once, in any order)
-// replaced by its entities (each with its leading comma, but the first), then suffix: as a
-// Body whose pieces are the entities' own bytes.
-func splice(prefix string, skeleton []byte, suffix string, markers [][]byte, entities [][][]byte) (Body, error) {
+// replaced by its entities (runs of their bytes, bodyRuns.cut), then suffix: as a Body whose
+// pieces are the entities' own bytes, in the runs given.
+func splice(prefix string, skeleton []byte, suffix string, markers [][]byte, entities [][][][]byte) (Body, error) {
 	type cut struct{ at, end, k int }
 	cuts := make([]cut, len(markers))
 	size, count := len(prefix)+len(skeleton)+len(suffix), 3+len(markers)
@@ -631,30 +747,32 @@ func splice(prefix string, skeleton []byte, suffix string, markers [][]byte, ent
 		cuts[k] = cut{i, i + len(m), k}
 		size -= len(m)
 		count += len(entities[k])
-		for n, e := range entities[k] {
-			if n == 0 {
-				e = e[1:]
+		for _, run := range entities[k] {
+			for _, e := range run {
+				size += len(e)
 			}
-			size += len(e)
 		}
 	}
 	slices.SortFunc(cuts, func(a, b cut) int { return a.at - b.at })
-	pieces := make([][]byte, 0, count)
-	pieces = append(pieces, []byte(prefix))
+	// The prefix, the skeleton's parts and the suffix are pieces of frame, each a run of its
+	// own (frame holds them all from the start: its array is never moved).
+	frame := make([][]byte, 0, 3+len(markers))
+	runs := make([][][]byte, 0, count)
+	piece := func(b []byte) {
+		frame = append(frame, b)
+		runs = append(runs, frame[len(frame)-1:])
+	}
+	piece([]byte(prefix))
 	prev := 0
 	for _, c := range cuts {
 		if c.at < prev {
 			return Body{}, fmt.Errorf("rendering: placeholder %s overlaps another", markers[c.k])
 		}
-		pieces = append(pieces, skeleton[prev:c.at])
-		for n, e := range entities[c.k] {
-			if n == 0 {
-				e = e[1:] // no comma before the first
-			}
-			pieces = append(pieces, e)
-		}
+		piece(skeleton[prev:c.at])
+		runs = append(runs, entities[c.k]...)
 		prev = c.end
 	}
-	pieces = append(pieces, skeleton[prev:], []byte(suffix))
-	return Body{pieces: pieces, size: size}, nil
+	piece(skeleton[prev:])
+	piece([]byte(suffix))
+	return Body{chunks: runs, size: size}, nil
 }

@@ -124,6 +124,12 @@ type Incremental struct {
 	// settling is the last full translation while its indexes are not built (Settle): prev
 	// is then nil.
 	settling *settlingRound
+	// spareParts is the array of the Kong services' parts of the round before the last
+	// (cleared), which the next splice merges its parts into (mergeParts) instead of
+	// allocating a cluster-sized array each round (issue #45). Only the Result of that round
+	// still refers to it, through its parts, which nothing outside this package reads, and
+	// the Incremental reads only its last round's.
+	spareParts []servicePart
 	// noSizeLimit lets a closure of any size be spliced (tests of small snapshots).
 	noSizeLimit bool
 	// Stats counts full and partial translations, for tests and benchmarks.

@@ -81,6 +81,36 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 	require.Greater(t, partial, full, "the partial path was hardly taken")
 }
 
+// The Results an Incremental handed out stay as they were after later rounds, though each
+// splice merges its Kong services' parts into the array of the round before last
+// (spareParts): every State renders the bytes it rendered when it was handed out.
+func TestIncrementalResultsHandedOutStayUnchanged(t *testing.T) {
+	snap := benchdata.Snapshot(40)
+	ed := &editor{rng: rand.New(rand.NewPCG(45, 13)), snap: snap}
+	inc := &Incremental{noSizeLimit: true}
+	type handedOut struct {
+		step     int
+		res      Result
+		rendered string
+	}
+	var results []handedOut
+	for step := range 40 {
+		if step > 0 {
+			ed.edit()
+		}
+		res := inc.Build(ed.snap, Options{})
+		b, err := res.State.DeclarativeConfig()
+		require.NoError(t, err)
+		results = append(results, handedOut{step, res, string(b)})
+	}
+	require.Greater(t, inc.Stats.Partial, 10, "the splice was hardly taken")
+	for _, h := range results {
+		b, err := h.res.State.DeclarativeConfig()
+		require.NoError(t, err)
+		require.Equal(t, h.rendered, string(b), "the State of step %d changed after later rounds", h.step)
+	}
+}
+
 // startSeed seeds a start's edits by its name, not its place among the starts: a golden case
 // added before it would otherwise give every later start other edits.
 func startSeed(name string) uint64 {

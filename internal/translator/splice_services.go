@@ -218,10 +218,10 @@ func (r *spliceRound) dropReplaced() string {
 }
 
 // mergeParts is prev.parts without the dropped ones and with the partial translation's, in
-// name order.
+// name order, in the Incremental's spare array (never prev.parts' own).
 func (r *spliceRound) mergeParts() string {
 	prev := r.prev
-	merged := make([]servicePart, 0, len(prev.parts)-len(r.drop)+len(r.part.parts.services))
+	merged := slices.Grow(r.t.spareParts[:0], len(prev.parts)-len(r.drop)+len(r.part.parts.services))
 	i, d := 0, 0
 	keepUpTo := func(end int) { // prev.parts[i:end] but the dropped ones
 		for i < end {
@@ -282,8 +282,12 @@ func (r *spliceRound) keepIndexes() string {
 	for _, p := range r.part.parts.services {
 		next.addPart(p)
 	}
+	// The previous parts' array is spare once this round is the previous one: cleared, so
+	// that it keeps no entity of a Kong service replaced since alive.
+	old := prev.parts
 	next.snap, next.opts, next.res, next.parts = r.snap, r.opts, r.res, r.merged
-	r.t.prev = next
+	clear(old)
+	r.t.prev, r.t.spareParts = next, old[:0]
 	if len(r.routeClosure) > 0 {
 		r.t.Stats.PartialRoutes++
 	}
