@@ -1,8 +1,15 @@
 package dbmode
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
 	"testing"
 	"time"
 
@@ -233,26 +240,156 @@ func BenchmarkSyncOneIngressChanged(b *testing.B) {
 }
 
 // BenchmarkFirstSync: an empty Kong, n Ingresses with a Service and an EndpointSlice each
-// (service, route, upstream, target: 4 entities per Ingress).
+// (service, route, upstream, target: 4 entities per Ingress), with the defaults 2,000 and
+// 10,000 or the sizes of benchdata.SizesEnv. fill=false diffs the whole target at once (as
+// every first sync did before issue #45); fill=true fills Kong in batches (fill.go). The
+// emulator runs in a process of its own (TestEmulatorProcess), so that the figures are the
+// controller's alone: peak-heap-MB/op is the largest heap (runtime/metrics, every 5 ms)
+// during the sync less the heap before it, known-MB/op what the sync left as the known state
+// (kept until the next dump), cpu-ms/op the process's CPU time.
 func BenchmarkFirstSync(b *testing.B) {
-	for _, n := range []int{2000, 10000} {
-		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
-			s := translate(b, objects(apps(n)...))
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				e, g := newKong(b, Options{})
-				b.StartTimer()
-				if err := g.Sync(ctx, target(s)); err != nil {
-					b.Fatal(err)
+	for _, n := range benchdata.Sizes(2000, 10000) {
+		s := translate(b, objects(apps(n)...))
+		for _, fill := range []bool{false, true} {
+			b.Run(fmt.Sprintf("ingresses=%d/fill=%t", n, fill), func(b *testing.B) {
+				var peak, known, cpu float64
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					kong := startEmulatorProcess(b)
+					g, err := New(kong.url, nil, Options{DumpInterval: time.Hour})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !fill {
+						g.fillBatch = 0
+					}
+					runtime.GC()
+					before := heapBytes()
+					stop := samplePeakHeap()
+					start := processCPU()
+					b.StartTimer()
+					res, err := g.sync(ctx, target(s))
+					b.StopTimer()
+					cpu += float64(processCPU()-start) / float64(time.Millisecond)
+					peak += float64(stop()-before) / 1e6
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res.Filled != fill {
+						b.Fatalf("filled: %t, want %t", res.Filled, fill)
+					}
+					res = nil
+					runtime.GC()
+					withKnown := heapBytes()
+					g.known = nil
+					runtime.GC()
+					known += float64(withKnown-heapBytes()) / 1e6
+					if got := kong.routes(b); got != n {
+						b.Fatalf("%d routes, want %d", got, n)
+					}
+					b.StartTimer()
 				}
-				b.StopTimer()
-				if got := len(e.Entities("routes")); got != n {
-					b.Fatalf("%d routes, want %d", got, n)
-				}
-				b.ReportMetric(float64(e.RequestCount("", "")), "requests/op")
-				b.StartTimer()
-			}
-		})
+				b.ReportMetric(peak/float64(b.N), "peak-heap-MB/op")
+				b.ReportMetric(known/float64(b.N), "known-MB/op")
+				b.ReportMetric(cpu/float64(b.N), "cpu-ms/op")
+			})
+		}
 	}
+}
+
+// emulatorProcessEnv makes TestEmulatorProcess serve a database-backed emulator for the
+// process that started it.
+const emulatorProcessEnv = "KONDUCTOR_DBMODE_EMULATOR_PROCESS"
+
+// TestEmulatorProcess is the other process of BenchmarkFirstSync: it serves an emulator,
+// prints its URL, and once its standard input is closed prints how many routes it holds.
+func TestEmulatorProcess(t *testing.T) {
+	if os.Getenv(emulatorProcessEnv) == "" {
+		t.Skip("the emulator of BenchmarkFirstSync's other process")
+	}
+	e := kongemu.New(kongemu.Options{Mode: kongemu.Postgres})
+	srv, err := e.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	fmt.Println(srv.URL)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	fmt.Println(len(e.Entities("routes")))
+}
+
+// emulatorProcess is an emulator in a process of its own.
+type emulatorProcess struct {
+	url   string
+	stdin io.Closer
+	out   *bufio.Scanner
+	cmd   *exec.Cmd
+}
+
+// startEmulatorProcess runs TestEmulatorProcess in this test binary; it stops with b.
+func startEmulatorProcess(b *testing.B) *emulatorProcess {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEmulatorProcess$")
+	cmd.Env = append(os.Environ(), emulatorProcessEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	p := &emulatorProcess{stdin: stdin, out: bufio.NewScanner(stdout), cmd: cmd}
+	b.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	if !p.out.Scan() {
+		b.Fatalf("the emulator process printed no URL: %v", p.out.Err())
+	}
+	p.url = p.out.Text()
+	return p
+}
+
+// routes stops the emulator process and returns how many routes it held.
+func (p *emulatorProcess) routes(b *testing.B) int {
+	b.Helper()
+	_ = p.stdin.Close()
+	if !p.out.Scan() {
+		b.Fatalf("the emulator process printed no count: %v", p.out.Err())
+	}
+	n, err := strconv.Atoi(p.out.Text())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// heapBytes is the memory of the heap's objects, live and not yet collected.
+func heapBytes() uint64 {
+	m := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(m)
+	return m[0].Value.Uint64()
+}
+
+// samplePeakHeap reads heapBytes every 5 ms until the function it returns is called, which
+// returns the largest value read.
+func samplePeakHeap() func() uint64 {
+	done, out := make(chan struct{}), make(chan uint64)
+	go func() {
+		peak := heapBytes()
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				out <- max(peak, heapBytes())
+				return
+			case <-t.C:
+				peak = max(peak, heapBytes())
+			}
+		}
+	}()
+	return func() uint64 { close(done); return <-out }
 }
