@@ -201,7 +201,7 @@ func (g *Gateway) sync(ctx context.Context, t *dataplane.Target) (*Result, error
 	res, err := g.run(ctx, t.State, t.Graph, false, &digest, t.Resend)
 	if res != nil {
 		p := res.Phases
-		g.opts.Logger.V(1).Info("database sync", "gateway", g.url, "known", res.Known, "dump", p.Dump.String(), "index", p.Index.String(),
+		g.opts.Logger.V(1).Info("database sync", "gateway", g.url, "known", res.Known, "filled", res.Filled, "dump", p.Dump.String(), "index", p.Index.String(),
 			"target", p.Target.String(), "solve", p.Solve.String(),
 			"preparedCurrent", res.PreparedCurrent, "preparedTarget", res.PreparedTarget)
 	}
