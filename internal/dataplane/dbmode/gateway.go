@@ -91,6 +91,10 @@ type Gateway struct {
 	mu sync.Mutex
 	// known is what Kong holds as the last sync left it, for Options.DumpInterval (known.go).
 	known *knownState
+	// writes counts the syncs that wrote to Kong (or tried to), and refreshing tells that a
+	// listing of Kong runs in the background (refresh.go).
+	writes     uint64
+	refreshing bool
 	// now is the clock DumpInterval is measured by (time.Now; tests move it).
 	now func() time.Time
 
@@ -294,6 +298,9 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *objgraph.G
 		prep, content = nil, nil
 		if res != nil {
 			total.add(res)
+		}
+		if res == nil || len(res.Changes) > 0 || len(errs) > 0 || err != nil {
+			g.writes++ // what Kong holds may have changed under a listing in the background
 		}
 		if err != nil {
 			return total, err
@@ -617,14 +624,19 @@ func (g *Gateway) dumpSettings(ctx context.Context, s *kongstate.State) (semver.
 	// A target translated before the gateways' edition was learned says nothing of
 	// licenses: Kong's are then left as they are rather than deleted.
 	enterprise = enterprise && s != nil && s.LicensesKnown
-	return version, enterprise, dump.Config{
+	return version, enterprise, g.dumpConfig(version, enterprise), nil
+}
+
+// dumpConfig is the dump configuration for a Kong of this version, diffing licenses or not.
+func (g *Gateway) dumpConfig(version semver.Version, enterprise bool) dump.Config {
+	return dump.Config{
 		SelectorTags:                         g.opts.FilterTags,
 		SkipCACerts:                          g.opts.SkipCACertificates,
 		IsConsumerGroupScopedPluginSupported: utils.Kong340Version.LTE(version),
 		// Licenses are synced to Kong Gateway Enterprise as KIC syncs them (license.go);
 		// Kong OSS has no licenses entity, so it gets no license request at all.
 		IncludeLicenses: enterprise,
-	}, nil
+	}
 }
 
 // dump lists the entities carrying the filter tag.

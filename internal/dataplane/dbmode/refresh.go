@@ -1,0 +1,76 @@
+package dbmode
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/blang/semver/v4"
+	"github.com/kong/go-database-reconciler/pkg/state"
+)
+
+// The periodic listing of Kong, in the background (issue #45).
+//
+// Every Options.DumpInterval the known state (known.go) is checked against a listing of Kong,
+// which finds what others changed there (an entity deleted by hand, a restored database).
+// Listing and indexing Kong take seconds at 10,000 Ingresses; done by a sync, they held every
+// change behind them. So the sync that finds its known state DumpInterval old goes on against
+// it, and when it ends well a goroutine lists Kong and indexes the listing without the
+// Gateway's lock, while later syncs go on. Then, under the lock, the listing is diffed against
+// the known state (go-database-reconciler's syncer, a dry run: what it would change is what
+// differs):
+//
+//   - the same: the known state counts as dumped when the listing began;
+//   - different: the known state is forgotten, so the next sync dumps Kong and diffs the
+//     whole target against it, which repairs what others changed (as every periodic dump did);
+//   - a sync wrote to Kong after the listing began (the listing may hold some of its writes
+//     and not others), or the listing failed: the listing is thrown away and the known state
+//     ages on; the next sync that ends well lists again, and a known state twice DumpInterval
+//     old is not used: that sync dumps, so that a steady stream of changes cannot put the
+//     check off for ever.
+func (g *Gateway) refresh(version semver.Version, enterprise bool, writes uint64) {
+	started := g.now()
+	// Bounded: a listing that takes longer than the interval is of no use.
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.DumpInterval)
+	defer cancel()
+	listed, err := g.listState(ctx, version, enterprise)
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refreshing = false
+	k := g.known
+	switch {
+	case err != nil:
+		g.opts.Logger.Info("listing Kong in the background failed; the known state ages on", "gateway", g.url, "error", err.Error())
+		return
+	case k == nil || g.writes != writes || !k.sameSettings(version, enterprise):
+		return // written to, failed or dumped since: the listing says nothing of it
+	}
+	res, errs, err := g.solve(ctx, listed, k.current, enterprise, true)
+	if err != nil || len(errs) > 0 {
+		return
+	}
+	if res.Total() == 0 {
+		k.dumped = started
+		return
+	}
+	g.opts.Logger.Info("Kong differs from what this controller wrote to it; the next sync lists and repairs it",
+		"gateway", g.url, "missing", res.Creates, "changed", res.Updates, "added", res.Deletes)
+	g.known = nil
+	// The next resync must not be skipped as unchanged (Options.FullSyncEvery).
+	g.skipMu.Lock()
+	g.synced = false
+	g.skipMu.Unlock()
+}
+
+// listState lists the entities carrying the filter tag and indexes them.
+func (g *Gateway) listState(ctx context.Context, version semver.Version, enterprise bool) (*state.KongState, error) {
+	raw, err := g.dump(ctx, g.dumpConfig(version, enterprise))
+	if err != nil {
+		return nil, err
+	}
+	listed, err := state.Get(raw)
+	if err != nil {
+		return nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
+	}
+	return listed, nil
+}
