@@ -3,6 +3,7 @@ package dbmode
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/blang/semver/v4"
 	"github.com/kong/go-database-reconciler/pkg/state"
@@ -27,31 +28,38 @@ import (
 //     ages on; the next sync that ends well lists again, and a known state twice DumpInterval
 //     old is not used: that sync dumps, so that a steady stream of changes cannot put the
 //     check off for ever.
-func (g *Gateway) refresh(version semver.Version, enterprise bool, writes uint64) {
+//
+// It returns how long the listing took, and how long the lock was held after it (what a sync
+// can wait for), for BenchmarkPeriodicListing.
+func (g *Gateway) refresh(version semver.Version, enterprise bool, writes uint64) (listing, locked time.Duration) {
 	started := g.now()
 	// Bounded: a listing that takes longer than the interval is of no use.
 	ctx, cancel := context.WithTimeout(context.Background(), g.opts.DumpInterval)
 	defer cancel()
+	begin := time.Now()
 	listed, err := g.listState(ctx, version, enterprise)
+	listing = time.Since(begin)
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	begin = time.Now()
+	defer func() { locked = time.Since(begin) }()
 	g.refreshing = false
 	k := g.known
 	switch {
 	case err != nil:
 		g.opts.Logger.Info("listing Kong in the background failed; the known state ages on", "gateway", g.url, "error", err.Error())
-		return
+		return listing, 0
 	case k == nil || g.writes != writes || !k.sameSettings(version, enterprise):
-		return // written to, failed or dumped since: the listing says nothing of it
+		return listing, 0 // written to, failed or dumped since: the listing says nothing of it
 	}
 	res, errs, err := g.solve(ctx, listed, k.current, enterprise, true)
 	if err != nil || len(errs) > 0 {
-		return
+		return listing, 0
 	}
 	if res.Total() == 0 {
 		k.dumped = started
-		return
+		return listing, 0
 	}
 	g.opts.Logger.Info("Kong differs from what this controller wrote to it; the next sync lists and repairs it",
 		"gateway", g.url, "missing", res.Creates, "changed", res.Updates, "added", res.Deletes)
@@ -60,6 +68,7 @@ func (g *Gateway) refresh(version semver.Version, enterprise bool, writes uint64
 	g.skipMu.Lock()
 	g.synced = false
 	g.skipMu.Unlock()
+	return listing, 0
 }
 
 // listState lists the entities carrying the filter tag and indexes them.
