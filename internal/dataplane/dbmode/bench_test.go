@@ -412,9 +412,9 @@ func samplePeakHeap() func() uint64 {
 }
 
 // BenchmarkPeriodicListing: the listing of Kong every DumpInterval (refresh.go) at n Ingresses
-// (4 entities each), Kong unchanged. listing-ms/op is the listing and its index, made
-// without the Gateway's lock (syncs go on); locked-ms/op the dry diff of it against the known
-// state, under the lock: what a change arriving then waits for at most. Before issue #45's
+// (4 entities each), Kong unchanged. listing-ms/op is the listing, its index and its dry diff
+// against the known state, made without the Gateway's lock (syncs go on); locked-ms/op how
+// long the lock is held after them: what a change arriving then waits for at most. Before issue #45's
 // background listing a sync did both and a whole diff under the lock
 // (BenchmarkSyncOneIngressChanged/dump=every).
 func BenchmarkPeriodicListing(b *testing.B) {

@@ -2,6 +2,7 @@ package dbmode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,10 +16,10 @@ import (
 // which finds what others changed there (an entity deleted by hand, a restored database).
 // Listing and indexing Kong take seconds at 10,000 Ingresses; done by a sync, they held every
 // change behind them. So the sync that finds its known state DumpInterval old goes on against
-// it, and when it ends well a goroutine lists Kong and indexes the listing without the
-// Gateway's lock, while later syncs go on. Then, under the lock, the listing is diffed against
+// it, and when it ends well a goroutine lists Kong, indexes the listing and diffs it against
 // the known state (go-database-reconciler's syncer, a dry run: what it would change is what
-// differs):
+// differs), all without the Gateway's lock, while later syncs go on. Then, under the lock
+// for a moment:
 //
 //   - the same: the known state counts as dumped when the listing began;
 //   - different: the known state is forgotten, so the next sync dumps Kong and diffs the
@@ -29,8 +30,8 @@ import (
 //     old is not used: that sync dumps, so that a steady stream of changes cannot put the
 //     check off for ever.
 //
-// It returns how long the listing took, and how long the lock was held after it (what a sync
-// can wait for), for BenchmarkPeriodicListing.
+// It returns how long the listing and its diff took, and how long the lock was held after
+// them (what a sync can wait for), for BenchmarkPeriodicListing.
 func (g *Gateway) refresh(version semver.Version, enterprise bool, writes uint64) (listing, locked time.Duration) {
 	started := g.now()
 	// Bounded: a listing that takes longer than the interval is of no use.
@@ -38,6 +39,18 @@ func (g *Gateway) refresh(version semver.Version, enterprise bool, writes uint64
 	defer cancel()
 	begin := time.Now()
 	listed, err := g.listState(ctx, version, enterprise)
+	var drift *Result
+	if err == nil {
+		// The dry diff reads the known state without the lock: go-memdb's readers see a
+		// snapshot while a sync writes, and a sync that wrote meanwhile voids the verdict.
+		if k := g.knownUnwrittenSince(writes, version, enterprise); k != nil {
+			var errs []error
+			drift, errs, err = g.solve(ctx, listed, k.current, enterprise, true)
+			if err == nil && len(errs) > 0 {
+				err = errors.Join(errs...)
+			}
+		}
+	}
 	listing = time.Since(begin)
 
 	g.mu.Lock()
@@ -50,25 +63,31 @@ func (g *Gateway) refresh(version semver.Version, enterprise bool, writes uint64
 	case err != nil:
 		g.opts.Logger.Info("listing Kong in the background failed; the known state ages on", "gateway", g.url, "error", err.Error())
 		return listing, 0
-	case k == nil || g.writes != writes || !k.sameSettings(version, enterprise):
+	case drift == nil || k == nil || g.writes != writes || !k.sameSettings(version, enterprise):
 		return listing, 0 // written to, failed or dumped since: the listing says nothing of it
-	}
-	res, errs, err := g.solve(ctx, listed, k.current, enterprise, true)
-	if err != nil || len(errs) > 0 {
-		return listing, 0
-	}
-	if res.Total() == 0 {
+	case drift.Total() == 0:
 		k.dumped = started
 		return listing, 0
 	}
 	g.opts.Logger.Info("Kong differs from what this controller wrote to it; the next sync lists and repairs it",
-		"gateway", g.url, "missing", res.Creates, "changed", res.Updates, "added", res.Deletes)
+		"gateway", g.url, "missing", drift.Creates, "changed", drift.Updates, "added", drift.Deletes)
 	g.known = nil
 	// The next resync must not be skipped as unchanged (Options.FullSyncEvery).
 	g.skipMu.Lock()
 	g.synced = false
 	g.skipMu.Unlock()
 	return listing, 0
+}
+
+// knownUnwrittenSince is the known state, if no sync wrote since writes and it was known from
+// a Kong of this version and edition; nil otherwise.
+func (g *Gateway) knownUnwrittenSince(writes uint64, version semver.Version, enterprise bool) *knownState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if k := g.known; k != nil && g.writes == writes && k.sameSettings(version, enterprise) {
+		return k
+	}
+	return nil
 }
 
 // listState lists the entities carrying the filter tag and indexes them.

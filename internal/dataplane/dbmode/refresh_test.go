@@ -1,6 +1,7 @@
 package dbmode
 
 import (
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -79,4 +80,35 @@ func TestPeriodicListingDoesNotHoldAChange(t *testing.T) {
 	res, gets := syncCounted(t, e, g, translate(t, objects(as...)))
 	require.True(t, res.Known)
 	require.Equal(t, 1, gets, "GET / only: no listing after one that confirmed the known state")
+}
+
+// The listing and its diff run beside syncs that write into the known state (go-memdb:
+// readers see a snapshot); a listing that syncs wrote under renews nothing. Run with -race.
+func TestPeriodicListingBesideWritingSyncs(t *testing.T) {
+	e, g := newKong(t, knownOpts)
+	as := apps(30)
+	_, _ = syncCounted(t, e, g, translate(t, objects(as...)))
+	dumpedBefore := knownDumped(g)
+	// Each list of an upstream's targets waits 50 ms: the listing outlasts the syncs' first
+	// writes, and its diff may run beside the later ones.
+	e.InjectFault(kongemu.Fault{Method: http.MethodGet, PathPrefix: "/upstreams/", Latency: 50 * time.Millisecond})
+	for round := range 5 {
+		g.mu.Lock()
+		k, writes := g.known, g.writes
+		g.refreshing = true
+		g.mu.Unlock()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.refresh(k.version, k.enterprise, writes)
+		}()
+		for i := range 3 {
+			as[i].path = fmt.Sprintf("/r%d-%d", round, i)
+			res, _ := syncCounted(t, e, g, translate(t, objects(as...)))
+			require.True(t, res.Known)
+		}
+		<-done
+		require.Equal(t, dumpedBefore, knownDumped(g), "syncs wrote under the listing")
+	}
+	requireHoldsExactly(t, g, translate(t, objects(as...)))
 }
