@@ -57,9 +57,9 @@ type Config struct {
 	// is konductor's when it carries every one of them (decK's select_tags, as in KIC).
 	KongAdminFilterTags  []string
 	KongAdminConcurrency int
-	// KongAdminDumpInterval is how often, at most, a database-mode sync lists everything Kong
-	// holds (--kong-admin-dump-interval); between, a sync diffs against what Kong confirmed
-	// to the last one. 0: every sync lists.
+	// KongAdminDumpInterval is how often, in database mode, everything Kong holds is listed
+	// (--kong-admin-dump-interval), in the background beside the syncs; a sync diffs against
+	// what Kong confirmed to the last one. 0: every sync lists.
 	KongAdminDumpInterval time.Duration
 	// KongWorkspace is the Kong Enterprise workspace configured in database mode
 	// (--kong-workspace); empty: the default workspace.
@@ -538,7 +538,7 @@ func (c *Config) defineFlags(fs *pflag.FlagSet, v *flagValues) {
 	fs.DurationVar(&c.DiscoveryReadinessCheckTimeout, "gateway-discovery-readiness-check-timeout", DefaultDiscoveryReadinessCheckTimeout, "timeout of each of those checks; shorter than the interval")
 	fs.StringSliceVar(&c.KongAdminFilterTags, "kong-admin-filter-tag", []string{DefaultFilterTag}, "tags that mark the entities this controller owns in database-backed Kong (all of them), comma-separated or repeated")
 	fs.IntVar(&c.KongAdminConcurrency, "kong-admin-concurrency", 10, "maximum concurrent Admin API requests per gateway in database mode")
-	fs.DurationVar(&c.KongAdminDumpInterval, "kong-admin-dump-interval", DefaultKongAdminDumpInterval, "in database mode, how often a sync lists every entity Kong holds, which repairs changes made there by others; between, a sync diffs against what Kong confirmed to the last one (0: every sync lists)")
+	fs.DurationVar(&c.KongAdminDumpInterval, "kong-admin-dump-interval", DefaultKongAdminDumpInterval, "in database mode, how often every entity Kong holds is listed (in the background, beside the syncs), which repairs changes made there by others; a sync diffs against what Kong confirmed to the last one (0: every sync lists)")
 	fs.StringVar(&c.KongWorkspace, "kong-workspace", "", "Kong Enterprise workspace configured in database mode (default: the default workspace)")
 	fs.BoolVar(&c.SkipCACertificates, "skip-ca-certificates", false, "send no CA certificates to Kong (for workspaces that share them)")
 	fs.IntVar(&c.KongAdminInitRetries, "kong-admin-init-retries", 60, "how many times to ask a gateway GET / at start before giving up, when leader election is decided from its database mode")

@@ -54,8 +54,8 @@ func RestConfig(kubeconfig, apiserverHost string) (*rest.Config, error) {
 
 // DBModeFullSyncEvery: in database mode an unchanged configuration is not re-diffed on every
 // resync; every 20th one is (a minute at the default --proxy-sync-seconds), against what Kong
-// confirmed to the last sync; entities changed in Kong by hand are repaired by the dump of
-// --kong-admin-dump-interval (dbmode/known.go). Any change in the cluster's translation syncs
+// confirmed to the last sync; entities changed in Kong by hand are found by the background
+// listing of --kong-admin-dump-interval and repaired by the next sync (dbmode/refresh.go). Any change in the cluster's translation syncs
 // at once.
 const DBModeFullSyncEvery = 20
 

@@ -34,7 +34,9 @@
 // sync diffs against what Kong confirmed to the last sync instead, and dumps only on a start,
 // after a failure or a refusal, and once the last dump is that old (known.go): a change then
 // costs its writes, not a listing of every entity; and when only services and upstreams
-// changed (an Ingress, a Service, endpoints), only those are diffed (patch.go). The dump
+// changed (an Ingress, a Service, endpoints), only those are diffed (patch.go). A Kong that
+// holds none of the controller's services and upstreams (a first install, a restored empty
+// database) is filled in batches of them rather than by one whole diff (fill.go). The dump
 // repairs any drift (an entity deleted by hand, a restored database). Prepare (prepare.go) does a sync's
 // work but the writes ahead of time, for a standby about to lead; the sync that follows still
 // dumps Kong and uses that work only if Kong answered that dump exactly as before.

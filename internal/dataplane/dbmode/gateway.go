@@ -91,6 +91,10 @@ type Gateway struct {
 	mu sync.Mutex
 	// known is what Kong holds as the last sync left it, for Options.DumpInterval (known.go).
 	known *knownState
+	// writes counts the syncs that wrote to Kong (or tried to), and refreshing tells that a
+	// listing of Kong runs in the background (refresh.go).
+	writes     uint64
+	refreshing bool
 	// now is the clock DumpInterval is measured by (time.Now; tests move it).
 	now func() time.Time
 
@@ -110,6 +114,9 @@ type Gateway struct {
 	// noValidateEndpoint is set once Kong answered that it has no plugin validation
 	// endpoint (validate.go).
 	noValidateEndpoint atomic.Bool
+
+	// fillBatch is how many services and upstreams a fill writes at a time (fill.go).
+	fillBatch int
 }
 
 var (
@@ -152,7 +159,8 @@ func New(url string, httpClient *http.Client, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kong admin url %q: %w", url, err)
 	}
-	g := &Gateway{url: url, client: client, opts: opts, origin: u.Scheme + "://" + u.Host, replay: replay, now: time.Now}
+	g := &Gateway{url: url, client: client, opts: opts, origin: u.Scheme + "://" + u.Host, replay: replay, now: time.Now,
+		fillBatch: defaultFillBatch}
 	if opts.Workspace != "" {
 		// go-kong prefixes every path with the workspace (/{ws}/services, GET / as
 		// /{ws}/kong), and go-database-reconciler's dump, target and syncer take the
@@ -197,7 +205,7 @@ func (g *Gateway) sync(ctx context.Context, t *dataplane.Target) (*Result, error
 	res, err := g.run(ctx, t.State, t.Graph, false, &digest, t.Resend)
 	if res != nil {
 		p := res.Phases
-		g.opts.Logger.V(1).Info("database sync", "gateway", g.url, "known", res.Known, "dump", p.Dump.String(), "index", p.Index.String(),
+		g.opts.Logger.V(1).Info("database sync", "gateway", g.url, "known", res.Known, "filled", res.Filled, "dump", p.Dump.String(), "index", p.Index.String(),
 			"target", p.Target.String(), "solve", p.Solve.String(),
 			"preparedCurrent", res.PreparedCurrent, "preparedTarget", res.PreparedTarget)
 	}
@@ -290,6 +298,9 @@ func (g *Gateway) run(ctx context.Context, s *kongstate.State, graph *objgraph.G
 		prep, content = nil, nil
 		if res != nil {
 			total.add(res)
+		}
+		if res == nil || len(res.Changes) > 0 || len(errs) > 0 || err != nil {
+			g.writes++ // what Kong holds may have changed under a listing in the background
 		}
 		if err != nil {
 			return total, err
@@ -390,7 +401,7 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 	mark := time.Now()
 	lap := func(d *time.Duration) {
 		now := time.Now()
-		*d, mark = now.Sub(mark), now
+		*d, mark = *d+now.Sub(mark), now
 	}
 	version, enterprise, dumpConfig, err := g.dumpSettings(ctx, s)
 	if err != nil {
@@ -440,6 +451,25 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 		return nil, nil, nil, nil, fmt.Errorf("indexing the entities of %s: %w", g.url, err)
 	}
 	lap(&phases.Index)
+	// A Kong that holds none of the services and upstreams is filled in batches (fill.go).
+	var filled *Result
+	if known == nil && !reuse && !dry && len(iso.refused) == 0 {
+		out, ok, err := g.fill(ctx, s, current, version, enterprise, dumpConfig)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if ok {
+			filled = out.res
+			phases.add(out.res.Phases)
+			mark = time.Now()
+			if len(out.errs) > 0 || out.done {
+				res, errs = filled, out.errs
+				res.Phases, res.Filled = phases, true
+				iso.last = &knownState{current: current, from: s, version: version, enterprise: enterprise, dumped: dumped}
+				return res, errs, nil, nil, nil
+			}
+		}
+	}
 	// Against a known state, only the units that changed since the translation Kong took
 	// are diffed, when that is all that changed (patch.go).
 	var patch *units
@@ -493,6 +523,12 @@ func (g *Gateway) pass(ctx context.Context, s *kongstate.State, iso *isolation, 
 		current = known.current
 	}
 	lap(&phases.Solve)
+	if filled != nil {
+		// The fill stopped before its end; this pass went on with the whole target.
+		filled.add(res)
+		res = filled
+		res.Filled = true
+	}
 	res.Phases = phases
 	res.PreparedCurrent, res.PreparedTarget, res.Known, res.Patched = reuse, reuseTarget, known != nil, patch != nil
 	iso.last = &knownState{current: current, from: s, version: version, enterprise: enterprise, dumped: dumped}
@@ -588,14 +624,19 @@ func (g *Gateway) dumpSettings(ctx context.Context, s *kongstate.State) (semver.
 	// A target translated before the gateways' edition was learned says nothing of
 	// licenses: Kong's are then left as they are rather than deleted.
 	enterprise = enterprise && s != nil && s.LicensesKnown
-	return version, enterprise, dump.Config{
+	return version, enterprise, g.dumpConfig(version, enterprise), nil
+}
+
+// dumpConfig is the dump configuration for a Kong of this version, diffing licenses or not.
+func (g *Gateway) dumpConfig(version semver.Version, enterprise bool) dump.Config {
+	return dump.Config{
 		SelectorTags:                         g.opts.FilterTags,
 		SkipCACerts:                          g.opts.SkipCACertificates,
 		IsConsumerGroupScopedPluginSupported: utils.Kong340Version.LTE(version),
 		// Licenses are synced to Kong Gateway Enterprise as KIC syncs them (license.go);
 		// Kong OSS has no licenses entity, so it gets no license request at all.
 		IncludeLicenses: enterprise,
-	}, nil
+	}
 }
 
 // dump lists the entities carrying the filter tag.
@@ -863,8 +904,8 @@ type Result struct {
 	PreparedCurrent, PreparedTarget bool
 	// Known tells whether a pass diffed against what Kong was known to hold rather than a
 	// dump (known.go); Patched, whether it diffed only the services and upstreams that
-	// changed (patch.go).
-	Known, Patched bool
+	// changed (patch.go). Filled tells whether it wrote an empty Kong in batches (fill.go).
+	Known, Patched, Filled bool
 }
 
 // Phases of a sync, in order: a new leader's first sync is a dump of Kong and a diff that
@@ -894,6 +935,7 @@ func (r *Result) add(o *Result) {
 	r.PreparedTarget = r.PreparedTarget || o.PreparedTarget
 	r.Known = r.Known || o.Known
 	r.Patched = r.Patched || o.Patched
+	r.Filled = r.Filled || o.Filled
 	r.sort()
 }
 

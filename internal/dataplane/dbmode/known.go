@@ -38,8 +38,12 @@ import (
 //   - a pass over the known state that meets any Admin API error is not trusted to say which
 //     objects Kong refused: the same sync starts again from a dump, as if it had dumped
 //     first (what Kong held before it is then the dump less what the failed pass created);
-//   - the known state is older than Options.DumpInterval (the dump it grew from), or Kong
-//     reports another version or edition: the sync dumps, which repairs others' changes.
+//   - the known state is older than Options.DumpInterval (the dump it grew from): Kong is
+//     listed in the background and the listing compared with the known state, while syncs
+//     go on against it (refresh.go); a listing that differs (others' changes) is forgotten
+//     with the known state, so that the next sync dumps and repairs them. Twice
+//     DumpInterval old (no listing confirmed it), or Kong reporting another version or
+//     edition: the sync dumps.
 //
 // Deletes come only from the translation: an entity is deleted when the translation no
 // longer has it, whether the current state came from a dump or is known. A known state that
@@ -59,12 +63,13 @@ type knownState struct {
 }
 
 // takeKnown returns the known state when a sync may diff against it (not when dump is set,
-// nor once the dump it grew from is DumpInterval old), and forgets it either way: the sync
-// that takes it writes into it, and only a sync that ends well gives one back (keepKnown).
+// nor once the dump it grew from is twice DumpInterval old: the listing in the background,
+// refresh.go, did not confirm it in time), and forgets it either way: the sync that takes it
+// writes into it, and only a sync that ends well gives one back (keepKnown).
 func (g *Gateway) takeKnown(dump bool) *knownState {
 	k := g.known
 	g.known = nil
-	if k == nil || dump || g.opts.DumpInterval <= 0 || g.now().Sub(k.dumped) >= g.opts.DumpInterval {
+	if k == nil || dump || g.opts.DumpInterval <= 0 || g.now().Sub(k.dumped) >= 2*g.opts.DumpInterval {
 		return nil
 	}
 	return k
@@ -83,6 +88,10 @@ func (g *Gateway) keepKnown(k *knownState) {
 		return
 	}
 	g.known = k
+	if k != nil && !g.refreshing && g.now().Sub(k.dumped) >= g.opts.DumpInterval {
+		g.refreshing = true
+		go g.refresh(k.version, k.enterprise, g.writes)
+	}
 }
 
 // createdKeys are the entity keys (kind/ID, as isolate keys them) of the entities res
