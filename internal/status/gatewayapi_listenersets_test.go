@@ -1,14 +1,21 @@
 package status
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/konductor/konductor/internal/dataplane"
 	"github.com/konductor/konductor/internal/gatewayapi"
+	"github.com/konductor/konductor/internal/store"
 )
 
 // A ListenerSet's conditions and listener statuses, as the conformance suite's ListenerSet
@@ -99,4 +106,98 @@ func TestListenerSetStatus(t *testing.T) {
 	none := gatewayapi.Attach(gatewayapi.Input{GatewayClasses: in.GatewayClasses, Gateways: in.Gateways}).Gateways[0]
 	require.Nil(t, withAttachedListenerSets(gatewayv1.GatewayStatus{}, gatewayv1.GatewayStatus{}, none, 0).AttachedListenerSets)
 	require.Equal(t, int32(0), *withAttachedListenerSets(gatewayv1.GatewayStatus{}, st, none, 0).AttachedListenerSets)
+}
+
+// A ListenerSet whose Gateway is no longer ours loses the status konductor wrote: when the
+// Gateway's class becomes another controller's, Accepted and Programmed go back to what the
+// CRD writes before any controller (Unknown, Pending) and its listeners' statuses (their
+// attachedRoutes) go; when the Gateway is deleted, they are False ParentNotAccepted. A status
+// another controller wrote is left alone, and the route's entry for the set goes.
+func TestListenerSetStatusReleased(t *testing.T) {
+	ctx := context.Background()
+	all := gatewayv1.NamespacesFromAll
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}
+	theirs := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/other"}}
+	gateway := func(name string) *gatewayv1.Gateway {
+		gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, "gw.example.com"))
+		gw.Name = name
+		gw.Spec.AllowedListeners = &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: &all}}
+		return gw
+	}
+	moved, deleted := gateway("moved"), gateway("deleted")
+	set := func(name, parent string) *gatewayv1.ListenerSet {
+		h := gatewayv1.Hostname(name + ".example.com")
+		return &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Generation: 2},
+			Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: gatewayv1.ObjectName(parent)},
+				Listeners: []gatewayv1.ListenerEntry{{Name: "web", Protocol: gatewayv1.HTTPProtocolType, Port: 80, Hostname: &h}}}}
+	}
+	onMoved, onDeleted := set("on-moved", "moved"), set("on-deleted", "deleted")
+	kind := gatewayv1.Kind(gatewayapi.KindListenerSet)
+	setRef := parentRef("on-moved", "web")
+	setRef.Kind = &kind
+	route := testRoute("default", "web", nil, setRef)
+
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(class, theirs, moved, deleted, onMoved, onDeleted, route).
+		WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.ListenerSet{}, &gatewayv1.HTTPRoute{}).Build()
+	u := NewGatewayAPIUpdater("", IngressOptions{PublishAddresses: []string{"192.0.2.1"}}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+	u.now = func() time.Time { return t0 }
+	round := func() {
+		t.Helper()
+		snap, err := store.SnapshotOf(ctx, u.source, store.NewKindSet(store.AllKinds()...))
+		require.NoError(t, err)
+		u.Report(ctx, dataplane.Round{GatewayAPI: u.attach(snap), Gateways: []dataplane.GatewayResult{{URL: "a"}}})
+		require.NoError(t, u.Update(ctx))
+	}
+	get := func(ls *gatewayv1.ListenerSet) gatewayv1.ListenerSetStatus {
+		t.Helper()
+		var got gatewayv1.ListenerSet
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ls), &got))
+		return got.Status
+	}
+
+	round()
+	for _, ls := range []*gatewayv1.ListenerSet{onMoved, onDeleted} {
+		st := get(ls)
+		require.Equal(t, "True/Accepted", condition(st.Conditions, "Accepted"), ls.Name)
+		require.Equal(t, "True/Programmed", condition(st.Conditions, "Programmed"), ls.Name)
+		require.Len(t, st.Listeners, 1, ls.Name)
+	}
+	require.EqualValues(t, 1, get(onMoved).Listeners[0].AttachedRoutes)
+
+	// The Gateway moves to another controller's class, the other is deleted.
+	var gw gatewayv1.Gateway
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(moved), &gw))
+	gw.Spec.GatewayClassName = "theirs"
+	require.NoError(t, c.Update(ctx, &gw))
+	require.NoError(t, c.Delete(ctx, deleted))
+	round()
+
+	st := get(onMoved)
+	require.Equal(t, "Unknown/Pending", condition(st.Conditions, "Accepted"), "another controller's Gateway: for it to take up")
+	require.Equal(t, "Unknown/Pending", condition(st.Conditions, "Programmed"))
+	require.Empty(t, st.Listeners, "konductor serves none of its listeners")
+	st = get(onDeleted)
+	require.Equal(t, "False/ParentNotAccepted", condition(st.Conditions, "Accepted"))
+	require.Equal(t, "False/ParentNotAccepted", condition(st.Conditions, "Programmed"))
+	require.Equal(t, "Gateway default/deleted does not exist", meta.FindStatusCondition(st.Conditions, "Accepted").Message)
+	require.Equal(t, int64(2), meta.FindStatusCondition(st.Conditions, "Accepted").ObservedGeneration)
+	require.Empty(t, st.Listeners)
+	var gotRoute gatewayv1.HTTPRoute
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(route), &gotRoute))
+	require.Empty(t, gotRoute.Status.Parents, "the route's entry for a set konductor no longer serves goes")
+
+	// The other controller writes the set's status: konductor leaves it, and writes nothing
+	// more.
+	var ls gatewayv1.ListenerSet
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(onMoved), &ls))
+	ls.Status.Conditions = []metav1.Condition{
+		{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "theirs", ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(t0)},
+		{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", Message: "theirs", ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(t0)},
+	}
+	ls.Status.Listeners = []gatewayv1.ListenerEntryStatus{{Name: "web", AttachedRoutes: 3, Conditions: []metav1.Condition{}}}
+	require.NoError(t, c.Status().Update(ctx, &ls))
+	deletedBefore := get(onDeleted)
+	round()
+	require.Equal(t, ls.Status, get(onMoved), "another controller's status")
+	require.Equal(t, deletedBefore, get(onDeleted), "nothing differs")
 }

@@ -255,8 +255,38 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 			}
 		}
 	}
+	u.releaseListenerSets(ctx, a, snap, now, &errs)
 	u.updateBackendTLSPolicies(ctx, translated, snap, now, &errs)
 	return errs.err()
+}
+
+// releaseListenerSets writes the status of every ListenerSet whose parent Gateway is no
+// longer ours (another controller's class, or deleted) and whose status konductor wrote
+// (releasedListenerSetStatus): a status left as it was would say Accepted and Programmed,
+// with attachedRoutes, for listeners konductor no longer serves.
+func (u *GatewayAPIUpdater) releaseListenerSets(ctx context.Context, a *gatewayapi.Attachment, snap *store.Snapshot, now time.Time, errs *failures) {
+	gateways := make(map[string]bool, len(snap.Gateways))
+	for _, g := range snap.Gateways {
+		gateways[g.Namespace+"/"+g.Name] = true
+	}
+	for _, ls := range snap.ListenerSets {
+		if a.ListenerSet(ls.Namespace, ls.Name) != nil {
+			continue // ours: updateListenerSets writes it
+		}
+		ns, name, ok := gatewayapi.ParentGateway(ls)
+		if !ok {
+			continue
+		}
+		want, owned := releasedListenerSetStatus(ls, ns, name, gateways[ns+"/"+name], now)
+		if !owned || equality.Semantic.DeepEqual(want, ls.Status) {
+			continue
+		}
+		updated := ls.DeepCopy()
+		updated.Status = want
+		if err := u.writeStatus(ctx, updated, client.MergeFrom(ls)); err != nil {
+			errs.add("ListenerSet", ls, err)
+		}
+	}
 }
 
 // updateListenerSets writes the status of every ListenerSet naming Gateway gw whose status
