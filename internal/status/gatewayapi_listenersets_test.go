@@ -2,11 +2,14 @@ package status
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -200,4 +203,80 @@ func TestListenerSetStatusReleased(t *testing.T) {
 	round()
 	require.Equal(t, ls.Status, get(onMoved), "another controller's status")
 	require.Equal(t, deletedBefore, get(onDeleted), "nothing differs")
+}
+
+// A ListenerSet's HTTPS listener with a certificate problem (a missing Secret, one without a
+// valid key pair, one in another namespace no ReferenceGrant permits) is judged as a
+// Gateway's listener with the same problem, through the updater's real path (the set's own
+// grants, the cache's Secrets): ResolvedRefs False with the same reason and message,
+// Programmed False Invalid, still Accepted; a route on it attaches and is counted, as on the
+// Gateway's; the set, like the Gateway, stays Accepted with ListenersNotValid.
+func TestListenerSetCertificateProblemsAsGateway(t *testing.T) {
+	ctx := context.Background()
+	all := gatewayv1.NamespacesFromAll
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}
+	bad := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bad"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: []byte("nope"), corev1.TLSPrivateKeyKey: []byte("nope")}}
+	elsewhere := gatewayv1.Namespace("elsewhere")
+	problems := map[string]gatewayv1.SecretObjectReference{
+		"missing": {Name: "missing"}, "bad": {Name: "bad"}, "ungranted": {Name: "bad", Namespace: &elsewhere},
+	}
+	https := func(prefix, problem string) gatewayv1.Listener {
+		l := listener(prefix+problem, gatewayv1.HTTPSProtocolType, 443, prefix+problem+".example.com")
+		l.TLS = &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{problems[problem]}}
+		return l
+	}
+	gw := testGateway(listener("http", gatewayv1.HTTPProtocolType, 80, "gw.example.com"), https("gw-", "missing"), https("gw-", "bad"), https("gw-", "ungranted"))
+	gw.Spec.AllowedListeners = &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: &all}}
+	ls := &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ls", Generation: 3},
+		Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: "kong"}}}
+	for _, l := range []gatewayv1.Listener{listener("ls-http", gatewayv1.HTTPProtocolType, 80, "ls.example.com"), https("ls-", "missing"), https("ls-", "bad"), https("ls-", "ungranted")} {
+		ls.Spec.Listeners = append(ls.Spec.Listeners, gatewayv1.ListenerEntry(l))
+	}
+	kind := gatewayv1.Kind(gatewayapi.KindListenerSet)
+	objs := []client.Object{class, bad, gw, ls}
+	for problem := range problems {
+		onSet := parentRef("ls", "ls-"+problem)
+		onSet.Kind = &kind
+		objs = append(objs, testRoute("default", "gw-"+problem, nil, parentRef("kong", "gw-"+problem)), testRoute("default", "ls-"+problem, nil, onSet))
+	}
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(objs...).
+		WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.ListenerSet{}, &gatewayv1.HTTPRoute{}).Build()
+	u := NewGatewayAPIUpdater("", IngressOptions{PublishAddresses: []string{"192.0.2.1"}}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+	u.now = func() time.Time { return t0 }
+	snap, err := store.SnapshotOf(ctx, u.source, store.NewKindSet(store.AllKinds()...))
+	require.NoError(t, err)
+	u.Report(ctx, dataplane.Round{GatewayAPI: u.attach(snap), Gateways: []dataplane.GatewayResult{{URL: "a"}}})
+	require.NoError(t, u.Update(ctx))
+
+	var gotGW gatewayv1.Gateway
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(gw), &gotGW))
+	var gotLS gatewayv1.ListenerSet
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ls), &gotLS))
+	require.Equal(t, "True/ListenersNotValid", condition(gotGW.Status.Conditions, "Accepted"))
+	require.Equal(t, "True/ListenersNotValid", condition(gotLS.Status.Conditions, "Accepted"), "as the Gateway")
+	require.Equal(t, "True/Programmed", condition(gotLS.Status.Conditions, "Programmed"), "its valid listener is served")
+	// A listener's conditions without their generation (the Gateway's and the set's differ).
+	summary := func(conds []metav1.Condition) []string {
+		var out []string
+		for _, c := range conds {
+			out = append(out, fmt.Sprintf("%s=%s/%s: %s", c.Type, c.Status, c.Reason, c.Message))
+		}
+		return out
+	}
+	wantReason := map[string]string{"missing": "InvalidCertificateRef", "bad": "InvalidCertificateRef", "ungranted": "RefNotPermitted"}
+	for problem := range problems {
+		gl, sl := gotGW.Status.Listeners[slices.IndexFunc(gotGW.Status.Listeners, func(l gatewayv1.ListenerStatus) bool { return string(l.Name) == "gw-"+problem })],
+			gotLS.Status.Listeners[slices.IndexFunc(gotLS.Status.Listeners, func(l gatewayv1.ListenerEntryStatus) bool { return string(l.Name) == "ls-"+problem })]
+		require.Equal(t, "False/"+wantReason[problem], condition(gl.Conditions, "ResolvedRefs"), problem)
+		require.Equal(t, "False/Invalid", condition(gl.Conditions, "Programmed"), problem)
+		require.Equal(t, summary(gl.Conditions), summary(sl.Conditions), "the set's listener is judged as the Gateway's: %s", problem)
+		require.EqualValues(t, 1, gl.AttachedRoutes, problem)
+		require.Equal(t, gl.AttachedRoutes, sl.AttachedRoutes, problem)
+		var onGW, onSet gatewayv1.HTTPRoute
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "gw-" + problem}, &onGW))
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "ls-" + problem}, &onSet))
+		require.Equal(t, "True/Accepted", condition(onGW.Status.Parents[0].Conditions, "Accepted"), problem)
+		require.Equal(t, summary(onGW.Status.Parents[0].Conditions), summary(onSet.Status.Parents[0].Conditions), "the route on the set's listener as the one on the Gateway's: %s", problem)
+	}
 }
