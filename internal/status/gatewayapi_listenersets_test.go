@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/konductor/konductor/internal/dataplane"
@@ -134,22 +136,49 @@ func TestListenerSetStatusReleased(t *testing.T) {
 			Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: gatewayv1.ObjectName(parent)},
 				Listeners: []gatewayv1.ListenerEntry{{Name: "web", Protocol: gatewayv1.HTTPProtocolType, Port: 80, Hostname: &h}}}}
 	}
-	onMoved, onDeleted := set("on-moved", "moved"), set("on-deleted", "deleted")
+	onMoved, onDeleted, raced := set("on-moved", "moved"), set("on-deleted", "deleted"), set("raced", "moved")
 	kind := gatewayv1.Kind(gatewayapi.KindListenerSet)
 	setRef := parentRef("on-moved", "web")
 	setRef.Kind = &kind
 	route := testRoute("default", "web", nil, setRef)
 
-	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(class, theirs, moved, deleted, onMoved, onDeleted, route).
-		WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.ListenerSet{}, &gatewayv1.HTTPRoute{}).Build()
+	theirStatus := []metav1.Condition{
+		{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "theirs", ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(t0)},
+		{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", Message: "theirs", ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(t0)},
+	}
+	var race atomic.Bool // the other controller writes raced's status just before ours lands
+	c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(class, theirs, moved, deleted, onMoved, onDeleted, raced, route).
+		WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.ListenerSet{}, &gatewayv1.HTTPRoute{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if obj.GetName() == raced.Name && race.CompareAndSwap(true, false) {
+				var cur gatewayv1.ListenerSet
+				require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(obj), &cur))
+				cur.Status = gatewayv1.ListenerSetStatus{Conditions: theirStatus}
+				require.NoError(t, cl.Status().Update(ctx, &cur))
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
 	u := NewGatewayAPIUpdater("", IngressOptions{PublishAddresses: []string{"192.0.2.1"}}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
 	u.now = func() time.Time { return t0 }
-	round := func() {
+	round := func() error {
 		t.Helper()
 		snap, err := store.SnapshotOf(ctx, u.source, store.NewKindSet(store.AllKinds()...))
 		require.NoError(t, err)
 		u.Report(ctx, dataplane.Round{GatewayAPI: u.attach(snap), Gateways: []dataplane.GatewayResult{{URL: "a"}}})
-		require.NoError(t, u.Update(ctx))
+		return u.Update(ctx)
+	}
+	// theirsKept reports whether status st is theirStatus (times compared as instants).
+	theirsKept := func(st gatewayv1.ListenerSetStatus) bool {
+		if len(st.Conditions) != len(theirStatus) {
+			return false
+		}
+		for i, c := range st.Conditions {
+			w := theirStatus[i]
+			if c.Type != w.Type || c.Status != w.Status || c.Reason != w.Reason || c.Message != w.Message || !c.LastTransitionTime.Equal(&w.LastTransitionTime) {
+				return false
+			}
+		}
+		return true
 	}
 	get := func(ls *gatewayv1.ListenerSet) gatewayv1.ListenerSetStatus {
 		t.Helper()
@@ -158,8 +187,8 @@ func TestListenerSetStatusReleased(t *testing.T) {
 		return got.Status
 	}
 
-	round()
-	for _, ls := range []*gatewayv1.ListenerSet{onMoved, onDeleted} {
+	require.NoError(t, round())
+	for _, ls := range []*gatewayv1.ListenerSet{onMoved, onDeleted, raced} {
 		st := get(ls)
 		require.Equal(t, "True/Accepted", condition(st.Conditions, "Accepted"), ls.Name)
 		require.Equal(t, "True/Programmed", condition(st.Conditions, "Programmed"), ls.Name)
@@ -173,7 +202,9 @@ func TestListenerSetStatusReleased(t *testing.T) {
 	gw.Spec.GatewayClassName = "theirs"
 	require.NoError(t, c.Update(ctx, &gw))
 	require.NoError(t, c.Delete(ctx, deleted))
-	round()
+	race.Store(true)
+	require.ErrorContains(t, round(), "ListenerSet default/raced", "the write carries the resourceVersion the status was judged at")
+	require.True(t, theirsKept(get(raced)), "the status its new controller wrote meanwhile stays")
 
 	st := get(onMoved)
 	require.Equal(t, "Unknown/Pending", condition(st.Conditions, "Accepted"), "another controller's Gateway: for it to take up")
@@ -193,15 +224,13 @@ func TestListenerSetStatusReleased(t *testing.T) {
 	// more.
 	var ls gatewayv1.ListenerSet
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(onMoved), &ls))
-	ls.Status.Conditions = []metav1.Condition{
-		{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "theirs", ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(t0)},
-		{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", Message: "theirs", ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(t0)},
-	}
+	ls.Status.Conditions = theirStatus
 	ls.Status.Listeners = []gatewayv1.ListenerEntryStatus{{Name: "web", AttachedRoutes: 3, Conditions: []metav1.Condition{}}}
 	require.NoError(t, c.Status().Update(ctx, &ls))
 	deletedBefore := get(onDeleted)
-	round()
+	require.NoError(t, round())
 	require.Equal(t, ls.Status, get(onMoved), "another controller's status")
+	require.True(t, theirsKept(get(raced)), "another controller's status")
 	require.Equal(t, deletedBefore, get(onDeleted), "nothing differs")
 }
 

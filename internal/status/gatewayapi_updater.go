@@ -283,7 +283,10 @@ func (u *GatewayAPIUpdater) releaseListenerSets(ctx context.Context, a *gatewaya
 		}
 		updated := ls.DeepCopy()
 		updated.Status = want
-		if err := u.writeStatus(ctx, updated, client.MergeFrom(ls)); err != nil {
+		// With the resourceVersion read: the status was judged ours as the cache showed it;
+		// if its Gateway's new controller wrote it since, the write conflicts and the next
+		// pass (which that write wakes) leaves theirs alone.
+		if err := u.writeStatus(ctx, updated, client.MergeFromWithOptions(ls, client.MergeFromWithOptimisticLock{})); err != nil {
 			errs.add("ListenerSet", ls, err)
 		}
 	}
