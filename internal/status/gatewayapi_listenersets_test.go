@@ -2,7 +2,13 @@ package status
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -13,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -307,5 +314,68 @@ func TestListenerSetCertificateProblemsAsGateway(t *testing.T) {
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "ls-" + problem}, &onSet))
 		require.Equal(t, "True/Accepted", condition(onGW.Status.Parents[0].Conditions, "Accepted"), problem)
 		require.Equal(t, summary(onGW.Status.Parents[0].Conditions), summary(onSet.Status.Parents[0].Conditions), "the route on the set's listener as the one on the Gateway's: %s", problem)
+	}
+}
+
+// loadedCopies are the Secrets the sync loop loaded (store.SecretPayloads.LoadedCopy), by name.
+type loadedCopies map[string]*corev1.Secret
+
+func (l loadedCopies) LoadedCopy(obj client.Object) client.Object {
+	if s, ok := l[obj.GetName()]; ok {
+		return s
+	}
+	return nil
+}
+
+// A certificate Secret the cache keeps without its data (store.PayloadNotCached) is judged by
+// the copy the sync loop loaded, on a Gateway's listener and a ListenerSet's alike; without
+// one it is what the cache shows (no key pair).
+func TestListenerCertificateFromLoadedCopy(t *testing.T) {
+	ctx := context.Background()
+	all := gatewayv1.NamespacesFromAll
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: ours}}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: t0.Add(-time.Hour), NotAfter: t0.Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	cached := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cert", Annotations: map[string]string{store.PayloadNotCachedAnnotation: "true"}}}
+	loaded := cached.DeepCopy()
+	loaded.Annotations = nil
+	loaded.Data = map[string][]byte{corev1.TLSCertKey: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		corev1.TLSPrivateKeyKey: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})}
+	l := listener("https", gatewayv1.HTTPSProtocolType, 443, "gw.example.com")
+	l.TLS = &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "cert"}}}
+	gw := testGateway(l)
+	gw.Spec.AllowedListeners = &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: &all}}
+	sl := l
+	sl.Hostname = ptr.To(gatewayv1.Hostname("set.example.com"))
+	ls := &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ls"},
+		Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: "kong"}, Listeners: []gatewayv1.ListenerEntry{gatewayv1.ListenerEntry(sl)}}}
+	for _, tc := range []struct {
+		name     string
+		payloads loadedCopies
+		want     string
+	}{{"loaded", loadedCopies{"cert": loaded}, "True/ResolvedRefs"}, {"not loaded", nil, "False/InvalidCertificateRef"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(class, cached, gw, ls).
+				WithStatusSubresource(&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.ListenerSet{}).Build()
+			u := NewGatewayAPIUpdater("", IngressOptions{PublishAddresses: []string{"192.0.2.1"}}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+			if tc.payloads != nil {
+				u.Payloads = tc.payloads
+			}
+			snap, err := store.SnapshotOf(ctx, u.source, store.NewKindSet(store.AllKinds()...))
+			require.NoError(t, err)
+			u.Report(ctx, dataplane.Round{GatewayAPI: u.attach(snap)})
+			require.NoError(t, u.Update(ctx))
+			var gotGW gatewayv1.Gateway
+			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(gw), &gotGW))
+			var gotLS gatewayv1.ListenerSet
+			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ls), &gotLS))
+			require.Equal(t, tc.want, condition(gotGW.Status.Listeners[0].Conditions, "ResolvedRefs"))
+			require.Equal(t, tc.want, condition(gotLS.Status.Listeners[0].Conditions, "ResolvedRefs"))
+		})
 	}
 }

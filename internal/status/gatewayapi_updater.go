@@ -60,6 +60,12 @@ type GatewayAPIUpdater struct {
 	// Router is the router flavor the gateways said (dataplane.RouterFlavors.Expressions),
 	// which decides some of the class's status.supportedFeatures; nil: traditional.
 	Router func() gatewayapi.Router
+	// Payloads are the Secrets the cache keeps without their data and the sync loop loaded
+	// (store.SecretPayloads): a listener's certificate in an Opaque Secret is judged by its
+	// loaded copy, not by the cache's empty one. nil: the cache's Secrets as they are.
+	Payloads interface {
+		LoadedCopy(client.Object) client.Object
+	}
 	// featuresPruned: a GatewayClass written with supportedFeatures came back without them.
 	featuresPruned atomic.Bool
 
@@ -196,6 +202,11 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 	}
 	secrets := make(map[string]*corev1.Secret, len(snap.Secrets))
 	for _, s := range snap.Secrets {
+		if store.PayloadNotCached(s) && u.Payloads != nil {
+			if l, ok := u.Payloads.LoadedCopy(s).(*corev1.Secret); ok {
+				s = l
+			}
+		}
 		secrets[s.Namespace+"/"+s.Name] = s
 	}
 	secret := func(ns, name string) *corev1.Secret { return secrets[ns+"/"+name] }
