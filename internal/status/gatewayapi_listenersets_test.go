@@ -379,3 +379,25 @@ func TestListenerCertificateFromLoadedCopy(t *testing.T) {
 		})
 	}
 }
+
+// Which ListenerSet statuses are konductor's: one whose Accepted message is one konductor
+// writes, for any Gateway (the set's parentRef may name another since); not the CRD's
+// default, nor another controller's.
+func TestOwnsListenerSetStatus(t *testing.T) {
+	accepted := func(msg string) gatewayv1.ListenerSetStatus {
+		return gatewayv1.ListenerSetStatus{Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionFalse, Reason: "NotAllowed", Message: msg}}}
+	}
+	for msg, want := range map[string]bool{
+		msgListenerSetAccepted:      true,
+		msgListenerSetSomeListeners: true,
+		"Gateway other/gw does not allow ListenerSets from this namespace (spec.allowedListeners)": true,
+		"Gateway a/b is not accepted":   true,
+		"Gateway a/b does not exist":    true,
+		"Waiting for controller":        false,
+		"Gateway  is not accepted":      false,
+		"accepted by example.com/other": false,
+	} {
+		require.Equal(t, want, ownsListenerSetStatus(accepted(msg)), msg)
+	}
+	require.False(t, ownsListenerSetStatus(gatewayv1.ListenerSetStatus{}), "no status")
+}
