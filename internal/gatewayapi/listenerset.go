@@ -68,15 +68,11 @@ func (a *Attachment) attachListenerSets(sets []*gatewayv1.ListenerSet, nsLabels 
 		if s == nil {
 			continue
 		}
-		ref := s.Spec.ParentRef
-		if (ref.Group != nil && string(*ref.Group) != Group) || (ref.Kind != nil && string(*ref.Kind) != "Gateway") {
+		ns, name, ok := ParentGateway(s)
+		if !ok {
 			continue
 		}
-		ns := s.Namespace
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = string(*ref.Namespace)
-		}
-		gw := a.Gateway(ns, string(ref.Name))
+		gw := a.Gateway(ns, name)
 		if gw == nil {
 			continue
 		}
@@ -99,6 +95,21 @@ func (a *Attachment) attachListenerSets(sets []*gatewayv1.ListenerSet, nsLabels 
 		})
 		listenerConflicts(gw)
 	}
+}
+
+// ParentGateway is the namespace and name of the Gateway ListenerSet s names in its
+// parentRef (the set's namespace when the ref gives none), and false when the parentRef
+// names another kind than a Gateway.
+func ParentGateway(s *gatewayv1.ListenerSet) (ns, name string, ok bool) {
+	ref := s.Spec.ParentRef
+	if (ref.Group != nil && string(*ref.Group) != Group) || (ref.Kind != nil && string(*ref.Kind) != "Gateway") {
+		return "", "", false
+	}
+	ns = s.Namespace
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	return ns, string(ref.Name), true
 }
 
 // allowsListenerSet applies a Gateway's spec.allowedListeners.namespaces to a ListenerSet in

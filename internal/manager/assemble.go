@@ -362,7 +362,7 @@ func reporters(cfg *config.Config, opts Options, cs *cacheParts, gws *gatewayPar
 			return false
 		}
 	})
-	writers, err := statusWriters(cfg, cs.st, mgr, cs.barrier, cs.flavors, log)
+	writers, err := statusWriters(cfg, cs.st, cs.payloads, mgr, cs.barrier, cs.flavors, log)
 	if err != nil {
 		return nil, err
 	}

@@ -233,7 +233,7 @@ func kindsToRead(ctx context.Context, cfg *config.Config, restCfg *rest.Config, 
 
 // statusWriters are the leader-only status writers --update-status asks for (added to mgr),
 // as the reporters the sync loop tells.
-func statusWriters(cfg *config.Config, st *store.Store, mgr ctrlmanager.Manager, barrier *dataplane.InformerBarrier, flavors *dataplane.RouterFlavors, log logr.Logger) (dataplane.Reporters, error) {
+func statusWriters(cfg *config.Config, st *store.Store, payloads *store.SecretPayloads, mgr ctrlmanager.Manager, barrier *dataplane.InformerBarrier, flavors *dataplane.RouterFlavors, log logr.Logger) (dataplane.Reporters, error) {
 	var out dataplane.Reporters
 	publish := status.IngressOptions{PublishAddresses: cfg.PublishAddresses, PublishService: cfg.PublishService,
 		PublishAddressesUDP: cfg.PublishAddressesUDP, PublishServiceUDP: cfg.PublishServiceUDP}
@@ -248,6 +248,7 @@ func statusWriters(cfg *config.Config, st *store.Store, mgr ctrlmanager.Manager,
 	if cfg.UpdateStatus {
 		gatewayStatus := status.NewGatewayAPIUpdater(cfg.GatewayAPIControllerName, publish, st, mgr.GetAPIReader(), mgr.GetClient(), log.WithName("gateway-api-status"))
 		gatewayStatus.GatewayAlpha = cfg.FeatureGates.Enabled(config.GateGatewayAlpha)
+		gatewayStatus.Payloads = payloads
 		gatewayStatus.Listens = flavors.Listens
 		gatewayStatus.Router = func() gatewayapi.Router { return gatewayapi.Router{Expressions: flavors.Expressions()} }
 		out = append(out, gatewayStatus)

@@ -2,8 +2,10 @@ package status
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -52,7 +54,7 @@ func listenerSetStatus(have gatewayv1.ListenerSetStatus, ls *gatewayapi.Listener
 	want.Listeners = listeners
 
 	accepted := metav1.Condition{Type: string(gatewayv1.ListenerSetConditionAccepted), Status: metav1.ConditionTrue,
-		Reason: string(gatewayv1.ListenerSetReasonAccepted), Message: "the ListenerSet's listeners are part of its Gateway"}
+		Reason: string(gatewayv1.ListenerSetReasonAccepted), Message: msgListenerSetAccepted}
 	prog := metav1.Condition{Type: string(gatewayv1.ListenerSetConditionProgrammed), Status: metav1.ConditionTrue,
 		Reason: string(gatewayv1.ListenerSetReasonProgrammed), Message: "in the configuration the gateways took"}
 	refuse := func(reason gatewayv1.ListenerSetConditionReason, message string) {
@@ -62,14 +64,14 @@ func listenerSetStatus(have gatewayv1.ListenerSetStatus, ls *gatewayapi.Listener
 	gw := ls.Gateway.Gateway
 	switch {
 	case !ls.Allowed:
-		refuse(gatewayv1.ListenerSetReasonNotAllowed, fmt.Sprintf("Gateway %s/%s does not allow ListenerSets from this namespace (spec.allowedListeners)", gw.Namespace, gw.Name))
+		refuse(gatewayv1.ListenerSetReasonNotAllowed, fmt.Sprintf(msgListenerSetNotAllowed, gw.Namespace, gw.Name))
 	case !gatewayAccepted:
-		refuse(gatewayv1.ListenerSetReasonParentNotAccepted, fmt.Sprintf("Gateway %s/%s is not accepted", gw.Namespace, gw.Name))
+		refuse(gatewayv1.ListenerSetReasonParentNotAccepted, fmt.Sprintf(msgListenerSetParentNotAccepted, gw.Namespace, gw.Name))
 	case valid == 0:
-		refuse(gatewayv1.ListenerSetReasonListenersNotValid, "no listener is valid")
+		refuse(gatewayv1.ListenerSetReasonListenersNotValid, msgListenerSetNoListener)
 	default:
 		if valid < len(ls.Listeners) {
-			accepted.Reason, accepted.Message = string(gatewayv1.ListenerSetReasonListenersNotValid), "some listeners are not valid"
+			accepted.Reason, accepted.Message = string(gatewayv1.ListenerSetReasonListenersNotValid), msgListenerSetSomeListeners
 		}
 		if !programmed {
 			prog.Status, prog.Reason, prog.Message = metav1.ConditionFalse, string(gatewayv1.ListenerSetReasonPending), "no gateway has taken the configuration yet"
@@ -78,6 +80,62 @@ func listenerSetStatus(have gatewayv1.ListenerSetStatus, ls *gatewayapi.Listener
 	setCondition(&want.Conditions, accepted, gen, now)
 	setCondition(&want.Conditions, prog, gen, now)
 	return want, accepted.Status == metav1.ConditionTrue
+}
+
+// The messages of the Accepted condition konductor writes on a ListenerSet (those with %s/%s
+// name its Gateway). A ListenerSet's status has no controllerName (a route's parents entries
+// have one): these tell a status konductor wrote from another controller's once the set's
+// Gateway is no longer ours (ownsListenerSetStatus).
+const (
+	msgListenerSetAccepted          = "the ListenerSet's listeners are part of its Gateway"
+	msgListenerSetNotAllowed        = "Gateway %s/%s does not allow ListenerSets from this namespace (spec.allowedListeners)"
+	msgListenerSetParentNotAccepted = "Gateway %s/%s is not accepted"
+	msgListenerSetNoListener        = "no listener is valid"
+	msgListenerSetSomeListeners     = "some listeners are not valid"
+	msgListenerSetParentNotFound    = "Gateway %s/%s does not exist"
+)
+
+// ownsListenerSetStatus reports whether konductor wrote status st: its Accepted condition
+// carries one of konductor's messages (for any Gateway: the set's parentRef may have been
+// changed since).
+func ownsListenerSetStatus(st gatewayv1.ListenerSetStatus) bool {
+	c := meta.FindStatusCondition(st.Conditions, string(gatewayv1.ListenerSetConditionAccepted))
+	if c == nil {
+		return false
+	}
+	for _, m := range []string{msgListenerSetAccepted, msgListenerSetNotAllowed, msgListenerSetParentNotAccepted,
+		msgListenerSetNoListener, msgListenerSetSomeListeners, msgListenerSetParentNotFound} {
+		before, after, named := strings.Cut(m, "%s/%s")
+		if c.Message == m || named && len(c.Message) > len(before)+len(after) && strings.HasPrefix(c.Message, before) && strings.HasSuffix(c.Message, after) {
+			return true
+		}
+	}
+	return false
+}
+
+// releasedListenerSetStatus is the status of ListenerSet ls that konductor no longer serves:
+// its parentRef names no Gateway of ours (gatewayapi.Attachment.ListenerSet is nil), and
+// whether to write it, only when konductor wrote the status it has (ownsListenerSetStatus),
+// as a route's parents entries of ours go when the route no longer names one of our
+// Gateways. Its listeners' statuses go (konductor serves none of them, their attachedRoutes
+// would say otherwise); Accepted and Programmed become, when the Gateway exists
+// (parentFound: another controller's class now), what the CRD writes on a set no controller
+// has seen, Unknown Pending, for that controller to take up; when it does not exist (deleted),
+// False ParentNotAccepted, as for a parent not accepted, naming it.
+func releasedListenerSetStatus(ls *gatewayv1.ListenerSet, parentNS, parentName string, parentFound bool, now time.Time) (gatewayv1.ListenerSetStatus, bool) {
+	have := ls.Status
+	if !ownsListenerSetStatus(have) {
+		return have, false
+	}
+	want := gatewayv1.ListenerSetStatus{Conditions: append([]metav1.Condition(nil), have.Conditions...)}
+	status, reason, message := metav1.ConditionUnknown, string(gatewayv1.ListenerSetReasonPending), "Waiting for controller"
+	if !parentFound {
+		status, reason, message = metav1.ConditionFalse, string(gatewayv1.ListenerSetReasonParentNotAccepted), fmt.Sprintf(msgListenerSetParentNotFound, parentNS, parentName)
+	}
+	for _, typ := range []gatewayv1.ListenerSetConditionType{gatewayv1.ListenerSetConditionAccepted, gatewayv1.ListenerSetConditionProgrammed} {
+		setCondition(&want.Conditions, metav1.Condition{Type: string(typ), Status: status, Reason: reason, Message: message}, ls.Generation, now)
+	}
+	return want, true
 }
 
 // withAttachedListenerSets is a Gateway's status want with status.attachedListenerSets n:

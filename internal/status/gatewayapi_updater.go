@@ -60,6 +60,12 @@ type GatewayAPIUpdater struct {
 	// Router is the router flavor the gateways said (dataplane.RouterFlavors.Expressions),
 	// which decides some of the class's status.supportedFeatures; nil: traditional.
 	Router func() gatewayapi.Router
+	// Payloads are the Secrets the cache keeps without their data and the sync loop loaded
+	// (store.SecretPayloads): a listener's certificate in an Opaque Secret is judged by its
+	// loaded copy, not by the cache's empty one. nil: the cache's Secrets as they are.
+	Payloads interface {
+		LoadedCopy(client.Object) client.Object
+	}
 	// featuresPruned: a GatewayClass written with supportedFeatures came back without them.
 	featuresPruned atomic.Bool
 
@@ -196,6 +202,11 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 	}
 	secrets := make(map[string]*corev1.Secret, len(snap.Secrets))
 	for _, s := range snap.Secrets {
+		if store.PayloadNotCached(s) && u.Payloads != nil {
+			if l, ok := u.Payloads.LoadedCopy(s).(*corev1.Secret); ok {
+				s = l
+			}
+		}
 		secrets[s.Namespace+"/"+s.Name] = s
 	}
 	secret := func(ns, name string) *corev1.Secret { return secrets[ns+"/"+name] }
@@ -255,8 +266,41 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 			}
 		}
 	}
+	u.releaseListenerSets(ctx, a, snap, now, &errs)
 	u.updateBackendTLSPolicies(ctx, translated, snap, now, &errs)
 	return errs.err()
+}
+
+// releaseListenerSets writes the status of every ListenerSet whose parent Gateway is no
+// longer ours (another controller's class, or deleted) and whose status konductor wrote
+// (releasedListenerSetStatus): a status left as it was would say Accepted and Programmed,
+// with attachedRoutes, for listeners konductor no longer serves.
+func (u *GatewayAPIUpdater) releaseListenerSets(ctx context.Context, a *gatewayapi.Attachment, snap *store.Snapshot, now time.Time, errs *failures) {
+	gateways := make(map[string]bool, len(snap.Gateways))
+	for _, g := range snap.Gateways {
+		gateways[g.Namespace+"/"+g.Name] = true
+	}
+	for _, ls := range snap.ListenerSets {
+		if a.ListenerSet(ls.Namespace, ls.Name) != nil {
+			continue // ours: updateListenerSets writes it
+		}
+		ns, name, ok := gatewayapi.ParentGateway(ls)
+		if !ok {
+			continue
+		}
+		want, owned := releasedListenerSetStatus(ls, ns, name, gateways[ns+"/"+name], now)
+		if !owned || equality.Semantic.DeepEqual(want, ls.Status) {
+			continue
+		}
+		updated := ls.DeepCopy()
+		updated.Status = want
+		// With the resourceVersion read: the status was judged ours as the cache showed it;
+		// if its Gateway's new controller wrote it since, the write conflicts and the next
+		// pass (which that write wakes) leaves theirs alone.
+		if err := u.writeStatus(ctx, updated, client.MergeFromWithOptions(ls, client.MergeFromWithOptimisticLock{})); err != nil {
+			errs.add("ListenerSet", ls, err)
+		}
+	}
 }
 
 // updateListenerSets writes the status of every ListenerSet naming Gateway gw whose status

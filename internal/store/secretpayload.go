@@ -445,7 +445,13 @@ func (p *SecretPayloads) load(ctx context.Context, want map[payloadKey]client.Ob
 
 // Loaded reports whether obj (a Secret or ConfigMap), which the cache keeps without its
 // data, has its loaded copy at its version (/debug/graph).
-func (p *SecretPayloads) Loaded(obj client.Object) bool {
+func (p *SecretPayloads) Loaded(obj client.Object) bool { return p.LoadedCopy(obj) != nil }
+
+// LoadedCopy is the copy of obj (a Secret or ConfigMap, which the cache keeps without its
+// data) loaded at its version, or nil. Unlike a snapshot through Source it changes nothing:
+// readers beside the sync loop (the Gateway API status) see what the loop's translation
+// loaded without taking the loop's changes from it. The copy is shared: not to be modified.
+func (p *SecretPayloads) LoadedCopy(obj client.Object) client.Object {
 	k := KindSecret
 	if _, ok := obj.(*corev1.ConfigMap); ok {
 		k = KindConfigMap
@@ -453,5 +459,8 @@ func (p *SecretPayloads) Loaded(obj client.Object) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l := p.loaded[keyOf(k, obj)]
-	return l != nil && l.GetUID() == obj.GetUID() && l.GetResourceVersion() == obj.GetResourceVersion()
+	if l == nil || l.GetUID() != obj.GetUID() || l.GetResourceVersion() != obj.GetResourceVersion() {
+		return nil
+	}
+	return l
 }

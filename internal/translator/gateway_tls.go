@@ -44,17 +44,33 @@ func (b *builder) gatewayListenerCerts() []listenerCert {
 			out = b.listenerCert(out, g.Gateway, gvkGateway, i, &l)
 		}
 		for _, s := range g.ListenerSets {
-			if !s.Attached() {
-				continue
-			}
 			for i, l := range s.Listeners {
-				if l.Usable() {
+				if s.Attached() && l.Usable() {
 					out = b.listenerCert(out, s.ListenerSet, gvkListenerSet, i, l.Listener)
+				} else {
+					// Left out, but its ResolvedRefs condition reads its Secrets as a Gateway
+					// listener's (kept whole in the cache: store.SecretPayloads).
+					b.referCertificateSecrets(s.ListenerSet, gvkListenerSet, l.Listener)
 				}
 			}
 		}
 	}
 	return out
+}
+
+// referCertificateSecrets puts every Secret listener l of owner names in the graph: the
+// listener's ResolvedRefs condition reads each, even on a listener that gets no certificate
+// (one left out of its Gateway, a conflicted ListenerSet listener), so each is kept whole in
+// the cache and its change wakes translation.
+func (b *builder) referCertificateSecrets(owner client.Object, gvk schema.GroupVersionKind, l *gatewayv1.Listener) {
+	if l.TLS == nil {
+		return
+	}
+	for _, cr := range l.TLS.CertificateRefs {
+		if ns, isSecret := gatewayapi.CertificateSecretRef(owner.GetNamespace(), cr); isSecret {
+			b.refer(owner, gvk, ref(gvkSecret, ns, string(cr.Name)))
+		}
+	}
 }
 
 // listenerCert appends to out the certificate of listener l, spec.listeners[i] of owner (a
@@ -67,13 +83,7 @@ func (b *builder) listenerCert(out []listenerCert, owner client.Object, gvk sche
 		return out
 	}
 	field := fmt.Sprintf("spec.listeners[%d].tls.certificateRefs", i)
-	// Every Secret named is read by the listener's ResolvedRefs condition, even on a
-	// listener that gets no certificate: each is in the graph.
-	for _, cr := range l.TLS.CertificateRefs {
-		if ns, isSecret := gatewayapi.CertificateSecretRef(owner.GetNamespace(), cr); isSecret {
-			b.refer(owner, gvk, ref(gvkSecret, ns, string(cr.Name)))
-		}
-	}
+	b.referCertificateSecrets(owner, gvk, l)
 	if len(l.TLS.CertificateRefs) > gatewayapi.MaxCertificateRefs {
 		b.problem(owner, gvk, field, "listener %q has more than two certificateRefs, at most two are supported; the listener gets no certificate", l.Name)
 		return out
