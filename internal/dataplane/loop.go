@@ -551,12 +551,18 @@ func (l *Loop) NeedLeaderElection() bool { return true }
 func (l *Loop) FirstSyncDone() <-chan struct{} { return l.firstSync }
 
 // FirstDiffStarted is closed when the loop first hands a target to a gateway synced by diff
-// (database mode, SyncsByDiff), before that sync begins; never while every gateway is DB-less.
+// (database mode, SyncsByDiff), before that sync begins, or a standby's first Prepare of one
+// begins (DiffStarting); never while every gateway is DB-less.
 // The process's start ends there for the collector (cmd/konductor): a first sync into an
 // empty database-backed Kong builds and throws away go-database-reconciler's states for
 // seconds (20 s at 10,000 Ingresses), and under the start's relaxed target that garbage
 // alone made the peak (issue #45).
 func (l *Loop) FirstDiffStarted() <-chan struct{} { return l.firstDiff }
+
+// DiffStarting closes FirstDiffStarted unless it is already: a standby replica's Prepare,
+// which dumps Kong and runs the diff dry before this replica leads, says so too
+// (manager.standbyPreparer), as its garbage is the same.
+func (l *Loop) DiffStarting() { l.firstDiffOnce.Do(func() { close(l.firstDiff) }) }
 
 // Ready returns nil once the first sync is done and every current gateway has taken a
 // configuration; otherwise why not.
@@ -826,7 +832,7 @@ func (l *Loop) dispatch(g *gatewayState) {
 	g.busy, g.seq, g.retryAt = true, l.seq, time.Time{} // settle sets a new retry time if it fails
 	target, seq := l.target, l.seq
 	if SyncsByDiff(g.Gateway) {
-		l.firstDiffOnce.Do(func() { close(l.firstDiff) })
+		l.DiffStarting()
 	}
 	l.gate.hold()
 	l.inFlight++
