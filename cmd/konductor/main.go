@@ -94,6 +94,7 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 		case <-c.FirstDiffStarted():
 			diffOver()
 		case <-startDone:
+		case <-ctx.Done():
 		}
 	}()
 	return c.Start(ctx)
