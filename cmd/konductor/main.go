@@ -60,7 +60,12 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 	setGCPercent(log, setMemoryLimit(log, cgroupMemoryFiles))
 	startDone := make(chan struct{})
 	startOver := sync.OnceFunc(func() { close(startDone) })
-	relaxCollectorUntil(ctx, log, startDone)
+	// In database mode the first sync's diff starts before the start is over; the
+	// collector's target narrows there (relaxCollectorUntil). The controller, made below,
+	// tells when.
+	diffStarted := make(chan struct{})
+	diffOver := sync.OnceFunc(func() { close(diffStarted) })
+	relaxCollectorUntil(ctx, log, diffStarted, startDone)
 	releaseStartPagesWhen(ctx, log, startDone)
 	recorded := profileStartUntil(ctx, log, startDone)
 	// The start's profile and trace are written whole before the process exits, however the
@@ -83,6 +88,14 @@ func runController(ctx context.Context, args []string, stderr io.Writer) error {
 	go func() {
 		<-c.FirstSyncDone()
 		startOver()
+	}()
+	go func() {
+		select {
+		case <-c.FirstDiffStarted():
+			diffOver()
+		case <-startDone:
+		case <-ctx.Done():
+		}
 	}()
 	return c.Start(ctx)
 }

@@ -99,15 +99,29 @@ const startGCPercent = 800
 // The steady target comes back then.
 const startGCWindow = time.Minute
 
+// firstDiffGCPercent is the collector's target from the start of a first sync by diff
+// (database mode) until the start is over, when the steady target is narrower. That sync
+// builds go-database-reconciler's states and throws most of them away (at 10,000 Ingresses
+// 20 s of it, about 330 MB of heap at its peak at Go's default target: BenchmarkFirstSync):
+// at startGCPercent the heap grew to nine times what was live through it (2.2 GB of peak
+// RSS at 10,000 Ingresses, 572 MB at 2,000; issue #45). At 2,000 Ingresses end to end the
+// peak is 216 MB at 100, 177-187 MB at the steady 50, whose collections cost the controller
+// about a third more CPU to its first push (3.3 s against 2.4; 1.9 at startGCPercent)
+// (docs/performance/journal.md, "Issue #45: what made database mode's peak").
+const firstDiffGCPercent = 100
+
 // returnFreedMemory collects and returns the heap's free pages to the system at once
 // (a variable for tests).
 var returnFreedMemory = debug.FreeOSMemory
 
 // relaxCollectorUntil raises the collector's target to startGCPercent until done closes,
 // ctx ends or startGCWindow passed, then restores the target it found and, unless ctx ended,
-// returns the start's freed memory to the system once. It does nothing when GOGC is set (the
-// operator's choice) or the target is already as high. It returns at once, with a channel
-// closed once the target is restored (nil when it did nothing).
+// returns the start's freed memory to the system once. When diffStarted closes first (a
+// first sync by diff begins: database mode), the target is firstDiffGCPercent (or the steady
+// one, if wider) from then until the same end, and the start's freed memory is returned
+// then as well, before the diff's heap grows on top of it. It does nothing when GOGC is set
+// (the operator's choice) or the target is already as high. It returns at once, with a
+// channel closed once the target is restored (nil when it did nothing).
 //
 // Why return the memory: at the start's target the heap grew to up to nine times what
 // survived (the cache's first lists, the first translation and rendering), and those pages
@@ -118,7 +132,7 @@ var returnFreedMemory = debug.FreeOSMemory
 // steady goal (issue #13, memory; docs/performance.md). Waiting for the next collection
 // instead was tried and not kept: the first status writes, still in flight then, kept the
 // live heap as high as at the first push.
-func relaxCollectorUntil(ctx context.Context, log logr.Logger, done <-chan struct{}) <-chan struct{} {
+func relaxCollectorUntil(ctx context.Context, log logr.Logger, diffStarted, done <-chan struct{}) <-chan struct{} {
 	if os.Getenv("GOGC") != "" {
 		return nil
 	}
@@ -133,6 +147,16 @@ func relaxCollectorUntil(ctx context.Context, log logr.Logger, done <-chan struc
 		timer := time.NewTimer(startGCWindow)
 		defer timer.Stop()
 		select {
+		case <-diffStarted:
+			diff := max(steady, firstDiffGCPercent)
+			debug.SetGCPercent(diff)
+			log.V(1).Info("first sync by diff: Go collector target narrowed", "gcPercent", diff)
+			returnFreedMemory()
+			select {
+			case <-done:
+			case <-ctx.Done():
+			case <-timer.C:
+			}
 		case <-done:
 		case <-ctx.Done():
 		case <-timer.C:

@@ -175,3 +175,31 @@ func TestLearnDoesNotHoldTheLockWhileAsking(t *testing.T) {
 	require.False(t, <-done)
 	require.True(t, locked, "GatewayFacts.mu held while GET / was asked")
 }
+
+// The mode a GET / said (Detect's, Answered's) is known before the first Sync detects it, for
+// the loop to tell a first sync by diff as it starts (SyncsByDiff), and stays known after
+// that Sync took the answer.
+func TestDetectingGatewayKnowsItsDatabaseBeforeItsFirstSync(t *testing.T) {
+	ctx := context.Background()
+	_, g, _ := countedGateway(t, kongemu.Options{})
+	db, known := g.Database()
+	require.False(t, known, "nothing asked yet")
+	require.False(t, db)
+	_, err := g.Detect(ctx)
+	require.NoError(t, err)
+	db, known = g.Database()
+	require.True(t, known)
+	require.False(t, db, "a DB-less emulator")
+	require.False(t, SyncsByDiff(g))
+	require.NoError(t, g.Sync(ctx, &Target{State: &kongstate.State{}}))
+	db, known = g.Database()
+	require.True(t, known, "kept after the first Sync took the answer")
+	require.False(t, db)
+
+	_, answered, _ := countedGateway(t, kongemu.Options{})
+	answered.Answered(Root{Database: true})
+	db, known = answered.Database()
+	require.True(t, known)
+	require.True(t, db)
+	require.True(t, SyncsByDiff(answered), "a database-backed gateway syncs by diff, known before its first Sync")
+}

@@ -240,6 +240,10 @@ type DetectingGateway struct {
 
 	mu    sync.Mutex
 	inner Gateway
+	// database is the gateway's mode once an answer to GET / said it (Detect's, Answered's
+	// or the first Sync's); nil before. Unlike probed it is kept after the first Sync took
+	// the answer, so that Database never forgets between the two.
+	database *bool
 
 	// rootMu is held while GET / is asked for detection, so that a Sync waits for the answer
 	// of a Detect in flight instead of asking again; probed is that answer, for the first
@@ -266,6 +270,26 @@ func (g *DetectingGateway) Protocol() string {
 		return ""
 	}
 	return protocolOf(g.inner)
+}
+
+// Database reports whether the gateway has a database, once an answer to GET / said so
+// (known): the one Detect or Answered took while the cache synced, or the first Sync's. The
+// loop reads it as a sync starts, before that sync has detected the mode itself
+// (SyncsByDiff).
+func (g *DetectingGateway) Database() (db, known bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.database == nil {
+		return false, false
+	}
+	return *g.database, true
+}
+
+// learned records the mode an answer to GET / said (Database).
+func (g *DetectingGateway) learned(root Root) {
+	g.mu.Lock()
+	g.database = &root.Database
+	g.mu.Unlock()
 }
 
 // Preparer is a Gateway that can do a sync's work but the writes ahead of time: a standby
@@ -328,6 +352,7 @@ func (g *DetectingGateway) detected(ctx context.Context, t *Target) (Gateway, er
 			return nil, err
 		}
 		db := root.Database
+		g.learned(root)
 		// A change of what the gateways run asks for a new round, rendered for their router.
 		g.Flavors.ReportRoot(g.url, root)
 		if err := refusedByRouter(g.url, root, t.State); err != nil {
@@ -383,6 +408,7 @@ func (g *DetectingGateway) Detect(ctx context.Context) (*Root, error) {
 		g.probed = &root
 	}
 	root := *g.probed
+	g.learned(root)
 	g.Flavors.ReportRoot(g.url, root)
 	return &root, nil
 }
@@ -397,6 +423,7 @@ func (g *DetectingGateway) Answered(root Root) {
 	g.mu.Unlock()
 	if !known {
 		g.probed = &root
+		g.learned(root)
 	}
 }
 

@@ -64,6 +64,25 @@ func protocolOf(g Gateway) string {
 	return ""
 }
 
+// DatabaseReporter is a Gateway that knows whether its Kong has a database before its first
+// sync has detected it (DetectingGateway: from the GET / asked while the cache synced).
+type DatabaseReporter interface {
+	Database() (db, known bool)
+}
+
+// SyncsByDiff reports whether g is synced entity by entity (database mode), as far as is
+// known when its sync starts.
+func SyncsByDiff(g Gateway) bool {
+	if protocolOf(g) == ProtocolDeck {
+		return true
+	}
+	if r, ok := g.(DatabaseReporter); ok {
+		db, known := r.Database()
+		return known && db
+	}
+	return false
+}
+
 // Target is one translation result, shared by every gateway of a round. Rendering happens at
 // most once per round, whatever the number of gateways.
 type Target struct {
@@ -417,6 +436,11 @@ type Loop struct {
 
 	firstSync     chan struct{}
 	firstSyncOnce sync.Once
+	// firstDiff is closed when a sync by diff (database mode) is first handed to a gateway:
+	// the translation of the start is done, and what follows is the diff's garbage
+	// (FirstDiffStarted).
+	firstDiff     chan struct{}
+	firstDiffOnce sync.Once
 
 	mu      sync.Mutex
 	pending []string // gateways that have not taken a configuration yet, for readiness
@@ -508,7 +532,7 @@ func NewLoop(opts Options) *Loop {
 	if renderer == nil {
 		renderer = &kongstate.Renderer{}
 	}
-	l := &Loop{opts: opts, firstSync: make(chan struct{}), renderer: renderer,
+	l := &Loop{opts: opts, firstSync: make(chan struct{}), firstDiff: make(chan struct{}), renderer: renderer,
 		done: make(chan syncDone, opts.MaxConcurrentSyncs), sem: make(chan struct{}, opts.MaxConcurrentSyncs),
 		gate: NewSyncGate()}
 	opts.Trigger.holdGate(l.gate)
@@ -525,6 +549,20 @@ func (l *Loop) NeedLeaderElection() bool { return true }
 // FirstSyncDone is closed once a round has succeeded on every gateway (at once when there
 // is none: a discovery that found no gateway yet).
 func (l *Loop) FirstSyncDone() <-chan struct{} { return l.firstSync }
+
+// FirstDiffStarted is closed when the loop first hands a target to a gateway synced by diff
+// (database mode, SyncsByDiff), before that sync begins, or a standby's first Prepare of one
+// begins (DiffStarting); never while every gateway is DB-less.
+// The process's start ends there for the collector (cmd/konductor): a first sync into an
+// empty database-backed Kong builds and throws away go-database-reconciler's states for
+// seconds (20 s at 10,000 Ingresses), and under the start's relaxed target that garbage
+// alone made the peak (issue #45).
+func (l *Loop) FirstDiffStarted() <-chan struct{} { return l.firstDiff }
+
+// DiffStarting closes FirstDiffStarted unless it is already: a standby replica's Prepare,
+// which dumps Kong and runs the diff dry before this replica leads, says so too
+// (manager.standbyPreparer), as its garbage is the same.
+func (l *Loop) DiffStarting() { l.firstDiffOnce.Do(func() { close(l.firstDiff) }) }
 
 // Ready returns nil once the first sync is done and every current gateway has taken a
 // configuration; otherwise why not.
@@ -793,6 +831,9 @@ func (l *Loop) dispatchStale(started time.Time) []GatewayResult {
 func (l *Loop) dispatch(g *gatewayState) {
 	g.busy, g.seq, g.retryAt = true, l.seq, time.Time{} // settle sets a new retry time if it fails
 	target, seq := l.target, l.seq
+	if SyncsByDiff(g.Gateway) {
+		l.DiffStarting()
+	}
 	l.gate.hold()
 	l.inFlight++
 	go func() {

@@ -683,3 +683,52 @@ func TestRoundsCarryTheTranslationsRedaction(t *testing.T) {
 		require.Equal(t, `invalid value "[redacted]"`, RoundRedactor(round).String(`invalid value "x-sig:platform-hmac-9f8e7d6c5b4a"`))
 	}
 }
+
+// reportingGateway is a blockingGateway that says, before its first sync, whether its Kong
+// has a database (DatabaseReporter), as a DetectingGateway does once GET / answered.
+type reportingGateway struct {
+	blockingGateway
+	db, known bool
+}
+
+func (g *reportingGateway) Database() (db, known bool) { return g.db, g.known }
+
+// FirstDiffStarted closes as the first sync by diff is handed to a database-backed gateway,
+// before that sync ends (the process narrows its collector there: issue #45), and never for
+// gateways that are DB-less or whose mode is not known yet.
+func TestFirstDiffStartedWithTheFirstDatabaseSync(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		db, known bool
+		want      bool
+	}{
+		{"database", true, true, true},
+		{"DB-less", false, true, false},
+		{"not known yet", false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := &reportingGateway{blockingGateway: blockingGateway{release: make(chan struct{})}, db: tc.db, known: tc.known}
+			l := NewLoop(Options{
+				Source: newStore(t, cluster()), Barrier: syncedBarrier{}, Translate: translate,
+				Gateways: []Gateway{gw}, Period: time.Hour, Logger: testr.New(t),
+			})
+			stop := run(t, l)
+			require.Eventually(t, func() bool { return gw.syncs.Load() == 1 }, 5*time.Second, time.Millisecond)
+			select {
+			case <-l.FirstDiffStarted():
+				require.True(t, tc.want, "closed for a gateway that does not sync by diff")
+			default:
+				require.False(t, tc.want, "not closed while the first sync by diff runs")
+			}
+			close(gw.release)
+			<-l.FirstSyncDone()
+			select {
+			case <-l.FirstDiffStarted():
+				require.True(t, tc.want, "closed for a gateway that does not sync by diff")
+			default:
+				require.False(t, tc.want)
+			}
+			stop()
+		})
+	}
+}

@@ -461,7 +461,8 @@ func syncLoop(ctx context.Context, cfg *config.Config, opts Options, cs *cachePa
 		// It translates with the loop's incremental translator and renderer, which the loop
 		// takes over when this replica leads (handover.go).
 		if err := cs.mgr.Add(&standbyPreparer{elected: cs.mgr.Elected(), barrier: cs.barrier, source: cs.source, shared: tr.shared,
-			gateways: gws.static, learnRouters: gws.learnRouters, syncProtocol: tr.syncProtocol, period: cfg.ProxySyncPeriod, log: log.WithName("standby")}); err != nil {
+			gateways: gws.static, learnRouters: gws.learnRouters, syncProtocol: tr.syncProtocol, diffStarting: loop.DiffStarting,
+			period: cfg.ProxySyncPeriod, log: log.WithName("standby")}); err != nil {
 			return nil, err
 		}
 	}

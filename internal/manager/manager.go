@@ -513,6 +513,10 @@ func (c *Controller) Elected() <-chan struct{} { return c.mgr.Elected() }
 // FirstSyncDone is closed after the first round that succeeded on every gateway.
 func (c *Controller) FirstSyncDone() <-chan struct{} { return c.loop.FirstSyncDone() }
 
+// FirstDiffStarted is closed when a first sync by diff (database mode) is about to start
+// (dataplane.Loop.FirstDiffStarted); never with DB-less gateways only.
+func (c *Controller) FirstDiffStarted() <-chan struct{} { return c.loop.FirstDiffStarted() }
+
 // CacheSynced reports whether every informer the store reads has synced: on a standby, that
 // its cache is warm.
 func (c *Controller) CacheSynced() bool { return c.barrier.Synced() }

@@ -44,6 +44,10 @@ type standbyPreparer struct {
 	// nothing to prepare renders each period; nil: dataplane.ProtocolDBLess (fixed gateways
 	// with nothing to prepare are DB-less).
 	syncProtocol func() string
+	// diffStarting, when set, is called before a Prepare of a gateway synced by diff
+	// (dataplane.Loop.DiffStarting: the process's collector leaves its start target there,
+	// cmd/konductor; a Prepare at 10,000 Ingresses dumps Kong and diffs dry for seconds).
+	diffStarting func()
 	period       time.Duration
 	log          logr.Logger
 }
@@ -155,6 +159,9 @@ func (s *prepareSchedule) due(digest [sha256.Size]byte) bool {
 func (p *standbyPreparer) prepare(ctx context.Context, preparers []dataplane.Preparer, t *dataplane.Target) []dataplane.Preparer {
 	keep := preparers[:0]
 	for _, pr := range preparers {
+		if g, ok := pr.(dataplane.Gateway); ok && p.diffStarting != nil && dataplane.SyncsByDiff(g) {
+			p.diffStarting()
+		}
 		err := pr.Prepare(ctx, t)
 		switch {
 		case errors.Is(err, dataplane.ErrNothingToPrepare):

@@ -341,3 +341,52 @@ func TestStandbyRendersOnlyWhatItsGatewaysTake(t *testing.T) {
 		})
 	}
 }
+
+// databaseGateway is a preparingGateway that knows its mode before any sync, as a
+// DetectingGateway does once GET / answered (dataplane.DatabaseReporter).
+type databaseGateway struct {
+	*preparingGateway
+	db bool
+}
+
+func (g databaseGateway) Database() (db, known bool) { return g.db, true }
+
+// A standby says a diff is starting before it prepares a database-backed gateway (the
+// process's collector leaves its start target there: issue #45), and not for a DB-less one.
+func TestStandbySaysADiffStartsBeforePreparing(t *testing.T) {
+	for _, db := range []bool{true, false} {
+		elected, synced := make(chan struct{}), make(chan struct{})
+		close(synced)
+		gw := databaseGateway{preparingGateway: &preparingGateway{url: "http://kong", calls: make(chan *dataplane.Target, 100)}, db: db}
+		var mu sync.Mutex
+		said, preparedBefore := 0, -1
+		p := &standbyPreparer{
+			elected: elected, barrier: gatedBarrier{synced: synced}, source: emptySource{},
+			shared: &handover{around: func(s *store.Snapshot, build func(*store.Snapshot) translator.Result) translator.Result {
+				return build(s)
+			}},
+			gateways: []dataplane.Gateway{gw}, period: time.Millisecond, log: logr.Discard(),
+			diffStarting: func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if said == 0 {
+					preparedBefore = gw.count()
+				}
+				said++
+			},
+		}
+		done := make(chan error, 1)
+		go func() { done <- p.Start(context.Background()) }()
+		<-gw.calls
+		close(elected)
+		require.NoError(t, <-done)
+		mu.Lock()
+		if db {
+			require.Positive(t, said, "a Prepare of a database-backed gateway is a diff starting")
+			require.Zero(t, preparedBefore, "said before the first Prepare")
+		} else {
+			require.Zero(t, said, "a DB-less gateway's Prepare diffs nothing")
+		}
+		mu.Unlock()
+	}
+}
