@@ -49,10 +49,10 @@ func (u units) size() int { return len(u.services) + len(u.upstreams) }
 // would then be the whole diff, with more steps).
 func changedUnits(was, now *kongstate.State) (units, bool) {
 	if was == nil || now == nil || was.LicensesKnown != now.LicensesKnown ||
-		!samePointers(was.Certificates, now.Certificates) ||
-		!samePointers(was.Consumers, now.Consumers) || !samePointers(was.ConsumerGroups, now.ConsumerGroups) ||
-		!samePointers(was.CACertificates, now.CACertificates) || !samePointers(was.Vaults, now.Vaults) ||
-		!samePointers(was.Licenses, now.Licenses) || !maps.Equal(was.CertificateAlts, now.CertificateAlts) {
+		!slices.Equal(was.Certificates, now.Certificates) ||
+		!slices.Equal(was.Consumers, now.Consumers) || !slices.Equal(was.ConsumerGroups, now.ConsumerGroups) ||
+		!slices.Equal(was.CACertificates, now.CACertificates) || !slices.Equal(was.Vaults, now.Vaults) ||
+		!slices.Equal(was.Licenses, now.Licenses) || !maps.Equal(was.CertificateAlts, now.CertificateAlts) {
 		return units{}, false
 	}
 	u := units{
@@ -121,18 +121,6 @@ func changedPlugins(was, now []*file.FPlugin) []*file.FPlugin {
 		out = append(out, p)
 	}
 	return out
-}
-
-func samePointers[E any](a, b []*E) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // changedByName lists the names of the entities that are not the same pointer in was and
