@@ -52,7 +52,7 @@ func precedentPolicy(all []*gatewayv1.BackendTLSPolicy, namespace, service, sect
 		if p == nil || p.Namespace != namespace || !selectsService(p, service, section) {
 			continue
 		}
-		if best == nil || precedes(p, best) {
+		if best == nil || Precedes(p, best) {
 			best = p
 		}
 	}
@@ -77,14 +77,33 @@ func sectionOf(t gatewayv1.LocalPolicyTargetReferenceWithSectionName) string {
 	return string(*t.SectionName)
 }
 
-// precedes is the Gateway API's conflict order: the older object by creationTimestamp, then
-// the first by namespace and name.
-func precedes(a, b client.Object) bool {
+// Precedes is the Gateway API's conflict order: the older object by creationTimestamp, then
+// the first by "{namespace}/{name}" as one string ("alphabetical order by
+// {namespace}/{name}"), as KIC's store also lists Ingresses (translation-rules.md §1.1). That
+// differs from namespace first, then name, when one namespace is the other's prefix followed
+// by a byte below '/' ("team-a/y" before "team/x").
+func Precedes(a, b client.Object) bool {
 	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
-	if !ta.Equal(&tb) {
+	if ta.Before(&tb) || tb.Before(&ta) {
 		return ta.Before(&tb)
 	}
-	return byNamespaceName(a, b)
+	return namespacedNameLess(a.GetNamespace(), a.GetName(), b.GetNamespace(), b.GetName())
+}
+
+// namespacedNameLess compares aNS+"/"+aName with bNS+"/"+bName without building them.
+func namespacedNameLess(aNS, aName, bNS, bName string) bool {
+	if aNS == bNS {
+		return aName < bName
+	}
+	n := min(len(aNS), len(bNS))
+	if aNS[:n] != bNS[:n] {
+		return aNS < bNS
+	}
+	// One namespace is the other's prefix: the shorter one has '/' where the longer goes on.
+	if len(aNS) < len(bNS) {
+		return '/' < bNS[n]
+	}
+	return aNS[n] < '/'
 }
 
 // IsServiceTarget reports whether a policy's targetRef names a core Service (KIC counts group

@@ -91,7 +91,7 @@ func (a *Attachment) attachListenerSets(sets []*gatewayv1.ListenerSet, nsLabels 
 	})
 	for _, gw := range a.Gateways {
 		sort.SliceStable(gw.ListenerSets, func(i, j int) bool {
-			return precedes(gw.ListenerSets[i].ListenerSet, gw.ListenerSets[j].ListenerSet)
+			return Precedes(gw.ListenerSets[i].ListenerSet, gw.ListenerSets[j].ListenerSet)
 		})
 		listenerConflicts(gw)
 	}

@@ -123,3 +123,27 @@ func TestAttachListenerSets(t *testing.T) {
 	require.Equal(t, int32(1), open.ListenerSets[0].Listeners[0].AttachedRoutes)
 	require.Equal(t, int32(0), open.Listeners[0].AttachedRoutes)
 }
+
+// Sets created at the same time are ordered as the Gateway API breaks conflicts: by
+// "{namespace}/{name}" as one string, so "team-a/y" comes before "team/x" ('-' sorts below
+// '/'), which namespace-then-name would reverse.
+func TestListenerSetPrecedenceByNamespacedName(t *testing.T) {
+	class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "kong"}, Spec: gatewayv1.GatewayClassSpec{ControllerName: DefaultControllerName}}
+	all := gatewayv1.NamespacesFromAll
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: "open"}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "kong",
+		AllowedListeners: &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: &all}},
+		Listeners:        []gatewayv1.Listener{{Name: "own", Protocol: gatewayv1.HTTPProtocolType, Port: 80, Hostname: ptr(gatewayv1.Hostname("gw.example.com"))}}}}
+	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	set := func(ns, name string) *gatewayv1.ListenerSet {
+		return &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: created},
+			Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: "open", Namespace: ptr(gatewayv1.Namespace("gw"))},
+				Listeners: []gatewayv1.ListenerEntry{{Name: "shared", Protocol: gatewayv1.HTTPProtocolType, Port: 80, Hostname: ptr(gatewayv1.Hostname("shared.example.com"))}}}}
+	}
+	a := Attach(Input{GatewayClasses: []*gatewayv1.GatewayClass{class}, Gateways: []*gatewayv1.Gateway{gw},
+		ListenerSets: []*gatewayv1.ListenerSet{set("team", "x"), set("team-a", "y")}})
+	conflicts := map[string]gatewayv1.ListenerConditionReason{}
+	for _, s := range a.Gateway("gw", "open").ListenerSets {
+		conflicts[s.ListenerSet.Namespace+"/"+s.ListenerSet.Name] = s.Listeners[0].Conflict
+	}
+	require.Equal(t, map[string]gatewayv1.ListenerConditionReason{"team-a/y": "", "team/x": "HostnameConflict"}, conflicts)
+}

@@ -334,35 +334,11 @@ func sortByAge[T client.Object](objs []T) {
 	sort.SliceStable(objs, func(i, j int) bool { return olderThan(objs[i], objs[j]) })
 }
 
-// olderThan is sortByAge's order: by creation time, then by "ns/name" as one string, as KIC's
-// store lists Ingresses (translation-rules.md §1.1) and as Gateway API breaks its conflicts
-// ("alphabetical order by {namespace}/{name}"). That differs from namespace first, then
-// name, when one namespace is the other's prefix followed by a byte below '/' ("team-a/y"
-// before "team/x"). Not to be unified with splitBefore's order of HTTPRoute matches of equal
-// priority (namespace, then name), which is KIC's own there.
-func olderThan(a, b client.Object) bool {
-	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
-	if ta.Before(&tb) || tb.Before(&ta) {
-		return ta.Before(&tb)
-	}
-	return nsNameLess(a.GetNamespace(), a.GetName(), b.GetNamespace(), b.GetName())
-}
-
-// nsNameLess compares aNS+"/"+aName with bNS+"/"+bName without building them.
-func nsNameLess(aNS, aName, bNS, bName string) bool {
-	if aNS == bNS {
-		return aName < bName
-	}
-	n := min(len(aNS), len(bNS))
-	if aNS[:n] != bNS[:n] {
-		return aNS < bNS
-	}
-	// One namespace is the other's prefix: the shorter one has '/' where the longer goes on.
-	if len(aNS) < len(bNS) {
-		return '/' < bNS[n]
-	}
-	return aNS[n] < '/'
-}
+// olderThan is sortByAge's order, the Gateway API's conflict order (gatewayapi.Precedes): by
+// creation time, then by "ns/name" as one string, as KIC's store lists Ingresses
+// (translation-rules.md §1.1). Not to be unified with splitBefore's order of HTTPRoute matches
+// of equal priority (namespace, then name), which is KIC's own there.
+func olderThan(a, b client.Object) bool { return gatewayapi.Precedes(a, b) }
 
 // kongServiceNames lists the Kong services that have routes, by name.
 func (b *builder) kongServiceNames() []string {
