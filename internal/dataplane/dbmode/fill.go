@@ -150,12 +150,13 @@ type fillOutcome struct {
 func (g *Gateway) fill(ctx context.Context, s *kongstate.State, current *state.KongState,
 	version semver.Version, enterprise bool, dumpConfig dump.Config,
 ) (out fillOutcome, ok bool, err error) {
+	// Kong's emptiness first: most dumps find Kong holding units, and then s is not split.
+	if empty, err := holdsNoUnits(current); err != nil || !empty {
+		return fillOutcome{}, false, err
+	}
 	batches, parts, rest, split := fillParts(s, g.fillBatch)
 	if !split {
 		return fillOutcome{}, false, nil
-	}
-	if empty, err := holdsNoUnits(current); err != nil || !empty {
-		return fillOutcome{}, false, err
 	}
 	out.res = &Result{}
 	var phases Phases
