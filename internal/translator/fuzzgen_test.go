@@ -140,7 +140,7 @@ var (
 	fuzzAnnotations = []string{
 		annStripPath, annForceSSLRedirect, annHTTPSRedirectCode, annPreserveHost, annRequestBuffering, annResponseBuffering,
 		annProtocols, annRegexPriority, annMethods, annSNIs, annHostAliases, annHeadersPrefix + "x-a", annHeadersPrefix + "X_B ",
-		annHeadersSeparator, annPathHandling, annCACertSecretsPlural, annCACertConfigMapPlural, annProtocol, annPath, annConnectTimeout,
+		annHeadersSeparator, annPathHandling, annCACertSecret, annCACertConfigMap, annCACertSecretsPlural, annCACertConfigMapPlural, annProtocol, annPath, annConnectTimeout,
 		annReadTimeout, annWriteTimeout, annRetries, annTLSVerify, annTLSVerifyDepth, annHostHeader, annServiceUpstream,
 		annOverride, annUpstreamPolicy, annPlugins, annRegexPrefix, "konghq.com/rewrite", "konghq.com/client-cert", "konghq.com/tags",
 		store.IngressClassAnnotation, "konghq.com/unknown",

@@ -185,11 +185,6 @@ var requestCases = map[string][]caseRequest{
 	"httproute-cors-expressions": corsRequests("httproute.default.cors._."),
 }
 
-// corsRequests are the CORS filter's requests, the same under either router (route is the
-// prefix of its route names): Kong's cors plugin answers a preflight itself (200, no backend)
-// and adds its headers to the backend's answer; an origin that matches no allowed one gets no
-// Access-Control-Allow-Origin; a wildcard origin with credentials echoes the origin; a rule
-// without the filter adds nothing.
 // schemeRedirectRequests are the requests of the httproute-redirect-scheme cases, whose route
 // names start with plain, wildcard and annotated.
 func schemeRedirectRequests(plain, wildcard, annotated string) []caseRequest {
@@ -207,6 +202,11 @@ func schemeRedirectRequests(plain, wildcard, annotated string) []caseRequest {
 	}
 }
 
+// corsRequests are the CORS filter's requests, the same under either router (route is the
+// prefix of its route names): Kong's cors plugin answers a preflight itself (200, no backend)
+// and adds its headers to the backend's answer; an origin that matches no allowed one gets no
+// Access-Control-Allow-Origin; a wildcard origin with credentials echoes the origin; a rule
+// without the filter adds nothing.
 func corsRequests(route string) []caseRequest {
 	preflight := func(origin string) map[string]string {
 		return map[string]string{"Origin": origin, "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "x-header-1"}

@@ -125,7 +125,6 @@ func TestKnownStateFollowsCreatesDeletesAndParking(t *testing.T) {
 	require.True(t, res.Known)
 	require.Zero(t, res.Total(), "changes: %+v", res.Changes)
 	requireHoldsExactly(t, g, translate(t, objs))
-	_ = []client.Object(objs)
 }
 
 // Each reason to doubt what is known makes the sync list Kong again (known.go).
