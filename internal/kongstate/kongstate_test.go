@@ -483,6 +483,7 @@ func TestRendererBodiesShareTheRunsThatDidNotChange(t *testing.T) {
 	}
 	require.Greater(t, len(after.chunks), 8000/(2*runLength), "the entities are not cut into runs")
 	// The prefix, the skeleton's three parts and the suffix are made again, and the changed
-	// service's run.
-	require.LessOrEqual(t, made, 5+1, "runs made again, of %d", len(after.chunks))
+	// service's run: two runs when its new bytes' address is a cut where the old one's was not
+	// (runs are cut at addresses, 1 in 128), which splits that run in two.
+	require.LessOrEqual(t, made, 5+2, "runs made again, of %d", len(after.chunks))
 }
