@@ -220,10 +220,7 @@ func (p *Parent) ParentListeners() []*Listener {
 	if p.ListenerSet == nil {
 		return p.Gateway.Listeners
 	}
-	if !p.ListenerSet.Attached() {
-		return nil
-	}
-	var out []*Listener
+	var out []*Listener // none when the set is not attached: it has no usable listener
 	for _, l := range p.ListenerSet.Listeners {
 		if l.Usable() {
 			out = append(out, l)

@@ -45,7 +45,7 @@ func (b *builder) gatewayListenerCerts() []listenerCert {
 		}
 		for _, s := range g.ListenerSets {
 			for i, l := range s.Listeners {
-				if s.Attached() && l.Usable() {
+				if l.Usable() { // a usable listener's set is attached
 					out = b.listenerCert(out, s.ListenerSet, gvkListenerSet, i, l.Listener)
 				} else {
 					// Left out, but its ResolvedRefs condition reads its Secrets as a Gateway
