@@ -189,9 +189,9 @@ func conflictWinner(p *gatewayv1.BackendTLSPolicy, all []*gatewayv1.BackendTLSPo
 // InvalidCACertificateRef are for a reference that does not resolve to a certificate, one
 // missing or malformed alike (the suite changes a ConfigMap's content to an invalid one and
 // expects them); KIC checks only that the object exists. An object the cache holds without
-// its data (store.PayloadNotCached: the status writers read the cache, where a ConfigMap a
-// policy came to name after it was cached stays so until its next event; translation reads
-// the loaded copy) counts as existing: its content cannot be judged there.
+// its data (store.PayloadNotCached: a ConfigMap a policy came to name after it was cached
+// stays so until its next event; the status writers pass the sync loop's loaded copy instead
+// where it has one, as translation reads it) counts as existing: its content cannot be judged.
 func CAObjects(configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) func(kind, namespace, name string) bool {
 	have := map[string]bool{}
 	for _, c := range configMaps {

@@ -318,7 +318,7 @@ func TestListenerSetCertificateProblemsAsGateway(t *testing.T) {
 }
 
 // loadedCopies are the Secrets the sync loop loaded (store.SecretPayloads.LoadedCopy), by name.
-type loadedCopies map[string]*corev1.Secret
+type loadedCopies map[string]client.Object
 
 func (l loadedCopies) LoadedCopy(obj client.Object) client.Object {
 	if s, ok := l[obj.GetName()]; ok {

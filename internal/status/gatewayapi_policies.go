@@ -148,7 +148,7 @@ func (u *GatewayAPIUpdater) updateBackendTLSPolicies(ctx context.Context, a *gat
 			services[svc.Namespace+"/"+svc.Name] = true
 		}
 	}
-	exists := gatewayapi.CAObjects(snap.ConfigMaps, snap.Secrets)
+	exists := gatewayapi.CAObjects(withLoadedData(u.Payloads, snap.ConfigMaps), withLoadedData(u.Payloads, snap.Secrets))
 	for _, p := range snap.BackendTLSPolicies {
 		if p == nil {
 			continue

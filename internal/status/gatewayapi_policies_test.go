@@ -189,6 +189,42 @@ func TestBackendTLSPolicyStatusRetriesOnConflict(t *testing.T) {
 	require.Equal(t, "True/Accepted", condition(got.Status.Ancestors[1].Conditions, "Accepted"))
 }
 
+// A policy's CA ConfigMap cached without its data (named by the policy after it was cached) is
+// judged by the sync loop's loaded copy, as translation judges it: a loaded copy without a
+// certificate makes the policy NoValidCACertificate, where the cache's empty copy alone
+// counts as existing.
+func TestBackendTLSPolicyCAFromLoadedCopy(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		payloads loadedCopies
+		want     string
+	}{
+		{"loaded without a certificate", loadedCopies{"ca": &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca"},
+			Data: map[string]string{"ca.crt": "not a certificate"}}}, "False/NoValidCACertificate"},
+		{"loaded with a certificate", loadedCopies{"ca": caConfigMap(t)}, "True/Accepted"},
+		{"not loaded", nil, "True/Accepted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newBackendTLSFixture(t)
+			f.ca = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ca",
+				Annotations: map[string]string{store.PayloadNotCachedAnnotation: "true"}}}
+			c := fake.NewClientBuilder().WithScheme(store.NewScheme()).WithObjects(f.objects()...).WithStatusSubresource(f.statusKinds()...).Build()
+			u := NewGatewayAPIUpdater("", IngressOptions{}, store.New(c, store.Options{Kinds: store.NewKindSet(store.AllKinds()...)}), c, c, logr.Discard())
+			u.GatewayAlpha = true
+			if tc.payloads != nil {
+				u.Payloads = tc.payloads
+			}
+			u.Report(ctx, dataplane.Round{GatewayAPI: attach(f.gw, f.route)})
+			require.NoError(t, u.Update(ctx))
+			var got gatewayv1.BackendTLSPolicy
+			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(f.policy), &got))
+			require.Len(t, got.Status.Ancestors, 1)
+			require.Equal(t, tc.want, condition(got.Status.Ancestors[0].Conditions, "Accepted"))
+		})
+	}
+}
+
 // backendTLSFixture is a Gateway of ours with an HTTPRoute to the Service echo, which a valid
 // BackendTLSPolicy targets (its CA a labelled ConfigMap): the policy gets one ancestor entry.
 type backendTLSFixture struct {

@@ -60,12 +60,11 @@ type GatewayAPIUpdater struct {
 	// Router is the router flavor the gateways said (dataplane.RouterFlavors.Expressions),
 	// which decides some of the class's status.supportedFeatures; nil: traditional.
 	Router func() gatewayapi.Router
-	// Payloads are the Secrets the cache keeps without their data and the sync loop loaded
-	// (store.SecretPayloads): a listener's certificate in an Opaque Secret is judged by its
-	// loaded copy, not by the cache's empty one. nil: the cache's Secrets as they are.
-	Payloads interface {
-		LoadedCopy(client.Object) client.Object
-	}
+	// Payloads are the Secrets and ConfigMaps the cache keeps without their data and the sync
+	// loop loaded (store.SecretPayloads): a listener's certificate in an Opaque Secret and a
+	// BackendTLSPolicy's CA are judged by their loaded copies, as translation judges them, not
+	// by the cache's empty ones. nil: the cache's objects as they are.
+	Payloads loadedCopier
 	// featuresPruned: a GatewayClass written with supportedFeatures came back without them.
 	featuresPruned atomic.Bool
 
@@ -201,12 +200,7 @@ func (u *GatewayAPIUpdater) updateGateways(ctx context.Context) error {
 		}
 	}
 	secrets := make(map[string]*corev1.Secret, len(snap.Secrets))
-	for _, s := range snap.Secrets {
-		if store.PayloadNotCached(s) && u.Payloads != nil {
-			if l, ok := u.Payloads.LoadedCopy(s).(*corev1.Secret); ok {
-				s = l
-			}
-		}
+	for _, s := range withLoadedData(u.Payloads, snap.Secrets) {
 		secrets[s.Namespace+"/"+s.Name] = s
 	}
 	secret := func(ns, name string) *corev1.Secret { return secrets[ns+"/"+name] }
@@ -404,3 +398,30 @@ func (u *GatewayAPIUpdater) updateRoute(ctx context.Context, r routeObject, ra *
 }
 
 var _ dataplane.Reporter = (*GatewayAPIUpdater)(nil)
+
+// loadedCopier gives the sync loop's loaded copy of an object the cache holds without its
+// data, nil when it has none for that version (store.SecretPayloads.LoadedCopy).
+type loadedCopier interface {
+	LoadedCopy(client.Object) client.Object
+}
+
+// withLoadedData is objs with each object the cache holds without its data replaced by its
+// loaded copy from payloads, where there is one; objs itself when nothing is replaced.
+func withLoadedData[T client.Object](payloads loadedCopier, objs []T) []T {
+	if payloads == nil {
+		return objs
+	}
+	out, cloned := objs, false
+	for i, o := range objs {
+		if !store.PayloadNotCached(o) {
+			continue
+		}
+		if l, ok := payloads.LoadedCopy(o).(T); ok {
+			if !cloned { // the snapshot's slice is shared: never written
+				out, cloned = slices.Clone(objs), true
+			}
+			out[i] = l
+		}
+	}
+	return out
+}
